@@ -1,0 +1,39 @@
+# The README's two commands live here: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint unit proto bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/vglobal demo
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check vglobal tests bench scripts
+	$(BIN)/mypy vglobal
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+proto: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python scripts/gen_protos.py
+
+bench: $(STAMP)
+	$(BIN)/python bench/dispatch.py
+	$(BIN)/python bench/scheduler.py
+	$(BIN)/python bench/philly.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

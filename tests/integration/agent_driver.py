@@ -1,0 +1,95 @@
+"""A scripted agent for tests of the hub side of AgentService.Connect: it speaks the real protocol
+over a real socket, and lets a test decide every message."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+
+from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
+
+
+def units(**values: int) -> agent_pb2.Units:
+    return agent_pb2.Units(values=values)
+
+
+class ScriptedAgent:
+    def __init__(self, target: str, cluster: str, nodes: int = 1, gpus: int = 8) -> None:
+        self.cluster = cluster
+        self.channel = grpc.insecure_channel(target)
+        self.out: queue.Queue[agent_pb2.AgentMessage | None] = queue.Queue()
+        self.received: queue.Queue[agent_pb2.HubMessage] = queue.Queue()
+        self.nodes = [
+            agent_pb2.NodeInventory(
+                name=f"{cluster}-{i}",
+                labels={"kubernetes.io/hostname": f"{cluster}-{i}"},
+                allocatable=units(cpu=64000, memory=2**38, pods=110, **{"nvidia.com/gpu": gpus * 1000}),
+                free=units(cpu=64000, memory=2**38, pods=110, **{"nvidia.com/gpu": gpus * 1000}),
+            )
+            for i in range(nodes)
+        ]
+        self._thread: threading.Thread | None = None
+
+    def _requests(self) -> Iterator[agent_pb2.AgentMessage]:
+        while True:
+            msg = self.out.get()
+            if msg is None:
+                return
+            yield msg
+
+    def connect(self, jobs: list[tuple[str, int]] = ()) -> agent_pb2.HubMessage:  # type: ignore[assignment]
+        stub = agent_pb2_grpc.AgentServiceStub(self.channel)
+        self.out.put(
+            agent_pb2.AgentMessage(
+                register=agent_pb2.Register(
+                    cluster=self.cluster,
+                    labels={"name": self.cluster},
+                    nodes=self.nodes,
+                    jobs=[agent_pb2.JobRunRef(job_uid=u, generation=g) for u, g in jobs],
+                )
+            )
+        )
+        responses = stub.Connect(self._requests())
+
+        def pump() -> None:
+            try:
+                for r in responses:
+                    self.received.put(r)
+            except grpc.RpcError:
+                pass
+
+        self._thread = threading.Thread(target=pump, daemon=True)
+        self._thread.start()
+        return self.expect("registered")
+
+    def expect(self, kind: str, timeout: float = 10.0) -> agent_pb2.HubMessage:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {kind} from the hub within {timeout}s")
+            try:
+                msg = self.received.get(timeout=left)
+            except queue.Empty:
+                continue
+            if msg.WhichOneof("body") == kind:
+                return msg
+
+    def send(self, **body: object) -> None:
+        self.out.put(agent_pb2.AgentMessage(**body))  # type: ignore[arg-type]
+
+    def accept(self, uid: str, gen: int) -> None:
+        self.send(accepted=agent_pb2.BindingAccepted(job_uid=uid, generation=gen))
+
+    def status(self, uid: str, gen: int, phase: str, *, node: str = "", pods: int = 1) -> None:
+        placements = [agent_pb2.PodPlacement(pod=f"p-{i}", node=node or self.nodes[0].name, phase="Running")
+                      for i in range(pods)] if phase == "Running" else []
+        self.send(status=agent_pb2.JobStatus(job_uid=uid, generation=gen, phase=phase, placements=placements))
+
+    def close(self) -> None:
+        self.out.put(None)
+        self.channel.close()

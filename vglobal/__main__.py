@@ -1,0 +1,3 @@
+from vglobal.cli.main import main
+
+main()

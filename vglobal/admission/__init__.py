@@ -1,0 +1,42 @@
+"""Pure global admission: which pending job goes to which cluster this cycle, and why others wait.
+
+``admit(snapshot)`` is a deterministic function of its input: no clock, no randomness, no I/O.
+"""
+
+from vglobal.admission.admit import admit
+from vglobal.admission.snapshot import (
+    PLACEMENTS,
+    ROOT,
+    Admit,
+    AdmissionResult,
+    ClusterSnap,
+    Gang,
+    HyperNodeSnap,
+    NodeSnap,
+    PendingJob,
+    QueueSnap,
+    QueueStatus,
+    Reclaim,
+    RunningJob,
+    Snapshot,
+    Wait,
+)
+
+__all__ = [
+    "PLACEMENTS",
+    "ROOT",
+    "Admit",
+    "AdmissionResult",
+    "ClusterSnap",
+    "Gang",
+    "HyperNodeSnap",
+    "NodeSnap",
+    "PendingJob",
+    "QueueSnap",
+    "QueueStatus",
+    "Reclaim",
+    "RunningJob",
+    "Snapshot",
+    "Wait",
+    "admit",
+]

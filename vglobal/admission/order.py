@@ -1,0 +1,77 @@
+"""Progressive filling over the queue tree: which leaf queue offers the next job.
+
+Every non-leaf queue keeps a heap of its children keyed by (higher priority, lower dominant share
+AFTER the child's next job, older, name). A child's next job is the one its own subtree would pick,
+so comparing the children of a parent compares the ancestors just below the common ancestor, as
+Volcano's hierarchical capacity plugin does. Only the path of the queue that changed is re-keyed;
+outdated heap entries are skipped by a version number.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+from vglobal.admission.tree import QueueTree
+
+# A dimension the queue deserves none of: any use of it ranks the queue after every finite share.
+_NO_SHARE = 1e12
+
+Key = tuple[int, float, int, str, int, int]
+
+
+class FairOrder:
+    def __init__(self, tree: QueueTree) -> None:
+        self.tree = tree
+        n = len(tree.names)
+        self.inv = [[(1.0 / d) if d > 0 else _NO_SHARE for d in des.tolist()] for des in tree.deserved]
+        self.heaps: list[list[Key]] = [[] for _ in range(n)]
+        self.version = [0] * n
+        self.next_req: list[Sequence[int] | None] = [None] * n
+
+    def share_after(self, i: int, req: Sequence[int]) -> float:
+        inv = self.inv[i]
+        best = 0.0
+        for r, a in enumerate(self.tree.alloc[i]):
+            v = a + req[r]
+            if v:
+                s = v * inv[r]
+                if s > best:
+                    best = s
+        return best
+
+    def _best_child(self, p: int) -> int:
+        heap = self.heaps[p]
+        version = self.version
+        while heap:
+            top = heap[0]
+            if version[top[5]] == top[4]:
+                return top[5]
+            heapq.heappop(heap)
+        return -1
+
+    def update(self, leaf: int, req: Sequence[int] | None) -> None:
+        """The leaf's next job changed (or its usage did): re-key it and every ancestor."""
+        tree = self.tree
+        self.next_req[leaf] = req
+        i = leaf
+        while i > 0:
+            p = tree.parent[i]
+            self.version[i] += 1
+            nxt = self.next_req[i]
+            if nxt is not None:
+                key = (-tree.priority[i], self.share_after(i, nxt), tree.created[i], tree.names[i])
+                heapq.heappush(self.heaps[p], (*key, self.version[i], i))
+            b = self._best_child(p)
+            self.next_req[p] = self.next_req[b] if b >= 0 else None
+            i = p
+
+    def pick(self) -> int:
+        """The leaf whose next job goes next, or -1 when no queue has a job left."""
+        i = 0
+        is_leaf = self.tree.is_leaf
+        while not is_leaf[i]:
+            i = self._best_child(i)
+            if i < 0:
+                return -1
+        return i

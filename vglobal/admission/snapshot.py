@@ -1,0 +1,149 @@
+"""What global admission reads (a Snapshot) and what it returns (an AdmissionResult).
+
+Everything here is plain frozen data; the hub's dispatcher builds a Snapshot from Postgres each cycle.
+All resource amounts are ResourceVectors in canonical integer units (see vglobal.model.resources).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from vglobal.model.resources import EMPTY, ResourceVector
+
+ROOT = "root"
+PLACEMENTS = ("binpack", "spread")
+
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+_NO_PLACEMENTS: Mapping[str, ResourceVector] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class QueueSnap:
+    """One queue of the tree. The root queue is implicit and never listed."""
+
+    name: str
+    parent: str | None = ROOT  # None is read as "root"
+    weight: int = 1
+    priority: int = 0
+    # None = unlimited; dimensions it does not name inherit the parent's capability.
+    capability: ResourceVector | None = None
+    # Explicit spec.deserved (capacity-plugin style); None = computed by weighted water-filling.
+    deserved: ResourceVector | None = None
+    guarantee: ResourceVector = EMPTY
+    reclaimable: bool = True
+    open: bool = True
+    # Usage of this queue's OWN admitted, unfinished jobs; admission rolls it up to the ancestors.
+    allocated: ResourceVector = EMPTY
+    created: int = 0  # ordering key for ties (e.g. creation epoch seconds)
+
+
+@dataclass(frozen=True)
+class HyperNodeSnap:
+    """A HyperNode of a cluster's network topology (issue 5; not used by admission yet)."""
+
+    name: str
+    tier: int
+    parent: str | None = None
+    nodes: tuple[str, ...] = ()  # leaf node names directly or transitively below it
+
+
+@dataclass(frozen=True)
+class NodeSnap:
+    name: str
+    free: ResourceVector
+    allocatable: ResourceVector
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+
+
+@dataclass(frozen=True)
+class ClusterSnap:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    nodes: tuple[NodeSnap, ...] = ()
+    schedulable: bool = True  # Ready and not cordoned
+    hypernodes: tuple[HyperNodeSnap, ...] = ()
+
+
+Gang = tuple[tuple[ResourceVector, int], ...]
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    priority: int  # resolved PriorityClass value
+    created: float  # submit time, epoch seconds; kept when the job is re-queued
+    waiting_since: float  # when it last became pending
+    request: ResourceVector  # whole job: sum over all tasks of replicas x pod request
+    gang: Gang  # (pod request, pod count) of the minAvailable pods that must fit on ONE cluster
+    allowed_clusters: frozenset[str] | None = None  # vglobal.io/clusters; None = any
+    cluster_selector: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    excluded_clusters: frozenset[str] = frozenset()  # back-off after a rejection or failover
+    network_topology: tuple[str, int | None] | None = None  # (mode, highest tier), issue 5
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    uid: str
+    queue: str
+    cluster: str
+    priority: int
+    created: float
+    request: ResourceVector
+    # Per node of `cluster`: what this job's pods use there. Reclaim frees exactly this; a job
+    # without placements can still be reclaimed for queue share but frees no known node capacity.
+    placements: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_PLACEMENTS)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    now: float
+    queues: tuple[QueueSnap, ...]
+    clusters: tuple[ClusterSnap, ...]
+    pending: tuple[PendingJob, ...]
+    running: tuple[RunningJob, ...] = ()
+    placement: str = "binpack"  # or "spread"
+    starvation_after: float = 600.0
+
+
+@dataclass(frozen=True)
+class Admit:
+    cluster: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    reason: str  # a sentence a person understands, with numbers
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    name: str
+    allocated: ResourceVector
+    deserved: ResourceVector
+    real_capability: ResourceVector | None  # None = unlimited
+    guarantee: ResourceVector
+    pending: int
+    running: int
+    # Admitted in this cycle (already included in `allocated`).
+    admitted: int = 0
+
+
+@dataclass(frozen=True)
+class Reclaim:
+    victim_uid: str
+    cluster: str
+    for_uid: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class AdmissionResult:
+    decisions: Mapping[str, Admit | Wait]  # one per pending job uid
+    reclaims: tuple[Reclaim, ...]  # running jobs to stop and re-queue
+    queues: Mapping[str, QueueStatus]  # every queue, non-leaf ones and "root" included
+    admitted_order: tuple[str, ...]  # uids in the order admitted

@@ -1,0 +1,1 @@
+"""The per-cluster agent: hub connection, job controller, local scheduling, backends."""

@@ -1,0 +1,1 @@
+"""Where pods really run: ``sim`` (simulated nodes) now, ``kube`` (a real cluster) later."""

@@ -1,0 +1,128 @@
+"""The sim backend: nodes from a SimCluster, pods that run for their annotated duration.
+
+A pod bound to a node is Running at once, runs for ``vglobal.io/sim-duration`` (absent = forever),
+then exits with ``vglobal.io/sim-exit-code`` (default 0 = Succeeded, else Failed with that code).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
+from vglobal.model.duration import parse_duration
+from vglobal.model.resources import ResourceVector
+from vglobal.model.sim_cluster import SimCluster
+from vglobal.scheduler.api import NodeSpec, Taint
+
+DURATION_ANNOTATION = "vglobal.io/sim-duration"
+EXIT_CODE_ANNOTATION = "vglobal.io/sim-exit-code"
+_POD_SLOT = ResourceVector({"pods": 1})
+
+
+def node_specs(cluster: SimCluster) -> tuple[NodeSpec, ...]:
+    return tuple(
+        NodeSpec(
+            name=n.name,
+            allocatable=n.allocatable,
+            labels=dict(n.labels),
+            taints=tuple(
+                Taint(key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", "NoSchedule"))
+                for t in n.taints
+            ),
+        )
+        for n in cluster.nodes
+    )
+
+
+def pod_runtime(annotations: Mapping[str, str]) -> tuple[float | None, int]:
+    """(duration in seconds or None for forever, exit code) from a pod's annotations."""
+    raw = annotations.get(DURATION_ANNOTATION)
+    duration = parse_duration(raw) if raw else None
+    code = int(annotations.get(EXIT_CODE_ANNOTATION, "0") or 0)
+    return duration, code
+
+
+@dataclass(slots=True)
+class _SimPod:
+    manifest: PodManifest
+    status: PodStatus
+    duration: float | None
+    exit_code: int
+
+
+class SimBackend:
+    def __init__(self, cluster: SimCluster, *, name: str | None = None) -> None:
+        self._name = name or cluster.name
+        self._labels = dict(cluster.labels)
+        self._nodes = node_specs(cluster)
+        self._alloc = {n.name: n.allocatable for n in self._nodes}
+        self._used: dict[str, ResourceVector] = {n.name: ResourceVector() for n in self._nodes}
+        self._pods: dict[str, _SimPod] = {}
+        self._ends: list[tuple[float, str, str]] = []  # (end time, pod name, uid), lazily pruned
+        self._now = 0.0
+
+    @property
+    def cluster_name(self) -> str:
+        return self._name
+
+    @property
+    def cluster_labels(self) -> Mapping[str, str]:
+        return self._labels
+
+    def nodes(self) -> tuple[NodeSpec, ...]:
+        return self._nodes
+
+    def free(self) -> dict[str, ResourceVector]:
+        return {name: self._alloc[name] - self._used[name] for name in self._alloc}
+
+    def create_pod(self, pod: PodManifest) -> None:
+        if pod.uid in self._pods:
+            raise ValueError(f"pod {pod.uid} exists")
+        duration, code = pod_runtime(pod.annotations)
+        self._pods[pod.uid] = _SimPod(pod, PodStatus(uid=pod.uid, phase=PodPhase.Pending), duration, code)
+
+    def bind_pod(self, uid: str, node: str) -> None:
+        pod = self._pods[uid]
+        if pod.status.node is not None:
+            raise ValueError(f"pod {pod.manifest.name} is already on {pod.status.node}")
+        if node not in self._alloc:
+            raise ValueError(f"no node {node}")
+        self._used[node] = self._used[node] + pod.manifest.request + _POD_SLOT
+        pod.status = replace(pod.status, phase=PodPhase.Running, node=node, started=self._now)
+        if pod.duration is not None:
+            heapq.heappush(self._ends, (self._now + pod.duration, pod.manifest.name, uid))
+
+    def delete_pod(self, uid: str) -> None:
+        pod = self._pods.pop(uid, None)
+        if pod is not None:
+            self._release(pod)
+
+    def _release(self, pod: _SimPod) -> None:
+        node = pod.status.node
+        if node is not None and pod.status.phase not in FINISHED_POD_PHASES:
+            self._used[node] = self._used[node] - pod.manifest.request - _POD_SLOT
+
+    def pods(self) -> Mapping[str, PodStatus]:
+        return {uid: p.status for uid, p in self._pods.items()}
+
+    def advance(self, now: float) -> None:
+        self._now = max(self._now, now)
+        while self._ends and self._ends[0][0] <= self._now:
+            end, _, uid = heapq.heappop(self._ends)
+            pod = self._pods.get(uid)
+            if pod is None or pod.status.phase != PodPhase.Running:
+                continue
+            self._release(pod)
+            phase = PodPhase.Succeeded if pod.exit_code == 0 else PodPhase.Failed
+            pod.status = replace(pod.status, phase=phase, exit_code=pod.exit_code, finished=end)
+
+    def next_event_time(self) -> float | None:
+        while self._ends:
+            end, _, uid = self._ends[0]
+            pod = self._pods.get(uid)
+            if pod is not None and pod.status.phase == PodPhase.Running:
+                return end
+            heapq.heappop(self._ends)
+        return None

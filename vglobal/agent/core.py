@@ -1,0 +1,189 @@
+"""The agent's side of the AgentService protocol, without threads or sockets.
+
+``AgentCore`` turns hub messages and clock ticks into the messages to send; the daemon moves them
+over the gRPC stream. Rules it keeps:
+- Dispatch is idempotent per (uid, generation); a higher generation replaces the old run (its
+  pods are stopped first); a lower one is stale and ignored.
+- A Heartbeat with the changed nodes' free capacity goes out before any JobStatus of the same
+  tick, so the hub never sees placements without the capacity they use.
+- While the hub is away jobs keep running; after ``Registered`` every known job's latest status
+  (finished ones too, kept for ``retention`` seconds) is sent again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+from vglobal import __version__
+from vglobal.agent import report
+from vglobal.agent.run import JobRun
+from vglobal.agent.runtime import ClusterRuntime
+from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.model.errors import ManifestError
+from vglobal.model.job import parse_job
+from vglobal.model.resources import ResourceVector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Link:
+    registered: bool = False
+    heartbeat_interval: float = 5.0
+    last_heartbeat: float = float("-inf")
+    reported_free: dict[str, ResourceVector] = field(default_factory=dict)
+
+
+class AgentCore:
+    def __init__(
+        self, runtime: ClusterRuntime, *, heartbeat_interval: float = 5.0, retention: float = 600.0
+    ) -> None:
+        self.runtime = runtime
+        self.heartbeat_interval = heartbeat_interval
+        self.retention = retention
+        self.link = _Link(heartbeat_interval=heartbeat_interval)
+        self.rejected: dict[tuple[str, int], str] = {}  # (uid, generation) -> reason, to answer re-sends
+        self.latest_generation: dict[str, int] = {}
+        self._unsent: list[pb.AgentMessage] = []  # acks produced while no stream was registered
+
+    @property
+    def runs(self) -> dict[str, JobRun]:
+        return self.runtime.runs
+
+    # ---- stream life cycle
+
+    def on_connected(self) -> list[pb.AgentMessage]:
+        self.link = _Link(heartbeat_interval=self.heartbeat_interval)
+        backend = self.runtime.backend
+        return [
+            report.register(
+                backend.cluster_name,
+                backend.cluster_labels,
+                backend.nodes(),
+                backend.free(),
+                self.runs.values(),
+                __version__,
+            )
+        ]
+
+    def on_disconnected(self) -> None:
+        self.link.registered = False
+
+    def on_message(self, msg: pb.HubMessage) -> list[pb.AgentMessage]:
+        kind = msg.WhichOneof("body")
+        if kind == "registered":
+            return self._registered(msg.registered)
+        if kind == "dispatch":
+            return self._send_or_keep(self._dispatch(msg.dispatch))
+        if kind == "cancel":
+            return self._stop(msg.cancel.job_uid, msg.cancel.generation, "Cancel", msg.cancel.reason)
+        if kind == "reclaim":
+            return self._stop(msg.reclaim.job_uid, msg.reclaim.generation, "Reclaim", msg.reclaim.reason)
+        return []
+
+    def _registered(self, body: pb.Registered) -> list[pb.AgentMessage]:
+        link = self.link
+        link.registered = True
+        if body.heartbeat_interval_seconds > 0:
+            link.heartbeat_interval = min(self.heartbeat_interval, body.heartbeat_interval_seconds)
+        free = self.runtime.backend.free()
+        link.reported_free = dict(free)
+        link.last_heartbeat = self.runtime.clock.now()
+        out = [report.heartbeat(free), *self._unsent]
+        self._unsent = []
+        for run in sorted(self.runs.values(), key=lambda r: r.seq):
+            run.dirty = False
+            out.append(report.job_status(run, run.take_events()))
+        return out
+
+    def _send_or_keep(self, msgs: list[pb.AgentMessage]) -> list[pb.AgentMessage]:
+        if self.link.registered:
+            return msgs
+        self._unsent += [m for m in msgs if m.WhichOneof("body") in ("accepted", "rejected")]
+        return []
+
+    # ---- hub commands
+
+    def _dispatch(self, d: pb.Dispatch) -> list[pb.AgentMessage]:
+        uid, gen = d.job_uid, d.generation
+        if (uid, gen) in self.rejected:
+            return [report.rejected(uid, gen, self.rejected[(uid, gen)])]
+        if gen < self.latest_generation.get(uid, gen):
+            log.info(
+                "ignore stale dispatch of %s gen %d (have gen %d)", uid, gen, self.latest_generation[uid]
+            )
+            return []
+        run = self.runs.get(uid)
+        if run is None and self.latest_generation.get(uid) == gen:
+            return []  # ran here, finished and expired: nothing left to say about it
+        if run is not None and run.generation == gen:
+            run.dirty = False
+            return [report.accepted(uid, gen), report.job_status(run, run.take_events())]
+        self.latest_generation[uid] = gen
+        if run is not None:
+            log.info("job %s gen %d replaces gen %d: stopping its pods", uid, gen, run.generation)
+            self.runtime.controller.remove(uid)
+        try:
+            job = parse_job(json.loads(d.manifest))
+            run = self.runtime.controller.start(uid, gen, job, queue=d.queue, priority=d.priority)
+        except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
+            reason = f"invalid manifest: {exc}"
+            self.rejected[(uid, gen)] = reason
+            log.info("reject job %s gen %d: %s", uid, gen, reason)
+            return [report.rejected(uid, gen, reason)]
+        log.info("accept job %s/%s (%s) gen %d", job.namespace, job.name, uid, gen)
+        return [report.accepted(uid, gen)]
+
+    def _stop(self, uid: str, gen: int, reason: str, message: str) -> list[pb.AgentMessage]:
+        run = self.runs.get(uid)
+        if run is None or run.generation > gen:
+            return []
+        log.info(
+            "%s job %s gen %d: %s", reason.lower(), uid, run.generation, message or "requested by the hub"
+        )
+        self.runtime.controller.abort(uid, reason, message or f"{reason} requested by the hub")
+        run.dirty = True  # a finished run still reports its final status once more
+        return []
+
+    # ---- every cycle
+
+    def tick(self) -> list[pb.AgentMessage]:
+        out: list[pb.AgentMessage] = []
+        for r in self.runtime.step():
+            self.rejected[(r.uid, r.generation)] = r.reason
+            out.append(report.rejected(r.uid, r.generation, r.reason))
+        now = self.runtime.clock.now()
+        self._expire(now)
+        if not self.link.registered:
+            self._unsent += out
+            return []
+        hb = self._heartbeat(now)
+        if hb is not None:
+            out.insert(0, hb)
+        for run in sorted(self.runs.values(), key=lambda r: r.seq):
+            if run.dirty:
+                run.dirty = False
+                out.append(report.job_status(run, run.take_events()))
+        return out
+
+    def _heartbeat(self, now: float) -> pb.AgentMessage | None:
+        link = self.link
+        free = self.runtime.backend.free()
+        changed = {n: v for n, v in free.items() if link.reported_free.get(n) != v}
+        if not changed and now - link.last_heartbeat < link.heartbeat_interval:
+            return None
+        link.reported_free.update(changed)
+        link.last_heartbeat = now
+        return report.heartbeat(changed)
+
+    def _expire(self, now: float) -> None:
+        for run in list(self.runs.values()):
+            if (
+                run.finished
+                and not run.dirty
+                and run.finished_at is not None
+                and now - run.finished_at > self.retention
+            ):
+                self.runtime.controller.remove(run.uid)

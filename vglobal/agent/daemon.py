@@ -1,0 +1,99 @@
+"""``vglobal agent``: one member cluster's agent process (sim backend, real clock).
+
+A single main loop owns all state: it takes what the hub link received, runs one cluster cycle
+every ``cycle_interval`` and sends what the core produced. Only the link runs in its own thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from vglobal.agent.backends.sim import SimBackend
+from vglobal.agent.core import AgentCore
+from vglobal.agent.hub_link import HubLink, Inbox
+from vglobal.agent.runtime import ClusterRuntime
+from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.model.manifests import parse_manifests
+from vglobal.model.sim_cluster import SimCluster
+from vglobal.scheduler import DEFAULT_AGENT_CONF, parse_conf
+from vglobal.sim.clock import RealClock
+
+log = logging.getLogger(__name__)
+
+
+def load_sim_cluster(path: Path) -> SimCluster:
+    found = [m for m in parse_manifests(path.read_text()) if isinstance(m, SimCluster)]
+    if len(found) != 1:
+        raise ValueError(f"{path}: expected one SimCluster document, found {len(found)}")
+    return found[0]
+
+
+def _install_signals(stop: threading.Event) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return  # signals can only be handled on the main thread; the caller owns ``stop``
+
+    def handler(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def run_agent(
+    *,
+    hub: str,
+    sim_file: Path,
+    name: str | None = None,
+    scheduler_conf: Path | None = None,
+    bind_timeout: float = 60.0,
+    heartbeat_interval: float = 5.0,
+    cycle_interval: float = 0.2,
+    stop: threading.Event | None = None,
+) -> None:
+    """Run until ``stop`` is set or SIGTERM/SIGINT arrives; jobs keep running while the hub is away."""
+    stop = stop or threading.Event()
+    _install_signals(stop)
+    cluster = load_sim_cluster(sim_file)
+    conf = parse_conf(scheduler_conf.read_text()) if scheduler_conf is not None else DEFAULT_AGENT_CONF
+    clock = RealClock()
+    backend = SimBackend(cluster, name=name)
+    runtime = ClusterRuntime(backend, clock, conf, bind_timeout=bind_timeout)
+    core = AgentCore(runtime, heartbeat_interval=heartbeat_interval)
+    inbox: Inbox = queue.Queue()
+    link = HubLink(hub, inbox)
+    log.info(
+        "agent for cluster %s (%d nodes) connecting to %s", backend.cluster_name, len(backend.nodes()), hub
+    )
+    link.start()
+    session = 0
+    try:
+        while not stop.is_set():
+            deadline = clock.now() + cycle_interval
+            while True:
+                try:
+                    kind, sid, msg = inbox.get(timeout=max(0.0, deadline - clock.now()))
+                except queue.Empty:
+                    break
+                out: list[pb.AgentMessage] = []
+                if kind == "connected":
+                    session = sid
+                    out = core.on_connected()
+                elif kind == "disconnected" and sid == session:
+                    core.on_disconnected()
+                elif kind == "message" and sid == session:
+                    out = core.on_message(msg)
+                for m in out:
+                    link.send(session, m)
+                if stop.is_set():
+                    break
+            for m in core.tick():
+                link.send(session, m)
+    finally:
+        link.close()
+        log.info("agent for cluster %s stopped", backend.cluster_name)

@@ -1,0 +1,135 @@
+"""The gRPC stream to the hub, kept open by a background thread.
+
+The thread only moves messages: what arrives goes to ``inbox`` as ``(kind, session, message)``
+tuples for the agent's main loop; what the loop sends goes out on the current stream. A broken
+stream is reopened with jittered exponential back-off (tenacity); the back-off starts afresh
+after a stream that got as far as ``Registered``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, wait_random_exponential
+
+from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.api.v1 import agent_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+Inbox = queue.Queue[tuple[str, int, Any]]
+
+
+class StreamLost(Exception):
+    """The stream failed or ended before the hub registered us."""
+
+
+class HubLink:
+    def __init__(
+        self,
+        target: str,
+        inbox: Inbox,
+        *,
+        backoff_max: float = 10.0,
+        backoff_multiplier: float = 0.5,
+    ) -> None:
+        self.target = target
+        self.inbox = inbox
+        self.backoff_max = backoff_max
+        self.backoff_multiplier = backoff_multiplier
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._session = 0
+        self._outbox: queue.Queue[pb.AgentMessage | None] | None = None
+        self._call: Any = None
+        self._thread = threading.Thread(target=self._loop, name="hub-link", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        with self._lock:
+            if self._outbox is not None:
+                self._outbox.put(None)
+            if self._call is not None:
+                self._call.cancel()
+        self._thread.join(timeout)
+
+    def send(self, session: int, msg: pb.AgentMessage) -> bool:
+        """Queue ``msg`` on the stream ``session``; False if that stream is gone."""
+        with self._lock:
+            if session != self._session or self._outbox is None:
+                return False
+            self._outbox.put(msg)
+            return True
+
+    # ---- the thread
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                for attempt in Retrying(
+                    wait=wait_random_exponential(multiplier=self.backoff_multiplier, max=self.backoff_max),
+                    retry=retry_if_exception_type((StreamLost, grpc.RpcError, OSError)),
+                    stop=self._stopped,
+                    sleep=self._sleep,
+                ):
+                    with attempt:
+                        self._run_stream()
+            except RetryError:
+                return
+
+    def _stopped(self, _state: RetryCallState) -> bool:
+        return self._stop.is_set()
+
+    def _sleep(self, seconds: float) -> None:
+        self._stop.wait(seconds)
+
+    def _run_stream(self) -> None:
+        outbox: queue.Queue[pb.AgentMessage | None] = queue.Queue()
+        channel = grpc.insecure_channel(self.target)
+        with self._lock:
+            if self._stop.is_set():
+                channel.close()
+                return
+            self._session += 1
+            session = self._session
+            self._outbox = outbox
+            self._call = call = pb_grpc.AgentServiceStub(channel).Connect(self._requests(outbox))
+        registered = False
+        try:
+            self.inbox.put(("connected", session, None))
+            for msg in call:
+                if msg.WhichOneof("body") == "registered":
+                    registered = True
+                self.inbox.put(("message", session, msg))
+        except grpc.RpcError as exc:
+            if self._stop.is_set():
+                return
+            log.warning("hub stream to %s lost: %s", self.target, exc.code() if hasattr(exc, "code") else exc)
+            if not registered:
+                raise
+        finally:
+            with self._lock:
+                self._outbox = None
+                self._call = None
+            outbox.put(None)
+            call.cancel()
+            channel.close()
+            self.inbox.put(("disconnected", session, None))
+        if not registered and not self._stop.is_set():
+            raise StreamLost(f"hub {self.target} closed the stream before registering")
+
+    @staticmethod
+    def _requests(outbox: queue.Queue[pb.AgentMessage | None]) -> Iterator[pb.AgentMessage]:
+        while True:
+            msg = outbox.get()
+            if msg is None:
+                return
+            yield msg

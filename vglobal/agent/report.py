@@ -1,0 +1,83 @@
+"""Agent-side protobuf messages: inventory, heartbeats, acknowledgements and job status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from vglobal.agent.run import JobRun, RunEvent
+from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.model.resources import ResourceVector
+from vglobal.scheduler.api import NodeSpec
+
+
+def units(vec: Mapping[str, int]) -> pb.Units:
+    return pb.Units(values={k: int(v) for k, v in sorted(vec.items())})
+
+
+def register(
+    cluster: str,
+    labels: Mapping[str, str],
+    nodes: Iterable[NodeSpec],
+    free: Mapping[str, ResourceVector],
+    runs: Iterable[JobRun],
+    version: str,
+) -> pb.AgentMessage:
+    inventory = [
+        pb.NodeInventory(
+            name=n.name,
+            labels=dict(n.labels),
+            allocatable=units(n.allocatable),
+            free=units(free.get(n.name, n.allocatable)),
+            taints=[pb.Taint(key=t.key, value=t.value, effect=t.effect) for t in n.taints],
+            unschedulable=n.unschedulable,
+        )
+        for n in nodes
+    ]
+    jobs = [pb.JobRunRef(job_uid=r.uid, generation=r.generation) for r in runs if not r.finished]
+    body = pb.Register(
+        cluster=cluster, labels=dict(labels), nodes=inventory, jobs=jobs, agent_version=version
+    )
+    return pb.AgentMessage(register=body)
+
+
+def heartbeat(free: Mapping[str, ResourceVector]) -> pb.AgentMessage:
+    nodes = [pb.NodeFree(name=name, free=units(vec)) for name, vec in sorted(free.items())]
+    return pb.AgentMessage(heartbeat=pb.Heartbeat(nodes=nodes))
+
+
+def accepted(uid: str, generation: int) -> pb.AgentMessage:
+    return pb.AgentMessage(accepted=pb.BindingAccepted(job_uid=uid, generation=generation))
+
+
+def rejected(uid: str, generation: int, reason: str) -> pb.AgentMessage:
+    return pb.AgentMessage(rejected=pb.BindingRejected(job_uid=uid, generation=generation, reason=reason))
+
+
+def _event(e: RunEvent) -> pb.AgentEvent:
+    return pb.AgentEvent(kind=e.kind, reason=e.reason, message=e.message, time=e.time)
+
+
+def job_status(run: JobRun, events: Iterable[RunEvent]) -> pb.AgentMessage:
+    tasks = [
+        pb.TaskStatus(
+            name=t.name,
+            replicas=t.replicas,
+            pending=t.pending,
+            running=t.running,
+            succeeded=t.succeeded,
+            failed=t.failed,
+        )
+        for t in run.task_counts()
+    ]
+    placements = [pb.PodPlacement(pod=p, node=n, phase=ph) for p, n, ph in run.placements()]
+    status = pb.JobStatus(
+        job_uid=run.uid,
+        generation=run.generation,
+        phase=str(run.phase),
+        tasks=tasks,
+        placements=placements,
+        events=[_event(e) for e in events],
+        retry_count=run.retry_count,
+        message=run.message,
+    )
+    return pb.AgentMessage(status=status)

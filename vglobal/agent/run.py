@@ -1,0 +1,111 @@
+"""One dispatched run of a job on this cluster: its pods, phase, retries and unsent events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
+from vglobal.agent.policies import Request
+from vglobal.model.job import Job
+from vglobal.model.phases import JobPhase, is_finished
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    kind: str  # Normal | Warning
+    reason: str  # PodFailed, RestartTask, JobRunning, Unschedulable ...
+    message: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class Delayed:
+    """A policy action waiting for its ``timeout``; dropped if the job restarted meanwhile."""
+
+    due: float
+    version: int
+    request: Request
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounts:
+    name: str
+    replicas: int
+    pending: int
+    running: int
+    succeeded: int
+    failed: int
+
+
+@dataclass(slots=True)
+class JobRun:
+    uid: str
+    generation: int
+    job: Job
+    queue: str
+    priority: int
+    seq: int  # acceptance order: the scheduler's creation key
+    accepted_at: float
+    phase: JobPhase = JobPhase.Pending
+    retry_count: int = 0
+    version: int = 0  # bumped by every restart; requests of an older version only sync
+    pods: dict[str, PodManifest] = field(default_factory=dict)  # by pod name, current incarnation
+    status: dict[str, PodStatus] = field(default_factory=dict)  # by pod name, last observed
+    podgroup_phase: str = "Pending"
+    message: str = ""
+    started: bool = False  # reached Running once (the bind timeout no longer applies)
+    finished_at: float | None = None
+    delayed: list[Delayed] = field(default_factory=list)
+    incarnations: int = 0
+    objects: list[dict[str, Any]] = field(default_factory=list)  # services / config maps of plugins
+    pipelined: dict[str, str] = field(default_factory=dict)  # pod uid -> node, from the last cycle
+    events: list[RunEvent] = field(default_factory=list)  # not yet reported
+    history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
+    dirty: bool = True  # status changed since the last report
+
+    @property
+    def finished(self) -> bool:
+        return is_finished(self.phase)
+
+    def event(self, kind: str, reason: str, message: str, now: float) -> None:
+        ev = RunEvent(kind, reason, message, now)
+        self.events.append(ev)
+        self.history.append(ev)
+        self.dirty = True
+
+    def take_events(self) -> list[RunEvent]:
+        out, self.events = self.events, []
+        return out
+
+    def phase_of(self, name: str) -> PodPhase:
+        return self.status[name].phase
+
+    def count(self, *phases: PodPhase, task: str | None = None) -> int:
+        return sum(
+            1
+            for name, pod in self.pods.items()
+            if (task is None or pod.task == task) and self.status[name].phase in phases
+        )
+
+    def task_counts(self) -> list[TaskCounts]:
+        out = []
+        for t in self.job.tasks:
+            out.append(
+                TaskCounts(
+                    name=t.name,
+                    replicas=t.replicas,
+                    pending=self.count(PodPhase.Pending, task=t.name),
+                    running=self.count(PodPhase.Running, task=t.name),
+                    succeeded=self.count(PodPhase.Succeeded, task=t.name),
+                    failed=self.count(PodPhase.Failed, task=t.name),
+                )
+            )
+        return out
+
+    def placements(self) -> list[tuple[str, str, str]]:
+        """(pod, node, phase) for every pod, in task then index order."""
+        order = {t.name: i for i, t in enumerate(self.job.tasks)}
+        pods = sorted(self.pods.values(), key=lambda p: (order.get(p.task, 0), p.index))
+        return [(p.name, self.status[p.name].node or "", str(self.status[p.name].phase)) for p in pods]

@@ -1,0 +1,123 @@
+"""One cluster's control loop step: observe pods, run the job controller, schedule, bind, evict.
+
+The agent daemon calls ``step`` every cycle on the real clock; ``sim run`` calls it at each event
+time of a virtual clock. Same code either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from vglobal.agent.backends.base import Backend
+from vglobal.agent.controller import JobController
+from vglobal.agent.pods import PodPhase
+from vglobal.agent.run import JobRun
+from vglobal.agent.snapshot import cluster_state
+from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, run_cycle
+from vglobal.sim.clock import Clock
+
+log = logging.getLogger(__name__)
+_LISTED_BINDS = 8  # pods named in one "Scheduled" event; the rest are counted
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    uid: str
+    generation: int
+    reason: str
+
+
+class ClusterRuntime:
+    def __init__(
+        self,
+        backend: Backend,
+        clock: Clock,
+        conf: SchedulerConf = DEFAULT_AGENT_CONF,
+        *,
+        bind_timeout: float | None = None,
+    ) -> None:
+        self.backend = backend
+        self.clock = clock
+        self.conf = conf
+        self.bind_timeout = bind_timeout
+        self.controller = JobController(backend, clock)
+
+    @property
+    def runs(self) -> dict[str, JobRun]:
+        return self.controller.runs
+
+    def step(self) -> list[Rejection]:
+        """One cycle; returns the runs given up on because their gang did not fit in time."""
+        self.backend.advance(self.clock.now())
+        self.controller.sync()
+        if any(not r.finished and r.count(PodPhase.Pending) for r in self.runs.values()):
+            self._schedule()
+            self.controller.sync()
+        return self._expired()
+
+    def _schedule(self) -> None:
+        state = cluster_state(self.backend.nodes(), self.runs.values())
+        result = run_cycle(state, self.conf)
+        self._apply(result)
+
+    def _apply(self, result: CycleResult) -> None:
+        now = self.clock.now()
+        owner = {pod.uid: (run, pod.name) for run in self.runs.values() for pod in run.pods.values()}
+        bound: dict[str, list[str]] = {}
+        for uid in result.evictions:
+            if uid in owner:
+                run, name = owner[uid]
+                log.info("evict pod %s of job %s/%s", name, run.job.namespace, run.job.name)
+                self.backend.delete_pod(uid)  # the controller sees it gone: PodEvicted
+        for uid, node in sorted(result.binds.items()):
+            if uid not in owner:
+                continue
+            run, name = owner[uid]
+            self.backend.bind_pod(uid, node)
+            run.pipelined.pop(uid, None)
+            bound.setdefault(run.uid, []).append(f"{name}->{node}")
+        for run in self.runs.values():
+            run.pipelined = {
+                uid: n for uid, n in result.pipelined.items() if uid in owner and owner[uid][0] is run
+            }
+            phase = result.podgroup_phases.get(run.uid)
+            if phase is not None:
+                self.controller.podgroup_changed(run, phase)
+            names = bound.get(run.uid)
+            if names:
+                more = f" and {len(names) - _LISTED_BINDS} more" if len(names) > _LISTED_BINDS else ""
+                run.event(
+                    "Normal",
+                    "Scheduled",
+                    f"bound {len(names)} pods: {', '.join(names[:_LISTED_BINDS])}{more}",
+                    now,
+                )
+                log.info("job %s/%s: bound %d pods", run.job.namespace, run.job.name, len(names))
+            reason = result.reasons.get(run.uid, "") if run.count(PodPhase.Pending) else ""
+            if reason != run.message:
+                run.message = reason
+                run.dirty = True
+                if reason:
+                    run.event("Warning", "Unschedulable", reason, now)
+                    log.info("job %s/%s waits: %s", run.job.namespace, run.job.name, reason)
+
+    def _expired(self) -> list[Rejection]:
+        if self.bind_timeout is None:
+            return []
+        now = self.clock.now()
+        out = []
+        for run in list(self.runs.values()):
+            if run.started or run.finished or now - run.accepted_at < self.bind_timeout:
+                continue
+            reason = f"gang did not fit within {self.bind_timeout:g}s: {run.message or 'pods still pending'}"
+            self.controller.remove(run.uid)
+            log.info("reject job %s/%s gen %d: %s", run.job.namespace, run.job.name, run.generation, reason)
+            out.append(Rejection(run.uid, run.generation, reason))
+        return out
+
+    def next_event_time(self) -> float | None:
+        times = [
+            t for t in (self.backend.next_event_time(), self.controller.next_event_time()) if t is not None
+        ]
+        return min(times) if times else None

@@ -1,0 +1,152 @@
+"""`vglobal demo`: a hub with embedded Postgres, an agent per simulated cluster, the examples, a live view."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from vglobal.cli.output import cluster_row, job_row, queue_row, table
+from vglobal.client import Client, VGlobalError
+
+FINISHED = {"Completed", "Failed", "Aborted", "Terminated"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(target: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(target) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        while time.monotonic() < deadline:
+            try:
+                if (
+                    stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0).status
+                    == health_pb2.HealthCheckResponse.SERVING
+                ):
+                    return
+            except grpc.RpcError:
+                time.sleep(0.2)
+    raise click.ClickException(f"the hub at {target} did not become healthy within {timeout:.0f}s")
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+@click.command()
+@click.option(
+    "--clusters",
+    "clusters_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("clusters"),
+    show_default=True,
+)
+@click.option(
+    "--examples",
+    "examples_dir",
+    type=click.Path(exists=True, path_type=Path),
+    default=Path("examples"),
+    show_default=True,
+)
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="Keep the database here.")
+@click.option("--timeout", default=600.0, show_default=True, help="Give up after this many seconds.")
+def demo(clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout: float) -> None:
+    """Run the whole system locally and watch the sample jobs run to completion."""
+    console = Console()
+    tmp = None
+    if data_dir is None:
+        tmp = Path(tempfile.mkdtemp(prefix="vglobal-demo-"))
+        data_dir = tmp
+    target = f"127.0.0.1:{free_port()}"
+    logs = data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    exe = [sys.executable, "-m", "vglobal"]
+
+    def spawn(name: str, args: list[str]) -> None:
+        out = (logs / f"{name}.log").open("wb")
+        procs.append(subprocess.Popen([*exe, *args], stdout=out, stderr=subprocess.STDOUT))
+
+    try:
+        console.print(f"starting the hub on {target} (embedded PostgreSQL in {data_dir})")
+        spawn(
+            "hub",
+            ["hub", "--listen", target, "--data-dir", str(data_dir / "hub"), "--heartbeat-interval", "1s"],
+        )
+        wait_healthy(target, 90)
+        for f in sorted(clusters_dir.glob("*.yaml")):
+            console.print(f"starting an agent for {f}")
+            spawn(
+                f"agent-{f.stem}", ["--hub", target, "agent", "--sim", str(f), "--heartbeat-interval", "1s"]
+            )
+        with Client(target) as client:
+            deadline = time.monotonic() + 60
+            want = len(list(clusters_dir.glob("*.yaml")))
+            while len(client.list_clusters()) < want and time.monotonic() < deadline:
+                time.sleep(0.3)
+            console.print(f"applying {examples_dir}")
+            result = subprocess.run([*exe, "--hub", target, "apply", "-f", str(examples_dir)], check=False)
+            if result.returncode != 0:
+                raise click.ClickException("applying the examples failed")
+            watch(client, console, timeout)
+        console.print(f"logs are in {logs}" if tmp is None else "done; stopping everything")
+    finally:
+        stop_all(procs)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def watch(client: Client, console: Console, timeout: float) -> None:
+    started = time.monotonic()
+    with Live(console=console, refresh_per_second=4) as live:
+        while True:
+            try:
+                jobs = [job_row(j) for j in client.list_jobs()]
+                queues = [queue_row(q) for q in client.list_queues()]
+                clusters = [cluster_row(c) for c in client.list_clusters()]
+            except VGlobalError as exc:
+                live.update(Text(f"hub unavailable: {exc}"))
+                time.sleep(1)
+                continue
+            elapsed = time.monotonic() - started
+            done = sum(1 for j in jobs if j["phase"] in FINISHED)
+            live.update(
+                Group(
+                    Text(f"vglobal demo — {elapsed:5.1f}s — {done}/{len(jobs)} jobs finished", style="bold"),
+                    Text("\nClusters", style="bold cyan"),
+                    table("clusters", clusters, wide=False),
+                    Text("\nQueues", style="bold cyan"),
+                    table("queues", queues, wide=False),
+                    Text("\nJobs", style="bold cyan"),
+                    table("jobs", jobs, wide=False),
+                )
+            )
+            if jobs and done == len(jobs):
+                return
+            if elapsed > timeout:
+                raise click.ClickException(f"jobs still running after {timeout:.0f}s")
+            time.sleep(0.5)

@@ -1,0 +1,62 @@
+"""`vglobal describe job`: everything a person needs to know about one job."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+
+from vglobal.cli.output import short
+from vglobal.client import Client
+
+
+def describe_job(client: Client, name: str, namespace: str, console: Console) -> None:
+    explain = client.explain_job(name, namespace)
+    job = client.get_job(name, namespace)
+    manifest = json.loads(job.manifest) if job.manifest else {}
+    spec = manifest.get("spec", {})
+    lines = [
+        ("Name", job.name),
+        ("Namespace", job.namespace),
+        ("UID", job.uid),
+        ("Queue", job.queue),
+        (
+            "Priority",
+            f"{job.priority}" + (f" ({job.priority_class_name})" if job.priority_class_name else ""),
+        ),
+        ("Min available", str(job.min_available)),
+        ("Request", short(dict(sorted(job.request.quantities.items())))),
+        ("Phase", job.phase),
+        ("Binding", f"{job.binding_phase} (generation {job.generation}, attempts {job.attempts})"),
+        ("Cluster", job.cluster or "-"),
+        ("Decision", explain.decision),
+        ("Reason", explain.reason or "-"),
+        ("Retries", str(job.retry_count)),
+        ("Created", job.created_at.ToJsonString()),
+    ]
+    if spec.get("networkTopology"):
+        lines.append(("Network topology", json.dumps(spec["networkTopology"], sort_keys=True)))
+    width = max(len(k) for k, _ in lines) + 1
+    for k, v in lines:
+        console.print(f"{k + ':':<{width}} {v}", highlight=False, soft_wrap=True)
+    console.print("Tasks:", highlight=False)
+    for t in job.tasks:
+        console.print(
+            f"  {t.name}: replicas {t.replicas}, pending {t.pending}, running {t.running}, "
+            f"succeeded {t.succeeded}, failed {t.failed}",
+            highlight=False,
+        )
+    if job.placements:
+        console.print("Pods:", highlight=False)
+        for p in job.placements:
+            console.print(f"  {p.pod}  {p.node or '-'}  {p.phase}", highlight=False)
+    console.print("Events:", highlight=False)
+    if not explain.events:
+        console.print("  <none>", highlight=False)
+    for e in explain.events:
+        when = e.time.ToDatetime().strftime("%H:%M:%S")
+        console.print(
+            f"  {when}  {e.kind:<7} {e.reason:<14} {e.source:<18} {e.message}",
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -1,0 +1,340 @@
+"""Entry point of the `vglobal` command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import grpc
+from rich.console import Console
+
+from vglobal.cli import output
+from vglobal.cli.documents import DocumentError, apply_order, read_documents
+from vglobal.client import Client, VGlobalError, default_hub
+
+console = Console()
+err_console = Console(stderr=True)
+FORMATS = click.Choice(["table", "wide", "json", "yaml"])
+
+
+def fail(message: str) -> None:
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    sys.exit(1)
+
+
+class Ctx:
+    def __init__(self, hub: str) -> None:
+        self.hub = hub
+        self._client: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client(self.hub)
+        return self._client
+
+
+def setup_logging(verbose: bool) -> None:
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    if not sys.stderr.isatty():
+        fmt = (
+            '{"time": "%(asctime)s", "level": "%(levelname)s", "logger": "%(name)s", '
+            '"message": %(message_json)s}'
+        )
+
+        class JsonMessage(logging.Formatter):
+            def format(self, record: logging.LogRecord) -> str:
+                record.message_json = json.dumps(record.getMessage())
+                return super().format(record)
+
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonMessage(fmt))
+        logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler], force=True)
+    else:
+        logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=fmt, force=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--hub", default=None, help="Hub address HOST:PORT (env VGLOBAL_HUB, default 127.0.0.1:50051).")
+@click.pass_context
+def cli(ctx: click.Context, hub: str | None) -> None:
+    """vglobal: submit Volcano Jobs to many clusters through one hub."""
+    ctx.obj = Ctx(hub or default_hub())
+
+
+# ---------------------------------------------------------------- servers
+
+
+@cli.command()
+@click.option("--listen", default="127.0.0.1:50051", show_default=True)
+@click.option(
+    "--data-dir", type=click.Path(path_type=Path), default=None, help="Embedded Postgres data directory."
+)
+@click.option(
+    "--database-url", envvar="VGLOBAL_DATABASE_URL", default=None, help="Use this Postgres instead."
+)
+@click.option("--metrics-listen", default=None, help="Serve Prometheus metrics on HOST:PORT.")
+@click.option("--dispatch-interval", default="1s", show_default=True)
+@click.option("--cluster-timeout", default="30s", show_default=True)
+@click.option("--failover-after", default="5m", show_default=True)
+@click.option("--heartbeat-interval", default="5s", show_default=True)
+@click.option("--placement", type=click.Choice(["binpack", "spread"]), default="binpack", show_default=True)
+@click.option("--starvation-after", default="10m", show_default=True)
+@click.option("-v", "--verbose", is_flag=True)
+def hub(
+    listen: str,
+    data_dir: Path | None,
+    database_url: str | None,
+    metrics_listen: str | None,
+    dispatch_interval: str,
+    cluster_timeout: str,
+    failover_after: str,
+    heartbeat_interval: str,
+    placement: str,
+    starvation_after: str,
+    verbose: bool,
+) -> None:
+    """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
+    from vglobal.config import HubSettings
+    from vglobal.hub.server import run_hub
+    from vglobal.model.duration import parse_duration
+
+    setup_logging(verbose)
+    try:
+        settings = HubSettings(
+            listen=listen,
+            data_dir=data_dir,
+            database_url=database_url,
+            metrics_listen=metrics_listen,
+            dispatch_interval=parse_duration(dispatch_interval),
+            cluster_timeout=parse_duration(cluster_timeout),
+            failover_after=parse_duration(failover_after),
+            heartbeat_interval=parse_duration(heartbeat_interval),
+            placement=placement,
+            starvation_after=parse_duration(starvation_after),
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    run_hub(settings)
+
+
+@cli.command()
+@click.option(
+    "--sim",
+    "sim_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="Simulated cluster file (kind SimCluster).",
+)
+@click.option("--name", default=None, help="Cluster name (default: the file's metadata.name).")
+@click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
+@click.option("--bind-timeout", default="60s", show_default=True)
+@click.option("--heartbeat-interval", default="5s", show_default=True)
+@click.option("-v", "--verbose", is_flag=True)
+@click.pass_obj
+def agent(
+    obj: Ctx,
+    sim_file: Path,
+    name: str | None,
+    scheduler_conf: Path | None,
+    bind_timeout: str,
+    heartbeat_interval: str,
+    verbose: bool,
+) -> None:
+    """Run the agent of one member cluster."""
+    from vglobal.agent.daemon import run_agent
+    from vglobal.model.duration import parse_duration
+
+    setup_logging(verbose)
+    run_agent(
+        hub=obj.hub,
+        sim_file=sim_file,
+        name=name,
+        scheduler_conf=scheduler_conf,
+        bind_timeout=parse_duration(bind_timeout),
+        heartbeat_interval=parse_duration(heartbeat_interval),
+    )
+
+
+# ---------------------------------------------------------------- resources
+
+
+def request_id_for(kind: str, body: dict[str, Any]) -> str:
+    """Re-applying the same manifest returns the same job instead of failing."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+    return f"apply-{kind.lower()}-{digest}"
+
+
+@cli.command()
+@click.option(
+    "-f", "--filename", "path", type=click.Path(path_type=Path), required=True, help="File or directory."
+)
+@click.pass_obj
+def apply(obj: Ctx, path: Path) -> None:
+    """Create or update Jobs, Queues and PriorityClasses from YAML/JSON manifests."""
+    try:
+        docs = apply_order(read_documents(path))
+    except DocumentError as exc:
+        fail(str(exc))
+    failed = False
+    for d in docs:
+        try:
+            if d.kind == "Job":
+                resp = obj.client.submit_job(d.text, request_id=request_id_for(d.kind, d.body))
+                verb = "created" if resp.created else "unchanged"
+                console.print(
+                    f"job.batch.volcano.sh/{resp.job.namespace}/{resp.job.name} {verb}", highlight=False
+                )
+            elif d.kind == "Queue":
+                q = obj.client.apply_queue(d.text)
+                console.print(f"queue.scheduling.volcano.sh/{q.name} configured", highlight=False)
+            elif d.kind == "PriorityClass":
+                pc = obj.client.apply_priority_class(d.text)
+                console.print(f"priorityclass.scheduling.k8s.io/{pc.name} configured", highlight=False)
+            else:
+                raise VGlobalError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f'kind: unknown kind "{d.kind}" (supported: Job, Queue, PriorityClass)',
+                )
+        except VGlobalError as exc:
+            err_console.print(
+                f"[red]error:[/red] {d.source} ({d.kind} {d.name}): {exc}", highlight=False, soft_wrap=True
+            )
+            failed = True
+    if failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["jobs", "job", "queues", "queue", "clusters", "cluster"]))
+@click.option("-o", "--output", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("-n", "--namespace", default="", help="Only jobs of this namespace.")
+@click.option("-q", "--queue", default="", help="Only jobs of this queue.")
+@click.pass_obj
+def get(obj: Ctx, kind: str, fmt: str, namespace: str, queue: str) -> None:
+    """List jobs, queues or clusters."""
+    try:
+        if kind.startswith("job"):
+            rows = [output.job_row(j) for j in obj.client.list_jobs(namespace=namespace, queue=queue)]
+            output.emit("jobs", rows, fmt, console)
+        elif kind.startswith("queue"):
+            output.emit("queues", [output.queue_row(q) for q in obj.client.list_queues()], fmt, console)
+        else:
+            output.emit("clusters", [output.cluster_row(c) for c in obj.client.list_clusters()], fmt, console)
+    except VGlobalError as exc:
+        fail(str(exc))
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["job"]))
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.pass_obj
+def describe(obj: Ctx, kind: str, name: str, namespace: str) -> None:
+    """Show a job: spec summary, binding, cluster, why it waits, events."""
+    from vglobal.cli.describe import describe_job
+
+    try:
+        describe_job(obj.client, name, namespace, console)
+    except VGlobalError as exc:
+        fail(str(exc))
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["job", "queue"]))
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.pass_obj
+def delete(obj: Ctx, kind: str, name: str, namespace: str) -> None:
+    """Delete a job (stopping it where it runs) or an empty queue."""
+    try:
+        if kind == "job":
+            obj.client.delete_job(name, namespace)
+            console.print(f"job.batch.volcano.sh/{namespace}/{name} deleted", highlight=False)
+        else:
+            obj.client.delete_queue(name)
+            console.print(f"queue.scheduling.volcano.sh/{name} deleted", highlight=False)
+    except VGlobalError as exc:
+        fail(str(exc))
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["job"]))
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.pass_obj
+def cancel(obj: Ctx, kind: str, name: str, namespace: str) -> None:
+    """Stop a job wherever it runs; it stays listed as Aborted."""
+    try:
+        j = obj.client.cancel_job(name, namespace)
+        console.print(f"job.batch.volcano.sh/{j.namespace}/{j.name} cancelled", highlight=False)
+    except VGlobalError as exc:
+        fail(str(exc))
+
+
+@cli.group("queue")
+def queue_group() -> None:
+    """Open or close a queue."""
+
+
+@queue_group.command("open")
+@click.argument("name")
+@click.pass_obj
+def queue_open(obj: Ctx, name: str) -> None:
+    try:
+        q = obj.client.open_queue(name)
+        console.print(f"queue {q.name} is {q.state}", highlight=False)
+    except VGlobalError as exc:
+        fail(str(exc))
+
+
+@queue_group.command("close")
+@click.argument("name")
+@click.pass_obj
+def queue_close(obj: Ctx, name: str) -> None:
+    try:
+        q = obj.client.close_queue(name)
+        console.print(f"queue {q.name} is {q.state}", highlight=False)
+    except VGlobalError as exc:
+        fail(str(exc))
+
+
+@cli.group("cluster")
+def cluster_group() -> None:
+    """Cordon, uncordon or drain a member cluster."""
+
+
+def _cluster_action(action: str) -> Any:
+    @click.argument("name")
+    @click.pass_obj
+    def command(obj: Ctx, name: str) -> None:
+        try:
+            c = getattr(obj.client, f"{action}_cluster")(name)
+            console.print(f"cluster {c.name} {action}ed: {c.state}", highlight=False)
+        except VGlobalError as exc:
+            fail(str(exc))
+
+    command.__doc__ = f"{action.capitalize()} a cluster."
+    return command
+
+
+for _action in ("cordon", "uncordon", "drain"):
+    cluster_group.command(_action)(_cluster_action(_action))
+
+
+def register_extras() -> None:
+    from vglobal.cli.demo import demo
+    from vglobal.cli.sim import sim
+
+    cli.add_command(demo)
+    cli.add_command(sim)
+
+
+def main() -> None:
+    register_extras()
+    cli()

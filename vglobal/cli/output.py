@@ -1,0 +1,150 @@
+"""Rows for `vglobal get`: the same fields in tables, JSON and YAML."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from vglobal.api.v1 import clusters_pb2, common_pb2, jobs_pb2, queues_pb2
+
+
+def quantities(rl: common_pb2.ResourceList) -> dict[str, str]:
+    return dict(sorted(rl.quantities.items()))
+
+
+def short(q: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in q.items()) or "-"
+
+
+def job_row(j: jobs_pb2.Job) -> dict[str, Any]:
+    return {
+        "name": j.name,
+        "namespace": j.namespace,
+        "uid": j.uid,
+        "queue": j.queue,
+        "phase": j.phase,
+        "bindingPhase": j.binding_phase,
+        "cluster": j.cluster,
+        "generation": j.generation,
+        "reason": j.reason,
+        "priority": j.priority,
+        "priorityClassName": j.priority_class_name,
+        "minAvailable": j.min_available,
+        "attempts": j.attempts,
+        "retryCount": j.retry_count,
+        "request": quantities(j.request),
+        "tasks": [
+            {
+                "name": t.name,
+                "replicas": t.replicas,
+                "pending": t.pending,
+                "running": t.running,
+                "succeeded": t.succeeded,
+                "failed": t.failed,
+            }
+            for t in j.tasks
+        ],
+        "createdAt": j.created_at.ToJsonString() if j.HasField("created_at") else "",
+    }
+
+
+def queue_row(q: queues_pb2.Queue) -> dict[str, Any]:
+    return {
+        "name": q.name,
+        "parent": q.parent,
+        "weight": q.weight,
+        "priority": q.priority,
+        "state": q.state,
+        "reclaimable": q.reclaimable,
+        "capability": quantities(q.capability),
+        "deserved": quantities(q.deserved),
+        "guarantee": quantities(q.guarantee),
+        "allocated": quantities(q.allocated),
+        "pendingJobs": q.pending_jobs,
+        "runningJobs": q.running_jobs,
+    }
+
+
+def cluster_row(c: clusters_pb2.Cluster) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "state": c.state,
+        "labels": dict(sorted(c.labels.items())),
+        "nodes": c.nodes,
+        "capacity": quantities(c.capacity),
+        "free": quantities(c.free),
+        "runningJobs": c.running_jobs,
+        "lastHeartbeat": c.last_heartbeat.ToJsonString() if c.HasField("last_heartbeat") else "",
+    }
+
+
+COLUMNS: dict[str, dict[str, list[str]]] = {
+    "jobs": {
+        "table": ["namespace", "name", "queue", "phase", "bindingPhase", "cluster", "reason"],
+        "wide": [
+            "namespace",
+            "name",
+            "queue",
+            "priority",
+            "phase",
+            "bindingPhase",
+            "cluster",
+            "generation",
+            "attempts",
+            "request",
+            "reason",
+        ],
+    },
+    "queues": {
+        "table": ["name", "parent", "weight", "state", "allocated", "pendingJobs", "runningJobs"],
+        "wide": [
+            "name",
+            "parent",
+            "weight",
+            "priority",
+            "state",
+            "capability",
+            "deserved",
+            "guarantee",
+            "allocated",
+            "pendingJobs",
+            "runningJobs",
+        ],
+    },
+    "clusters": {
+        "table": ["name", "state", "nodes", "capacity", "free", "runningJobs"],
+        "wide": ["name", "state", "labels", "nodes", "capacity", "free", "runningJobs", "lastHeartbeat"],
+    },
+}
+
+
+def cell(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return short(value)
+    if value in ("", None):
+        return "-"
+    return str(value)
+
+
+def table(kind: str, rows: Sequence[Mapping[str, Any]], wide: bool) -> Table:
+    cols = COLUMNS[kind]["wide" if wide else "table"]
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for c in cols:
+        t.add_column(c.upper(), overflow="fold" if c == "reason" else "ellipsis")
+    for r in rows:
+        t.add_row(*[cell(r.get(c)) for c in cols])
+    return t
+
+
+def emit(kind: str, rows: list[dict[str, Any]], fmt: str, console: Console) -> None:
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+    elif fmt == "yaml":
+        print(yaml.safe_dump(rows, sort_keys=False), end="")
+    else:
+        console.print(table(kind, rows, wide=fmt == "wide"))

@@ -1,0 +1,169 @@
+"""The Python SDK: a typed client over the gRPC stubs, with one error type.
+
+from vglobal.client import Client
+with Client("127.0.0.1:50051") as hub:
+    job = hub.submit_job(open("job.yaml").read(), request_id="nightly-42")
+    print(hub.explain_job(job.name).reason)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from vglobal.api.v1 import (
+    clusters_pb2,
+    clusters_pb2_grpc,
+    jobs_pb2,
+    jobs_pb2_grpc,
+    queues_pb2,
+    queues_pb2_grpc,
+)
+
+DEFAULT_HUB = "127.0.0.1:50051"
+T = TypeVar("T")
+
+
+class VGlobalError(Exception):
+    """A failed call: ``code`` is the gRPC status code, the message is the hub's."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.message}"
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, grpc.RpcError) and exc.code() in (
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+    )
+
+
+def default_hub() -> str:
+    return os.environ.get("VGLOBAL_HUB", DEFAULT_HUB)
+
+
+class Client:
+    def __init__(self, hub: str | None = None, *, timeout: float = 30.0, retries: int = 4) -> None:
+        self.target = hub or default_hub()
+        self.timeout = timeout
+        self.retries = retries
+        self.channel = grpc.insecure_channel(
+            self.target,
+            options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
+        )
+        self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
+        self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
+        self.clusters = clusters_pb2_grpc.ClusterServiceStub(self.channel)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def _call(self, fn: Callable[..., T], request: Any, *, idempotent: bool = True) -> T:
+        attempts = self.retries if idempotent else 1
+
+        @retry(
+            retry=retry_if_exception(_retryable),
+            stop=stop_after_attempt(max(1, attempts)),
+            wait=wait_exponential_jitter(multiplier=0.2, max=3.0),
+            reraise=True,
+        )
+        def once() -> T:
+            return fn(request, timeout=self.timeout)
+
+        try:
+            return once()
+        except grpc.RpcError as exc:
+            raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
+
+    # Jobs
+    def submit_job(self, manifest: str, *, request_id: str = "") -> jobs_pb2.SubmitJobResponse:
+        # Safe to retry only with a request_id: the hub then returns the first submission.
+        return self._call(
+            self.jobs.SubmitJob,
+            jobs_pb2.SubmitJobRequest(manifest=manifest, request_id=request_id),
+            idempotent=bool(request_id),
+        )
+
+    def submit_jobs(self, items: list[tuple[str, str]]) -> jobs_pb2.SubmitJobsResponse:
+        reqs = [jobs_pb2.SubmitJobRequest(manifest=m, request_id=r) for m, r in items]
+        return self._call(
+            self.jobs.SubmitJobs, jobs_pb2.SubmitJobsRequest(jobs=reqs), idempotent=all(r for _, r in items)
+        )
+
+    def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
+        return self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    def list_jobs(self, **filters: str) -> list[jobs_pb2.Job]:
+        out: list[jobs_pb2.Job] = []
+        token = ""
+        while True:
+            resp = self._call(self.jobs.ListJobs, jobs_pb2.ListJobsRequest(page_token=token, **filters))
+            out.extend(resp.jobs)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
+        return self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    def delete_job(self, name: str, namespace: str = "default") -> jobs_pb2.DeleteJobResponse:
+        return self._call(self.jobs.DeleteJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    def explain_job(self, name: str, namespace: str = "default") -> jobs_pb2.ExplainJobResponse:
+        return self._call(self.jobs.ExplainJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    # Queues and priority classes
+    def apply_queue(self, manifest: str) -> queues_pb2.Queue:
+        return self._call(self.queues.ApplyQueue, queues_pb2.ApplyRequest(manifest=manifest))
+
+    def get_queue(self, name: str) -> queues_pb2.Queue:
+        return self._call(self.queues.GetQueue, queues_pb2.QueueRef(name=name))
+
+    def list_queues(self) -> list[queues_pb2.Queue]:
+        return list(self._call(self.queues.ListQueues, queues_pb2.ListQueuesRequest()).queues)
+
+    def delete_queue(self, name: str) -> queues_pb2.DeleteQueueResponse:
+        return self._call(self.queues.DeleteQueue, queues_pb2.QueueRef(name=name))
+
+    def open_queue(self, name: str) -> queues_pb2.Queue:
+        return self._call(self.queues.OpenQueue, queues_pb2.QueueRef(name=name))
+
+    def close_queue(self, name: str) -> queues_pb2.Queue:
+        return self._call(self.queues.CloseQueue, queues_pb2.QueueRef(name=name))
+
+    def apply_priority_class(self, manifest: str) -> queues_pb2.PriorityClass:
+        return self._call(self.queues.ApplyPriorityClass, queues_pb2.ApplyRequest(manifest=manifest))
+
+    # Clusters
+    def list_clusters(self) -> list[clusters_pb2.Cluster]:
+        return list(self._call(self.clusters.ListClusters, clusters_pb2.ListClustersRequest()).clusters)
+
+    def get_cluster(self, name: str) -> clusters_pb2.Cluster:
+        return self._call(self.clusters.GetCluster, clusters_pb2.ClusterRef(name=name))
+
+    def cordon_cluster(self, name: str) -> clusters_pb2.Cluster:
+        return self._call(self.clusters.CordonCluster, clusters_pb2.ClusterRef(name=name))
+
+    def uncordon_cluster(self, name: str) -> clusters_pb2.Cluster:
+        return self._call(self.clusters.UncordonCluster, clusters_pb2.ClusterRef(name=name))
+
+    def drain_cluster(self, name: str) -> clusters_pb2.Cluster:
+        return self._call(self.clusters.DrainCluster, clusters_pb2.ClusterRef(name=name))

@@ -1,0 +1,29 @@
+"""Typed settings for the hub and the agent, read from flags and VGLOBAL_* environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class HubSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="VGLOBAL_", extra="ignore")
+
+    listen: str = "127.0.0.1:50051"
+    database_url: str | None = None
+    data_dir: Path | None = None
+    metrics_listen: str | None = None
+    dispatch_interval: float = Field(1.0, gt=0)
+    cluster_timeout: float = Field(30.0, gt=0)
+    failover_after: float = Field(300.0, ge=0)
+    heartbeat_interval: float = Field(5.0, gt=0)
+    exclude_for: float = Field(
+        300.0, ge=0, description="how long a rejected or failed-over cluster is skipped"
+    )
+    placement: str = Field("binpack", pattern="^(binpack|spread)$")
+    starvation_after: float = Field(600.0, ge=0)
+    max_manifest_bytes: int = Field(1_048_576, gt=0)
+    max_batch: int = Field(1000, gt=0)
+    hub_id: str = ""

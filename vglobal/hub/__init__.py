@@ -1,0 +1,1 @@
+"""The hub: gRPC API, dispatcher and failover loops over Postgres."""

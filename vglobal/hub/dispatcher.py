@@ -1,0 +1,123 @@
+"""The dispatcher loop (leader only): snapshot → admit() → one transaction of decisions."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from vglobal.admission import AdmissionResult, Admit, Wait, admit
+from vglobal.hub import metrics
+from vglobal.hub.context import HubContext
+from vglobal.hub.leader import Leader
+from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.snapshot import build_snapshot
+from vglobal.store.engine import session_scope
+from vglobal.store.locks import AdvisoryLock, try_xact_lock
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import queues as queues_repo
+from vglobal.store.repo.events import NewEvent
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE = 0.05
+
+
+def write_decisions(result: AdmissionResult, queue_of: dict[str, str], *, session: Session) -> int:
+    """All of a cycle's decisions in a few batched statements; returns how many were admitted."""
+    admits = [(uid, d.cluster) for uid, d in result.decisions.items() if isinstance(d, Admit)]
+    waits = [(uid, d.reason) for uid, d in result.decisions.items() if isinstance(d, Wait)]
+    done = bindings_repo.admit(admits, session=session)
+    bindings_repo.set_reasons(waits, session=session)
+    new_events = [
+        NewEvent(
+            "Dispatched", f"admitted to cluster {cluster} (generation {gen})", job_uid=uid, cluster=cluster
+        )
+        for uid, cluster, gen in done
+    ]
+    if result.reclaims:
+        victims = bindings_repo.requeue(
+            [r.victim_uid for r in result.reclaims],
+            session=session,
+            reason="reclaimed by a queue below its share",
+        )
+        moved = {u for u, _, _ in victims}
+        for r in result.reclaims:
+            if r.victim_uid in moved:
+                new_events.append(
+                    NewEvent("Reclaimed", r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
+                )
+                metrics.RECLAIMS.inc()
+    events_repo.add_events(new_events, session=session)
+    for uid, cluster, _ in done:
+        metrics.ADMISSIONS.labels(queue=queue_of.get(uid, ""), cluster=cluster).inc()
+        log.info("admit job=%s queue=%s cluster=%s", uid, queue_of.get(uid, ""), cluster)
+    if done or result.reclaims:
+        notify(DELIVER, session=session)
+    return len(done)
+
+
+def dispatch_cycle(ctx: HubContext) -> int:
+    started = time.perf_counter()
+    with session_scope(ctx.sessions) as session:
+        # Per-transaction exclusion on top of leadership: two replicas never run a cycle at once.
+        if not try_xact_lock(session.connection(), AdvisoryLock.DISPATCH_CYCLE):
+            return 0
+        snapshot = build_snapshot(ctx.settings, session=session)
+        result = admit(snapshot)
+        queue_of = {p.uid: p.queue for p in snapshot.pending}
+        admitted = write_decisions(result, queue_of, session=session)
+        queues_repo.set_statuses(
+            {
+                name: {
+                    "deserved": dict(q.deserved.items()),
+                    "capability": None if q.real_capability is None else dict(q.real_capability.items()),
+                }
+                for name, q in result.queues.items()
+            },
+            session=session,
+        )
+        if result.reclaims:
+            notify(DISPATCH, session=session)
+    metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
+    metrics.PENDING.set(len(snapshot.pending) - admitted)
+    for name, q in result.queues.items():
+        for r, v in q.allocated.items():
+            metrics.QUEUE_ALLOCATED.labels(queue=name, resource=r).set(v)
+        for r, v in q.deserved.items():
+            metrics.QUEUE_DESERVED.labels(queue=name, resource=r).set(v)
+        for r, v in (q.real_capability or {}).items():
+            metrics.QUEUE_CAPABILITY.labels(queue=name, resource=r).set(v)
+        metrics.QUEUE_PENDING.labels(queue=name).set(q.pending)
+        metrics.QUEUE_RUNNING.labels(queue=name).set(q.running)
+    for c in snapshot.clusters:
+        free: dict[str, int] = {}
+        for n in c.nodes:
+            for r, v in n.free.items():
+                free[r] = free.get(r, 0) + v
+        for r, v in free.items():
+            metrics.CLUSTER_FREE.labels(cluster=c.name, resource=r).set(v)
+    return admitted
+
+
+def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
+    seen = ctx.wakeups.seq(DISPATCH)
+    while not stop.is_set():
+        seen = ctx.wakeups.wait(DISPATCH, seen, timeout=ctx.settings.dispatch_interval)
+        if stop.is_set():
+            break
+        time.sleep(DEBOUNCE)  # let a burst of submits land in one cycle
+        leading = leader.check()
+        metrics.LEADER.set(1 if leading else 0)
+        if not leading:
+            continue
+        try:
+            dispatch_cycle(ctx)
+        except sa.exc.SQLAlchemyError as exc:
+            log.warning("dispatch cycle failed, will retry: %s", exc)
+        except Exception:
+            log.exception("dispatch cycle failed")

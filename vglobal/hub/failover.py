@@ -1,0 +1,62 @@
+"""The failover loop (leader only): silent clusters become NotReady, then lose their jobs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from vglobal.hub.context import HubContext
+from vglobal.hub.leader import Leader
+from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.store.engine import session_scope
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import clusters as clusters_repo
+from vglobal.store.repo import events as events_repo
+from vglobal.store.repo.events import NewEvent
+
+log = logging.getLogger(__name__)
+
+
+def failover_tick(ctx: HubContext) -> None:
+    s = ctx.settings
+    with session_scope(ctx.sessions) as session:
+        silent = clusters_repo.mark_not_ready(s.cluster_timeout, session=session)
+        new_events = [
+            NewEvent("NotReady", f"no heartbeat for {s.cluster_timeout:g}s", cluster=c, kind="Warning")
+            for c in silent
+        ]
+        for cluster in clusters_repo.failed_over(s.failover_after, session=session):
+            uids = [b.job_uid for b in bindings_repo.holding(session=session, cluster=cluster)]
+            if not uids:
+                continue
+            moved = bindings_repo.requeue(
+                uids,
+                session=session,
+                reason=f"cluster {cluster} failed over: NotReady for more than {s.failover_after:g}s",
+                exclude_until=time.time() + s.exclude_for,
+            )
+            log.warning("failing over %d jobs from cluster %s", len(moved), cluster)
+            new_events.append(
+                NewEvent("FailedOver", f"re-queued {len(moved)} jobs", cluster=cluster, kind="Warning")
+            )
+            new_events += [
+                NewEvent(
+                    "Requeued", f"cluster {cluster} is NotReady; generation {gen}", job_uid=u, kind="Warning"
+                )
+                for u, _, gen in moved
+            ]
+        events_repo.add_events(new_events, session=session)
+        if new_events:
+            notify(DISPATCH, session=session)
+            notify(DELIVER, session=session)
+
+
+def run_failover(ctx: HubContext, leader: Leader, stop: threading.Event, interval: float = 1.0) -> None:
+    while not stop.wait(interval):
+        if not leader.check():
+            continue
+        try:
+            failover_tick(ctx)
+        except Exception:
+            log.exception("failover tick failed")

@@ -1,0 +1,64 @@
+"""Postgres LISTEN/NOTIFY wake-ups. The database stays the truth: a missed wake-up only delays."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+log = logging.getLogger(__name__)
+
+DISPATCH = "vglobal_dispatch"  # something to admit: a submit, a finish, a cluster change
+DELIVER = "vglobal_deliver"  # bindings to push to agents: dispatched, re-queued, cancelled
+
+
+def notify(channel: str, *, session: Session) -> None:
+    """Queued in the caller's transaction and delivered only when it commits."""
+    session.execute(sa.text("SELECT pg_notify(:c, '')"), {"c": channel})
+
+
+class Wakeups:
+    """One event per channel, set by the listener thread (or locally) and waited on by loops."""
+
+    def __init__(self, channels: Iterable[str]) -> None:
+        self._conds = {c: threading.Condition() for c in channels}
+        self._seq = dict.fromkeys(self._conds, 0)
+
+    def fire(self, channel: str) -> None:
+        cond = self._conds[channel]
+        with cond:
+            self._seq[channel] += 1
+            cond.notify_all()
+
+    def seq(self, channel: str) -> int:
+        return self._seq[channel]
+
+    def wait(self, channel: str, seen: int, timeout: float) -> int:
+        """Block until the channel fires after ``seen`` or the timeout passes; returns the new sequence."""
+        cond = self._conds[channel]
+        with cond:
+            cond.wait_for(lambda: self._seq[channel] != seen, timeout=timeout)
+            return self._seq[channel]
+
+
+def listen_forever(dsn: str, wakeups: Wakeups, stop: threading.Event) -> None:
+    """Forward NOTIFYs to ``wakeups``; reconnects after errors."""
+    channels = list(wakeups._conds)
+    while not stop.is_set():
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                for c in channels:
+                    conn.execute(f"LISTEN {c}")
+                while not stop.is_set():
+                    for note in conn.notifies(timeout=0.5):
+                        wakeups.fire(note.channel)
+        except psycopg.Error as exc:
+            log.warning("notification listener lost its connection: %s", exc)
+            for c in channels:
+                wakeups.fire(c)  # let the loops poll while we reconnect
+            time.sleep(1.0)

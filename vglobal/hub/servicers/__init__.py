@@ -1,0 +1,1 @@
+"""gRPC servicers: they translate requests and own one transaction per call."""

@@ -1,0 +1,160 @@
+"""JobService: submit, read, cancel and delete Volcano Jobs."""
+
+from __future__ import annotations
+
+import grpc
+from sqlalchemy.orm import Session
+
+from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.hub import convert
+from vglobal.hub.context import HubContext
+from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, raise_prefixed, rpc
+from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.submit import parse_one_job, store_job
+from vglobal.model.phases import BindingPhase
+from vglobal.store.engine import session_scope
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import jobs as jobs_repo
+from vglobal.store.repo.events import NewEvent
+from vglobal.store.rows import JobRow
+
+MAX_PAGE = 5000
+
+
+def find_job(ref: jobs_pb2.JobRef, *, session: Session) -> JobRow:
+    if not ref.uid and not ref.name:
+        raise InvalidArgument("name: a job name or uid is required")
+    row = jobs_repo.get_job(
+        session=session, uid=ref.uid or None, namespace=ref.namespace or "default", name=ref.name
+    )
+    if row is None:
+        what = ref.uid or f"{ref.namespace or 'default'}/{ref.name}"
+        raise NotFound(f'job "{what}" not found')
+    return row
+
+
+class JobServicer(jobs_pb2_grpc.JobServiceServicer):
+    def __init__(self, ctx: HubContext) -> None:
+        self.ctx = ctx
+
+    def _submit_all(
+        self, items: list[jobs_pb2.SubmitJobRequest], *, prefix: bool
+    ) -> list[jobs_pb2.SubmitJobResponse]:
+        """Validate every document, then store them all in one transaction: a bad one stores nothing."""
+        parsed = []
+        for i, item in enumerate(items):
+            try:
+                parsed.append(
+                    (parse_one_job(item.manifest, max_bytes=self.ctx.settings.max_manifest_bytes), item)
+                )
+            except Exception as exc:
+                raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
+        results = []
+        with session_scope(self.ctx.sessions) as session:
+            for i, (job, item) in enumerate(parsed):
+                try:
+                    row, created = store_job(job, request_id=item.request_id or None, session=session)
+                except Exception as exc:
+                    raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
+                if created:
+                    pods = sum(t["replicas"] for t in row.tasks)
+                    events_repo.add_events(
+                        [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid)],
+                        session=session,
+                    )
+                results.append(jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created))
+            if any(r.created for r in results):
+                notify(DISPATCH, session=session)
+        return results
+
+    @rpc
+    def SubmitJob(
+        self, request: jobs_pb2.SubmitJobRequest, context: grpc.ServicerContext
+    ) -> jobs_pb2.SubmitJobResponse:
+        return self._submit_all([request], prefix=False)[0]
+
+    @rpc
+    def SubmitJobs(
+        self, request: jobs_pb2.SubmitJobsRequest, context: grpc.ServicerContext
+    ) -> jobs_pb2.SubmitJobsResponse:
+        if len(request.jobs) > self.ctx.settings.max_batch:
+            raise TooLarge(
+                f"jobs: {len(request.jobs)} jobs in one batch, "
+                f"more than the limit of {self.ctx.settings.max_batch}"
+            )
+        return jobs_pb2.SubmitJobsResponse(results=self._submit_all(list(request.jobs), prefix=True))
+
+    @rpc
+    def GetJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
+        with session_scope(self.ctx.sessions) as session:
+            return convert.job(find_job(request, session=session), with_manifest=True)
+
+    @rpc
+    def ListJobs(
+        self, request: jobs_pb2.ListJobsRequest, context: grpc.ServicerContext
+    ) -> jobs_pb2.ListJobsResponse:
+        limit = min(request.page_size or 500, MAX_PAGE)
+        after = None
+        if request.page_token:
+            ns, _, name = request.page_token.partition("/")
+            after = (ns, name)
+        with session_scope(self.ctx.sessions) as session:
+            rows = jobs_repo.list_jobs(
+                session=session,
+                queue=request.queue,
+                namespace=request.namespace,
+                phase=request.phase,
+                cluster=request.cluster,
+                after=after,
+                limit=limit + 1,
+            )
+        token = f"{rows[limit - 1].namespace}/{rows[limit - 1].name}" if len(rows) > limit else ""
+        return jobs_pb2.ListJobsResponse(jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token)
+
+    @rpc
+    def CancelJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session)
+            if bindings_repo.abort(row.uid, session=session, reason="cancelled by user") is not None:
+                jobs_repo.set_phase([row.uid], "Aborted", session=session)
+                events_repo.add_events(
+                    [NewEvent("Cancelled", "cancelled by user", job_uid=row.uid)], session=session
+                )
+                notify(DELIVER, session=session)
+                notify(DISPATCH, session=session)
+            row = find_job(request, session=session)
+        return convert.job(row)
+
+    @rpc
+    def DeleteJob(
+        self, request: jobs_pb2.JobRef, context: grpc.ServicerContext
+    ) -> jobs_pb2.DeleteJobResponse:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session)
+            if row.binding_phase in (BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running):
+                # Its agent learns on the next sync that the job is gone and stops it.
+                notify(DELIVER, session=session)
+            jobs_repo.delete_job(row.uid, session=session)
+            notify(DISPATCH, session=session)
+        return jobs_pb2.DeleteJobResponse(uid=row.uid)
+
+    @rpc
+    def ExplainJob(
+        self, request: jobs_pb2.JobRef, context: grpc.ServicerContext
+    ) -> jobs_pb2.ExplainJobResponse:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session)
+            events = events_repo.job_events(row.uid, session=session)
+        decision = {
+            BindingPhase.Suspended.value: "Waiting",
+            BindingPhase.Dispatched.value: "Admitted",
+            BindingPhase.Bound.value: "Admitted",
+            BindingPhase.Running.value: "Admitted",
+        }.get(row.binding_phase, "Finished")
+        reason = row.reason
+        if decision == "Admitted" and not reason:
+            reason = f"admitted to cluster {row.cluster} (generation {row.generation})"
+        return jobs_pb2.ExplainJobResponse(
+            job=convert.job(row), decision=decision, reason=reason, events=[convert.event(e) for e in events]
+        )

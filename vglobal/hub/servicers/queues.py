@@ -1,0 +1,159 @@
+"""QueueService: Volcano Queues and PriorityClasses."""
+
+from __future__ import annotations
+
+import grpc
+from sqlalchemy.orm import Session
+
+from vglobal.api.v1 import queues_pb2, queues_pb2_grpc
+from vglobal.hub import convert
+from vglobal.hub.context import HubContext
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument, NotFound, TooLarge, rpc
+from vglobal.hub.notify import DISPATCH, notify
+from vglobal.model.manifests import parse_manifests
+from vglobal.model.priority_class import PriorityClass
+from vglobal.model.queue import Queue
+from vglobal.store.engine import session_scope
+from vglobal.store.repo import queues as queues_repo
+from vglobal.store.rows import QueueRow
+
+ROOT = "root"
+
+
+def _parse_one(text: str, kind: type, max_bytes: int) -> object:
+    if len(text.encode()) > max_bytes:
+        raise TooLarge(f"manifest is {len(text.encode())} bytes, more than the limit of {max_bytes}")
+    docs = parse_manifests(text, max_bytes=max_bytes)
+    if len(docs) != 1 or not isinstance(docs[0], kind):
+        got = type(docs[0]).__name__ if len(docs) == 1 else f"{len(docs)} documents"
+        raise InvalidArgument(f"kind: expected one {kind.__name__}, got {got}")
+    return docs[0]
+
+
+def check_tree(queue: Queue, *, session: Session) -> None:
+    """The parent must exist, must not be the queue itself or its descendant, and must hold no jobs."""
+    parent = queue.parent or ROOT
+    if parent == ROOT:
+        return
+    if parent == queue.name:
+        raise InvalidArgument(f'spec.parent: queue "{queue.name}" cannot be its own parent')
+    rows = {q.name: q for q in queues_repo.list_queues(session=session)}
+    if parent not in rows:
+        raise InvalidArgument(f'spec.parent: parent queue "{parent}" not found')
+    seen = set()
+    cur: str | None = parent
+    while cur and cur != ROOT:
+        if cur == queue.name:
+            raise InvalidArgument(
+                f'spec.parent: making "{parent}" the parent of "{queue.name}" would create a cycle'
+            )
+        if cur in seen:
+            break
+        seen.add(cur)
+        cur = rows[cur].parent if cur in rows else None
+    if queues_repo.live_job_count(parent, session=session):
+        raise FailedPrecondition(
+            f'spec.parent: queue "{parent}" has jobs; only a queue without jobs can have children'
+        )
+
+
+class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
+    def __init__(self, ctx: HubContext) -> None:
+        self.ctx = ctx
+
+    def _view(self, row: QueueRow, *, session: Session) -> queues_pb2.Queue:
+        return convert.queue(row, queues_repo.usage(session=session).get(row.name))
+
+    @rpc
+    def ApplyQueue(self, request: queues_pb2.ApplyRequest, context: grpc.ServicerContext) -> queues_pb2.Queue:
+        queue = _parse_one(request.manifest, Queue, self.ctx.settings.max_manifest_bytes)
+        assert isinstance(queue, Queue)
+        with session_scope(self.ctx.sessions) as session:
+            check_tree(queue, session=session)
+            queues_repo.upsert_queue(queue, session=session)
+            notify(DISPATCH, session=session)
+            row = queues_repo.get_queue(queue.name, session=session)
+            assert row is not None
+            return self._view(row, session=session)
+
+    def _get(self, name: str, session: Session) -> QueueRow:
+        if not name:
+            raise InvalidArgument("name: a queue name is required")
+        row = queues_repo.get_queue(name, session=session)
+        if row is None:
+            raise NotFound(f'queue "{name}" not found')
+        return row
+
+    @rpc
+    def GetQueue(self, request: queues_pb2.QueueRef, context: grpc.ServicerContext) -> queues_pb2.Queue:
+        with session_scope(self.ctx.sessions) as session:
+            return self._view(self._get(request.name, session), session=session)
+
+    @rpc
+    def ListQueues(
+        self, request: queues_pb2.ListQueuesRequest, context: grpc.ServicerContext
+    ) -> queues_pb2.ListQueuesResponse:
+        with session_scope(self.ctx.sessions) as session:
+            rows = queues_repo.list_queues(session=session)
+            usage = queues_repo.usage(session=session)
+        return queues_pb2.ListQueuesResponse(queues=[convert.queue(r, usage.get(r.name)) for r in rows])
+
+    @rpc
+    def DeleteQueue(
+        self, request: queues_pb2.QueueRef, context: grpc.ServicerContext
+    ) -> queues_pb2.DeleteQueueResponse:
+        with session_scope(self.ctx.sessions) as session:
+            row = self._get(request.name, session)
+            if row.name == "default":
+                raise FailedPrecondition('queue "default" cannot be deleted')
+            live = queues_repo.live_job_count(row.name, session=session)
+            if live:
+                raise FailedPrecondition(
+                    f'queue "{row.name}" has {live} unfinished jobs; cancel or delete them first'
+                )
+            kids = queues_repo.children(row.name, session=session)
+            if kids:
+                raise FailedPrecondition(f'queue "{row.name}" has child queues: {", ".join(sorted(kids))}')
+            from vglobal.store.repo import jobs as jobs_repo
+
+            for job in jobs_repo.list_jobs(session=session, queue=row.name, limit=100_000):
+                jobs_repo.delete_job(job.uid, session=session)
+            queues_repo.delete_queue(row.name, session=session)
+        return queues_pb2.DeleteQueueResponse(name=row.name)
+
+    def _set_state(self, name: str, state: str) -> queues_pb2.Queue:
+        with session_scope(self.ctx.sessions) as session:
+            self._get(name, session)
+            queues_repo.set_state(name, state, session=session)
+            notify(DISPATCH, session=session)
+            return self._view(self._get(name, session), session=session)
+
+    @rpc
+    def OpenQueue(self, request: queues_pb2.QueueRef, context: grpc.ServicerContext) -> queues_pb2.Queue:
+        return self._set_state(request.name, "Open")
+
+    @rpc
+    def CloseQueue(self, request: queues_pb2.QueueRef, context: grpc.ServicerContext) -> queues_pb2.Queue:
+        return self._set_state(request.name, "Closed")
+
+    @rpc
+    def ApplyPriorityClass(
+        self, request: queues_pb2.ApplyRequest, context: grpc.ServicerContext
+    ) -> queues_pb2.PriorityClass:
+        pc = _parse_one(request.manifest, PriorityClass, self.ctx.settings.max_manifest_bytes)
+        assert isinstance(pc, PriorityClass)
+        with session_scope(self.ctx.sessions) as session:
+            queues_repo.upsert_priority_class(pc, session=session)
+            row = queues_repo.get_priority_class(pc.name, session=session)
+            assert row is not None
+            return convert.priority_class(row)
+
+    @rpc
+    def ListPriorityClasses(
+        self, request: queues_pb2.ListPriorityClassesRequest, context: grpc.ServicerContext
+    ) -> queues_pb2.ListPriorityClassesResponse:
+        with session_scope(self.ctx.sessions) as session:
+            rows = queues_repo.list_priority_classes(session=session)
+        return queues_pb2.ListPriorityClassesResponse(
+            priority_classes=[convert.priority_class(r) for r in rows]
+        )

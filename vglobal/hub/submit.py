@@ -1,0 +1,105 @@
+"""Turning a submitted Volcano Job manifest into stored rows, with every check before any write."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
+from vglobal.model.job import Job
+from vglobal.model.manifests import parse_manifests
+from vglobal.store.repo import jobs as jobs_repo
+from vglobal.store.repo import queues as queues_repo
+from vglobal.store.repo.jobs import NameTaken, NewJob
+from vglobal.store.rows import JobRow
+
+POD = {"pods": 1}
+
+
+def parse_one_job(text: str, *, max_bytes: int) -> Job:
+    if len(text.encode()) > max_bytes:
+        raise TooLarge(f"manifest is {len(text.encode())} bytes, more than the limit of {max_bytes}")
+    docs = parse_manifests(text, max_bytes=max_bytes)
+    if len(docs) != 1:
+        raise InvalidArgument(f"manifest: expected exactly one Job, got {len(docs)} documents")
+    job = docs[0]
+    if not isinstance(job, Job):
+        raise InvalidArgument(f"kind: expected Job (batch.volcano.sh/v1alpha1), got {type(job).__name__}")
+    return job
+
+
+def resolve_priority(job: Job, *, session: Session) -> int:
+    if job.priority_class_name:
+        pc = queues_repo.get_priority_class(job.priority_class_name, session=session)
+        if pc is None:
+            raise InvalidArgument(
+                f'spec.priorityClassName: priority class "{job.priority_class_name}" not found '
+                "(apply a scheduling.k8s.io/v1 PriorityClass first)"
+            )
+        return pc.value
+    defaults = [pc for pc in queues_repo.list_priority_classes(session=session) if pc.global_default]
+    return defaults[0].value if defaults else 0
+
+
+def check_queue(job: Job, *, session: Session) -> None:
+    queue = queues_repo.get_queue(job.queue, session=session)
+    if queue is None:
+        raise NotFound(f'spec.queue: queue "{job.queue}" not found')
+    if queue.state != "Open":
+        raise FailedPrecondition(
+            f'spec.queue: queue "{job.queue}" is {queue.state}; jobs can only be submitted to an Open queue'
+        )
+    if queues_repo.children(job.queue, session=session):
+        raise FailedPrecondition(
+            f'spec.queue: queue "{job.queue}" has child queues; jobs go only to leaf queues'
+        )
+
+
+def gang_units(job: Job) -> list[list[Any]]:
+    return [[dict((req + POD).items()), count] for _, req, count in job.gang() if count > 0]
+
+
+def store_job(job: Job, *, request_id: str | None, session: Session) -> tuple[JobRow, bool]:
+    """Validate references and store the job with a Suspended binding (the caller commits)."""
+    if request_id:
+        existing = jobs_repo.get_by_request_id(request_id, session=session)
+        if existing is not None:
+            return existing, False
+    check_queue(job, session=session)
+    priority = resolve_priority(job, session=session)
+    request = job.total_request() + {"pods": job.total_pods()}
+    new = NewJob(
+        uid=str(uuid.uuid4()),
+        namespace=job.namespace,
+        name=job.name,
+        request_id=request_id or None,
+        queue=job.queue,
+        priority_class_name=job.priority_class_name,
+        priority=priority,
+        min_available=job.min_available,
+        request=dict(request.items()),
+        gang=gang_units(job),
+        pod_requests={t.name: dict((t.pod_request + POD).items()) for t in job.tasks},
+        placement={
+            "clusters": sorted(job.allowed_clusters) if job.allowed_clusters is not None else None,
+            "selector": dict(job.cluster_selector),
+        },
+        manifest=job.raw,
+        tasks=[
+            {
+                "name": t.name,
+                "replicas": t.replicas,
+                "pending": t.replicas,
+                "running": 0,
+                "succeeded": 0,
+                "failed": 0,
+            }
+            for t in job.tasks
+        ],
+    )
+    try:
+        return jobs_repo.insert_job(new, session=session)
+    except NameTaken:
+        raise AlreadyExists(f'job "{job.namespace}/{job.name}" already exists') from None

@@ -1,0 +1,1 @@
+"""Pure domain model: quantities, resources, Volcano manifests, phases. No I/O."""

@@ -1,0 +1,58 @@
+"""Manifest errors that name the field path of every problem."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+
+def path_of(loc: Iterable[object], prefix: str = "") -> str:
+    """pydantic's ``loc`` ("spec", "tasks", 0, "replicas") as "spec.tasks[0].replicas"."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+class ManifestError(ValueError):
+    """One or more problems in a manifest; ``field``/``message`` describe the first."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
+        if not problems:
+            raise ValueError("a ManifestError needs at least one problem")
+        self.problems = tuple(problems)
+        self.field, self.message = self.problems[0]
+        # Which document of a multi-document text it is about, e.g. 'document[2] (Job "train")'.
+        self.document: str | None = None
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        text = "; ".join(f"{f}: {m}" if f else m for f, m in self.problems)
+        return f"{self.document}: {text}" if self.document else text
+
+    @classmethod
+    def one(cls, field: str, message: str) -> ManifestError:
+        return cls([(field, message)])
+
+
+class Problems:
+    """Collects problems while validating; ``raise_if_any`` raises them together."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, field: str, message: str) -> None:
+        self.items.append((field, message))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise ManifestError(self.items)
+
+
+class ManifestTooLarge(ManifestError):
+    """The manifest text is over the size limit (the hub maps it to RESOURCE_EXHAUSTED)."""

@@ -1,0 +1,355 @@
+"""A Volcano Job (``batch.volcano.sh/v1alpha1``), validated and defaulted as Volcano's webhook does."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, StrictInt, StrictStr
+
+from vglobal.model.duration import parse_duration
+from vglobal.model.errors import Problems
+from vglobal.model.k8s import Metadata, Model, check_name, key_path, pod_request, validate_model
+from vglobal.model.policy import Policy, PolicySpec, build_policies
+from vglobal.model.resources import EMPTY, ResourceVector
+
+__all__ = ["Job", "NetworkTopology", "Policy", "Task", "parse_job"]
+
+API_VERSION = "batch.volcano.sh/v1alpha1"
+KIND = "Job"
+
+DEFAULT_QUEUE = "default"
+DEFAULT_MAX_RETRY = 3
+DEFAULT_SCHEDULER = "volcano"
+# Job plugins Volcano's controller has builders for; the webhook refuses any other name.
+KNOWN_PLUGINS = frozenset({"env", "svc", "ssh", "tensorflow", "mpi", "pytorch", "ray", "hcclrank"})
+
+CLUSTERS_ANNOTATION = "vglobal.io/clusters"
+CLUSTER_SELECTOR_ANNOTATION = "vglobal.io/cluster-selector"
+SIM_DURATION_ANNOTATION = "vglobal.io/sim-duration"
+SIM_EXIT_CODE_ANNOTATION = "vglobal.io/sim-exit-code"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkTopology:
+    mode: str = "hard"
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Task:
+    name: str
+    replicas: int
+    min_available: int
+    max_retry: int | None = None
+    policies: tuple[Policy, ...] = ()
+    template: dict[str, Any] = field(default_factory=dict)
+    pod_request: ResourceVector = EMPTY
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    priority_class_name: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    name: str
+    namespace: str = "default"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    queue: str = DEFAULT_QUEUE
+    priority_class_name: str | None = None
+    min_available: int = 0
+    max_retry: int = DEFAULT_MAX_RETRY
+    min_success: int | None = None
+    scheduler_name: str | None = DEFAULT_SCHEDULER
+    network_topology: NetworkTopology | None = None
+    policies: tuple[Policy, ...] = ()
+    plugins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    tasks: tuple[Task, ...] = ()
+    allowed_clusters: frozenset[str] | None = None
+    cluster_selector: Mapping[str, str] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def total_pods(self) -> int:
+        return sum(t.replicas for t in self.tasks)
+
+    def total_request(self) -> ResourceVector:
+        """Σ over every task of replicas x per-pod request."""
+        out = EMPTY
+        for t in self.tasks:
+            out = out + t.pod_request.scale(t.replicas)
+        return out
+
+    def gang(self) -> tuple[tuple[str, ResourceVector, int], ...]:
+        """The ``min_available`` pods that must start together, as (task, pod request, count).
+
+        Each task contributes its own ``min_available``, taken in task order until the job's
+        ``min_available`` is reached; if that is more than the tasks' minimums, the remaining
+        replicas are added in task order. Tasks contributing no pod are left out.
+        """
+        counts = [0] * len(self.tasks)
+        budget = self.min_available
+        for i, t in enumerate(self.tasks):
+            counts[i] = min(t.min_available, budget)
+            budget -= counts[i]
+        for i, t in enumerate(self.tasks):
+            extra = min(t.replicas - counts[i], budget)
+            counts[i] += extra
+            budget -= extra
+        return tuple((t.name, t.pod_request, n) for t, n in zip(self.tasks, counts, strict=True) if n > 0)
+
+    def gang_request(self) -> ResourceVector:
+        out = EMPTY
+        for _, request, count in self.gang():
+            out = out + request.scale(count)
+        return out
+
+
+# --- wire schema (shape and types only; rules are checked below with field paths) ---
+
+
+class _TemplateSpec(Model):
+    priority_class_name: StrictStr | None = None
+
+
+class _Template(Model):
+    metadata: Metadata = Field(default_factory=Metadata)
+    spec: _TemplateSpec = Field(default_factory=_TemplateSpec)
+
+
+class _TaskSpec(Model):
+    name: StrictStr = ""
+    replicas: StrictInt = 0
+    min_available: StrictInt | None = None
+    max_retry: StrictInt | None = None
+    policies: list[PolicySpec] = Field(default_factory=list)
+    template: _Template = Field(default_factory=_Template)
+
+
+class _NetworkTopologySpec(Model):
+    mode: StrictStr = "hard"
+    highest_tier_allowed: StrictInt | None = None
+    highest_tier_name: StrictStr | None = None
+
+
+class _JobSpec(Model):
+    min_available: StrictInt = 0
+    queue: StrictStr = ""
+    priority_class_name: StrictStr | None = None
+    max_retry: StrictInt = 0
+    min_success: StrictInt | None = None
+    scheduler_name: StrictStr | None = None
+    network_topology: _NetworkTopologySpec | None = None
+    policies: list[PolicySpec] = Field(default_factory=list)
+    plugins: dict[StrictStr, list[StrictStr] | None] | None = None
+    tasks: list[_TaskSpec] = Field(default_factory=list)
+
+
+class _JobManifest(Model):
+    metadata: Metadata = Field(default_factory=Metadata)
+    spec: _JobSpec = Field(default_factory=_JobSpec)
+
+
+# --- parsing ---
+
+
+def _check_sim_annotations(p: Problems, base: str, annotations: Mapping[str, str]) -> None:
+    if (text := annotations.get(SIM_DURATION_ANNOTATION)) is not None:
+        try:
+            parse_duration(text)
+        except ValueError:
+            p.add(
+                key_path(base, SIM_DURATION_ANNOTATION),
+                f'invalid duration "{text}" (use Go form like "3s", "2m")',
+            )
+    if (code := annotations.get(SIM_EXIT_CODE_ANNOTATION)) is not None:
+        try:
+            int(code)
+        except ValueError:
+            p.add(key_path(base, SIM_EXIT_CODE_ANNOTATION), f'invalid exit code "{code}"')
+
+
+def _allowed_clusters(p: Problems, annotations: Mapping[str, str]) -> frozenset[str] | None:
+    text = annotations.get(CLUSTERS_ANNOTATION)
+    if text is None or not text.strip():
+        return None
+    where = key_path("metadata.annotations", CLUSTERS_ANNOTATION)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        check_name(p, where, n, label=False)
+    return frozenset(names)
+
+
+def _cluster_selector(p: Problems, annotations: Mapping[str, str]) -> dict[str, str]:
+    text = annotations.get(CLUSTER_SELECTOR_ANNOTATION, "")
+    where = key_path("metadata.annotations", CLUSTER_SELECTOR_ANNOTATION)
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            p.add(where, f'"{item}" is not a label requirement of the form key=value')
+            continue
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _network_topology(p: Problems, spec: _NetworkTopologySpec | None) -> NetworkTopology | None:
+    if spec is None:
+        return None
+    base = "spec.networkTopology"
+    if spec.mode not in ("hard", "soft"):
+        p.add(f"{base}.mode", f'must be "hard" or "soft", not "{spec.mode}"')
+    if spec.highest_tier_allowed is not None and spec.highest_tier_name is not None:
+        p.add(base, "highestTierAllowed and highestTierName must not both be set")
+    if spec.highest_tier_allowed is not None and spec.highest_tier_allowed < 0:
+        p.add(f"{base}.highestTierAllowed", "must be >= 0")
+    if spec.highest_tier_name is not None and not spec.highest_tier_name:
+        p.add(f"{base}.highestTierName", "must not be empty")
+    return NetworkTopology(
+        mode=spec.mode,
+        highest_tier_allowed=spec.highest_tier_allowed,
+        highest_tier_name=spec.highest_tier_name,
+    )
+
+
+def _plugins(p: Problems, plugins: dict[str, list[str] | None] | None) -> dict[str, tuple[str, ...]]:
+    if plugins is None:
+        return {}
+    out = {name: tuple(args or ()) for name, args in plugins.items()}
+    for name in sorted(out):
+        if name not in KNOWN_PLUGINS:
+            p.add(
+                key_path("spec.plugins", name),
+                f'unknown job plugin "{name}" (known: {", ".join(sorted(KNOWN_PLUGINS))})',
+            )
+    # Volcano's webhook adds the plugins these depend on.
+    if ("tensorflow" in out or "mpi" in out) and "svc" not in out:
+        out["svc"] = ()
+    if "mpi" in out and "ssh" not in out:
+        out["ssh"] = ()
+    return out
+
+
+def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[str, Any]) -> Task:
+    base = f"spec.tasks[{index}]"
+    # Volcano names an unnamed task "default<index>".
+    name = spec.name or f"default{index}"
+    check_name(p, f"{base}.name", name, label=True)
+    if spec.replicas < 0:
+        p.add(f"{base}.replicas", "must be >= 0")
+    replicas = max(spec.replicas, 0)
+    if spec.min_available is None:
+        min_available = replicas
+    else:
+        min_available = spec.min_available
+        if min_available < 0:
+            p.add(f"{base}.minAvailable", "must be >= 0")
+        elif min_available > replicas:
+            p.add(
+                f"{base}.minAvailable",
+                f"minAvailable {min_available} is more than the {replicas} replicas of the task",
+            )
+    if spec.max_retry is not None and spec.max_retry < 0:
+        p.add(f"{base}.maxRetry", "must be >= 0")
+    if job_name and replicas > 0:
+        # Pods are named <job>-<task>-<index>; Volcano refuses a job whose pod names are too long.
+        pod = f"{job_name}-{name}-{replicas - 1}"
+        if len(pod) > 63:
+            p.add(f"{base}.name", f'pod name "{pod}" would be longer than 63 characters')
+    raw_template = raw.get("template") if isinstance(raw.get("template"), Mapping) else {}
+    assert isinstance(raw_template, Mapping)
+    request = pod_request(p, f"{base}.template.spec", raw_template.get("spec") or {})
+    annotations = dict(spec.template.metadata.annotations)
+    _check_sim_annotations(p, f"{base}.template.metadata.annotations", annotations)
+    if spec.template.spec.priority_class_name:
+        check_name(
+            p, f"{base}.template.spec.priorityClassName", spec.template.spec.priority_class_name, label=False
+        )
+    return Task(
+        name=name,
+        replicas=replicas,
+        min_available=max(min_available, 0),
+        # Volcano's webhook turns an unset (zero) task maxRetry into 3, like the job's.
+        max_retry=spec.max_retry or DEFAULT_MAX_RETRY,
+        policies=build_policies(p, f"{base}.policies", spec.policies),
+        template=copy.deepcopy(dict(raw_template)),
+        pod_request=request,
+        annotations=annotations,
+        priority_class_name=spec.template.spec.priority_class_name or None,
+    )
+
+
+def parse_job(doc: Mapping[str, Any]) -> Job:
+    """Validate and default one Job document; raises ManifestError naming every bad field."""
+    m = validate_model(_JobManifest, doc)
+    p = Problems()
+    meta, spec = m.metadata, m.spec
+    check_name(p, "metadata.name", meta.name, label=True)
+    namespace = meta.namespace or "default"
+    check_name(p, "metadata.namespace", namespace, label=True)
+    _check_sim_annotations(p, "metadata.annotations", meta.annotations)
+
+    raw_spec = doc.get("spec") if isinstance(doc.get("spec"), Mapping) else {}
+    assert isinstance(raw_spec, Mapping)
+    raw_tasks = raw_spec.get("tasks") or []
+    if not spec.tasks:
+        p.add("spec.tasks", "at least one task is required")
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for i, task_spec in enumerate(spec.tasks):
+        task = _task(p, meta.name, i, task_spec, raw_tasks[i])
+        if task.name in seen:
+            p.add(f"spec.tasks[{i}].name", f'duplicate task name "{task.name}"')
+        seen.add(task.name)
+        tasks.append(task)
+
+    total = sum(t.replicas for t in tasks)
+    min_available = spec.min_available
+    if min_available < 0:
+        p.add("spec.minAvailable", "must be >= 0")
+    elif min_available > total:
+        p.add("spec.minAvailable", f"minAvailable {min_available} is more than the {total} pods of the job")
+    if min_available <= 0:
+        # Volcano's webhook treats 0 as unset: Σ task minAvailable.
+        min_available = sum(t.min_available for t in tasks)
+    if spec.max_retry < 0:
+        p.add("spec.maxRetry", "must be >= 0")
+    if spec.min_success is not None and not 1 <= spec.min_success <= total:
+        p.add(
+            "spec.minSuccess",
+            f"minSuccess {spec.min_success} must be between 1 and the {total} pods of the job",
+        )
+    queue = spec.queue or DEFAULT_QUEUE
+    check_name(p, "spec.queue", queue, label=False)
+    if spec.priority_class_name:
+        check_name(p, "spec.priorityClassName", spec.priority_class_name, label=False)
+
+    job = Job(
+        name=meta.name,
+        namespace=namespace,
+        labels=dict(meta.labels),
+        annotations=dict(meta.annotations),
+        queue=queue,
+        priority_class_name=spec.priority_class_name or None,
+        min_available=min_available,
+        max_retry=spec.max_retry or DEFAULT_MAX_RETRY,
+        min_success=spec.min_success,
+        scheduler_name=spec.scheduler_name or DEFAULT_SCHEDULER,
+        network_topology=_network_topology(p, spec.network_topology),
+        policies=build_policies(p, "spec.policies", spec.policies),
+        plugins=_plugins(p, spec.plugins),
+        tasks=tuple(tasks),
+        allowed_clusters=_allowed_clusters(p, meta.annotations),
+        cluster_selector=_cluster_selector(p, meta.annotations),
+        raw=copy.deepcopy(dict(doc)),
+    )
+    p.raise_if_any()
+    return job

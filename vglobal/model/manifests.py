@@ -1,0 +1,176 @@
+"""Multi-document YAML or JSON text to typed manifests, chosen by apiVersion and kind."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+
+from vglobal.model import job, priority_class, queue, sim_cluster
+from vglobal.model.errors import ManifestError, ManifestTooLarge
+from vglobal.model.job import Job, parse_job
+from vglobal.model.priority_class import PriorityClass, parse_priority_class
+from vglobal.model.queue import Queue, parse_queue
+from vglobal.model.sim_cluster import SimCluster, parse_sim_cluster
+
+__all__ = [
+    "KINDS",
+    "Manifest",
+    "ManifestTooLarge",
+    "job_to_json",
+    "load_documents",
+    "manifest_to_json",
+    "manifest_to_yaml",
+    "parse_manifest",
+    "parse_manifests",
+]
+
+Manifest = Job | Queue | PriorityClass | SimCluster
+
+KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest]] = {
+    (job.API_VERSION, job.KIND): parse_job,
+    (queue.API_VERSION, queue.KIND): parse_queue,
+    (priority_class.API_VERSION, priority_class.KIND): parse_priority_class,
+    (sim_cluster.API_VERSION, sim_cluster.KIND): parse_sim_cluster,
+}
+
+DEFAULT_MAX_BYTES = 1_048_576
+# Anchors and aliases let a small text expand into a huge tree ("billion laughs"); refuse such trees.
+MAX_NODES = 200_000
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that keeps dates as strings, as Kubernetes does (a label value 2024-01-01 stays text)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    return f"malformed YAML{where}: {problem}" + (f" ({context})" if context else "")
+
+
+def _check_expanded_size(doc: Any, where: str) -> None:
+    budget = MAX_NODES
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise ManifestTooLarge.one(where, f"the document expands to more than {MAX_NODES} values")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _expand_list(doc: Any) -> list[Any]:
+    """A ``kind: List`` (what ``kubectl get -o yaml`` prints) stands for its items."""
+    if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+        return list(doc["items"])
+    return [doc]
+
+
+def load_documents(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict[str, Any]]:
+    """The non-empty documents of a YAML stream, a JSON object or a JSON array, as dicts."""
+    size = len(text.encode())
+    if size > max_bytes:
+        raise ManifestTooLarge.one("", f"manifest is {size} bytes, more than the limit of {max_bytes} bytes")
+    raw: list[Any] = []
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError.one(
+                "document[0]", f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
+        raw = parsed if isinstance(parsed, list) else [parsed]
+    else:
+        stream = yaml.load_all(text, Loader=_Loader)  # _Loader is a SafeLoader
+        try:
+            for doc in stream:
+                raw.append(doc)
+        except yaml.YAMLError as exc:
+            raise ManifestError.one(f"document[{len(raw)}]", _yaml_problem(exc)) from None
+    docs: list[dict[str, Any]] = []
+    for i, doc in enumerate(d for d in raw if d is not None):
+        _check_expanded_size(doc, f"document[{i}]")
+        for item in _expand_list(doc):
+            if not isinstance(item, dict):
+                raise ManifestError.one(
+                    f"document[{i}]", f"a manifest must be a mapping, not {type(item).__name__}"
+                )
+            docs.append(item)
+    return docs
+
+
+def parse_manifest(doc: Mapping[str, Any]) -> Manifest:
+    """One document to its typed manifest; raises ManifestError."""
+    if not isinstance(doc, Mapping):
+        raise ManifestError.one("", f"a manifest must be a mapping, not {type(doc).__name__}")
+    api, kind = doc.get("apiVersion"), doc.get("kind")
+    if not kind or not isinstance(kind, str):
+        raise ManifestError.one("kind", "required")
+    if not api or not isinstance(api, str):
+        raise ManifestError.one("apiVersion", "required")
+    parser = KINDS.get((api, kind))
+    if parser is not None:
+        return parser(doc)
+    versions = [a for a, k in KINDS if k == kind]
+    if versions:
+        raise ManifestError.one(
+            "apiVersion", f'unsupported apiVersion "{api}" for kind {kind} (use {versions[0]})'
+        )
+    known = ", ".join(f"{a} {k}" for a, k in KINDS)
+    raise ManifestError.one("kind", f'unknown kind "{kind}" (apiVersion "{api}"); supported: {known}')
+
+
+def _describe(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    kind = doc.get("kind") or "manifest"
+    return f'{kind} "{name}"' if name else str(kind)
+
+
+def parse_manifests(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Manifest]:
+    """Every document of ``text``, in order; the first bad one raises ManifestError.
+
+    With several documents the error's ``document`` names which one (``document[1] (Job "x")``).
+    """
+    docs = load_documents(text, max_bytes=max_bytes)
+    out: list[Manifest] = []
+    for i, doc in enumerate(docs):
+        try:
+            out.append(parse_manifest(doc))
+        except ManifestError as exc:
+            if len(docs) > 1:
+                exc.document = f"document[{i}] ({_describe(doc)})"
+            raise
+    return out
+
+
+def manifest_to_yaml(raw: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(raw), sort_keys=False, default_flow_style=False)
+
+
+def manifest_to_json(raw: Mapping[str, Any]) -> str:
+    """Compact, key-sorted JSON: the same manifest always gives the same text."""
+    return json.dumps(raw, sort_keys=True, separators=(",", ":"))
+
+
+def job_to_json(j: Job) -> str:
+    return manifest_to_json(j.raw)
+
+
+# kept for callers of the first draft
+to_json = manifest_to_json

@@ -1,0 +1,59 @@
+"""PriorityClasses (``scheduling.k8s.io/v1``): a job's priorityClassName resolves to their value."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr
+
+from vglobal.model.errors import Problems
+from vglobal.model.k8s import Metadata, Model, check_name, validate_model
+
+API_VERSION = "scheduling.k8s.io/v1"
+KIND = "PriorityClass"
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# Kubernetes keeps values above this for classes named "system-..." (system-node-critical etc.).
+HIGHEST_USER_PRIORITY = 1_000_000_000
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+class _PriorityClassManifest(Model):
+    metadata: Metadata = Field(default_factory=Metadata)
+    value: StrictInt
+    global_default: StrictBool = False
+    preemption_policy: StrictStr = "PreemptLowerPriority"
+    description: StrictStr = ""
+
+
+def parse_priority_class(doc: Mapping[str, Any]) -> PriorityClass:
+    """Validate one PriorityClass document; raises ManifestError naming every bad field."""
+    m = validate_model(_PriorityClassManifest, doc)
+    p = Problems()
+    name = m.metadata.name
+    check_name(p, "metadata.name", name, label=False)
+    if not INT32_MIN <= m.value <= INT32_MAX:
+        p.add("value", f"must be a 32-bit integer, not {m.value}")
+    elif m.value > HIGHEST_USER_PRIORITY and not name.startswith("system-"):
+        p.add("value", f"must not be more than {HIGHEST_USER_PRIORITY} for a class not named system-*")
+    if m.preemption_policy not in PREEMPTION_POLICIES:
+        p.add("preemptionPolicy", f'must be "PreemptLowerPriority" or "Never", not "{m.preemption_policy}"')
+    p.raise_if_any()
+    return PriorityClass(
+        name=name,
+        value=m.value,
+        global_default=m.global_default,
+        preemption_policy=m.preemption_policy,
+        raw=copy.deepcopy(dict(doc)),
+    )

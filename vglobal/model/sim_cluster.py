@@ -1,0 +1,158 @@
+"""Simulated member clusters (``vglobal.io/v1alpha1`` SimCluster): node groups expanded into nodes."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr
+
+from vglobal.model.errors import Problems
+from vglobal.model.k8s import Metadata, Model, check_name, key_path, parse_resources, validate_model
+from vglobal.model.resources import ResourceVector
+
+API_VERSION = "vglobal.io/v1alpha1"
+KIND = "SimCluster"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_MAX_PODS = 110  # the kubelet's default --max-pods
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuSpec:
+    count: int
+    memory_mib: int = 0
+    model: str = ""
+    mig: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimNode:
+    name: str
+    allocatable: ResourceVector
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Mapping[str, str], ...] = ()
+    gpus: GpuSpec | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimCluster:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    nodes: tuple[SimNode, ...] = ()
+    hyper_nodes: tuple[dict[str, Any], ...] = ()
+    discovery: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+class _Gpus(Model):
+    count: StrictInt = 0
+    memory_mib: StrictInt = Field(0, alias="memoryMiB")
+    model: StrictStr = ""
+    mig: StrictBool = False
+
+
+class _Taint(Model):
+    key: StrictStr = ""
+    value: StrictStr = ""
+    effect: StrictStr = ""
+
+
+class _Group(Model):
+    name: StrictStr = ""
+    count: StrictInt = 1
+    allocatable: Any = None
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    taints: list[_Taint] = Field(default_factory=list)
+    gpus: _Gpus | None = None
+
+
+class _Spec(Model):
+    node_groups: list[_Group] = Field(default_factory=list)
+    hyper_nodes: list[dict[str, Any]] = Field(default_factory=list)
+    hyper_node_discovery: dict[str, Any] | None = None
+    network_topology_types: dict[str, Any] | None = None
+
+
+class _SimClusterManifest(Model):
+    metadata: Metadata = Field(default_factory=Metadata)
+    spec: _Spec = Field(default_factory=_Spec)
+
+
+def _group_nodes(p: Problems, base: str, g: _Group) -> list[SimNode]:
+    check_name(p, f"{base}.name", g.name, label=True)
+    if g.count < 0:
+        p.add(f"{base}.count", "must be >= 0")
+    alloc = parse_resources(p, f"{base}.allocatable", g.allocatable)
+    gpus: GpuSpec | None = None
+    if g.gpus is not None:
+        if g.gpus.count < 0:
+            p.add(f"{base}.gpus.count", "must be >= 0")
+        if g.gpus.memory_mib < 0:
+            p.add(f"{base}.gpus.memoryMiB", "must be >= 0")
+        gpus = GpuSpec(count=g.gpus.count, memory_mib=g.gpus.memory_mib, model=g.gpus.model, mig=g.gpus.mig)
+        if GPU_RESOURCE not in alloc:
+            alloc = alloc + {GPU_RESOURCE: max(g.gpus.count, 0) * 1000}
+        elif alloc[GPU_RESOURCE] != g.gpus.count * 1000:
+            p.add(
+                f"{base}.gpus.count",
+                f"{g.gpus.count} GPUs, but allocatable {GPU_RESOURCE} is "
+                f"{alloc.to_quantities()[GPU_RESOURCE]}",
+            )
+    if "pods" not in alloc:
+        alloc = alloc + {"pods": DEFAULT_MAX_PODS}
+    taints: list[Mapping[str, str]] = []
+    for j, t in enumerate(g.taints):
+        if not t.key:
+            p.add(f"{base}.taints[{j}].key", "required")
+        if t.effect not in TAINT_EFFECTS:
+            p.add(
+                f"{base}.taints[{j}].effect", f'must be one of {", ".join(TAINT_EFFECTS)}, not "{t.effect}"'
+            )
+        taints.append({"key": t.key, "value": t.value, "effect": t.effect})
+    for key in g.labels:
+        if not key:
+            p.add(key_path(f"{base}.labels", key), "a label key must not be empty")
+    nodes = []
+    for n in range(max(g.count, 0)):
+        name = f"{g.name}-{n}"
+        nodes.append(
+            SimNode(
+                name=name,
+                allocatable=alloc,
+                labels={**g.labels, HOSTNAME_LABEL: name},
+                taints=tuple(taints),
+                gpus=gpus,
+            )
+        )
+    return nodes
+
+
+def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
+    """Expand node groups into nodes (``<group>-<index>``); raises ManifestError naming every bad field."""
+    m = validate_model(_SimClusterManifest, doc)
+    p = Problems()
+    check_name(p, "metadata.name", m.metadata.name, label=False)
+    nodes: list[SimNode] = []
+    groups: set[str] = set()
+    for i, g in enumerate(m.spec.node_groups):
+        if g.name and g.name in groups:
+            p.add(f"spec.nodeGroups[{i}].name", f'duplicate node group "{g.name}"')
+        groups.add(g.name)
+        nodes.extend(_group_nodes(p, f"spec.nodeGroups[{i}]", g))
+    spec = m.spec
+    discovery = spec.hyper_node_discovery
+    if discovery is None and spec.network_topology_types is not None:
+        discovery = {"networkTopologyTypes": spec.network_topology_types}
+    p.raise_if_any()
+    return SimCluster(
+        name=m.metadata.name,
+        labels=dict(m.metadata.labels),
+        nodes=tuple(nodes),
+        hyper_nodes=tuple(copy.deepcopy(h) for h in spec.hyper_nodes),
+        discovery=copy.deepcopy(discovery),
+        raw=copy.deepcopy(dict(doc)),
+    )

@@ -1,0 +1,94 @@
+"""reclaim: starving jobs take back resources from other queues' reclaimable running tasks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vglobal.scheduler.actions.victims import fits_with, victims_queue
+from vglobal.scheduler.api import TaskStatus
+from vglobal.scheduler.heap import GoHeap
+from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
+from vglobal.scheduler.registry import register_action
+from vglobal.scheduler.selection import nodes_to_find, preempt_predicate_rows
+from vglobal.scheduler.session import Session
+from vglobal.scheduler.statement import Statement
+
+
+def execute(ssn: Session) -> None:
+    queues: GoHeap[QueueInfo] = GoHeap(ssn.queue_order)
+    seen: set[str] = set()
+    preemptors: dict[str, GoHeap[JobInfo]] = {}
+    tasks: dict[str, GoHeap[TaskInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending() or ssn.job_valid(job) is not None:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in seen:
+            seen.add(queue.name)
+            queues.push(queue)
+        if ssn.job_starving(job):
+            preemptors.setdefault(queue.name, GoHeap(ssn.job_order)).push(job)
+            heap: GoHeap[TaskInfo] = GoHeap(ssn.task_order)
+            for task in job.by_status.get(TaskStatus.Pending, {}).values():
+                heap.push(task)
+            tasks[job.uid] = heap
+
+    nodes = ssn.nodes
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        jobs = preemptors.get(queue.name)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        pending = tasks[job.uid]
+        if pending.empty() or not ssn.job_starving(job):
+            continue
+        task = pending.pop()
+        if job.preemption_policy == "Never" or not ssn.preemptive(queue, task):
+            continue
+        stmt = Statement(ssn)
+        assigned = False
+        if ssn.pre_predicate(task) is None:
+            for row in (int(r) for r in preempt_predicate_rows(ssn, task)[: nodes_to_find(len(nodes))]):
+                reclaimees = sorted(
+                    (
+                        t
+                        for t in ssn.node_tasks[row].values()
+                        if t.status == TaskStatus.Running
+                        and t.preemptable
+                        and t.job.queue != job.queue
+                        and ssn.queues[t.job.queue].reclaimable
+                    ),
+                    key=lambda t: t.uid,
+                )
+                if not reclaimees:
+                    continue
+                victims = ssn.reclaimable(task, reclaimees)
+                if not victims:
+                    continue
+                freeable = nodes.future_idle[row] + sum((v.req for v in victims), np.zeros_like(task.req))
+                if not fits_with(task, freeable):
+                    continue
+                heap = victims_queue(ssn, victims, task)
+                while not heap.empty():
+                    stmt.evict(heap.pop())
+                    if fits_with(task, nodes.future_idle[row]):
+                        break
+                if fits_with(task, nodes.future_idle[row]):
+                    stmt.pipeline(task, row)
+                    assigned = True
+                    break
+        if ssn.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()
+        if assigned:
+            jobs.push(job)
+        queues.push(queue)
+
+
+register_action("reclaim", execute)

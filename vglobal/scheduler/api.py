@@ -1,0 +1,140 @@
+"""Input and output types of one scheduling cycle.
+
+The caller (the agent, the simulator, the tests) builds a :class:`ClusterState` snapshot and gets a
+:class:`CycleResult` back. Resources are canonical integer units (``vglobal.model.resources``):
+cpu millicores, memory bytes, ``pods`` a count, every other resource milli-units (1 GPU = 1000).
+Node usage is not an input: it is derived from the tasks that sit on each node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from vglobal.model.resources import EMPTY, ResourceVector
+
+_NO_STRINGS: Mapping[str, str] = {}
+_NO_ANY: Mapping[str, Any] = {}
+
+
+class TaskStatus(StrEnum):
+    """Volcano's task status (``api/types.go``)."""
+
+    Pending = "Pending"
+    Allocated = "Allocated"
+    Pipelined = "Pipelined"
+    Binding = "Binding"
+    Bound = "Bound"
+    Running = "Running"
+    Releasing = "Releasing"
+    Succeeded = "Succeeded"
+    Failed = "Failed"
+    Unknown = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    name: str
+    allocatable: ResourceVector  # includes "pods" (max pod count)
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    # Free-form data for plugins added later (GPU inventory, HyperNode membership ...).
+    extensions: Mapping[str, Any] = field(default_factory=lambda: _NO_ANY)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    uid: str
+    name: str  # pod name "<job>-<task>-<index>"
+    job_uid: str
+    role: str  # the Volcano task name
+    index: int
+    request: ResourceVector
+    status: TaskStatus = TaskStatus.Pending
+    node: str | None = None
+    priority: int = 1
+    node_selector: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    affinity: Mapping[str, Any] | None = None  # the raw pod spec.affinity
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    host_ports: tuple[int, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    preemptable: bool = True
+    namespace: str = "default"
+    creation: int = 0  # ordering key among tasks with the same index suffix
+    priority_class: str = ""  # system-cluster-critical / system-node-critical are never evicted
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    priority: int
+    min_available: int
+    task_min_available: Mapping[str, int]
+    creation: int  # ordering key, smaller = older
+    tasks: tuple[TaskSpec, ...]
+    podgroup_phase: str = "Pending"  # Pending | Inqueue | Running | Unknown | Completed
+    network_topology: tuple[str, int] | None = None  # (mode, highest tier allowed)
+    preemption_policy: str = "PreemptLowerPriority"  # or "Never"
+    # PodGroup minResources; None = the sum of the first min_available tasks in priority order.
+    min_resources: ResourceVector | None = None
+    annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    name: str
+    parent: str | None = "root"
+    weight: int = 1
+    priority: int = 0
+    capability: ResourceVector | None = None
+    deserved: ResourceVector | None = None
+    guarantee: ResourceVector = EMPTY
+    reclaimable: bool = True
+    state: str = "Open"  # Open | Closed | Closing | Unknown
+    creation: int = 0
+    annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    affinity: Mapping[str, Any] | None = None  # spec.affinity (nodeGroupAffinity / AntiAffinity)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    nodes: tuple[NodeSpec, ...]
+    jobs: tuple[JobSpec, ...]
+    queues: tuple[QueueSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    binds: Mapping[str, str]  # task uid -> node, to bind now
+    pipelined: Mapping[str, str]  # task uid -> node, waiting for releasing resources
+    evictions: tuple[str, ...]  # task uids to evict (preempt / reclaim victims)
+    podgroup_phases: Mapping[str, str]  # job uid -> PodGroup phase after the session
+    reasons: Mapping[str, str]  # job uid -> why it is not (fully) scheduled
+    task_status_counts: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: _NO_ANY)
+
+
+__all__ = [
+    "EMPTY",
+    "ClusterState",
+    "CycleResult",
+    "JobSpec",
+    "NodeSpec",
+    "QueueSpec",
+    "ResourceVector",
+    "Taint",
+    "TaskSpec",
+    "TaskStatus",
+]

@@ -1,0 +1,142 @@
+"""The ``volcano-scheduler.conf`` YAML format: actions, tiers of plugins, action configurations.
+
+The caller reads the file; this module only parses text. Unknown actions and plugins are errors that
+name the offending field, so a typo never silently drops a plugin.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from vglobal.scheduler import registry
+
+_FLAG = re.compile(r"^enabled?[A-Z][A-Za-z]*$")
+_NO_ARGS: Mapping[str, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=lambda: _NO_ARGS)
+    # enableXxx flags as written in the conf (``enableJobOrder: false``); a missing flag is true.
+    flags: Mapping[str, bool] = field(default_factory=dict)
+
+    def enabled(self, flag: str) -> bool:
+        """``flag`` is the suffix, e.g. ``"JobOrder"``; Volcano spells one flag ``enabledVictim``."""
+        value = self.flags.get("enable" + flag, self.flags.get("enabled" + flag))
+        return True if value is None else value
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConf:
+    actions: tuple[str, ...]
+    tiers: tuple[tuple[PluginOption, ...], ...]
+    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # action -> args
+
+    def plugin_names(self) -> tuple[str, ...]:
+        return tuple(p.name for tier in self.tiers for p in tier)
+
+    def with_tier_plugins(self, tier: int, *plugins: PluginOption) -> SchedulerConf:
+        """A copy with ``plugins`` appended to tier ``tier`` (used to extend the default conf)."""
+        tiers = list(self.tiers)
+        tiers[tier] = (*tiers[tier], *plugins)
+        return SchedulerConf(self.actions, tuple(tiers), self.configurations)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"{where}: expected true or false, got {value!r}")
+
+
+def _plugin(raw: Any, where: str, known: frozenset[str] | None) -> PluginOption:
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected a mapping with a name")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}.name: missing plugin name")
+    if known is not None and name not in known:
+        raise ValueError(f"{where}.name: unknown plugin {name!r}")
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        raise ValueError(f"{where}.arguments: expected a mapping")
+    flags: dict[str, bool] = {}
+    for key, value in raw.items():
+        if key in ("name", "arguments"):
+            continue
+        if not isinstance(key, str) or not _FLAG.match(key):
+            raise ValueError(f"{where}.{key}: unknown plugin option")
+        flags[key] = _bool(value, f"{where}.{key}")
+    return PluginOption(name=name, arguments=dict(arguments), flags=flags)
+
+
+def parse_conf(text: str) -> SchedulerConf:
+    """Parse a volcano-scheduler.conf document; ValueError names the bad field."""
+    return _parse(text, registry.plugin_names())
+
+
+def _parse(text: str, known: frozenset[str] | None) -> SchedulerConf:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"scheduler conf is not valid YAML: {exc}") from None
+    if not isinstance(doc, Mapping):
+        raise ValueError("scheduler conf: expected a mapping with actions and tiers")
+    actions_raw = doc.get("actions", "")
+    if not isinstance(actions_raw, str):
+        raise ValueError("actions: expected a comma-separated string")
+    actions = tuple(a.strip() for a in actions_raw.split(",") if a.strip())
+    if not actions:
+        raise ValueError("actions: no action configured")
+    for i, action in enumerate(actions):
+        if action not in registry.ACTION_NAMES:
+            raise ValueError(f"actions[{i}]: unknown action {action!r}")
+    tiers_raw = doc.get("tiers") or []
+    if not isinstance(tiers_raw, list):
+        raise ValueError("tiers: expected a list")
+    tiers: list[tuple[PluginOption, ...]] = []
+    for t, tier in enumerate(tiers_raw):
+        plugins = tier.get("plugins") if isinstance(tier, Mapping) else None
+        if not isinstance(plugins, list):
+            raise ValueError(f"tiers[{t}].plugins: expected a list")
+        tiers.append(tuple(_plugin(p, f"tiers[{t}].plugins[{i}]", known) for i, p in enumerate(plugins)))
+    configurations: dict[str, Mapping[str, Any]] = {}
+    for c, item in enumerate(doc.get("configurations") or []):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise ValueError(f"configurations[{c}].name: missing action name")
+        if item["name"] not in registry.ACTION_NAMES:
+            raise ValueError(f"configurations[{c}].name: unknown action {item['name']!r}")
+        args = item.get("arguments") or {}
+        if not isinstance(args, Mapping):
+            raise ValueError(f"configurations[{c}].arguments: expected a mapping")
+        configurations[item["name"]] = dict(args)
+    for key in doc:
+        if key not in ("actions", "tiers", "configurations"):
+            raise ValueError(f"{key}: unknown scheduler conf field")
+    return SchedulerConf(actions=actions, tiers=tuple(tiers), configurations=configurations)
+
+
+DEFAULT_AGENT_CONF_TEXT = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: nodeorder
+  - name: binpack
+"""
+
+# DESIGN.md section 6.3; network-topology-aware and deviceshare join tier 2 once they exist.
+# Not validated against the registry here: the plugins import this module (a test checks the names).
+DEFAULT_AGENT_CONF: SchedulerConf = _parse(DEFAULT_AGENT_CONF_TEXT, None)

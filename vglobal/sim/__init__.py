@@ -1,0 +1,1 @@
+"""Simulated member clusters: nodes from SimCluster files, a virtual clock, the ``sim run`` driver."""

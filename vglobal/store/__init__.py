@@ -1,0 +1,1 @@
+"""Postgres storage: tables, repositories (functions taking ``*, session``), engine, embedded server."""

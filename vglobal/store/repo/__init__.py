@@ -1,0 +1,1 @@
+"""Repository functions: each takes ``*, session``, flushes at most, never commits."""

@@ -1,0 +1,252 @@
+"""ResourceBinding transitions. Every write that can race is conditional on phase and generation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from vglobal.model.phases import BindingPhase
+from vglobal.store.tables import jobs, resource_bindings
+
+HOLDING = [p.value for p in (BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running)]
+
+
+@dataclass(frozen=True)
+class BindingView:
+    """What the dispatcher and the agent streams need of a binding and its job."""
+
+    job_uid: str
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    created_at: datetime
+    waiting_since: datetime
+    request: dict[str, int]
+    gang: list[list[Any]]
+    placement: dict[str, Any]
+    pod_requests: dict[str, dict[str, int]]
+    placements: list[dict[str, Any]]
+    phase: str
+    cluster: str | None
+    generation: int
+    attempts: int
+    excluded_clusters: dict[str, float]
+    reason: str
+
+
+_VIEW = [
+    resource_bindings.c.job_uid,
+    jobs.c.namespace,
+    jobs.c.name,
+    jobs.c.queue,
+    jobs.c.priority,
+    jobs.c.created_at,
+    resource_bindings.c.waiting_since,
+    jobs.c.request,
+    jobs.c.gang,
+    jobs.c.placement,
+    jobs.c.pod_requests,
+    jobs.c.placements,
+    resource_bindings.c.phase,
+    resource_bindings.c.cluster,
+    resource_bindings.c.generation,
+    resource_bindings.c.attempts,
+    resource_bindings.c.excluded_clusters,
+    resource_bindings.c.reason,
+]
+
+
+def _views(stmt: sa.Select[Any], session: Session) -> list[BindingView]:
+    return [BindingView(*r) for r in session.execute(stmt).all()]
+
+
+def _join() -> Any:
+    return resource_bindings.join(jobs, jobs.c.uid == resource_bindings.c.job_uid)
+
+
+def suspended(*, session: Session) -> list[BindingView]:
+    stmt = (
+        sa.select(*_VIEW)
+        .select_from(_join())
+        .where(resource_bindings.c.phase == BindingPhase.Suspended.value)
+    )
+    return _views(stmt, session)
+
+
+def holding(*, session: Session, cluster: str | None = None) -> list[BindingView]:
+    """Admitted, unfinished bindings (they hold queue usage and cluster capacity)."""
+    stmt = sa.select(*_VIEW).select_from(_join()).where(resource_bindings.c.phase.in_(HOLDING))
+    if cluster is not None:
+        stmt = stmt.where(resource_bindings.c.cluster == cluster)
+    return _views(stmt, session)
+
+
+def admit(decisions: Sequence[tuple[str, str]], *, session: Session) -> list[tuple[str, str, int]]:
+    """Suspended → Dispatched for many bindings in one statement; returns (uid, cluster, generation).
+
+    A binding that is no longer Suspended (cancelled, or admitted by another replica) is skipped.
+    """
+    if not decisions:
+        return []
+    rows = session.execute(
+        sa.text(
+            "UPDATE resource_bindings AS b SET phase = 'Dispatched', cluster = d.cluster, "
+            "generation = b.generation + 1, reason = '', dispatched_at = now(), updated_at = now() "
+            "FROM unnest(CAST(:uids AS text[]), CAST(:clusters AS text[])) AS d(uid, cluster) "
+            "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' "
+            "RETURNING b.job_uid, b.cluster, b.generation"
+        ),
+        {"uids": [u for u, _ in decisions], "clusters": [c for _, c in decisions]},
+    ).all()
+    return [(r[0], r[1], int(r[2])) for r in rows]
+
+
+def set_reasons(reasons: Sequence[tuple[str, str]], *, session: Session) -> int:
+    """Record why Suspended bindings wait; only rows whose reason changed are written."""
+    if not reasons:
+        return 0
+    res = session.execute(
+        sa.text(
+            "UPDATE resource_bindings AS b SET reason = d.reason, updated_at = now() "
+            "FROM unnest(CAST(:uids AS text[]), CAST(:reasons AS text[])) AS d(uid, reason) "
+            "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' AND b.reason IS DISTINCT FROM d.reason"
+        ),
+        {"uids": [u for u, _ in reasons], "reasons": [r for _, r in reasons]},
+    )
+    return int(res.rowcount)
+
+
+def requeue(
+    uids: Sequence[str], *, session: Session, reason: str, exclude_until: float | None = None
+) -> list[tuple[str, str | None, int]]:
+    """Back to Suspended, which fences off the old run; returns (uid, old cluster, generation).
+
+    The next admission gives the binding a new generation, so a late report of the old run can
+    never be taken for the new one.
+
+    With ``exclude_until`` (epoch seconds) the old cluster is excluded until then.
+    """
+    if not uids:
+        return []
+    rows = session.execute(
+        sa.text(
+            "UPDATE resource_bindings AS b SET phase = 'Suspended', "
+            "excluded_clusters = CASE WHEN CAST(:until AS double precision) IS NULL OR b.cluster IS NULL "
+            "  THEN b.excluded_clusters "
+            "  ELSE b.excluded_clusters "
+            "  || jsonb_build_object(b.cluster, CAST(:until AS double precision)) END, "
+            "cluster = NULL, attempts = b.attempts + 1, reason = :reason, "
+            "waiting_since = now(), updated_at = now() "
+            "FROM (SELECT job_uid, cluster AS old_cluster FROM resource_bindings "
+            "      WHERE job_uid = ANY(:uids) AND phase = ANY(:holding) FOR UPDATE) AS o "
+            "WHERE b.job_uid = o.job_uid "
+            "RETURNING b.job_uid, o.old_cluster, b.generation"
+        ),
+        {"uids": list(uids), "holding": HOLDING, "reason": reason, "until": exclude_until},
+    ).all()
+    if rows:
+        session.execute(
+            sa.update(jobs).where(jobs.c.uid.in_([r[0] for r in rows])).values(phase="Pending", placements=[])
+        )
+    return [(r[0], r[1], int(r[2])) for r in rows]
+
+
+def current(uid: str, *, session: Session, for_update: bool = False) -> tuple[str, str | None, int] | None:
+    """(phase, cluster, generation) of a binding."""
+    stmt = sa.select(
+        resource_bindings.c.phase, resource_bindings.c.cluster, resource_bindings.c.generation
+    ).where(resource_bindings.c.job_uid == uid)
+    if for_update:
+        stmt = stmt.with_for_update()
+    r = session.execute(stmt).first()
+    return (r[0], r[1], int(r[2])) if r else None
+
+
+def generations(uids: Sequence[str], *, session: Session) -> dict[str, tuple[str, str | None, int]]:
+    if not uids:
+        return {}
+    rows = session.execute(
+        sa.select(
+            resource_bindings.c.job_uid,
+            resource_bindings.c.phase,
+            resource_bindings.c.cluster,
+            resource_bindings.c.generation,
+        ).where(resource_bindings.c.job_uid.in_(list(uids)))
+    ).all()
+    return {r[0]: (r[1], r[2], int(r[3])) for r in rows}
+
+
+def transition(
+    uid: str,
+    *,
+    session: Session,
+    cluster: str,
+    generation: int,
+    from_phases: Sequence[str],
+    to_phase: str,
+    reason: str | None = None,
+) -> bool:
+    """Move a binding only if it is still this cluster's run of this generation."""
+    values: dict[str, Any] = {"phase": to_phase, "updated_at": sa.func.now()}
+    if reason is not None:
+        values["reason"] = reason
+    if to_phase in (BindingPhase.Succeeded, BindingPhase.Failed, BindingPhase.Aborted):
+        values["finished_at"] = sa.func.now()
+    res = session.execute(
+        sa.update(resource_bindings)
+        .where(
+            resource_bindings.c.job_uid == uid,
+            resource_bindings.c.cluster == cluster,
+            resource_bindings.c.generation == generation,
+            resource_bindings.c.phase.in_(list(from_phases)),
+        )
+        .values(values)
+    )
+    return bool(res.rowcount)
+
+
+def abort(uid: str, *, session: Session, reason: str) -> tuple[str, str | None, int] | None:
+    """Cancel: any unfinished binding becomes Aborted (a running one is stopped by its agent)."""
+    r = session.execute(
+        sa.update(resource_bindings)
+        .where(
+            resource_bindings.c.job_uid == uid,
+            resource_bindings.c.phase.in_([BindingPhase.Suspended.value, *HOLDING]),
+        )
+        .values(
+            phase=BindingPhase.Aborted.value,
+            reason=reason,
+            finished_at=sa.func.now(),
+            updated_at=sa.func.now(),
+        )
+        .returning(resource_bindings.c.phase, resource_bindings.c.cluster, resource_bindings.c.generation)
+    ).first()
+    return (r[0], r[1], int(r[2])) if r else None
+
+
+def to_deliver(cluster: str, *, session: Session) -> list[tuple[str, int, dict[str, Any], str, int, str]]:
+    """Bindings this cluster's agent should run: (uid, generation, manifest, queue, priority, phase)."""
+    rows = session.execute(
+        sa.select(
+            resource_bindings.c.job_uid,
+            resource_bindings.c.generation,
+            jobs.c.manifest,
+            jobs.c.queue,
+            jobs.c.priority,
+            resource_bindings.c.phase,
+        )
+        .select_from(_join())
+        .where(resource_bindings.c.cluster == cluster, resource_bindings.c.phase.in_(HOLDING))
+    ).all()
+    return [(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5]) for r in rows]
+
+
+def manifest_json(manifest: dict[str, Any]) -> str:
+    return json.dumps(manifest, separators=(",", ":"), sort_keys=True)

@@ -1,0 +1,110 @@
+"""Member clusters as their agents report them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from vglobal.store.rows import ClusterRow
+from vglobal.store.tables import clusters
+
+
+def _row(r: sa.Row[Any]) -> ClusterRow:
+    return ClusterRow(
+        name=r.name,
+        labels=r.labels or {},
+        state=r.state,
+        cordoned=r.cordoned,
+        nodes=r.nodes or [],
+        free=r.free or {},
+        last_heartbeat=r.last_heartbeat,
+        not_ready_since=r.not_ready_since,
+    )
+
+
+def register(
+    name: str,
+    *,
+    session: Session,
+    labels: dict[str, str],
+    nodes: list[dict[str, Any]],
+    free: dict[str, dict[str, int]],
+) -> None:
+    stmt = insert(clusters).values(name=name, labels=labels, nodes=nodes, free=free, state="Ready")
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[clusters.c.name],
+        set_={
+            "labels": stmt.excluded.labels,
+            "nodes": stmt.excluded.nodes,
+            "free": stmt.excluded.free,
+            "state": "Ready",
+            "not_ready_since": None,
+            "last_heartbeat": sa.func.now(),
+            "registered_at": sa.func.now(),
+        },
+    )
+    session.execute(stmt)
+
+
+def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Session) -> bool:
+    """Merge the changed nodes' free capacity and mark the cluster alive."""
+    res = session.execute(
+        sa.update(clusters)
+        .where(clusters.c.name == name)
+        .values(
+            free=clusters.c.free.op("||")(sa.cast(free_patch, clusters.c.free.type)),
+            last_heartbeat=sa.func.now(),
+            state="Ready",
+            not_ready_since=None,
+        )
+    )
+    return bool(res.rowcount)
+
+
+def list_clusters(*, session: Session) -> list[ClusterRow]:
+    return [_row(r) for r in session.execute(sa.select(clusters).order_by(clusters.c.name)).all()]
+
+
+def get_cluster(name: str, *, session: Session) -> ClusterRow | None:
+    r = session.execute(sa.select(clusters).where(clusters.c.name == name)).first()
+    return _row(r) if r else None
+
+
+def set_cordoned(name: str, cordoned: bool, *, session: Session) -> bool:
+    res = session.execute(sa.update(clusters).where(clusters.c.name == name).values(cordoned=cordoned))
+    return bool(res.rowcount)
+
+
+def mark_not_ready(timeout_seconds: float, *, session: Session) -> list[str]:
+    """Ready clusters silent for longer than the timeout become NotReady; returns their names."""
+    rows = session.execute(
+        sa.update(clusters)
+        .where(
+            clusters.c.state == "Ready",
+            clusters.c.last_heartbeat
+            < sa.func.now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, timeout_seconds),
+        )
+        .values(state="NotReady", not_ready_since=sa.func.now())
+        .returning(clusters.c.name)
+    ).all()
+    return [r[0] for r in rows]
+
+
+def failed_over(after_seconds: float, *, session: Session) -> list[str]:
+    """NotReady clusters that have stayed NotReady for longer than the failover delay."""
+    rows = session.execute(
+        sa.select(clusters.c.name).where(
+            clusters.c.state == "NotReady",
+            clusters.c.not_ready_since
+            < sa.func.now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, after_seconds),
+        )
+    ).all()
+    return [r[0] for r in rows]
+
+
+def db_now(*, session: Session) -> float:
+    """The database's clock as epoch seconds: one clock for every hub replica."""
+    return float(session.execute(sa.text("SELECT extract(epoch FROM now())")).scalar_one())

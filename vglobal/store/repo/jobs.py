@@ -1,0 +1,205 @@
+"""Jobs and their one ResourceBinding, stored together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from vglobal.store.rows import JobRow
+from vglobal.store.tables import jobs, resource_bindings
+
+
+@dataclass(frozen=True)
+class NewJob:
+    uid: str
+    namespace: str
+    name: str
+    request_id: str | None
+    queue: str
+    priority_class_name: str | None
+    priority: int
+    min_available: int
+    request: dict[str, int]
+    gang: list[list[Any]]
+    pod_requests: dict[str, dict[str, int]]
+    placement: dict[str, Any]
+    manifest: dict[str, Any]
+    tasks: list[dict[str, Any]]
+
+
+class NameTaken(Exception):
+    """Another job already has this namespace/name."""
+
+
+_COLUMNS = [
+    jobs,
+    resource_bindings.c.phase.label("binding_phase"),
+    resource_bindings.c.cluster,
+    resource_bindings.c.generation,
+    resource_bindings.c.attempts,
+    resource_bindings.c.excluded_clusters,
+    resource_bindings.c.reason,
+    resource_bindings.c.waiting_since,
+]
+
+
+def _select() -> sa.Select[Any]:
+    return sa.select(*_COLUMNS).select_from(
+        jobs.join(resource_bindings, resource_bindings.c.job_uid == jobs.c.uid)
+    )
+
+
+def _row(r: sa.Row[Any]) -> JobRow:
+    m = r._mapping
+    return JobRow(
+        uid=m["uid"],
+        namespace=m["namespace"],
+        name=m["name"],
+        request_id=m["request_id"],
+        queue=m["queue"],
+        priority_class_name=m["priority_class_name"],
+        priority=m["priority"],
+        min_available=m["min_available"],
+        request=m["request"],
+        gang=m["gang"],
+        placement=m["placement"],
+        manifest=m["manifest"],
+        phase=m["phase"],
+        retry_count=m["retry_count"],
+        tasks=m["tasks"],
+        placements=m["placements"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+        binding_phase=m["binding_phase"],
+        cluster=m["cluster"],
+        generation=m["generation"],
+        attempts=m["attempts"],
+        excluded_clusters=m["excluded_clusters"] or {},
+        reason=m["reason"],
+        waiting_since=m["waiting_since"],
+    )
+
+
+def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
+    """Store the job with a Suspended binding; returns (job, created).
+
+    An earlier submission with the same request_id is returned unchanged (created=False); the same
+    namespace/name under another request raises NameTaken.
+    """
+    if new.request_id:
+        existing = get_by_request_id(new.request_id, session=session)
+        if existing is not None:
+            return existing, False
+    stmt = (
+        insert(jobs)
+        .values(
+            uid=new.uid,
+            namespace=new.namespace,
+            name=new.name,
+            request_id=new.request_id,
+            queue=new.queue,
+            priority_class_name=new.priority_class_name,
+            priority=new.priority,
+            min_available=new.min_available,
+            request=new.request,
+            gang=new.gang,
+            pod_requests=new.pod_requests,
+            placement=new.placement,
+            manifest=new.manifest,
+            tasks=new.tasks,
+        )
+        .on_conflict_do_nothing()
+        .returning(jobs.c.uid)
+    )
+    inserted = session.execute(stmt).scalar()
+    if inserted is None:
+        # Lost a race on request_id, or the name is taken: tell which.
+        if new.request_id:
+            existing = get_by_request_id(new.request_id, session=session)
+            if existing is not None:
+                return existing, False
+        raise NameTaken(f"{new.namespace}/{new.name}")
+    session.execute(sa.insert(resource_bindings).values(job_uid=new.uid, resources=new.request))
+    job = get_job(uid=new.uid, session=session)
+    assert job is not None
+    return job, True
+
+
+def get_by_request_id(request_id: str, *, session: Session) -> JobRow | None:
+    r = session.execute(_select().where(jobs.c.request_id == request_id)).first()
+    return _row(r) if r else None
+
+
+def get_job(
+    *, session: Session, uid: str | None = None, namespace: str | None = None, name: str | None = None
+) -> JobRow | None:
+    stmt = _select()
+    if uid:
+        stmt = stmt.where(jobs.c.uid == uid)
+    else:
+        stmt = stmt.where(jobs.c.namespace == (namespace or "default"), jobs.c.name == name)
+    r = session.execute(stmt).first()
+    return _row(r) if r else None
+
+
+def list_jobs(
+    *,
+    session: Session,
+    queue: str = "",
+    namespace: str = "",
+    phase: str = "",
+    cluster: str = "",
+    after: tuple[str, str] | None = None,
+    limit: int = 500,
+) -> list[JobRow]:
+    """Ordered by (namespace, name); ``after`` is the last key of the previous page."""
+    stmt = _select()
+    if queue:
+        stmt = stmt.where(jobs.c.queue == queue)
+    if namespace:
+        stmt = stmt.where(jobs.c.namespace == namespace)
+    if phase:
+        stmt = stmt.where(sa.or_(jobs.c.phase == phase, resource_bindings.c.phase == phase))
+    if cluster:
+        stmt = stmt.where(resource_bindings.c.cluster == cluster)
+    if after is not None:
+        stmt = stmt.where(sa.tuple_(jobs.c.namespace, jobs.c.name) > sa.tuple_(*after))
+    stmt = stmt.order_by(jobs.c.namespace, jobs.c.name).limit(limit)
+    return [_row(r) for r in session.execute(stmt).all()]
+
+
+def delete_job(uid: str, *, session: Session) -> bool:
+    return bool(session.execute(sa.delete(jobs).where(jobs.c.uid == uid)).rowcount)
+
+
+def update_status(
+    uid: str,
+    *,
+    session: Session,
+    phase: str,
+    tasks: list[dict[str, Any]],
+    placements: list[dict[str, Any]],
+    retry_count: int,
+    finished: bool,
+) -> None:
+    values: dict[str, Any] = {
+        "phase": phase,
+        "tasks": tasks,
+        "placements": placements,
+        "retry_count": retry_count,
+        "updated_at": sa.func.now(),
+    }
+    if finished:
+        values["finished_at"] = sa.func.now()
+    session.execute(sa.update(jobs).where(jobs.c.uid == uid).values(values))
+
+
+def set_phase(uids: list[str], phase: str, *, session: Session) -> None:
+    if uids:
+        session.execute(
+            sa.update(jobs).where(jobs.c.uid.in_(uids)).values(phase=phase, updated_at=sa.func.now())
+        )

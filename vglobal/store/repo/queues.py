@@ -1,0 +1,182 @@
+"""Queues and PriorityClasses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.orm import Session
+
+from vglobal.model.phases import BindingPhase
+from vglobal.model.priority_class import PriorityClass
+from vglobal.model.queue import Queue
+from vglobal.store.rows import PriorityClassRow, QueueRow, QueueUsage
+from vglobal.store.tables import jobs, priority_classes, queues, resource_bindings
+
+HOLDING = [p.value for p in (BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running)]
+
+
+def _units(vec: Any) -> dict[str, int] | None:
+    return None if vec is None else dict(vec.items())
+
+
+def upsert_queue(queue: Queue, *, session: Session) -> None:
+    values = {
+        "name": queue.name,
+        "parent": queue.parent,
+        "weight": queue.weight,
+        "priority": queue.priority,
+        "state": queue.state,
+        "reclaimable": queue.reclaimable,
+        "capability": _units(queue.capability),
+        "deserved": _units(queue.deserved),
+        "guarantee": _units(queue.guarantee) or {},
+        "manifest": queue.raw,
+    }
+    stmt = insert(queues).values(values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[queues.c.name],
+        set_={k: stmt.excluded[k] for k in values if k != "name"} | {"updated_at": sa.func.now()},
+    )
+    session.execute(stmt)
+
+
+def _queue_row(r: sa.Row[Any]) -> QueueRow:
+    return QueueRow(
+        name=r.name,
+        parent=r.parent,
+        weight=r.weight,
+        priority=r.priority,
+        state=r.state,
+        reclaimable=r.reclaimable,
+        capability=r.capability,
+        deserved=r.deserved,
+        guarantee=r.guarantee or {},
+        manifest=r.manifest,
+        created_at=r.created_at,
+        status=r.status or {},
+    )
+
+
+def get_queue(name: str, *, session: Session, for_update: bool = False) -> QueueRow | None:
+    stmt = sa.select(queues).where(queues.c.name == name)
+    if for_update:
+        stmt = stmt.with_for_update()
+    row = session.execute(stmt).first()
+    return _queue_row(row) if row else None
+
+
+def list_queues(*, session: Session) -> list[QueueRow]:
+    rows = session.execute(sa.select(queues).order_by(queues.c.created_at, queues.c.name)).all()
+    return [_queue_row(r) for r in rows]
+
+
+def children(name: str, *, session: Session) -> list[str]:
+    rows = session.execute(sa.select(queues.c.name).where(queues.c.parent == name)).scalars().all()
+    return list(rows)
+
+
+def set_state(name: str, state: str, *, session: Session) -> bool:
+    res = session.execute(
+        sa.update(queues)
+        .where(queues.c.name == name)
+        .values(
+            state=state,
+            manifest=sa.func.jsonb_set(
+                queues.c.manifest,
+                sa.cast(sa.literal("{spec,state}"), ARRAY(sa.Text)),
+                sa.func.to_jsonb(sa.cast(state, sa.Text)),
+                True,
+            ),
+            updated_at=sa.func.now(),
+        )
+    )
+    return bool(res.rowcount)
+
+
+def delete_queue(name: str, *, session: Session) -> bool:
+    return bool(session.execute(sa.delete(queues).where(queues.c.name == name)).rowcount)
+
+
+def live_job_count(name: str, *, session: Session) -> int:
+    """Jobs of the queue that have not finished (suspended or holding resources)."""
+    stmt = (
+        sa.select(sa.func.count())
+        .select_from(jobs.join(resource_bindings, resource_bindings.c.job_uid == jobs.c.uid))
+        .where(jobs.c.queue == name)
+        .where(resource_bindings.c.phase.in_([BindingPhase.Suspended.value, *HOLDING]))
+    )
+    return int(session.execute(stmt).scalar_one())
+
+
+def usage(*, session: Session) -> dict[str, QueueUsage]:
+    """Per leaf queue: resources held by admitted, unfinished jobs, and pending/running job counts."""
+    alloc_rows = session.execute(
+        sa.text(
+            "SELECT j.queue, r.key, sum(r.value::bigint) AS units "
+            "FROM jobs j JOIN resource_bindings b ON b.job_uid = j.uid, jsonb_each_text(j.request) r "
+            "WHERE b.phase = ANY(:holding) GROUP BY j.queue, r.key"
+        ),
+        {"holding": HOLDING},
+    ).all()
+    count_rows = session.execute(
+        sa.text(
+            "SELECT j.queue, "
+            "count(*) FILTER (WHERE b.phase = 'Suspended') AS pending, "
+            "count(*) FILTER (WHERE b.phase = ANY(:holding)) AS running "
+            "FROM jobs j JOIN resource_bindings b ON b.job_uid = j.uid GROUP BY j.queue"
+        ),
+        {"holding": HOLDING},
+    ).all()
+    alloc: dict[str, dict[str, int]] = {}
+    for q, key, units in alloc_rows:
+        alloc.setdefault(q, {})[key] = int(units)
+    out: dict[str, QueueUsage] = {}
+    names = set(alloc) | {r.queue for r in count_rows}
+    counts = {r.queue: (int(r.pending), int(r.running)) for r in count_rows}
+    for q in names:
+        pending, running = counts.get(q, (0, 0))
+        out[q] = QueueUsage(allocated=alloc.get(q, {}), pending=pending, running=running)
+    return out
+
+
+def upsert_priority_class(pc: PriorityClass, *, session: Session) -> None:
+    values = {
+        "name": pc.name,
+        "value": pc.value,
+        "global_default": pc.global_default,
+        "preemption_policy": pc.preemption_policy,
+        "manifest": pc.raw,
+    }
+    stmt = insert(priority_classes).values(values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[priority_classes.c.name], set_={k: stmt.excluded[k] for k in values if k != "name"}
+    )
+    session.execute(stmt)
+
+
+def list_priority_classes(*, session: Session) -> list[PriorityClassRow]:
+    rows = session.execute(sa.select(priority_classes).order_by(priority_classes.c.value.desc())).all()
+    return [PriorityClassRow(r.name, r.value, r.global_default, r.preemption_policy) for r in rows]
+
+
+def get_priority_class(name: str, *, session: Session) -> PriorityClassRow | None:
+    r = session.execute(sa.select(priority_classes).where(priority_classes.c.name == name)).first()
+    return PriorityClassRow(r.name, r.value, r.global_default, r.preemption_policy) if r else None
+
+
+def set_statuses(statuses: dict[str, dict[str, Any]], *, session: Session) -> None:
+    """The dispatcher's figures per queue (deserved, effective capability), written only when changed."""
+    if not statuses:
+        return
+    names = sorted(statuses)
+    session.execute(
+        sa.text(
+            "UPDATE queues AS q SET status = d.status "
+            "FROM unnest(CAST(:names AS text[]), CAST(:statuses AS jsonb[])) AS d(name, status) "
+            "WHERE q.name = d.name AND q.status IS DISTINCT FROM d.status"
+        ),
+        {"names": names, "statuses": [json.dumps(statuses[n], sort_keys=True) for n in names]},
+    )

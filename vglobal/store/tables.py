@@ -1,0 +1,124 @@
+"""The schema. Alembic migrations under ``migrations/versions`` create exactly these tables."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+NOW = sa.text("now()")
+
+queues = sa.Table(
+    "queues",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("parent", sa.Text, nullable=True),
+    sa.Column("weight", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("state", sa.Text, nullable=False, server_default="Open"),
+    sa.Column("reclaimable", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("capability", JSONB, nullable=True),
+    sa.Column("deserved", JSONB, nullable=True),
+    sa.Column("guarantee", JSONB, nullable=False, server_default="{}"),
+    sa.Column("manifest", JSONB, nullable=False),
+    # Written by the dispatcher each cycle: {"deserved": units, "capability": units | null}
+    sa.Column("status", JSONB, nullable=False, server_default="{}"),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+)
+
+priority_classes = sa.Table(
+    "priority_classes",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("value", sa.Integer, nullable=False),
+    sa.Column("global_default", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("preemption_policy", sa.Text, nullable=False, server_default="PreemptLowerPriority"),
+    sa.Column("manifest", JSONB, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+)
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("uid", sa.Text, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("request_id", sa.Text, nullable=True, unique=True),
+    sa.Column("queue", sa.Text, sa.ForeignKey("queues.name"), nullable=False),
+    sa.Column("priority_class_name", sa.Text, nullable=True),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("min_available", sa.Integer, nullable=False),
+    sa.Column("request", JSONB, nullable=False),
+    sa.Column("gang", JSONB, nullable=False),
+    # {task name: per-pod request units}, to turn reported pod placements into per-node usage
+    sa.Column("pod_requests", JSONB, nullable=False, server_default="{}"),
+    sa.Column("placement", JSONB, nullable=False, server_default="{}"),
+    sa.Column("manifest", JSONB, nullable=False),
+    sa.Column("phase", sa.Text, nullable=False, server_default="Pending"),
+    sa.Column("retry_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("tasks", JSONB, nullable=False, server_default="[]"),
+    sa.Column("placements", JSONB, nullable=False, server_default="[]"),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+    sa.UniqueConstraint("namespace", "name", name="uq_jobs_namespace_name"),
+    sa.Index("ix_jobs_queue", "queue"),
+)
+
+resource_bindings = sa.Table(
+    "resource_bindings",
+    metadata,
+    sa.Column("job_uid", sa.Text, sa.ForeignKey("jobs.uid", ondelete="CASCADE"), primary_key=True),
+    sa.Column("phase", sa.Text, nullable=False, server_default="Suspended"),
+    sa.Column("cluster", sa.Text, nullable=True),
+    sa.Column("generation", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("resources", JSONB, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("excluded_clusters", JSONB, nullable=False, server_default="{}"),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("waiting_since", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Index("ix_resource_bindings_phase_cluster", "phase", "cluster"),
+)
+
+clusters = sa.Table(
+    "clusters",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("labels", JSONB, nullable=False, server_default="{}"),
+    sa.Column("state", sa.Text, nullable=False, server_default="Ready"),
+    sa.Column("cordoned", sa.Boolean, nullable=False, server_default=sa.false()),
+    # [{name, labels, allocatable: units, taints, unschedulable}]
+    sa.Column("nodes", JSONB, nullable=False, server_default="[]"),
+    # {node name: units}
+    sa.Column("free", JSONB, nullable=False, server_default="{}"),
+    sa.Column("last_heartbeat", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("not_ready_since", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("registered_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("time", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("job_uid", sa.Text, sa.ForeignKey("jobs.uid", ondelete="CASCADE"), nullable=True),
+    sa.Column("cluster", sa.Text, nullable=True),
+    sa.Column("kind", sa.Text, nullable=False, server_default="Normal"),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("message", sa.Text, nullable=False, server_default=""),
+    sa.Column("source", sa.Text, nullable=False, server_default="hub"),
+    sa.Index("ix_events_job_uid", "job_uid"),
+)
