@@ -115,7 +115,14 @@ class Client:
         out: list[jobs_pb2.Job] = []
         token = ""
         while True:
-            resp = self._call(self.jobs.ListJobs, jobs_pb2.ListJobsRequest(page_token=token, **filters))
+            req = jobs_pb2.ListJobsRequest(
+                page_token=token,
+                queue=filters.get("queue", ""),
+                namespace=filters.get("namespace", ""),
+                phase=filters.get("phase", ""),
+                cluster=filters.get("cluster", ""),
+            )
+            resp = self._call(self.jobs.ListJobs, req)
             out.extend(resp.jobs)
             token = resp.next_page_token
             if not token:

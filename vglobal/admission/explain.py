@@ -31,11 +31,14 @@ def capability_reason(
     queue: str, index: ResourceIndex, dim: int, cap: float, alloc: int, need: int, explicit: bool
 ) -> str:
     name = index.names[dim]
-    # A limit the admin did not set comes from capacity minus the guarantees of sibling queues.
-    limit = "capability" if explicit else "share of capacity after sibling guarantees"
+    amount = fmt_amount(index, dim, cap)
+    # A limit the admin did not set comes from capacity less the guarantees of sibling queues.
+    limit = f"capability {name} {amount}" if explicit else (
+        f"limit {name} {amount} (schedulable capacity less other queues' guarantees)"
+    )
     return (
-        f"queue {queue}: {limit} {name} {fmt_amount(index, dim, cap)}, "
-        f"allocated {fmt_amount(index, dim, alloc)}, job needs {fmt_amount(index, dim, need)}"
+        f"queue {queue}: {limit}, allocated {fmt_amount(index, dim, alloc)}, "
+        f"job needs {fmt_amount(index, dim, need)}"
     )
 
 

@@ -17,12 +17,9 @@ def resource_list(units: Mapping[str, int] | None) -> common_pb2.ResourceList:
     return common_pb2.ResourceList(quantities=ResourceVector(units or {}).to_quantities())
 
 
-def timestamp(dt: datetime | None) -> Timestamp | None:
-    if dt is None:
-        return None
-    ts = Timestamp()
-    ts.FromDatetime(dt)
-    return ts
+def set_time(field: Timestamp, dt: datetime | None) -> None:
+    if dt is not None:
+        field.FromDatetime(dt)
 
 
 def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
@@ -46,8 +43,8 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         request_id=row.request_id or "",
         retry_count=row.retry_count,
     )
-    msg.created_at.CopyFrom(timestamp(row.created_at))
-    msg.updated_at.CopyFrom(timestamp(row.updated_at))
+    set_time(msg.created_at, row.created_at)
+    set_time(msg.updated_at, row.updated_at)
     if with_manifest:
         msg.manifest = json.dumps(row.manifest, sort_keys=True)
     return msg
@@ -103,7 +100,7 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
         free=resource_list(free),
         running_jobs=running_jobs,
     )
-    msg.last_heartbeat.CopyFrom(timestamp(row.last_heartbeat))
+    set_time(msg.last_heartbeat, row.last_heartbeat)
     if with_nodes:
         for node in row.nodes:
             msg.node_list.append(
@@ -121,5 +118,5 @@ def event(row: EventRow) -> common_pb2.Event:
     msg = common_pb2.Event(
         id=row.id, kind=row.kind, reason=row.reason, message=row.message, source=row.source
     )
-    msg.time.CopyFrom(timestamp(row.time))
+    set_time(msg.time, row.time)
     return msg

@@ -7,6 +7,7 @@ import signal
 import socket
 import threading
 from concurrent import futures
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -95,11 +96,12 @@ class Hub:
 
     def start(self) -> None:
         self.server.start()
-        for name, target, args in [
+        loops: list[tuple[str, Callable[..., object], tuple[Any, ...]]] = [
             ("notify", listen_forever, (libpq_dsn(self.url), self.ctx.wakeups, self.stop)),
             ("dispatcher", run_dispatcher, (self.ctx, self.leader, self.stop)),
             ("failover", run_failover, (self.ctx, self.leader, self.stop)),
-        ]:
+        ]
+        for name, target, args in loops:
             t = threading.Thread(target=target, args=args, name=name, daemon=True)
             t.start()
             self._threads.append(t)

@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 
+def key_path(field: str, key: str) -> str:
+    """``field.key``, or ``field[key]`` when the key holds "." or "/" (``annotations[vglobal.io/clusters]``)."""
+    if not field:
+        return key
+    return f"{field}[{key}]" if ("." in key or "/" in key) else f"{field}.{key}"
+
+
 def path_of(loc: Iterable[object], prefix: str = "") -> str:
     """pydantic's ``loc`` ("spec", "tasks", 0, "replicas") as "spec.tasks[0].replicas"."""
     out = prefix
     for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
+        out = f"{out}[{part}]" if isinstance(part, int) else key_path(out, str(part))
     return out
 
 

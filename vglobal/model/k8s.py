@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
 
-from vglobal.model.errors import ManifestError, Problems, path_of
+from vglobal.model.errors import ManifestError, Problems, key_path, path_of
 from vglobal.model.quantity import QuantityError, parse_decimal, to_units
 from vglobal.model.resources import ResourceVector
 
@@ -79,11 +79,6 @@ def check_name(p: Problems, field: str, value: str, *, label: bool, required: bo
         )
 
 
-def key_path(field: str, key: str) -> str:
-    """Kubernetes renders a map key in a field path as ``field[key]``."""
-    return f"{field}[{key}]"
-
-
 def parse_resources(p: Problems, field: str, values: Any) -> ResourceVector:
     """Quantities to units; each bad one is reported at ``field.<resource>``."""
     if values is None:
@@ -93,7 +88,7 @@ def parse_resources(p: Problems, field: str, values: Any) -> ResourceVector:
         return ResourceVector()
     out: dict[str, int] = {}
     for name, value in values.items():
-        where = f"{field}.{name}"
+        where = key_path(field, str(name))
         try:
             amount = parse_decimal(value)
         except QuantityError:
@@ -120,7 +115,7 @@ def container_request(p: Problems, field: str, container: Mapping[str, Any]) -> 
     for name in sorted(req_names):
         if name in limits and requests[name] > limits[name]:
             p.add(
-                f"{field}.resources.requests.{name}",
+                key_path(f"{field}.resources.requests", name),
                 f"must be less than or equal to {name} limit of {limits.to_quantities()[name]}",
             )
     merged = {**limits.as_dict(), **requests.as_dict()}

@@ -41,8 +41,12 @@ DEFAULT_MAX_BYTES = 1_048_576
 MAX_NODES = 200_000
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps dates as strings, as Kubernetes does (a label value 2024-01-01 stays text)."""
+# libyaml's parser when it is there (about ten times faster), with the safe constructor either way.
+_SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SafeBase):  # type: ignore[valid-type,misc]
+    """A safe loader that keeps dates as strings, as Kubernetes does (a label 2024-01-01 stays text)."""
 
 
 _Loader.yaml_implicit_resolvers = {

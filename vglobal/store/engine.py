@@ -9,6 +9,11 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 
+def rowcount(result: object) -> int:
+    """Rows an UPDATE or DELETE touched (typed access to CursorResult.rowcount)."""
+    return int(getattr(result, "rowcount", 0))
+
+
 def normalize_url(url: str) -> str:
     """Use the psycopg 3 driver whatever spelling of a Postgres URL we are given."""
     for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgresql://", "postgres://"):

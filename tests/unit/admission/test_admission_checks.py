@@ -54,7 +54,8 @@ def test_sibling_guarantees_lower_real_capability() -> None:
     result = run(queues, jobs("a", "a", gpus(8), 8))
     assert len(admitted(result)) == 6
     assert reason(result, "a06") == (
-        "queue a: share of capacity after sibling guarantees nvidia.com/gpu 48, allocated 48, job needs 8"
+        "queue a: limit nvidia.com/gpu 48 (schedulable capacity less other queues' guarantees), "
+        "allocated 48, job needs 8"
     )
 
 
@@ -72,7 +73,7 @@ def test_a_queue_may_use_its_own_guarantee_and_ancestors_share_one() -> None:
     queues = [QueueSnap("org", guarantee=gpus(16)), QueueSnap("org-a", parent="org"),
               QueueSnap("org-b", parent="org"), QueueSnap("x")]
     sim = Sim(queues, [cluster("c", 8, gpus(8))],
-              jobs("x", "x", gpus(8), 8, created=0) + jobs("a", "org-a", gpus(8), 1, created=100.0))
+              jobs("x", "x", gpus(8), 8) + jobs("a", "org-a", gpus(8), 1))
     sim.step()
     # org's guarantee is met by org-a's job, the rest went to x
     assert sim.usage("org-a") == gpus(8) and sim.usage("x") == gpus(48)
@@ -85,4 +86,4 @@ def test_queue_status_counts() -> None:
     result = run([QueueSnap("a", capability=gpus(16))], jobs("a", "a", gpus(8), 5))
     st = result.queues["a"]
     assert (st.allocated, st.pending, st.running, st.admitted) == (gpus(16), 3, 2, 2)
-    assert st.real_capability == gpus(16) and result.queues["root"].allocated[GPU] == 16_000
+    assert st.real_capability == gpus(16) + {"cpu": 512_000} and result.queues["root"].allocated[GPU] == 16_000

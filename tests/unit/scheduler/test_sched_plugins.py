@@ -550,3 +550,41 @@ def test_drf_hierarchy_orders_queues_by_weighted_share() -> None:
     result = Case("hdrf", nodes, groups, pods, queues, conf("allocate", [plugin, "predicates"])).check()
     eng = sum(1 for uid in result.binds if uid.startswith("c1/e-"))
     assert (eng, len(result.binds) - eng) == (6, 2)
+
+
+def test_proportion_enqueue_rejects_what_exceeds_the_real_capability() -> None:
+    cap = ResourceVector.from_quantities({"cpu": "2"})
+    nodes = [node("n1", "8", "64Gi")]
+    groups = [Group("c1/a", "qa", min_member=3, phase="Pending")]
+    pods = [pod(f"c1/a-{i}", "c1/a") for i in range(3)]
+    result = Case(
+        "cap",
+        nodes,
+        groups,
+        pods,
+        [queue("qa", capability=cap)],
+        conf("enqueue", ["gang"], ["proportion"]),
+        phases={"c1/a": "Pending"},
+    ).check()
+    assert "not enough resources to enqueue" in result.reasons["c1/a"]
+
+
+def test_running_job_that_becomes_unschedulable_is_unknown() -> None:
+    """Volcano: Running tasks plus an Unschedulable condition from this session -> Unknown."""
+    nodes = [node("n1", "2", "8Gi")]
+    groups = [Group("c1/a", "c1", min_member=3)]
+    pods = [
+        pod("c1/a-0", "c1/a", status=R, node="n1"),
+        pod("c1/a-1", "c1/a", status=R, node="n1"),
+        pod("c1/a-2", "c1/a"),
+    ]
+    Case(
+        "unknown",
+        nodes,
+        groups,
+        pods,
+        [queue("c1")],
+        conf("allocate", ["gang"], ["predicates"]),
+        binds={},
+        phases={"c1/a": "Unknown"},
+    ).check()

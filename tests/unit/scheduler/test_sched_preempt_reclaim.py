@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.unit.scheduler.sched_table import Case, Group, conf, node, pod, queue
+from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import TaskStatus
 
 R = TaskStatus.Running
@@ -152,7 +153,9 @@ def test_kube_system_pods_are_never_victims() -> None:
     Case("kube-system", case.nodes, case.groups, pods, case.queues, PREEMPT_CONF, evicted=[]).check()
 
 
-RECLAIM_CONF = conf("reclaim", ["conformance", "gang"], ["proportion"])
+# One tier, as in Volcano's reclaim tests: a non-empty victim list from an earlier tier would be
+# returned before proportion / capacity are asked (reference section 1).
+RECLAIM_CONF = conf("reclaim", ["conformance", "gang", "proportion"])
 
 RECLAIM_CASES = [
     Case(
@@ -214,3 +217,33 @@ def test_reclaim(case: Case) -> None:
     result = case.check()
     if "reclaim one task" in case.name:
         assert len(result.evictions) == 1
+
+
+def test_capacity_reclaims_from_a_queue_above_its_deserved() -> None:
+    cpu2 = ResourceVector.from_quantities({"cpu": "2", "memory": "4Gi"})
+    nodes = [node("n1", "4", "8Gi")]
+    groups = [Group("c1/pg1", "q1", min_member=0, phase="Running"), Group("c1/pg2", "q2", min_member=1)]
+    pods = [pod(f"c1/old-{i}", "c1/pg1", status=R, node="n1") for i in range(4)] + [pod("c1/new-0", "c1/pg2")]
+    queues = [queue("q1", deserved=cpu2), queue("q2", deserved=cpu2)]
+    result = Case(
+        "capacity reclaim",
+        nodes,
+        groups,
+        pods,
+        queues,
+        conf("reclaim", ["conformance", "gang", "capacity"]),
+        pipelined={"c1/new-0": "n1"},
+    ).check()
+    assert len(result.evictions) == 1
+    # within its deserved share q1 keeps everything
+    queues = [queue("q1", deserved=ResourceVector.from_quantities({"cpu": "4"})), queue("q2", deserved=cpu2)]
+    Case(
+        "capacity keep",
+        nodes,
+        groups,
+        pods,
+        queues,
+        conf("reclaim", ["conformance", "gang", "capacity"]),
+        evicted=[],
+    ).check()
+

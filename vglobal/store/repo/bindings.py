@@ -11,6 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from vglobal.store.engine import rowcount
+
 from vglobal.model.phases import BindingPhase
 from vglobal.store.tables import jobs, resource_bindings
 
@@ -120,7 +122,7 @@ def set_reasons(reasons: Sequence[tuple[str, str]], *, session: Session) -> int:
         ),
         {"uids": [u for u, _ in reasons], "reasons": [r for _, r in reasons]},
     )
-    return int(res.rowcount)
+    return rowcount(res)
 
 
 def requeue(
@@ -209,7 +211,7 @@ def transition(
         )
         .values(values)
     )
-    return bool(res.rowcount)
+    return bool(rowcount(res))
 
 
 def abort(uid: str, *, session: Session, reason: str) -> tuple[str, str | None, int] | None:

@@ -8,6 +8,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from vglobal.store.engine import rowcount
+
 from vglobal.store.rows import ClusterRow
 from vglobal.store.tables import clusters
 
@@ -61,7 +63,7 @@ def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Sess
             not_ready_since=None,
         )
     )
-    return bool(res.rowcount)
+    return bool(rowcount(res))
 
 
 def list_clusters(*, session: Session) -> list[ClusterRow]:
@@ -75,7 +77,7 @@ def get_cluster(name: str, *, session: Session) -> ClusterRow | None:
 
 def set_cordoned(name: str, cordoned: bool, *, session: Session) -> bool:
     res = session.execute(sa.update(clusters).where(clusters.c.name == name).values(cordoned=cordoned))
-    return bool(res.rowcount)
+    return bool(rowcount(res))
 
 
 def mark_not_ready(timeout_seconds: float, *, session: Session) -> list[str]:

@@ -9,6 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from vglobal.store.engine import rowcount
+
 from vglobal.store.rows import JobRow
 from vglobal.store.tables import jobs, resource_bindings
 
@@ -35,7 +37,7 @@ class NameTaken(Exception):
     """Another job already has this namespace/name."""
 
 
-_COLUMNS = [
+_COLUMNS: list[Any] = [
     jobs,
     resource_bindings.c.phase.label("binding_phase"),
     resource_bindings.c.cluster,
@@ -173,7 +175,7 @@ def list_jobs(
 
 
 def delete_job(uid: str, *, session: Session) -> bool:
-    return bool(session.execute(sa.delete(jobs).where(jobs.c.uid == uid)).rowcount)
+    return bool(rowcount(session.execute(sa.delete(jobs).where(jobs.c.uid == uid))))
 
 
 def update_status(

@@ -9,6 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
+from vglobal.store.engine import rowcount
+
 from vglobal.model.phases import BindingPhase
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
@@ -93,11 +95,11 @@ def set_state(name: str, state: str, *, session: Session) -> bool:
             updated_at=sa.func.now(),
         )
     )
-    return bool(res.rowcount)
+    return bool(rowcount(res))
 
 
 def delete_queue(name: str, *, session: Session) -> bool:
-    return bool(session.execute(sa.delete(queues).where(queues.c.name == name)).rowcount)
+    return bool(rowcount(session.execute(sa.delete(queues).where(queues.c.name == name))))
 
 
 def live_job_count(name: str, *, session: Session) -> int:
