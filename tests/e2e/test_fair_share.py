@@ -50,9 +50,11 @@ def test_three_to_one_weights_split_64_gpus_48_16(system: System) -> None:
     # The cluster joins after all 40 jobs wait, so one admission cycle sees both queues' demand.
     system.start_agent("gpu", sim_cluster("gpu", nodes=8, gpus=8))
     queues = wait_for(
-        lambda: (qs := {q["name"]: q for q in system.get_json("queues")})
-        and qs["a"]["runningJobs"] + qs["b"]["runningJobs"] == 8
-        and qs,
+        lambda: (
+            (qs := {q["name"]: q for q in system.get_json("queues")})
+            and qs["a"]["runningJobs"] + qs["b"]["runningJobs"] == 8
+            and qs
+        ),
         60,
         "8 jobs admitted",
         system,

@@ -46,7 +46,10 @@ def test_two_replicas_never_admit_a_job_twice(system: System) -> None:
         path.write_text("".join(JOB % {"i": i} for i in half))
         res = subprocess.run(
             [sys.executable, "-m", "vglobal", "--hub", hub, "apply", "-f", str(path)],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert res.returncode == 0, res.stderr
 
@@ -57,7 +60,12 @@ def test_two_replicas_never_admit_a_job_twice(system: System) -> None:
     system.start_hub(name="hub-a2")
     system.target = second
     jobs = wait_for(
-        lambda: (js := system.get_json("jobs")) and all(j["phase"] == "Completed" for j in js) and len(js) == 30 and js,
+        lambda: (
+            (js := system.get_json("jobs"))
+            and all(j["phase"] == "Completed" for j in js)
+            and len(js) == 30
+            and js
+        ),
         120,
         "all 30 jobs completed",
         system,

@@ -86,8 +86,14 @@ class ScriptedAgent:
         self.send(accepted=agent_pb2.BindingAccepted(job_uid=uid, generation=gen))
 
     def status(self, uid: str, gen: int, phase: str, *, node: str = "", pods: int = 1) -> None:
-        placements = [agent_pb2.PodPlacement(pod=f"p-{i}", node=node or self.nodes[0].name, phase="Running")
-                      for i in range(pods)] if phase == "Running" else []
+        placements = (
+            [
+                agent_pb2.PodPlacement(pod=f"p-{i}", node=node or self.nodes[0].name, phase="Running")
+                for i in range(pods)
+            ]
+            if phase == "Running"
+            else []
+        )
         self.send(status=agent_pb2.JobStatus(job_uid=uid, generation=gen, phase=phase, placements=placements))
 
     def close(self) -> None:

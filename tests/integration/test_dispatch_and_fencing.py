@@ -19,7 +19,9 @@ spec:
   tasks:
   - name: t
     replicas: 2
-    template: {spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}}}]}}
+    template:
+      spec:
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}}}]
 """
 
 
@@ -102,8 +104,11 @@ def test_rejected_binding_is_requeued_and_the_cluster_skipped(hub: Hub, client: 
         client.submit_job(JOB % "j1")
         d = a.expect("dispatch").dispatch
         b.connect()
-        a.send(rejected=agent_pb2.BindingRejected(
-            job_uid=d.job_uid, generation=d.generation, reason="gang did not fit within 60s"))
+        a.send(
+            rejected=agent_pb2.BindingRejected(
+                job_uid=d.job_uid, generation=d.generation, reason="gang did not fit within 60s"
+            )
+        )
         d2 = b.expect("dispatch").dispatch
         assert (d2.job_uid, d2.generation) == (d.job_uid, 2)
         reasons = [e.reason for e in client.explain_job("j1").events]

@@ -18,11 +18,16 @@ def test_one_leader_and_takeover_when_its_session_dies(engine: sa.Engine, databa
         assert a.check() is True  # still held
         # Postgres drops a's session (a crash, a failover, an admin): a must stop leading at once.
         with engine.connect() as conn:
-            pids = conn.execute(
-                sa.text(
-                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+            pids = (
+                conn.execute(
+                    sa.text(
+                        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                        "AND pid <> pg_backend_pid()"
+                    )
                 )
-            ).scalars().all()
+                .scalars()
+                .all()
+            )
             for pid in pids:
                 conn.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": pid})
             conn.commit()

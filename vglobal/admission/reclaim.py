@@ -30,6 +30,7 @@ class Victim:
     node: int  # the node that holds most of it; the greedy groups victims by it
     rows: IntArray  # node rows of its cluster
     usage: IntArray  # what it uses on each of those rows
+    rank: int  # position in victim order (lowest priority, newest, uid)
 
 
 class _ClusterVictims:
@@ -72,6 +73,7 @@ class ReclaimPlanner:
                     main,
                     np.array([p[0] for p in placed], dtype=np.int64),
                     np.array([p[1] for p in placed], dtype=np.int64),
+                    len(grouped.get(c, ())),
                 )
             )
         self.by_cluster = {c: _ClusterVictims(v, index.size) for c, v in grouped.items()}
@@ -130,22 +132,24 @@ class ReclaimPlanner:
         slack = slack.copy()
         big = gang.shapes[0]
         by_node = {n: [cv.victims[k] for k in ks if ok[k]] for n, ks in cv.by_node.items()}
-        # Lazy greedy: every node starts at the lower bound of one victim; its exact cost is
-        # computed when it reaches the top, and it goes back in if that is more.
-        heap: list[tuple[int, int]] = [(1, n) for n, vs in by_node.items() if vs]
+        # Lazy greedy over nodes keyed by (victims needed for one more pod, rank of the last of
+        # them): a node starts at its lower bound (one victim, its first victim's rank); its exact
+        # key is computed when it reaches the top, and it goes back in if that is more.
+        heap: list[tuple[int, int, int]] = [(1, vs[0].rank, n) for n, vs in by_node.items() if vs]
         heapq.heapify(heap)
         chosen: list[Victim] = []
         limit = best[0] if best is not None else None
         while heap:
-            cost, node = heapq.heappop(heap)
+            cost, rank, node = heapq.heappop(heap)
             victims = by_node[node]
-            now = _cost(free, node, victims, big, slack)
-            if now == 0:
+            walk = _walk(free, node, victims, big, slack)
+            if not walk:
                 continue
-            if now != cost:
-                heapq.heappush(heap, (now, node))
+            if (len(walk), walk[-1].rank) != (cost, rank):
+                heapq.heappush(heap, (len(walk), walk[-1].rank, node))
                 continue
-            for v in _take(free, node, victims, big, slack):
+            for v in walk:
+                victims.remove(v)
                 chosen.append(v)
                 np.add.at(free, v.rows, v.usage)
                 slack[v.queue] -= v.req
@@ -154,7 +158,7 @@ class ReclaimPlanner:
             if pack(free, gang.shapes)[1] is not None:
                 return chosen
             if victims:
-                heapq.heappush(heap, (1, node))
+                heapq.heappush(heap, (1, victims[0].rank, node))
         return None
 
 
@@ -186,13 +190,3 @@ def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack:
     return []
 
 
-def _take(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack: FloatArray) -> list[Victim]:
-    taken = _walk(free, node, victims, shape, slack)
-    for t in taken:
-        victims.remove(t)
-    return taken
-
-
-def _cost(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack: FloatArray) -> int:
-    """Victims needed on this node for one more pod of `shape`; 0 if it cannot get there."""
-    return len(_walk(free, node, victims, shape, slack))

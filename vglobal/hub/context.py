@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 

@@ -6,8 +6,8 @@ import logging
 import signal
 import socket
 import threading
-from concurrent import futures
 from collections.abc import Callable
+from concurrent import futures
 from typing import Any
 
 import grpc

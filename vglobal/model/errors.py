@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 
 def key_path(field: str, key: str) -> str:
-    """``field.key``, or ``field[key]`` when the key holds "." or "/" (``annotations[vglobal.io/clusters]``)."""
+    """``field.key``, or ``field[key]`` for a key with "." or "/" (``annotations[vglobal.io/clusters]``)."""
     if not field:
         return key
     return f"{field}[{key}]" if ("." in key or "/" in key) else f"{field}.{key}"

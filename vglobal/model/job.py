@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import Field, StrictInt, StrictStr
 
 from vglobal.model.duration import parse_duration
-from vglobal.model.errors import Problems
-from vglobal.model.k8s import Metadata, Model, check_name, key_path, pod_request, validate_model
+from vglobal.model.errors import Problems, key_path
+from vglobal.model.k8s import Metadata, Model, check_name, pod_request, validate_model
 from vglobal.model.policy import Policy, PolicySpec, build_policies
 from vglobal.model.resources import EMPTY, ResourceVector
 
@@ -159,6 +159,10 @@ class _JobManifest(Model):
 # --- parsing ---
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _check_sim_annotations(p: Problems, base: str, annotations: Mapping[str, str]) -> None:
     if (text := annotations.get(SIM_DURATION_ANNOTATION)) is not None:
         try:
@@ -264,8 +268,7 @@ def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[
         pod = f"{job_name}-{name}-{replicas - 1}"
         if len(pod) > 63:
             p.add(f"{base}.name", f'pod name "{pod}" would be longer than 63 characters')
-    raw_template = raw.get("template") if isinstance(raw.get("template"), Mapping) else {}
-    assert isinstance(raw_template, Mapping)
+    raw_template = _mapping(raw.get("template"))
     request = pod_request(p, f"{base}.template.spec", raw_template.get("spec") or {})
     annotations = dict(spec.template.metadata.annotations)
     _check_sim_annotations(p, f"{base}.template.metadata.annotations", annotations)
@@ -297,9 +300,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
     check_name(p, "metadata.namespace", namespace, label=True)
     _check_sim_annotations(p, "metadata.annotations", meta.annotations)
 
-    raw_spec = doc.get("spec") if isinstance(doc.get("spec"), Mapping) else {}
-    assert isinstance(raw_spec, Mapping)
-    raw_tasks = raw_spec.get("tasks") or []
+    raw_tasks = _mapping(doc.get("spec")).get("tasks") or []
     if not spec.tasks:
         p.add("spec.tasks", "at least one task is required")
     tasks: list[Task] = []

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from vglobal.model.errors import Problems
-from vglobal.model.k8s import Metadata, Model, check_name, key_path, parse_resources, validate_model
+from vglobal.model.errors import Problems, key_path
+from vglobal.model.k8s import Metadata, Model, check_name, parse_resources, validate_model
 from vglobal.model.resources import ResourceVector
 
 API_VERSION = "vglobal.io/v1alpha1"

@@ -80,20 +80,19 @@ def predicate_nodes(
 
     ``candidates`` restricts the search to some rows (the nodes of one HyperNode).
     """
-    resources = resource_filters(ssn, task, ssn.nodes.future_idle)
     others = ssn.predicate_filters(task)
     n = len(ssn.nodes)
-    if candidates is None:
-        mask = np.ones(n, dtype=np.bool_)
-    else:
-        mask = np.zeros(n, dtype=np.bool_)
-        mask[candidates] = True
-    for f in resources:
-        mask &= f.passed
+    cols = task.cols
+    mask = (ssn.nodes.future_idle[:, cols] >= task.req[cols]).all(axis=1)
+    if candidates is not None:
+        keep = np.zeros(n, dtype=np.bool_)
+        keep[candidates] = True
+        mask &= keep
     for f in others:
         mask &= f.passed
     rows = np.flatnonzero(mask)
     if rows.size == 0:
+        resources = resource_filters(ssn, task, ssn.nodes.future_idle)
         if candidates is not None:
             keep = np.zeros(n, dtype=np.bool_)
             keep[candidates] = True

@@ -352,6 +352,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         f"{C0}.resources.requests.cpu",
         'invalid quantity "abc"',
     ),
+    (
+        "bad gpu",
+        set_resources(requests={"nvidia.com/gpu": "one"}),
+        f"{C0}.resources.requests[nvidia.com/gpu]",
+        'invalid quantity "one"',
+    ),
     ("negative limit", set_resources(limits={"memory": "-1Gi"}), f"{C0}.resources.limits.memory", "negative"),
     (
         "request above limit",
@@ -467,7 +473,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
         "unknown plugin",
         set_spec(plugins={"teleport": []}),
-        "spec.plugins[teleport]",
+        "spec.plugins.teleport",
         'unknown job plugin "teleport"',
     ),
     (

@@ -70,7 +70,7 @@ def test_default_queue() -> None:
         (queue_doc(deserved={"memory": "-1"}), "spec.deserved.memory", "negative"),
         (
             queue_doc(guarantee={"resource": {"nvidia.com/gpu": "x"}}),
-            "spec.guarantee.resource.nvidia.com/gpu",
+            "spec.guarantee.resource[nvidia.com/gpu]",
             "invalid",
         ),
         (queue_doc(state="Paused"), "spec.state", '"Open" or "Closed"'),

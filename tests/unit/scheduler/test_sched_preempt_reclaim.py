@@ -246,4 +246,3 @@ def test_capacity_reclaims_from_a_queue_above_its_deserved() -> None:
         conf("reclaim", ["conformance", "gang", "capacity"]),
         evicted=[],
     ).check()
-

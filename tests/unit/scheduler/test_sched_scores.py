@@ -124,3 +124,24 @@ def test_resource_strategy_fit_scores() -> None:
     assert got["c1/p1"]["n1"][0] == pytest.approx(500.0)
     # n2: cpu 2/8*2 = .5, mem .5 -> 1/3*1000
     assert got["c1/p1"]["n2"][1] == pytest.approx(1000 / 3)
+
+
+def test_binpack_arguments_like_volcano() -> None:
+    """binpack_test.go TestArguments: listed resources get their weight, a negative one becomes 1."""
+    from vglobal.scheduler.conf import PluginOption
+    from vglobal.scheduler.plugins.binpack import BinpackPlugin
+
+    plugin = BinpackPlugin(
+        PluginOption(
+            "binpack",
+            {
+                "binpack.weight": 10,
+                "binpack.cpu": 5,
+                "binpack.memory": 2,
+                "binpack.resources": "nvidia.com/gpu, example.com/foo",
+                "binpack.resources.nvidia.com/gpu": 7,
+                "binpack.resources.example.com/foo": -3,
+            },
+        )
+    )
+    assert plugin.weights() == {"cpu": 5, "memory": 2, "nvidia.com/gpu": 7, "example.com/foo": 1}

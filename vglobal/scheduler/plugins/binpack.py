@@ -23,7 +23,8 @@ class BinpackPlugin(Plugin):
             for name in (n.strip() for n in extra.split(",")):
                 if name:
                     out[name] = self.arg_int(f"binpack.resources.{name}", 1)
-        return {k: v for k, v in out.items() if v >= 0}
+        # Volcano resets a negative weight to 1
+        return {k: (v if v >= 0 else 1) for k, v in out.items()}
 
     def on_session_open(self, ssn: Session) -> None:
         weight = self.arg_int("binpack.weight", 1)
@@ -33,25 +34,26 @@ class BinpackPlugin(Plugin):
         nodes = ssn.nodes
         scale = float(MAX_NODE_SCORE * weight)
 
+        col_idx = np.array([c for c, _ in cols], dtype=np.int64)
+        col_w = np.array([w for _, w in cols], dtype=np.float64)
+
         def batch(task: TaskInfo, rows: IntArray) -> FloatArray:
-            score = np.zeros(rows.size, dtype=np.float64)
-            overflow = np.zeros(rows.size, dtype=np.bool_)
-            weight_sum = 0
-            for c, w in cols:
-                req = int(task.req[c])
-                if req == 0:
-                    continue
-                cap = nodes.alloc[rows, c]
-                final = nodes.used[rows, c] + req
-                if w:
-                    overflow |= (final > cap) & (cap > 0)
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        score += np.where(cap > 0, final * w / np.maximum(cap, 1), 0.0)
-                weight_sum += w
-            score[overflow] = 0.0
+            asked = task.req[col_idx] > 0
+            if not asked.any():
+                return np.zeros(rows.size, dtype=np.float64)
+            c_idx, w = col_idx[asked], col_w[asked]
+            cap = nodes.alloc[rows][:, c_idx]
+            final = nodes.used[rows][:, c_idx] + task.req[c_idx]
+            weighted = w > 0
+            overflow = ((final > cap) & (cap > 0) & weighted).any(axis=1)
+            parts = np.where((cap > 0) & weighted, final * w / np.maximum(cap, 1), 0.0)
+            score = parts.sum(axis=1)
+            weight_sum = float(w.sum())
             if weight_sum > 0:
                 score /= weight_sum
-            return score * scale
+            score[overflow] = 0.0
+            out: FloatArray = score * scale
+            return out
 
         def one(task: TaskInfo, row: int) -> float:
             score = 0.0

@@ -52,30 +52,28 @@ class NodeOrderPlugin(Plugin):
                 affinity_cache[key] = cached
             return cached
 
-        # Vectorised form: integer arithmetic as in kube-scheduler.
+        cpu_mem = np.array([cpu, mem])
+        bcols = np.array(balanced_cols)
+
+        # Vectorised form: the same integer arithmetic as kube-scheduler, on (rows x dims) blocks.
         def batch(task: TaskInfo, rows: IntArray) -> FloatArray:
             total = np.zeros(rows.size, dtype=np.float64)
+            alloc = nodes.alloc[rows]
             if least_w or most_w:
-                parts_least = []
-                parts_most = []
-                for k, col in ((0, cpu), (1, mem)):
-                    cap = nodes.alloc[rows, col]
-                    req = nodes.nonzero_used[rows, k] + task.nonzero[k]
-                    safe = np.maximum(cap, 1)
-                    parts_least.append(np.where((cap == 0) | (req > cap), 0, (cap - req) * MAX // safe))
-                    parts_most.append(np.where(cap == 0, 0, np.minimum(req, cap) * MAX // safe))
+                cap = alloc[:, cpu_mem]
+                req = nodes.nonzero_used[rows] + np.array(task.nonzero, dtype=np.int64)
+                safe = np.maximum(cap, 1)
                 if least_w:
-                    total += ((parts_least[0] + parts_least[1]) // 2) * least_w
+                    least = np.where((cap == 0) | (req > cap), 0, (cap - req) * MAX // safe)
+                    total += (least.sum(axis=1) // 2) * least_w
                 if most_w:
-                    total += ((parts_most[0] + parts_most[1]) // 2) * most_w
+                    most = np.where(cap == 0, 0, np.minimum(req, cap) * MAX // safe)
+                    total += (most.sum(axis=1) // 2) * most_w
             if balanced_w and not task.best_effort:
-                fractions = []
-                for col in balanced_cols:
-                    cap = nodes.alloc[rows, col]
-                    req = nodes.used[rows, col] + nodes.pipelined[rows, col] + task.req[col]
-                    fractions.append((cap, np.minimum(1.0, req / np.maximum(cap, 1))))
-                total += _balanced_batch(fractions, rows.size) * balanced_w
-            if affinity_w:
+                cap = alloc[:, bcols]
+                req = nodes.used[rows][:, bcols] + nodes.pipelined[rows][:, bcols] + task.req[bcols]
+                total += _balanced_batch(cap, np.minimum(1.0, req / np.maximum(cap, 1))) * balanced_w
+            if affinity_w and k8s.preferred_affinity_terms(task.spec.affinity):
                 total += affinity_scores(task)[rows] * affinity_w
             return total
 
@@ -145,19 +143,21 @@ def _balanced_one(fractions: list[float]) -> int:
     return int((1 - std) * MAX)
 
 
-def _balanced_batch(fractions: list[tuple[IntArray, FloatArray]], n: int) -> FloatArray:
-    """Per row, the std over the dimensions whose allocatable is non-zero (as ``_balanced_one``)."""
-    caps = np.stack([c for c, _ in fractions])
-    vals = np.stack([f for _, f in fractions])
+def _balanced_batch(caps: IntArray, fractions: FloatArray) -> FloatArray:
+    """Per row, the std over the dimensions with non-zero allocatable (as ``_balanced_one``)."""
     present = caps > 0
-    count = present.sum(axis=0)
+    count = present.sum(axis=1)
+    if caps.shape[1] == 2 and present.all():
+        std = np.abs(fractions[:, 0] - fractions[:, 1]) / 2
+        out: FloatArray = np.floor((1 - std) * MAX)
+        return out
     denom = np.maximum(count, 1)
-    mean = np.where(present, vals, 0.0).sum(axis=0) / denom
-    std = np.sqrt(np.where(present, (vals - mean) ** 2, 0.0).sum(axis=0) / denom)
-    hi = np.where(present, vals, -np.inf).max(axis=0)
-    lo = np.where(present, vals, np.inf).min(axis=0)
+    mean = np.where(present, fractions, 0.0).sum(axis=1) / denom
+    std = np.sqrt(np.where(present, (fractions - mean[:, None]) ** 2, 0.0).sum(axis=1) / denom)
+    hi = np.where(present, fractions, -np.inf).max(axis=1)
+    lo = np.where(present, fractions, np.inf).min(axis=1)
     std = np.where(count == 2, (hi - lo) / 2, std)
-    out: FloatArray = np.where(count >= 2, np.floor((1 - std) * MAX), float(MAX))
+    out = np.where(count >= 2, np.floor((1 - std) * MAX), float(MAX))
     return out
 
 

@@ -11,9 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from vglobal.store.engine import rowcount
-
 from vglobal.model.phases import BindingPhase
+from vglobal.store.engine import rowcount
 from vglobal.store.tables import jobs, resource_bindings
 
 HOLDING = [p.value for p in (BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running)]

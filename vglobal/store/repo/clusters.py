@@ -9,7 +9,6 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from vglobal.store.engine import rowcount
-
 from vglobal.store.rows import ClusterRow
 from vglobal.store.tables import clusters
 

@@ -10,7 +10,6 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from vglobal.store.engine import rowcount
-
 from vglobal.store.rows import JobRow
 from vglobal.store.tables import jobs, resource_bindings
 

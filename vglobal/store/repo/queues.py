@@ -9,11 +9,10 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
-from vglobal.store.engine import rowcount
-
 from vglobal.model.phases import BindingPhase
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
+from vglobal.store.engine import rowcount
 from vglobal.store.rows import PriorityClassRow, QueueRow, QueueUsage
 from vglobal.store.tables import jobs, priority_classes, queues, resource_bindings
 
