@@ -35,8 +35,8 @@ class HubLink:
         target: str,
         inbox: Inbox,
         *,
-        backoff_max: float = 10.0,
-        backoff_multiplier: float = 0.5,
+        backoff_max: float = 5.0,
+        backoff_multiplier: float = 0.2,
     ) -> None:
         self.target = target
         self.inbox = inbox

@@ -111,6 +111,17 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     free=resource_list(row.free.get(node["name"], {})),
                 )
             )
+        for h in row.hypernodes:
+            msg.hypernodes.append(
+                common_pb2.HyperNode(
+                    name=h["name"],
+                    tier=h["tier"],
+                    tier_name=h.get("tier_name", ""),
+                    parent=h.get("parent", ""),
+                    nodes=h.get("nodes", []),
+                    children=h.get("children", []),
+                )
+            )
     return msg
 
 

@@ -7,7 +7,15 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission import ClusterSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot
+from vglobal.admission import (
+    ClusterSnap,
+    HyperNodeSnap,
+    NodeSnap,
+    PendingJob,
+    QueueSnap,
+    RunningJob,
+    Snapshot,
+)
 from vglobal.config import HubSettings
 from vglobal.model.phases import BindingPhase
 from vglobal.model.resources import ResourceVector
@@ -80,7 +88,18 @@ def cluster_snap(row: ClusterRow, holding: Sequence[BindingView]) -> ClusterSnap
         NodeSnap(name=n, free=free[n], allocatable=allocatable[n], labels=labels[n])
         for n in sorted(allocatable)
     )
-    return ClusterSnap(name=row.name, labels=row.labels, nodes=nodes, schedulable=schedulable)
+    hypernodes = tuple(
+        HyperNodeSnap(
+            name=h["name"],
+            tier=int(h["tier"]),
+            parent=h.get("parent") or None,
+            nodes=tuple(h.get("nodes", ())),
+        )
+        for h in row.hypernodes
+    )
+    return ClusterSnap(
+        name=row.name, labels=row.labels, nodes=nodes, schedulable=schedulable, hypernodes=hypernodes
+    )
 
 
 def pending_job(view: BindingView, now: float) -> PendingJob:
@@ -99,6 +118,7 @@ def pending_job(view: BindingView, now: float) -> PendingJob:
         allowed_clusters=frozenset(allowed) if allowed is not None else None,
         cluster_selector=view.placement.get("selector") or {},
         excluded_clusters=excluded,
+        network_topology=(topo["mode"], topo.get("tier")) if (topo := view.placement.get("topology")) else None,
     )
 
 

@@ -49,10 +49,32 @@ class StatusRecorder:
             }
             for n in reg.nodes
         ]
+        for n, inv in zip(nodes, reg.nodes, strict=True):
+            if inv.gpus:
+                n["gpus"] = [
+                    {"index": g.index, "memory_mib": g.memory_mib, "model": g.model, "mig": g.mig}
+                    for g in inv.gpus
+                ]
         free = {n.name: units(n.free) for n in reg.nodes}
+        hypernodes = [
+            {
+                "name": h.name,
+                "tier": h.tier,
+                "tier_name": h.tier_name,
+                "parent": h.parent,
+                "nodes": list(h.nodes),
+                "children": list(h.children),
+            }
+            for h in reg.hypernodes
+        ]
         with session_scope(self.ctx.sessions) as session:
             clusters_repo.register(
-                reg.cluster, session=session, labels=dict(reg.labels), nodes=nodes, free=free
+                reg.cluster,
+                session=session,
+                labels=dict(reg.labels),
+                nodes=nodes,
+                free=free,
+                hypernodes=hypernodes,
             )
             events_repo.add_events(
                 [

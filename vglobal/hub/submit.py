@@ -85,6 +85,13 @@ def store_job(job: Job, *, request_id: str | None, session: Session) -> tuple[Jo
         placement={
             "clusters": sorted(job.allowed_clusters) if job.allowed_clusters is not None else None,
             "selector": dict(job.cluster_selector),
+            "topology": None
+            if job.network_topology is None
+            else {
+                "mode": job.network_topology.mode,
+                "tier": job.network_topology.highest_tier_allowed,
+                "tier_name": job.network_topology.highest_tier_name,
+            },
         },
         manifest=job.raw,
         tasks=[

@@ -105,6 +105,7 @@ class JobInfo:
         "preemption_policy",
         "priority",
         "queue",
+        "quota_note",
         "role_counts",
         "spec",
         "task_min_available",
@@ -135,6 +136,7 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, str] = {}  # task uid -> fit error summary
         self.fit_error_roles: set[str] = set()
         self.job_fit_error = ""
+        self.quota_note = ""  # why the queue refused a task this session (reason text only)
         self.unschedulable = False
         for task_spec in spec.tasks:
             self.add_task(TaskInfo(task_spec, self, index))

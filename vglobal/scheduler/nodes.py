@@ -22,6 +22,8 @@ FloatArray = npt.NDArray[np.float64]
 # k8s scoring counts a pod without requests as 100m cpu / 200Mi memory (the "non-zero" request).
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
+# A node that does not state its pod capacity gets the kubelet's default maxPods.
+DEFAULT_MAX_PODS = 110
 
 
 class ResourceIndex:
@@ -75,9 +77,12 @@ class NodeTable:
         self.row: dict[str, int] = {n: i for i, n in enumerate(self.names)}
         n, r = len(specs), len(index)
         self.alloc: IntArray = np.zeros((n, r), dtype=np.int64)
+        pods = index.col["pods"]
         for i, spec in enumerate(specs):
             for name, value in spec.allocatable.items():
                 self.alloc[i, index.col[name]] = value
+            if "pods" not in spec.allocatable:
+                self.alloc[i, pods] = DEFAULT_MAX_PODS
         self.used: IntArray = np.zeros((n, r), dtype=np.int64)
         self.releasing: IntArray = np.zeros((n, r), dtype=np.int64)
         self.pipelined: IntArray = np.zeros((n, r), dtype=np.int64)

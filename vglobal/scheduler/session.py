@@ -65,7 +65,7 @@ class Session(PluginHooks):
         row = self.nodes.row.get(task.node) if task.node else None
         if row is None or (task.status not in ON_NODE and task.status != TaskStatus.Pipelined):
             if task.status not in FINISHED:
-                task.node = None if row is None else task.node
+                task.node = None  # a pending task's nominated node is not a placement
             return
         task.row = row
         self.node_tasks[row][task.uid] = task

@@ -78,6 +78,7 @@ class ClusterRow:
     free: dict[str, dict[str, int]]
     last_heartbeat: datetime
     not_ready_since: datetime | None
+    hypernodes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def effective_state(self) -> str:

@@ -76,7 +76,9 @@ def test_hcclrank_plugin_ranks_master_then_workers(sim: Any, jobs: Any) -> None:
 
 
 def test_hcclrank_prefers_the_rank_env(sim: Any, jobs: Any) -> None:
-    sim.start(jobs.job(jobs.task("worker", 1, env=[{"name": "RANK", "value": "7"}]), plugins={"hcclrank": []}))
+    sim.start(
+        jobs.job(jobs.task("worker", 1, env=[{"name": "RANK", "value": "7"}]), plugins={"hcclrank": []})
+    )
     assert pod_objects(sim)["job-worker-0"]["metadata"]["annotations"]["hccl/rankIndex"] == "7"
 
 

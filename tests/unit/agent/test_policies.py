@@ -40,7 +40,13 @@ def pod_failed(jobs: Any, action: str | None) -> dict[str, Any]:
         jobs.task("good", 2, duration="100s"),
         policies=policy("PodFailed", action),
     )
-    return {"doc": doc, "pod": {"job-bad-0"}, "task": {"job-bad-0"}, "left": {"job-bad-0": "Failed"}, "check": 15}
+    return {
+        "doc": doc,
+        "pod": {"job-bad-0"},
+        "task": {"job-bad-0"},
+        "left": {"job-bad-0": "Failed"},
+        "check": 15,
+    }
 
 
 def task_completed(jobs: Any, action: str | None) -> dict[str, Any]:
@@ -122,7 +128,9 @@ def test_event_action(sim: Any, jobs: Any, event: str, action: str | None) -> No
 
 def test_restart_task_restarts_every_pod_of_that_task_only(sim: Any, jobs: Any) -> None:
     doc = jobs.job(
-        jobs.task("w", 2, duration="10s", exit_code=2, policies=[{"event": "PodFailed", "action": "RestartTask"}]),
+        jobs.task(
+            "w", 2, duration="10s", exit_code=2, policies=[{"event": "PodFailed", "action": "RestartTask"}]
+        ),
         jobs.task("ps", 1),
     )
     run = sim.start(doc)
@@ -147,8 +155,11 @@ def test_exit_code_policy(sim: Any, jobs: Any, code: int, restarted: bool) -> No
 
 
 def test_any_event_matches(sim: Any, jobs: Any) -> None:
-    doc = jobs.job(jobs.task("bad", 1, duration="10s", exit_code=1), jobs.task("good", 1),
-                   policies=[{"event": "*", "action": "AbortJob"}])
+    doc = jobs.job(
+        jobs.task("bad", 1, duration="10s", exit_code=1),
+        jobs.task("good", 1),
+        policies=[{"event": "*", "action": "AbortJob"}],
+    )
     run = sim.start(doc)
     sim.run_until(12)
     assert run.phase == JobPhase.Aborted
@@ -171,7 +182,9 @@ def test_timeout_delays_the_action(sim: Any, jobs: Any) -> None:
 
 def test_task_policy_wins_over_job_policy(sim: Any, jobs: Any) -> None:
     doc = jobs.job(
-        jobs.task("bad", 1, duration="10s", exit_code=1, policies=[{"event": "PodFailed", "action": "RestartTask"}]),
+        jobs.task(
+            "bad", 1, duration="10s", exit_code=1, policies=[{"event": "PodFailed", "action": "RestartTask"}]
+        ),
         jobs.task("good", 1),
         policies=[{"event": "PodFailed", "action": "AbortJob"}],
     )
@@ -183,7 +196,13 @@ def test_task_policy_wins_over_job_policy(sim: Any, jobs: Any) -> None:
 
 def test_non_matching_task_policy_falls_through_to_job_policy(sim: Any, jobs: Any) -> None:
     doc = jobs.job(
-        jobs.task("bad", 1, duration="10s", exit_code=1, policies=[{"event": "TaskCompleted", "action": "CompleteJob"}]),
+        jobs.task(
+            "bad",
+            1,
+            duration="10s",
+            exit_code=1,
+            policies=[{"event": "TaskCompleted", "action": "CompleteJob"}],
+        ),
         jobs.task("good", 1),
         policies=[{"event": "PodFailed", "action": "AbortJob"}],
     )
@@ -209,7 +228,10 @@ def test_max_retry_fails_the_job(sim: Any, jobs: Any) -> None:
 
 
 def test_default_max_retry_is_three(sim: Any, jobs: Any) -> None:
-    doc = jobs.job(jobs.task("bad", 1, duration="10s", exit_code=1), policies=[{"event": "PodFailed", "action": "RestartJob"}])
+    doc = jobs.job(
+        jobs.task("bad", 1, duration="10s", exit_code=1),
+        policies=[{"event": "PodFailed", "action": "RestartJob"}],
+    )
     run = sim.start(doc)
     sim.run_until(100)
     assert (run.phase, run.retry_count) == (JobPhase.Failed, 3)
@@ -260,11 +282,20 @@ def test_min_success_not_reached_fails(sim: Any, jobs: Any) -> None:
 
 def big_pending_job(jobs: Any, pols: list[dict[str, Any]], duration: str | None = None) -> dict[str, Any]:
     # one 6-cpu pod fits per 8-cpu node; with one node the second pod stays pending
-    return jobs.job(jobs.task("big", 2, cpu="6", duration=duration), minAvailable=1, policies=pols)
+    doc: dict[str, Any] = jobs.job(
+        jobs.task("big", 2, cpu="6", duration=duration), minAvailable=1, policies=pols
+    )
+    return doc
 
 
-@pytest.mark.parametrize("action,phase", [("AbortJob", JobPhase.Aborted), ("TerminateJob", JobPhase.Terminated),
-                                          ("CompleteJob", JobPhase.Completed)])
+@pytest.mark.parametrize(
+    "action,phase",
+    [
+        ("AbortJob", JobPhase.Aborted),
+        ("TerminateJob", JobPhase.Terminated),
+        ("CompleteJob", JobPhase.Completed),
+    ],
+)
 def test_pod_pending_with_timeout(make_sim: Any, jobs: Any, action: str, phase: JobPhase) -> None:
     sim = make_sim(nodes=1)
     run = sim.start(big_pending_job(jobs, [{"event": "PodPending", "action": action, "timeout": "30s"}]))
@@ -277,7 +308,9 @@ def test_pod_pending_with_timeout(make_sim: Any, jobs: Any, action: str, phase: 
 
 def test_pod_pending_restart_job_after_timeout(make_sim: Any, jobs: Any) -> None:
     sim = make_sim(nodes=1)
-    run = sim.start(big_pending_job(jobs, [{"event": "PodPending", "action": "RestartJob", "timeout": "30s"}]))
+    run = sim.start(
+        big_pending_job(jobs, [{"event": "PodPending", "action": "RestartJob", "timeout": "30s"}])
+    )
     sim.run_until(31)
     assert run.retry_count == 1 and run.phase == JobPhase.Running
 
@@ -291,7 +324,9 @@ def test_pod_pending_without_timeout_never_matches(make_sim: Any, jobs: Any) -> 
 
 def test_pod_pending_timeout_dropped_when_the_pod_starts(make_sim: Any, jobs: Any) -> None:
     sim = make_sim(nodes=1)
-    run = sim.start(big_pending_job(jobs, [{"event": "PodPending", "action": "AbortJob", "timeout": "30s"}], "20s"))
+    run = sim.start(
+        big_pending_job(jobs, [{"event": "PodPending", "action": "AbortJob", "timeout": "30s"}], "20s")
+    )
     sim.run_until(35)  # big-1 started at 20s when big-0 ended, before its 30s pending timeout
     assert run.phase == JobPhase.Running
     assert run.status["job-big-1"].phase == PodPhase.Running
@@ -320,16 +355,32 @@ def test_bind_timeout_gives_the_job_up(make_sim: Any, jobs: Any) -> None:
 
 
 def test_every_transition_is_an_event(sim: Any, jobs: Any) -> None:
-    doc = jobs.job(jobs.task("bad", 1, duration="10s", exit_code=1), policies=[{"event": "PodFailed", "action": "RestartJob"}],
-                   maxRetry=1)
+    doc = jobs.job(
+        jobs.task("bad", 1, duration="10s", exit_code=1),
+        policies=[{"event": "PodFailed", "action": "RestartJob"}],
+        maxRetry=1,
+    )
     run = sim.start(doc)
     sim.run_until(20)
     reasons = [e.reason for e in run.history]
-    assert reasons == ["JobPending", "Scheduled", "JobRunning", "PodFailed", "RestartJob", "JobRestarting", "JobFailed"]
+    assert reasons == [
+        "JobPending",
+        "Scheduled",
+        "JobRunning",
+        "PodFailed",
+        "RestartJob",
+        "JobRestarting",
+        "JobFailed",
+    ]
 
 
-@pytest.mark.parametrize("action,phase", [("AbortJob", JobPhase.Aborted), ("RestartJob", JobPhase.Running), (None, JobPhase.Running)])
-def test_unknown_podgroup_raises_the_unknown_event(sim: Any, jobs: Any, action: str | None, phase: JobPhase) -> None:
+@pytest.mark.parametrize(
+    "action,phase",
+    [("AbortJob", JobPhase.Aborted), ("RestartJob", JobPhase.Running), (None, JobPhase.Running)],
+)
+def test_unknown_podgroup_raises_the_unknown_event(
+    sim: Any, jobs: Any, action: str | None, phase: JobPhase
+) -> None:
     run = sim.start(jobs.job(jobs.task("w", 2), policies=policy("Unknown", action)))
     # the scheduler reports Unknown when part of a running gang cannot be scheduled any more
     sim.runtime.controller.podgroup_changed(run, "Unknown")

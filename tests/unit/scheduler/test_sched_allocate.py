@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.scheduler.sched_table import Case, Group, conf, node, pod, queue
-from vglobal.scheduler import TaskStatus
+from tests.unit.scheduler.sched_table import Case, Group, build_state, conf, node, pod, queue
+from vglobal.scheduler import TaskStatus, parse_conf
 
 DRF_PROPORTION = conf("allocate", ["drf", "proportion"])
 GANG = conf("allocate", ["priority", "gang"], ["drf", "predicates", "proportion", "nodeorder"])
@@ -115,3 +115,78 @@ def test_ready_gang_is_reported_running_once_bound() -> None:
         phases={"c1/pg1": "Running"},
     )
     case.check()
+
+
+def test_elastic_job_places_beyond_min_available_one_task_per_turn() -> None:
+    """minAvailable 2 of 4 replicas: the gang commits at 2, then extra tasks go in while they fit."""
+    case = Case(
+        "elastic",
+        nodes=[node("n1", "3", "8Gi")],
+        groups=[Group("c1/pg1", "c1", min_member=2, task_min={"w": 2})],
+        pods=[pod(f"c1/pg1-w-{i}", "c1/pg1") for i in range(4)],
+        queues=[queue("c1")],
+        conf=GANG,
+    )
+    result = case.check()
+    assert sorted(result.binds) == ["c1/pg1-w-0", "c1/pg1-w-1", "c1/pg1-w-2"]
+    assert "c1/pg1" not in result.reasons  # the gang is ready
+
+
+def test_every_role_needs_its_min_task_member() -> None:
+    """Room for the two workers but not the ps: the whole job waits."""
+    pods = [pod("c1/pg1-ps-0", "c1/pg1", "2", role="ps")] + [
+        pod(f"c1/pg1-worker-{i}", "c1/pg1", role="worker") for i in range(2)
+    ]
+    case = Case(
+        "roles",
+        nodes=[node("n1", "3", "8Gi")],
+        groups=[Group("c1/pg1", "c1", min_member=3, task_min={"ps": 1, "worker": 2})],
+        pods=pods,
+        queues=[queue("c1")],
+        conf=conf("allocate", ["priority", "gang"], ["predicates", "nodeorder"]),
+        binds={},
+    )
+    result = case.check()
+    assert result.reasons["c1/pg1"].startswith("3/3 tasks in gang unschedulable")
+    bigger = Case("roles fit", [node("n1", "4", "8Gi")], case.groups, pods, case.queues, case.conf)
+    assert len(bigger.check().binds) == 3
+
+
+@pytest.mark.parametrize(
+    ("phase", "fit_errors", "unschedulable"),
+    [("Inqueue", False, False), ("Inqueue", True, True), ("Pending", False, True)],
+)
+def test_gang_unschedulable_condition(phase: str, fit_errors: bool, unschedulable: bool) -> None:
+    """gang_test.go TestOnSessionCloseConditions: a waiting Inqueue gang is not Unschedulable."""
+    from vglobal.scheduler.session import Session
+
+    state = build_state(
+        [node("n1", "10", "10G", pods=10)],
+        [Group("c1/pg1", "c1", min_member=2, phase=phase)],
+        [pod("c1/p1", "c1/pg1"), pod("c1/p2", "c1/pg1")],
+        [queue("c1")],
+    )
+    ssn = Session(state, parse_conf(GANG))
+    ssn.open()
+    job = ssn.jobs["c1/pg1"]
+    if fit_errors:
+        job.nodes_fit_errors["c1/p1"] = "0/1 nodes are available: 1 Insufficient cpu."
+    ssn.close()
+    assert job.unschedulable is unschedulable
+    assert ssn.reasons["c1/pg1"].startswith("2/2 tasks in gang unschedulable")
+
+
+def test_a_node_without_a_pods_capacity_gets_the_kubelet_default() -> None:
+    from vglobal.model.resources import ResourceVector
+    from vglobal.scheduler import NodeSpec
+
+    bare = NodeSpec("n1", ResourceVector.from_quantities({"cpu": "4", "memory": "8Gi"}))
+    Case(
+        "no pods",
+        [bare],
+        [Group("c1/j", "c1")],
+        [pod("c1/j-0", "c1/j")],
+        [queue("c1")],
+        GANG,
+        binds={"c1/j-0": "n1"},
+    ).check()

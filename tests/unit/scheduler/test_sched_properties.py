@@ -137,3 +137,91 @@ def test_bound_tasks_count_in_the_phase_next_cycle() -> None:
     )
     assert again.binds == {}
     assert again.podgroup_phases["j"] == "Running"
+
+
+ALL_ACTIONS = parse_conf(
+    """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]
+"""
+)
+
+
+@st.composite
+def busy_clusters(draw: st.DrawFn) -> ClusterState:
+    """Like ``clusters`` but some jobs already run: their tasks are packed first-fit on the nodes."""
+    base = draw(clusters())
+    free = {n.name: dict(n.allocatable) for n in base.nodes}
+    jobs = []
+    for job in base.jobs:
+        if not draw(st.booleans()):
+            jobs.append(job)
+            continue
+        placed = []
+        for task in job.tasks:
+            need = dict(task.request + {"pods": 1})
+            where = next((n for n, f in free.items() if all(f.get(k, 0) >= v for k, v in need.items())), None)
+            if where is None:
+                placed.append(task)
+                continue
+            for k, v in need.items():
+                free[where][k] -= v
+            placed.append(
+                TaskSpec(
+                    task.uid,
+                    task.name,
+                    task.job_uid,
+                    task.role,
+                    task.index,
+                    task.request,
+                    status=TaskStatus.Running,
+                    node=where,
+                )
+            )
+        running = sum(1 for t in placed if t.status == TaskStatus.Running)
+        jobs.append(
+            JobSpec(
+                job.uid,
+                job.name,
+                job.namespace,
+                job.queue,
+                job.priority,
+                min(job.min_available, running or 1),
+                {},
+                job.creation,
+                tuple(placed),
+                podgroup_phase="Running" if running else "Inqueue",
+            )
+        )
+    return ClusterState(base.nodes, tuple(jobs), base.queues)
+
+
+@SETTINGS
+@given(busy_clusters())
+def test_evictions_binds_and_pipelines_never_over_commit(state: ClusterState) -> None:
+    result = run_cycle(state, ALL_ACTIONS)
+    evicted = set(result.evictions)
+    now: dict[str, ResourceVector] = defaultdict(ResourceVector)
+    later: dict[str, ResourceVector] = defaultdict(ResourceVector)
+    for job in state.jobs:
+        for task in job.tasks:
+            need = task.request + {"pods": 1}
+            if task.status == TaskStatus.Running and task.node:
+                assert task.uid not in result.binds
+                # binds use idle space only: an evicted task still holds its share until it is gone
+                now[task.node] = now[task.node] + need
+                if task.uid not in evicted:
+                    later[task.node] = later[task.node] + need
+            elif task.uid in result.binds:
+                where = result.binds[task.uid]
+                now[where] = now[where] + need
+                later[where] = later[where] + need
+            elif task.uid in result.pipelined:
+                where = result.pipelined[task.uid]
+                later[where] = later[where] + need
+    for spec in state.nodes:
+        assert now[spec.name].fits_in(spec.allocatable)
+        assert later[spec.name].fits_in(spec.allocatable)
+    assert run_cycle(state, ALL_ACTIONS) == result

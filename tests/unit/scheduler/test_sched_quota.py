@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.unit.scheduler.sched_table import Case, Group, conf, node, pod, queue
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import TaskStatus
@@ -173,3 +175,90 @@ def test_running_job_that_becomes_unschedulable_is_unknown() -> None:
         binds={},
         phases={"c1/a": "Unknown"},
     ).check()
+
+
+NIL = ResourceVector()  # a PodGroup without minResources
+CPU4 = ResourceVector.from_quantities({"cpu": "4", "memory": "4G"})
+ENQUEUE_CONF = conf("enqueue", ["drf", "proportion", "gang"])
+ENQUEUE_CASES = [
+    Case(
+        "when podgroup status is inqueue",
+        nodes=[],
+        groups=[Group("c1/pg1", "c1", min_member=2, phase="Inqueue", min_resources=NIL)],
+        pods=[pod("c1/p1", "c1/pg1"), pod("c1/p2", "c1/pg1")],
+        queues=[queue("c1", capability=CPU4), queue("c2", capability=CPU4)],
+        conf=ENQUEUE_CONF,
+        phases={"c1/pg1": "Inqueue"},
+    ),
+    Case(
+        "when podgroup status is pending",
+        nodes=[],
+        groups=[
+            Group("c1/pg1", "c1", min_member=1, phase="Pending", min_resources=NIL),
+            Group("c1/pg2", "c2", min_member=1, phase="Pending", min_resources=NIL),
+        ],
+        pods=[pod("c1/p1", "c1/pg1", "3"), pod("c1/p2", "c1/pg2")],
+        queues=[queue("c1", capability=CPU4), queue("c2", capability=CPU4)],
+        conf=ENQUEUE_CONF,
+        phases={"c1/pg1": "Inqueue", "c1/pg2": "Inqueue"},
+    ),
+    Case(
+        "when podgroup status is running",
+        nodes=[],
+        groups=[Group("c1/pg1", "c1", min_member=2, phase="Running", min_resources=NIL)],
+        pods=[pod("c1/p1", "c1/pg1", status=R), pod("c1/p2", "c1/pg1", status=R)],
+        queues=[queue("c1", capability=CPU4)],
+        conf=ENQUEUE_CONF,
+        phases={"c1/pg1": "Running"},
+    ),
+    Case(
+        "podgroup cannot enqueue because its queue c1 does not exist",
+        nodes=[],
+        groups=[Group("c1/pg1", "c1", min_member=0, phase="Pending", min_resources=NIL)],
+        pods=[],
+        queues=[queue("c2", capability=CPU4)],
+        conf=ENQUEUE_CONF,
+        phases={"c1/pg1": "Pending"},
+    ),
+    Case(
+        "podgroup cannot enqueue because queue resources are less than its minResources",
+        nodes=[],
+        groups=[
+            Group(
+                "c1/pg1",
+                "c1",
+                min_member=1,
+                phase="Pending",
+                min_resources=ResourceVector.from_quantities({"cpu": "8", "memory": "8G"}),
+            )
+        ],
+        pods=[],
+        queues=[queue("c1", capability=ResourceVector.from_quantities({"cpu": "1", "memory": "1G"}))],
+        conf=ENQUEUE_CONF,
+        phases={"c1/pg1": "Pending"},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", ENQUEUE_CASES, ids=lambda c: c.name)
+def test_enqueue_ported(case: Case) -> None:
+    result = case.check()
+    if "does not exist" in case.name:
+        assert result.reasons["c1/pg1"] == "queue c1 not found"
+
+
+def test_reason_says_the_queue_refused_the_gang() -> None:
+    cap = ResourceVector.from_quantities({"cpu": "2"})
+    nodes = [node("n1", "8", "64Gi")]
+    groups = [Group("c1/a", "qa", min_member=3)]
+    pods = [pod(f"c1/a-{i}", "c1/a") for i in range(3)]
+    result = Case(
+        "quota",
+        nodes,
+        groups,
+        pods,
+        [queue("qa", capability=cap)],
+        conf("allocate", ["gang"], ["proportion", "predicates"]),
+        binds={},
+    ).check()
+    assert "queue qa cannot take task a-2" in result.reasons["c1/a"]

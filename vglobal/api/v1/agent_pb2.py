@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16vglobal/v1/agent.proto\x12\nvglobal.v1\"e\n\x05Units\x12-\n\x06values\x18\x01 \x03(\x0b\x32\x1d.vglobal.v1.Units.ValuesEntry\x1a-\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"3\n\x05Taint\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12\x0e\n\x06\x65\x66\x66\x65\x63t\x18\x03 \x01(\t\"\x86\x02\n\rNodeInventory\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x35\n\x06labels\x18\x02 \x03(\x0b\x32%.vglobal.v1.NodeInventory.LabelsEntry\x12&\n\x0b\x61llocatable\x18\x03 \x01(\x0b\x32\x11.vglobal.v1.Units\x12\x1f\n\x04\x66ree\x18\x04 \x01(\x0b\x32\x11.vglobal.v1.Units\x12!\n\x06taints\x18\x05 \x03(\x0b\x32\x11.vglobal.v1.Taint\x12\x15\n\runschedulable\x18\x06 \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"0\n\tJobRunRef\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\"\xe2\x01\n\x08Register\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x30\n\x06labels\x18\x02 \x03(\x0b\x32 .vglobal.v1.Register.LabelsEntry\x12(\n\x05nodes\x18\x03 \x03(\x0b\x32\x19.vglobal.v1.NodeInventory\x12#\n\x04jobs\x18\x04 \x03(\x0b\x32\x15.vglobal.v1.JobRunRef\x12\x15\n\ragent_version\x18\x05 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"9\n\x08NodeFree\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1f\n\x04\x66ree\x18\x02 \x01(\x0b\x32\x11.vglobal.v1.Units\"0\n\tHeartbeat\x12#\n\x05nodes\x18\x01 \x03(\x0b\x32\x14.vglobal.v1.NodeFree\"6\n\x0f\x42indingAccepted\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\"F\n\x0f\x42indingRejected\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"q\n\nTaskStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x0f\n\x07pending\x18\x03 \x01(\x05\x12\x0f\n\x07running\x18\x04 \x01(\x05\x12\x11\n\tsucceeded\x18\x05 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x06 \x01(\x05\"8\n\x0cPodPlacement\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\"I\n\nAgentEvent\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04time\x18\x04 \x01(\x01\"\xe2\x01\n\tJobStatus\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\r\n\x05phase\x18\x03 \x01(\t\x12%\n\x05tasks\x18\x04 \x03(\x0b\x32\x16.vglobal.v1.TaskStatus\x12,\n\nplacements\x18\x05 \x03(\x0b\x32\x18.vglobal.v1.PodPlacement\x12&\n\x06\x65vents\x18\x06 \x03(\x0b\x32\x16.vglobal.v1.AgentEvent\x12\x13\n\x0bretry_count\x18\x07 \x01(\x05\x12\x0f\n\x07message\x18\x08 \x01(\t\"\xf7\x01\n\x0c\x41gentMessage\x12(\n\x08register\x18\x01 \x01(\x0b\x32\x14.vglobal.v1.RegisterH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.vglobal.v1.HeartbeatH\x00\x12/\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x0b\x32\x1b.vglobal.v1.BindingAcceptedH\x00\x12/\n\x08rejected\x18\x04 \x01(\x0b\x32\x1b.vglobal.v1.BindingRejectedH\x00\x12\'\n\x06status\x18\x05 \x01(\x0b\x32\x15.vglobal.v1.JobStatusH\x00\x42\x06\n\x04\x62ody\"0\n\nRegistered\x12\"\n\x1aheartbeat_interval_seconds\x18\x01 \x01(\x01\"b\n\x08\x44ispatch\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x10\n\x08manifest\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x10\n\x08priority\x18\x05 \x01(\x05\"=\n\x06\x43\x61ncel\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\">\n\x07Reclaim\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xba\x01\n\nHubMessage\x12,\n\nregistered\x18\x01 \x01(\x0b\x32\x16.vglobal.v1.RegisteredH\x00\x12(\n\x08\x64ispatch\x18\x02 \x01(\x0b\x32\x14.vglobal.v1.DispatchH\x00\x12$\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x12.vglobal.v1.CancelH\x00\x12&\n\x07reclaim\x18\x04 \x01(\x0b\x32\x13.vglobal.v1.ReclaimH\x00\x42\x06\n\x04\x62ody2O\n\x0c\x41gentService\x12?\n\x07\x43onnect\x12\x18.vglobal.v1.AgentMessage\x1a\x16.vglobal.v1.HubMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16vglobal/v1/agent.proto\x12\nvglobal.v1\x1a\x17vglobal/v1/common.proto\"e\n\x05Units\x12-\n\x06values\x18\x01 \x03(\x0b\x32\x1d.vglobal.v1.Units.ValuesEntry\x1a-\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"3\n\x05Taint\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12\x0e\n\x06\x65\x66\x66\x65\x63t\x18\x03 \x01(\t\"J\n\tGpuDevice\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x12\n\nmemory_mib\x18\x02 \x01(\x03\x12\r\n\x05model\x18\x03 \x01(\t\x12\x0b\n\x03mig\x18\x04 \x01(\x08\"\xab\x02\n\rNodeInventory\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x35\n\x06labels\x18\x02 \x03(\x0b\x32%.vglobal.v1.NodeInventory.LabelsEntry\x12&\n\x0b\x61llocatable\x18\x03 \x01(\x0b\x32\x11.vglobal.v1.Units\x12\x1f\n\x04\x66ree\x18\x04 \x01(\x0b\x32\x11.vglobal.v1.Units\x12!\n\x06taints\x18\x05 \x03(\x0b\x32\x11.vglobal.v1.Taint\x12\x15\n\runschedulable\x18\x06 \x01(\x08\x12#\n\x04gpus\x18\x07 \x03(\x0b\x32\x15.vglobal.v1.GpuDevice\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"0\n\tJobRunRef\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\"\x8d\x02\n\x08Register\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x30\n\x06labels\x18\x02 \x03(\x0b\x32 .vglobal.v1.Register.LabelsEntry\x12(\n\x05nodes\x18\x03 \x03(\x0b\x32\x19.vglobal.v1.NodeInventory\x12#\n\x04jobs\x18\x04 \x03(\x0b\x32\x15.vglobal.v1.JobRunRef\x12\x15\n\ragent_version\x18\x05 \x01(\t\x12)\n\nhypernodes\x18\x06 \x03(\x0b\x32\x15.vglobal.v1.HyperNode\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"9\n\x08NodeFree\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1f\n\x04\x66ree\x18\x02 \x01(\x0b\x32\x11.vglobal.v1.Units\"0\n\tHeartbeat\x12#\n\x05nodes\x18\x01 \x03(\x0b\x32\x14.vglobal.v1.NodeFree\"6\n\x0f\x42indingAccepted\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\"F\n\x0f\x42indingRejected\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"q\n\nTaskStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x0f\n\x07pending\x18\x03 \x01(\x05\x12\x0f\n\x07running\x18\x04 \x01(\x05\x12\x11\n\tsucceeded\x18\x05 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x06 \x01(\x05\"8\n\x0cPodPlacement\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\"I\n\nAgentEvent\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04time\x18\x04 \x01(\x01\"\xe2\x01\n\tJobStatus\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\r\n\x05phase\x18\x03 \x01(\t\x12%\n\x05tasks\x18\x04 \x03(\x0b\x32\x16.vglobal.v1.TaskStatus\x12,\n\nplacements\x18\x05 \x03(\x0b\x32\x18.vglobal.v1.PodPlacement\x12&\n\x06\x65vents\x18\x06 \x03(\x0b\x32\x16.vglobal.v1.AgentEvent\x12\x13\n\x0bretry_count\x18\x07 \x01(\x05\x12\x0f\n\x07message\x18\x08 \x01(\t\"\xf7\x01\n\x0c\x41gentMessage\x12(\n\x08register\x18\x01 \x01(\x0b\x32\x14.vglobal.v1.RegisterH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.vglobal.v1.HeartbeatH\x00\x12/\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x0b\x32\x1b.vglobal.v1.BindingAcceptedH\x00\x12/\n\x08rejected\x18\x04 \x01(\x0b\x32\x1b.vglobal.v1.BindingRejectedH\x00\x12\'\n\x06status\x18\x05 \x01(\x0b\x32\x15.vglobal.v1.JobStatusH\x00\x42\x06\n\x04\x62ody\"0\n\nRegistered\x12\"\n\x1aheartbeat_interval_seconds\x18\x01 \x01(\x01\"b\n\x08\x44ispatch\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x10\n\x08manifest\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x10\n\x08priority\x18\x05 \x01(\x05\"=\n\x06\x43\x61ncel\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\">\n\x07Reclaim\x12\x0f\n\x07job_uid\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xba\x01\n\nHubMessage\x12,\n\nregistered\x18\x01 \x01(\x0b\x32\x16.vglobal.v1.RegisteredH\x00\x12(\n\x08\x64ispatch\x18\x02 \x01(\x0b\x32\x14.vglobal.v1.DispatchH\x00\x12$\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x12.vglobal.v1.CancelH\x00\x12&\n\x07reclaim\x18\x04 \x01(\x0b\x32\x13.vglobal.v1.ReclaimH\x00\x42\x06\n\x04\x62ody2O\n\x0c\x41gentService\x12?\n\x07\x43onnect\x12\x18.vglobal.v1.AgentMessage\x1a\x16.vglobal.v1.HubMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,50 +38,52 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODEINVENTORY_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_REGISTER_LABELSENTRY']._loaded_options = None
   _globals['_REGISTER_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_UNITS']._serialized_start=38
-  _globals['_UNITS']._serialized_end=139
-  _globals['_UNITS_VALUESENTRY']._serialized_start=94
-  _globals['_UNITS_VALUESENTRY']._serialized_end=139
-  _globals['_TAINT']._serialized_start=141
-  _globals['_TAINT']._serialized_end=192
-  _globals['_NODEINVENTORY']._serialized_start=195
-  _globals['_NODEINVENTORY']._serialized_end=457
-  _globals['_NODEINVENTORY_LABELSENTRY']._serialized_start=412
-  _globals['_NODEINVENTORY_LABELSENTRY']._serialized_end=457
-  _globals['_JOBRUNREF']._serialized_start=459
-  _globals['_JOBRUNREF']._serialized_end=507
-  _globals['_REGISTER']._serialized_start=510
-  _globals['_REGISTER']._serialized_end=736
-  _globals['_REGISTER_LABELSENTRY']._serialized_start=412
-  _globals['_REGISTER_LABELSENTRY']._serialized_end=457
-  _globals['_NODEFREE']._serialized_start=738
-  _globals['_NODEFREE']._serialized_end=795
-  _globals['_HEARTBEAT']._serialized_start=797
-  _globals['_HEARTBEAT']._serialized_end=845
-  _globals['_BINDINGACCEPTED']._serialized_start=847
-  _globals['_BINDINGACCEPTED']._serialized_end=901
-  _globals['_BINDINGREJECTED']._serialized_start=903
-  _globals['_BINDINGREJECTED']._serialized_end=973
-  _globals['_TASKSTATUS']._serialized_start=975
-  _globals['_TASKSTATUS']._serialized_end=1088
-  _globals['_PODPLACEMENT']._serialized_start=1090
-  _globals['_PODPLACEMENT']._serialized_end=1146
-  _globals['_AGENTEVENT']._serialized_start=1148
-  _globals['_AGENTEVENT']._serialized_end=1221
-  _globals['_JOBSTATUS']._serialized_start=1224
-  _globals['_JOBSTATUS']._serialized_end=1450
-  _globals['_AGENTMESSAGE']._serialized_start=1453
-  _globals['_AGENTMESSAGE']._serialized_end=1700
-  _globals['_REGISTERED']._serialized_start=1702
-  _globals['_REGISTERED']._serialized_end=1750
-  _globals['_DISPATCH']._serialized_start=1752
-  _globals['_DISPATCH']._serialized_end=1850
-  _globals['_CANCEL']._serialized_start=1852
-  _globals['_CANCEL']._serialized_end=1913
-  _globals['_RECLAIM']._serialized_start=1915
-  _globals['_RECLAIM']._serialized_end=1977
-  _globals['_HUBMESSAGE']._serialized_start=1980
-  _globals['_HUBMESSAGE']._serialized_end=2166
-  _globals['_AGENTSERVICE']._serialized_start=2168
-  _globals['_AGENTSERVICE']._serialized_end=2247
+  _globals['_UNITS']._serialized_start=63
+  _globals['_UNITS']._serialized_end=164
+  _globals['_UNITS_VALUESENTRY']._serialized_start=119
+  _globals['_UNITS_VALUESENTRY']._serialized_end=164
+  _globals['_TAINT']._serialized_start=166
+  _globals['_TAINT']._serialized_end=217
+  _globals['_GPUDEVICE']._serialized_start=219
+  _globals['_GPUDEVICE']._serialized_end=293
+  _globals['_NODEINVENTORY']._serialized_start=296
+  _globals['_NODEINVENTORY']._serialized_end=595
+  _globals['_NODEINVENTORY_LABELSENTRY']._serialized_start=550
+  _globals['_NODEINVENTORY_LABELSENTRY']._serialized_end=595
+  _globals['_JOBRUNREF']._serialized_start=597
+  _globals['_JOBRUNREF']._serialized_end=645
+  _globals['_REGISTER']._serialized_start=648
+  _globals['_REGISTER']._serialized_end=917
+  _globals['_REGISTER_LABELSENTRY']._serialized_start=550
+  _globals['_REGISTER_LABELSENTRY']._serialized_end=595
+  _globals['_NODEFREE']._serialized_start=919
+  _globals['_NODEFREE']._serialized_end=976
+  _globals['_HEARTBEAT']._serialized_start=978
+  _globals['_HEARTBEAT']._serialized_end=1026
+  _globals['_BINDINGACCEPTED']._serialized_start=1028
+  _globals['_BINDINGACCEPTED']._serialized_end=1082
+  _globals['_BINDINGREJECTED']._serialized_start=1084
+  _globals['_BINDINGREJECTED']._serialized_end=1154
+  _globals['_TASKSTATUS']._serialized_start=1156
+  _globals['_TASKSTATUS']._serialized_end=1269
+  _globals['_PODPLACEMENT']._serialized_start=1271
+  _globals['_PODPLACEMENT']._serialized_end=1327
+  _globals['_AGENTEVENT']._serialized_start=1329
+  _globals['_AGENTEVENT']._serialized_end=1402
+  _globals['_JOBSTATUS']._serialized_start=1405
+  _globals['_JOBSTATUS']._serialized_end=1631
+  _globals['_AGENTMESSAGE']._serialized_start=1634
+  _globals['_AGENTMESSAGE']._serialized_end=1881
+  _globals['_REGISTERED']._serialized_start=1883
+  _globals['_REGISTERED']._serialized_end=1931
+  _globals['_DISPATCH']._serialized_start=1933
+  _globals['_DISPATCH']._serialized_end=2031
+  _globals['_CANCEL']._serialized_start=2033
+  _globals['_CANCEL']._serialized_end=2094
+  _globals['_RECLAIM']._serialized_start=2096
+  _globals['_RECLAIM']._serialized_end=2158
+  _globals['_HUBMESSAGE']._serialized_start=2161
+  _globals['_HUBMESSAGE']._serialized_end=2347
+  _globals['_AGENTSERVICE']._serialized_start=2349
+  _globals['_AGENTSERVICE']._serialized_end=2428
 # @@protoc_insertion_point(module_scope)

@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from vglobal.api.v1 import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -88,6 +89,36 @@ class Taint(_message.Message):
 Global___Taint: _TypeAlias = Taint  # noqa: Y015
 
 @_typing.final
+class GpuDevice(_message.Message):
+    """One GPU of a node, for device-sharing aware placement."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INDEX_FIELD_NUMBER: _builtins.int
+    MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    MIG_FIELD_NUMBER: _builtins.int
+    index: _builtins.int
+    memory_mib: _builtins.int
+    model: _builtins.str
+    mig: _builtins.bool
+    def __init__(
+        self,
+        *,
+        index: _builtins.int = ...,
+        memory_mib: _builtins.int = ...,
+        model: _builtins.str = ...,
+        mig: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["index", b"index", "memory_mib", b"memory_mib", "mig", b"mig", "model", b"model"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GpuDevice: _TypeAlias = GpuDevice  # noqa: Y015
+
+@_typing.final
 class NodeInventory(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -117,6 +148,7 @@ class NodeInventory(_message.Message):
     FREE_FIELD_NUMBER: _builtins.int
     TAINTS_FIELD_NUMBER: _builtins.int
     UNSCHEDULABLE_FIELD_NUMBER: _builtins.int
+    GPUS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     unschedulable: _builtins.bool
     @_builtins.property
@@ -127,6 +159,8 @@ class NodeInventory(_message.Message):
     def free(self) -> Global___Units: ...
     @_builtins.property
     def taints(self) -> _containers.RepeatedCompositeFieldContainer[Global___Taint]: ...
+    @_builtins.property
+    def gpus(self) -> _containers.RepeatedCompositeFieldContainer[Global___GpuDevice]: ...
     def __init__(
         self,
         *,
@@ -136,10 +170,11 @@ class NodeInventory(_message.Message):
         free: Global___Units | None = ...,
         taints: _abc.Iterable[Global___Taint] | None = ...,
         unschedulable: _builtins.bool = ...,
+        gpus: _abc.Iterable[Global___GpuDevice] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "free", b"free"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "free", b"free", "labels", b"labels", "name", b"name", "taints", b"taints", "unschedulable", b"unschedulable"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "free", b"free", "gpus", b"gpus", "labels", b"labels", "name", b"name", "taints", b"taints", "unschedulable", b"unschedulable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -196,6 +231,7 @@ class Register(_message.Message):
     NODES_FIELD_NUMBER: _builtins.int
     JOBS_FIELD_NUMBER: _builtins.int
     AGENT_VERSION_FIELD_NUMBER: _builtins.int
+    HYPERNODES_FIELD_NUMBER: _builtins.int
     cluster: _builtins.str
     agent_version: _builtins.str
     @_builtins.property
@@ -206,6 +242,10 @@ class Register(_message.Message):
     def jobs(self) -> _containers.RepeatedCompositeFieldContainer[Global___JobRunRef]:
         """what the agent runs now, to be fenced by the hub"""
 
+    @_builtins.property
+    def hypernodes(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.HyperNode]:
+        """the cluster's resolved network topology, if any"""
+
     def __init__(
         self,
         *,
@@ -214,10 +254,11 @@ class Register(_message.Message):
         nodes: _abc.Iterable[Global___NodeInventory] | None = ...,
         jobs: _abc.Iterable[Global___JobRunRef] | None = ...,
         agent_version: _builtins.str = ...,
+        hypernodes: _abc.Iterable[_common_pb2.HyperNode] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_version", b"agent_version", "cluster", b"cluster", "jobs", b"jobs", "labels", b"labels", "nodes", b"nodes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_version", b"agent_version", "cluster", b"cluster", "hypernodes", b"hypernodes", "jobs", b"jobs", "labels", b"labels", "nodes", b"nodes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

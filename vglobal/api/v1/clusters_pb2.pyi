@@ -123,6 +123,7 @@ class Cluster(_message.Message):
     LAST_HEARTBEAT_FIELD_NUMBER: _builtins.int
     RUNNING_JOBS_FIELD_NUMBER: _builtins.int
     NODE_LIST_FIELD_NUMBER: _builtins.int
+    HYPERNODES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     state: _builtins.str
     """Ready, NotReady or Cordoned"""
@@ -140,6 +141,10 @@ class Cluster(_message.Message):
     def node_list(self) -> _containers.RepeatedCompositeFieldContainer[Global___Node]:
         """filled by GetCluster only"""
 
+    @_builtins.property
+    def hypernodes(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.HyperNode]:
+        """filled by GetCluster only"""
+
     def __init__(
         self,
         *,
@@ -152,10 +157,11 @@ class Cluster(_message.Message):
         last_heartbeat: _timestamp_pb2.Timestamp | None = ...,
         running_jobs: _builtins.int = ...,
         node_list: _abc.Iterable[Global___Node] | None = ...,
+        hypernodes: _abc.Iterable[_common_pb2.HyperNode] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "last_heartbeat", b"last_heartbeat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "running_jobs", b"running_jobs", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "hypernodes", b"hypernodes", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "running_jobs", b"running_jobs", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -100,3 +100,48 @@ class Event(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Event: _TypeAlias = Event  # noqa: Y015
+
+@_typing.final
+class HyperNode(_message.Message):
+    """One HyperNode of a cluster's network topology (topology.volcano.sh/v1alpha1), resolved:
+    a lower tier is a closer network; tier-1 HyperNodes usually hold nodes behind one switch.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TIER_FIELD_NUMBER: _builtins.int
+    TIER_NAME_FIELD_NUMBER: _builtins.int
+    PARENT_FIELD_NUMBER: _builtins.int
+    NODES_FIELD_NUMBER: _builtins.int
+    CHILDREN_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    tier: _builtins.int
+    tier_name: _builtins.str
+    parent: _builtins.str
+    """empty for a root"""
+    @_builtins.property
+    def nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """every node below it, directly or through children"""
+
+    @_builtins.property
+    def children(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """child HyperNodes"""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        tier: _builtins.int = ...,
+        tier_name: _builtins.str = ...,
+        parent: _builtins.str = ...,
+        nodes: _abc.Iterable[_builtins.str] | None = ...,
+        children: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["children", b"children", "name", b"name", "nodes", b"nodes", "parent", b"parent", "tier", b"tier", "tier_name", b"tier_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HyperNode: _TypeAlias = HyperNode  # noqa: Y015

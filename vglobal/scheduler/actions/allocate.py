@@ -52,6 +52,7 @@ def allocate_for_tasks(
             restore = task.row
             ssn.unpipeline(task)
         if not ssn.allocatable(queue, task):
+            job.quota_note = f"queue {queue.name} cannot take task {task.name} (quota or state)"
             continue
         if task.role in job.fit_error_roles:
             _restore(stmt, task, restore)

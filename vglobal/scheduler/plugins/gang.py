@@ -112,19 +112,21 @@ class GangPlugin(Plugin):
         ssn.add_job_starving_fn(self.name, job_starving)
 
     def on_session_close(self, ssn: Session) -> None:
+        """Unready jobs get the Unschedulable condition when Pending or when a task hit fit errors;
+        an Inqueue gang that is merely waiting does not (Volcano's gang_test). Every unready job gets
+        a human-readable reason either way."""
         for job in ssn.jobs.values():
-            if job.is_pending() or job_ready(job):
+            if not job.tasks or job_ready(job):
                 continue
-            if not job.tasks:
-                continue
-            schedulable = job.ready_task_num()
-            unready = job.min_available - schedulable
+            unready = job.min_available - job.ready_task_num()
             if unready <= 0:
                 continue
-            job.unschedulable = True
-            detail = _fit_error(job)
-            job.job_fit_error = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {detail}"
-            ssn.reasons[job.uid] = job.job_fit_error
+            job.unschedulable = job.is_pending() or bool(job.nodes_fit_errors)
+            job.job_fit_error = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {_fit_error(job)}"
+            if job.is_pending():
+                ssn.reasons.setdefault(job.uid, job.job_fit_error)
+            else:
+                ssn.reasons[job.uid] = job.job_fit_error
 
 
 def _fit_error(job: JobInfo) -> str:
@@ -135,6 +137,8 @@ def _fit_error(job: JobInfo) -> str:
     )
     msg = f"pod group is not ready, {statuses}, {job.min_available} minAvailable"
     errors = sorted(set(job.nodes_fit_errors.values()))
+    if job.quota_note:
+        errors.insert(0, job.quota_note)
     if errors:
         msg += "; " + "; ".join(errors)
     return msg

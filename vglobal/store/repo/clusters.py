@@ -23,6 +23,7 @@ def _row(r: sa.Row[Any]) -> ClusterRow:
         free=r.free or {},
         last_heartbeat=r.last_heartbeat,
         not_ready_since=r.not_ready_since,
+        hypernodes=r.hypernodes or [],
     )
 
 
@@ -33,14 +34,18 @@ def register(
     labels: dict[str, str],
     nodes: list[dict[str, Any]],
     free: dict[str, dict[str, int]],
+    hypernodes: list[dict[str, Any]] | None = None,
 ) -> None:
-    stmt = insert(clusters).values(name=name, labels=labels, nodes=nodes, free=free, state="Ready")
+    stmt = insert(clusters).values(
+        name=name, labels=labels, nodes=nodes, free=free, hypernodes=hypernodes or [], state="Ready"
+    )
     stmt = stmt.on_conflict_do_update(
         index_elements=[clusters.c.name],
         set_={
             "labels": stmt.excluded.labels,
             "nodes": stmt.excluded.nodes,
             "free": stmt.excluded.free,
+            "hypernodes": stmt.excluded.hypernodes,
             "state": "Ready",
             "not_ready_since": None,
             "last_heartbeat": sa.func.now(),

@@ -25,6 +25,7 @@ def upgrade() -> None:
         sa.Column("cordoned", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.Column("nodes", postgresql.JSONB(astext_type=sa.Text()), server_default="[]", nullable=False),
         sa.Column("free", postgresql.JSONB(astext_type=sa.Text()), server_default="{}", nullable=False),
+        sa.Column("hypernodes", postgresql.JSONB(astext_type=sa.Text()), server_default="[]", nullable=False),
         sa.Column(
             "last_heartbeat", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False
         ),

@@ -1,0 +1,298 @@
+"""Replay the Philly trace through admit(): FIFO round-robin (Volcano Global) vs our fair share.
+
+    .venv/bin/python bench/philly.py [--limit N] [--tick 60] [--no-reclaim]
+
+Each virtual cluster (VC) is a queue whose weight is its node count in helios_philly_vc.csv (VCs
+missing there get weight 1); one cluster holds the sum of the VC nodes, 8 GPUs each. A job of g GPUs
+is a gang of ceil(g/8) pods. A virtual clock jumps from event to event (arrivals, completions),
+rounded up to --tick seconds so one admission cycle handles every event of a tick. Both policies
+see the same events; only the dispatch rule differs:
+
+- fifo: Volcano Global's dispatcher: one job per queue per round, queues in name order, no weights;
+  a job that does not fit the nodes is skipped for the cycle (placement-aware, to be fair to it).
+- fair: vglobal admit() (weighted fair share, gang fit, starvation guard, reclaim). A reclaimed job
+  restarts from scratch when it runs again (no checkpoints), which we count as lost GPU-time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import heapq
+import math
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from vglobal.admission import Admit, ClusterSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot, admit
+from vglobal.model.resources import ResourceVector
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "philly"
+GPU = "nvidia.com/gpu"
+PER_NODE = 8
+
+
+@dataclass
+class TraceJob:
+    uid: str
+    queue: str
+    submit: float
+    duration: float
+    gpus: int
+    pods: int
+    per_pod: int
+    start: float | None = None
+    finish: float | None = None
+    attempts: int = 0
+
+
+def load(limit: int | None) -> tuple[list[TraceJob], dict[str, int]]:
+    weights: dict[str, int] = {}
+    with (DATA / "helios_philly_vc.csv").open() as f:
+        for row in csv.DictReader(f):
+            weights[row["vc"]] = int(row["node num"])
+    rows = []
+    with (DATA / "pollux_philly.csv").open() as f:
+        for row in csv.DictReader(f):
+            ts = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S").timestamp()
+            rows.append((ts, row))
+    rows.sort(key=lambda r: (r[0], r[1]["cluster"]))
+    if limit:
+        rows = rows[:limit]
+    t0 = rows[0][0] if rows else 0.0
+    jobs = []
+    for k, (ts, row) in enumerate(rows):
+        g = max(int(row["num_gpus"]), 1)
+        pods = math.ceil(g / PER_NODE)
+        jobs.append(TraceJob(f"j{k:05d}", row["cluster"], ts - t0, float(row["duration"]), g, pods,
+                             math.ceil(g / pods)))
+        weights.setdefault(row["cluster"], 1)
+    return jobs, weights
+
+
+@dataclass
+class Run:
+    """One replay: the nodes' free GPUs, pending and running jobs, and the event clock."""
+
+    name: str
+    jobs: list[TraceJob]
+    weights: dict[str, int]
+    nodes: int
+    tick: float
+    reclaim: bool = True
+    free: np.ndarray = field(init=False)
+    pending: dict[str, list[TraceJob]] = field(default_factory=lambda: defaultdict(list))
+    running: dict[str, tuple[TraceJob, list[int]]] = field(default_factory=dict)
+    gpu_time: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    lost: float = 0.0
+    reclaimed: int = 0
+    cycles: int = 0
+    waiting_since: dict[str, float] = field(default_factory=dict)
+    # Snapshot pieces reused across cycles: a node by its free GPUs, a job by its waiting time.
+    _nodes: dict[tuple[int, int], NodeSnap] = field(default_factory=dict)
+    _jobs: dict[tuple[str, float], PendingJob] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.free = np.full(self.nodes, PER_NODE, dtype=np.int64)
+
+    def place(self, job: TraceJob) -> list[int] | None:
+        """First-fit of the gang's pods onto nodes in index order (what the agent would do)."""
+        per_node = self.free // job.per_pod
+        cum = np.cumsum(per_node)
+        if cum[-1] < job.pods:
+            return None
+        last = int(np.searchsorted(cum, job.pods))
+        take = per_node[: last + 1].copy()
+        take[last] -= int(cum[last]) - job.pods
+        rows = [int(i) for i in np.flatnonzero(take) for _ in range(int(take[i]))]
+        for i in rows:
+            self.free[i] -= job.per_pod
+        return rows
+
+    def start(self, job: TraceJob, rows: list[int], now: float, events: list[tuple[float, int, str]]) -> None:
+        if job.start is None:
+            job.start = now
+        job.attempts += 1
+        self.running[job.uid] = (job, rows)
+        heapq.heappush(events, (now + job.duration, job.attempts, job.uid))
+
+    def finish(self, uid: str, attempt: int, now: float) -> None:
+        entry = self.running.get(uid)
+        if entry is None or entry[0].attempts != attempt:
+            return  # a completion of an attempt that was reclaimed
+        job, rows = self.running.pop(uid)
+        for i in rows:
+            self.free[i] += job.per_pod
+        job.finish = now
+        self.gpu_time[job.queue] += job.gpus * job.duration
+
+    def stop(self, uid: str, now: float) -> None:
+        job, rows = self.running.pop(uid)
+        for i in rows:
+            self.free[i] += job.per_pod
+        self.reclaimed += 1
+        self.pending[job.queue].append(job)
+        self.waiting_since[job.uid] = now
+
+    # --- dispatch rules ----------------------------------------------------------------------
+    def fifo(self, now: float, events: list[tuple[float, int, str]]) -> None:
+        queues = sorted(q for q, js in self.pending.items() if js)
+        cursor = dict.fromkeys(queues, 0)
+        started: set[str] = set()
+        live = queues
+        while live:
+            nxt = []
+            for q in live:
+                js = self.pending[q]
+                i = cursor[q]
+                cursor[q] = i + 1
+                rows = self.place(js[i])
+                if rows is not None:
+                    self.start(js[i], rows, now, events)
+                    started.add(js[i].uid)
+                if i + 1 < len(js) and self.free.any():
+                    nxt.append(q)
+            live = nxt
+        for q in queues:
+            self.pending[q] = [j for j in self.pending[q] if j.uid not in started]
+
+    def fair(self, now: float, events: list[tuple[float, int, str]], started_at: dict[str, float]) -> None:
+        node_snaps = [self._node(i, int(f)) for i, f in enumerate(self.free)]
+        usage: dict[str, int] = defaultdict(int)
+        running = []
+        for job, rows in self.running.values():
+            usage[job.queue] += job.gpus * 1000
+            if self.reclaim:
+                per: dict[str, int] = defaultdict(int)
+                for i in rows:
+                    per[f"n{i:04d}"] += job.per_pod * 1000
+                running.append(RunningJob(job.uid, job.queue, "philly", 0, job.submit,
+                                          ResourceVector({GPU: job.gpus * 1000}),
+                                          {n: ResourceVector({GPU: v}) for n, v in per.items()}))
+        queues = tuple(QueueSnap(q, weight=w, allocated=ResourceVector({GPU: usage[q]}))
+                       for q, w in sorted(self.weights.items()))
+        pending = tuple(self._pending(j) for js in self.pending.values() for j in js)
+        snap = Snapshot(now, queues, (ClusterSnap("philly", {}, tuple(node_snaps)),), pending, tuple(running))
+        result = admit(snap)
+        by_uid = {j.uid: j for js in self.pending.values() for j in js}
+        # Admissions first: they were decided on the nodes as they are now, before any victim stops.
+        for uid in result.admitted_order:
+            job = by_uid[uid]
+            rows = self.place(job)
+            assert rows is not None, f"admit() sent {uid} to a cluster it does not fit"
+            self.start(job, rows, now, events)
+            started_at[uid] = now
+        for r in result.reclaims:
+            job = self.running[r.victim_uid][0]
+            self.lost += job.gpus * (now - started_at.get(job.uid, now))
+            self.stop(r.victim_uid, now)
+        done = set(result.admitted_order)
+        for q in list(self.pending):
+            self.pending[q] = [j for j in self.pending[q] if j.uid not in done]
+
+
+    def _node(self, i: int, free: int) -> NodeSnap:
+        key = (i, free)
+        got = self._nodes.get(key)
+        if got is None:
+            got = self._nodes[key] = NodeSnap(f"n{i:04d}", ResourceVector({GPU: free * 1000}),
+                                              ResourceVector({GPU: PER_NODE * 1000}))
+        return got
+
+    def _pending(self, j: TraceJob) -> PendingJob:
+        since = self.waiting_since.get(j.uid, j.submit)
+        key = (j.uid, since)
+        got = self._jobs.get(key)
+        if got is None:
+            pod = ResourceVector({GPU: j.per_pod * 1000})
+            got = self._jobs[key] = PendingJob(j.uid, j.uid, "philly", j.queue, 0, j.submit, since,
+                                               ResourceVector({GPU: j.gpus * 1000}), ((pod, j.pods),))
+        return got
+
+
+def replay(run: Run) -> float:
+    """Event loop; returns wall seconds spent."""
+    t = time.perf_counter()
+    events: list[tuple[float, int, str]] = []  # completions: (time, attempt, uid)
+    started_at: dict[str, float] = {}
+    arrivals = sorted(run.jobs, key=lambda j: (j.submit, j.uid))
+    k = 0
+    while k < len(arrivals) or events:
+        nxt = min(arrivals[k].submit if k < len(arrivals) else math.inf, events[0][0] if events else math.inf)
+        now = math.ceil(nxt / run.tick) * run.tick  # one cycle per tick handles all its events
+        while events and events[0][0] <= now:
+            _, attempt, uid = heapq.heappop(events)
+            run.finish(uid, attempt, now)
+        while k < len(arrivals) and arrivals[k].submit <= now:
+            run.pending[arrivals[k].queue].append(arrivals[k])
+            k += 1
+        if any(run.pending.values()):
+            run.cycles += 1
+            if run.name == "fifo":
+                run.fifo(now, events)
+            else:
+                run.fair(now, events, started_at)
+    return time.perf_counter() - t
+
+
+def jain(xs: list[float]) -> float:
+    return (sum(xs) ** 2) / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else 0.0
+
+
+def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
+    print(f"`{cmd}`\n")
+    weights = runs[0].weights
+    wsum = sum(weights.values())
+    print("| policy | jobs | avg JCT (h) | avg queueing delay (h) | p95 queueing delay (h) | "
+          "Jain (GPU-time share / weight share) | reclaimed jobs | lost GPU-h | cycles | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for run, secs in zip(runs, seconds, strict=True):
+        done = [j for j in run.jobs if j.finish is not None and j.start is not None]
+        jct = [j.finish - j.submit for j in done]  # type: ignore[operator]
+        wait = [j.start - j.submit for j in done]  # type: ignore[operator]
+        total = sum(run.gpu_time.values()) or 1.0
+        ratios = [(run.gpu_time[q] / total) / (w / wsum) for q, w in weights.items()]
+        print(f"| {run.name} | {len(done)} | {np.mean(jct) / 3600:.2f} | {np.mean(wait) / 3600:.2f} | "
+              f"{np.percentile(wait, 95) / 3600:.2f} | {jain(ratios):.3f} | {run.reclaimed} | "
+              f"{run.lost / 3600:.0f} | {run.cycles} | {secs:.0f} |")
+    print("\nPer queue: weight share, then GPU-time share and average queueing delay (h) per policy\n")
+    head = " | ".join(f"{r.name} GPU-time | {r.name} delay" for r in runs)
+    print(f"| queue | weight | weight share | {head} |")
+    print("|---|---|---|" + "---|" * (2 * len(runs)))
+    for q, w in sorted(weights.items(), key=lambda kv: -kv[1]):
+        cells = []
+        for run in runs:
+            total = sum(run.gpu_time.values()) or 1.0
+            waits = [j.start - j.submit for j in run.jobs if j.queue == q and j.start is not None]
+            cells.append(f"{run.gpu_time[q] / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}")
+        print(f"| {q} | {w} | {w / wsum:.1%} | {' | '.join(cells)} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=None, help="replay only the first N jobs")
+    parser.add_argument("--tick", type=float, default=60.0, help="admission cycle granularity, seconds")
+    parser.add_argument("--no-reclaim", action="store_true", help="fair share without reclaim")
+    parser.add_argument("--policies", default="fifo,fair")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="cluster size as a fraction of the sum of VC nodes (below 1 adds contention)")
+    args = parser.parse_args(argv)
+    runs, seconds = [], []
+    for name in args.policies.split(","):
+        jobs, weights = load(args.limit)
+        nodes = max(1, round(sum(weights.values()) * args.scale))
+        run = Run(name, jobs, weights, nodes, args.tick, reclaim=not args.no_reclaim)
+        seconds.append(replay(run))
+        runs.append(run)
+    cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    report(runs, seconds, cmd.strip())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

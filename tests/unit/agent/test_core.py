@@ -1,0 +1,181 @@
+"""The agent's protocol logic (AgentCore) over a sim cluster and a virtual clock, no sockets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from vglobal.agent.core import AgentCore
+from vglobal.api.v1 import agent_pb2 as pb
+
+
+class Core(AgentCore):
+    sim: Any  # the test harness driving the runtime's virtual clock
+
+
+@pytest.fixture
+def core(make_sim: Any) -> Core:
+    sim = make_sim(nodes=2)
+    sim.runtime.bind_timeout = 60.0
+    c = Core(sim.runtime, heartbeat_interval=5.0)
+    c.sim = sim
+    return c
+
+
+def kinds(msgs: list[pb.AgentMessage]) -> list[str]:
+    return [str(m.WhichOneof("body")) for m in msgs]
+
+
+def dispatch(doc: dict[str, Any], uid: str = "u1", gen: int = 1) -> pb.HubMessage:
+    return pb.HubMessage(
+        dispatch=pb.Dispatch(job_uid=uid, generation=gen, manifest=json.dumps(doc), queue="default")
+    )
+
+
+def registered(core: Core) -> list[pb.AgentMessage]:
+    core.on_connected()
+    return core.on_message(pb.HubMessage(registered=pb.Registered(heartbeat_interval_seconds=5.0)))
+
+
+def statuses(msgs: list[pb.AgentMessage]) -> list[pb.JobStatus]:
+    return [m.status for m in msgs if m.WhichOneof("body") == "status"]
+
+
+def test_register_lists_inventory_and_running_jobs(core: Any, jobs: Any) -> None:
+    (msg,) = core.on_connected()
+    reg = msg.register
+    assert reg.cluster == "test" and reg.labels["region"] == "test"
+    assert [n.name for n in reg.nodes] == ["n-0", "n-1"]
+    assert reg.nodes[0].allocatable.values["cpu"] == 8000 and reg.nodes[0].free.values["pods"] == 110
+    assert list(reg.jobs) == []
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 2))))
+    core.tick()
+    (again,) = core.on_connected()
+    assert [(j.job_uid, j.generation) for j in again.register.jobs] == [("u1", 1)]
+    assert again.register.nodes[0].free.values["cpu"] < 8000
+
+
+def test_heartbeat_with_free_capacity_comes_before_the_placements(core: Any, jobs: Any) -> None:
+    first = registered(core)
+    assert kinds(first) == ["heartbeat"] and len(first[0].heartbeat.nodes) == 2  # all nodes first
+    assert kinds(core.on_message(dispatch(jobs.job(jobs.task("w", 2, cpu="3"))))) == ["accepted"]
+    out = core.tick()
+    assert kinds(out) == ["heartbeat", "status"]
+    changed = {n.name: n.free.values["cpu"] for n in out[0].heartbeat.nodes}
+    placed = {p.node for p in out[1].status.placements}
+    assert placed and placed <= set(changed)
+    assert sum(8000 - v for v in changed.values()) == 6000
+    st = out[1].status
+    assert st.phase == "Running" and st.tasks[0].running == 2
+    assert [e.reason for e in st.events] == ["JobPending", "Scheduled", "JobRunning"]
+    assert core.tick() == []  # nothing changed, heartbeat interval not over
+    core.sim.clock.advance(5.0)
+    (hb,) = core.tick()
+    assert kinds([hb]) == ["heartbeat"] and list(hb.heartbeat.nodes) == []  # liveness only
+
+
+def test_same_generation_is_a_noop_that_resends_the_status(core: Any, jobs: Any) -> None:
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 2))))
+    core.tick()
+    pods_before = dict(core.sim.backend.pods())
+    out = core.on_message(dispatch(jobs.job(jobs.task("w", 2))))
+    assert kinds(out) == ["accepted", "status"]
+    assert out[1].status.phase == "Running" and list(out[1].status.events) == []
+    assert dict(core.sim.backend.pods()) == pods_before
+
+
+def test_higher_generation_replaces_lower_is_ignored(core: Any, jobs: Any) -> None:
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 2)), gen=1))
+    core.tick()
+    old = set(core.sim.backend.pods())
+    assert kinds(core.on_message(dispatch(jobs.job(jobs.task("w", 2)), gen=3))) == ["accepted"]
+    assert not old & set(core.sim.backend.pods())  # the old run's pods were stopped
+    assert core.runs["u1"].generation == 3
+    assert core.on_message(dispatch(jobs.job(jobs.task("w", 2)), gen=2)) == []
+    assert core.runs["u1"].generation == 3
+    (st,) = statuses(core.tick())
+    assert st.generation == 3
+
+
+def test_invalid_manifest_is_rejected_with_the_reason(core: Any, jobs: Any) -> None:
+    registered(core)
+    bad = jobs.job(jobs.task("w", -1))
+    (msg,) = core.on_message(dispatch(bad))
+    assert msg.rejected.job_uid == "u1" and "replicas" in msg.rejected.reason
+    hub = pb.HubMessage(dispatch=pb.Dispatch(job_uid="u2", generation=1, manifest="{not json"))
+    (msg2,) = core.on_message(hub)
+    assert msg2.rejected.reason.startswith("invalid manifest")
+    assert kinds(core.on_message(dispatch(bad))) == ["rejected"]  # asked again: same answer
+    assert core.runs == {}
+
+
+@pytest.mark.parametrize("kind", ["cancel", "reclaim"])
+def test_cancel_and_reclaim_abort_the_run(core: Any, jobs: Any, kind: str) -> None:
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 2)), gen=2))
+    core.tick()
+    body = {kind: getattr(pb, kind.capitalize())(job_uid="u1", generation=1, reason="moved")}
+    assert core.on_message(pb.HubMessage(**body)) == []  # older generation: not ours to stop
+    assert core.runs["u1"].phase == "Running"
+    core.on_message(
+        pb.HubMessage(**{kind: getattr(pb, kind.capitalize())(job_uid="u1", generation=2, reason="x")})
+    )
+    out = core.tick()
+    (st,) = statuses(out)
+    assert st.phase == "Aborted"
+    assert kind.capitalize() in [e.reason for e in st.events]
+    assert kinds(out)[0] == "heartbeat"  # the freed capacity is reported first
+    assert all(v.phase != "Running" for v in core.sim.backend.pods().values())
+
+
+def test_hub_away_jobs_keep_running_and_everything_is_resent(core: Any, jobs: Any) -> None:
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 1, duration="10s")), uid="done"))
+    core.on_message(dispatch(jobs.job(jobs.task("w", 1), name="other"), uid="live"))
+    core.tick()
+    core.on_disconnected()
+    core.sim.clock.advance(20)
+    assert core.tick() == []  # nothing sent while away
+    assert core.runs["done"].phase == "Completed"
+    (reg,) = core.on_connected()
+    assert [j.job_uid for j in reg.register.jobs] == ["live"]  # finished jobs are not fenced
+    out = core.on_message(pb.HubMessage(registered=pb.Registered(heartbeat_interval_seconds=5.0)))
+    sts = {s.job_uid: s for s in statuses(out)}
+    assert kinds(out)[0] == "heartbeat"
+    assert sts["done"].phase == "Completed" and "JobCompleted" in [e.reason for e in sts["done"].events]
+    assert sts["live"].phase == "Running"
+
+
+def test_finished_jobs_are_forgotten_after_retention(core: Any, jobs: Any) -> None:
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 1, duration="1s"))))
+    core.tick()
+    core.sim.clock.advance(2)
+    core.tick()
+    assert core.runs["u1"].phase == "Completed"
+    core.sim.clock.advance(599)
+    core.tick()
+    assert "u1" in core.runs
+    core.sim.clock.advance(2)
+    core.tick()
+    assert "u1" not in core.runs
+    assert core.on_message(dispatch(jobs.job(jobs.task("w", 1, duration="1s")))) == []  # not run twice
+
+
+def test_bind_timeout_rejects_so_the_hub_can_try_elsewhere(core: Any, jobs: Any) -> None:
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 3, cpu="6"))))  # 3 pods, room for 2
+    out = core.tick()
+    (st,) = statuses(out)
+    assert st.phase == "Pending" and st.message
+    core.sim.clock.advance(61)
+    out = core.tick()
+    assert "rejected" in kinds(out)
+    rej = next(m.rejected for m in out if m.WhichOneof("body") == "rejected")
+    assert (rej.job_uid, rej.generation) == ("u1", 1) and "60s" in rej.reason
+    assert core.sim.backend.pods() == {}

@@ -1,0 +1,131 @@
+"""``run_simulation``: jobs on simulated clusters with a virtual clock, no hub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vglobal.sim.clock import VirtualClock
+from vglobal.sim.run import run_simulation
+
+CPU = """\
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {name: cpu, labels: {gpu: none}}
+spec:
+  nodeGroups:
+  - {name: c, count: 2, allocatable: {cpu: "8", memory: 32Gi}}
+"""
+GPU = """\
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {name: gpu, labels: {gpu: a100}}
+spec:
+  nodeGroups:
+  - {name: g, count: 2, allocatable: {cpu: "16", memory: 64Gi, nvidia.com/gpu: "8"}}
+"""
+TWO_TASKS = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: train, annotations: {vglobal.io/sim-duration: 30s}}
+spec:
+  tasks:
+  - name: ps
+    replicas: 1
+    template:
+      metadata: {annotations: {vglobal.io/sim-duration: 40s}}
+      spec: {containers: [{name: ps, image: x, resources: {requests: {cpu: "2"}}}]}
+  - name: worker
+    replicas: 2
+    template:
+      spec: {containers: [{name: w, image: x, resources: {requests: {cpu: "2", nvidia.com/gpu: "8"}}}]}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: ignored}
+spec: {weight: 1}
+"""
+CPU_JOB = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: prep, namespace: data}
+spec:
+  tasks:
+  - name: w
+    replicas: 3
+    template:
+      metadata: {annotations: {vglobal.io/sim-duration: 10s, vglobal.io/sim-exit-code: "1"}}
+      spec: {containers: [{name: w, image: x, resources: {requests: {cpu: "4"}}}]}
+"""
+TOO_BIG = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: huge}
+spec:
+  tasks:
+  - name: w
+    replicas: 3
+    template:
+      spec: {containers: [{name: w, image: x, resources: {requests: {nvidia.com/gpu: "8"}}}]}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, text in {"cpu": CPU, "gpu": GPU, "train": TWO_TASKS, "prep": CPU_JOB, "huge": TOO_BIG}.items():
+        out[name] = tmp_path / f"{name}.yaml"
+        out[name].write_text(text)
+    return out
+
+
+def test_two_task_job_completes_on_the_cluster_that_fits(files: dict[str, Path]) -> None:
+    result = run_simulation(cluster_files=[files["cpu"], files["gpu"]], jobs_path=files["train"])
+    (job,) = result["jobs"]
+    assert (job["name"], job["namespace"], job["phase"], job["cluster"]) == (
+        "train",
+        "default",
+        "Completed",
+        "gpu",
+    )
+    pods = {p["name"]: p for p in job["pods"]}
+    assert set(pods) == {"train-ps-0", "train-worker-0", "train-worker-1"}
+    assert all(p["phase"] == "Succeeded" and p["node"] in ("g-0", "g-1") for p in pods.values())
+    assert pods["train-worker-0"]["node"] != pods["train-worker-1"]["node"]  # 8 GPUs each: one per node
+    assert result["time"] == 40.0  # the ps pod's own 40s beats the job's 30s
+    json.dumps(result)  # the CLI prints it as JSON
+
+
+def test_first_cluster_in_file_order_wins_and_failures_show(files: dict[str, Path]) -> None:
+    result = run_simulation(cluster_files=[files["cpu"], files["gpu"]], jobs_path=files["prep"])
+    (job,) = result["jobs"]
+    assert job["cluster"] == "cpu"
+    assert job["phase"] == "Failed"  # every pod exits 1 and there is no policy
+    assert {p["phase"] for p in job["pods"]} == {"Failed"}
+
+
+def test_a_gang_no_cluster_holds_stays_pending_on_none(files: dict[str, Path]) -> None:
+    result = run_simulation(cluster_files=[files["cpu"], files["gpu"]], jobs_path=files["huge"])
+    (job,) = result["jobs"]
+    assert (job["phase"], job["cluster"], job["pods"]) == ("Pending", None, [])
+
+
+def test_directory_of_jobs_and_until(files: dict[str, Path], tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "a.yaml").write_text(TWO_TASKS)
+    (jobs / "b.yml").write_text(CPU_JOB)
+    result = run_simulation(cluster_files=[files["cpu"], files["gpu"]], jobs_path=jobs, until=20.0)
+    phases = {j["name"]: j["phase"] for j in result["jobs"]}
+    assert phases == {"train": "Running", "prep": "Failed"}
+    assert result["time"] == 20.0
+
+
+def test_virtual_clock_never_goes_back() -> None:
+    clock = VirtualClock(5.0)
+    clock.advance(1.5)
+    assert clock.now() == 6.5
+    with pytest.raises(ValueError):
+        clock.advance_to(1.0)
