@@ -104,6 +104,7 @@ def cluster_snap(row: ClusterRow, holding: Sequence[BindingView]) -> ClusterSnap
 
 def pending_job(view: BindingView, now: float) -> PendingJob:
     allowed = view.placement.get("clusters")
+    topo = view.placement.get("topology")
     excluded = frozenset(c for c, until in view.excluded_clusters.items() if float(until) > now)
     return PendingJob(
         uid=view.job_uid,
@@ -118,7 +119,7 @@ def pending_job(view: BindingView, now: float) -> PendingJob:
         allowed_clusters=frozenset(allowed) if allowed is not None else None,
         cluster_selector=view.placement.get("selector") or {},
         excluded_clusters=excluded,
-        network_topology=(topo["mode"], topo.get("tier")) if (topo := view.placement.get("topology")) else None,
+        network_topology=(topo["mode"], topo.get("tier")) if topo else None,
     )
 
 
