@@ -91,6 +91,7 @@ class Run:
     gpu_time: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     lost: float = 0.0
     reclaimed: int = 0
+    rejected: int = 0
     cycles: int = 0
     waiting_since: dict[str, float] = field(default_factory=dict)
     # Snapshot pieces reused across cycles: a node by its free GPUs, a job by its waiting time.
@@ -181,17 +182,23 @@ class Run:
         result = admit(snap)
         by_uid = {j.uid: j for js in self.pending.values() for j in js}
         # Admissions first: they were decided on the nodes as they are now, before any victim stops.
+        done: set[str] = set()
         for uid in result.admitted_order:
             job = by_uid[uid]
             rows = self.place(job)
-            assert rows is not None, f"admit() sent {uid} to a cluster it does not fit"
+            if rows is None:
+                # admit() checked the gang against its own first-fit of this cycle, which steers
+                # around starvation reservations; the agent places first-fit without knowing them,
+                # so a later gang of the same cycle can miss. The agent rejects it: it stays pending.
+                self.rejected += 1
+                continue
+            done.add(uid)
             self.start(job, rows, now, events)
             started_at[uid] = now
         for r in result.reclaims:
             job = self.running[r.victim_uid][0]
             self.lost += job.gpus * (now - started_at.get(job.uid, now))
             self.stop(r.victim_uid, now)
-        done = set(result.admitted_order)
         for q in list(self.pending):
             self.pending[q] = [j for j in self.pending[q] if j.uid not in done]
 
@@ -249,8 +256,8 @@ def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
     weights = runs[0].weights
     wsum = sum(weights.values())
     print("| policy | jobs | avg JCT (h) | avg queueing delay (h) | p95 queueing delay (h) | "
-          "Jain (GPU-time share / weight share) | reclaimed jobs | lost GPU-h | cycles | wall s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "Jain (GPU-time share / weight share) | reclaimed jobs | lost GPU-h | agent rejections | cycles | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run, secs in zip(runs, seconds, strict=True):
         done = [j for j in run.jobs if j.finish is not None and j.start is not None]
         jct = [j.finish - j.submit for j in done]  # type: ignore[operator]
@@ -259,7 +266,7 @@ def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
         ratios = [(run.gpu_time[q] / total) / (w / wsum) for q, w in weights.items()]
         print(f"| {run.name} | {len(done)} | {np.mean(jct) / 3600:.2f} | {np.mean(wait) / 3600:.2f} | "
               f"{np.percentile(wait, 95) / 3600:.2f} | {jain(ratios):.3f} | {run.reclaimed} | "
-              f"{run.lost / 3600:.0f} | {run.cycles} | {secs:.0f} |")
+              f"{run.lost / 3600:.0f} | {run.rejected} | {run.cycles} | {secs:.0f} |")
     print("\nPer queue: weight share, then GPU-time share and average queueing delay (h) per policy\n")
     head = " | ".join(f"{r.name} GPU-time | {r.name} delay" for r in runs)
     print(f"| queue | weight | weight share | {head} |")

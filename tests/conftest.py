@@ -64,19 +64,21 @@ def _admin(url: str) -> psycopg.Connection[Any]:
 
 
 @pytest.fixture(scope="session")
-def template_db(pg_server: str, worker_id: str) -> str:
-    """A migrated database that fresh test databases are copied from (one per xdist worker)."""
+def template_db(pg_server: str, worker_id: str) -> Iterator[str]:
+    """A migrated database that fresh test databases are copied from (one per xdist worker and run)."""
     from vglobal.store import migrate
     from vglobal.store.engine import make_engine
 
-    name = f"{TEMPLATE}_{worker_id}"
+    name = f"{TEMPLATE}_{worker_id}_{os.getpid()}"
     with _admin(pg_server) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     engine = make_engine(with_database(pg_server, name))
     migrate.upgrade(engine)
     engine.dispose()
-    return name
+    yield name
+    with _admin(pg_server) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

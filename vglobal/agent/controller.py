@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vglobal.agent import lifecycle
@@ -100,7 +100,7 @@ class JobController:
 
     # ---- internals
 
-    def _observe(self, run: JobRun, pods: dict[str, PodStatus] | Any) -> list[Request]:
+    def _observe(self, run: JobRun, pods: Mapping[str, PodStatus]) -> list[Request]:
         reqs: list[Request] = []
         for name in list(run.pods):
             manifest = run.pods[name]
@@ -164,7 +164,12 @@ class JobController:
         if req.task is None:
             return False
         task = self._task(run, req.task)
-        return run.count(PodPhase.Failed, task=task.name) > task.replicas - task.min_available
+        if (task.name, run.version) in run.failed_tasks:
+            return False  # raised once per task and run version, not once per later failure
+        if run.count(PodPhase.Failed, task=task.name) <= task.replicas - task.min_available:
+            return False
+        run.failed_tasks.add((task.name, run.version))
+        return True
 
     def _apply(self, run: JobRun, action: str, req: Request, now: float) -> None:
         target = f"pod {req.pod}" if req.pod else f"task {req.task}" if req.task else "the job"

@@ -90,8 +90,8 @@ def run_agent(
                     out = core.on_message(msg)
                 for m in out:
                     link.send(session, m)
-                if stop.is_set():
-                    break
+                if stop.is_set() or clock.now() >= deadline:
+                    break  # a flood of hub messages must not starve the cluster cycle
             for m in core.tick():
                 link.send(session, m)
     finally:

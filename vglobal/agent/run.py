@@ -61,6 +61,7 @@ class JobRun:
     incarnations: int = 0
     objects: list[dict[str, Any]] = field(default_factory=list)  # services / config maps of plugins
     pipelined: dict[str, str] = field(default_factory=dict)  # pod uid -> node, from the last cycle
+    failed_tasks: set[tuple[str, int]] = field(default_factory=set)  # (task, version) already TaskFailed
     events: list[RunEvent] = field(default_factory=list)  # not yet reported
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
     dirty: bool = True  # status changed since the last report

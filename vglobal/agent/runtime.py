@@ -42,6 +42,7 @@ class ClusterRuntime:
         self.conf = conf
         self.bind_timeout = bind_timeout
         self.controller = JobController(backend, clock)
+        self._last_key: tuple[object, ...] | None = None
 
     @property
     def runs(self) -> dict[str, JobRun]:
@@ -54,9 +55,24 @@ class ClusterRuntime:
         if any(not r.finished and r.count(PodPhase.Pending) for r in self.runs.values()):
             self._schedule()
             self.controller.sync()
+            self._last_key = self._input_key()  # after the binds were observed
         return self._expired()
 
+    def _input_key(self) -> tuple[object, ...]:
+        """What the scheduler's decision depends on; the scheduler is deterministic, so an
+        unchanged key means the same (empty) decision and the cycle can be skipped."""
+        key: list[object] = []
+        for run in self.runs.values():
+            if run.finished:
+                continue
+            key.append((run.uid, run.podgroup_phase, tuple(sorted(run.pipelined.items()))))
+            key.extend((st.uid, st.phase, st.node) for st in run.status.values())
+        return tuple(key)
+
     def _schedule(self) -> None:
+        key = self._input_key()
+        if key == self._last_key:
+            return
         state = cluster_state(self.backend.nodes(), self.runs.values())
         result = run_cycle(state, self.conf)
         self._apply(result)

@@ -53,9 +53,13 @@ def write_decisions(result: AdmissionResult, queue_of: dict[str, str], *, sessio
                 )
                 metrics.RECLAIMS.inc()
     events_repo.add_events(new_events, session=session)
-    for uid, cluster, _ in done:
-        metrics.ADMISSIONS.labels(queue=queue_of.get(uid, ""), cluster=cluster).inc()
-        log.info("admit job=%s queue=%s cluster=%s", uid, queue_of.get(uid, ""), cluster)
+    per_pair: dict[tuple[str, str], int] = {}
+    for uid, cluster, gen in done:
+        key = (queue_of.get(uid, ""), cluster)
+        per_pair[key] = per_pair.get(key, 0) + 1
+        log.info("admit job=%s queue=%s cluster=%s generation=%d", uid, key[0], cluster, gen)
+    for (queue, cluster), n in per_pair.items():
+        metrics.ADMISSIONS.labels(queue=queue, cluster=cluster).inc(n)
     if done or result.reclaims:
         notify(DELIVER, session=session)
     return len(done)
@@ -67,7 +71,7 @@ def dispatch_cycle(ctx: HubContext) -> int:
         # Per-transaction exclusion on top of leadership: two replicas never run a cycle at once.
         if not try_xact_lock(session.connection(), AdvisoryLock.DISPATCH_CYCLE):
             return 0
-        snapshot = build_snapshot(ctx.settings, session=session)
+        snapshot = build_snapshot(ctx.settings, ctx.snapshot_cache, session=session)
         result = admit(snapshot)
         queue_of = {p.uid: p.queue for p in snapshot.pending}
         admitted = write_decisions(result, queue_of, session=session)

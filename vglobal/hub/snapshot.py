@@ -1,38 +1,86 @@
-"""Reading one admission Snapshot out of Postgres (inside the dispatch cycle's transaction)."""
+"""Reading one admission Snapshot out of Postgres (inside the dispatch cycle's transaction).
+
+A job's requests, gang and placement never change after submit, so the dispatcher keeps them in a
+cache between cycles and reads only what changes (binding phase, cluster, wait time) for all jobs.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission import (
-    ClusterSnap,
-    HyperNodeSnap,
-    NodeSnap,
-    PendingJob,
-    QueueSnap,
-    RunningJob,
-    Snapshot,
-)
+from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot
 from vglobal.config import HubSettings
 from vglobal.model.phases import BindingPhase
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
+from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
-from vglobal.store.repo.bindings import BindingView
+from vglobal.store.repo.bindings import LiveBinding
+from vglobal.store.repo.jobs import JobStatic
 from vglobal.store.rows import ClusterRow
 
 NOT_YET_PLACED = (BindingPhase.Dispatched.value, BindingPhase.Bound.value)
+Gang = tuple[tuple[ResourceVector, int], ...]
 
 
-def gang_of(view: BindingView) -> tuple[tuple[ResourceVector, int], ...]:
-    return tuple((ResourceVector(units), int(count)) for units, count in view.gang)
+@dataclass(frozen=True)
+class JobFacts:
+    """A job's immutable admission inputs, converted once."""
+
+    uid: str
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    created: float
+    request: ResourceVector
+    gang: Gang
+    pod_requests: Mapping[str, ResourceVector]
+    allowed: frozenset[str] | None
+    selector: Mapping[str, str]
+    topology: tuple[str, int | None] | None
+
+    @classmethod
+    def of(cls, s: JobStatic) -> JobFacts:
+        allowed = s.placement.get("clusters")
+        topo = s.placement.get("topology")
+        return cls(
+            uid=s.uid,
+            namespace=s.namespace,
+            name=s.name,
+            queue=s.queue,
+            priority=s.priority,
+            created=s.created_at.timestamp(),
+            request=ResourceVector(s.request),
+            gang=tuple((ResourceVector(units), int(count)) for units, count in s.gang),
+            pod_requests={t: ResourceVector(u) for t, u in s.pod_requests.items()},
+            allowed=frozenset(allowed) if allowed is not None else None,
+            selector=s.placement.get("selector") or {},
+            topology=(topo["mode"], topo.get("tier")) if topo else None,
+        )
 
 
-def reserve(free: dict[str, ResourceVector], gang: Sequence[tuple[ResourceVector, int]]) -> None:
+@dataclass
+class SnapshotCache:
+    jobs: dict[str, JobFacts] = field(default_factory=dict)
+
+    def facts(self, live: Sequence[LiveBinding], *, session: Session) -> dict[str, JobFacts]:
+        missing = [b.job_uid for b in live if b.job_uid not in self.jobs]
+        for s in jobs_repo.statics(missing, session=session):
+            self.jobs[s.uid] = JobFacts.of(s)
+        # Forget finished and deleted jobs.
+        wanted = {b.job_uid for b in live}
+        if len(self.jobs) > len(wanted):
+            self.jobs = {u: f for u, f in self.jobs.items() if u in wanted}
+        return self.jobs
+
+
+def reserve(free: dict[str, ResourceVector], gang: Gang) -> None:
     """Take a dispatched gang's pods out of the nodes' free capacity (first-fit decreasing).
 
     Its agent has not placed the pods yet, so the heartbeats do not show them: without this, the
@@ -57,18 +105,18 @@ def pod_task(pod: str, job_name: str) -> str:
     return rest.rsplit("-", 1)[0]
 
 
-def placements_of(view: BindingView) -> Mapping[str, ResourceVector]:
+def placements_of(facts: JobFacts, placements: list[dict[str, Any]] | None) -> Mapping[str, ResourceVector]:
     per_node: dict[str, ResourceVector] = {}
-    for p in view.placements:
+    for p in placements or ():
         node = p.get("node")
         if not node or p.get("phase") in ("Succeeded", "Failed"):
             continue
-        req = ResourceVector(view.pod_requests.get(pod_task(p["pod"], view.name), {}))
+        req = facts.pod_requests.get(pod_task(p["pod"], facts.name), ResourceVector())
         per_node[node] = per_node.get(node, ResourceVector()) + req
     return per_node
 
 
-def cluster_snap(row: ClusterRow, holding: Sequence[BindingView]) -> ClusterSnap:
+def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
     schedulable = row.effective_state == "Ready"
     free: dict[str, ResourceVector] = {}
     allocatable: dict[str, ResourceVector] = {}
@@ -81,19 +129,14 @@ def cluster_snap(row: ClusterRow, holding: Sequence[BindingView]) -> ClusterSnap
             t.get("effect") in ("NoSchedule", "NoExecute") for t in node.get("taints", [])
         )
         free[name] = ResourceVector(row.free.get(name, {})) if usable else ResourceVector()
-    for b in holding:
-        if b.cluster == row.name and b.phase in NOT_YET_PLACED:
-            reserve(free, gang_of(b))
+    for gang in unplaced:
+        reserve(free, gang)
     nodes = tuple(
-        NodeSnap(name=n, free=free[n], allocatable=allocatable[n], labels=labels[n])
-        for n in sorted(allocatable)
+        NodeSnap(name=n, free=free[n], allocatable=allocatable[n], labels=labels[n]) for n in sorted(allocatable)
     )
     hypernodes = tuple(
         HyperNodeSnap(
-            name=h["name"],
-            tier=int(h["tier"]),
-            parent=h.get("parent") or None,
-            nodes=tuple(h.get("nodes", ())),
+            name=h["name"], tier=int(h["tier"]), parent=h.get("parent") or None, nodes=tuple(h.get("nodes", ()))
         )
         for h in row.hypernodes
     )
@@ -102,47 +145,56 @@ def cluster_snap(row: ClusterRow, holding: Sequence[BindingView]) -> ClusterSnap
     )
 
 
-def pending_job(view: BindingView, now: float) -> PendingJob:
-    allowed = view.placement.get("clusters")
-    topo = view.placement.get("topology")
-    excluded = frozenset(c for c, until in view.excluded_clusters.items() if float(until) > now)
-    return PendingJob(
-        uid=view.job_uid,
-        name=view.name,
-        namespace=view.namespace,
-        queue=view.queue,
-        priority=view.priority,
-        created=view.created_at.timestamp(),
-        waiting_since=view.waiting_since.timestamp(),
-        request=ResourceVector(view.request),
-        gang=gang_of(view),
-        allowed_clusters=frozenset(allowed) if allowed is not None else None,
-        cluster_selector=view.placement.get("selector") or {},
-        excluded_clusters=excluded,
-        network_topology=(topo["mode"], topo.get("tier")) if topo else None,
-    )
-
-
-def running_job(view: BindingView) -> RunningJob:
-    return RunningJob(
-        uid=view.job_uid,
-        queue=view.queue,
-        cluster=view.cluster or "",
-        priority=view.priority,
-        created=view.created_at.timestamp(),
-        request=ResourceVector(view.request),
-        placements=placements_of(view),
-    )
-
-
 def _opt(units: dict[str, Any] | None) -> ResourceVector | None:
     return None if units is None else ResourceVector(units)
 
 
-def build_snapshot(settings: HubSettings, *, session: Session) -> Snapshot:
+def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Session) -> Snapshot:
     now = clusters_repo.db_now(session=session)
-    holding = bindings_repo.holding(session=session)
-    usage = queues_repo.usage(session=session)
+    live = bindings_repo.live(session=session)
+    facts = cache.facts(live, session=session)
+    pending: list[PendingJob] = []
+    running: list[RunningJob] = []
+    unplaced: dict[str, list[Gang]] = {}
+    allocated: dict[str, ResourceVector] = {}
+    for b in live:
+        f = facts.get(b.job_uid)
+        if f is None:
+            continue  # deleted between the two reads
+        if b.phase == BindingPhase.Suspended.value:
+            pending.append(
+                PendingJob(
+                    uid=f.uid,
+                    name=f.name,
+                    namespace=f.namespace,
+                    queue=f.queue,
+                    priority=f.priority,
+                    created=f.created,
+                    waiting_since=b.waiting_since.timestamp(),
+                    request=f.request,
+                    gang=f.gang,
+                    allowed_clusters=f.allowed,
+                    cluster_selector=f.selector,
+                    excluded_clusters=frozenset(c for c, t in b.excluded_clusters.items() if float(t) > now),
+                    network_topology=f.topology,
+                )
+            )
+            continue
+        allocated[f.queue] = allocated.get(f.queue, ResourceVector()) + f.request
+        if b.cluster:
+            if b.phase in NOT_YET_PLACED:
+                unplaced.setdefault(b.cluster, []).append(f.gang)
+            running.append(
+                RunningJob(
+                    uid=f.uid,
+                    queue=f.queue,
+                    cluster=b.cluster,
+                    priority=f.priority,
+                    created=f.created,
+                    request=f.request,
+                    placements=placements_of(f, b.placements),
+                )
+            )
     queues = tuple(
         QueueSnap(
             name=q.name,
@@ -154,18 +206,20 @@ def build_snapshot(settings: HubSettings, *, session: Session) -> Snapshot:
             guarantee=ResourceVector(q.guarantee),
             reclaimable=q.reclaimable,
             open=q.state == "Open",
-            allocated=ResourceVector(usage[q.name].allocated) if q.name in usage else ResourceVector(),
+            allocated=allocated.get(q.name, ResourceVector()),
             created=int(q.created_at.timestamp()),
         )
         for q in queues_repo.list_queues(session=session)
     )
-    clusters = tuple(cluster_snap(c, holding) for c in clusters_repo.list_clusters(session=session))
+    clusters = tuple(
+        cluster_snap(c, unplaced.get(c.name, ())) for c in clusters_repo.list_clusters(session=session)
+    )
     return Snapshot(
         now=now,
         queues=queues,
         clusters=clusters,
-        pending=tuple(pending_job(v, now) for v in bindings_repo.suspended(session=session)),
-        running=tuple(running_job(v) for v in holding if v.cluster),
+        pending=tuple(pending),
+        running=tuple(running),
         placement=settings.placement,
         starvation_after=settings.starvation_after,
     )

@@ -388,3 +388,10 @@ def test_unknown_podgroup_raises_the_unknown_event(
     assert "Unknown" in [e.reason for e in run.history]
     assert run.phase == phase
     assert run.retry_count == (1 if action == "RestartJob" else 0)
+
+
+def test_task_failed_is_raised_once_per_task(sim: Any, jobs: Any) -> None:
+    run = sim.start(jobs.job(jobs.task("bad", 3, duration="10s", exit_code=1), jobs.task("good", 1)))
+    sim.run_until(12)
+    reasons = [e.reason for e in run.history]
+    assert reasons.count("PodFailed") == 3 and reasons.count("TaskFailed") == 1

@@ -129,3 +129,15 @@ def test_virtual_clock_never_goes_back() -> None:
     assert clock.now() == 6.5
     with pytest.raises(ValueError):
         clock.advance_to(1.0)
+
+
+def test_scheduler_conf_file_is_used(files: dict[str, Path], tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+    )
+    result = run_simulation(cluster_files=[files["gpu"]], jobs_path=files["train"], scheduler_conf=conf)
+    assert result["jobs"][0]["phase"] == "Completed"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: no-such-plugin\n')
+    with pytest.raises(ValueError, match=r"tiers\[0\]\.plugins\[0\]\.name"):
+        run_simulation(cluster_files=[files["gpu"]], jobs_path=files["train"], scheduler_conf=conf)

@@ -251,3 +251,32 @@ def to_deliver(cluster: str, *, session: Session) -> list[tuple[str, int, dict[s
 
 def manifest_json(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, separators=(",", ":"), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class LiveBinding:
+    """The per-cycle changing part of an unfinished binding (the job's own fields never change)."""
+
+    job_uid: str
+    phase: str
+    cluster: str | None
+    waiting_since: datetime
+    excluded_clusters: dict[str, float]
+    placements: list[dict[str, Any]] | None  # reported pod -> node, for admitted jobs only
+
+
+def live(*, session: Session) -> list[LiveBinding]:
+    """Every unfinished binding; read on the driver's cursor because it is the dispatcher's hot path."""
+    raw = session.connection().connection.dbapi_connection
+    assert raw is not None
+    with raw.cursor() as cur:
+        cur.execute(
+            "SELECT b.job_uid, b.phase, b.cluster, b.waiting_since, "
+            "NULLIF(b.excluded_clusters, '{}'::jsonb), "
+            "CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END "
+            "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            "WHERE b.phase = ANY(%(phases)s)",
+            {"phases": [BindingPhase.Suspended.value, *HOLDING]},
+        )
+        rows = cur.fetchall()
+    return [LiveBinding(r[0], r[1], r[2], r[3], r[4] or {}, r[5]) for r in rows]

@@ -25,27 +25,26 @@ class NewEvent:
 
 
 def add_events(new: Sequence[NewEvent], *, session: Session) -> None:
-    """One INSERT for all of them."""
+    """One INSERT ... SELECT FROM unnest(...) for all of them, whatever their number."""
     if not new:
         return
-    rows = [
+    session.execute(
+        sa.text(
+            "INSERT INTO events (time, job_uid, cluster, kind, reason, message, source) "
+            "SELECT coalesce(t, now()), j, c, k, r, m, s FROM unnest("
+            "CAST(:t AS timestamptz[]), CAST(:j AS text[]), CAST(:c AS text[]), CAST(:k AS text[]), "
+            "CAST(:r AS text[]), CAST(:m AS text[]), CAST(:s AS text[])) AS e(t, j, c, k, r, m, s)"
+        ),
         {
-            "job_uid": e.job_uid,
-            "cluster": e.cluster,
-            "kind": e.kind,
-            "reason": e.reason,
-            "message": e.message,
-            "source": e.source,
-            **({"time": e.time} if e.time is not None else {}),
-        }
-        for e in new
-    ]
-    timed = [r for r in rows if "time" in r]
-    untimed = [r for r in rows if "time" not in r]
-    if untimed:
-        session.execute(sa.insert(events), untimed)
-    if timed:
-        session.execute(sa.insert(events), timed)
+            "t": [e.time for e in new],
+            "j": [e.job_uid for e in new],
+            "c": [e.cluster for e in new],
+            "k": [e.kind for e in new],
+            "r": [e.reason for e in new],
+            "m": [e.message for e in new],
+            "s": [e.source for e in new],
+        },
+    )
 
 
 def job_events(job_uid: str, *, session: Session, limit: int = 200) -> list[EventRow]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
 from vglobal.store.engine import rowcount
@@ -204,3 +204,30 @@ def set_phase(uids: list[str], phase: str, *, session: Session) -> None:
         session.execute(
             sa.update(jobs).where(jobs.c.uid.in_(uids)).values(phase=phase, updated_at=sa.func.now())
         )
+
+
+@dataclass(frozen=True)
+class JobStatic:
+    """What admission needs of a job that never changes after submit."""
+
+    uid: str
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    created_at: Any
+    request: dict[str, int]
+    gang: list[list[Any]]
+    pod_requests: dict[str, dict[str, int]]
+    placement: dict[str, Any]
+
+
+def statics(uids: list[str], *, session: Session) -> list[JobStatic]:
+    if not uids:
+        return []
+    cols = [jobs.c.uid, jobs.c.namespace, jobs.c.name, jobs.c.queue, jobs.c.priority, jobs.c.created_at,
+            jobs.c.request, jobs.c.gang, jobs.c.pod_requests, jobs.c.placement]
+    rows = session.execute(
+        sa.select(*cols).where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
+    ).all()
+    return [JobStatic(*r) for r in rows]
