@@ -24,14 +24,14 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dispatch import make_snapshot  # noqa: E402
+from dispatch import make_snapshot
 
-from vglobal.admission import Snapshot  # noqa: E402
-from vglobal.config import HubSettings  # noqa: E402
-from vglobal.hub.context import HubContext  # noqa: E402
-from vglobal.hub.dispatcher import dispatch_cycle  # noqa: E402
-from vglobal.store import migrate  # noqa: E402
-from vglobal.store.engine import make_engine, make_sessionmaker  # noqa: E402
+from vglobal.admission import Snapshot
+from vglobal.config import HubSettings
+from vglobal.hub.context import HubContext
+from vglobal.hub.dispatcher import dispatch_cycle
+from vglobal.store import migrate
+from vglobal.store.engine import make_engine, make_sessionmaker
 
 EPOCH = "to_timestamp({})"
 
@@ -57,31 +57,94 @@ def seed(engine: sa.Engine, snap: Snapshot) -> None:
             conn,
             "queues",
             ["name", "parent", "weight", "capability", "guarantee", "manifest"],
-            [[q.name, q.parent, q.weight, units(q.capability) if q.capability else None, units(q.guarantee), "{}"]
-             for q in snap.queues],
+            [
+                [
+                    q.name,
+                    q.parent,
+                    q.weight,
+                    units(q.capability) if q.capability else None,
+                    units(q.guarantee),
+                    "{}",
+                ]
+                for q in snap.queues
+            ],
         )
         _copy(
             conn,
             "clusters",
             ["name", "labels", "nodes", "free"],
-            [[c.name, json.dumps(dict(c.labels)),
-              json.dumps([{"name": n.name, "labels": {}, "allocatable": dict(n.allocatable.items())} for n in c.nodes]),
-              json.dumps({n.name: dict(n.free.items()) for n in c.nodes})] for c in snap.clusters],
+            [
+                [
+                    c.name,
+                    json.dumps(dict(c.labels)),
+                    json.dumps(
+                        [
+                            {"name": n.name, "labels": {}, "allocatable": dict(n.allocatable.items())}
+                            for n in c.nodes
+                        ]
+                    ),
+                    json.dumps({n.name: dict(n.free.items()) for n in c.nodes}),
+                ]
+                for c in snap.clusters
+            ],
         )
-        job_cols = ["uid", "namespace", "name", "queue", "priority", "min_available", "request", "gang",
-                    "pod_requests", "placement", "manifest", "tasks", "created_at"]
+        job_cols = [
+            "uid",
+            "namespace",
+            "name",
+            "queue",
+            "priority",
+            "min_available",
+            "request",
+            "gang",
+            "pod_requests",
+            "placement",
+            "manifest",
+            "tasks",
+            "created_at",
+        ]
         rows = []
         for j in snap.pending:
             placement = {"clusters": None, "selector": dict(j.cluster_selector), "topology": None}
-            rows.append([j.uid, j.namespace, j.name, j.queue, j.priority, sum(c for _, c in j.gang), units(j.request),
-                         json.dumps([[dict(r.items()), c] for r, c in j.gang]), "{}", json.dumps(placement), "{}",
-                         "[]", time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(j.created))])
+            rows.append(
+                [
+                    j.uid,
+                    j.namespace,
+                    j.name,
+                    j.queue,
+                    j.priority,
+                    sum(c for _, c in j.gang),
+                    units(j.request),
+                    json.dumps([[dict(r.items()), c] for r, c in j.gang]),
+                    "{}",
+                    json.dumps(placement),
+                    "{}",
+                    "[]",
+                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(j.created)),
+                ]
+            )
         for r in snap.running:
-            rows.append([r.uid, "bench", r.uid, r.queue, r.priority, 1, units(r.request), json.dumps([[dict(r.request.items()), 1]]),
-                         "{}", json.dumps({"clusters": None, "selector": {}, "topology": None}), "{}", "[]",
-                         time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(r.created))])
+            rows.append(
+                [
+                    r.uid,
+                    "bench",
+                    r.uid,
+                    r.queue,
+                    r.priority,
+                    1,
+                    units(r.request),
+                    json.dumps([[dict(r.request.items()), 1]]),
+                    "{}",
+                    json.dumps({"clusters": None, "selector": {}, "topology": None}),
+                    "{}",
+                    "[]",
+                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(r.created)),
+                ]
+            )
         _copy(conn, "jobs", job_cols, rows)
-        conn.execute(sa.text("INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM jobs"))
+        conn.execute(
+            sa.text("INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM jobs")
+        )
         conn.execute(
             sa.text(
                 "UPDATE resource_bindings b SET phase = 'Running', cluster = d.cluster, generation = 1 "
@@ -104,12 +167,18 @@ def reset(engine: sa.Engine) -> None:
         conn.execute(sa.text("DELETE FROM events"))
         conn.execute(sa.text("UPDATE queues SET status = '{}'"))
     with engine.connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE resource_bindings"))
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+            sa.text("VACUUM ANALYZE resource_bindings")
+        )
 
 
 def raw_update(engine: sa.Engine) -> tuple[int, float]:
     with engine.connect() as conn:
-        uids = conn.execute(sa.text("SELECT job_uid FROM resource_bindings WHERE phase = 'Suspended'")).scalars().all()
+        uids = (
+            conn.execute(sa.text("SELECT job_uid FROM resource_bindings WHERE phase = 'Suspended'"))
+            .scalars()
+            .all()
+        )
     clusters = [f"c{i % 20:02d}" for i in range(len(uids))]
     start = time.perf_counter()
     with engine.begin() as conn:
@@ -125,7 +194,9 @@ def raw_update(engine: sa.Engine) -> tuple[int, float]:
 
 
 def ours(engine: sa.Engine) -> tuple[int, float]:
-    ctx = HubContext(settings=HubSettings(database_url="x"), engine=engine, sessions=make_sessionmaker(engine))
+    ctx = HubContext(
+        settings=HubSettings(database_url="x"), engine=engine, sessions=make_sessionmaker(engine)
+    )
     start = time.perf_counter()
     admitted = dispatch_cycle(ctx)
     return admitted, time.perf_counter() - start
@@ -133,10 +204,16 @@ def ours(engine: sa.Engine) -> tuple[int, float]:
 
 def naive(engine: sa.Engine, limit: int) -> tuple[int, float]:
     with engine.connect() as conn:
-        uids = conn.execute(
-            sa.text("SELECT job_uid FROM resource_bindings WHERE phase = 'Suspended' ORDER BY job_uid LIMIT :n"),
-            {"n": limit},
-        ).scalars().all()
+        uids = (
+            conn.execute(
+                sa.text(
+                    "SELECT job_uid FROM resource_bindings WHERE phase = 'Suspended' ORDER BY job_uid LIMIT :n"
+                ),
+                {"n": limit},
+            )
+            .scalars()
+            .all()
+        )
     start = time.perf_counter()
     with engine.connect() as conn:
         for i, uid in enumerate(uids):
@@ -152,7 +229,9 @@ def naive(engine: sa.Engine, limit: int) -> tuple[int, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--running", type=int, default=20_000)
     parser.add_argument("--naive", type=int, default=2000, help="jobs for the one-commit-per-job baseline")
@@ -169,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         snap = make_snapshot(args.jobs, running=args.running, seed=args.seed)
         t = time.perf_counter()
         seed(engine, snap)
-        print(f"seeded {len(snap.pending)} pending + {len(snap.running)} running jobs in {time.perf_counter() - t:.1f} s")
+        print(
+            f"seeded {len(snap.pending)} pending + {len(snap.running)} running jobs in {time.perf_counter() - t:.1f} s"
+        )
         raw_n, raw_s = raw_update(engine)
         reset(engine)
         our_n, our_s = ours(engine)
@@ -182,9 +263,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n`{cmd.strip()}`\n")
     print("| path | rows | seconds | rows/s | vs raw | vs naive |")
     print("|---|---|---|---|---|---|")
-    print(f"| raw batched UPDATE ... FROM unnest (one statement, all pending) | {raw_n} | {raw_s:.2f} | {raw_rate:,.0f} | 1.00 | {raw_rate / naive_rate:.1f}x |")
-    print(f"| vglobal dispatch cycle (read snapshot + admit + batched write + commit) | {our_n} | {our_s:.2f} | {our_rate:,.0f} | {our_rate / raw_rate:.2f} | {our_rate / naive_rate:.1f}x |")
-    print(f"| naive: one UPDATE + commit per job | {naive_n} | {naive_s:.2f} | {naive_rate:,.0f} | {naive_rate / raw_rate:.3f} | 1.0x |")
+    print(
+        f"| raw batched UPDATE ... FROM unnest (one statement, all pending) | {raw_n} | {raw_s:.2f} | {raw_rate:,.0f} | 1.00 | {raw_rate / naive_rate:.1f}x |"
+    )
+    print(
+        f"| vglobal dispatch cycle (read snapshot + admit + batched write + commit) | {our_n} | {our_s:.2f} | {our_rate:,.0f} | {our_rate / raw_rate:.2f} | {our_rate / naive_rate:.1f}x |"
+    )
+    print(
+        f"| naive: one UPDATE + commit per job | {naive_n} | {naive_s:.2f} | {naive_rate:,.0f} | {naive_rate / raw_rate:.3f} | 1.0x |"
+    )
     return 0
 
 

@@ -97,6 +97,7 @@ class Run:
     # Snapshot pieces reused across cycles: a node by its free GPUs, a job by its waiting time.
     _nodes: dict[tuple[int, int], NodeSnap] = field(default_factory=dict)
     _jobs: dict[tuple[str, float], PendingJob] = field(default_factory=dict)
+    _runs: dict[tuple[str, float], RunningJob] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.free = np.full(self.nodes, PER_NODE, dtype=np.int64)
@@ -169,12 +170,7 @@ class Run:
         for job, rows in self.running.values():
             usage[job.queue] += job.gpus * 1000
             if self.reclaim:
-                per: dict[str, int] = defaultdict(int)
-                for i in rows:
-                    per[f"n{i:04d}"] += job.per_pod * 1000
-                running.append(RunningJob(job.uid, job.queue, "philly", 0, job.submit,
-                                          ResourceVector({GPU: job.gpus * 1000}),
-                                          {n: ResourceVector({GPU: v}) for n, v in per.items()}))
+                running.append(self._running(job, rows))
         queues = tuple(QueueSnap(q, weight=w, allocated=ResourceVector({GPU: usage[q]}))
                        for q, w in sorted(self.weights.items()))
         pending = tuple(self._pending(j) for js in self.pending.values() for j in js)
@@ -209,6 +205,18 @@ class Run:
         if got is None:
             got = self._nodes[key] = NodeSnap(f"n{i:04d}", ResourceVector({GPU: free * 1000}),
                                               ResourceVector({GPU: PER_NODE * 1000}))
+        return got
+
+    def _running(self, job: TraceJob, rows: list[int]) -> RunningJob:
+        key = (job.uid, float(job.attempts))
+        got = self._runs.get(key)
+        if got is None:
+            per: dict[str, int] = defaultdict(int)
+            for i in rows:
+                per[f"n{i:04d}"] += job.per_pod * 1000
+            got = self._runs[key] = RunningJob(job.uid, job.queue, "philly", 0, job.submit,
+                                               ResourceVector({GPU: job.gpus * 1000}),
+                                               {n: ResourceVector({GPU: v}) for n, v in per.items()})
         return got
 
     def _pending(self, j: TraceJob) -> PendingJob:

@@ -65,10 +65,7 @@ def _index(snapshot: Snapshot) -> ResourceIndex:
         names.update(j.request)
         for vec, _ in j.gang:
             names.update(vec)
-    for r in snapshot.running:
-        names.update(r.request)
-        for vec in r.placements.values():
-            names.update(vec)
+    # Running jobs' resources are left out: reclaim only needs the ones pending gangs ask for.
     return ResourceIndex(names)
 
 
@@ -85,7 +82,7 @@ class _Cycle:
         self.tree = QueueTree(snapshot.queues, index, index.vector(capacity.tolist()), demand)
         self.order = FairOrder(self.tree)
         self.failures = FailureCache(index.size)
-        self.reclaim = ReclaimPlanner(snapshot.running, self.tree, self.clusters, index)
+        self._planner: ReclaimPlanner | None = None  # built on the first reclaim attempt
         self.decisions: dict[str, Admit | Wait] = {}
         self.reclaims: list[Reclaim] = []
         self.admitted: list[str] = []
@@ -166,7 +163,7 @@ class _Cycle:
         return self.snap.now - job.snap.waiting_since > self.snap.starvation_after
 
     def _may_reclaim(self, job: _Job, leaf: _Leaf) -> bool:
-        if leaf.reclaim_failed or not self.reclaim.by_cluster:
+        if leaf.reclaim_failed or not self.snap.running:
             return False
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
@@ -308,7 +305,9 @@ class _Cycle:
 
     def _plan_reclaim(self, job: _Job, leaf: _Leaf) -> Wait | None:
         cand = self._fits_allocatable(job)
-        plan = self.reclaim.plan(job.leaf, cand, job.gang)
+        if self._planner is None:
+            self._planner = ReclaimPlanner(self.snap.running, self.tree, self.clusters, self.index)
+        plan = self._planner.plan(job.leaf, cand, job.gang)
         if plan is None:
             return None
         c, victims = plan

@@ -31,6 +31,16 @@ class ResourceIndex:
             out[col[name]] = value
         return out
 
+    def known_row(self, vec: Mapping[str, int]) -> list[int]:
+        """Like row(), dropping resources the index does not know (no pending job asks for them)."""
+        out = [0] * self.size
+        col = self.col
+        for name, value in vec.items():
+            i = col.get(name)
+            if i is not None:
+                out[i] = value
+        return out
+
     def array(self, vec: Mapping[str, int]) -> IntArray:
         return np.array(self.row(vec), dtype=np.int64)
 

@@ -61,7 +61,7 @@ class ReclaimPlanner:
             if q is None or c is None or not tree.is_leaf[q] or not tree.reclaimable[q]:
                 continue
             node_col = clusters.node_col[c]
-            placed = [(node_col[n], index.row(v)) for n, v in sorted(job.placements.items()) if n in node_col]
+            placed = [(node_col[n], index.known_row(v)) for n, v in sorted(job.placements.items()) if n in node_col]
             if not placed:
                 continue  # frees no node we know of, so it cannot help a gang fit
             main = max(placed, key=lambda p: (sum(p[1]), -p[0]))[0]
@@ -69,7 +69,7 @@ class ReclaimPlanner:
                 Victim(
                     job.uid,
                     q,
-                    index.array(job.request),
+                    np.array(index.known_row(job.request), dtype=np.int64),
                     main,
                     np.array([p[0] for p in placed], dtype=np.int64),
                     np.array([p[1] for p in placed], dtype=np.int64),

@@ -12,7 +12,15 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot
+from vglobal.admission import (
+    ClusterSnap,
+    HyperNodeSnap,
+    NodeSnap,
+    PendingJob,
+    QueueSnap,
+    RunningJob,
+    Snapshot,
+)
 from vglobal.config import HubSettings
 from vglobal.model.phases import BindingPhase
 from vglobal.model.resources import ResourceVector
@@ -132,11 +140,15 @@ def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
     for gang in unplaced:
         reserve(free, gang)
     nodes = tuple(
-        NodeSnap(name=n, free=free[n], allocatable=allocatable[n], labels=labels[n]) for n in sorted(allocatable)
+        NodeSnap(name=n, free=free[n], allocatable=allocatable[n], labels=labels[n])
+        for n in sorted(allocatable)
     )
     hypernodes = tuple(
         HyperNodeSnap(
-            name=h["name"], tier=int(h["tier"]), parent=h.get("parent") or None, nodes=tuple(h.get("nodes", ()))
+            name=h["name"],
+            tier=int(h["tier"]),
+            parent=h.get("parent") or None,
+            nodes=tuple(h.get("nodes", ())),
         )
         for h in row.hypernodes
     )

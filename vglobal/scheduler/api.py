@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import EMPTY, ResourceVector
 
 _NO_STRINGS: Mapping[str, str] = {}
@@ -114,6 +115,8 @@ class ClusterState:
     nodes: tuple[NodeSpec, ...]
     jobs: tuple[JobSpec, ...]
     queues: tuple[QueueSpec, ...]
+    # the cluster's resolved network topology (network-topology-aware); empty = none known
+    hyper_nodes: tuple[ResolvedHyperNode, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

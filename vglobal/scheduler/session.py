@@ -42,6 +42,7 @@ class Session(PluginHooks):
         self.vectorized = vectorized
         self.index = ResourceIndex(_resource_names(state))
         self.nodes = NodeTable(state.nodes, self.index)
+        self.hyper_nodes = state.hyper_nodes
         self.total: IntArray = self.nodes.total()
         self.queues: dict[str, QueueInfo] = {
             q.name: QueueInfo(q) for q in sorted(state.queues, key=lambda q: q.name)
