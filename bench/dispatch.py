@@ -40,7 +40,12 @@ def _vec(cpu: int, mem_gi: int, gpu: int = 0) -> ResourceVector:
 
 
 def make_snapshot(
-    jobs: int = 100_000, clusters: int = 20, nodes: int = 500, fanout: int = 10, running: int = 20_000, seed: int = 7
+    jobs: int = 100_000,
+    clusters: int = 20,
+    nodes: int = 500,
+    fanout: int = 10,
+    running: int = 20_000,
+    seed: int = 7,
 ) -> Snapshot:
     """A deterministic snapshot; the same arguments always give the same snapshot."""
     rng = np.random.default_rng(seed)
@@ -82,12 +87,30 @@ def make_snapshot(
         leaf = leaves[int(rng.integers(0, len(leaves)))]
         alloc_by_queue[leaf] = alloc_by_queue.get(leaf, ResourceVector()) + req
         running_jobs.append(
-            RunningJob(f"run-{k:06d}", leaf, f"c{ci:02d}", int(rng.choice([0, 100])), NOW - 10_000 + k, req,
-                       {f"n{ni:04d}": req})
+            RunningJob(
+                f"run-{k:06d}",
+                leaf,
+                f"c{ci:02d}",
+                int(rng.choice([0, 100])),
+                NOW - 10_000 + k,
+                req,
+                {f"n{ni:04d}": req},
+            )
         )
     queues = [
-        QueueSnap(q.name, q.parent, q.weight, q.priority, q.capability, q.deserved, q.guarantee, q.reclaimable,
-                  q.open, alloc_by_queue.get(q.name, ResourceVector()), q.created)
+        QueueSnap(
+            q.name,
+            q.parent,
+            q.weight,
+            q.priority,
+            q.capability,
+            q.deserved,
+            q.guarantee,
+            q.reclaimable,
+            q.open,
+            alloc_by_queue.get(q.name, ResourceVector()),
+            q.created,
+        )
         for q in queues
     ]
     cluster_snaps = tuple(
@@ -146,7 +169,9 @@ def volcano_global_rule(snapshot: Snapshot) -> Baseline:
     the sum of ALL clusters' allocatable, no gang fit on any one cluster, no fair share."""
     start = time.perf_counter()
     everything = total(n.allocatable for c in snapshot.clusters for n in c.nodes)
-    caps = {q.name: (q.capability.minimum(everything) if q.capability else everything) for q in snapshot.queues}
+    caps = {
+        q.name: (q.capability.minimum(everything) if q.capability else everything) for q in snapshot.queues
+    }
     alloc = {q.name: q.allocated for q in snapshot.queues}
     by_queue: dict[str, list[PendingJob]] = {}
     for job in snapshot.pending:
@@ -178,8 +203,9 @@ def volcano_global_rule(snapshot: Snapshot) -> Baseline:
 def unplaceable(snapshot: Snapshot, uids: list[str]) -> int:
     """How many of these admissions, placed in order, fit no single cluster's free nodes."""
     by_uid = {j.uid: j for j in snapshot.pending}
-    names = {r for j in snapshot.pending for r in j.request} | {r for c in snapshot.clusters for n in c.nodes
-                                                                 for r in n.allocatable}
+    names = {r for j in snapshot.pending for r in j.request} | {
+        r for c in snapshot.clusters for n in c.nodes for r in n.allocatable
+    }
     index = ResourceIndex(names)
     clusters = Clusters(snapshot.clusters, index, "binpack")
     scale = np.maximum(clusters.max_alloc.max(axis=0), 1)
@@ -198,7 +224,9 @@ def unplaceable(snapshot: Snapshot, uids: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--clusters", type=int, default=20)
     parser.add_argument("--nodes", type=int, default=500)
@@ -221,15 +249,24 @@ def main(argv: list[str] | None = None) -> int:
     base = volcano_global_rule(snap)
     bad = unplaceable(snap, base.admitted)
     cmd = "python bench/dispatch.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    print(f"`{cmd.strip()}` (snapshot built in {gen:.1f} s; {len(snap.pending)} pending, "
-          f"{len(snap.queues)} queues, {len(snap.clusters)} clusters x {args.nodes} nodes, "
-          f"{len(snap.running)} running)\n")
-    print("| rule | cycle (best of %d) | decisions/s | admitted | admitted but fit no cluster | reclaims |" % args.repeat)
+    print(
+        f"`{cmd.strip()}` (snapshot built in {gen:.1f} s; {len(snap.pending)} pending, "
+        f"{len(snap.queues)} queues, {len(snap.clusters)} clusters x {args.nodes} nodes, "
+        f"{len(snap.running)} running)\n"
+    )
+    print(
+        f"| rule | cycle (best of {args.repeat}) | decisions/s | admitted | admitted but fit no cluster "
+        "| reclaims |"
+    )
     print("|---|---|---|---|---|---|")
-    print(f"| vglobal admit() | {best * 1000:.0f} ms | {len(snap.pending) / best:,.0f} | {ours} | 0 | "
-          f"{len(result.reclaims)} |")
-    print(f"| Volcano Global round-robin | {base.seconds * 1000:.0f} ms | {len(snap.pending) / base.seconds:,.0f} | "
-          f"{len(base.admitted)} | {bad} | 0 |")
+    print(
+        f"| vglobal admit() | {best * 1000:.0f} ms | {len(snap.pending) / best:,.0f} | {ours} | 0 | "
+        f"{len(result.reclaims)} |"
+    )
+    print(
+        f"| Volcano Global round-robin | {base.seconds * 1000:.0f} ms | {len(snap.pending) / base.seconds:,.0f} | "
+        f"{len(base.admitted)} | {bad} | 0 |"
+    )
     print(f"\nall cycle times: {', '.join(f'{t * 1000:.0f} ms' for t in times)}")
     return 0
 

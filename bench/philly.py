@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vglobal.admission import Admit, ClusterSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot, admit
+from vglobal.admission import ClusterSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot, admit
+from vglobal.admission.index import ResourceIndex
+from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "philly"
@@ -69,8 +71,11 @@ def load(limit: int | None) -> tuple[list[TraceJob], dict[str, int]]:
     for k, (ts, row) in enumerate(rows):
         g = max(int(row["num_gpus"]), 1)
         pods = math.ceil(g / PER_NODE)
-        jobs.append(TraceJob(f"j{k:05d}", row["cluster"], ts - t0, float(row["duration"]), g, pods,
-                             math.ceil(g / pods)))
+        jobs.append(
+            TraceJob(
+                f"j{k:05d}", row["cluster"], ts - t0, float(row["duration"]), g, pods, math.ceil(g / pods)
+            )
+        )
         weights.setdefault(row["cluster"], 1)
     return jobs, weights
 
@@ -88,10 +93,12 @@ class Run:
     free: np.ndarray = field(init=False)
     pending: dict[str, list[TraceJob]] = field(default_factory=lambda: defaultdict(list))
     running: dict[str, tuple[TraceJob, list[int]]] = field(default_factory=dict)
-    gpu_time: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     lost: float = 0.0
     reclaimed: int = 0
     rejected: int = 0
+    contended: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # GPU-s while jobs wait
+    jain_time: float = 0.0
+    busy_time: float = 0.0
     cycles: int = 0
     waiting_since: dict[str, float] = field(default_factory=dict)
     # Snapshot pieces reused across cycles: a node by its free GPUs, a job by its waiting time.
@@ -131,7 +138,6 @@ class Run:
         for i in rows:
             self.free[i] += job.per_pod
         job.finish = now
-        self.gpu_time[job.queue] += job.gpus * job.duration
 
     def stop(self, uid: str, now: float) -> None:
         job, rows = self.running.pop(uid)
@@ -171,8 +177,10 @@ class Run:
             usage[job.queue] += job.gpus * 1000
             if self.reclaim:
                 running.append(self._running(job, rows))
-        queues = tuple(QueueSnap(q, weight=w, allocated=ResourceVector({GPU: usage[q]}))
-                       for q, w in sorted(self.weights.items()))
+        queues = tuple(
+            QueueSnap(q, weight=w, allocated=ResourceVector({GPU: usage[q]}))
+            for q, w in sorted(self.weights.items())
+        )
         pending = tuple(self._pending(j) for js in self.pending.values() for j in js)
         snap = Snapshot(now, queues, (ClusterSnap("philly", {}, tuple(node_snaps)),), pending, tuple(running))
         result = admit(snap)
@@ -181,15 +189,15 @@ class Run:
         done: set[str] = set()
         for uid in result.admitted_order:
             job = by_uid[uid]
-            rows = self.place(job)
-            if rows is None:
+            placed = self.place(job)
+            if placed is None:
                 # admit() checked the gang against its own first-fit of this cycle, which steers
                 # around starvation reservations; the agent places first-fit without knowing them,
                 # so a later gang of the same cycle can miss. The agent rejects it: it stays pending.
                 self.rejected += 1
                 continue
             done.add(uid)
-            self.start(job, rows, now, events)
+            self.start(job, placed, now, events)
             started_at[uid] = now
         for r in result.reclaims:
             job = self.running[r.victim_uid][0]
@@ -198,13 +206,13 @@ class Run:
         for q in list(self.pending):
             self.pending[q] = [j for j in self.pending[q] if j.uid not in done]
 
-
     def _node(self, i: int, free: int) -> NodeSnap:
         key = (i, free)
         got = self._nodes.get(key)
         if got is None:
-            got = self._nodes[key] = NodeSnap(f"n{i:04d}", ResourceVector({GPU: free * 1000}),
-                                              ResourceVector({GPU: PER_NODE * 1000}))
+            got = self._nodes[key] = NodeSnap(
+                f"n{i:04d}", ResourceVector({GPU: free * 1000}), ResourceVector({GPU: PER_NODE * 1000})
+            )
         return got
 
     def _running(self, job: TraceJob, rows: list[int]) -> RunningJob:
@@ -214,9 +222,15 @@ class Run:
             per: dict[str, int] = defaultdict(int)
             for i in rows:
                 per[f"n{i:04d}"] += job.per_pod * 1000
-            got = self._runs[key] = RunningJob(job.uid, job.queue, "philly", 0, job.submit,
-                                               ResourceVector({GPU: job.gpus * 1000}),
-                                               {n: ResourceVector({GPU: v}) for n, v in per.items()})
+            got = self._runs[key] = RunningJob(
+                job.uid,
+                job.queue,
+                "philly",
+                0,
+                job.submit,
+                ResourceVector({GPU: job.gpus * 1000}),
+                {n: ResourceVector({GPU: v}) for n, v in per.items()},
+            )
         return got
 
     def _pending(self, j: TraceJob) -> PendingJob:
@@ -225,9 +239,48 @@ class Run:
         got = self._jobs.get(key)
         if got is None:
             pod = ResourceVector({GPU: j.per_pod * 1000})
-            got = self._jobs[key] = PendingJob(j.uid, j.uid, "philly", j.queue, 0, j.submit, since,
-                                               ResourceVector({GPU: j.gpus * 1000}), ((pod, j.pods),))
+            got = self._jobs[key] = PendingJob(
+                j.uid,
+                j.uid,
+                "philly",
+                j.queue,
+                0,
+                j.submit,
+                since,
+                ResourceVector({GPU: j.gpus * 1000}),
+                ((pod, j.pods),),
+            )
         return got
+
+
+def fair_shares(run: Run) -> dict[str, float]:
+    """Each queue's weighted fair share of GPUs now: water-filling capped by demand (= deserved)."""
+    index = ResourceIndex([GPU])
+    usage: dict[str, int] = defaultdict(int)
+    for job, _ in run.running.values():
+        usage[job.queue] += job.gpus * 1000
+    queues = [
+        QueueSnap(q, weight=w, allocated=ResourceVector({GPU: usage[q]})) for q, w in run.weights.items()
+    ]
+    demand = [(j.queue, [j.gpus * 1000]) for js in run.pending.values() for j in js]
+    tree = QueueTree(queues, index, ResourceVector({GPU: run.nodes * PER_NODE * 1000}), demand)
+    return {q: float(tree.deserved[tree.idx[q]][0]) / 1000 for q in run.weights}
+
+
+def account(run: Run, since: float, now: float) -> None:
+    """GPU-seconds per queue and time-weighted Jain index of usage / fair share, while jobs wait."""
+    if now <= since or not any(run.pending.values()):
+        return
+    dt = now - since
+    usage: dict[str, float] = defaultdict(float)
+    for job, _ in run.running.values():
+        usage[job.queue] += job.gpus
+    for q, g in usage.items():
+        run.contended[q] += g * dt
+    shares = fair_shares(run)
+    ratios = [usage[q] / s for q, s in shares.items() if s > 0]
+    run.jain_time += jain(ratios) * dt
+    run.busy_time += dt
 
 
 def replay(run: Run) -> float:
@@ -237,9 +290,12 @@ def replay(run: Run) -> float:
     started_at: dict[str, float] = {}
     arrivals = sorted(run.jobs, key=lambda j: (j.submit, j.uid))
     k = 0
+    last = 0.0
     while k < len(arrivals) or events:
         nxt = min(arrivals[k].submit if k < len(arrivals) else math.inf, events[0][0] if events else math.inf)
         now = math.ceil(nxt / run.tick) * run.tick  # one cycle per tick handles all its events
+        account(run, last, now)
+        last = now
         while events and events[0][0] <= now:
             _, attempt, uid = heapq.heappop(events)
             run.finish(uid, attempt, now)
@@ -263,39 +319,52 @@ def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
     print(f"`{cmd}`\n")
     weights = runs[0].weights
     wsum = sum(weights.values())
-    print("| policy | jobs | avg JCT (h) | avg queueing delay (h) | p95 queueing delay (h) | "
-          "Jain (GPU-time share / weight share) | reclaimed jobs | lost GPU-h | agent rejections | cycles | wall s |")
+    print(
+        "| policy | jobs | avg JCT (h) | avg queueing delay (h) | p95 queueing delay (h) | "
+        "Jain (usage / fair share, while jobs wait) | reclaimed jobs | lost GPU-h | agent rejections | "
+        "cycles | wall s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run, secs in zip(runs, seconds, strict=True):
         done = [j for j in run.jobs if j.finish is not None and j.start is not None]
         jct = [j.finish - j.submit for j in done]  # type: ignore[operator]
         wait = [j.start - j.submit for j in done]  # type: ignore[operator]
-        total = sum(run.gpu_time.values()) or 1.0
-        ratios = [(run.gpu_time[q] / total) / (w / wsum) for q, w in weights.items()]
-        print(f"| {run.name} | {len(done)} | {np.mean(jct) / 3600:.2f} | {np.mean(wait) / 3600:.2f} | "
-              f"{np.percentile(wait, 95) / 3600:.2f} | {jain(ratios):.3f} | {run.reclaimed} | "
-              f"{run.lost / 3600:.0f} | {run.rejected} | {run.cycles} | {secs:.0f} |")
-    print("\nPer queue: weight share, then GPU-time share and average queueing delay (h) per policy\n")
-    head = " | ".join(f"{r.name} GPU-time | {r.name} delay" for r in runs)
+        fairness = run.jain_time / run.busy_time if run.busy_time else 1.0
+        print(
+            f"| {run.name} | {len(done)} | {np.mean(jct) / 3600:.2f} | {np.mean(wait) / 3600:.2f} | "
+            f"{np.percentile(wait, 95) / 3600:.2f} | {fairness:.3f} | {run.reclaimed} | "
+            f"{run.lost / 3600:.0f} | {run.rejected} | {run.cycles} | {secs:.0f} |"
+        )
+    print(
+        "\nPer queue: weight share; per policy the share of GPU-time used while jobs were waiting, and the "
+        "average queueing delay (h)\n"
+    )
+    head = " | ".join(f"{r.name} GPU-time share | {r.name} delay" for r in runs)
     print(f"| queue | weight | weight share | {head} |")
     print("|---|---|---|" + "---|" * (2 * len(runs)))
-    for q, w in sorted(weights.items(), key=lambda kv: -kv[1]):
+    for q, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])):
         cells = []
         for run in runs:
-            total = sum(run.gpu_time.values()) or 1.0
+            total = sum(run.contended.values()) or 1.0
             waits = [j.start - j.submit for j in run.jobs if j.queue == q and j.start is not None]
-            cells.append(f"{run.gpu_time[q] / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}")
+            cells.append(f"{run.contended[q] / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}")
         print(f"| {q} | {w} | {w / wsum:.1%} | {' | '.join(cells)} |")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--limit", type=int, default=None, help="replay only the first N jobs")
-    parser.add_argument("--tick", type=float, default=60.0, help="admission cycle granularity, seconds")
+    parser.add_argument("--tick", type=float, default=300.0, help="admission cycle granularity, seconds")
     parser.add_argument("--no-reclaim", action="store_true", help="fair share without reclaim")
     parser.add_argument("--policies", default="fifo,fair")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="cluster size as a fraction of the sum of VC nodes (below 1 adds contention)")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="cluster size as a fraction of the sum of VC nodes (below 1 adds contention)",
+    )
     args = parser.parse_args(argv)
     runs, seconds = [], []
     for name in args.policies.split(","):

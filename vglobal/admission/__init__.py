@@ -7,8 +7,8 @@ from vglobal.admission.admit import admit
 from vglobal.admission.snapshot import (
     PLACEMENTS,
     ROOT,
-    Admit,
     AdmissionResult,
+    Admit,
     ClusterSnap,
     Gang,
     HyperNodeSnap,
@@ -25,8 +25,8 @@ from vglobal.admission.snapshot import (
 __all__ = [
     "PLACEMENTS",
     "ROOT",
-    "Admit",
     "AdmissionResult",
+    "Admit",
     "ClusterSnap",
     "Gang",
     "HyperNodeSnap",

@@ -19,14 +19,15 @@ from vglobal.admission.order import FairOrder
 from vglobal.admission.placement import Clusters, FailureCache, PreparedGang, pack, prepare_gang
 from vglobal.admission.reclaim import ReclaimPlanner
 from vglobal.admission.snapshot import (
-    Admit,
     AdmissionResult,
+    Admit,
     PendingJob,
     Reclaim,
     Snapshot,
     Wait,
 )
 from vglobal.admission.status import queue_statuses
+from vglobal.admission.topology import HyperNodeRows, place_with_topology, tier_text
 from vglobal.admission.tree import QueueTree
 
 
@@ -49,6 +50,10 @@ class _Leaf:
     held_for: dict[int, str] = field(default_factory=dict)
     planned: list[int] | None = None  # requests of jobs waiting on a planned reclaim
     reclaim_failed: bool = False
+    # One reclaim plan and one starvation reservation per queue and cycle: the queue's later jobs
+    # wait behind them (this also bounds the work of a cycle with a long starving backlog).
+    reclaiming: str | None = None
+    starving: str | None = None
 
 
 def _index(snapshot: Snapshot) -> ResourceIndex:
@@ -97,6 +102,7 @@ class _Cycle:
             for i in reversed(self.tree.order[1:]):
                 self._refresh_need(i)
         self._reasons: dict[tuple[object, ...], Wait] = {}
+        self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
         self._whole: dict[tuple[bytes, object], list[int]] = {}
         scale = np.maximum(self.clusters.max_alloc.max(axis=0) if len(self.clusters.names) else 0, 1)
         self._scale = np.asarray(scale, dtype=np.int64).reshape(index.size)
@@ -112,7 +118,10 @@ class _Cycle:
                 continue
             if not tree.is_leaf[i]:
                 kids = ", ".join(tree.names[c] for c in tree.children[i])
-                self._wait(job.uid, f"queue {job.queue} is not a leaf queue (children: {kids}); jobs go only to leaf queues")
+                self._wait(
+                    job.uid,
+                    f"queue {job.queue} is not a leaf queue (children: {kids}); jobs go only to leaf queues",
+                )
                 continue
             if not tree.open[i]:
                 closed = next(q for q in tree.path[i] if not tree.snaps[q].open)
@@ -153,7 +162,9 @@ class _Cycle:
                     if got is None:
                         explicit = bool(self.tree.capability[q][r] <= cap[r])
                         got = Wait(
-                            capability_reason(self.tree.names[q], self.index, r, cap[r], a[r], job.req[r], explicit)
+                            capability_reason(
+                                self.tree.names[q], self.index, r, cap[r], a[r], job.req[r], explicit
+                            )
                         )
                         self._reasons[key] = got
                     return got
@@ -163,7 +174,7 @@ class _Cycle:
         return self.snap.now - job.snap.waiting_since > self.snap.starvation_after
 
     def _may_reclaim(self, job: _Job, leaf: _Leaf) -> bool:
-        if leaf.reclaim_failed or not self.snap.running:
+        if leaf.reclaim_failed or leaf.reclaiming is not None or not self.snap.running:
             return False
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
@@ -177,9 +188,12 @@ class _Cycle:
             wait = self._capability(job)
             if wait is None:
                 best = self.failures.lookup(job.cand, job.gang)
-                if best is None or self._starving(job) or self._may_reclaim(job, leaf):
+                if best is None:
                     break
-                wait = self._no_fit(job, best)
+                starving = self._starving(job)
+                if (starving and leaf.starving is None) or self._may_reclaim(job, leaf):
+                    break
+                wait = self._behind(job, leaf, best) if starving else self._no_fit(job, best)
             self.decisions[job.snap.uid] = wait
             leaf.next += 1
         nxt = leaf.jobs[leaf.next].req if leaf.next < len(leaf.jobs) else None
@@ -261,18 +275,49 @@ class _Cycle:
                 if reserved is not None:
                     return reserved
             best = self.clusters.best_effort(job.cand, job.gang)
-            if not any(int(c) in leaf.held for c in job.cand.tolist()):
+            topo = job.snap.network_topology
+            if topo is not None and topo[0] == "hard":
+                # a topology failure says nothing about the same gang without topology: not cached
+                best = f"no HyperNode of {tier_text(topo[1])} holds it in any candidate cluster ({best})"
+            elif not any(int(c) in leaf.held for c in job.cand.tolist()):
                 self.failures.record(job.cand, job.gang, best)
         if self._may_reclaim(job, leaf):
             planned = self._plan_reclaim(job, leaf)
             if planned is not None:
+                leaf.reclaiming = job.snap.uid
                 return planned
             leaf.reclaim_failed = True
         if self._starving(job):
-            return self._reserve(job, leaf, best)
+            if leaf.starving is None:
+                return self._reserve(job, leaf, best)
+            return self._behind(job, leaf, best)
         return self._no_fit(job, best)
 
+    def _behind(self, job: _Job, leaf: _Leaf, best: str) -> Wait:
+        key = ("behind", job.gang.key, best, leaf.starving)
+        got = self._reasons.get(key)
+        if got is None:
+            got = Wait(
+                f"no cluster fits gang: {self.clusters.describe(job.gang)}; {best}; starving, but queued "
+                f"behind the starving job {leaf.starving} of queue {self.tree.names[job.leaf]}"
+            )
+            self._reasons[key] = got
+        return got
+
     def _place(self, job: _Job, leaf: _Leaf) -> Admit | None:
+        topo = job.snap.network_topology
+        if topo is not None:
+            found = place_with_topology(
+                self.clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, topo[1]
+            )
+            if found is not None:
+                c, placed_free = found
+                self.clusters.commit(c, placed_free, job.gang.total)
+                self._charge(job)
+                self.admitted.append(job.snap.uid)
+                return Admit(self.clusters.names[c])
+            if topo[0] == "hard":
+                return None
         for c in self.clusters.ranked(job.cand, job.gang):
             after = self.clusters.fit(c, job.gang, leaf.held.get(c))
             if after is not None:
@@ -299,7 +344,8 @@ class _Cycle:
             if c in leaf.held and self.clusters.fit(c, job.gang) is not None:
                 return Wait(
                     f"capacity on {self.clusters.names[c]} that fits gang {self.clusters.describe(job.gang)} "
-                    f"is reserved for the starving job {leaf.held_for[c]} of queue {self.tree.names[job.leaf]}"
+                    f"is reserved for the starving job {leaf.held_for[c]} of queue "
+                    f"{self.tree.names[job.leaf]}"
                 )
         return None
 
@@ -351,7 +397,9 @@ class _Cycle:
         best_c, best_rows = -1, None
         # Reserve where the most of what the gang needs is free already: it completes soonest.
         at = np.array(fits, dtype=np.int64)
-        share = (clusters.total_free[at][:, dims] / np.maximum(clusters.total_alloc[at][:, dims], 1)).sum(axis=1)
+        share = (clusters.total_free[at][:, dims] / np.maximum(clusters.total_alloc[at][:, dims], 1)).sum(
+            axis=1
+        )
         for c in at[np.lexsort((at, -share))].tolist():
             taken = leaf.held.get(c)
             room = clusters.alloc[c] if taken is None else np.maximum(clusters.alloc[c] - taken, 0)
@@ -365,10 +413,13 @@ class _Cycle:
                 best_c, best_rows = c, rows
                 break
         if best_c < 0 or best_rows is None:
-            return Wait(f"{head}; earlier reservations of queue {self.tree.names[job.leaf]} hold what it needs")
+            return Wait(
+                f"{head}; earlier reservations of queue {self.tree.names[job.leaf]} hold what it needs"
+            )
         taken = leaf.held.get(best_c)
         leaf.held[best_c] = best_rows if taken is None else taken + best_rows
         leaf.held_for.setdefault(best_c, job.snap.uid)
+        leaf.starving = job.snap.uid
         return Wait(
             f"{head}; waiting {waited}s (over {int(self.snap.starvation_after)}s): capacity "
             f"{fmt_row(self.index, job.gang.total.tolist())} reserved on {clusters.names[best_c]} "
@@ -387,4 +438,3 @@ def admit(snapshot: Snapshot) -> AdmissionResult:
     finally:
         if paused:
             gc.enable()
-

@@ -11,7 +11,9 @@ from vglobal.model.quantity import format_units
 def fmt_row(index: ResourceIndex, row: Sequence[int | float]) -> str:
     """``{cpu: 4, nvidia.com/gpu: 8}`` from a dense row (zero dimensions left out)."""
     parts = [
-        f"{name}: {format_units(name, int(value))}" for name, value in zip(index.names, row, strict=True) if value
+        f"{name}: {format_units(name, int(value))}"
+        for name, value in zip(index.names, row, strict=True)
+        if value
     ]
     return "{" + ", ".join(parts) + "}"
 
@@ -33,8 +35,10 @@ def capability_reason(
     name = index.names[dim]
     amount = fmt_amount(index, dim, cap)
     # A limit the admin did not set comes from capacity less the guarantees of sibling queues.
-    limit = f"capability {name} {amount}" if explicit else (
-        f"limit {name} {amount} (schedulable capacity less other queues' guarantees)"
+    limit = (
+        f"capability {name} {amount}"
+        if explicit
+        else (f"limit {name} {amount} (schedulable capacity less other queues' guarantees)")
     )
     return (
         f"queue {queue}: {limit}, allocated {fmt_amount(index, dim, alloc)}, "

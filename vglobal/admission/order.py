@@ -36,8 +36,7 @@ class FairOrder:
             v = a + req[r]
             if v:
                 s = v * inv[r]
-                if s > best:
-                    best = s
+                best = max(best, s)
         return best
 
     def _best_child(self, p: int) -> int:

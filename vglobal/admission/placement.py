@@ -77,9 +77,9 @@ def pack(free: IntArray, shapes: Sequence[Shape]) -> tuple[int, IntArray | None]
             return placed, None
         d = shape.dims
         if shape.count == 1:  # the common single pod: the first node with room
-            fits = (out[:, d] >= shape.row[d]).all(axis=1)
+            fits = np.asarray((out[:, d] >= shape.row[d]).all(axis=1), dtype=bool)
             at = int(fits.argmax())
-            if not fits[at]:
+            if not bool(fits[at]):
                 return placed, None
             if not copied:
                 out = out.copy()
@@ -143,13 +143,14 @@ class Clusters:
         self._alloc_f = np.maximum(self.total_alloc, 1).astype(np.float64)
         # Used share per cluster and resource: what binpack / spread rank by.
         self.fullness = (self.total_alloc - self.total_free) / self._alloc_f
-        self.free_sum = self.total_free[self.schedulable].sum(axis=0).tolist()
+        self.free_sum: list[int] = [int(v) for v in self.total_free[self.schedulable].sum(axis=0)]
         self._candidates: dict[tuple[object, ...], IntArray] = {}
         self._masks: dict[bytes, npt.NDArray[np.bool_]] = {}
 
     def capacity(self) -> IntArray:
         """Total allocatable of schedulable clusters: the root queue's capacity."""
-        return self.total_alloc[self.schedulable].sum(axis=0)
+        out: IntArray = self.total_alloc[self.schedulable].sum(axis=0)
+        return out
 
     def free_total(self) -> list[int]:
         """Free capacity summed over schedulable clusters, kept current by commit()."""
@@ -183,9 +184,9 @@ class Clusters:
         ok = mask & (self.total_free >= gang.total).all(axis=1) & (self.max_free >= gang.biggest).all(axis=1)
         picked = np.flatnonzero(ok)
         if picked.size <= 1:
-            return picked.tolist()
+            return [int(c) for c in picked]
         score = self.fullness[picked][:, gang.dims].sum(axis=1)
-        return picked[np.lexsort((picked, score if self.spread else -score))].tolist()
+        return [int(c) for c in picked[np.lexsort((picked, score if self.spread else -score))]]
 
     def fit(self, c: int, gang: PreparedGang, held: IntArray | None = None) -> IntArray | None:
         """The cluster's free matrix after placing the gang, or None. `held` is capacity kept away."""
@@ -202,7 +203,7 @@ class Clusters:
         self.max_free[c] = after.max(axis=0)
         self.fullness[c] = (self.total_alloc[c] - self.total_free[c]) / self._alloc_f[c]
         if self.schedulable[c]:
-            self.free_sum = [a - b for a, b in zip(self.free_sum, used.tolist(), strict=True)]
+            self.free_sum = [a - int(b) for a, b in zip(self.free_sum, used, strict=True)]
 
     def best_effort(self, cand: IntArray, gang: PreparedGang) -> str:
         """Which candidate came closest to holding the gang, and what it had."""

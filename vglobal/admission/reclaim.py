@@ -61,7 +61,9 @@ class ReclaimPlanner:
             if q is None or c is None or not tree.is_leaf[q] or not tree.reclaimable[q]:
                 continue
             node_col = clusters.node_col[c]
-            placed = [(node_col[n], index.known_row(v)) for n, v in sorted(job.placements.items()) if n in node_col]
+            placed = [
+                (node_col[n], index.known_row(v)) for n, v in sorted(job.placements.items()) if n in node_col
+            ]
             if not placed:
                 continue  # frees no node we know of, so it cannot help a gang fit
             main = max(placed, key=lambda p: (sum(p[1]), -p[0]))[0]
@@ -77,7 +79,10 @@ class ReclaimPlanner:
                 )
             )
         self.by_cluster = {c: _ClusterVictims(v, index.size) for c, v in grouped.items()}
-        floor = [np.maximum(d, np.array(g, dtype=np.float64)) for d, g in zip(tree.deserved, tree.guarantee, strict=True)]
+        floor = [
+            np.maximum(d, np.array(g, dtype=np.float64))
+            for d, g in zip(tree.deserved, tree.guarantee, strict=True)
+        ]
         self._floor: FloatArray = np.array(floor).reshape(len(tree.names), index.size)
         self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
 
@@ -86,7 +91,9 @@ class ReclaimPlanner:
         alloc = np.array(self.tree.alloc, dtype=np.float64).reshape(self._floor.shape)
         return alloc - self._given - self._floor
 
-    def plan(self, reclaimer: int, cand: Sequence[int], gang: PreparedGang) -> tuple[int, list[Victim]] | None:
+    def plan(
+        self, reclaimer: int, cand: Sequence[int], gang: PreparedGang
+    ) -> tuple[int, list[Victim]] | None:
         """Fewest victims on one cluster that let the gang fit there; None if no cluster works."""
         if not gang.shapes:
             return None
@@ -97,7 +104,11 @@ class ReclaimPlanner:
             if cv is None:
                 continue
             # Victims whose queue may lose them, judged alone; the greedy re-checks as it takes them.
-            ok = ((cv.req <= slack[cv.queue]) | (cv.req == 0)).all(axis=1) & (cv.queue != reclaimer) & ~cv.taken
+            ok = (
+                ((cv.req <= slack[cv.queue]) | (cv.req == 0)).all(axis=1)
+                & (cv.queue != reclaimer)
+                & ~cv.taken
+            )
             if not ok.any():
                 continue
             chosen = self._plan_cluster(c, cv, ok, slack, gang, best)
@@ -188,5 +199,3 @@ def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack:
         if _room(row, shape) >= target:
             return taken
     return []
-
-

@@ -42,9 +42,9 @@ def queue_statuses(
             name=name,
             allocated=index.vector(tree.alloc[i]),
             deserved=index.vector(tree.deserved[i].tolist()),
-            real_capability=None if all(c == float("inf") for c in cap) else index.vector(
-                [c if c != float("inf") else 0 for c in cap]
-            ),
+            real_capability=None
+            if all(c == float("inf") for c in cap)
+            else index.vector([c if c != float("inf") else 0 for c in cap]),
             guarantee=index.vector(tree.guarantee[i]),
             pending=pending[i],
             running=running[i] + admitted[i],

@@ -62,7 +62,9 @@ class QueueTree:
         self.alloc: list[list[int]] = [index.row(s.allocated) for s in self.snaps]
         self.alloc[0] = [0] * index.size
         for i in reversed(self.order):  # bottom-up roll-up: own usage plus the children's
-            self.alloc[i] = [a + b for a, b in zip(self.alloc[i], self._child_sum(self.alloc, i), strict=True)]
+            self.alloc[i] = [
+                a + b for a, b in zip(self.alloc[i], self._child_sum(self.alloc, i), strict=True)
+            ]
         self.initial_alloc = [row[:] for row in self.alloc]
         cap = np.array(index.row(capacity), dtype=np.float64)
         self.real_cap = self._real_caps(cap)

@@ -99,6 +99,7 @@ def dispatch_cycle(ctx: HubContext) -> int:
         metrics.QUEUE_PENDING.labels(queue=name).set(q.pending)
         metrics.QUEUE_RUNNING.labels(queue=name).set(q.running)
     for c in snapshot.clusters:
+        metrics.CLUSTER_READY.labels(cluster=c.name).set(1 if c.schedulable else 0)
         free: dict[str, int] = {}
         for n in c.nodes:
             for r, v in n.free.items():

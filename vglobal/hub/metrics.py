@@ -41,7 +41,7 @@ QUEUE_RUNNING = Gauge(
 CLUSTER_READY = Gauge(
     "vglobal_cluster_ready",
     "1 when a cluster is Ready and not cordoned",
-    ["cluster", "state"],
+    ["cluster"],
     registry=REGISTRY,
 )
 CLUSTER_FREE = Gauge(

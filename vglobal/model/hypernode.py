@@ -161,7 +161,7 @@ def parse_hyper_nodes(docs: Sequence[Any], where: str = "spec.hyperNodes") -> tu
 
 
 def _discovery_types(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``{networkTopologyTypes: ...}``, or Volcano's ``networkTopologyDiscovery: [{source: label, config}]``."""
+    """The label-discovery types: ``{networkTopologyTypes}`` or Volcano's ``networkTopologyDiscovery``."""
     if "networkTopologyTypes" in config:
         types = config["networkTopologyTypes"]
         return types if isinstance(types, Mapping) else {}
@@ -259,7 +259,9 @@ def resolve_hyper_nodes(
                 elif child in parent and parent[child] != m.name:
                     p.add(where, f'HyperNode "{child}" already has parent "{parent[child]}"')
                 elif by_name[child].tier >= m.tier:
-                    p.add(where, f'HyperNode "{child}" (tier {by_name[child].tier}) must be below tier {m.tier}')
+                    p.add(
+                        where, f'HyperNode "{child}" (tier {by_name[child].tier}) must be below tier {m.tier}'
+                    )
                 else:
                     parent[child] = m.name
                 continue
@@ -317,7 +319,9 @@ def cluster_hyper_nodes(
         found = discover_hyper_nodes(discovery, nodes)
         clash = sorted({m.name for m in parsed} & {m.name for m in found})
         if clash:
-            raise ManifestError.one("spec.hyperNodes", f'HyperNode "{clash[0]}" is also discovered from labels')
+            raise ManifestError.one(
+                "spec.hyperNodes", f'HyperNode "{clash[0]}" is also discovered from labels'
+            )
         parsed.extend(found)
     return resolve_hyper_nodes(parsed, nodes)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from vglobal.admission import (
-    Admit,
     AdmissionResult,
+    Admit,
     ClusterSnap,
     NodeSnap,
     PendingJob,
@@ -32,8 +32,13 @@ def res(cpu: float = 0, gpu: float = 0, mem_gi: int = 0) -> ResourceVector:
     return ResourceVector({"cpu": int(cpu * 1000), GPU: int(gpu * 1000), "memory": mem_gi * 2**30})
 
 
-def cluster(name: str, nodes: int, per_node: ResourceVector, labels: dict[str, str] | None = None,
-            schedulable: bool = True) -> ClusterSnap:
+def cluster(
+    name: str,
+    nodes: int,
+    per_node: ResourceVector,
+    labels: dict[str, str] | None = None,
+    schedulable: bool = True,
+) -> ClusterSnap:
     return ClusterSnap(
         name,
         labels or {},
@@ -42,16 +47,34 @@ def cluster(name: str, nodes: int, per_node: ResourceVector, labels: dict[str, s
     )
 
 
-def job(uid: str, queue: str, pod: ResourceVector, pods: int = 1, *, priority: int = 0, created: float = 0.0,
-        waiting_since: float | None = None, **placement: object) -> PendingJob:
+def job(
+    uid: str,
+    queue: str,
+    pod: ResourceVector,
+    pods: int = 1,
+    *,
+    priority: int = 0,
+    created: float = 0.0,
+    waiting_since: float | None = None,
+    **placement: object,
+) -> PendingJob:
     return PendingJob(
-        uid=uid, name=uid, namespace="ns", queue=queue, priority=priority, created=created,
+        uid=uid,
+        name=uid,
+        namespace="ns",
+        queue=queue,
+        priority=priority,
+        created=created,
         waiting_since=created if waiting_since is None else waiting_since,
-        request=pod.scale(pods), gang=((pod, pods),), **placement,  # type: ignore[arg-type]
+        request=pod.scale(pods),
+        gang=((pod, pods),),
+        **placement,  # type: ignore[arg-type]
     )
 
 
-def jobs(prefix: str, queue: str, pod: ResourceVector, count: int, pods: int = 1, **kw: object) -> list[PendingJob]:
+def jobs(
+    prefix: str, queue: str, pod: ResourceVector, count: int, pods: int = 1, **kw: object
+) -> list[PendingJob]:
     return [job(f"{prefix}{k:02d}", queue, pod, pods, created=float(k), **kw) for k in range(count)]  # type: ignore[arg-type]
 
 
@@ -90,8 +113,15 @@ class Sim:
             replace(c, nodes=tuple(replace(n, free=self.free[c.name][n.name]) for n in c.nodes))
             for c in self.clusters
         )
-        return Snapshot(self.now, queues, clusters, tuple(self.pending), tuple(self.running.values()),
-                        self.placement, self.starvation_after)
+        return Snapshot(
+            self.now,
+            queues,
+            clusters,
+            tuple(self.pending),
+            tuple(self.running.values()),
+            self.placement,
+            self.starvation_after,
+        )
 
     def place(self, j: PendingJob, cluster: str) -> RunningJob:
         free = self.free[cluster]
@@ -118,8 +148,17 @@ class Sim:
             victim = self.running.pop(rc.victim_uid)
             self._release(victim)
             self.pending.append(
-                PendingJob(victim.uid, victim.uid, "ns", victim.queue, victim.priority, victim.created,
-                           self.now, victim.request, tuple((v, 1) for v in victim.placements.values()))
+                PendingJob(
+                    victim.uid,
+                    victim.uid,
+                    "ns",
+                    victim.queue,
+                    victim.priority,
+                    victim.created,
+                    self.now,
+                    victim.request,
+                    tuple((v, 1) for v in victim.placements.values()),
+                )
             )
         self.pending = [j for j in self.pending if j.uid not in result.admitted_order]
         self.now += advance

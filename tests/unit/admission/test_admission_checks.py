@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.admission.sim import GPU, Sim, admitted, cluster, gpus, job, jobs, reason
-from vglobal.admission import QueueSnap, Snapshot, admit
+from vglobal.admission import AdmissionResult, PendingJob, QueueSnap, Snapshot, admit
 from vglobal.model.resources import ResourceVector
 
 
-def run(queues: list[QueueSnap], pending: list, nodes: int = 8):  # type: ignore[no-untyped-def]
+def run(queues: list[QueueSnap], pending: list[PendingJob], nodes: int = 8) -> AdmissionResult:
     node = gpus(8) + {"cpu": 64_000}
     return admit(Snapshot(0, tuple(queues), (cluster("c", nodes, node),), tuple(pending)))
 
@@ -18,31 +18,63 @@ def run(queues: list[QueueSnap], pending: list, nodes: int = 8):  # type: ignore
     ("case", "queues", "pending", "uid", "expected"),
     [
         ("unknown queue", [QueueSnap("a")], [job("j", "nope", gpus(1))], "j", "queue nope does not exist"),
-        ("non-leaf queue", [QueueSnap("p"), QueueSnap("p-a", parent="p")], [job("j", "p", gpus(1))], "j",
-         "queue p is not a leaf queue (children: p-a); jobs go only to leaf queues"),
+        (
+            "non-leaf queue",
+            [QueueSnap("p"), QueueSnap("p-a", parent="p")],
+            [job("j", "p", gpus(1))],
+            "j",
+            "queue p is not a leaf queue (children: p-a); jobs go only to leaf queues",
+        ),
         ("closed queue", [QueueSnap("a", open=False)], [job("j", "a", gpus(1))], "j", "queue a is closed"),
-        ("closed ancestor", [QueueSnap("p", open=False), QueueSnap("p-a", parent="p")],
-         [job("j", "p-a", gpus(1))], "j", "queue p is closed"),
-        ("leaf capability",
-         [QueueSnap("team-a", capability=gpus(64), allocated=gpus(60))], [job("j", "team-a", gpus(8))], "j",
-         "queue team-a: capability nvidia.com/gpu 64, allocated 60, job needs 8"),
-        ("ancestor capability",
-         [QueueSnap("org", capability=gpus(16)), QueueSnap("org-a", parent="org", allocated=gpus(12))],
-         [job("j", "org-a", gpus(8))], "j", "queue org: capability nvidia.com/gpu 16, allocated 12, job needs 8"),
-        ("capability in millicores",
-         [QueueSnap("a", capability=ResourceVector({"cpu": 1500}))], [job("j", "a", ResourceVector({"cpu": 2000}))],
-         "j", "queue a: capability cpu 1500m, allocated 0, job needs 2"),
-        ("no cluster offers the resource", [QueueSnap("a")], [job("j", "a", ResourceVector({"example.com/fpga": 1000}))],
-         "j", "job needs example.com/fpga 1 but all schedulable clusters together have 0"),
+        (
+            "closed ancestor",
+            [QueueSnap("p", open=False), QueueSnap("p-a", parent="p")],
+            [job("j", "p-a", gpus(1))],
+            "j",
+            "queue p is closed",
+        ),
+        (
+            "leaf capability",
+            [QueueSnap("team-a", capability=gpus(64), allocated=gpus(60))],
+            [job("j", "team-a", gpus(8))],
+            "j",
+            "queue team-a: capability nvidia.com/gpu 64, allocated 60, job needs 8",
+        ),
+        (
+            "ancestor capability",
+            [QueueSnap("org", capability=gpus(16)), QueueSnap("org-a", parent="org", allocated=gpus(12))],
+            [job("j", "org-a", gpus(8))],
+            "j",
+            "queue org: capability nvidia.com/gpu 16, allocated 12, job needs 8",
+        ),
+        (
+            "capability in millicores",
+            [QueueSnap("a", capability=ResourceVector({"cpu": 1500}))],
+            [job("j", "a", ResourceVector({"cpu": 2000}))],
+            "j",
+            "queue a: capability cpu 1500m, allocated 0, job needs 2",
+        ),
+        (
+            "no cluster offers the resource",
+            [QueueSnap("a")],
+            [job("j", "a", ResourceVector({"example.com/fpga": 1000}))],
+            "j",
+            "job needs example.com/fpga 1 but all schedulable clusters together have 0",
+        ),
     ],
 )
-def test_wait_reasons(case: str, queues: list[QueueSnap], pending: list, uid: str, expected: str) -> None:
+def test_wait_reasons(
+    case: str, queues: list[QueueSnap], pending: list[PendingJob], uid: str, expected: str
+) -> None:
     assert reason(run(queues, pending, nodes=16), uid) == expected, case
 
 
 def test_capability_counts_this_cycles_admissions_and_skips_to_smaller_jobs() -> None:
-    pending = [job("big1", "a", gpus(8), created=0), job("big2", "a", gpus(8), created=1),
-               job("small", "a", gpus(4), created=2)]
+    pending = [
+        job("big1", "a", gpus(8), created=0),
+        job("big2", "a", gpus(8), created=1),
+        job("small", "a", gpus(4), created=2),
+    ]
     result = run([QueueSnap("a", capability=gpus(12))], pending)
     assert admitted(result) == {"big1": "c", "small": "c"}
     assert reason(result, "big2") == "queue a: capability nvidia.com/gpu 12, allocated 8, job needs 8"
@@ -65,15 +97,21 @@ def test_other_branches_unmet_guarantee_is_held_back() -> None:
     queues = [QueueSnap("org"), QueueSnap("org-b", parent="org", guarantee=gpus(16)), QueueSnap("x")]
     result = run(queues, jobs("x", "x", gpus(8), 8))
     assert len(admitted(result)) == 6
-    assert reason(result, "x06") == "guarantees of other queues hold back nvidia.com/gpu 16 of 16 free, job needs 8"
+    assert (
+        reason(result, "x06")
+        == "guarantees of other queues hold back nvidia.com/gpu 16 of 16 free, job needs 8"
+    )
     assert result.queues["x"].real_capability == gpus(64) + {"cpu": 512_000}
 
 
 def test_a_queue_may_use_its_own_guarantee_and_ancestors_share_one() -> None:
-    queues = [QueueSnap("org", guarantee=gpus(16)), QueueSnap("org-a", parent="org"),
-              QueueSnap("org-b", parent="org"), QueueSnap("x")]
-    sim = Sim(queues, [cluster("c", 8, gpus(8))],
-              jobs("x", "x", gpus(8), 8) + jobs("a", "org-a", gpus(8), 1))
+    queues = [
+        QueueSnap("org", guarantee=gpus(16)),
+        QueueSnap("org-a", parent="org"),
+        QueueSnap("org-b", parent="org"),
+        QueueSnap("x"),
+    ]
+    sim = Sim(queues, [cluster("c", 8, gpus(8))], jobs("x", "x", gpus(8), 8) + jobs("a", "org-a", gpus(8), 1))
     sim.step()
     # org's guarantee is met by org-a's job, the rest went to x
     assert sim.usage("org-a") == gpus(8) and sim.usage("x") == gpus(48)
@@ -86,4 +124,6 @@ def test_queue_status_counts() -> None:
     result = run([QueueSnap("a", capability=gpus(16))], jobs("a", "a", gpus(8), 5))
     st = result.queues["a"]
     assert (st.allocated, st.pending, st.running, st.admitted) == (gpus(16), 3, 2, 2)
-    assert st.real_capability == gpus(16) + {"cpu": 512_000} and result.queues["root"].allocated[GPU] == 16_000
+    assert (
+        st.real_capability == gpus(16) + {"cpu": 512_000} and result.queues["root"].allocated[GPU] == 16_000
+    )

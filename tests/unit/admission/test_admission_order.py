@@ -7,8 +7,11 @@ from vglobal.admission import ClusterSnap, QueueSnap, Snapshot, admit
 
 
 def test_three_to_one_weights_give_48_and_16_gpus_in_one_cycle() -> None:
-    sim = Sim([QueueSnap("a", weight=3), QueueSnap("b", weight=1)], [cluster("gpu", 8, gpus(8))],
-              jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20))
+    sim = Sim(
+        [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
+        [cluster("gpu", 8, gpus(8))],
+        jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20),
+    )
     result = sim.step()
     assert sim.usage("a") == gpus(48) and sim.usage("b") == gpus(16)
     # progressive filling interleaves the queues instead of draining one first
@@ -17,16 +20,22 @@ def test_three_to_one_weights_give_48_and_16_gpus_in_one_cycle() -> None:
 
 
 def test_volcano_globals_round_robin_would_split_evenly_we_do_not() -> None:
-    sim = Sim([QueueSnap("a", weight=1), QueueSnap("b", weight=1)], [cluster("gpu", 8, gpus(8))],
-              jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(1), 200))
+    sim = Sim(
+        [QueueSnap("a", weight=1), QueueSnap("b", weight=1)],
+        [cluster("gpu", 8, gpus(8))],
+        jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(1), 200),
+    )
     sim.step()
     # equal weights: both end at 32 GPUs whatever the job sizes
     assert sim.usage("a") == gpus(32) and sim.usage("b") == gpus(32)
 
 
 def test_multi_round_share_converges_as_jobs_finish() -> None:
-    sim = Sim([QueueSnap("a", weight=3), QueueSnap("b", weight=1)], [cluster("gpu", 8, gpus(8))],
-              jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20))
+    sim = Sim(
+        [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
+        [cluster("gpu", 8, gpus(8))],
+        jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20),
+    )
     rounds = []
     for _ in range(3):
         rounds.append(sorted(admitted(sim.step())))
@@ -38,17 +47,27 @@ def test_multi_round_share_converges_as_jobs_finish() -> None:
 
 
 def test_higher_queue_priority_goes_first() -> None:
-    sim = Sim([QueueSnap("low", weight=100), QueueSnap("high", priority=10)], [cluster("gpu", 2, gpus(8))],
-              jobs("l", "low", gpus(8), 4) + jobs("h", "high", gpus(8), 4))
+    sim = Sim(
+        [QueueSnap("low", weight=100), QueueSnap("high", priority=10)],
+        [cluster("gpu", 2, gpus(8))],
+        jobs("l", "low", gpus(8), 4) + jobs("h", "high", gpus(8), 4),
+    )
     assert sorted(admitted(sim.step())) == ["h00", "h01"]
 
 
 def test_hierarchy_compares_ancestors_below_the_common_ancestor() -> None:
     # org has two busy leaves, solo one: org as a whole gets half, not two thirds.
-    queues = [QueueSnap("org"), QueueSnap("org-a", parent="org"), QueueSnap("org-b", parent="org"),
-              QueueSnap("solo")]
-    sim = Sim(queues, [cluster("gpu", 8, gpus(8))],
-              jobs("a", "org-a", gpus(8), 10) + jobs("b", "org-b", gpus(8), 10) + jobs("s", "solo", gpus(8), 10))
+    queues = [
+        QueueSnap("org"),
+        QueueSnap("org-a", parent="org"),
+        QueueSnap("org-b", parent="org"),
+        QueueSnap("solo"),
+    ]
+    sim = Sim(
+        queues,
+        [cluster("gpu", 8, gpus(8))],
+        jobs("a", "org-a", gpus(8), 10) + jobs("b", "org-b", gpus(8), 10) + jobs("s", "solo", gpus(8), 10),
+    )
     sim.step()
     assert sim.usage("solo") == gpus(32)
     assert sim.usage("org-a") == gpus(16) and sim.usage("org-b") == gpus(16)

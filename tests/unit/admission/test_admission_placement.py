@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from tests.unit.admission.sim import Sim, admitted, cluster, gpus, job, reason
@@ -12,7 +15,9 @@ Q = (QueueSnap("q"),)
 
 
 def half_full(name: str, nodes: int, free_gpus: int) -> ClusterSnap:
-    return ClusterSnap(name, {}, tuple(NodeSnap(f"{name}-n{i}", gpus(free_gpus), gpus(8)) for i in range(nodes)))
+    return ClusterSnap(
+        name, {}, tuple(NodeSnap(f"{name}-n{i}", gpus(free_gpus), gpus(8)) for i in range(nodes))
+    )
 
 
 def test_sum_of_clusters_is_not_enough_the_gang_needs_one_cluster() -> None:
@@ -27,7 +32,9 @@ def test_sum_of_clusters_is_not_enough_the_gang_needs_one_cluster() -> None:
 
 def test_gang_is_all_or_nothing_on_one_cluster_and_reports_the_closest() -> None:
     clusters = (half_full("east", 5, 8), half_full("west", 3, 8))
-    result = admit(Snapshot(0, Q, clusters, (job("big", "q", gpus(8), pods=8), job("small", "q", gpus(8), pods=5))))
+    result = admit(
+        Snapshot(0, Q, clusters, (job("big", "q", gpus(8), pods=8), job("small", "q", gpus(8), pods=5)))
+    )
     assert reason(result, "big") == (
         "no cluster fits gang: 8 pods x {nvidia.com/gpu: 8}; best: east can hold 5 of the 8 pods "
         "(5 nodes have {nvidia.com/gpu: 8} free), lacks {nvidia.com/gpu: 24} in total"
@@ -59,15 +66,20 @@ def test_pods_of_a_gang_spread_over_nodes_and_several_shapes_pack_together() -> 
         ("excluded after a rejection", {"excluded_clusters": frozenset({"a"})}, "b"),
     ],
 )
-def test_placement_annotations(case: str, placement: dict[str, object], expected: str) -> None:
-    clusters = (cluster("a", 1, gpus(8), {"region": "us"}), cluster("b", 1, gpus(8), {"region": "us"}),
-                cluster("c", 1, gpus(8), {"region": "eu"}))
-    result = admit(Snapshot(0, Q, clusters, (job("j", "q", gpus(8), **placement),)))
+def test_placement_annotations(case: str, placement: dict[str, Any], expected: str) -> None:
+    clusters = (
+        cluster("a", 1, gpus(8), {"region": "us"}),
+        cluster("b", 1, gpus(8), {"region": "us"}),
+        cluster("c", 1, gpus(8), {"region": "eu"}),
+    )
+    result = admit(Snapshot(0, Q, clusters, (replace(job("j", "q", gpus(8)), **placement),)))
     assert admitted(result) == {"j": expected}, case
 
 
 def test_no_candidate_cluster_is_explained() -> None:
-    result = admit(Snapshot(0, Q, (cluster("a", 1, gpus(8)),), (job("j", "q", gpus(1), allowed_clusters=frozenset()),)))
+    result = admit(
+        Snapshot(0, Q, (cluster("a", 1, gpus(8)),), (job("j", "q", gpus(1), allowed_clusters=frozenset()),))
+    )
     assert reason(result, "j") == "no cluster fits gang: 1 pod x {nvidia.com/gpu: 1}; no candidate cluster"
 
 
@@ -79,8 +91,10 @@ def test_unschedulable_cluster_gets_nothing() -> None:
 
 @pytest.mark.parametrize(("policy", "expected"), [("binpack", "full"), ("spread", "empty")])
 def test_binpack_prefers_the_fullest_cluster_spread_the_emptiest(policy: str, expected: str) -> None:
-    clusters = (half_full("empty", 4, 8), ClusterSnap("full", {}, half_full("f", 4, 2).nodes[:3]
-                                                      + (NodeSnap("f-n9", gpus(8), gpus(8)),)))
+    clusters = (
+        half_full("empty", 4, 8),
+        ClusterSnap("full", {}, half_full("f", 4, 2).nodes[:3] + (NodeSnap("f-n9", gpus(8), gpus(8)),)),
+    )
     result = admit(Snapshot(0, Q, clusters, (job("j", "q", gpus(8)),), placement=policy))
     assert admitted(result) == {"j": expected}
 
@@ -94,11 +108,16 @@ def test_capacity_placed_earlier_in_the_cycle_is_reserved() -> None:
     # Two clusters of one 8-GPU node, three 5-GPU jobs of three queues: each placement is seen by
     # the next decision, so j1 goes to b and j2 waits instead of being sent to a full cluster.
     queues = [QueueSnap("q0"), QueueSnap("q1"), QueueSnap("q2")]
-    sim = Sim(queues, [cluster("a", 1, gpus(8)), cluster("b", 1, gpus(8))],
-              [job(f"j{i}", f"q{i}", gpus(5), created=i) for i in range(3)])
+    sim = Sim(
+        queues,
+        [cluster("a", 1, gpus(8)), cluster("b", 1, gpus(8))],
+        [job(f"j{i}", f"q{i}", gpus(5), created=i) for i in range(3)],
+    )
     result = sim.step()
     assert admitted(result) == {"j0": "a", "j1": "b"}
-    assert reason(result, "j2").startswith("no cluster fits gang: 1 pod x {nvidia.com/gpu: 5}; best: a can hold 0")
+    assert reason(result, "j2").startswith(
+        "no cluster fits gang: 1 pod x {nvidia.com/gpu: 5}; best: a can hold 0"
+    )
     assert admitted(sim.step()) == {}  # the next cycle sees the same
     sim.finish("j0")
     assert admitted(sim.step()) == {"j2": "a"}

@@ -26,15 +26,29 @@ def snapshots(draw: st.DrawFn, flat: bool = False) -> Snapshot:
         cap = draw(st.none() | st.builds(vec, st.integers(0, 64), st.integers(0, 32)))
         g = draw(st.sampled_from([EMPTY, vec(0, 4), vec(8, 8)]))
         kids = 0 if flat else draw(st.integers(0, 2))
-        queues.append(QueueSnap(top, weight=draw(st.integers(1, 4)), capability=cap, guarantee=g if not kids else EMPTY,
-                                priority=draw(st.sampled_from([0, 0, 1]))))
+        queues.append(
+            QueueSnap(
+                top,
+                weight=draw(st.integers(1, 4)),
+                capability=cap,
+                guarantee=g if not kids else EMPTY,
+                priority=draw(st.sampled_from([0, 0, 1])),
+            )
+        )
         if not kids:
             names.append(top)
         for k in range(kids):
             leaf = f"{top}-{k}"
             cap = draw(st.none() | st.builds(vec, st.integers(0, 64), st.integers(0, 32)))
-            queues.append(QueueSnap(leaf, parent=top, weight=draw(st.integers(1, 4)), capability=cap,
-                                    guarantee=draw(st.sampled_from([EMPTY, vec(0, 4)]))))
+            queues.append(
+                QueueSnap(
+                    leaf,
+                    parent=top,
+                    weight=draw(st.integers(1, 4)),
+                    capability=cap,
+                    guarantee=draw(st.sampled_from([EMPTY, vec(0, 4)])),
+                )
+            )
             names.append(leaf)
     clusters = []
     for c in range(draw(st.integers(1, 3))):
@@ -43,20 +57,39 @@ def snapshots(draw: st.DrawFn, flat: bool = False) -> Snapshot:
             alloc = vec(draw(st.sampled_from([8, 32])), draw(st.sampled_from([0, 4, 8])))
             used = vec(draw(st.integers(0, alloc["cpu"] // 1000)), draw(st.integers(0, alloc[GPU] // 1000)))
             nodes.append(NodeSnap(f"n{n}", alloc - used, alloc))
-        clusters.append(ClusterSnap(f"c{c}", {"zone": draw(st.sampled_from("ab"))}, tuple(nodes),
-                                    schedulable=draw(st.booleans() | st.just(True))))
+        clusters.append(
+            ClusterSnap(
+                f"c{c}",
+                {"zone": draw(st.sampled_from("ab"))},
+                tuple(nodes),
+                schedulable=draw(st.booleans() | st.just(True)),
+            )
+        )
     pending = []
     for j in range(draw(st.integers(0, 25))):
         pod = vec(draw(st.integers(0, 8)), draw(st.sampled_from([0, 1, 2, 4, 8])))
         count = draw(st.integers(1, 4))
-        pending.append(PendingJob(
-            uid=f"j{j:02d}", name=f"j{j}", namespace="ns", queue=draw(st.sampled_from(names)),
-            priority=draw(st.sampled_from([0, 10])), created=float(draw(st.integers(0, 5))),
-            waiting_since=float(draw(st.integers(0, 1000))), request=pod.scale(count), gang=((pod, count),),
-            cluster_selector=draw(st.sampled_from([{}, {}, {"zone": "a"}])),
-        ))
-    return Snapshot(now=1000.0, queues=tuple(queues), clusters=tuple(clusters), pending=tuple(pending),
-                    placement=draw(st.sampled_from(["binpack", "spread"])))
+        pending.append(
+            PendingJob(
+                uid=f"j{j:02d}",
+                name=f"j{j}",
+                namespace="ns",
+                queue=draw(st.sampled_from(names)),
+                priority=draw(st.sampled_from([0, 10])),
+                created=float(draw(st.integers(0, 5))),
+                waiting_since=float(draw(st.integers(0, 1000))),
+                request=pod.scale(count),
+                gang=((pod, count),),
+                cluster_selector=draw(st.sampled_from([{}, {}, {"zone": "a"}])),
+            )
+        )
+    return Snapshot(
+        now=1000.0,
+        queues=tuple(queues),
+        clusters=tuple(clusters),
+        pending=tuple(pending),
+        placement=draw(st.sampled_from(["binpack", "spread"])),
+    )
 
 
 def first_fit(free: dict[str, ResourceVector], pod: ResourceVector, count: int) -> bool:
@@ -89,7 +122,7 @@ def test_every_admitted_gang_fits_its_cluster_and_no_job_is_lost(snap: Snapshot)
         j = by_uid[uid]
         labels = next(c.labels for c in snap.clusters if c.name == d.cluster)
         assert all(labels.get(k) == v for k, v in j.cluster_selector.items())
-        (pod, count), = j.gang
+        ((pod, count),) = j.gang
         assert first_fit(free[d.cluster], pod, count), f"{uid} does not fit {d.cluster}"
 
 
@@ -101,8 +134,14 @@ def test_never_over_capability_at_any_level(snap: Snapshot) -> None:
         if name == "root" or q.real_capability is None:
             continue
         before = result.queues[name].allocated - sum(
-            (j.request for j in snap.pending if isinstance(result.decisions[j.uid], Admit)
-             and (j.queue == name or j.queue.startswith(name + "-"))), EMPTY)
+            (
+                j.request
+                for j in snap.pending
+                if isinstance(result.decisions[j.uid], Admit)
+                and (j.queue == name or j.queue.startswith(name + "-"))
+            ),
+            EMPTY,
+        )
         for r, amount in q.allocated.items():
             if amount > before[r]:  # only this cycle's admissions are bounded by it
                 assert amount <= q.real_capability[r], (name, r)
@@ -118,8 +157,14 @@ def test_a_guarantee_is_never_taken_by_another_queue(snap: Snapshot) -> None:
         if c.schedulable:
             for n in c.nodes:
                 free = free + n.free
-    used = sum((j.gang[0][0].scale(j.gang[0][1]) for j in snap.pending
-                if isinstance(result.decisions[j.uid], Admit)), EMPTY)
+    used = sum(
+        (
+            j.gang[0][0].scale(j.gang[0][1])
+            for j in snap.pending
+            if isinstance(result.decisions[j.uid], Admit)
+        ),
+        EMPTY,
+    )
     after = free - used
     owed = sum(((q.guarantee - q.allocated).pos() for q in snap.queues if q.name not in got), EMPTY)
     for r, amount in owed.items():
@@ -132,8 +177,9 @@ def test_a_guarantee_is_never_taken_by_another_queue(snap: Snapshot) -> None:
 def test_deterministic_and_independent_of_input_order(snap: Snapshot) -> None:
     first = admit(snap)
     again = admit(snap)
-    shuffled = admit(replace(snap, queues=snap.queues[::-1], clusters=snap.clusters[::-1],
-                             pending=snap.pending[::-1]))
+    shuffled = admit(
+        replace(snap, queues=snap.queues[::-1], clusters=snap.clusters[::-1], pending=snap.pending[::-1])
+    )
     for other in (again, shuffled):
         assert other.decisions == first.decisions
         assert other.admitted_order == first.admitted_order

@@ -8,10 +8,14 @@ from vglobal.admission import QueueSnap
 
 def test_starving_big_job_reserves_capacity_against_its_own_queue_only() -> None:
     # o is not reclaimable, so big can only wait for o to finish
-    sim = Sim([QueueSnap("o", reclaimable=False), QueueSnap("q"), QueueSnap("x")], [cluster("c", 2, gpus(8))],
-              jobs("o", "o", gpus(4), 4), now=0)
+    sim = Sim(
+        [QueueSnap("o", reclaimable=False), QueueSnap("q"), QueueSnap("x")],
+        [cluster("c", 2, gpus(8))],
+        jobs("o", "o", gpus(4), 4),
+        now=0,
+    )
     assert len(admitted(sim.step())) == 4  # o0,o1 on n00; o2,o3 on n01: full
-    sim.pending += [job("big", "q", gpus(8), created=10)] + [
+    sim.pending += [job("big", "q", gpus(8), created=10), job("big2", "q", gpus(8), created=11)] + [
         job(f"s{i}", "q", gpus(4), created=20 + i) for i in range(3)
     ]
     sim.now = 20
@@ -28,31 +32,45 @@ def test_starving_big_job_reserves_capacity_against_its_own_queue_only() -> None
     assert reason(result, "s1") == (
         "capacity on c that fits gang 1 pod x {nvidia.com/gpu: 4} is reserved for the starving job big of queue q"
     )
+    # one reservation per queue: the next starving job of q waits behind it
+    assert reason(result, "big2").endswith("starving, but queued behind the starving job big of queue q")
     # another queue's job is not held back by q's reservation
     sim.pending.append(job("x0", "x", gpus(4), created=700))
     assert admitted(sim.step()) == {"x0": "c"}
     sim.finish("s0", "x0")
-    assert admitted(sim.step()) == {"big": "c"}
+    result = sim.step()
+    assert admitted(result) == {"big": "c"}
 
 
 def test_reclaim_takes_newest_lowest_priority_jobs_down_to_deserved() -> None:
-    sim = Sim([QueueSnap("a"), QueueSnap("b")], [cluster("c", 4, gpus(8))],
-              [job("a0", "a", gpus(8), created=0), job("a1", "a", gpus(8), created=1),
-               job("a2", "a", gpus(8), created=2, priority=100), job("a3", "a", gpus(8), created=3)])
+    sim = Sim(
+        [QueueSnap("a"), QueueSnap("b")],
+        [cluster("c", 4, gpus(8))],
+        [
+            job("a0", "a", gpus(8), created=0),
+            job("a1", "a", gpus(8), created=1),
+            job("a2", "a", gpus(8), created=2, priority=100),
+            job("a3", "a", gpus(8), created=3),
+        ],
+    )
     assert len(admitted(sim.step())) == 4  # a alone deserves everything
     sim.pending += jobs("b", "b", gpus(8), 3)
     result = sim.step()
     assert admitted(result) == {}
-    assert [(r.victim_uid, r.for_uid) for r in result.reclaims] == [("a3", "b00"), ("a1", "b01")]
+    # one reclaim per queue and cycle; a3 is the newest of the lowest priority
+    assert [(r.victim_uid, r.for_uid) for r in result.reclaims] == [("a3", "b00")]
     assert reason(result, "b00") == (
         "queue b is below its deserved share: reclaiming 1 job on c (a3); gang 1 pod x {nvidia.com/gpu: 8} "
         "is admitted once they stop"
     )
-    # b02 would take b above its deserved 16: it waits, and a keeps its deserved 16
-    assert reason(result, "b02").startswith("no cluster fits gang")
     result = sim.step()
-    assert admitted(result) == {"b00": "c", "b01": "c"}
+    assert admitted(result) == {"b00": "c"}
+    assert [(r.victim_uid, r.for_uid) for r in result.reclaims] == [("a1", "b01")]  # a2 has priority 100
+    result = sim.step()
+    assert admitted(result) == {"b01": "c"}
+    # b02 would take b above its deserved 16: it waits, and a keeps its deserved 16
     assert result.reclaims == ()
+    assert reason(result, "b02").startswith("no cluster fits gang")
     assert sim.usage("a") == gpus(16) and sim.usage("b") == gpus(16)
     # the reclaimed jobs are pending again and keep their age
     assert sorted((j.uid, j.created) for j in sim.pending if j.queue == "a") == [("a1", 1.0), ("a3", 3.0)]
@@ -69,8 +87,11 @@ def test_reclaim_never_takes_a_guarantee_or_a_non_reclaimable_queue() -> None:
 
 
 def test_reclaim_plans_all_victims_on_one_cluster() -> None:
-    sim = Sim([QueueSnap("a"), QueueSnap("b")], [cluster("x", 1, gpus(8)), cluster("y", 1, gpus(8))],
-              jobs("a", "a", gpus(4), 4))
+    sim = Sim(
+        [QueueSnap("a"), QueueSnap("b")],
+        [cluster("x", 1, gpus(8)), cluster("y", 1, gpus(8))],
+        jobs("a", "a", gpus(4), 4),
+    )
     assert admitted(sim.step()) == {"a00": "x", "a01": "x", "a02": "y", "a03": "y"}
     sim.pending += jobs("b", "b", gpus(8), 1)
     result = sim.step()

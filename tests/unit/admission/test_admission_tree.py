@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from tests.unit.admission.sim import GPU, cluster, gpus, jobs, res
-from vglobal.admission import QueueSnap, Snapshot, admit
+from vglobal.admission import ClusterSnap, PendingJob, QueueSnap, QueueStatus, Snapshot, admit
 from vglobal.model.resources import EMPTY, ResourceVector
 
 ONE_CLUSTER_64 = (cluster("c1", 8, gpus(8)),)
 
 
-def figures(queues: list[QueueSnap], pending: list, clusters=ONE_CLUSTER_64):  # type: ignore[no-untyped-def]
+def figures(
+    queues: list[QueueSnap], pending: list[PendingJob], clusters: tuple[ClusterSnap, ...] = ONE_CLUSTER_64
+) -> Mapping[str, QueueStatus]:
     result = admit(Snapshot(now=0, queues=tuple(queues), clusters=clusters, pending=tuple(pending)))
     return result.queues
 
@@ -19,21 +23,42 @@ def figures(queues: list[QueueSnap], pending: list, clusters=ONE_CLUSTER_64):  #
 @pytest.mark.parametrize(
     ("case", "queues", "demand", "expected"),
     [
-        ("3:1 weights split 64 GPUs 48/16", [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
-         {"a": 20, "b": 20}, {"a": 48, "b": 16}),
-        ("a capped by its demand gives the rest to b", [QueueSnap("a"), QueueSnap("b")],
-         {"a": 1, "b": 20}, {"a": 8, "b": 56}),
-        ("capability caps the share, the rest flows on", [QueueSnap("a", capability=gpus(8)), QueueSnap("b")],
-         {"a": 20, "b": 20}, {"a": 8, "b": 56}),
-        ("guarantee raises a queue without demand", [QueueSnap("a", guarantee=gpus(16)), QueueSnap("b")],
-         {"b": 20}, {"a": 16, "b": 48}),
-        ("explicit deserved is taken as given", [QueueSnap("a", deserved=gpus(40)), QueueSnap("b")],
-         {"a": 20, "b": 20}, {"a": 40, "b": 24}),
+        (
+            "3:1 weights split 64 GPUs 48/16",
+            [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
+            {"a": 20, "b": 20},
+            {"a": 48, "b": 16},
+        ),
+        (
+            "a capped by its demand gives the rest to b",
+            [QueueSnap("a"), QueueSnap("b")],
+            {"a": 1, "b": 20},
+            {"a": 8, "b": 56},
+        ),
+        (
+            "capability caps the share, the rest flows on",
+            [QueueSnap("a", capability=gpus(8)), QueueSnap("b")],
+            {"a": 20, "b": 20},
+            {"a": 8, "b": 56},
+        ),
+        (
+            "guarantee raises a queue without demand",
+            [QueueSnap("a", guarantee=gpus(16)), QueueSnap("b")],
+            {"b": 20},
+            {"a": 16, "b": 48},
+        ),
+        (
+            "explicit deserved is taken as given",
+            [QueueSnap("a", deserved=gpus(40)), QueueSnap("b")],
+            {"a": 20, "b": 20},
+            {"a": 40, "b": 24},
+        ),
         ("no demand, no deserved", [QueueSnap("a"), QueueSnap("b")], {"b": 2}, {"a": 0, "b": 16}),
     ],
 )
-def test_deserved_water_filling(case: str, queues: list[QueueSnap], demand: dict[str, int],
-                                expected: dict[str, int]) -> None:
+def test_deserved_water_filling(
+    case: str, queues: list[QueueSnap], demand: dict[str, int], expected: dict[str, int]
+) -> None:
     pending = [j for q, n in demand.items() for j in jobs(f"{q}-", q, gpus(8), n)]
     got = figures(queues, pending)
     assert {q: got[q].deserved[GPU] // 1000 for q in expected} == expected, case
@@ -47,7 +72,9 @@ def test_hierarchy_splits_level_by_level_and_rolls_usage_up() -> None:
         QueueSnap("org-b", parent="org", weight=3),
         QueueSnap("solo", weight=1, allocated=gpus(4)),
     ]
-    pending = jobs("a", "org-a", gpus(8), 10) + jobs("b", "org-b", gpus(8), 10) + jobs("s", "solo", gpus(8), 10)
+    pending = (
+        jobs("a", "org-a", gpus(8), 10) + jobs("b", "org-b", gpus(8), 10) + jobs("s", "solo", gpus(8), 10)
+    )
     got = figures(queues, pending, clusters=(cluster("c1", 16, gpus(8)),))  # 128 GPUs
     assert got["org"].deserved == gpus(64) and got["solo"].deserved == gpus(64)
     assert got["org-a"].deserved == gpus(16) and got["org-b"].deserved == gpus(48)

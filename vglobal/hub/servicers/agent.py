@@ -92,7 +92,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                         state.runs.pop(msg.rejected.job_uid, None)
                 elif body == "status":
                     self._status(msg.status, state)
-                self.ctx.wakeups.fire(DELIVER)
+                if body in ("register", "rejected", "status"):
+                    # What this cluster should run may differ now: let the writer half re-check.
+                    self.ctx.wakeups.fire(DELIVER)
         except grpc.RpcError:
             pass
         except Exception:

@@ -1,0 +1,97 @@
+"""Topology-aware cluster choice: can one HyperNode of a cluster hold a gang, and at which tier?
+
+A hard-topology gang may only be dispatched to a cluster where ONE HyperNode of tier <= the job's
+highest allowed tier can hold all its pods (packed first-fit decreasing onto that HyperNode's nodes'
+free vectors, as placement.py packs a whole cluster); clusters are preferred by the lowest such
+tier, because a lower tier is a closer network. ``highest tier None`` (e.g. only a tier name was
+given, which the hub cannot map to a number) allows any tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.placement import Clusters, PreparedGang, Shape, pack, prepare_gang
+from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyFit:
+    tier: int
+    hypernode: str
+    after: IntArray  # the cluster's free matrix (all nodes) after placing the gang there
+
+
+class HyperNodeRows:
+    """Per cluster: its HyperNodes in (tier, name) order with the matrix rows of their nodes."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, hypernodes: Sequence[HyperNodeSnap], node_col: Mapping[str, int]) -> None:
+        self.entries: list[tuple[int, str, IntArray]] = []
+        for h in sorted(hypernodes, key=lambda h: (h.tier, h.name)):
+            rows = np.array(sorted(node_col[n] for n in h.nodes if n in node_col), dtype=np.int64)
+            if rows.size:
+                self.entries.append((h.tier, h.name, rows))
+
+    def lowest_fit(
+        self, free: IntArray, shapes: Sequence[Shape], highest_tier: int | None
+    ) -> TopologyFit | None:
+        """The first HyperNode in (tier, name) order that holds every pod of the gang."""
+        for tier, name, rows in self.entries:
+            if highest_tier is not None and tier > highest_tier:
+                break
+            _, sub = pack(free[rows], shapes)
+            if sub is not None:
+                after = free.copy()
+                after[rows] = sub
+                return TopologyFit(tier, name, after)
+        return None
+
+
+def lowest_tier(cluster: ClusterSnap, gang: Gang, highest_tier: int | None) -> int | None:
+    """The lowest tier at which one HyperNode of ``cluster`` can hold ``gang`` on its free capacity."""
+    names: set[str] = set()
+    for n in cluster.nodes:
+        names.update(n.free)
+    for vec, _ in gang:
+        names.update(vec)
+    index = ResourceIndex(names)
+    nodes = sorted(cluster.nodes, key=lambda n: n.name)
+    free = np.array([index.row(n.free) for n in nodes], dtype=np.int64).reshape(len(nodes), index.size)
+    prepared = prepare_gang(gang, index, np.maximum(free.max(axis=0, initial=0), 1))
+    rows = HyperNodeRows(cluster.hypernodes, {n.name: i for i, n in enumerate(nodes)})
+    fit = rows.lowest_fit(np.maximum(free, 0), prepared.shapes, highest_tier)
+    return None if fit is None else fit.tier
+
+
+def tier_text(highest_tier: int | None) -> str:
+    return "any tier" if highest_tier is None else f"tier <= {highest_tier}"
+
+
+def place_with_topology(
+    clusters: Clusters,
+    cache: dict[int, HyperNodeRows],
+    cand: IntArray,
+    gang: PreparedGang,
+    held: Mapping[int, IntArray],
+    highest_tier: int | None,
+) -> tuple[int, IntArray] | None:
+    """(cluster, free matrix after) for the candidate with the lowest-tier HyperNode holding the
+    gang; among equal tiers the cluster policy's ranking decides. None if no cluster has one."""
+    best: tuple[int, int, IntArray] | None = None
+    for c in clusters.ranked(cand, gang):
+        rows = cache.get(c)
+        if rows is None:
+            rows = cache[c] = HyperNodeRows(clusters.snaps[c].hypernodes, clusters.node_col[c])
+        kept = held.get(c)
+        free = clusters.free[c] if kept is None else np.maximum(clusters.free[c] - kept, 0)
+        fit = rows.lowest_fit(free, gang.shapes, highest_tier)
+        if fit is not None and (best is None or fit.tier < best[0]):
+            after = fit.after if kept is None else clusters.free[c] - (free - fit.after)
+            best = (fit.tier, c, after)
+    return None if best is None else (best[1], best[2])

@@ -1,0 +1,189 @@
+"""network-topology-aware: keep a gang inside one HyperNode (Volcano HEAD semantics).
+
+A job with ``networkTopology`` is allocated HyperNode by HyperNode: tiers ascending (closest network
+first), within a tier by the HyperNode score (binpack over the HyperNode, then the share of the
+job's tasks already there), ties by name. The first HyperNode that makes the gang ready wins; the
+tasks may use only its nodes. ``hard`` allows HyperNodes up to ``highestTierAllowed``; ``soft`` is
+turned into hard with the synthetic top HyperNode allowed (as Volcano HEAD does), so it prefers one
+switch and degrades to the whole cluster. A hard gang that fits nowhere stays pending with a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from vglobal.scheduler.api import TaskStatus
+from vglobal.scheduler.framework import Plugin
+from vglobal.scheduler.heap import GoHeap
+from vglobal.scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo
+from vglobal.scheduler.nodes import FloatArray, IntArray
+from vglobal.scheduler.registry import register_plugin
+from vglobal.scheduler.session import Session
+from vglobal.scheduler.statement import Statement
+from vglobal.scheduler.topology import HyperNodeTree
+
+MAX_SCORE = 100.0
+
+
+def _job_rows(job: JobInfo) -> list[int]:
+    return [t.row for t in job.tasks.values() if t.row is not None and t.status in ON_NODE]
+
+
+class NetworkTopologyAwarePlugin(Plugin):
+    name = "network-topology-aware"
+
+    def on_session_open(self, ssn: Session) -> None:
+        nodes = ssn.nodes
+        tree = HyperNodeTree(ssn.hyper_nodes, nodes.row)
+        ssn.cache["hypernode-tree"] = tree
+        weight = self.arg_float("weight", 1.0)
+        cols: list[tuple[int, float]] = []
+        for res, key in (("cpu", "hypernode.binpack.cpu"), ("memory", "hypernode.binpack.memory")):
+            cols.append((ssn.index.col[res], self.arg_float(key, 1.0)))
+        extra = self.arguments.get("hypernode.binpack.resources")
+        if isinstance(extra, str):
+            for res in (r.strip() for r in extra.split(",")):
+                if res in ssn.index.col:
+                    cols.append(
+                        (ssn.index.col[res], self.arg_float(f"hypernode.binpack.resources.{res}", 1.0))
+                    )
+        col_idx = np.array([c for c, _ in cols], dtype=np.int64)
+        col_w = np.array([w for _, w in cols], dtype=np.float64)
+
+        def hyper_node_order(job: JobInfo, candidates: Mapping[str, IntArray]) -> dict[str, float]:
+            if job.spec.network_topology is None:
+                return {}
+            pending = [t.req for t in job.by_status.get(TaskStatus.Pending, {}).values()]
+            req = np.sum(pending, axis=0)[col_idx] if pending else np.zeros(col_idx.size, dtype=np.int64)
+            scores: dict[str, float] = {}
+            for name, rows in candidates.items():
+                alloc = nodes.alloc[rows][:, col_idx].sum(axis=0)
+                final = nodes.used[rows][:, col_idx].sum(axis=0) + req
+                if ((final > alloc) & (col_w > 0)).any():
+                    scores[name] = 0.0
+                    continue
+                parts = np.where(alloc > 0, final * col_w / np.maximum(alloc, 1), 0.0)
+                scores[name] = float(parts.sum() / col_w.sum()) if col_w.sum() > 0 else 0.0
+            best = max(scores.values(), default=0.0)
+            total = len(job.tasks) or 1
+            rows_now = np.array(_job_rows(job), dtype=np.int64)
+            for name in [n for n, s in scores.items() if s == best]:
+                there = int(np.isin(rows_now, candidates[name]).sum()) if rows_now.size else 0
+                scores[name] += there / total
+            return {n: s * MAX_SCORE * weight for n, s in scores.items()}
+
+        def node_score(task: TaskInfo, rows: IntArray) -> FloatArray:
+            out = np.zeros(rows.size, dtype=np.float64)
+            job = task.job
+            if job.spec.network_topology is None:
+                return out
+            allocated = tree.lca_of_rows(_job_rows(job))
+            if allocated is None:
+                return out
+            if tree.max_tier == tree.min_tier:
+                out[:] = 1.0
+            else:
+                lca = tree.lca_tiers(allocated, rows)
+                out = (tree.max_tier - lca) / (tree.max_tier - tree.min_tier)
+                leaf = np.array([tree.leaf[int(r)] == allocated for r in rows], dtype=np.bool_)
+                out[leaf] = 1.0
+            tied = out == out.max()
+            if tied.sum() > 1:
+                counts = np.zeros(len(nodes), dtype=np.float64)
+                for r in _job_rows(job):
+                    counts[r] += 1
+                out[tied] += counts[rows[tied]] / max(len(job.tasks), 1)
+            result: FloatArray = out * MAX_SCORE * weight
+            return result
+
+        def one(task: TaskInfo, row: int) -> float:
+            return float(node_score(task, np.array([row], dtype=np.int64))[0])
+
+        def allocator(
+            s: Session, tasks: GoHeap[TaskInfo], job: JobInfo, queue: QueueInfo
+        ) -> tuple[Statement | None, GoHeap[TaskInfo] | None] | None:
+            if job.spec.network_topology is None:
+                return None
+            return _allocate_with_topology(s, tree, tasks, job, queue)
+
+        ssn.add_hyper_node_order_fn(self.name, hyper_node_order)
+        ssn.add_node_order_fn(self.name, one, node_score)
+        ssn.add_job_allocator_fn(self.name, allocator)
+
+
+def allowed_tier(tree: HyperNodeTree, job: JobInfo) -> int:
+    topo = job.spec.network_topology
+    assert topo is not None
+    mode, tier = topo
+    if mode == "soft":
+        return tree.max_tier
+    return tier
+
+
+def _candidates(ssn: Session, tree: HyperNodeTree, job: JobInfo, limit: int) -> list[list[str]]:
+    rows = _job_rows(job)
+    if rows:
+        # part of the job already runs: only HyperNodes holding all of it, up to the allowed tier
+        here = tree.lca_of_rows(rows)
+        assert here is not None
+        return [[a] for a in tree.ancestors[here] if tree.tier[a] <= limit]
+    groups = []
+    for group in tree.by_tier(highest_tier=limit):
+        keep = [
+            h
+            for h in group
+            if tree.rows[h].size
+            and (job.min_resources <= ssn.nodes.future_idle[tree.rows[h]].sum(axis=0)).all()
+        ]
+        if keep:
+            groups.append(keep)
+    return groups
+
+
+def _undo(ssn: Session, job: JobInfo, before: dict[str, tuple[TaskStatus, int | None]]) -> None:
+    """Take back what a failed dry run left behind (allocate's pipelined leftovers)."""
+    for task in sorted(job.tasks.values(), key=lambda t: t.uid, reverse=True):
+        status, row = before[task.uid]
+        if (task.status, task.row) == (status, row):
+            continue
+        if task.status == TaskStatus.Allocated:
+            ssn.unallocate(task)
+        elif task.status == TaskStatus.Pipelined:
+            ssn.unpipeline(task)
+        if status == TaskStatus.Pipelined and row is not None and task.status == TaskStatus.Pending:
+            ssn.pipeline_on(task, row)
+
+
+def _allocate_with_topology(
+    ssn: Session, tree: HyperNodeTree, tasks: GoHeap[TaskInfo], job: JobInfo, queue: QueueInfo
+) -> tuple[Statement | None, GoHeap[TaskInfo] | None]:
+    from vglobal.scheduler.actions.allocate import allocate_for_tasks
+
+    limit = allowed_tier(tree, job)
+    before = {t.uid: (t.status, t.row) for t in job.tasks.values()}
+    roles = set(job.fit_error_roles)
+    tried = 0
+    for group in _candidates(ssn, tree, job, limit):
+        scores = ssn.hyper_node_order(job, {h: tree.rows[h] for h in group})
+        for name in sorted(group, key=lambda h: (-scores.get(h, 0.0), h)):
+            tried += 1
+            trial = tasks.clone()
+            job.fit_error_roles = set(roles)
+            stmt = allocate_for_tasks(ssn, trial, job, queue, candidates=tree.rows[name])
+            if stmt is not None:
+                return stmt, (None if trial.empty() else trial)
+            _undo(ssn, job, before)
+    job.fit_error_roles = roles
+    mode = job.spec.network_topology[0] if job.spec.network_topology else "hard"
+    first = min((t.uid for t in tasks), default=None)
+    if first is not None and (mode == "hard" or tried == 0):
+        job.nodes_fit_errors[first] = (
+            f"network topology {mode}: no HyperNode of tier <= {limit} can hold the gang "
+            f"({job.min_available} tasks; {tried} HyperNodes tried)"
+        )
+    return None, None
+
+
+register_plugin(NetworkTopologyAwarePlugin.name, NetworkTopologyAwarePlugin)
