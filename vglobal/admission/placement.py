@@ -158,7 +158,10 @@ class Clusters:
 
     def candidates(self, job: PendingJob) -> IntArray:
         """Schedulable clusters the job's annotations allow and that have not rejected it."""
-        key = (job.allowed_clusters, tuple(sorted(job.cluster_selector.items())), job.excluded_clusters)
+        if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
+            key: tuple[object, ...] = ()  # the common case: every schedulable cluster
+        else:
+            key = (job.allowed_clusters, tuple(sorted(job.cluster_selector.items())), job.excluded_clusters)
         got = self._candidates.get(key)
         if got is None:
             ok = [

@@ -39,6 +39,7 @@ class _ClusterVictims:
         self.queue = np.array([v.queue for v in victims], dtype=np.int64)
         self.req = np.array([v.req for v in victims], dtype=np.int64).reshape(len(victims), size)
         self.taken = np.zeros(len(victims), dtype=bool)
+        self.node = np.array([v.node for v in victims], dtype=np.int64)
         self.by_node: dict[int, list[int]] = {}
         for k, v in enumerate(victims):
             self.by_node.setdefault(v.node, []).append(k)
@@ -142,17 +143,26 @@ class ReclaimPlanner:
             return None
         slack = slack.copy()
         big = gang.shapes[0]
-        by_node = {n: [cv.victims[k] for k in ks if ok[k]] for n, ks in cv.by_node.items()}
+        eligible = np.flatnonzero(ok)  # rank order
+        nodes, first = np.unique(cv.node[eligible], return_index=True)
+        by_node: dict[int, list[Victim]] = {}
+
+        def node_victims(n: int) -> list[Victim]:
+            got = by_node.get(n)
+            if got is None:
+                got = by_node[n] = [cv.victims[k] for k in cv.by_node[n] if ok[k]]
+            return got
+
         # Lazy greedy over nodes keyed by (victims needed for one more pod, rank of the last of
         # them): a node starts at its lower bound (one victim, its first victim's rank); its exact
         # key is computed when it reaches the top, and it goes back in if that is more.
-        heap: list[tuple[int, int, int]] = [(1, vs[0].rank, n) for n, vs in by_node.items() if vs]
+        heap = [(1, int(eligible[f]), int(n)) for n, f in zip(nodes, first, strict=True)]
         heapq.heapify(heap)
         chosen: list[Victim] = []
         limit = best[0] if best is not None else None
         while heap:
             cost, rank, node = heapq.heappop(heap)
-            victims = by_node[node]
+            victims = node_victims(node)
             walk = _walk(free, node, victims, big, slack)
             if not walk:
                 continue
