@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -49,10 +50,8 @@ def postgres_processes(pgdata: Path) -> list[psutil.Process]:
             found.append(p)
     # Backends carry no data directory on their command line: take the postmaster's children too.
     for p in list(found):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             found += p.children(recursive=True)
-        except psutil.NoSuchProcess:
-            pass
     return found
 
 
@@ -62,10 +61,8 @@ def own_postgres(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     url = start_postgres(pgdata)
     yield pgdata, url
     for p in postgres_processes(pgdata):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(postgres_processes(pgdata), timeout=10)
 
 
@@ -84,10 +81,8 @@ def test_postgres_killed_mid_flight(tmp_path: Path, own_postgres: tuple[Path, st
         )
 
         for p in postgres_processes(pgdata):
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 p.send_signal(signal.SIGKILL)
-            except psutil.NoSuchProcess:
-                pass
         psutil.wait_procs(postgres_processes(pgdata), timeout=10)
         time.sleep(2)  # the agents' jobs go on; the hub's calls fail meanwhile
         res = system.cli("get", "jobs", "-o", "json", check=False)
