@@ -120,7 +120,7 @@ class ReclaimPlanner:
         _, c, chosen = best
         cv = self.by_cluster[c]
         for v in chosen:
-            cv.taken[cv.victims.index(v)] = True
+            cv.taken[v.rank] = True
             self._given[v.queue] += v.req
         return c, chosen
 
