@@ -55,9 +55,21 @@ def scrape(port: int) -> str:
         return resp.read().decode()
 
 
+ADMITTED = 'vglobal_admissions_total{cluster="east",queue="default"}'
+
+
+def value(text: str, series: str) -> float:
+    """A sample's value; metrics are process-wide, so earlier tests may have counted too."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
 def test_metrics_show_admissions_queues_and_clusters(metrics_hub: tuple[Hub, int]) -> None:
     hub, port = metrics_hub
     agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east")
+    before = value(scrape(port), ADMITTED)
     try:
         agent.connect()
         with Client(f"127.0.0.1:{hub.port}") as client:
@@ -67,10 +79,10 @@ def test_metrics_show_admissions_queues_and_clusters(metrics_hub: tuple[Hub, int
         text = ""
         while time.monotonic() < deadline:
             text = scrape(port)
-            if 'vglobal_admissions_total{cluster="east",queue="default"} 1.0' in text:
+            if value(text, ADMITTED) == before + 1:
                 break
             time.sleep(0.2)
-        assert 'vglobal_admissions_total{cluster="east",queue="default"} 1.0' in text
+        assert value(text, ADMITTED) == before + 1
         assert 'vglobal_queue_allocated{queue="default",resource="nvidia.com/gpu"} 2000.0' in text
         assert 'vglobal_queue_deserved{queue="default",resource="nvidia.com/gpu"}' in text
         assert 'vglobal_cluster_ready{cluster="east"} 1.0' in text

@@ -9,6 +9,7 @@ jobs of queues above their deserved (reclaim.py) or, once starving, reserve capa
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,7 @@ from vglobal.admission.snapshot import (
 from vglobal.admission.status import queue_statuses
 from vglobal.admission.topology import HyperNodeRows, place_with_topology, tier_text
 from vglobal.admission.tree import QueueTree
+from vglobal.model.resources import ResourceVector
 
 
 @dataclass(slots=True)
@@ -54,6 +56,11 @@ class _Leaf:
     # wait behind them (this also bounds the work of a cycle with a long starving backlog).
     reclaiming: str | None = None
     starving: str | None = None
+    checked_at: int = -1  # admissions count when the next job last passed the capability check
+
+
+def _names(vec: Mapping[str, int]) -> Iterable[str]:
+    return vec.as_dict().keys() if isinstance(vec, ResourceVector) else vec.keys()
 
 
 def _index(snapshot: Snapshot) -> ResourceIndex:
@@ -61,15 +68,15 @@ def _index(snapshot: Snapshot) -> ResourceIndex:
     for q in snapshot.queues:
         for vec in (q.capability, q.deserved, q.guarantee, q.allocated):
             if vec is not None:
-                names.update(vec)
+                names.update(_names(vec))
     for c in snapshot.clusters:
         for n in c.nodes:
-            names.update(n.free)
-            names.update(n.allocatable)
+            names.update(_names(n.free))
+            names.update(_names(n.allocatable))
     for j in snapshot.pending:
-        names.update(j.request)
+        names.update(_names(j.request))
         for vec, _ in j.gang:
-            names.update(vec)
+            names.update(_names(vec))
     # Running jobs' resources are left out: reclaim only needs the ones pending gangs ask for.
     return ResourceIndex(names)
 
@@ -104,8 +111,10 @@ class _Cycle:
         self._reasons: dict[tuple[object, ...], Wait] = {}
         self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
         self._whole: dict[tuple[bytes, object], list[int]] = {}
-        scale = np.maximum(self.clusters.max_alloc.max(axis=0) if len(self.clusters.names) else 0, 1)
-        self._scale = np.asarray(scale, dtype=np.int64).reshape(index.size)
+        self._charges = 0
+        # Per resource, the largest node: what "big" means when sorting a gang's shapes.
+        biggest = self.clusters.max_alloc.max(axis=0) if len(self.clusters.names) else np.zeros(index.size)
+        self._scale = np.maximum(np.asarray(biggest, dtype=np.int64).reshape(index.size), 1)
 
     # --- preparation -------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -189,9 +198,11 @@ class _Cycle:
             if wait is None:
                 best = self.failures.lookup(job.cand, job.gang)
                 if best is None:
+                    leaf.checked_at = self._charges
                     break
                 starving = self._starving(job)
                 if (starving and leaf.starving is None) or self._may_reclaim(job, leaf):
+                    leaf.checked_at = self._charges
                     break
                 wait = self._behind(job, leaf, best) if starving else self._no_fit(job, best)
             self.decisions[job.snap.uid] = wait
@@ -258,9 +269,10 @@ class _Cycle:
         )
 
     def _decide(self, job: _Job, leaf: _Leaf) -> Admit | Wait:
-        wait = self._capability(job)
-        if wait is not None:
-            return wait
+        if leaf.checked_at != self._charges:  # usage moved since the check in _advance
+            wait = self._capability(job)
+            if wait is not None:
+                return wait
         if self.guarded:
             wait = self._guarantees(job)
             if wait is not None:
@@ -328,6 +340,7 @@ class _Cycle:
         return None
 
     def _charge(self, job: _Job) -> None:
+        self._charges += 1
         tree = self.tree
         for q in tree.path[job.leaf]:
             a = tree.alloc[q]

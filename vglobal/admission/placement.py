@@ -203,7 +203,7 @@ class Clusters:
         """Make `after` (from fit) the cluster's free matrix; `used` is what the placement took."""
         self.free[c] = after
         self.total_free[c] -= used
-        self.max_free[c] = after.max(axis=0)
+        self.max_free[c] = after.max(axis=0, initial=0)
         self.fullness[c] = (self.total_alloc[c] - self.total_free[c]) / self._alloc_f[c]
         if self.schedulable[c]:
             self.free_sum = [a - int(b) for a, b in zip(self.free_sum, used, strict=True)]
@@ -253,24 +253,28 @@ class FailureCache:
         self._rows: dict[bytes, list[tuple[IntArray, int, str]]] = {}
         self._stack: dict[bytes, tuple[IntArray, IntArray, list[str]]] = {}
         self._exact: dict[tuple[bytes, object], str] = {}
+        self._misses: dict[tuple[bytes, object], int] = {}
 
     def lookup(self, cand: IntArray, gang: PreparedGang) -> str | None:
         ck = cand.tobytes()
-        hit = self._exact.get((ck, gang.key))
+        key = (ck, gang.key)
+        hit = self._exact.get(key)
         if hit is not None:
             return hit
+        rows = self._rows.get(ck)
+        if not rows or self._misses.get(key) == len(rows):
+            return None  # nothing recorded since this gang last missed
         stacked = self._stack.get(ck)
         if stacked is None:
-            rows = self._rows.get(ck)
-            if not rows:
-                return None
             stacked = (np.stack([r[0] for r in rows]), np.array([r[1] for r in rows]), [r[2] for r in rows])
             self._stack[ck] = stacked
         mat, counts, reasons = stacked
         for shape in gang.shapes:
             dominated = (shape.row >= mat).all(axis=1) & (shape.count >= counts)
             if dominated.any():
-                return reasons[int(np.argmax(dominated))]
+                found = self._exact[key] = reasons[int(np.argmax(dominated))]
+                return found
+        self._misses[key] = len(rows)
         return None
 
     def record(self, cand: IntArray, gang: PreparedGang, reason: str) -> None:

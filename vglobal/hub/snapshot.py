@@ -33,6 +33,7 @@ from vglobal.store.repo.jobs import JobStatic
 from vglobal.store.rows import ClusterRow
 
 NOT_YET_PLACED = (BindingPhase.Dispatched.value, BindingPhase.Bound.value)
+SUSPENDED = BindingPhase.Suspended.value
 Gang = tuple[tuple[ResourceVector, int], ...]
 
 
@@ -76,15 +77,48 @@ class JobFacts:
 @dataclass
 class SnapshotCache:
     jobs: dict[str, JobFacts] = field(default_factory=dict)
+    # A pending job's snapshot entry, reused while its wait start and exclusions are unchanged.
+    pending: dict[str, tuple[tuple[Any, frozenset[str]], PendingJob]] = field(default_factory=dict)
+
+    def pending_job(self, f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
+        excluded = (
+            frozenset(c for c, t in b.excluded_clusters.items() if float(t) > now)
+            if b.excluded_clusters
+            else frozenset()
+        )
+        key = (b.waiting_since, excluded)
+        hit = self.pending.get(f.uid)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        job = PendingJob(
+            uid=f.uid,
+            name=f.name,
+            namespace=f.namespace,
+            queue=f.queue,
+            priority=f.priority,
+            created=f.created,
+            waiting_since=b.waiting_since.timestamp(),
+            request=f.request,
+            gang=f.gang,
+            allowed_clusters=f.allowed,
+            cluster_selector=f.selector,
+            excluded_clusters=excluded,
+            network_topology=f.topology,
+        )
+        self.pending[f.uid] = (key, job)
+        return job
 
     def facts(self, live: Sequence[LiveBinding], *, session: Session) -> dict[str, JobFacts]:
         missing = [b.job_uid for b in live if b.job_uid not in self.jobs]
         for s in jobs_repo.statics(missing, session=session):
             self.jobs[s.uid] = JobFacts.of(s)
-        # Forget finished and deleted jobs.
+        # Forget finished and deleted jobs, and admitted jobs' pending entries.
         wanted = {b.job_uid for b in live}
         if len(self.jobs) > len(wanted):
             self.jobs = {u: f for u, f in self.jobs.items() if u in wanted}
+        waiting = {b.job_uid for b in live if b.phase == SUSPENDED}
+        if len(self.pending) > len(waiting):
+            self.pending = {u: p for u, p in self.pending.items() if u in waiting}
         return self.jobs
 
 
@@ -173,24 +207,8 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
         f = facts.get(b.job_uid)
         if f is None:
             continue  # deleted between the two reads
-        if b.phase == BindingPhase.Suspended.value:
-            pending.append(
-                PendingJob(
-                    uid=f.uid,
-                    name=f.name,
-                    namespace=f.namespace,
-                    queue=f.queue,
-                    priority=f.priority,
-                    created=f.created,
-                    waiting_since=b.waiting_since.timestamp(),
-                    request=f.request,
-                    gang=f.gang,
-                    allowed_clusters=f.allowed,
-                    cluster_selector=f.selector,
-                    excluded_clusters=frozenset(c for c, t in b.excluded_clusters.items() if float(t) > now),
-                    network_topology=f.topology,
-                )
-            )
+        if b.phase == SUSPENDED:
+            pending.append(cache.pending_job(f, b, now))
             continue
         allocated[f.queue] = allocated.get(f.queue, ResourceVector()) + f.request
         if b.cluster:

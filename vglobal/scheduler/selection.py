@@ -101,7 +101,9 @@ def predicate_nodes(
             n = int(keep.sum())
         return PredicateResult(rows, fit_error_message(n, resources, others))
     if limit:
-        rows = rows[: nodes_to_find(n if candidates is None else len(candidates))]
+        # Volcano's --percentage-nodes-to-find, here the allocate configuration's percentageOfNodesToFind
+        pct = int(ssn.conf.configurations.get("allocate", {}).get("percentageOfNodesToFind", 0))
+        rows = rows[: nodes_to_find(n if candidates is None else len(candidates), pct)]
     return PredicateResult(rows, "")
 
 

@@ -53,7 +53,7 @@ def snapshots(draw: st.DrawFn, flat: bool = False) -> Snapshot:
     clusters = []
     for c in range(draw(st.integers(1, 3))):
         nodes = []
-        for n in range(draw(st.integers(1, 4))):
+        for n in range(draw(st.integers(0, 4))):
             alloc = vec(draw(st.sampled_from([8, 32])), draw(st.sampled_from([0, 4, 8])))
             used = vec(draw(st.integers(0, alloc["cpu"] // 1000)), draw(st.integers(0, alloc[GPU] // 1000)))
             nodes.append(NodeSnap(f"n{n}", alloc - used, alloc))

@@ -1,0 +1,209 @@
+"""Per-GPU usage over all nodes of a session: arrays of shape (nodes, most GPUs on a node).
+
+Fit and score are vectorised over candidate nodes for hami-core vGPUs and whole GPUs; MIG GPUs keep
+a small per-device state (their geometry) and are checked one by one. Volcano's device rules:
+a device fits a vGPU when ``UsedNum < split``, free memory >= the request, ``UsedCore + cores <= 100``,
+not (cores == 100 and the device is shared), not (the device's cores are all used and cores == 0).
+A whole ``nvidia.com/gpu`` takes a device nobody uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vglobal.scheduler.api import NodeSpec
+from vglobal.scheduler.devices.inventory import GPUS_EXTENSION, DeviceRequest, GpuDevice, node_gpus
+from vglobal.scheduler.devices.mig import MigConfig, MigInstance, MigState, mig_choice
+from vglobal.scheduler.nodes import BoolArray, FloatArray, IntArray
+
+FREE, HAMI, MIG = 0, 1, 2  # what a device is used for
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """One device given to one task."""
+
+    device: int
+    memory_mib: int
+    cores: int
+    whole: bool = False
+    geometry: int | None = None
+    instance: MigInstance | None = None
+
+
+class DeviceTable:
+    def __init__(self, specs: Sequence[NodeSpec], mig: MigConfig) -> None:
+        inventory = [node_gpus(s) for s in specs]
+        n = len(specs)
+        g = max((len(d) for d in inventory), default=0) or 1
+        self.mig_config = mig
+        self.devices: list[tuple[GpuDevice, ...]] = inventory
+        # a node whose GPUs were listed (or derived from vgpu capacity) is device-managed
+        self.managed: BoolArray = np.array(
+            [
+                bool(s.extensions.get(GPUS_EXTENSION)) or bool(d and d[0].memory_mib)
+                for s, d in zip(specs, inventory, strict=True)
+            ],
+            dtype=np.bool_,
+        )
+        self.present: BoolArray = np.zeros((n, g), dtype=np.bool_)
+        self.memory: IntArray = np.zeros((n, g), dtype=np.int64)
+        self.split: IntArray = np.zeros((n, g), dtype=np.int64)
+        self.mig_capable: BoolArray = np.zeros((n, g), dtype=np.bool_)
+        self.models: list[list[str]] = []
+        for row, devs in enumerate(inventory):
+            for d in devs:
+                self.present[row, d.index] = True
+                self.memory[row, d.index] = d.memory_mib
+                self.split[row, d.index] = d.split
+                self.mig_capable[row, d.index] = d.mig
+            self.models.append([d.model for d in devs] + [""] * (g - len(devs)))
+        self.used_num: IntArray = np.zeros((n, g), dtype=np.int64)
+        self.used_mem: IntArray = np.zeros((n, g), dtype=np.int64)
+        self.used_cores: IntArray = np.zeros((n, g), dtype=np.int64)
+        self.mode: IntArray = np.zeros((n, g), dtype=np.int64)
+        self.mig_state: dict[tuple[int, int], MigState] = {}
+        self._model_masks: dict[tuple[frozenset[str], frozenset[str]], BoolArray] = {}
+
+    @property
+    def width(self) -> int:
+        return int(self.present.shape[1])
+
+    def model_mask(self, use: frozenset[str], nouse: frozenset[str]) -> BoolArray:
+        """(nodes, width): devices whose model the use / nouse type lists allow."""
+        key = (use, nouse)
+        got = self._model_masks.get(key)
+        if got is None:
+            probe = DeviceRequest(use_types=use, nouse_types=nouse)
+            got = np.array([[probe.model_ok(m) for m in row] for row in self.models], dtype=np.bool_)
+            self._model_masks[key] = got
+        return got
+
+    def memory_needed(self, req: DeviceRequest, rows: IntArray) -> IntArray:
+        """Per device, the memory one vGPU of ``req`` takes (whole card when none is given)."""
+        mem = self.memory[rows]
+        if req.memory_mib:
+            return np.full(mem.shape, req.memory_mib, dtype=np.int64)
+        if req.memory_percent:
+            return mem * req.memory_percent // 100
+        return mem
+
+    def device_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
+        """(len(rows), width): which devices could take one unit of the request."""
+        ok: BoolArray = self.present[rows] & self.model_mask(req.use_types, req.nouse_types)[rows]
+        if req.whole:
+            ok &= self.used_num[rows] == 0
+            return ok
+        if req.mode == "mig":
+            ok &= self.mig_capable[rows] & (self.mode[rows] != HAMI) & self._mig_ok(req, rows)
+            return ok
+        used_num, used_cores = self.used_num[rows], self.used_cores[rows]
+        free_mem = self.memory[rows] - self.used_mem[rows]
+        ok &= self.mode[rows] != MIG
+        ok &= used_num < self.split[rows]
+        ok &= free_mem >= self.memory_needed(req, rows)
+        ok &= used_cores + req.cores <= 100
+        if req.cores >= 100:
+            ok &= used_num == 0
+        if req.cores == 0:
+            ok &= used_cores < 100
+        return ok
+
+    def _mig_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
+        out = np.zeros((rows.size, self.width), dtype=np.bool_)
+        for i, row in enumerate(rows.tolist()):
+            for dev in np.flatnonzero(self.mig_capable[row]).tolist():
+                out[i, dev] = self._mig_pick(req, row, dev) is not None
+        return out
+
+    def _mig_pick(self, req: DeviceRequest, row: int, dev: int) -> tuple[int, MigInstance] | None:
+        gpu = self.devices[row][dev]
+        groups = self.mig_config.geometries(gpu.model, gpu.memory_mib)
+        state = self.mig_state.get((row, dev), MigState())
+        need = req.memory_mib or gpu.memory_mib * (req.memory_percent or 100) // 100
+        return mig_choice(state, groups, need, self.mig_config.memory_factor)
+
+    def node_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
+        if req.empty:
+            return np.ones(rows.size, dtype=np.bool_)
+        need = req.whole or req.number
+        ok: BoolArray = self.device_ok(req, rows).sum(axis=1) >= need
+        if req.whole and not req.number:
+            # nodes without a device list keep plain nvidia.com/gpu counting (the resource column)
+            ok |= ~self.managed[rows]
+        else:
+            ok &= self.managed[rows]
+        return ok
+
+    def order_key(self, req: DeviceRequest, rows: IntArray, policy: str) -> FloatArray:
+        """Smaller first. Volcano: binpack = most used memory, spread = fewest tasks, else index desc;
+        fgd / bestfit take the device left with the least free capacity (best fit)."""
+        idx = np.broadcast_to(np.arange(self.width, dtype=np.float64), (rows.size, self.width))
+        if policy == "binpack":
+            return -self.used_mem[rows] * 1e3 + idx
+        if policy == "spread":
+            return self.used_num[rows] * 1e3 + idx
+        if policy in ("fgd", "bestfit"):
+            return self.free_milli(rows) * 1e3 + idx
+        return -idx
+
+    def free_milli(self, rows: IntArray) -> IntArray:
+        """Per device, the free share of the GPU in milli (the smaller of compute and memory)."""
+        cores = (100 - self.used_cores[rows]) * 10
+        mem = self.memory[rows]
+        by_mem = np.where(mem > 0, (mem - self.used_mem[rows]) * 1000 // np.maximum(mem, 1), 1000)
+        out: IntArray = np.where(self.present[rows], np.minimum(cores, by_mem), 0)
+        return out
+
+    def chosen(self, req: DeviceRequest, rows: IntArray, policy: str) -> IntArray:
+        """(len(rows), units) device indices each node would give, best first; -1 where it cannot."""
+        units = req.whole or req.number
+        ok = self.device_ok(req, rows)
+        key = np.where(ok, self.order_key(req, rows, policy), np.inf)
+        order = np.argsort(key, axis=1, kind="stable")[:, :units]
+        got = np.take_along_axis(ok, order, axis=1)
+        out: IntArray = np.where(got, order, -1)
+        return out
+
+    def grants(self, req: DeviceRequest, row: int, policy: str) -> list[Grant] | None:
+        if req.empty:
+            return []
+        rows = np.array([row], dtype=np.int64)
+        if req.whole and not req.number and not self.managed[row]:
+            return []
+        picked = self.chosen(req, rows, policy)[0]
+        if (picked < 0).any():
+            return None
+        out = []
+        for dev in picked.tolist():
+            if req.whole:
+                out.append(Grant(dev, int(self.memory[row, dev]), 100, whole=True))
+            elif req.mode == "mig":
+                choice = self._mig_pick(req, row, dev)
+                assert choice is not None
+                geometry, inst = choice
+                out.append(Grant(dev, inst.memory_mib, req.cores, geometry=geometry, instance=inst))
+            else:
+                mem = int(self.memory_needed(req, rows)[0, dev])
+                out.append(Grant(dev, mem, req.cores))
+        return out
+
+    def apply(self, row: int, grants: Sequence[Grant], sign: int) -> None:
+        for g in grants:
+            d = g.device
+            self.used_num[row, d] += sign
+            self.used_mem[row, d] += sign * g.memory_mib
+            self.used_cores[row, d] += sign * g.cores
+            if g.instance is not None:
+                state = self.mig_state.setdefault((row, d), MigState())
+                state.used[g.instance.name] = state.used.get(g.instance.name, 0) + sign
+                state.geometry = g.geometry if any(state.used.values()) else None
+            if g.whole:
+                continue
+            if self.used_num[row, d] == 0:
+                self.mode[row, d] = FREE
+            else:
+                self.mode[row, d] = MIG if g.instance is not None else HAMI

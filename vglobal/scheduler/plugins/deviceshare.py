@@ -1,0 +1,192 @@
+"""deviceshare: GPUs per device — vGPU (hami-core), dynamic MIG, whole GPUs, model constraints.
+
+Arguments as Volcano's: ``deviceshare.VGPUEnable`` (default true), ``deviceshare.SchedulePolicy``
+(``binpack`` | ``spread``; ours: ``fgd``, and the experiment baselines ``bestfit`` | ``random``),
+``deviceshare.ScheduleWeight`` (default 0 = no device score, as in Volcano),
+``deviceshare.KnownMigGeometries`` and ``deviceshare.GPUMemoryFactor`` for MIG, and
+``deviceshare.Seed`` for ``random``. Devices are granted when a task is allocated (the allocate
+event) with the same choice the score assumed, and taken back when it is deallocated or evicted.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import numpy.typing as npt
+
+from vglobal.scheduler.devices.fgd import DemandModel, fragmentation, task_type
+from vglobal.scheduler.devices.inventory import DeviceRequest, device_request
+from vglobal.scheduler.devices.mig import parse_mig_config
+from vglobal.scheduler.devices.table import DeviceTable, Grant
+from vglobal.scheduler.framework import EventHandler, NodeFilter, Plugin
+from vglobal.scheduler.info import ON_NODE, TaskInfo
+from vglobal.scheduler.nodes import FloatArray, IntArray
+from vglobal.scheduler.registry import register_plugin
+from vglobal.scheduler.session import Session
+
+POLICIES = ("binpack", "spread", "fgd", "bestfit", "random", "")
+MAX_SCORE = 100.0
+
+
+def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """splitmix64 finaliser: a fixed, well-spread hash (``random`` is a pure function of its input)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    out: npt.NDArray[np.uint64] = x ^ (x >> np.uint64(31))
+    return out
+
+
+class DeviceSharePlugin(Plugin):
+    name = "deviceshare"
+
+    def on_session_open(self, ssn: Session) -> None:
+        if not self.arg_bool("deviceshare.VGPUEnable", True):
+            return
+        policy = str(self.arguments.get("deviceshare.SchedulePolicy", "") or "").lower()
+        if policy not in POLICIES:
+            raise ValueError(f"deviceshare.SchedulePolicy: unknown policy {policy!r}")
+        weight = self.arg_float("deviceshare.ScheduleWeight", 0.0)
+        mig = parse_mig_config(
+            self.arguments.get("deviceshare.KnownMigGeometries"),
+            self.arg_int("deviceshare.GPUMemoryFactor", 1),
+        )
+        nodes = ssn.nodes
+        table = DeviceTable(nodes.specs, mig)
+        ssn.cache["devices"] = table
+        requests: dict[str, DeviceRequest] = {}
+        granted: dict[str, tuple[int, list[Grant]]] = {}
+        demand: DemandModel = ssn.cache.setdefault("deviceshare-demand", DemandModel())
+        cpu_col, mem_col = ssn.index.col["cpu"], ssn.index.col["memory"]
+        seed = self.arg_int("deviceshare.Seed", 0)
+
+        def request(task: TaskInfo) -> DeviceRequest:
+            got = requests.get(task.uid)
+            if got is None:
+                got = requests[task.uid] = device_request(task.spec)
+            return got
+
+        def grant(task: TaskInfo) -> None:
+            req = request(task)
+            if req.empty or task.row is None or task.uid in granted:
+                return
+            given = table.grants(req, task.row, policy)
+            if given:  # None: the node no longer has the devices (an over-committed snapshot)
+                table.apply(task.row, given, +1)
+                granted[task.uid] = (task.row, given)
+
+        def release(task: TaskInfo) -> None:
+            held = granted.pop(task.uid, None)
+            if held is not None:
+                table.apply(held[0], held[1], -1)
+
+        # Tasks already on nodes hold their devices first, in a fixed order.
+        for row_tasks in ssn.node_tasks:
+            for uid in sorted(row_tasks):
+                task = row_tasks[uid]
+                if task.status in ON_NODE:
+                    grant(task)
+        ssn.add_event_handler(EventHandler(allocate=grant, deallocate=release))
+        all_rows = np.arange(len(nodes), dtype=np.int64)
+
+        def predicate(task: TaskInfo) -> list[NodeFilter]:
+            req = request(task)
+            if policy == "fgd":
+                demand.observe(task.uid, task_type(int(task.req[cpu_col]), int(task.req[mem_col]), req))
+            if req.empty:
+                return []
+            return [NodeFilter("Insufficient GPU devices", table.node_ok(req, all_rows), unresolvable=False)]
+
+        ssn.add_predicate_fn(self.name, predicate)
+        if weight == 0:
+            return
+
+        def device_scores(task: TaskInfo, rows: IntArray) -> FloatArray:
+            req = request(task)
+            if req.empty or req.whole:
+                return np.zeros(rows.size, dtype=np.float64)
+            picked = table.chosen(req, rows, policy)
+            ok = picked >= 0
+            dev = np.where(ok, picked, 0)
+            r2 = rows[:, None]
+            mem = np.maximum(table.memory[r2, dev], 1)
+            need = np.take_along_axis(table.memory_needed(req, rows), dev, axis=1)
+            after = (table.used_mem[r2, dev] + need) / mem
+            if policy == "binpack":
+                per = 100.0 * after
+            else:
+                # Volcano scores spread as 100 only when UsedNum == 0 *after* adding the pod, which
+                # never holds, so its spread is always 0. Ours does what the name says: the emptier
+                # the device stays, the higher the score.
+                per = 100.0 * (1.0 - after)
+            total = np.where(ok, per, 0.0).sum(axis=1)
+            out: FloatArray = np.floor(total + 0.5) * weight
+            return out
+
+        def free_after(task: TaskInfo, rows: IntArray) -> tuple[IntArray, IntArray]:
+            """Each candidate's device free milli before and after the task takes its devices."""
+            req = request(task)
+            before = table.free_milli(rows)
+            after = before.copy()
+            if req.empty:
+                return before, after
+            picked = table.chosen(req, rows, policy)
+            ok = picked >= 0
+            dev = np.where(ok, picked, 0)
+            r2 = rows[:, None]
+            if req.whole:
+                taken = np.zeros(dev.shape, dtype=np.int64)
+            else:
+                cores = (100 - table.used_cores[r2, dev] - req.cores) * 10
+                mem = table.memory[r2, dev]
+                need = np.take_along_axis(table.memory_needed(req, rows), dev, axis=1)
+                by_mem = np.where(
+                    mem > 0, (mem - table.used_mem[r2, dev] - need) * 1000 // np.maximum(mem, 1), 1000
+                )
+                taken = np.maximum(np.minimum(cores, by_mem), 0)
+            lines = np.broadcast_to(np.arange(rows.size)[:, None], dev.shape)
+            after[lines[ok], dev[ok]] = taken[ok]
+            return before, after
+
+        def fgd_score(task: TaskInfo, rows: IntArray) -> FloatArray:
+            before, after = free_after(task, rows)
+            cpu = nodes.idle[rows, cpu_col]
+            mem = nodes.idle[rows, mem_col]
+            masks = None
+            kinds = demand.kinds()
+            wanted = {(k.use_types, k.nouse_types) for k in kinds if k.use_types or k.nouse_types}
+            if wanted:
+                masks = {key: table.model_mask(key[0], key[1])[rows] for key in wanted}
+            f0 = fragmentation(demand, before, cpu, mem, masks)
+            f1 = fragmentation(demand, after, cpu - task.req[cpu_col], mem - task.req[mem_col], masks)
+            out: FloatArray = -(f1 - f0) * weight
+            return out
+
+        def bestfit_score(task: TaskInfo, rows: IntArray) -> FloatArray:
+            _, after = free_after(task, rows)
+            alloc = nodes.alloc[rows]
+            left = nodes.idle[rows] - task.req
+            share = left[:, cpu_col] / np.maximum(alloc[:, cpu_col], 1)
+            share = share + left[:, mem_col] / np.maximum(alloc[:, mem_col], 1)
+            gpus = table.present[rows].sum(axis=1)
+            share = share + np.where(gpus > 0, after.sum(axis=1) / np.maximum(gpus * 1000, 1), 0.0)
+            out: FloatArray = -share * MAX_SCORE * weight
+            return out
+
+        def random_score(task: TaskInfo, rows: IntArray) -> FloatArray:
+            salt = np.uint64((zlib.crc32(task.uid.encode()) << 20) ^ (seed & 0xFFFFF))
+            h = _mix(rows.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + salt)
+            out: FloatArray = (h >> np.uint64(11)).astype(np.float64) / float(1 << 53) * MAX_SCORE * weight
+            return out
+
+        batch = {"fgd": fgd_score, "bestfit": bestfit_score, "random": random_score}.get(
+            policy, device_scores
+        )
+
+        def one(task: TaskInfo, row: int) -> float:
+            return float(batch(task, np.array([row], dtype=np.int64))[0])
+
+        ssn.add_node_order_fn(self.name, one, batch)
+
+
+register_plugin(DeviceSharePlugin.name, DeviceSharePlugin)
