@@ -14,6 +14,7 @@ from vglobal.model.manifests import parse_manifests
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
 from vglobal.store.engine import session_scope
+from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
 from vglobal.store.rows import QueueRow
 
@@ -114,10 +115,8 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
             kids = queues_repo.children(row.name, session=session)
             if kids:
                 raise FailedPrecondition(f'queue "{row.name}" has child queues: {", ".join(sorted(kids))}')
-            from vglobal.store.repo import jobs as jobs_repo
-
-            for job in jobs_repo.list_jobs(session=session, queue=row.name, limit=100_000):
-                jobs_repo.delete_job(job.uid, session=session)
+            # Its finished jobs (and their history) go with it.
+            jobs_repo.delete_finished_of_queue(row.name, session=session)
             queues_repo.delete_queue(row.name, session=session)
         return queues_pb2.DeleteQueueResponse(name=row.name)
 

@@ -177,6 +177,10 @@ def delete_job(uid: str, *, session: Session) -> bool:
     return bool(rowcount(session.execute(sa.delete(jobs).where(jobs.c.uid == uid))))
 
 
+def delete_finished_of_queue(queue: str, *, session: Session) -> int:
+    return rowcount(session.execute(sa.delete(jobs).where(jobs.c.queue == queue)))
+
+
 def update_status(
     uid: str,
     *,
