@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from vglobal.admission import (
+    AdmissionResult,
     Admit,
     ClusterSnap,
     NodeSnap,
@@ -223,6 +224,73 @@ def unplaceable(snapshot: Snapshot, uids: list[str]) -> int:
     return bad
 
 
+def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
+    """The snapshot one cycle later: this cycle's admissions run (placed first-fit on their cluster),
+    reclaimed jobs are gone from the nodes, everything else still waits."""
+    names = {r for c in snapshot.clusters for n in c.nodes for r in n.allocatable}
+    names |= {r for j in snapshot.pending for r in j.request}
+    index = ResourceIndex(names)
+    clusters = Clusters(snapshot.clusters, index, snapshot.placement)
+    scale = np.maximum(clusters.max_alloc.max(axis=0), 1)
+    by_uid = {j.uid: j for j in snapshot.pending}
+    usage = {q.name: q.allocated for q in snapshot.queues}
+    running = {r.uid: r for r in snapshot.running}
+    for rc in result.reclaims:
+        victim = running.pop(rc.victim_uid)
+        c = clusters.col[victim.cluster]
+        for node, vec in victim.placements.items():
+            clusters.free[c][clusters.node_col[c][node]] += index.array(vec)
+        usage[victim.queue] = usage[victim.queue] - victim.request
+    for uid in result.admitted_order:
+        job = by_uid[uid]
+        decision = result.decisions[uid]
+        assert isinstance(decision, Admit)
+        c = clusters.col[decision.cluster]
+        gang = prepare_gang(job.gang, index, scale)
+        before = clusters.free[c]
+        after = clusters.fit(c, gang)
+        assert after is not None, f"{uid} does not fit {decision.cluster}"
+        clusters.commit(c, after, gang.total)
+        node_names = sorted(clusters.node_col[c], key=clusters.node_col[c].__getitem__)
+        used = before - after
+        placements = {node_names[i]: index.vector(used[i].tolist()) for i in np.flatnonzero(used.any(axis=1))}
+        running[uid] = RunningJob(
+            uid, job.queue, decision.cluster, job.priority, job.created, job.request, placements
+        )
+        usage[job.queue] = usage[job.queue] + job.request
+    cluster_snaps = []
+    for c, snap in enumerate(clusters.snaps):
+        nodes = sorted(snap.nodes, key=lambda n: n.name)
+        cluster_snaps.append(
+            replace(
+                snap,
+                nodes=tuple(
+                    replace(n, free=index.vector(clusters.free[c][i].tolist())) for i, n in enumerate(nodes)
+                ),
+            )
+        )
+    admitted = set(result.admitted_order)
+    return replace(
+        snapshot,
+        now=snapshot.now + 1.0,
+        queues=tuple(replace(q, allocated=usage[q.name]) for q in snapshot.queues),
+        clusters=tuple(cluster_snaps),
+        pending=tuple(j for j in snapshot.pending if j.uid not in admitted),
+        running=tuple(running.values()),
+    )
+
+
+def timed(snapshot: Snapshot, repeat: int) -> tuple[AdmissionResult, list[float]]:
+    times = []
+    result = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = admit(snapshot)
+        times.append(time.perf_counter() - t)
+    assert result is not None
+    return result, times
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -237,15 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     snap = make_snapshot(args.jobs, args.clusters, args.nodes, running=args.running, seed=args.seed)
     gen = time.perf_counter() - t0
-    times = []
-    result = None
-    for _ in range(args.repeat):
-        t = time.perf_counter()
-        result = admit(snap)
-        times.append(time.perf_counter() - t)
-    assert result is not None
-    best = min(times)
-    ours = sum(isinstance(d, Admit) for d in result.decisions.values())
+    first, times = timed(snap, args.repeat)
+    second_snap = next_cycle(snap, first)
+    second, times2 = timed(second_snap, args.repeat)
     base = volcano_global_rule(snap)
     bad = unplaceable(snap, base.admitted)
     cmd = "python bench/dispatch.py " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -255,19 +317,27 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(snap.running)} running)\n"
     )
     print(
-        f"| rule | cycle (best of {args.repeat}) | decisions/s | admitted | admitted but fit no cluster "
-        "| reclaims |"
+        f"| rule | pending | cycle (best of {args.repeat}) | decisions/s | admitted | admitted but fit no "
+        "cluster | reclaims |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
+    for label, sn, res, ts in (
+        ("first cycle", snap, first, times),
+        ("next cycle", second_snap, second, times2),
+    ):
+        best = min(ts)
+        print(
+            f"| vglobal admit(), {label} | {len(sn.pending)} | {best * 1000:.0f} ms | "
+            f"{len(sn.pending) / best:,.0f} | {len(res.admitted_order)} | 0 | {len(res.reclaims)} |"
+        )
     print(
-        f"| vglobal admit() | {best * 1000:.0f} ms | {len(snap.pending) / best:,.0f} | {ours} | 0 | "
-        f"{len(result.reclaims)} |"
+        f"| Volcano Global round-robin, first cycle | {len(snap.pending)} | {base.seconds * 1000:.0f} ms | "
+        f"{len(snap.pending) / base.seconds:,.0f} | {len(base.admitted)} | {bad} | 0 |"
     )
     print(
-        f"| Volcano Global round-robin | {base.seconds * 1000:.0f} ms | {len(snap.pending) / base.seconds:,.0f} | "
-        f"{len(base.admitted)} | {bad} | 0 |"
+        f"\nall cycle times: first {', '.join(f'{t * 1000:.0f} ms' for t in times)}; "
+        f"next {', '.join(f'{t * 1000:.0f} ms' for t in times2)}"
     )
-    print(f"\nall cycle times: {', '.join(f'{t * 1000:.0f} ms' for t in times)}")
     return 0
 
 

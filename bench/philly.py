@@ -12,6 +12,7 @@ see the same events; only the dispatch rule differs:
   a job that does not fit the nodes is skipped for the cycle (placement-aware, to be fair to it).
 - fair: vglobal admit() (weighted fair share, gang fit, starvation guard, reclaim). A reclaimed job
   restarts from scratch when it runs again (no checkpoints), which we count as lost GPU-time.
+- fair-noreclaim: the same admit() given no running jobs to reclaim.
 """
 
 from __future__ import annotations
@@ -358,7 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="replay only the first N jobs")
     parser.add_argument("--tick", type=float, default=300.0, help="admission cycle granularity, seconds")
     parser.add_argument("--no-reclaim", action="store_true", help="fair share without reclaim")
-    parser.add_argument("--policies", default="fifo,fair")
+    parser.add_argument(
+        "--policies", default="fifo,fair,fair-noreclaim", help="any of fifo, fair, fair-noreclaim"
+    )
     parser.add_argument(
         "--scale",
         type=float,
@@ -370,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.policies.split(","):
         jobs, weights = load(args.limit)
         nodes = max(1, round(sum(weights.values()) * args.scale))
-        run = Run(name, jobs, weights, nodes, args.tick, reclaim=not args.no_reclaim)
+        run = Run(
+            name, jobs, weights, nodes, args.tick, reclaim=not args.no_reclaim and name != "fair-noreclaim"
+        )
         seconds.append(replay(run))
         runs.append(run)
     cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)

@@ -17,7 +17,7 @@ import numpy as np
 from vglobal.admission.explain import capability_reason, capacity_reason, fmt_row, guarantee_reason
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.order import FairOrder
-from vglobal.admission.placement import Clusters, FailureCache, PreparedGang, pack, prepare_gang
+from vglobal.admission.placement import Clusters, FailureCache, PreparedGang, prepare_gang
 from vglobal.admission.reclaim import ReclaimPlanner
 from vglobal.admission.snapshot import (
     AdmissionResult,
@@ -27,10 +27,15 @@ from vglobal.admission.snapshot import (
     Snapshot,
     Wait,
 )
+from vglobal.admission.starvation import reservation
 from vglobal.admission.status import queue_statuses
 from vglobal.admission.topology import HyperNodeRows, place_with_topology, tier_text
 from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
+
+# Reclaim plans per cycle (each searches every candidate cluster's victims); a cycle runs every
+# second or so, so later plans only wait one cycle.
+MAX_RECLAIM_PLANS = 64
 
 
 @dataclass(slots=True)
@@ -93,7 +98,7 @@ class _Cycle:
         demand = ((job.queue, self.rows[job.uid]) for job in snapshot.pending)
         self.tree = QueueTree(snapshot.queues, index, index.vector(capacity.tolist()), demand)
         self.order = FairOrder(self.tree)
-        self.failures = FailureCache(index.size)
+        self.failures = FailureCache()
         self._planner: ReclaimPlanner | None = None  # built on the first reclaim attempt
         self.decisions: dict[str, Admit | Wait] = {}
         self.reclaims: list[Reclaim] = []
@@ -112,6 +117,7 @@ class _Cycle:
         self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
         self._whole: dict[tuple[bytes, object], list[int]] = {}
         self._charges = 0
+        self._plans = 0
         # Per resource, the largest node: what "big" means when sorting a gang's shapes.
         biggest = self.clusters.max_alloc.max(axis=0) if len(self.clusters.names) else np.zeros(index.size)
         self._scale = np.maximum(np.asarray(biggest, dtype=np.int64).reshape(index.size), 1)
@@ -185,6 +191,8 @@ class _Cycle:
     def _may_reclaim(self, job: _Job, leaf: _Leaf) -> bool:
         if leaf.reclaim_failed or leaf.reclaiming is not None or not self.snap.running:
             return False
+        if self._plans >= MAX_RECLAIM_PLANS:
+            return False  # planning is the costly step: the rest waits for the next cycle
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = leaf.planned or [0] * self.index.size
@@ -363,6 +371,7 @@ class _Cycle:
         return None
 
     def _plan_reclaim(self, job: _Job, leaf: _Leaf) -> Wait | None:
+        self._plans += 1
         cand = self._fits_allocatable(job)
         if self._planner is None:
             self._planner = ReclaimPlanner(self.snap.running, self.tree, self.clusters, self.index)
@@ -400,42 +409,18 @@ class _Cycle:
         return got
 
     def _reserve(self, job: _Job, leaf: _Leaf, best: str) -> Wait:
-        waited = int(self.snap.now - job.snap.waiting_since)
-        fits = self._fits_allocatable(job)
         head = f"no cluster fits gang: {self.clusters.describe(job.gang)}; {best}"
-        if not fits:
+        found = reservation(self.clusters, self._fits_allocatable(job), job.gang)
+        if found is None:
             return Wait(f"{head}; no candidate cluster could hold it even when empty")
-        clusters = self.clusters
-        dims = np.flatnonzero(job.gang.total > 0)
-        best_c, best_rows = -1, None
-        # Reserve where the most of what the gang needs is free already: it completes soonest.
-        at = np.array(fits, dtype=np.int64)
-        share = (clusters.total_free[at][:, dims] / np.maximum(clusters.total_alloc[at][:, dims], 1)).sum(
-            axis=1
-        )
-        for c in at[np.lexsort((at, -share))].tolist():
-            taken = leaf.held.get(c)
-            room = clusters.alloc[c] if taken is None else np.maximum(clusters.alloc[c] - taken, 0)
-            # Hold the nodes that are emptiest now, so the reservation completes soonest.
-            busy = (clusters.alloc[c][:, dims] - clusters.free[c][:, dims]).sum(axis=1) if dims.size else None
-            order = np.argsort(busy, kind="stable") if busy is not None else np.arange(room.shape[0])
-            _, after = pack(room[order], job.gang.shapes)
-            if after is not None:
-                rows = np.zeros_like(room)
-                rows[order] = room[order] - after
-                best_c, best_rows = c, rows
-                break
-        if best_c < 0 or best_rows is None:
-            return Wait(
-                f"{head}; earlier reservations of queue {self.tree.names[job.leaf]} hold what it needs"
-            )
-        taken = leaf.held.get(best_c)
-        leaf.held[best_c] = best_rows if taken is None else taken + best_rows
-        leaf.held_for.setdefault(best_c, job.snap.uid)
+        c, held = found
+        leaf.held[c] = held
+        leaf.held_for[c] = job.snap.uid
         leaf.starving = job.snap.uid
+        waited = int(self.snap.now - job.snap.waiting_since)
         return Wait(
             f"{head}; waiting {waited}s (over {int(self.snap.starvation_after)}s): capacity "
-            f"{fmt_row(self.index, job.gang.total.tolist())} reserved on {clusters.names[best_c]} "
+            f"{fmt_row(self.index, job.gang.total.tolist())} reserved on {self.clusters.names[c]} "
             f"against lower-priority jobs of queue {self.tree.names[job.leaf]}"
         )
 

@@ -70,11 +70,11 @@ def pack(free: IntArray, shapes: Sequence[Shape]) -> tuple[int, IntArray | None]
     out = free
     copied = False
     for shape in shapes:
+        if out.shape[0] == 0:
+            return placed, None  # even a pod that requests nothing needs a node
         if shape.dims.size == 0:
             placed += shape.count
             continue
-        if out.shape[0] == 0:
-            return placed, None
         d = shape.dims
         if shape.count == 1:  # the common single pod: the first node with room
             fits = np.asarray((out[:, d] >= shape.row[d]).all(axis=1), dtype=bool)
@@ -196,14 +196,19 @@ class Clusters:
         free = self.free[c] if held is None else np.maximum(self.free[c] - held, 0)
         _, after = pack(free, gang.shapes)
         if after is None:
+            # commit() leaves max_free as an upper bound; tighten it now that it let a misfit through
+            self.max_free[c] = self.free[c].max(axis=0, initial=0)
             return None
         return after if held is None else self.free[c] - (free - after)
 
     def commit(self, c: int, after: IntArray, used: IntArray) -> None:
-        """Make `after` (from fit) the cluster's free matrix; `used` is what the placement took."""
+        """Make `after` (from fit) the cluster's free matrix; `used` is what the placement took.
+
+        max_free is not lowered here: as an upper bound it stays a valid quick filter (fit() tightens
+        it when it lets a misfit through), and recomputing it per placement is a scan of the nodes.
+        """
         self.free[c] = after
         self.total_free[c] -= used
-        self.max_free[c] = after.max(axis=0, initial=0)
         self.fullness[c] = (self.total_alloc[c] - self.total_free[c]) / self._alloc_f[c]
         if self.schedulable[c]:
             self.free_sum = [a - int(b) for a, b in zip(self.free_sum, used, strict=True)]
@@ -248,8 +253,7 @@ class FailureCache:
     Free capacity only shrinks within a cycle, so a failure stays a failure.
     """
 
-    def __init__(self, size: int) -> None:
-        self._size = size
+    def __init__(self) -> None:
         self._rows: dict[bytes, list[tuple[IntArray, int, str]]] = {}
         self._stack: dict[bytes, tuple[IntArray, IntArray, list[str]]] = {}
         self._exact: dict[tuple[bytes, object], str] = {}

@@ -1,10 +1,11 @@
 """Cross-cluster reclaim: whole running jobs taken back from queues above their deserved share.
 
-A victim's queue must stay at or above both its deserved and its guarantee after losing it (so a
-guarantee is never taken). Victims are planned on ONE cluster, enough for the gang to fit there once
-they stop. Within a cluster, nodes are opened greedily by how few victims free room for one more pod
-of the gang's biggest shape; on a node, victims go lowest priority first, then newest, then uid.
-The cluster needing the fewest victims wins, then the name.
+After losing a victim, its queue keeps its guarantee on every resource, and its deserved on every
+resource it is short of (asks for more than it deserves). Victims are planned on ONE cluster,
+enough for the gang to fit there once they stop. Within a cluster, nodes are opened greedily by how
+few victims free room for one more pod of the gang's biggest shape; on a node, victims go lowest
+priority first, then newest, then uid. Of the few most promising clusters, the one needing the
+fewest victims wins (ties: the more promising, then the name).
 """
 
 from __future__ import annotations
@@ -31,22 +32,51 @@ class Victim:
     rows: IntArray  # node rows of its cluster
     usage: IntArray  # what it uses on each of those rows
     rank: int  # position in victim order (lowest priority, newest, uid)
+    req_list: list[int]  # req and its use of `node` as plain ints, for the per-node walks
+    here: list[int]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One cluster's victims as plain lists while the snapshot is read; arrays are built once."""
+
+    uids: list[str]
+    queues: list[int]
+    reqs: list[list[int]]
+    nodes: list[int]
+    spans: list[tuple[int, int]]
+    rows: list[int]
+    usage: list[list[int]]
 
 
 class _ClusterVictims:
-    def __init__(self, victims: list[Victim], size: int) -> None:
-        self.victims = victims
-        self.queue = np.array([v.queue for v in victims], dtype=np.int64)
-        self.req = np.array([v.req for v in victims], dtype=np.int64).reshape(len(victims), size)
-        self.taken = np.zeros(len(victims), dtype=bool)
-        self.node = np.array([v.node for v in victims], dtype=np.int64)
-        self.by_node: dict[int, list[int]] = {}
-        for k, v in enumerate(victims):
-            self.by_node.setdefault(v.node, []).append(k)
+    def __init__(self, p: _Pending, size: int) -> None:
+        n = len(p.uids)
+        self.queue = np.array(p.queues, dtype=np.int64)
+        self.req = np.array(p.reqs, dtype=np.int64).reshape(n, size)
+        self.node = np.array(p.nodes, dtype=np.int64)
         # Every (victim, node row, usage) triple, to add up what a set of victims frees in one call.
-        self.owner = np.concatenate([np.full(v.rows.size, k) for k, v in enumerate(victims)]).astype(np.int64)
-        self.rows = np.concatenate([v.rows for v in victims]).astype(np.int64)
-        self.usage = np.concatenate([v.usage for v in victims]).reshape(-1, size)
+        self.rows = np.array(p.rows, dtype=np.int64)
+        self.usage = np.array(p.usage, dtype=np.int64).reshape(len(p.rows), size)
+        self.owner = np.repeat(np.arange(n, dtype=np.int64), [b - a for a, b in p.spans])
+        self.taken = np.zeros(n, dtype=bool)
+        self.victims = []
+        for k, (uid, q, node, (a, b)) in enumerate(zip(p.uids, p.queues, p.nodes, p.spans, strict=True)):
+            here = [0] * size
+            for row, use in zip(p.rows[a:b], p.usage[a:b], strict=True):
+                if row == node:
+                    here = [x + y for x, y in zip(here, use, strict=True)]
+            self.victims.append(
+                Victim(uid, q, self.req[k], node, self.rows[a:b], self.usage[a:b], k, p.reqs[k], here)
+            )
+        self.by_node: dict[int, list[int]] = {}
+        for k, node in enumerate(p.nodes):
+            self.by_node.setdefault(node, []).append(k)
+
+
+# Clusters searched per plan (best first by free plus reclaimable room): the search is the costly
+# part, and a cluster further down rarely needs fewer victims.
+CLUSTERS_PER_PLAN = 3
 
 
 class ReclaimPlanner:
@@ -55,40 +85,48 @@ class ReclaimPlanner:
     ) -> None:
         self.tree = tree
         self.clusters = clusters
-        grouped: dict[int, list[Victim]] = {}
+        deserved = np.array(tree.deserved).reshape(len(tree.names), index.size)
+        guarantee = np.array(tree.guarantee, dtype=np.float64).reshape(deserved.shape)
+        # A resource is contended for a queue when water-filling gave it less than it asks for. On
+        # those the queue keeps its deserved; on the others deserved is just its demand, and a whole
+        # victim job may take it below that (its guarantee is kept everywhere).
+        self._contended = np.array(tree.demand).reshape(deserved.shape) > deserved + 0.5
+        self._floor: FloatArray = np.where(self._contended, np.maximum(deserved, guarantee), guarantee)
+        self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
+        # Only queues above their deserved on a resource they are short of can lose jobs at all.
+        over = (self.slack() > 0) & self._contended
+        donors = {
+            q
+            for q in range(len(tree.names))
+            if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())
+        }
+        grouped: dict[int, _Pending] = {}
         for job in sorted(running, key=lambda j: (j.priority, -j.created, j.uid)):
             q = tree.idx.get(job.queue)
             c = clusters.col.get(job.cluster)
-            if q is None or c is None or not tree.is_leaf[q] or not tree.reclaimable[q]:
+            if q is None or c is None or q not in donors:
                 continue
             node_col = clusters.node_col[c]
-            placed = [
-                (node_col[n], index.known_row(v)) for n, v in sorted(job.placements.items()) if n in node_col
-            ]
+            placed = [(node_col[n], index.known_row(v)) for n, v in job.placements.items() if n in node_col]
             if not placed:
                 continue  # frees no node we know of, so it cannot help a gang fit
+            placed.sort()
             main = max(placed, key=lambda p: (sum(p[1]), -p[0]))[0]
-            grouped.setdefault(c, []).append(
-                Victim(
-                    job.uid,
-                    q,
-                    np.array(index.known_row(job.request), dtype=np.int64),
-                    main,
-                    np.array([p[0] for p in placed], dtype=np.int64),
-                    np.array([p[1] for p in placed], dtype=np.int64),
-                    len(grouped.get(c, ())),
-                )
-            )
+            acc = grouped.get(c)
+            if acc is None:
+                acc = grouped[c] = _Pending([], [], [], [], [], [], [])
+            acc.uids.append(job.uid)
+            acc.queues.append(q)
+            acc.reqs.append(index.known_row(job.request))
+            acc.nodes.append(main)
+            start = len(acc.rows)
+            acc.rows.extend(p[0] for p in placed)
+            acc.usage.extend(p[1] for p in placed)
+            acc.spans.append((start, len(acc.rows)))
         self.by_cluster = {c: _ClusterVictims(v, index.size) for c, v in grouped.items()}
-        floor = [
-            np.maximum(d, np.array(g, dtype=np.float64))
-            for d, g in zip(tree.deserved, tree.guarantee, strict=True)
-        ]
-        self._floor: FloatArray = np.array(floor).reshape(len(tree.names), index.size)
-        self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
 
     def slack(self) -> FloatArray:
-        """Per queue: how much it may still lose before reaching max(deserved, guarantee)."""
+        """Per queue: how much it may still lose before reaching its floor (see __init__)."""
         alloc = np.array(self.tree.alloc, dtype=np.float64).reshape(self._floor.shape)
         return alloc - self._given - self._floor
 
@@ -100,21 +138,26 @@ class ReclaimPlanner:
             return None
         slack = self.slack()
         best: tuple[int, int, list[Victim]] | None = None
-        for c in cand:
-            cv = self.by_cluster.get(c)
-            if cv is None:
-                continue
+        tried = 0
+        for c in self._by_promise(cand, gang):
+            if tried == CLUSTERS_PER_PLAN:
+                break
+            cv = self.by_cluster[c]
             # Victims whose queue may lose them, judged alone; the greedy re-checks as it takes them.
             ok = (
                 ((cv.req <= slack[cv.queue]) | (cv.req == 0)).all(axis=1)
+                & ((cv.req > 0) & self._contended[cv.queue]).any(axis=1)  # it frees what is short
                 & (cv.queue != reclaimer)
                 & ~cv.taken
             )
             if not ok.any():
                 continue
+            tried += 1
             chosen = self._plan_cluster(c, cv, ok, slack, gang, best)
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
+                if best[0] == 1:
+                    break  # no plan needs fewer
         if best is None:
             return None
         _, c, chosen = best
@@ -123,6 +166,18 @@ class ReclaimPlanner:
             cv.taken[v.rank] = True
             self._given[v.queue] += v.req
         return c, chosen
+
+    def _by_promise(self, cand: Sequence[int], gang: PreparedGang) -> list[int]:
+        """Candidates with victims, most free-plus-reclaimable room for the gang first, then name."""
+        have = [c for c in cand if c in self.by_cluster]
+        if not have:
+            return []
+        dims = gang.dims
+        room = np.array(
+            [(self.clusters.total_free[c][dims] + self.by_cluster[c].req[:, dims].sum(axis=0)) for c in have]
+        ).reshape(len(have), dims.size) / np.maximum(gang.total[dims], 1)
+        order = np.lexsort((np.array(have), -room.min(axis=1)))
+        return [have[i] for i in order.tolist()]
 
     def _plan_cluster(
         self,
@@ -141,7 +196,7 @@ class ReclaimPlanner:
         np.add.at(potential, cv.rows[flat], cv.usage[flat])
         if pack(potential, gang.shapes)[1] is None:
             return None
-        slack = slack.copy()
+        rows = _SlackRows(slack)
         big = gang.shapes[0]
         eligible = np.flatnonzero(ok)  # rank order
         nodes, first = np.unique(cv.node[eligible], return_index=True)
@@ -156,14 +211,19 @@ class ReclaimPlanner:
         # Lazy greedy over nodes keyed by (victims needed for one more pod, rank of the last of
         # them): a node starts at its lower bound (one victim, its first victim's rank); its exact
         # key is computed when it reaches the top, and it goes back in if that is more.
-        heap = [(1, int(eligible[f]), int(n)) for n, f in zip(nodes, first, strict=True)]
+        # Nodes that cannot host even one more pod with all their victims gone are left out.
+        d = big.dims
+        more = (potential[:, d] // big.row[d]).min(axis=1) > (free[:, d] // big.row[d]).min(axis=1)
+        heap = [(1, int(eligible[f]), int(n)) for n, f in zip(nodes, first, strict=True) if more[n]]
         heapq.heapify(heap)
         chosen: list[Victim] = []
         limit = best[0] if best is not None else None
         while heap:
             cost, rank, node = heapq.heappop(heap)
+            if limit is not None and len(chosen) + cost >= limit:
+                return None  # every node left needs at least `cost` more victims
             victims = node_victims(node)
-            walk = _walk(free, node, victims, big, slack)
+            walk = _walk(free, node, victims, big, rows)
             if not walk:
                 continue
             if (len(walk), walk[-1].rank) != (cost, rank):
@@ -173,7 +233,7 @@ class ReclaimPlanner:
                 victims.remove(v)
                 chosen.append(v)
                 np.add.at(free, v.rows, v.usage)
-                slack[v.queue] -= v.req
+                rows.lose(v)
             if limit is not None and len(chosen) >= limit:
                 return None
             if pack(free, gang.shapes)[1] is not None:
@@ -183,29 +243,52 @@ class ReclaimPlanner:
         return None
 
 
-def _room(row: IntArray, shape: Shape) -> int:
-    d = shape.dims
-    return int((row[d] // shape.row[d]).min()) if d.size else 1 << 30
+class _SlackRows:
+    """Queue slack as plain lists, fetched from the matrix on first use: the walks are scalar."""
+
+    def __init__(self, slack: FloatArray) -> None:
+        self._slack = slack
+        self._rows: dict[int, list[float]] = {}
+
+    def row(self, q: int) -> list[float]:
+        got = self._rows.get(q)
+        if got is None:
+            got = self._rows[q] = self._slack[q].tolist()
+        return got
+
+    def lose(self, v: Victim) -> None:
+        row = self.row(v.queue)
+        self._rows[v.queue] = [s - r for s, r in zip(row, v.req_list, strict=True)]
 
 
-def _may_lose(v: Victim, slack: FloatArray, lost: dict[int, IntArray]) -> bool:
-    """The victim's queue keeps max(deserved, guarantee) after losing it (and what it lost so far)."""
-    room = slack[v.queue] - lost[v.queue] if v.queue in lost else slack[v.queue]
-    return bool(((v.req <= room) | (v.req == 0)).all())
+def _room(row: list[int], dims: list[int], pod: list[int]) -> int:
+    return min((row[d] // pod[d] for d in dims), default=1 << 30)
 
 
-def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack: FloatArray) -> list[Victim]:
-    """The fewest of `victims`, in order, whose removal makes room for one more pod on the node."""
-    target = _room(free[node], shape) + 1
-    row = free[node].copy()
-    lost: dict[int, IntArray] = {}
+def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack: _SlackRows) -> list[Victim]:
+    """The fewest of `victims`, in order, whose removal makes room for one more pod on the node.
+
+    Each must leave its queue at or above its floor, counting what the earlier ones took.
+    """
+    dims = shape.dims.tolist()
+    pod = shape.row.tolist()
+    row = free[node].tolist()
+    target = _room(row, dims, pod) + 1
+    lost: dict[int, list[int]] = {}
     taken: list[Victim] = []
     for v in victims:
-        if not _may_lose(v, slack, lost):
-            continue
+        room = slack.row(v.queue)
+        gone = lost.get(v.queue)
+        if gone is None:
+            if any(r > s for r, s in zip(v.req_list, room, strict=True) if r):
+                continue
+            lost[v.queue] = v.req_list
+        else:
+            if any(r + g > s for r, g, s in zip(v.req_list, gone, room, strict=True) if r):
+                continue
+            lost[v.queue] = [r + g for r, g in zip(v.req_list, gone, strict=True)]
         taken.append(v)
-        lost[v.queue] = lost[v.queue] + v.req if v.queue in lost else v.req
-        row += v.usage[v.rows == node].sum(axis=0)
-        if _room(row, shape) >= target:
+        row = [a + b for a, b in zip(row, v.here, strict=True)]
+        if _room(row, dims, pod) >= target:
             return taken
     return []

@@ -65,6 +65,7 @@ class AgentCore:
                 backend.free(),
                 self.runs.values(),
                 __version__,
+                backend.hyper_nodes(),
             )
         ]
 

@@ -6,8 +6,11 @@ from collections.abc import Iterable, Mapping
 
 from vglobal.agent.run import JobRun, RunEvent
 from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.api.v1 import common_pb2
+from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import NodeSpec
+from vglobal.scheduler.devices import node_gpus
 
 
 def units(vec: Mapping[str, int]) -> pb.Units:
@@ -21,6 +24,7 @@ def register(
     free: Mapping[str, ResourceVector],
     runs: Iterable[JobRun],
     version: str,
+    hyper_nodes: Iterable[ResolvedHyperNode] = (),
 ) -> pb.AgentMessage:
     inventory = [
         pb.NodeInventory(
@@ -30,12 +34,32 @@ def register(
             free=units(free.get(n.name, n.allocatable)),
             taints=[pb.Taint(key=t.key, value=t.value, effect=t.effect) for t in n.taints],
             unschedulable=n.unschedulable,
+            gpus=[
+                pb.GpuDevice(index=g.index, memory_mib=g.memory_mib, model=g.model, mig=g.mig)
+                for g in node_gpus(n)
+            ],
         )
         for n in nodes
     ]
+    topology = [
+        common_pb2.HyperNode(
+            name=h.name,
+            tier=h.tier,
+            tier_name=h.tier_name,
+            parent=h.parent or "",
+            nodes=sorted(h.nodes),
+            children=list(h.children),
+        )
+        for h in hyper_nodes
+    ]
     jobs = [pb.JobRunRef(job_uid=r.uid, generation=r.generation) for r in runs if not r.finished]
     body = pb.Register(
-        cluster=cluster, labels=dict(labels), nodes=inventory, jobs=jobs, agent_version=version
+        cluster=cluster,
+        labels=dict(labels),
+        nodes=inventory,
+        jobs=jobs,
+        agent_version=version,
+        hypernodes=topology,
     )
     return pb.AgentMessage(register=body)
 

@@ -73,7 +73,7 @@ class ClusterRuntime:
         key = self._input_key()
         if key == self._last_key:
             return
-        state = cluster_state(self.backend.nodes(), self.runs.values())
+        state = cluster_state(self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes())
         result = run_cycle(state, self.conf)
         self._apply(result)
 

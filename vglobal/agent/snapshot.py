@@ -7,6 +7,7 @@ from typing import Any
 
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
+from vglobal.model.hypernode import ResolvedHyperNode, tier_of_name
 from vglobal.scheduler.api import ClusterState, JobSpec, NodeSpec, QueueSpec, TaskSpec, TaskStatus
 
 
@@ -57,12 +58,24 @@ def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
     )
 
 
-def job_spec(run: JobRun) -> JobSpec:
+def topology_tier(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...]) -> tuple[str, int] | None:
+    """(mode, highest tier allowed): a tier name maps through this cluster's tree (unknown = -1, so a
+    hard job fits no HyperNode); neither tier nor name allows up to the synthetic top tier."""
+    topo = run.job.network_topology
+    if topo is None:
+        return None
+    if topo.highest_tier_allowed is not None:
+        return (topo.mode, topo.highest_tier_allowed)
+    if topo.highest_tier_name is not None:
+        tier = tier_of_name(hyper_nodes, topo.highest_tier_name)
+        return (topo.mode, -1 if tier is None else tier)
+    return (topo.mode, max((h.tier for h in hyper_nodes), default=0) + 1)
+
+
+def job_spec(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = ()) -> JobSpec:
     job = run.job
     tasks = tuple(task_spec(run, pod, run.status[name]) for name, pod in sorted(run.pods.items()))
-    topology = None
-    if job.network_topology is not None and job.network_topology.highest_tier_allowed is not None:
-        topology = (job.network_topology.mode, job.network_topology.highest_tier_allowed)
+    topology = topology_tier(run, hyper_nodes)
     return JobSpec(
         uid=run.uid,
         name=job.name,
@@ -79,9 +92,11 @@ def job_spec(run: JobRun) -> JobSpec:
     )
 
 
-def cluster_state(nodes: tuple[NodeSpec, ...], runs: Iterable[JobRun]) -> ClusterState:
+def cluster_state(
+    nodes: tuple[NodeSpec, ...], runs: Iterable[JobRun], hyper_nodes: tuple[ResolvedHyperNode, ...] = ()
+) -> ClusterState:
     """Quotas were enforced by the hub: every queue here is an open, unlimited local queue."""
     active = [r for r in runs if not r.finished]
-    jobs = tuple(job_spec(r) for r in sorted(active, key=lambda r: r.seq))
+    jobs = tuple(job_spec(r, hyper_nodes) for r in sorted(active, key=lambda r: r.seq))
     queues = tuple(QueueSpec(name=q) for q in sorted({r.queue for r in active}))
-    return ClusterState(nodes=nodes, jobs=jobs, queues=queues)
+    return ClusterState(nodes=nodes, jobs=jobs, queues=queues, hyper_nodes=hyper_nodes)

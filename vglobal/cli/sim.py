@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from vglobal.cli.sim_openb import openb
+
 
 @click.group()
 def sim() -> None:
@@ -53,3 +55,6 @@ def sim_run(
         until=parse_duration(until) if until else None,
     )
     print(json.dumps(result, indent=2))
+
+
+sim.add_command(openb)

@@ -135,8 +135,10 @@ tiers:
   - name: predicates
   - name: nodeorder
   - name: binpack
+  - name: network-topology-aware
+  - name: deviceshare
 """
 
-# DESIGN.md section 6.3; network-topology-aware and deviceshare join tier 2 once they exist.
+# DESIGN.md section 6.3.
 # Not validated against the registry here: the plugins import this module (a test checks the names).
 DEFAULT_AGENT_CONF: SchedulerConf = _parse(DEFAULT_AGENT_CONF_TEXT, None)

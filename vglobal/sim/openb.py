@@ -18,13 +18,22 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from vglobal.model.resources import ResourceVector
-from vglobal.scheduler import ClusterState, JobSpec, NodeSpec, QueueSpec, TaskSpec, parse_conf, run_cycle
+from vglobal.scheduler import (
+    ClusterState,
+    CycleResult,
+    JobSpec,
+    NodeSpec,
+    QueueSpec,
+    TaskSpec,
+    parse_conf,
+    run_cycle,
+)
 from vglobal.scheduler.devices import GPUS_EXTENSION, GpuDevice, vgpu_capacity
 
 POLICIES = ("random", "bestfit", "binpack", "spread", "fgd")
@@ -149,11 +158,10 @@ tiers:
 """
 
 
-def run_openb(
-    nodes: Sequence[NodeSpec], pods: Sequence[TracePod], policy: str, seed: int, target: float = 1.3
-) -> dict[str, object]:
-    capacity = sum(n.allocatable["nvidia.com/gpu"] for n in nodes)
-    arrived = arrivals(pods, capacity, target, seed)
+def place(
+    nodes: Sequence[NodeSpec], arrived: Sequence[TracePod], policy: str, seed: int
+) -> tuple[list[TaskSpec], CycleResult]:
+    """One allocate session over all arrived pods (oldest first): the tasks and the binds."""
     tasks = [_task_spec(i, p) for i, p in enumerate(arrived)]
     jobs = tuple(
         JobSpec(t.uid, t.uid, "default", "default", 0, 1, {"pod": 1}, i, (t,), podgroup_phase="Inqueue")
@@ -162,24 +170,44 @@ def run_openb(
     state = ClusterState(tuple(nodes), jobs, (QueueSpec("default"),))
     # random is seeded through the conf so the scheduler stays a pure function of its input
     text = policy_conf(policy).replace("ScheduleWeight: 1}", f"ScheduleWeight: 1, deviceshare.Seed: {seed}}}")
-    result = run_cycle(state, parse_conf(text))
+    return tasks, run_cycle(state, parse_conf(text))
+
+
+def run_openb(
+    nodes: Sequence[NodeSpec],
+    pods: Sequence[TracePod],
+    policy: str,
+    seed: int,
+    target: float = 1.3,
+    memory: bool = True,
+) -> dict[str, object]:
+    """``memory=False`` drops the pods' memory requests, as the FGD paper's simulator (which tracks
+    only cpu and GPU) does; the published numbers were made that way."""
+    if not memory:
+        pods = [replace(p, memory_mib=0) for p in pods]
+    capacity = sum(n.allocatable["nvidia.com/gpu"] for n in nodes)
+    arrived = arrivals(pods, capacity, target, seed)
+    tasks, result = place(nodes, arrived, policy, seed)
     demand = np.array([p.gpu_demand for p in arrived], dtype=np.int64)
     placed = np.array([t.uid in result.binds for t in tasks], dtype=np.bool_)
     arrived_cum = np.cumsum(demand)
     alloc_cum = np.cumsum(np.where(placed, demand, 0))
     ratios: dict[str, float] = {}
-    for pct in range(1, int(round(target * 100)) + 1):
+    for pct in range(1, round(target * 100) + 1):
         at = int(np.searchsorted(arrived_cum, pct / 100 * capacity))
         at = min(at, len(arrived) - 1)
         ratios[str(pct)] = round(float(alloc_cum[at]) / capacity * 100, 2)
     return {
         "policy": policy,
         "seed": seed,
+        "memory": memory,
         "pods": len(arrived),
         "failed": int((~placed).sum()),
         "alloc_ratio": ratios,
     }
 
 
-def run_openb_files(nodes_csv: Path, pods_csv: Path, policy: str, seed: int, target: float = 1.3) -> dict[str, object]:
-    return run_openb(load_nodes(nodes_csv), load_pods(pods_csv), policy, seed, target)
+def run_openb_files(
+    nodes_csv: Path, pods_csv: Path, policy: str, seed: int, target: float = 1.3, memory: bool = True
+) -> dict[str, object]:
+    return run_openb(load_nodes(nodes_csv), load_pods(pods_csv), policy, seed, target, memory)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vglobal.admission import Admit, ClusterSnap, NodeSnap, PendingJob, QueueSnap, Snapshot, admit
+from vglobal.admission import Admit, ClusterSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot, admit
 from vglobal.model.resources import EMPTY, ResourceVector
 
 GPU = "nvidia.com/gpu"
@@ -184,3 +184,81 @@ def test_deterministic_and_independent_of_input_order(snap: Snapshot) -> None:
         assert other.decisions == first.decisions
         assert other.admitted_order == first.admitted_order
         assert other.queues == first.queues
+
+
+@st.composite
+def busy_snapshots(draw: st.DrawFn) -> Snapshot:
+    """Flat queues with running jobs placed on the nodes, and pending jobs that may need reclaim."""
+    names = [f"q{i}" for i in range(draw(st.integers(2, 4)))]
+    queues = {
+        n: QueueSnap(
+            n,
+            weight=draw(st.integers(1, 3)),
+            guarantee=draw(st.sampled_from([EMPTY, vec(0, 4)])),
+            reclaimable=draw(st.booleans() | st.just(True)),
+        )
+        for n in names
+    }
+    clusters, running = [], []
+    usage: dict[str, ResourceVector] = {}
+    for c in range(draw(st.integers(1, 2))):
+        nodes = []
+        for n in range(draw(st.integers(1, 3))):
+            alloc = vec(32, 8)
+            free = alloc
+            for k in range(draw(st.integers(0, 8))):
+                req = vec(1, draw(st.sampled_from([1, 2])))
+                if not req.fits_in(free):
+                    break
+                free = free - req
+                q = draw(st.sampled_from(names))
+                usage[q] = usage.get(q, EMPTY) + req
+                running.append(
+                    RunningJob(
+                        f"r{c}{n}{k}",
+                        q,
+                        f"c{c}",
+                        draw(st.sampled_from([0, 5])),
+                        float(draw(st.integers(0, 9))),
+                        req,
+                        {f"n{n}": req},
+                    )
+                )
+            nodes.append(NodeSnap(f"n{n}", free, alloc))
+        clusters.append(ClusterSnap(f"c{c}", {}, tuple(nodes)))
+    pending = []
+    for j in range(draw(st.integers(1, 8))):
+        pod = vec(1, draw(st.sampled_from([2, 4, 8])))
+        pending.append(
+            PendingJob(
+                f"j{j}", f"j{j}", "ns", draw(st.sampled_from(names)), 0, float(j), 990.0, pod, ((pod, 1),)
+            )
+        )
+    qs = tuple(replace(q, allocated=usage.get(q.name, EMPTY)) for q in queues.values())
+    return Snapshot(1000.0, qs, tuple(clusters), tuple(pending), tuple(running))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(busy_snapshots())
+def test_reclaim_never_takes_a_victim_queue_below_deserved_or_guarantee(snap: Snapshot) -> None:
+    result = admit(snap)
+    by_uid = {r.uid: r for r in snap.running}
+    pending = {j.uid: j for j in snap.pending}
+    reclaimable = {q.name for q in snap.queues if q.reclaimable}
+    assert len({r.victim_uid for r in result.reclaims}) == len(result.reclaims)
+    lost: dict[str, ResourceVector] = {}
+    for r in result.reclaims:
+        victim = by_uid[r.victim_uid]
+        assert victim.queue in reclaimable and victim.queue != pending[r.for_uid].queue
+        assert victim.cluster == r.cluster
+        lost[victim.queue] = lost.get(victim.queue, EMPTY) + victim.request
+    for q, gone in lost.items():
+        figures = result.queues[q]
+        demand = next(x.allocated for x in snap.queues if x.name == q) + sum(
+            (j.request for j in snap.pending if j.queue == q), EMPTY
+        )
+        left = figures.allocated - gone
+        for r in gone:
+            assert left[r] >= figures.guarantee[r], (q, r)  # a guarantee is never reclaimed
+            if demand[r] > figures.deserved[r]:  # short of r: it keeps its deserved share of r
+                assert left[r] >= figures.deserved[r], (q, r)

@@ -9,23 +9,42 @@ import numpy as np
 import pytest
 
 from vglobal.model.resources import ResourceVector
-from vglobal.scheduler import ClusterState, JobSpec, NodeSpec, QueueSpec, TaskSpec, TaskStatus, parse_conf, run_cycle
+from vglobal.scheduler import (
+    ClusterState,
+    JobSpec,
+    NodeSpec,
+    QueueSpec,
+    TaskSpec,
+    TaskStatus,
+    parse_conf,
+    run_cycle,
+)
 from vglobal.scheduler.devices import GPUS_EXTENSION, GpuDevice, device_request, gpus_from_spec, vgpu_capacity
-from vglobal.scheduler.devices.mig import MigState, mig_choice, parse_mig_config
+from vglobal.scheduler.devices.mig import DEFAULT_MIG, MigState, mig_choice, parse_mig_config
 from vglobal.scheduler.devices.table import DeviceTable
-from vglobal.scheduler.devices.mig import DEFAULT_MIG
 
 
-def gpu_node(name: str, count: int = 2, memory: int = 16384, model: str = "T4", mig: bool = False) -> NodeSpec:
+def gpu_node(
+    name: str, count: int = 2, memory: int = 16384, model: str = "T4", mig: bool = False
+) -> NodeSpec:
     devices = tuple(GpuDevice(i, memory, model, mig) for i in range(count))
-    alloc = ResourceVector.from_quantities({"cpu": "32", "memory": "128Gi", "pods": 110, "nvidia.com/gpu": count})
+    alloc = ResourceVector.from_quantities(
+        {"cpu": "32", "memory": "128Gi", "pods": 110, "nvidia.com/gpu": count}
+    )
     return NodeSpec(name, alloc + vgpu_capacity(devices), extensions={GPUS_EXTENSION: devices})
 
 
 def task(uid: str, node: str | None = None, ann: Mapping[str, str] | None = None, **res: int) -> TaskSpec:
     quantities: dict[str, str | int] = {"cpu": "1", "memory": "1Gi"}
     for key, value in res.items():
-        quantities[{"number": "volcano.sh/vgpu-number", "mem": "volcano.sh/vgpu-memory", "cores": "volcano.sh/vgpu-cores", "gpu": "nvidia.com/gpu"}[key]] = value
+        quantities[
+            {
+                "number": "volcano.sh/vgpu-number",
+                "mem": "volcano.sh/vgpu-memory",
+                "cores": "volcano.sh/vgpu-cores",
+                "gpu": "nvidia.com/gpu",
+            }[key]
+        ] = value
     return TaskSpec(
         uid=uid,
         name=f"{uid}-t-0",
@@ -40,7 +59,9 @@ def task(uid: str, node: str | None = None, ann: Mapping[str, str] | None = None
 
 
 def job(t: TaskSpec, creation: int = 0) -> JobSpec:
-    return JobSpec(t.job_uid, t.job_uid, "default", "default", 0, 1, {"t": 1}, creation, (t,), podgroup_phase="Inqueue")
+    return JobSpec(
+        t.job_uid, t.job_uid, "default", "default", 0, 1, {"t": 1}, creation, (t,), podgroup_phase="Inqueue"
+    )
 
 
 def conf(policy: str = "binpack", weight: int = 10, extra: str = "") -> str:
@@ -103,7 +124,9 @@ def test_binpack_and_spread_scores_per_node() -> None:
     # would go to n0; ours sends the pod to the emptier GPU.
     assert schedule(nodes, [*running, task("new", mem=4096)], conf("spread")) == {"new": "n1"}
     # weight 0 (Volcano's default) scores nothing: the lowest name wins
-    assert schedule(nodes, [task("r", node="n1", mem=8000), task("new", mem=4096)], conf("binpack", 0)) == {"new": "n0"}
+    assert schedule(nodes, [task("r", node="n1", mem=8000), task("new", mem=4096)], conf("binpack", 0)) == {
+        "new": "n0"
+    }
 
 
 def test_device_choice_within_a_node() -> None:
@@ -140,7 +163,10 @@ A100 = [
         "models": ["A100-SXM4-40GB"],
         "allowedGeometries": [
             [{"name": "1g.5gb", "memory": 5120, "count": 7}],
-            [{"name": "2g.10gb", "memory": 10240, "count": 3}, {"name": "1g.5gb", "memory": 5120, "count": 1}],
+            [
+                {"name": "2g.10gb", "memory": 10240, "count": 3},
+                {"name": "1g.5gb", "memory": 5120, "count": 1},
+            ],
             [{"name": "3g.20gb", "memory": 20480, "count": 2}],
             [{"name": "7g.40gb", "memory": 40960, "count": 1}],
         ],
@@ -187,7 +213,13 @@ def test_mig_pods_through_the_scheduler_keep_the_geometry() -> None:
 
 def test_vgpu_number_from_node_capacity_without_a_device_list() -> None:
     alloc = ResourceVector.from_quantities(
-        {"cpu": "8", "memory": "32Gi", "volcano.sh/vgpu-number": 20, "volcano.sh/vgpu-memory": 32768, "nvidia.com/gpu": 2}
+        {
+            "cpu": "8",
+            "memory": "32Gi",
+            "volcano.sh/vgpu-number": 20,
+            "volcano.sh/vgpu-memory": 32768,
+            "nvidia.com/gpu": 2,
+        }
     )
     node = NodeSpec("cap", alloc)
     assert schedule([node], [task("a", mem=16384), task("b", mem=16384)]) == {"a": "cap", "b": "cap"}
@@ -196,5 +228,7 @@ def test_vgpu_number_from_node_capacity_without_a_device_list() -> None:
 
 def test_gpus_from_spec_counts() -> None:
     devices = gpus_from_spec(4, 81920, "H100", True)
-    assert [d.index for d in devices] == [0, 1, 2, 3] and all(d.mig and d.memory_mib == 81920 for d in devices)
+    assert [d.index for d in devices] == [0, 1, 2, 3] and all(
+        d.mig and d.memory_mib == 81920 for d in devices
+    )
     assert vgpu_capacity(devices)["volcano.sh/vgpu-number"] == 40_000

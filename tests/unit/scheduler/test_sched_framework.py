@@ -77,7 +77,14 @@ def test_parse_conf_errors_name_the_field(text: str, message: str) -> None:
 def test_default_agent_conf_uses_registered_plugins() -> None:
     assert set(DEFAULT_AGENT_CONF.plugin_names()) <= plugin_names()
     assert DEFAULT_AGENT_CONF.actions == ("enqueue", "allocate", "backfill")
-    assert [p.name for p in DEFAULT_AGENT_CONF.tiers[1]] == ["drf", "predicates", "nodeorder", "binpack"]
+    assert [p.name for p in DEFAULT_AGENT_CONF.tiers[1]] == [
+        "drf",
+        "predicates",
+        "nodeorder",
+        "binpack",
+        "network-topology-aware",
+        "deviceshare",
+    ]
 
 
 @given(st.lists(st.integers(-50, 50), max_size=60))

@@ -59,3 +59,27 @@ def test_without_hypernodes_only_the_top_exists() -> None:
     assert len(run(NODES, [gang("g", 3, topology=("hard", 1))], ()).binds) == 3
     out = run(NODES, [gang("g", 3, topology=("hard", 0))], ())
     assert out.binds == {} and "no HyperNode of tier <= 0" in out.reasons["g"]
+
+
+def test_normal_pods_pack_into_the_busier_switch() -> None:
+    from vglobal.model.hypernode import ResolvedHyperNode
+
+    hns = (
+        ResolvedHyperNode("a", 1, parent="top", nodes=frozenset({"n2", "n3"})),
+        ResolvedHyperNode("b", 1, parent="top", nodes=frozenset({"n0", "n1"})),
+        ResolvedHyperNode("top", 2, children=("a", "b"), nodes=frozenset({"n0", "n1", "n2", "n3"})),
+    )
+    text = """
+actions: "allocate"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: network-topology-aware}]
+"""
+    busy = gang("busy", 1, placed={0: "n3"})
+    out = run(nodes(4), [busy, gang("p", 1, cpu="1", creation=1)], hns, conf=text)
+    assert out.binds == {"p-0": "n2"}  # switch a is half used: binpack over HyperNodes picks it
+    off = text.replace(
+        "{name: network-topology-aware}",
+        "{name: network-topology-aware, arguments: {normal-pod.enable: false}}",
+    )
+    assert run(nodes(4), [busy, gang("p", 1, cpu="1", creation=1)], hns, conf=off).binds == {"p-0": "n0"}

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from vglobal.agent.pods import PodManifest, PodStatus
+from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import NodeSpec
 
@@ -24,6 +25,10 @@ class Backend(Protocol):
 
     def nodes(self) -> tuple[NodeSpec, ...]:
         """The schedulable inventory (allocatable includes ``pods``)."""
+        ...
+
+    def hyper_nodes(self) -> tuple[ResolvedHyperNode, ...]:
+        """The cluster's resolved HyperNode tree (manifests and label discovery); empty if none."""
         ...
 
     def free(self) -> dict[str, ResourceVector]:

@@ -12,28 +12,45 @@ from dataclasses import dataclass, replace
 
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
 from vglobal.model.duration import parse_duration
+from vglobal.model.hypernode import ResolvedHyperNode, cluster_hyper_nodes
 from vglobal.model.resources import ResourceVector
-from vglobal.model.sim_cluster import SimCluster
+from vglobal.model.sim_cluster import SimCluster, SimNode
 from vglobal.scheduler.api import NodeSpec, Taint
+from vglobal.scheduler.devices import GPUS_EXTENSION, gpus_from_spec, vgpu_capacity
 
 DURATION_ANNOTATION = "vglobal.io/sim-duration"
 EXIT_CODE_ANNOTATION = "vglobal.io/sim-exit-code"
 _POD_SLOT = ResourceVector({"pods": 1})
 
 
+def _devices(n: SimNode) -> tuple[ResourceVector, dict[str, object]]:
+    """GPUs with memory become a device list, plus the vGPU capacity the device plugin registers."""
+    if n.gpus is None or n.gpus.count <= 0:
+        return n.allocatable, {}
+    devices = gpus_from_spec(n.gpus.count, n.gpus.memory_mib, n.gpus.model, n.gpus.mig)
+    extra = {k: v for k, v in vgpu_capacity(devices).items() if k not in n.allocatable}
+    return n.allocatable + extra, {GPUS_EXTENSION: devices}
+
+
 def node_specs(cluster: SimCluster) -> tuple[NodeSpec, ...]:
-    return tuple(
-        NodeSpec(
-            name=n.name,
-            allocatable=n.allocatable,
-            labels=dict(n.labels),
-            taints=tuple(
-                Taint(key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", "NoSchedule"))
-                for t in n.taints
-            ),
+    out = []
+    for n in cluster.nodes:
+        allocatable, extensions = _devices(n)
+        out.append(
+            NodeSpec(
+                name=n.name,
+                allocatable=allocatable,
+                labels=dict(n.labels),
+                taints=tuple(
+                    Taint(
+                        key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", "NoSchedule")
+                    )
+                    for t in n.taints
+                ),
+                extensions=extensions,
+            )
         )
-        for n in cluster.nodes
-    )
+    return tuple(out)
 
 
 def pod_runtime(annotations: Mapping[str, str]) -> tuple[float | None, int]:
@@ -57,6 +74,10 @@ class SimBackend:
         self._name = name or cluster.name
         self._labels = dict(cluster.labels)
         self._nodes = node_specs(cluster)
+        # resolved once: a bad HyperNode manifest is an error in the cluster file (ManifestError)
+        self._hyper_nodes = cluster_hyper_nodes(
+            cluster.hyper_nodes, cluster.discovery, {n.name: n.labels for n in cluster.nodes}
+        )
         self._alloc = {n.name: n.allocatable for n in self._nodes}
         self._used: dict[str, ResourceVector] = {n.name: ResourceVector() for n in self._nodes}
         self._pods: dict[str, _SimPod] = {}
@@ -73,6 +94,9 @@ class SimBackend:
 
     def nodes(self) -> tuple[NodeSpec, ...]:
         return self._nodes
+
+    def hyper_nodes(self) -> tuple[ResolvedHyperNode, ...]:
+        return self._hyper_nodes
 
     def free(self) -> dict[str, ResourceVector]:
         return {name: self._alloc[name] - self._used[name] for name in self._alloc}

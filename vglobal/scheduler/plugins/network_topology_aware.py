@@ -22,7 +22,7 @@ from vglobal.scheduler.nodes import FloatArray, IntArray
 from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
-from vglobal.scheduler.topology import HyperNodeTree
+from vglobal.scheduler.topology import TOP_HYPERNODE, HyperNodeTree
 
 MAX_SCORE = 100.0
 
@@ -74,11 +74,49 @@ class NetworkTopologyAwarePlugin(Plugin):
                 scores[name] += there / total
             return {n: s * MAX_SCORE * weight for n, s in scores.items()}
 
+        normal_enabled = self.arg_bool("normal-pod.enable", True) and len(tree) > 1
+        fading = self.arg_float("normal-pod.fading", 0.8)
+        tiers = sorted({t for h, t in tree.tier.items() if h != TOP_HYPERNODE})
+        # per tier: each row's HyperNode of that tier as an index into names_at[t], -1 if none
+        names_at: dict[int, list[str]] = {t: [] for t in tiers}
+        owner_at: dict[int, IntArray] = {}
+        for t in tiers:
+            owner = np.full(len(nodes), -1, dtype=np.int64)
+            for name in sorted(h for h, ht in tree.tier.items() if ht == t and h != TOP_HYPERNODE):
+                owner[tree.rows[name]] = len(names_at[t])
+                names_at[t].append(name)
+            owner_at[t] = owner
+
+        def normal_score(task: TaskInfo, rows: IntArray) -> FloatArray:
+            """Volcano HEAD for pods without topology: binpack of the pod's HyperNode at each tier,
+            faded by tier (lower tiers weigh more); a node outside any HyperNode of a tier scores 1."""
+            req = task.req[col_idx]
+            total = np.zeros(rows.size, dtype=np.float64)
+            norm = 0.0
+            for i, t in enumerate(tiers):
+                owner = owner_at[t]
+                count = len(names_at[t])
+                alloc = np.zeros((count, col_idx.size), dtype=np.float64)
+                used = np.zeros((count, col_idx.size), dtype=np.float64)
+                inside = owner >= 0
+                np.add.at(alloc, owner[inside], nodes.alloc[inside][:, col_idx])
+                np.add.at(used, owner[inside], nodes.used[inside][:, col_idx])
+                final = used + req
+                parts = np.where(alloc > 0, final * col_w / np.maximum(alloc, 1), 0.0)
+                bp = parts.sum(axis=1) / max(float(col_w.sum()), 1e-9)
+                bp[((final > alloc) & (col_w > 0)).any(axis=1)] = 0.0
+                mine = owner[rows]
+                score = np.where(mine >= 0, bp[np.maximum(mine, 0)], 1.0)
+                total += fading**i * score
+                norm += fading**i
+            out: FloatArray = total / norm * MAX_SCORE * weight
+            return out
+
         def node_score(task: TaskInfo, rows: IntArray) -> FloatArray:
             out = np.zeros(rows.size, dtype=np.float64)
             job = task.job
             if job.spec.network_topology is None:
-                return out
+                return normal_score(task, rows) if normal_enabled else out
             allocated = tree.lca_of_rows(_job_rows(job))
             if allocated is None:
                 return out
