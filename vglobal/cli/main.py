@@ -211,15 +211,29 @@ def apply(obj: Ctx, path: Path) -> None:
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["jobs", "job", "queues", "queue", "clusters", "cluster"]))
+@click.argument(
+    "kind",
+    type=click.Choice(["jobs", "job", "queues", "queue", "clusters", "cluster", "hypernodes", "hypernode"]),
+)
 @click.option("-o", "--output", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("-n", "--namespace", default="", help="Only jobs of this namespace.")
 @click.option("-q", "--queue", default="", help="Only jobs of this queue.")
+@click.option("--cluster", default="", help="The cluster whose HyperNodes to show.")
 @click.pass_obj
-def get(obj: Ctx, kind: str, fmt: str, namespace: str, queue: str) -> None:
-    """List jobs, queues or clusters."""
+def get(obj: Ctx, kind: str, fmt: str, namespace: str, queue: str, cluster: str) -> None:
+    """List jobs, queues, clusters, or one cluster's HyperNode tree."""
     try:
-        if kind.startswith("job"):
+        if kind.startswith("hypernode"):
+            if not cluster:
+                fail("get hypernodes needs --cluster NAME")
+            from vglobal.cli.hypernodes import print_hypernode_tree
+
+            msg = obj.client.get_cluster(cluster)
+            if fmt in ("json", "yaml"):
+                output.emit("hypernodes", [output.hypernode_row(h) for h in msg.hypernodes], fmt, console)
+            else:
+                print_hypernode_tree(msg, console)
+        elif kind.startswith("job"):
             rows = [output.job_row(j) for j in obj.client.list_jobs(namespace=namespace, queue=queue)]
             output.emit("jobs", rows, fmt, console)
         elif kind.startswith("queue"):

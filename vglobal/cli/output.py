@@ -83,6 +83,17 @@ def cluster_row(c: clusters_pb2.Cluster) -> dict[str, Any]:
     }
 
 
+def hypernode_row(h: common_pb2.HyperNode) -> dict[str, Any]:
+    return {
+        "name": h.name,
+        "tier": h.tier,
+        "tierName": h.tier_name,
+        "parent": h.parent,
+        "children": list(h.children),
+        "nodes": list(h.nodes),
+    }
+
+
 COLUMNS: dict[str, dict[str, list[str]]] = {
     "jobs": {
         "table": ["namespace", "name", "queue", "phase", "bindingPhase", "cluster", "reason"],

@@ -130,12 +130,16 @@ class DeviceTable:
         if req.empty:
             return np.ones(rows.size, dtype=np.bool_)
         need = req.whole or req.number
-        ok: BoolArray = self.device_ok(req, rows).sum(axis=1) >= need
+        managed = self.managed[rows]
         if req.whole and not req.number:
             # nodes without a device list keep plain nvidia.com/gpu counting (the resource column)
-            ok |= ~self.managed[rows]
-        else:
-            ok &= self.managed[rows]
+            ok: BoolArray = ~managed
+            if managed.any():
+                sub = rows[managed]
+                ok[managed] = self.device_ok(req, sub).sum(axis=1) >= need
+            return ok
+        ok = self.device_ok(req, rows).sum(axis=1) >= need
+        ok &= managed
         return ok
 
     def order_key(self, req: DeviceRequest, rows: IntArray, policy: str) -> FloatArray:

@@ -90,11 +90,12 @@ class DeviceSharePlugin(Plugin):
                     grant(task)
         ssn.add_event_handler(EventHandler(allocate=grant, deallocate=release))
         all_rows = np.arange(len(nodes), dtype=np.int64)
+        any_managed = bool(table.managed.any())
 
         def predicate(task: TaskInfo) -> list[NodeFilter]:
             req = request(task)
-            if req.empty:
-                return []
+            if req.empty or (req.whole and not req.number and not any_managed):
+                return []  # whole GPUs on nodes without a device list: the resource column decides
             if policy == "fgd":
                 # the demand the GPUs must serve: GPU tasks only (cpu-only tasks still get scored)
                 demand.observe(task.uid, task_type(int(task.req[cpu_col]), int(task.req[mem_col]), req))
