@@ -91,6 +91,7 @@ class Run:
     nodes: int
     tick: float
     reclaim: bool = True
+    reclaim_after: float = 0.0
     free: np.ndarray = field(init=False)
     pending: dict[str, list[TraceJob]] = field(default_factory=lambda: defaultdict(list))
     running: dict[str, tuple[TraceJob, list[int]]] = field(default_factory=dict)
@@ -183,7 +184,14 @@ class Run:
             for q, w in sorted(self.weights.items())
         )
         pending = tuple(self._pending(j) for js in self.pending.values() for j in js)
-        snap = Snapshot(now, queues, (ClusterSnap("philly", {}, tuple(node_snaps)),), pending, tuple(running))
+        snap = Snapshot(
+            now,
+            queues,
+            (ClusterSnap("philly", {}, tuple(node_snaps)),),
+            pending,
+            tuple(running),
+            reclaim_after=self.reclaim_after,
+        )
         result = admit(snap)
         by_uid = {j.uid: j for js in self.pending.values() for j in js}
         # Admissions first: they were decided on the nodes as they are now, before any victim stops.
@@ -360,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tick", type=float, default=300.0, help="admission cycle granularity, seconds")
     parser.add_argument("--no-reclaim", action="store_true", help="fair share without reclaim")
     parser.add_argument(
+        "--reclaim-after", type=float, default=0.0, help="seconds a job waits before it may reclaim (fair)"
+    )
+    parser.add_argument(
         "--policies", default="fifo,fair,fair-noreclaim", help="any of fifo, fair, fair-noreclaim"
     )
     parser.add_argument(
@@ -376,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         run = Run(
             name, jobs, weights, nodes, args.tick, reclaim=not args.no_reclaim and name != "fair-noreclaim"
         )
+        run.reclaim_after = args.reclaim_after
         seconds.append(replay(run))
         runs.append(run)
     cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)

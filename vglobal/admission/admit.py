@@ -193,6 +193,8 @@ class _Cycle:
             return False
         if self._plans >= MAX_RECLAIM_PLANS:
             return False  # planning is the costly step: the rest waits for the next cycle
+        if self.snap.now - job.snap.waiting_since < self.snap.reclaim_after:
+            return False
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = leaf.planned or [0] * self.index.size

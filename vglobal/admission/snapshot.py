@@ -108,6 +108,9 @@ class Snapshot:
     running: tuple[RunningJob, ...] = ()
     placement: str = "binpack"  # or "spread"
     starvation_after: float = 600.0
+    # Seconds a job must have been pending before it may reclaim (0 = at once). Since a reclaimed
+    # job's waiting time starts again, this also damps reclaim ping-pong as deserved shares move.
+    reclaim_after: float = 0.0
 
 
 @dataclass(frozen=True)

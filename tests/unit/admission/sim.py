@@ -97,6 +97,7 @@ class Sim:
     now: float = 1000.0
     placement: str = "binpack"
     starvation_after: float = 600.0
+    reclaim_after: float = 0.0
     free: dict[str, dict[str, ResourceVector]] = field(default_factory=dict)
     results: list[AdmissionResult] = field(default_factory=list)
 
@@ -121,6 +122,7 @@ class Sim:
             tuple(self.running.values()),
             self.placement,
             self.starvation_after,
+            self.reclaim_after,
         )
 
     def place(self, j: PendingJob, cluster: str) -> RunningJob:

@@ -258,7 +258,7 @@ def test_reclaim_never_takes_a_victim_queue_below_deserved_or_guarantee(snap: Sn
             (j.request for j in snap.pending if j.queue == q), EMPTY
         )
         left = figures.allocated - gone
-        for r in gone:
-            assert left[r] >= figures.guarantee[r], (q, r)  # a guarantee is never reclaimed
-            if demand[r] > figures.deserved[r]:  # short of r: it keeps its deserved share of r
-                assert left[r] >= figures.deserved[r], (q, r)
+        for name in gone:
+            assert left[name] >= figures.guarantee[name], (q, name)  # a guarantee is never reclaimed
+            if demand[name] > figures.deserved[name]:  # short of it: it keeps its deserved share
+                assert left[name] >= figures.deserved[name], (q, name)

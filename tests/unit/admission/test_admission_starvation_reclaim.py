@@ -97,3 +97,13 @@ def test_reclaim_plans_all_victims_on_one_cluster() -> None:
     result = sim.step()
     assert sorted((r.victim_uid, r.cluster) for r in result.reclaims) == [("a00", "x"), ("a01", "x")]
     assert admitted(sim.step()) == {"b00": "x"}
+
+
+def test_reclaim_after_makes_a_job_wait_before_it_reclaims() -> None:
+    sim = Sim([QueueSnap("a"), QueueSnap("b")], [cluster("c", 2, gpus(8))], jobs("a", "a", gpus(8), 2))
+    sim.step()
+    sim.pending += [job("b0", "b", gpus(8), created=sim.now)]
+    sim.reclaim_after = 300.0
+    assert sim.step().reclaims == ()  # waited 0 s
+    sim.now += 300
+    assert [r.victim_uid for r in sim.step().reclaims] == ["a01"]

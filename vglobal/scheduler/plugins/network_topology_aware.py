@@ -125,8 +125,7 @@ class NetworkTopologyAwarePlugin(Plugin):
             else:
                 lca = tree.lca_tiers(allocated, rows)
                 out = (tree.max_tier - lca) / (tree.max_tier - tree.min_tier)
-                leaf = np.array([tree.leaf[int(r)] == allocated for r in rows], dtype=np.bool_)
-                out[leaf] = 1.0
+                out[tree.leaf_index[rows] == tree.index[allocated]] = 1.0
             tied = out == out.max()
             if tied.sum() > 1:
                 counts = np.zeros(len(nodes), dtype=np.float64)

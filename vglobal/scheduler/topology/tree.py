@@ -12,13 +12,25 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from vglobal.model.hypernode import ResolvedHyperNode
-from vglobal.scheduler.nodes import IntArray
+from vglobal.scheduler.nodes import BoolArray, IntArray
 
 TOP_HYPERNODE = "<cluster-top-hypernode>"
 
 
 class HyperNodeTree:
-    __slots__ = ("ancestors", "leaf", "max_tier", "min_tier", "parent", "rows", "tier", "tier_names")
+    __slots__ = (
+        "ancestors",
+        "index",
+        "leaf",
+        "leaf_index",
+        "max_tier",
+        "member",
+        "min_tier",
+        "parent",
+        "rows",
+        "tier",
+        "tier_names",
+    )
 
     def __init__(self, hyper_nodes: Sequence[ResolvedHyperNode], node_row: Mapping[str, int]) -> None:
         top_tier = max((h.tier for h in hyper_nodes), default=0) + 1
@@ -42,6 +54,12 @@ class HyperNodeTree:
         for h in sorted(hyper_nodes, key=lambda h: (-h.tier, h.name)):
             for row in self.rows[h.name]:
                 self.leaf[int(row)] = h.name
+        # dense forms for vectorised scoring: HyperNode index, row membership, each row's leaf
+        self.index: dict[str, int] = {name: i for i, name in enumerate(sorted(self.tier))}
+        self.member: BoolArray = np.zeros((len(self.index), len(node_row)), dtype=np.bool_)
+        for name, i in self.index.items():
+            self.member[i, self.rows[name]] = True
+        self.leaf_index: IntArray = np.array([self.index[h] for h in self.leaf], dtype=np.int64)
         self.ancestors: dict[str, tuple[str, ...]] = {}
         for name in self.tier:
             chain = [name]
@@ -71,7 +89,7 @@ class HyperNodeTree:
         out = np.full(rows.size, self.max_tier, dtype=np.int64)
         pending = np.ones(rows.size, dtype=np.bool_)
         for anc in self.ancestors[name]:
-            member = np.isin(rows, self.rows[anc]) & pending
+            member = self.member[self.index[anc], rows] & pending
             out[member] = self.tier[anc]
             pending &= ~member
             if not pending.any():
