@@ -29,9 +29,10 @@ from dispatch import make_snapshot
 from vglobal.admission import Snapshot
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext
-from vglobal.hub.dispatcher import dispatch_cycle
+from vglobal.hub.dispatcher import CycleStats, dispatch_cycle
+from vglobal.hub.snapshot import build_snapshot
 from vglobal.store import migrate
-from vglobal.store.engine import make_engine, make_sessionmaker
+from vglobal.store.engine import make_engine, make_sessionmaker, session_scope
 
 EPOCH = "to_timestamp({})"
 
@@ -193,13 +194,17 @@ def raw_update(engine: sa.Engine) -> tuple[int, float]:
     return len(uids), time.perf_counter() - start
 
 
-def ours(engine: sa.Engine) -> tuple[int, float]:
+def ours(engine: sa.Engine) -> tuple[CycleStats, float]:
+    """One dispatch cycle of a running hub (its job cache warm), and the cold first cycle's snapshot."""
     ctx = HubContext(
         settings=HubSettings(database_url="x"), engine=engine, sessions=make_sessionmaker(engine)
     )
     start = time.perf_counter()
-    admitted = dispatch_cycle(ctx)
-    return admitted, time.perf_counter() - start
+    with session_scope(ctx.sessions) as session:
+        build_snapshot(ctx.settings, ctx.snapshot_cache, session=session)
+        session.rollback()
+    cold = time.perf_counter() - start
+    return dispatch_cycle(ctx), cold
 
 
 def naive(engine: sa.Engine, limit: int) -> tuple[int, float]:
@@ -253,12 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         raw_n, raw_s = raw_update(engine)
         reset(engine)
-        our_n, our_s = ours(engine)
+        stats, cold = ours(engine)
         reset(engine)
         naive_n, naive_s = naive(engine, args.naive)
         engine.dispose()
         pg.cleanup()
-    raw_rate, our_rate, naive_rate = raw_n / raw_s, our_n / our_s, naive_n / naive_s
+    raw_rate, naive_rate = raw_n / raw_s, naive_n / naive_s
+    write_rate = stats.admitted / stats.write
+    cycle_rate = stats.admitted / stats.total
     cmd = "python bench/dispatch_durable.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(f"\n`{cmd.strip()}`\n")
     print("| path | rows | seconds | rows/s | vs raw | vs naive |")
@@ -266,11 +273,29 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"| raw batched UPDATE ... FROM unnest (one statement, all pending) | {raw_n} | {raw_s:.2f} | {raw_rate:,.0f} | 1.00 | {raw_rate / naive_rate:.1f}x |"
     )
+    adm_rate = stats.admitted / (stats.write_admissions + stats.commit)
     print(
-        f"| vglobal dispatch cycle (read snapshot + admit + batched write + commit) | {our_n} | {our_s:.2f} | {our_rate:,.0f} | {our_rate / raw_rate:.2f} | {our_rate / naive_rate:.1f}x |"
+        f"| vglobal: admissions made durable (batched binding UPDATE + Dispatched events + commit) "
+        f"| {stats.admitted} | {stats.write_admissions + stats.commit:.2f} | {adm_rate:,.0f} "
+        f"| {adm_rate / raw_rate:.2f} | {adm_rate / naive_rate:.1f}x |"
+    )
+    print(
+        f"| vglobal: all writes of the cycle (admissions + {stats.pending - stats.admitted} new wait reasons) "
+        f"| {stats.admitted} | {stats.write:.2f} | {write_rate:,.0f} | {write_rate / raw_rate:.2f} "
+        f"| {write_rate / naive_rate:.1f}x |"
+    )
+    print(
+        f"| vglobal: whole cycle (snapshot read + admit() + writes + commit) | {stats.admitted} | {stats.total:.2f} "
+        f"| {cycle_rate:,.0f} | {cycle_rate / raw_rate:.2f} | {cycle_rate / naive_rate:.1f}x |"
     )
     print(
         f"| naive: one UPDATE + commit per job | {naive_n} | {naive_s:.2f} | {naive_rate:,.0f} | {naive_rate / raw_rate:.3f} | 1.0x |"
+    )
+    print(
+        f"\nOne cycle over {stats.pending} pending jobs: snapshot read {stats.snapshot:.2f} s, "
+        f"admit() {stats.admit:.2f} s, admission writes {stats.write_admissions:.2f} s, "
+        f"wait reasons {stats.write_waits:.2f} s, commit {stats.commit:.2f} s. "
+        f"A restarted hub's first snapshot (job cache cold) took {cold:.2f} s."
     )
     return 0
 

@@ -6,6 +6,7 @@ import gc
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -15,7 +16,7 @@ from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.leader import Leader
 from vglobal.hub.notify import DELIVER, DISPATCH, notify
-from vglobal.hub.snapshot import build_snapshot
+from vglobal.hub.snapshot import SnapshotCache, build_snapshot
 from vglobal.store.engine import session_scope
 from vglobal.store.locks import AdvisoryLock, try_xact_lock
 from vglobal.store.repo import bindings as bindings_repo
@@ -28,12 +29,23 @@ log = logging.getLogger(__name__)
 DEBOUNCE = 0.05
 
 
-def write_decisions(result: AdmissionResult, queue_of: dict[str, str], *, session: Session) -> int:
-    """All of a cycle's decisions in a few batched statements; returns how many were admitted."""
-    admits = [(uid, d.cluster) for uid, d in result.decisions.items() if isinstance(d, Admit)]
-    waits = [(uid, d.reason) for uid, d in result.decisions.items() if isinstance(d, Wait)]
-    done = bindings_repo.admit(admits, session=session)
+def write_waits(result: AdmissionResult, written: dict[str, str], *, session: Session) -> int:
+    """Why each job waits, in one statement; ``written`` remembers what this process stored, so a
+    reason that did not change (most of them, cycle after cycle) is not sent again."""
+    waits = [
+        (uid, d.reason)
+        for uid, d in result.decisions.items()
+        if isinstance(d, Wait) and written.get(uid) != d.reason
+    ]
     bindings_repo.set_reasons(waits, session=session)
+    written.update(waits)
+    return len(waits)
+
+
+def write_admissions(result: AdmissionResult, queue_of: dict[str, str], *, session: Session) -> int:
+    """Admissions and reclaims in a few batched statements; returns how many were admitted."""
+    admits = [(uid, d.cluster) for uid, d in result.decisions.items() if isinstance(d, Admit)]
+    done = bindings_repo.admit(admits, session=session)
     new_events = [
         NewEvent(
             "Dispatched", f"admitted to cluster {cluster} (generation {gen})", job_uid=uid, cluster=cluster
@@ -66,7 +78,28 @@ def write_decisions(result: AdmissionResult, queue_of: dict[str, str], *, sessio
     return len(done)
 
 
-def dispatch_cycle(ctx: HubContext) -> int:
+@dataclass
+class CycleStats:
+    """Where one cycle's time went (seconds) and what it decided."""
+
+    pending: int = 0
+    admitted: int = 0
+    snapshot: float = 0.0
+    admit: float = 0.0
+    write_admissions: float = 0.0  # binding updates, reclaims and their events
+    write_waits: float = 0.0  # changed wait reasons
+    commit: float = 0.0  # queue figures and the commit
+
+    @property
+    def write(self) -> float:
+        return self.write_admissions + self.write_waits + self.commit
+
+    @property
+    def total(self) -> float:
+        return self.snapshot + self.admit + self.write
+
+
+def dispatch_cycle(ctx: HubContext) -> CycleStats:
     started = time.perf_counter()
     # A cycle allocates hundreds of thousands of short-lived objects and creates no reference
     # cycles of note: the cyclic collector would only add pauses, so it waits until the end.
@@ -79,15 +112,24 @@ def dispatch_cycle(ctx: HubContext) -> int:
             gc.enable()
 
 
-def _cycle(ctx: HubContext, started: float) -> int:
+def _cycle(ctx: HubContext, started: float) -> CycleStats:
+    stats = CycleStats()
     with session_scope(ctx.sessions) as session:
         # Per-transaction exclusion on top of leadership: two replicas never run a cycle at once.
         if not try_xact_lock(session.connection(), AdvisoryLock.DISPATCH_CYCLE):
-            return 0
+            return stats
         snapshot = build_snapshot(ctx.settings, ctx.snapshot_cache, session=session)
+        t_snap = time.perf_counter()
         result = admit(snapshot)
+        t_admit = time.perf_counter()
         queue_of = {p.uid: p.queue for p in snapshot.pending}
-        admitted = write_decisions(result, queue_of, session=session)
+        admitted = write_admissions(result, queue_of, session=session)
+        t_admissions = time.perf_counter()
+        for uid, d in result.decisions.items():
+            if isinstance(d, Admit):
+                ctx.snapshot_cache.reasons.pop(uid, None)
+        write_waits(result, ctx.snapshot_cache.reasons, session=session)
+        t_waits = time.perf_counter()
         queues_repo.set_statuses(
             {
                 name: {
@@ -100,7 +142,17 @@ def _cycle(ctx: HubContext, started: float) -> int:
         )
         if result.reclaims:
             notify(DISPATCH, session=session)
-    metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
+    done = time.perf_counter()
+    stats = CycleStats(
+        pending=len(snapshot.pending),
+        admitted=admitted,
+        snapshot=t_snap - started,
+        admit=t_admit - t_snap,
+        write_admissions=t_admissions - t_admit,
+        write_waits=t_waits - t_admissions,
+        commit=done - t_waits,
+    )
+    metrics.CYCLE_SECONDS.observe(done - started)
     metrics.PENDING.set(len(snapshot.pending) - admitted)
     for name, q in result.queues.items():
         for r, v in q.allocated.items():
@@ -119,20 +171,25 @@ def _cycle(ctx: HubContext, started: float) -> int:
                 free[r] = free.get(r, 0) + v
         for r, v in free.items():
             metrics.CLUSTER_FREE.labels(cluster=c.name, resource=r).set(v)
-    return admitted
+    return stats
 
 
 def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
     seen = ctx.wakeups.seq(DISPATCH)
+    leading = False
     while not stop.is_set():
         seen = ctx.wakeups.wait(DISPATCH, seen, timeout=ctx.settings.dispatch_interval)
         if stop.is_set():
             break
         time.sleep(DEBOUNCE)  # let a burst of submits land in one cycle
+        was_leading = leading
         leading = leader.check()
         metrics.LEADER.set(1 if leading else 0)
         if not leading:
             continue
+        if not was_leading:
+            # Another replica may have led meanwhile: what this one remembers may be stale.
+            ctx.snapshot_cache = SnapshotCache()
         try:
             dispatch_cycle(ctx)
         except sa.exc.SQLAlchemyError as exc:

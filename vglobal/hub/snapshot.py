@@ -79,6 +79,8 @@ class SnapshotCache:
     jobs: dict[str, JobFacts] = field(default_factory=dict)
     # A pending job's snapshot entry, reused while its wait start and exclusions are unchanged.
     pending: dict[str, tuple[tuple[Any, frozenset[str]], PendingJob]] = field(default_factory=dict)
+    # The wait reason last written per job, so unchanged reasons are not written again.
+    reasons: dict[str, str] = field(default_factory=dict)
 
     def pending_job(self, f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         excluded = (
@@ -119,6 +121,8 @@ class SnapshotCache:
         waiting = {b.job_uid for b in live if b.phase == SUSPENDED}
         if len(self.pending) > len(waiting):
             self.pending = {u: p for u, p in self.pending.items() if u in waiting}
+        if len(self.reasons) > len(waiting):
+            self.reasons = {u: r for u, r in self.reasons.items() if u in waiting}
         return self.jobs
 
 

@@ -56,6 +56,7 @@ class DemandModel:
         self.units: IntArray = np.zeros(0, dtype=np.int64)
         self.group: IntArray = np.zeros(0, dtype=np.int64)  # index into groups
         self.groups: list[tuple[int, frozenset[str], frozenset[str]]] = []  # (demand, use, nouse)
+        self.gpu_weighted = False
 
     def observe(self, uid: str, kind: TaskType) -> None:
         if uid in self.seen:
@@ -65,7 +66,7 @@ class DemandModel:
             self._kinds = None
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self._kinds is not None:
-            self.weights[self._kinds.index(kind)] += 1.0
+            self.weights[self._kinds.index(kind)] += kind.units * kind.demand if self.gpu_weighted else 1.0
 
     def kinds(self) -> tuple[TaskType, ...]:
         if self._kinds is None:
@@ -73,7 +74,9 @@ class DemandModel:
                 sorted(self.counts, key=lambda t: (t.demand, t.units, t.cpu, t.memory, sorted(t.use_types)))
             )
             self._kinds = kinds
-            self.weights = np.array([self.counts[t] for t in kinds], dtype=np.float64)
+            self.weights = np.array(
+                [self.counts[t] * (t.units * t.demand if self.gpu_weighted else 1) for t in kinds], dtype=np.float64
+            )
             self.cpu = np.array([t.cpu for t in kinds], dtype=np.int64)
             self.memory = np.array([t.memory for t in kinds], dtype=np.int64)
             self.units = np.array([t.units for t in kinds], dtype=np.int64)

@@ -61,6 +61,11 @@ class DeviceSharePlugin(Plugin):
         cpu_col, mem_col = ssn.index.col["cpu"], ssn.index.col["memory"]
         seed = self.arg_int("deviceshare.Seed", 0)
         tightness = self.arg_float("deviceshare.FgdTightness", 8.0)
+        import os  # XXX experiment
+
+        tightness = float(os.environ.get("XA", tightness))
+        if os.environ.get("XW"):
+            demand.gpu_weighted = True
 
         def request(task: TaskInfo) -> DeviceRequest:
             got = requests.get(task.uid)
