@@ -130,3 +130,27 @@ def fragmentation(
     frag = np.where(fits, stranded[g], total[None, :])
     out: FloatArray = model.weights @ frag / total_w
     return out
+
+
+def device_cost(model: DemandModel, free: IntArray, demand: int) -> FloatArray:
+    """How much a shared task of ``demand`` milli raises each device's own fragmentation: the
+    device's free milli counts as stranded for every GPU type that needs more than it has left.
+    Picks the device FGD would, without re-scoring the whole node per device."""
+    kinds = model.kinds()
+    gpu = [(t.demand, w) for t, w in zip(kinds, model.weights.tolist(), strict=True) if t.units]
+    if not gpu:
+        out: FloatArray = (free - demand).astype(np.float64)  # no demand seen yet: best fit
+        return out
+    demands = np.array(sorted({d for d, _ in gpu}), dtype=np.int64)
+    weight = np.zeros(demands.size, dtype=np.float64)
+    for d, w in gpu:
+        weight[int(np.searchsorted(demands, d))] += w
+    above = np.concatenate([np.cumsum(weight[::-1])[::-1], [0.0]])  # weight of demands > x
+
+    def stranded(x: IntArray) -> FloatArray:
+        share: FloatArray = above[np.searchsorted(demands, x, side="right")]
+        return x * share
+
+    after = np.maximum(free - demand, 0)
+    cost: FloatArray = stranded(after) - stranded(free)
+    return cost

@@ -16,7 +16,7 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.scheduler.devices.fgd import DemandModel, fragmentation, task_type
+from vglobal.scheduler.devices.fgd import DemandModel, device_cost, fragmentation, task_type
 from vglobal.scheduler.devices.inventory import DeviceRequest, device_request
 from vglobal.scheduler.devices.mig import parse_mig_config
 from vglobal.scheduler.devices.table import DeviceTable, Grant
@@ -66,6 +66,8 @@ class DeviceSharePlugin(Plugin):
         tightness = float(os.environ.get("XA", tightness))
         if os.environ.get("XW"):
             demand.gpu_weighted = True
+        if policy == "fgd" and os.environ.get("XD"):
+            table.device_cost = lambda free, d: device_cost(demand, free, d)
 
         def request(task: TaskInfo) -> DeviceRequest:
             got = requests.get(task.uid)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -268,7 +269,7 @@ class LiveBinding:
 def live(*, session: Session) -> list[LiveBinding]:
     """Every unfinished binding; read on the driver's cursor because it is the dispatcher's hot path."""
     raw = session.connection().connection.dbapi_connection
-    assert raw is not None
+    assert isinstance(raw, psycopg.Connection)
     with raw.cursor() as cur:
         cur.execute(
             "SELECT b.job_uid, b.phase, b.cluster, b.waiting_since, "
