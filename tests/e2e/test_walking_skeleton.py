@@ -111,6 +111,14 @@ def test_cli_errors_exit_non_zero_with_the_servers_message(system: System) -> No
     res = system.cli("describe", "job", "nope", check=False)
     assert res.returncode != 0 and "not found" in res.stderr
     assert system.get_json("jobs") == []
+    # A closed queue refuses new jobs until it is opened again.
+    assert "Closed" in system.cli("queue", "close", "default").stdout
+    good = system.tmp / "good.yaml"
+    good.write_text(MULTI_TASK % {"duration": "1s"})
+    res = system.cli("apply", "-f", str(good), check=False)
+    assert res.returncode != 0 and "FAILED_PRECONDITION" in res.stderr
+    assert "Open" in system.cli("queue", "open", "default").stdout
+    assert "created" in system.cli("apply", "-f", str(good)).stdout
 
 
 def test_agent_killed_mid_job_is_failed_over_and_never_runs_twice(system: System) -> None:

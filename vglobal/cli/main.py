@@ -296,26 +296,22 @@ def queue_group() -> None:
     """Open or close a queue."""
 
 
-@queue_group.command("open")
-@click.argument("name")
-@click.pass_obj
-def queue_open(obj: Ctx, name: str) -> None:
-    try:
-        q = obj.client.open_queue(name)
-        console.print(f"queue {q.name} is {q.state}", highlight=False)
-    except VGlobalError as exc:
-        fail(str(exc))
+def _queue_action(action: str) -> Any:
+    @click.argument("name")
+    @click.pass_obj
+    def command(obj: Ctx, name: str) -> None:
+        try:
+            q = getattr(obj.client, f"{action}_queue")(name)
+            console.print(f"queue {q.name} is {q.state}", highlight=False)
+        except VGlobalError as exc:
+            fail(str(exc))
+
+    command.__doc__ = f"{action.capitalize()} a queue."
+    return command
 
 
-@queue_group.command("close")
-@click.argument("name")
-@click.pass_obj
-def queue_close(obj: Ctx, name: str) -> None:
-    try:
-        q = obj.client.close_queue(name)
-        console.print(f"queue {q.name} is {q.state}", highlight=False)
-    except VGlobalError as exc:
-        fail(str(exc))
+for _action in ("open", "close"):
+    queue_group.command(_action)(_queue_action(_action))
 
 
 @cli.group("cluster")
