@@ -166,9 +166,18 @@ class DeviceSharePlugin(Plugin):
             share = left[:, cpu_col] / np.maximum(alloc[:, cpu_col], 1)
             share = share + left[:, mem_col] / np.maximum(alloc[:, mem_col], 1)
             gpus = table.present[rows].sum(axis=1)
-            out: FloatArray = share + np.where(
-                gpus > 0, gpu_after.sum(axis=1) / np.maximum(gpus * 1000, 1), 0.0
-            )
+            g = np.where(gpus > 0, gpu_after.sum(axis=1) / np.maximum(gpus * 1000, 1), 0.0)
+            mode = os.environ.get("XS", "")
+            c = left[:, cpu_col] / np.maximum(alloc[:, cpu_col], 1)
+            if mode == "gpu":
+                return g * 3.0
+            if mode == "gpuabs":
+                return gpu_after.sum(axis=1) / 1000.0
+            if mode == "cpu":
+                return c * 3.0
+            if mode == "cpugpu":
+                return c * 1.5 + g * 1.5
+            out: FloatArray = share + g
             return out
 
         def fgd_score(task: TaskInfo, rows: IntArray) -> FloatArray:
