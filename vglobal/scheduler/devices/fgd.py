@@ -56,7 +56,6 @@ class DemandModel:
         self.units: IntArray = np.zeros(0, dtype=np.int64)
         self.group: IntArray = np.zeros(0, dtype=np.int64)  # index into groups
         self.groups: list[tuple[int, frozenset[str], frozenset[str]]] = []  # (demand, use, nouse)
-        self.gpu_weighted = False
 
     def observe(self, uid: str, kind: TaskType) -> None:
         if uid in self.seen:
@@ -66,7 +65,7 @@ class DemandModel:
             self._kinds = None
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self._kinds is not None:
-            self.weights[self._kinds.index(kind)] += kind.units * kind.demand if self.gpu_weighted else 1.0
+            self.weights[self._kinds.index(kind)] += 1.0
 
     def kinds(self) -> tuple[TaskType, ...]:
         if self._kinds is None:
@@ -74,9 +73,7 @@ class DemandModel:
                 sorted(self.counts, key=lambda t: (t.demand, t.units, t.cpu, t.memory, sorted(t.use_types)))
             )
             self._kinds = kinds
-            self.weights = np.array(
-                [self.counts[t] * (t.units * t.demand if self.gpu_weighted else 1) for t in kinds], dtype=np.float64
-            )
+            self.weights = np.array([self.counts[t] for t in kinds], dtype=np.float64)
             self.cpu = np.array([t.cpu for t in kinds], dtype=np.int64)
             self.memory = np.array([t.memory for t in kinds], dtype=np.int64)
             self.units = np.array([t.units for t in kinds], dtype=np.int64)
@@ -130,27 +127,3 @@ def fragmentation(
     frag = np.where(fits, stranded[g], total[None, :])
     out: FloatArray = model.weights @ frag / total_w
     return out
-
-
-def device_cost(model: DemandModel, free: IntArray, demand: int) -> FloatArray:
-    """How much a shared task of ``demand`` milli raises each device's own fragmentation: the
-    device's free milli counts as stranded for every GPU type that needs more than it has left.
-    Picks the device FGD would, without re-scoring the whole node per device."""
-    kinds = model.kinds()
-    gpu = [(t.demand, w) for t, w in zip(kinds, model.weights.tolist(), strict=True) if t.units]
-    if not gpu:
-        out: FloatArray = (free - demand).astype(np.float64)  # no demand seen yet: best fit
-        return out
-    demands = np.array(sorted({d for d, _ in gpu}), dtype=np.int64)
-    weight = np.zeros(demands.size, dtype=np.float64)
-    for d, w in gpu:
-        weight[int(np.searchsorted(demands, d))] += w
-    above = np.concatenate([np.cumsum(weight[::-1])[::-1], [0.0]])  # weight of demands > x
-
-    def stranded(x: IntArray) -> FloatArray:
-        share: FloatArray = above[np.searchsorted(demands, x, side="right")]
-        return x * share
-
-    after = np.maximum(free - demand, 0)
-    cost: FloatArray = stranded(after) - stranded(free)
-    return cost

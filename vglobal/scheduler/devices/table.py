@@ -9,7 +9,7 @@ A whole ``nvidia.com/gpu`` takes a device nobody uses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,9 +67,6 @@ class DeviceTable:
         self.mode: IntArray = np.zeros((n, g), dtype=np.int64)
         self.mig_state: dict[tuple[int, int], MigState] = {}
         self._model_masks: dict[tuple[frozenset[str], frozenset[str]], BoolArray] = {}
-        # fgd: which device a shared task should take, given the devices' free milli (rows, width)
-        # and the task's per-device demand; smaller is better (set by the deviceshare plugin)
-        self.device_cost: Callable[[IntArray, int], FloatArray] | None = None
 
     @property
     def width(self) -> int:
@@ -153,9 +150,6 @@ class DeviceTable:
             return -self.used_mem[rows] * 1e3 + idx
         if policy == "spread":
             return self.used_num[rows] * 1e3 + idx
-        if policy == "fgd" and self.device_cost is not None and req.number and not req.whole:
-            demand = min(1000, req.cores * 10) if req.cores else 1000
-            return self.device_cost(self.free_milli(rows), demand) * 1e3 + idx
         if policy in ("fgd", "bestfit"):
             return self.free_milli(rows) * 1e3 + idx
         return -idx

@@ -86,6 +86,15 @@ class NetworkTopologyAwarePlugin(Plugin):
                 owner[tree.rows[name]] = len(names_at[t])
                 names_at[t].append(name)
             owner_at[t] = owner
+        alloc_at: dict[int, FloatArray] = {}
+        for t in tiers:
+            owner = owner_at[t]
+            inside = owner >= 0
+            sums = [
+                np.bincount(owner[inside], weights=nodes.alloc[inside][:, c], minlength=len(names_at[t]))
+                for c in col_idx
+            ]
+            alloc_at[t] = np.stack(sums, axis=1).astype(np.float64).reshape(len(names_at[t]), col_idx.size)
 
         def normal_score(task: TaskInfo, rows: IntArray) -> FloatArray:
             """Volcano HEAD for pods without topology: binpack of the pod's HyperNode at each tier,
@@ -96,11 +105,14 @@ class NetworkTopologyAwarePlugin(Plugin):
             for i, t in enumerate(tiers):
                 owner = owner_at[t]
                 count = len(names_at[t])
-                alloc = np.zeros((count, col_idx.size), dtype=np.float64)
-                used = np.zeros((count, col_idx.size), dtype=np.float64)
                 inside = owner >= 0
-                np.add.at(alloc, owner[inside], nodes.alloc[inside][:, col_idx])
-                np.add.at(used, owner[inside], nodes.used[inside][:, col_idx])
+                at = owner[inside]
+                used_rows = nodes.used[inside]
+                # allocatable never changes within a session; usage is summed per call (bincount)
+                alloc = alloc_at[t]
+                used = np.stack(
+                    [np.bincount(at, weights=used_rows[:, c], minlength=count) for c in col_idx], axis=1
+                )
                 final = used + req
                 parts = np.where(alloc > 0, final * col_w / np.maximum(alloc, 1), 0.0)
                 bp = parts.sum(axis=1) / max(float(col_w.sum()), 1e-9)
