@@ -39,7 +39,9 @@ spec:
 
 
 def start_postgres(pgdata: Path) -> str:
-    out = subprocess.run([sys.executable, "-c", START, str(pgdata)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", START, str(pgdata)], capture_output=True, text=True, check=True
+    )
     return out.stdout.strip().splitlines()[-1]
 
 
@@ -77,7 +79,10 @@ def test_postgres_killed_mid_flight(tmp_path: Path, own_postgres: tuple[Path, st
         path.write_text("---".join(JOB % {"i": i} for i in range(4)))
         system.cli("apply", "-f", str(path))
         wait_for(
-            lambda: sum(j["phase"] == "Running" for j in system.get_json("jobs")) >= 1, 30, "jobs running", system
+            lambda: sum(j["phase"] == "Running" for j in system.get_json("jobs")) >= 1,
+            30,
+            "jobs running",
+            system,
         )
 
         for p in postgres_processes(pgdata):

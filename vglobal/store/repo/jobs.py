@@ -229,8 +229,18 @@ class JobStatic:
 def statics(uids: list[str], *, session: Session) -> list[JobStatic]:
     if not uids:
         return []
-    cols = [jobs.c.uid, jobs.c.namespace, jobs.c.name, jobs.c.queue, jobs.c.priority, jobs.c.created_at,
-            jobs.c.request, jobs.c.gang, jobs.c.pod_requests, jobs.c.placement]
+    cols = [
+        jobs.c.uid,
+        jobs.c.namespace,
+        jobs.c.name,
+        jobs.c.queue,
+        jobs.c.priority,
+        jobs.c.created_at,
+        jobs.c.request,
+        jobs.c.gang,
+        jobs.c.pod_requests,
+        jobs.c.placement,
+    ]
     rows = session.execute(
         sa.select(*cols).where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
     ).all()
