@@ -85,6 +85,12 @@ def cli(ctx: click.Context, hub: str | None) -> None:
 @click.option("--heartbeat-interval", default="5s", show_default=True)
 @click.option("--placement", type=click.Choice(["binpack", "spread"]), default="binpack", show_default=True)
 @click.option("--starvation-after", default="10m", show_default=True)
+@click.option(
+    "--reclaim-after",
+    default="0s",
+    show_default=True,
+    help="A job must have waited this long before it may take capacity back from other queues.",
+)
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
     listen: str,
@@ -97,6 +103,7 @@ def hub(
     heartbeat_interval: str,
     placement: str,
     starvation_after: str,
+    reclaim_after: str,
     verbose: bool,
 ) -> None:
     """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
@@ -117,6 +124,7 @@ def hub(
             heartbeat_interval=parse_duration(heartbeat_interval),
             placement=placement,
             starvation_after=parse_duration(starvation_after),
+            reclaim_after=parse_duration(reclaim_after),
         )
     except ValueError as exc:
         fail(str(exc))

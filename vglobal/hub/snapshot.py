@@ -256,4 +256,5 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
         running=tuple(running),
         placement=settings.placement,
         starvation_after=settings.starvation_after,
+        reclaim_after=settings.reclaim_after,
     )

@@ -61,6 +61,7 @@ class DeviceSharePlugin(Plugin):
         cpu_col, mem_col = ssn.index.col["cpu"], ssn.index.col["memory"]
         seed = self.arg_int("deviceshare.Seed", 0)
         tightness = self.arg_float("deviceshare.FgdTightness", 24.0)
+        variant = str(self.arguments.get("deviceshare.FgdVariant", ""))
 
         def request(task: TaskInfo) -> DeviceRequest:
             got = requests.get(task.uid)
@@ -182,7 +183,16 @@ class DeviceSharePlugin(Plugin):
             # Among those the node left with the least free GPU wins: the node's free GPU share
             # (0..1) costs ``tightness`` milli-GPU. On openb this is worth about +0.9 points at 130%
             # (a cpu + memory + GPU share instead: +0.8; cpu alone: worse than none).
-            out: FloatArray = (-(f1 - f0) - tightness * gpu_share(rows, after)) * weight
+            share = gpu_share(rows, after)
+            if variant == "req":
+                req = request(task)
+                need = (req.whole or 0) * 1000 + (req.number or 0) * (min(1000, req.cores * 10) if req.cores else 1000)
+                share = share * max(need, 100) / 1000.0
+            elif variant == "abs":
+                share = after.sum(axis=1) / 8000.0
+            elif variant == "cnt":
+                share = share + (after > 0).sum(axis=1) / 8.0 * 0.0 + ((after > 0) & (after < 1000)).sum(axis=1) / 8.0
+            out: FloatArray = (-(f1 - f0) - tightness * share) * weight
             return out
 
         def bestfit_score(task: TaskInfo, rows: IntArray) -> FloatArray:

@@ -1,0 +1,88 @@
+"""Cross-cluster reclaim through the hub: a queue below its share takes a whole job back."""
+
+from __future__ import annotations
+
+import time
+
+from tests.integration.agent_driver import ScriptedAgent, units
+from vglobal.api.v1 import agent_pb2
+from vglobal.client import Client
+from vglobal.hub.server import Hub
+
+QUEUE = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: %s}
+spec: {weight: 1}
+"""
+
+JOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: %s}
+spec:
+  queue: %s
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      spec:
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}}}]
+"""
+
+
+def run_on(agent: ScriptedAgent, d: agent_pb2.Dispatch, name: str, gpus_left: int) -> None:
+    """Accept, report the node's new free capacity, then the pod running on it."""
+    node = agent.nodes[0].name
+    agent.accept(d.job_uid, d.generation)
+    free = units(cpu=60000, memory=2**38, pods=108, **{"nvidia.com/gpu": gpus_left * 1000})
+    agent.send(heartbeat=agent_pb2.Heartbeat(nodes=[agent_pb2.NodeFree(name=node, free=free)]))
+    agent.send(
+        status=agent_pb2.JobStatus(
+            job_uid=d.job_uid,
+            generation=d.generation,
+            phase="Running",
+            placements=[agent_pb2.PodPlacement(pod=f"{name}-t-0", node=node, phase="Running")],
+        )
+    )
+
+
+def wait(cond, timeout=10.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if v := cond():
+            return v
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_queue_below_share_reclaims_the_newest_job_of_a_queue_above(hub: Hub, client: Client) -> None:
+    agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east", nodes=1, gpus=8)
+    try:
+        agent.connect()
+        client.apply_queue(QUEUE % "a")
+        client.apply_queue(QUEUE % "b")
+        for name, left in (("a1", 4), ("a2", 0)):
+            client.submit_job(JOB % (name, "a"))
+            d = agent.expect("dispatch").dispatch
+            run_on(agent, d, name, left)
+            wait(lambda n=name: client.get_job(n).binding_phase == "Running")  # type: ignore[misc]
+        # b deserves half of the 8 GPUs and has nothing: a's newest job gives way.
+        client.submit_job(JOB % ("b1", "b"))
+        cancel = agent.expect("cancel").cancel
+        a2 = client.get_job("a2")
+        assert cancel.job_uid == a2.uid
+        assert a2.binding_phase == "Suspended"
+        assert "Reclaimed" in [e.reason for e in client.explain_job("a2").events]
+        assert client.get_job("a1").binding_phase == "Running"
+        # Once the agent has stopped a2 and reports its GPUs free, b1 gets them, and a2 waits.
+        agent.send(status=agent_pb2.JobStatus(job_uid=a2.uid, generation=cancel.generation, phase="Aborted"))
+        free = units(cpu=62000, memory=2**38, pods=109, **{"nvidia.com/gpu": 4000})
+        agent.send(
+            heartbeat=agent_pb2.Heartbeat(nodes=[agent_pb2.NodeFree(name=agent.nodes[0].name, free=free)])
+        )
+        d = agent.expect("dispatch").dispatch
+        assert d.job_uid == client.get_job("b1").uid
+        assert client.get_job("a2").binding_phase == "Suspended"
+    finally:
+        agent.close()
