@@ -191,7 +191,11 @@ class DeviceSharePlugin(Plugin):
             elif variant == "abs":
                 share = after.sum(axis=1) / 8000.0
             elif variant == "cnt":
-                share = share + (after > 0).sum(axis=1) / 8.0 * 0.0 + ((after > 0) & (after < 1000)).sum(axis=1) / 8.0
+                share = share + ((after > 0) & (after < 1000)).sum(axis=1) / 8.0
+            elif variant == "cnt2":
+                share = share + ((after > 0) & (after < 1000)).sum(axis=1) / 32.0
+            elif variant == "rem":
+                share = share + np.where((after > 0) & (after < 1000), after, 0).sum(axis=1) / 8000.0
             out: FloatArray = (-(f1 - f0) - tightness * share) * weight
             return out
 

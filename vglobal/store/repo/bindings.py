@@ -73,15 +73,6 @@ def _join() -> Any:
     return resource_bindings.join(jobs, jobs.c.uid == resource_bindings.c.job_uid)
 
 
-def suspended(*, session: Session) -> list[BindingView]:
-    stmt = (
-        sa.select(*_VIEW)
-        .select_from(_join())
-        .where(resource_bindings.c.phase == BindingPhase.Suspended.value)
-    )
-    return _views(stmt, session)
-
-
 def holding(*, session: Session, cluster: str | None = None) -> list[BindingView]:
     """Admitted, unfinished bindings (they hold queue usage and cluster capacity)."""
     stmt = sa.select(*_VIEW).select_from(_join()).where(resource_bindings.c.phase.in_(HOLDING))
