@@ -32,8 +32,11 @@ proto: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/dispatch.py
+	$(BIN)/python bench/dispatch_durable.py
 	$(BIN)/python bench/scheduler.py
-	$(BIN)/python bench/philly.py
+	$(BIN)/python bench/philly.py --scale 0.25
+	$(BIN)/python bench/topology.py
+	$(BIN)/python bench/openb.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
