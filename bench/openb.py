@@ -76,7 +76,7 @@ def main() -> None:
             lo, hi = min(r[4] for r in got), max(r[4] for r in got)
             pub = PUBLISHED.get(policy)
             pub_text = f"{pub[0]:.2f} / {pub[1]:.2f}" if pub else "-"
-            name = "fgd (ours: seen-demand FGD + GPU-tight ties)" if policy == "fgd" else policy
+            name = "fgd (ours: FGD + cpu-stranded GPU + tight ties)" if policy == "fgd" else policy
             secs = statistics.mean(r[5] for r in got)
             print(f"| {name} | {a100:.2f} | {a130:.2f} | {lo:.2f}..{hi:.2f} | {pub_text} | {secs:.1f} |")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vglobal.scheduler.devices.fgd import DemandModel, TaskType, fragmentation
+from vglobal.scheduler.devices.fgd import DemandModel, TaskType, cpu_stranded, fragmentation
 
 SHARE_500 = TaskType(cpu=1000, memory=0, units=1, demand=500)
 WHOLE_2 = TaskType(cpu=1000, memory=0, units=2, demand=1000)
@@ -56,3 +56,18 @@ def test_a_repeated_task_counts_once_and_new_types_reweight() -> None:
 def test_empty_model_scores_nothing() -> None:
     out = fragmentation(DemandModel(), np.array([[1000, 0]]), np.array([1]), np.array([1]))
     assert out.tolist() == [0.0]
+
+
+def test_cpu_stranded_counts_gpu_the_free_cpu_cannot_feed() -> None:
+    # demand: 3 x (1000 cpu, 0.5 GPU) + 1 x (1000 cpu, 2 GPUs) = 4000 cpu per 3500 GPU-milli
+    m = model((SHARE_500, 3), (WHOLE_2, 1))
+    gpu_free = np.array([3500, 3500, 1000, 0], dtype=np.int64)
+    cpu_free = np.array([4000, 2000, 8000, 0], dtype=np.int64)
+    got = cpu_stranded(m, gpu_free, cpu_free)
+    assert got.tolist() == pytest.approx([0.0, 1750.0, 0.0, 0.0])
+
+
+def test_cpu_stranded_without_gpu_demand_is_zero() -> None:
+    m = model((TaskType(cpu=1000, memory=0, units=0, demand=0), 2))
+    got = cpu_stranded(m, np.array([1000], dtype=np.int64), np.array([0], dtype=np.int64))
+    assert got.tolist() == [0.0]

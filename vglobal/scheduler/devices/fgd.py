@@ -7,6 +7,7 @@ per GPU (for whole-GPU types: every partly used GPU). A node's fragmentation is 
 types weighted by how often each type has arrived. A task goes where it *increases* fragmentation
 least. Unlike the paper, which assumes the whole trace's mix is known up front, the weights here
 are only the tasks this scheduler has seen: no oracle, and the mix adapts as the workload shifts.
+``cpu_stranded`` adds a soft count of GPUs stranded by scarce cpu (see there).
 
 Per node the work is vectorised: one pass per distinct per-GPU demand, then one boolean matrix of
 (task types x candidate nodes).
@@ -54,6 +55,7 @@ class DemandModel:
         self.cpu: IntArray = np.zeros(0, dtype=np.int64)
         self.memory: IntArray = np.zeros(0, dtype=np.int64)
         self.units: IntArray = np.zeros(0, dtype=np.int64)
+        self.demand: IntArray = np.zeros(0, dtype=np.int64)
         self.group: IntArray = np.zeros(0, dtype=np.int64)  # index into groups
         self.groups: list[tuple[int, frozenset[str], frozenset[str]]] = []  # (demand, use, nouse)
 
@@ -77,6 +79,7 @@ class DemandModel:
             self.cpu = np.array([t.cpu for t in kinds], dtype=np.int64)
             self.memory = np.array([t.memory for t in kinds], dtype=np.int64)
             self.units = np.array([t.units for t in kinds], dtype=np.int64)
+            self.demand = np.array([t.demand for t in kinds], dtype=np.int64)
             self.groups = sorted(
                 {(t.demand, t.use_types, t.nouse_types) for t in kinds},
                 key=lambda g: (g[0], sorted(g[1]), sorted(g[2])),
@@ -126,4 +129,21 @@ def fragmentation(
     )
     frag = np.where(fits, stranded[g], total[None, :])
     out: FloatArray = model.weights @ frag / total_w
+    return out
+
+
+def cpu_stranded(model: DemandModel, gpu_free: IntArray, cpu_free: IntArray) -> FloatArray:
+    """Per node, the free GPU milli its free cpu cannot feed at the GPU demand's mean cpu per GPU-milli.
+
+    FGD counts a node's free GPU as fragment for a task type only once the type's cpu no longer fits;
+    this soft count sees the squeeze coming: a node keeping 4 GPUs but cpu for 1 strands 3.
+    """
+    model.kinds()
+    gpu_w = model.weights * (model.units > 0) * (model.demand > 0)
+    gpu_need = float((gpu_w * model.units * model.demand).sum())
+    cpu_need = float((gpu_w * model.cpu).sum())
+    if gpu_need <= 0 or cpu_need <= 0:
+        return np.zeros(gpu_free.shape[0], dtype=np.float64)
+    fed = cpu_free.astype(np.float64) * (gpu_need / cpu_need)
+    out: FloatArray = np.maximum(0.0, gpu_free - fed)
     return out

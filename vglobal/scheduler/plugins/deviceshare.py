@@ -4,7 +4,8 @@ Arguments as Volcano's: ``deviceshare.VGPUEnable`` (default true), ``deviceshare
 (``binpack`` | ``spread``; ours: ``fgd``, and the experiment baselines ``bestfit`` | ``random``),
 ``deviceshare.ScheduleWeight`` (default 0 = no device score, as in Volcano),
 ``deviceshare.KnownMigGeometries`` and ``deviceshare.GPUMemoryFactor`` for MIG,
-``deviceshare.FgdTightness`` (milli-GPU per unit of free GPU share left, default 24) for ``fgd``, and
+``deviceshare.FgdTightness`` (milli-GPU per unit of free GPU share left, default 24) and
+``deviceshare.FgdCpuStrand`` (weight of GPU stranded by scarce cpu, default 1; 0 = off) for ``fgd``, and
 ``deviceshare.Seed`` for ``random``. Devices are granted when a task is allocated (the allocate
 event) with the same choice the score assumed, and taken back when it is deallocated or evicted.
 """
@@ -16,7 +17,7 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.scheduler.devices.fgd import DemandModel, fragmentation, task_type
+from vglobal.scheduler.devices.fgd import DemandModel, cpu_stranded, fragmentation, task_type
 from vglobal.scheduler.devices.inventory import DeviceRequest, device_request
 from vglobal.scheduler.devices.mig import parse_mig_config
 from vglobal.scheduler.devices.table import DeviceTable, Grant
@@ -61,7 +62,7 @@ class DeviceSharePlugin(Plugin):
         cpu_col, mem_col = ssn.index.col["cpu"], ssn.index.col["memory"]
         seed = self.arg_int("deviceshare.Seed", 0)
         tightness = self.arg_float("deviceshare.FgdTightness", 24.0)
-        variant = str(self.arguments.get("deviceshare.FgdVariant", ""))
+        cpu_strand = self.arg_float("deviceshare.FgdCpuStrand", 1.0)
 
         def request(task: TaskInfo) -> DeviceRequest:
             got = requests.get(task.uid)
@@ -179,24 +180,16 @@ class DeviceSharePlugin(Plugin):
                 masks = {key: table.model_mask(key[0], key[1])[rows] for key in wanted}
             f0 = fragmentation(demand, before, cpu, mem, masks)
             f1 = fragmentation(demand, after, cpu - task.req[cpu_col], mem - task.req[mem_col], masks)
+            if cpu_strand:
+                # free GPU the node's free cpu cannot feed at the demand's cpu per GPU: a soft count
+                # of GPUs stranded by cpu (FGD's own count is all-or-nothing per task type)
+                f0 = f0 + cpu_strand * cpu_stranded(demand, before.sum(axis=1), cpu)
+                f1 = f1 + cpu_strand * cpu_stranded(demand, after.sum(axis=1), cpu - task.req[cpu_col])
             # Many nodes tie or nearly tie on fragmentation (empty nodes, nodes a task cannot strand).
             # Among those the node left with the least free GPU wins: the node's free GPU share
             # (0..1) costs ``tightness`` milli-GPU. On openb this is worth about +0.9 points at 130%
             # (a cpu + memory + GPU share instead: +0.8; cpu alone: worse than none).
-            share = gpu_share(rows, after)
-            if variant == "req":
-                req = request(task)
-                need = (req.whole or 0) * 1000 + (req.number or 0) * (min(1000, req.cores * 10) if req.cores else 1000)
-                share = share * max(need, 100) / 1000.0
-            elif variant == "abs":
-                share = after.sum(axis=1) / 8000.0
-            elif variant == "cnt":
-                share = share + ((after > 0) & (after < 1000)).sum(axis=1) / 8.0
-            elif variant == "cnt2":
-                share = share + ((after > 0) & (after < 1000)).sum(axis=1) / 32.0
-            elif variant == "rem":
-                share = share + np.where((after > 0) & (after < 1000), after, 0).sum(axis=1) / 8000.0
-            out: FloatArray = (-(f1 - f0) - tightness * share) * weight
+            out: FloatArray = (-(f1 - f0) - tightness * gpu_share(rows, after)) * weight
             return out
 
         def bestfit_score(task: TaskInfo, rows: IntArray) -> FloatArray:
