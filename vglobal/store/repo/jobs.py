@@ -88,13 +88,10 @@ def _row(r: sa.Row[Any]) -> JobRow:
 def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
     """Store the job with a Suspended binding; returns (job, created).
 
-    An earlier submission with the same request_id is returned unchanged (created=False); the same
-    namespace/name under another request raises NameTaken.
+    An earlier submission with the same request_id is returned unchanged (created=False), also when
+    it committed while this one ran; the same namespace/name under another request raises NameTaken.
+    The caller looks the request_id up first, before validating references against today's state.
     """
-    if new.request_id:
-        existing = get_by_request_id(new.request_id, session=session)
-        if existing is not None:
-            return existing, False
     stmt = (
         insert(jobs)
         .values(
