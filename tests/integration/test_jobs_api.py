@@ -156,3 +156,25 @@ def test_priority_class_resolves_to_its_value(client: Client) -> None:
     )
     text = job().replace("queue: default", "queue: default\n  priorityClassName: gold")
     assert client.submit_job(text).job.priority == 1000
+
+
+def test_concurrent_submits_with_one_request_id_store_one_job(client: Client, engine: sa.Engine) -> None:
+    import threading
+
+    results: list[object] = []
+
+    def submit() -> None:
+        try:
+            results.append(client.submit_job(job(), request_id="same"))
+        except VGlobalError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=submit) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(not isinstance(r, VGlobalError) for r in results), results
+    assert sum(r.created for r in results) == 1  # type: ignore[attr-defined]
+    assert len({r.job.uid for r in results}) == 1  # type: ignore[attr-defined]
+    assert counts(engine)[:2] == (1, 1)
