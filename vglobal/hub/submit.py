@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
 from vglobal.store.repo import jobs as jobs_repo
@@ -16,18 +16,18 @@ from vglobal.store.repo.jobs import NameTaken, NewJob
 from vglobal.store.rows import JobRow
 
 POD = {"pods": 1}
+M = TypeVar("M")
 
 
-def parse_one_job(text: str, *, max_bytes: int) -> Job:
-    if len(text.encode()) > max_bytes:
-        raise TooLarge(f"manifest is {len(text.encode())} bytes, more than the limit of {max_bytes}")
+def parse_one(text: str, kind: type[M], *, max_bytes: int) -> M:
+    """Exactly one manifest of ``kind``; the model refuses text over ``max_bytes`` (RESOURCE_EXHAUSTED)."""
     docs = parse_manifests(text, max_bytes=max_bytes)
     if len(docs) != 1:
-        raise InvalidArgument(f"manifest: expected exactly one Job, got {len(docs)} documents")
-    job = docs[0]
-    if not isinstance(job, Job):
-        raise InvalidArgument(f"kind: expected Job (batch.volcano.sh/v1alpha1), got {type(job).__name__}")
-    return job
+        raise InvalidArgument(f"manifest: expected exactly one {kind.__name__}, got {len(docs)} documents")
+    doc = docs[0]
+    if not isinstance(doc, kind):
+        raise InvalidArgument(f"kind: expected {kind.__name__}, got {type(doc).__name__}")
+    return doc
 
 
 def resolve_priority(job: Job, *, session: Session) -> int:

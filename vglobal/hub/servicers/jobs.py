@@ -10,7 +10,8 @@ from vglobal.hub import convert
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, raise_prefixed, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, notify
-from vglobal.hub.submit import parse_one_job, store_job
+from vglobal.hub.submit import parse_one, store_job
+from vglobal.model.job import Job
 from vglobal.model.phases import BindingPhase
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
@@ -46,7 +47,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         for i, item in enumerate(items):
             try:
                 parsed.append(
-                    (parse_one_job(item.manifest, max_bytes=self.ctx.settings.max_manifest_bytes), item)
+                    (parse_one(item.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes), item)
                 )
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")

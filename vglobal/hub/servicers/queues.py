@@ -8,9 +8,9 @@ from sqlalchemy.orm import Session
 from vglobal.api.v1 import queues_pb2, queues_pb2_grpc
 from vglobal.hub import convert
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import FailedPrecondition, InvalidArgument, NotFound, TooLarge, rpc
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument, NotFound, rpc
 from vglobal.hub.notify import DISPATCH, notify
-from vglobal.model.manifests import parse_manifests
+from vglobal.hub.submit import parse_one
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
 from vglobal.store.engine import session_scope
@@ -19,16 +19,6 @@ from vglobal.store.repo import queues as queues_repo
 from vglobal.store.rows import QueueRow
 
 ROOT = "root"
-
-
-def _parse_one(text: str, kind: type, max_bytes: int) -> object:
-    if len(text.encode()) > max_bytes:
-        raise TooLarge(f"manifest is {len(text.encode())} bytes, more than the limit of {max_bytes}")
-    docs = parse_manifests(text, max_bytes=max_bytes)
-    if len(docs) != 1 or not isinstance(docs[0], kind):
-        got = type(docs[0]).__name__ if len(docs) == 1 else f"{len(docs)} documents"
-        raise InvalidArgument(f"kind: expected one {kind.__name__}, got {got}")
-    return docs[0]
 
 
 def check_tree(queue: Queue, *, session: Session) -> None:
@@ -67,8 +57,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
 
     @rpc
     def ApplyQueue(self, request: queues_pb2.ApplyRequest, context: grpc.ServicerContext) -> queues_pb2.Queue:
-        queue = _parse_one(request.manifest, Queue, self.ctx.settings.max_manifest_bytes)
-        assert isinstance(queue, Queue)
+        queue = parse_one(request.manifest, Queue, max_bytes=self.ctx.settings.max_manifest_bytes)
         with session_scope(self.ctx.sessions) as session:
             check_tree(queue, session=session)
             queues_repo.upsert_queue(queue, session=session)
@@ -139,8 +128,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
     def ApplyPriorityClass(
         self, request: queues_pb2.ApplyRequest, context: grpc.ServicerContext
     ) -> queues_pb2.PriorityClass:
-        pc = _parse_one(request.manifest, PriorityClass, self.ctx.settings.max_manifest_bytes)
-        assert isinstance(pc, PriorityClass)
+        pc = parse_one(request.manifest, PriorityClass, max_bytes=self.ctx.settings.max_manifest_bytes)
         with session_scope(self.ctx.sessions) as session:
             queues_repo.upsert_priority_class(pc, session=session)
             row = queues_repo.get_priority_class(pc.name, session=session)
