@@ -215,9 +215,9 @@ def unplaceable(snapshot: Snapshot, uids: list[str]) -> int:
         job = by_uid[uid]
         gang = prepare_gang(job.gang, index, scale)
         for c in clusters.ranked(clusters.candidates(job), gang):
-            after = clusters.fit(c, gang)
-            if after is not None:
-                clusters.commit(c, after, gang.total)
+            placement = clusters.fit(c, gang)
+            if placement is not None:
+                clusters.commit(c, placement, gang)
                 break
         else:
             bad += 1
@@ -235,25 +235,41 @@ def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
     by_uid = {j.uid: j for j in snapshot.pending}
     usage = {q.name: q.allocated for q in snapshot.queues}
     running = {r.uid: r for r in snapshot.running}
+    freed: dict[tuple[str, str], ResourceVector] = {}
     for rc in result.reclaims:
         victim = running.pop(rc.victim_uid)
-        c = clusters.col[victim.cluster]
         for node, vec in victim.placements.items():
-            clusters.free[c][clusters.node_col[c][node]] += index.array(vec)
+            freed[(victim.cluster, node)] = freed.get((victim.cluster, node), ResourceVector()) + vec
         usage[victim.queue] = usage[victim.queue] - victim.request
+    if freed:  # reclaimed jobs are gone from their nodes before this cycle's admissions are placed
+        snapshot = replace(
+            snapshot,
+            clusters=tuple(
+                replace(
+                    c,
+                    nodes=tuple(
+                        replace(n, free=n.free + freed.get((c.name, n.name), ResourceVector()))
+                        for n in c.nodes
+                    ),
+                )
+                for c in snapshot.clusters
+            ),
+        )
+        clusters = Clusters(snapshot.clusters, index, snapshot.placement)
     for uid in result.admitted_order:
         job = by_uid[uid]
         decision = result.decisions[uid]
         assert isinstance(decision, Admit)
         c = clusters.col[decision.cluster]
         gang = prepare_gang(job.gang, index, scale)
-        before = clusters.free[c]
-        after = clusters.fit(c, gang)
-        assert after is not None, f"{uid} does not fit {decision.cluster}"
-        clusters.commit(c, after, gang.total)
+        placement = clusters.fit(c, gang)
+        assert placement is not None, f"{uid} does not fit {decision.cluster}"
         node_names = sorted(clusters.node_col[c], key=clusters.node_col[c].__getitem__)
-        used = before - after
-        placements = {node_names[i]: index.vector(used[i].tolist()) for i in np.flatnonzero(used.any(axis=1))}
+        placements = {
+            node_names[i]: index.vector([a - b for a, b in zip(clusters.rows[c][i], row, strict=True)])
+            for i, row in placement.rows.items()
+        }
+        clusters.commit(c, placement, gang)
         running[uid] = RunningJob(
             uid, job.queue, decision.cluster, job.priority, job.created, job.request, placements
         )
@@ -264,9 +280,7 @@ def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
         cluster_snaps.append(
             replace(
                 snap,
-                nodes=tuple(
-                    replace(n, free=index.vector(clusters.free[c][i].tolist())) for i, n in enumerate(nodes)
-                ),
+                nodes=tuple(replace(n, free=index.vector(clusters.rows[c][i])) for i, n in enumerate(nodes)),
             )
         )
     admitted = set(result.admitted_order)

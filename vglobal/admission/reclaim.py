@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,7 @@ from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
 from vglobal.admission.placement import Clusters, PreparedGang, Shape, pack
 from vglobal.admission.snapshot import RunningJob
 from vglobal.admission.tree import QueueTree
+from vglobal.model.resources import ResourceVector
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +102,26 @@ class ReclaimPlanner:
             for q in range(len(tree.names))
             if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())
         }
+        donor_names = {tree.names[q] for q in donors}
+        candidates = [j for j in running if j.queue in donor_names and j.cluster in clusters.col]
+        # Victim order: lowest priority, newest, uid (stable sorts, last key first).
+        candidates.sort(key=attrgetter("uid"))
+        candidates.sort(key=attrgetter("created"), reverse=True)
+        candidates.sort(key=attrgetter("priority"))
+        rows: dict[ResourceVector, list[int]] = {}  # jobs repeat a few shapes: convert each once
+
+        def row(vec: ResourceVector) -> list[int]:
+            got = rows.get(vec)
+            if got is None:
+                got = rows[vec] = index.known_row(vec)
+            return got
+
         grouped: dict[int, _Pending] = {}
-        for job in sorted(running, key=lambda j: (j.priority, -j.created, j.uid)):
-            q = tree.idx.get(job.queue)
-            c = clusters.col.get(job.cluster)
-            if q is None or c is None or q not in donors:
-                continue
+        for job in candidates:
+            q = tree.idx[job.queue]
+            c = clusters.col[job.cluster]
             node_col = clusters.node_col[c]
-            placed = [(node_col[n], index.known_row(v)) for n, v in job.placements.items() if n in node_col]
+            placed = [(node_col[n], row(v)) for n, v in job.placements.items() if n in node_col]
             if not placed:
                 continue  # frees no node we know of, so it cannot help a gang fit
             placed.sort()
@@ -117,7 +131,7 @@ class ReclaimPlanner:
                 acc = grouped[c] = _Pending([], [], [], [], [], [], [])
             acc.uids.append(job.uid)
             acc.queues.append(q)
-            acc.reqs.append(index.known_row(job.request))
+            acc.reqs.append(row(job.request))
             acc.nodes.append(main)
             start = len(acc.rows)
             acc.rows.extend(p[0] for p in placed)
@@ -174,7 +188,7 @@ class ReclaimPlanner:
             return []
         dims = gang.dims
         room = np.array(
-            [(self.clusters.total_free[c][dims] + self.by_cluster[c].req[:, dims].sum(axis=0)) for c in have]
+            [(self.clusters.total_free(c)[dims] + self.by_cluster[c].req[:, dims].sum(axis=0)) for c in have]
         ).reshape(len(have), dims.size) / np.maximum(gang.total[dims], 1)
         order = np.lexsort((np.array(have), -room.min(axis=1)))
         return [have[i] for i in order.tolist()]
@@ -188,8 +202,8 @@ class ReclaimPlanner:
         gang: PreparedGang,
         best: tuple[int, int, list[Victim]] | None,
     ) -> list[Victim] | None:
-        free = self.clusters.free[c].copy()
-        if ((self.clusters.total_free[c] + cv.req[ok].sum(axis=0)) < gang.total).any():
+        free = self.clusters.free(c).copy()
+        if ((self.clusters.total_free(c) + cv.req[ok].sum(axis=0)) < gang.total).any():
             return None
         potential = free.copy()
         flat = ok[cv.owner]

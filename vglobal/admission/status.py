@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from vglobal.admission.index import ResourceIndex
-from vglobal.admission.snapshot import Admit, QueueStatus, Snapshot, Wait
+from vglobal.admission.snapshot import QueueStatus, Snapshot
 from vglobal.admission.tree import QueueTree
 
 
 def queue_statuses(
-    tree: QueueTree, snapshot: Snapshot, decisions: Mapping[str, Admit | Wait], index: ResourceIndex
+    tree: QueueTree,
+    snapshot: Snapshot,
+    jobs: Sequence[int],
+    admitted_now: Sequence[int],
+    index: ResourceIndex,
 ) -> dict[str, QueueStatus]:
-    """Every queue and root: usage after this cycle's admissions; pending = still waiting after it."""
+    """Every queue and root: usage after this cycle's admissions; pending = still waiting after it.
+
+    `jobs` and `admitted_now` count, per queue's own jobs, the snapshot's pending jobs and those
+    admitted this cycle.
+    """
     n = len(tree.names)
-    pending = [0] * n
+    admitted = list(admitted_now)
+    pending = [j - a for j, a in zip(jobs, admitted, strict=True)]
     running = [0] * n
-    admitted = [0] * n
-    for job in snapshot.pending:
-        q = tree.idx.get(job.queue)
-        if q is None:
-            continue
-        if isinstance(decisions.get(job.uid), Admit):
-            admitted[q] += 1
-        else:
-            pending[q] += 1
     for run in snapshot.running:
         q = tree.idx.get(run.queue)
         if q is not None:

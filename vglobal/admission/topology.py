@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.placement import Clusters, PreparedGang, Shape, pack, prepare_gang
+from vglobal.admission.placement import Candidates, Clusters, Held, PreparedGang, Shape, pack, prepare_gang
 from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap
 
 
@@ -76,9 +76,9 @@ def tier_text(highest_tier: int | None) -> str:
 def place_with_topology(
     clusters: Clusters,
     cache: dict[int, HyperNodeRows],
-    cand: IntArray,
+    cand: Candidates,
     gang: PreparedGang,
-    held: Mapping[int, IntArray],
+    held: Mapping[int, Held],
     highest_tier: int | None,
 ) -> tuple[int, IntArray] | None:
     """(cluster, free matrix after) for the candidate with the lowest-tier HyperNode holding the
@@ -88,10 +88,12 @@ def place_with_topology(
         rows = cache.get(c)
         if rows is None:
             rows = cache[c] = HyperNodeRows(clusters.snaps[c].hypernodes, clusters.node_col[c])
-        kept = held.get(c)
-        free = clusters.free[c] if kept is None else np.maximum(clusters.free[c] - kept, 0)
+        hold = held.get(c)
+        kept = None if hold is None else hold.matrix
+        current = clusters.free(c)
+        free = current if kept is None else np.maximum(current - kept, 0)
         fit = rows.lowest_fit(free, gang.shapes, highest_tier)
         if fit is not None and (best is None or fit.tier < best[0]):
-            after = fit.after if kept is None else clusters.free[c] - (free - fit.after)
+            after = fit.after if kept is None else current - (free - fit.after)
             best = (fit.tier, c, after)
     return None if best is None else (best[1], best[2])
