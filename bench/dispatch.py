@@ -29,6 +29,7 @@ from vglobal.admission import (
 )
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.placement import Clusters, prepare_gang
+from vglobal.hub.snapshot import Shared
 from vglobal.model.resources import ResourceVector, total
 
 GPU = "nvidia.com/gpu"
@@ -126,6 +127,8 @@ def make_snapshot(
         for ci in range(clusters)
     )
     # Pending jobs: a skewed queue popularity and a mix of GPU gangs and CPU jobs.
+    # Jobs share one object per distinct request and gang, as the hub's snapshot cache builds them.
+    shared = Shared()
     popularity = rng.zipf(1.3, size=jobs) % len(leaves)
     kinds = rng.choice(5, size=jobs, p=[0.35, 0.2, 0.1, 0.05, 0.3])
     pending: list[PendingJob] = []
@@ -151,8 +154,8 @@ def make_snapshot(
                 priority=int(rng.choice([0, 0, 0, 100])),
                 created=created,
                 waiting_since=created,
-                request=pod.scale(count),
-                gang=((pod, count),),
+                request=shared.vector(pod.scale(count)),
+                gang=shared.gang(((shared.vector(pod), count),)),
                 cluster_selector={"gpu": "yes"} if kind in (1, 2, 3) and k % 2 else {},
             )
         )

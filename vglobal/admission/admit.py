@@ -91,6 +91,9 @@ def _index(snapshot: Snapshot, requests: Iterable[ResourceVector], gangs: Iterab
         for n in c.nodes:
             names.update(_names(n.free))
             names.update(_names(n.allocatable))
+        for gang in c.unplaced:
+            for vec, _ in gang:
+                names.update(_names(vec))
     for vec in requests:
         names.update(_names(vec))
     for gang in gangs:
@@ -119,10 +122,25 @@ class _Cycle:
         # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
         self.jobs = snapshot.pending
         # Jobs repeat a handful of requests and gangs: each distinct one is converted once.
+        # The hub shares one object per distinct value, so identity (a C-level int key) answers
+        # almost every lookup before the vector's Python-level hash and equality are needed.
         rid_of: dict[ResourceVector, int] = {}
         gid_of: dict[Gang, int] = {}
-        self.job_rid = [rid_of.setdefault(job.request, len(rid_of)) for job in self.jobs]
-        self.job_gid = [gid_of.setdefault(job.gang, len(gid_of)) for job in self.jobs]
+        rid_by_id: dict[int, int] = {}
+        gid_by_id: dict[int, int] = {}
+        rids: list[int] = []
+        gids: list[int] = []
+        self.job_rid, self.job_gid = rids, gids
+        for job in self.jobs:
+            vec, gang = job.request, job.gang
+            rid = rid_by_id.get(id(vec))
+            if rid is None:
+                rid = rid_by_id[id(vec)] = rid_of.setdefault(vec, len(rid_of))
+            gid = gid_by_id.get(id(gang))
+            if gid is None:
+                gid = gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
+            rids.append(rid)
+            gids.append(gid)
         self.index = index = _index(snapshot, rid_of, gid_of)
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
@@ -172,16 +190,18 @@ class _Cycle:
         # Per resource, the largest node: what "big" means when sorting a gang's shapes.
         biggest = self.clusters.max_alloc.max(axis=0) if len(self.clusters.names) else np.zeros(index.size)
         self._scale = np.maximum(np.asarray(biggest, dtype=np.int64).reshape(index.size), 1)
+        self._gangs: dict[object, PreparedGang] = {}
+        self.clusters.take_unplaced(self._prepared)
+
+    def _prepared(self, spec: Gang) -> PreparedGang:
+        """The gang's prepared form; equal gangs share one (and its failure-cache entries)."""
+        prepared = prepare_gang(spec, self.index, self._scale)
+        return self._gangs.setdefault(prepared.key, prepared)
 
     # --- preparation -------------------------------------------------------------------------
     def prepare(self) -> None:
         tree = self.tree
-        # Equal gangs of different jobs share one prepared form (and failure-cache entries).
-        by_key: dict[object, PreparedGang] = {}
-        gangs: list[PreparedGang] = []
-        for spec in self.gang_specs:
-            prepared = prepare_gang(spec, self.index, self._scale)
-            gangs.append(by_key.setdefault(prepared.key, prepared))
+        gangs = [self._prepared(spec) for spec in self.gang_specs]
         leaf_of: dict[str, tuple[int, _Leaf | None]] = {}
         clusters = self.clusters
         queue_jobs = self.queue_jobs
@@ -289,9 +309,12 @@ class _Cycle:
         """Decide the jobs that must wait whatever happens next, then re-key the queue's next job."""
         jobs = leaf.jobs
         decisions = self.decisions
+        over_cap = leaf.over_cap
         while leaf.next < len(jobs):
             job = jobs[leaf.next]
-            wait = self._capability(job, leaf)
+            wait = over_cap.get(job.rid)  # the common case, inlined: a request already over a limit
+            if wait is None:
+                wait = self._capability(job, leaf)
             if wait is None:
                 best = self.failures.lookup(job.cand, job.gang)
                 if best is None:

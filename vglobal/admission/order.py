@@ -47,17 +47,18 @@ class FairOrder:
     def update(self, leaf: int, req: Sequence[int] | None) -> None:
         """The leaf's next job changed (or its usage did): re-key it and every ancestor."""
         tree = self.tree
-        self.next_req[leaf] = req
+        parent, priority, created, names = tree.parent, tree.priority, tree.created, tree.names
+        version, next_req, heaps, share_after = self.version, self.next_req, self.heaps, self.share_after
+        next_req[leaf] = req
         i = leaf
         while i > 0:
-            p = tree.parent[i]
-            self.version[i] += 1
-            nxt = self.next_req[i]
+            p = parent[i]
+            v = version[i] = version[i] + 1
+            nxt = next_req[i]
             if nxt is not None:
-                key = (-tree.priority[i], self.share_after(i, nxt), tree.created[i], tree.names[i])
-                heapq.heappush(self.heaps[p], (*key, self.version[i], i))
+                heapq.heappush(heaps[p], (-priority[i], share_after(i, nxt), created[i], names[i], v, i))
             b = self._best_child(p)
-            self.next_req[p] = self.next_req[b] if b >= 0 else None
+            next_req[p] = next_req[b] if b >= 0 else None
             i = p
 
     def pick(self) -> int:

@@ -14,7 +14,7 @@ numpy matrices built from the lists on demand (`pack`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -413,6 +413,24 @@ class Clusters:
             free_sum = self.free_sum
             for r, v in gang.total_pairs:
                 free_sum[r] -= v
+
+    def take_unplaced(self, prepare: Callable[[Gang], PreparedGang]) -> None:
+        """Take the capacity of gangs dispatched earlier whose pods are not on nodes yet
+        (ClusterSnap.unplaced). A gang that no longer fits whole takes what fits, pod by pod."""
+        for c, snap in enumerate(self.snaps):
+            for spec in snap.unplaced:
+                gang = prepare(spec)
+                placement = self.fit(c, gang)
+                if placement is not None:
+                    self.commit(c, placement, gang)
+                    continue
+                for shape in gang.shapes:
+                    pod = prepare(((self.index.vector(shape.row.tolist()), 1),))
+                    for _ in range(shape.count):
+                        one = self.fit(c, pod)
+                        if one is None:
+                            break
+                        self.commit(c, one, pod)
 
     # --- reasons and whole-capacity checks -----------------------------------------------------
     def best_effort(self, cand: Candidates, gang: PreparedGang) -> str:

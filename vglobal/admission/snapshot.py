@@ -39,6 +39,9 @@ class QueueSnap:
     created: int = 0  # ordering key for ties (e.g. creation epoch seconds)
 
 
+Gang = tuple[tuple[ResourceVector, int], ...]
+
+
 @dataclass(frozen=True)
 class HyperNodeSnap:
     """A HyperNode of a cluster's network topology (issue 5; not used by admission yet)."""
@@ -64,9 +67,9 @@ class ClusterSnap:
     nodes: tuple[NodeSnap, ...] = ()
     schedulable: bool = True  # Ready and not cordoned
     hypernodes: tuple[HyperNodeSnap, ...] = ()
-
-
-Gang = tuple[tuple[ResourceVector, int], ...]
+    # Gangs already dispatched here whose pods the agent has not placed yet: node free does not
+    # show them, so admission takes their capacity (first-fit) before this cycle's placements.
+    unplaced: tuple[Gang, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,29 +29,25 @@ log = logging.getLogger(__name__)
 DEBOUNCE = 0.05
 
 
-def write_waits(result: AdmissionResult, written: dict[str, str], *, session: Session) -> int:
-    """Why each job waits, in one statement; ``written`` remembers what this process stored, so a
-    reason that did not change (most of them, cycle after cycle) is not sent again."""
-    waits = [
+def changed_waits(result: AdmissionResult, written: dict[str, str]) -> list[tuple[str, str]]:
+    """Why each job waits, where that differs from what this process last stored (``written``):
+    most reasons stay the same cycle after cycle and are not sent again."""
+    return [
         (uid, d.reason)
         for uid, d in result.decisions.items()
         if isinstance(d, Wait) and written.get(uid) != d.reason
     ]
-    bindings_repo.set_reasons(waits, session=session)
-    written.update(waits)
-    return len(waits)
 
 
-def write_admissions(result: AdmissionResult, queue_of: dict[str, str], *, session: Session) -> int:
-    """Admissions and reclaims in a few batched statements; returns how many were admitted."""
-    admits = [(uid, d.cluster) for uid, d in result.decisions.items() if isinstance(d, Admit)]
+def write_admissions(
+    result: AdmissionResult, queue_of: dict[str, str], *, session: Session
+) -> list[tuple[str, str, int]]:
+    """Admissions and reclaims in a few batched statements; returns (uid, cluster, generation) of
+    each admission made."""
+    decisions = result.decisions
+    admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
     done = bindings_repo.admit(admits, session=session)
-    new_events = [
-        NewEvent(
-            "Dispatched", f"admitted to cluster {cluster} (generation {gen})", job_uid=uid, cluster=cluster
-        )
-        for uid, cluster, gen in done
-    ]
+    new_events: list[NewEvent] = []
     if result.reclaims:
         victims = bindings_repo.requeue(
             [r.victim_uid for r in result.reclaims],
@@ -75,7 +71,7 @@ def write_admissions(result: AdmissionResult, queue_of: dict[str, str], *, sessi
         metrics.ADMISSIONS.labels(queue=queue, cluster=cluster).inc(n)
     if done or result.reclaims:
         notify(DELIVER, session=session)
-    return len(done)
+    return done
 
 
 @dataclass
@@ -86,17 +82,18 @@ class CycleStats:
     admitted: int = 0
     snapshot: float = 0.0
     admit: float = 0.0
-    write_admissions: float = 0.0  # binding updates, reclaims and their events
-    write_waits: float = 0.0  # changed wait reasons
-    commit: float = 0.0  # queue figures and the commit
+    # Binding updates with their events, reclaims, queue figures and the commit.
+    write_admissions: float = 0.0
+    write_waits: float = 0.0  # Dispatched events and changed wait reasons, in a transaction of their own
 
     @property
-    def write(self) -> float:
-        return self.write_admissions + self.write_waits + self.commit
+    def decided(self) -> float:
+        """From the start of the cycle until its decisions are durable."""
+        return self.snapshot + self.admit + self.write_admissions
 
     @property
     def total(self) -> float:
-        return self.snapshot + self.admit + self.write
+        return self.decided + self.write_waits
 
 
 def dispatch_cycle(ctx: HubContext) -> CycleStats:
@@ -114,22 +111,17 @@ def dispatch_cycle(ctx: HubContext) -> CycleStats:
 
 def _cycle(ctx: HubContext, started: float) -> CycleStats:
     stats = CycleStats()
+    cache = ctx.snapshot_cache
     with session_scope(ctx.sessions) as session:
         # Per-transaction exclusion on top of leadership: two replicas never run a cycle at once.
         if not try_xact_lock(session.connection(), AdvisoryLock.DISPATCH_CYCLE):
             return stats
-        snapshot = build_snapshot(ctx.settings, ctx.snapshot_cache, session=session)
+        snapshot = build_snapshot(ctx.settings, cache, session=session)
         t_snap = time.perf_counter()
         result = admit(snapshot)
         t_admit = time.perf_counter()
         queue_of = {p.uid: p.queue for p in snapshot.pending}
-        admitted = write_admissions(result, queue_of, session=session)
-        t_admissions = time.perf_counter()
-        for uid, d in result.decisions.items():
-            if isinstance(d, Admit):
-                ctx.snapshot_cache.reasons.pop(uid, None)
-        write_waits(result, ctx.snapshot_cache.reasons, session=session)
-        t_waits = time.perf_counter()
+        done = write_admissions(result, queue_of, session=session)
         queues_repo.set_statuses(
             {
                 name: {
@@ -142,18 +134,31 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         )
         if result.reclaims:
             notify(DISPATCH, session=session)
-    done = time.perf_counter()
+    # The decisions are durable and the agents told. What only explains them (each admission's
+    # Dispatched event, why the others wait) goes in a transaction of its own: writing it before
+    # the commit would double the time until jobs start. A hub that dies in between loses those
+    # events, never an admission; a reason written a cycle late is harmless (the write is
+    # conditional on the binding still being Suspended).
+    t_admissions = time.perf_counter()
+    for uid in result.admitted_order:
+        cache.reasons.pop(uid, None)
+    waits = changed_waits(result, cache.reasons)
+    if waits or done:
+        with session_scope(ctx.sessions) as session:
+            bindings_repo.log_dispatched(done, session=session)
+            bindings_repo.set_reasons(waits, session=session)
+        cache.reasons.update(waits)
+    finished = time.perf_counter()
     stats = CycleStats(
         pending=len(snapshot.pending),
-        admitted=admitted,
+        admitted=len(done),
         snapshot=t_snap - started,
         admit=t_admit - t_snap,
         write_admissions=t_admissions - t_admit,
-        write_waits=t_waits - t_admissions,
-        commit=done - t_waits,
+        write_waits=finished - t_admissions,
     )
-    metrics.CYCLE_SECONDS.observe(done - started)
-    metrics.PENDING.set(len(snapshot.pending) - admitted)
+    metrics.CYCLE_SECONDS.observe(finished - started)
+    metrics.PENDING.set(len(snapshot.pending) - len(done))
     for name, q in result.queues.items():
         for r, v in q.allocated.items():
             metrics.QUEUE_ALLOCATED.labels(queue=name, resource=r).set(v)

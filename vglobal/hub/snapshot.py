@@ -55,7 +55,7 @@ class JobFacts:
     topology: tuple[str, int | None] | None
 
     @classmethod
-    def of(cls, s: JobStatic) -> JobFacts:
+    def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
         allowed = s.placement.get("clusters")
         topo = s.placement.get("topology")
         return cls(
@@ -65,13 +65,28 @@ class JobFacts:
             queue=s.queue,
             priority=s.priority,
             created=s.created_at.timestamp(),
-            request=ResourceVector(s.request),
-            gang=tuple((ResourceVector(units), int(count)) for units, count in s.gang),
+            request=shared.vector(ResourceVector(s.request)),
+            gang=shared.gang(tuple((shared.vector(ResourceVector(u)), int(n)) for u, n in s.gang)),
             pod_requests={t: ResourceVector(u) for t, u in s.pod_requests.items()},
             allowed=frozenset(allowed) if allowed is not None else None,
             selector=s.placement.get("selector") or {},
             topology=(topo["mode"], topo.get("tier")) if topo else None,
         )
+
+
+@dataclass
+class Shared:
+    """One object per distinct request vector and gang: jobs repeat a few shapes, and admission
+    tells equal inputs apart by identity first (cheaper than comparing values)."""
+
+    vectors: dict[ResourceVector, ResourceVector] = field(default_factory=dict)
+    gangs: dict[Gang, Gang] = field(default_factory=dict)
+
+    def vector(self, v: ResourceVector) -> ResourceVector:
+        return self.vectors.setdefault(v, v)
+
+    def gang(self, g: Gang) -> Gang:
+        return self.gangs.setdefault(g, g)
 
 
 @dataclass
@@ -81,6 +96,7 @@ class SnapshotCache:
     pending: dict[str, tuple[tuple[Any, frozenset[str]], PendingJob]] = field(default_factory=dict)
     # The wait reason last written per job, so unchanged reasons are not written again.
     reasons: dict[str, str] = field(default_factory=dict)
+    shared: Shared = field(default_factory=Shared)
 
     def pending_job(self, f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         excluded = (
@@ -99,7 +115,7 @@ class SnapshotCache:
             queue=f.queue,
             priority=f.priority,
             created=f.created,
-            waiting_since=b.waiting_since.timestamp(),
+            waiting_since=b.waiting_since,
             request=f.request,
             gang=f.gang,
             allowed_clusters=f.allowed,
@@ -113,36 +129,19 @@ class SnapshotCache:
     def facts(self, live: Sequence[LiveBinding], *, session: Session) -> dict[str, JobFacts]:
         missing = [b.job_uid for b in live if b.job_uid not in self.jobs]
         for s in jobs_repo.statics(missing, session=session):
-            self.jobs[s.uid] = JobFacts.of(s)
+            self.jobs[s.uid] = JobFacts.of(s, self.shared)
         # Forget finished and deleted jobs, and admitted jobs' pending entries.
-        wanted = {b.job_uid for b in live}
-        if len(self.jobs) > len(wanted):
+        if len(self.jobs) > len(live):  # uids in `live` are unique
+            wanted = {b.job_uid for b in live}
             self.jobs = {u: f for u, f in self.jobs.items() if u in wanted}
+            if len(self.shared.vectors) + len(self.shared.gangs) > 2 * len(self.jobs) + 1000:
+                self.shared = Shared()  # mostly shapes of jobs that are gone; sharing only saves work
         waiting = {b.job_uid for b in live if b.phase == SUSPENDED}
         if len(self.pending) > len(waiting):
             self.pending = {u: p for u, p in self.pending.items() if u in waiting}
         if len(self.reasons) > len(waiting):
             self.reasons = {u: r for u, r in self.reasons.items() if u in waiting}
         return self.jobs
-
-
-def reserve(free: dict[str, ResourceVector], gang: Gang) -> None:
-    """Take a dispatched gang's pods out of the nodes' free capacity (first-fit decreasing).
-
-    Its agent has not placed the pods yet, so the heartbeats do not show them: without this, the
-    next cycle would hand the same capacity to another job.
-    """
-    pods = sorted(
-        (req for req, count in gang for _ in range(count)),
-        key=lambda r: sorted(r.items(), key=lambda kv: -kv[1]),
-        reverse=True,
-    )
-    names = sorted(free)
-    for req in pods:
-        for name in names:
-            if req.fits_in(free[name]):
-                free[name] = free[name] - req
-                break
 
 
 def pod_task(pod: str, job_name: str) -> str:
@@ -175,8 +174,6 @@ def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
             t.get("effect") in ("NoSchedule", "NoExecute") for t in node.get("taints", [])
         )
         free[name] = ResourceVector(row.free.get(name, {})) if usable else ResourceVector()
-    for gang in unplaced:
-        reserve(free, gang)
     nodes = tuple(
         NodeSnap(name=n, free=free[n], allocatable=allocatable[n], labels=labels[n])
         for n in sorted(allocatable)
@@ -191,7 +188,12 @@ def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
         for h in row.hypernodes
     )
     return ClusterSnap(
-        name=row.name, labels=row.labels, nodes=nodes, schedulable=schedulable, hypernodes=hypernodes
+        name=row.name,
+        labels=row.labels,
+        nodes=nodes,
+        schedulable=schedulable,
+        hypernodes=hypernodes,
+        unplaced=tuple(unplaced),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import sqlalchemy as sa
@@ -12,6 +12,18 @@ from sqlalchemy.orm import Session, sessionmaker
 def rowcount(result: object) -> int:
     """Rows an UPDATE or DELETE touched (typed access to CursorResult.rowcount)."""
     return int(getattr(result, "rowcount", 0))
+
+
+def joined(names: Sequence[str]) -> str:
+    """Many names as one parameter, split by the server with ``string_to_array(:p, ',')``.
+
+    The driver adapts a long list element by element in Python; one string goes in one step. For
+    names that cannot hold a comma (uids, cluster and queue names).
+    """
+    text = ",".join(names)
+    if text.count(",") != max(len(names) - 1, 0):
+        raise ValueError("a name holds a comma")
+    return text
 
 
 def normalize_url(url: str) -> str:

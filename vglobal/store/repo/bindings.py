@@ -6,14 +6,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from vglobal.model.phases import BindingPhase
-from vglobal.store.engine import rowcount
+from vglobal.store.engine import joined, rowcount
 from vglobal.store.tables import jobs, resource_bindings
 
 HOLDING = [p.value for p in (BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running)]
@@ -92,26 +92,54 @@ def admit(decisions: Sequence[tuple[str, str]], *, session: Session) -> list[tup
         sa.text(
             "UPDATE resource_bindings AS b SET phase = 'Dispatched', cluster = d.cluster, "
             "generation = b.generation + 1, reason = '', dispatched_at = now(), updated_at = now() "
-            "FROM unnest(CAST(:uids AS text[]), CAST(:clusters AS text[])) AS d(uid, cluster) "
+            "FROM unnest(string_to_array(:uids, ','), string_to_array(:clusters, ',')) AS d(uid, cluster) "
             "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' "
             "RETURNING b.job_uid, b.cluster, b.generation"
         ),
-        {"uids": [u for u, _ in decisions], "clusters": [c for _, c in decisions]},
+        {"uids": joined([u for u, _ in decisions]), "clusters": joined([c for _, c in decisions])},
     ).all()
     return [(r[0], r[1], int(r[2])) for r in rows]
 
 
+def log_dispatched(admitted: Sequence[tuple[str, str, int]], *, session: Session) -> None:
+    """A `Dispatched` event per admission, built by the server from (uid, cluster, generation)."""
+    if not admitted:
+        return
+    session.execute(
+        sa.text(
+            "INSERT INTO events (job_uid, cluster, reason, message) "
+            "SELECT d.uid, d.cluster, 'Dispatched', "
+            "'admitted to cluster ' || d.cluster || ' (generation ' || d.gen || ')' "
+            "FROM unnest(string_to_array(:uids, ','), string_to_array(:clusters, ','), "
+            "CAST(string_to_array(:gens, ',') AS int[])) AS d(uid, cluster, gen)"
+        ),
+        {
+            "uids": joined([u for u, _, _ in admitted]),
+            "clusters": joined([c for _, c, _ in admitted]),
+            "gens": ",".join(str(g) for _, _, g in admitted),
+        },
+    )
+
+
 def set_reasons(reasons: Sequence[tuple[str, str]], *, session: Session) -> int:
-    """Record why Suspended bindings wait; only rows whose reason changed are written."""
+    """Record why Suspended bindings wait; only rows whose reason changed are written.
+
+    Many jobs wait for the same reason: each distinct text is sent once, and rows refer to it by
+    position (tens of thousands of rows, a few thousand texts).
+    """
     if not reasons:
         return 0
+    texts: dict[str, int] = {}
+    refs = [texts.setdefault(r, len(texts) + 1) for _, r in reasons]  # SQL arrays count from 1
     res = session.execute(
         sa.text(
-            "UPDATE resource_bindings AS b SET reason = d.reason, updated_at = now() "
-            "FROM unnest(CAST(:uids AS text[]), CAST(:reasons AS text[])) AS d(uid, reason) "
-            "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' AND b.reason IS DISTINCT FROM d.reason"
+            "UPDATE resource_bindings AS b SET reason = (CAST(:texts AS text[]))[d.ref], updated_at = now() "
+            "FROM unnest(string_to_array(:uids, ','), CAST(string_to_array(:refs, ',') AS int[])) "
+            "AS d(uid, ref) "
+            "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' "
+            "AND b.reason IS DISTINCT FROM (CAST(:texts AS text[]))[d.ref]"
         ),
-        {"uids": [u for u, _ in reasons], "reasons": [r for _, r in reasons]},
+        {"uids": joined([u for u, _ in reasons]), "refs": ",".join(map(str, refs)), "texts": list(texts)},
     )
     return rowcount(res)
 
@@ -245,15 +273,18 @@ def manifest_json(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, separators=(",", ":"), sort_keys=True)
 
 
-@dataclass(frozen=True)
-class LiveBinding:
-    """The per-cycle changing part of an unfinished binding (the job's own fields never change)."""
+class LiveBinding(NamedTuple):
+    """The per-cycle changing part of an unfinished binding (the job's own fields never change).
+
+    A NamedTuple: the dispatcher reads one per unfinished job every cycle, and the driver's rows
+    become these without a Python-level constructor call.
+    """
 
     job_uid: str
     phase: str
     cluster: str | None
-    waiting_since: datetime
-    excluded_clusters: dict[str, float]
+    waiting_since: float  # epoch seconds
+    excluded_clusters: dict[str, float] | None  # cluster -> excluded until (epoch seconds)
     placements: list[dict[str, Any]] | None  # reported pod -> node, for admitted jobs only
 
 
@@ -263,7 +294,7 @@ def live(*, session: Session) -> list[LiveBinding]:
     assert isinstance(raw, psycopg.Connection)
     with raw.cursor() as cur:
         cur.execute(
-            "SELECT b.job_uid, b.phase, b.cluster, b.waiting_since, "
+            "SELECT b.job_uid, b.phase, b.cluster, CAST(extract(epoch FROM b.waiting_since) AS float8), "
             "NULLIF(b.excluded_clusters, '{}'::jsonb), "
             "CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
@@ -271,4 +302,4 @@ def live(*, session: Session) -> list[LiveBinding]:
             {"phases": [BindingPhase.Suspended.value, *HOLDING]},
         )
         rows = cur.fetchall()
-    return [LiveBinding(r[0], r[1], r[2], r[3], r[4] or {}, r[5]) for r in rows]
+    return list(map(LiveBinding._make, rows))
