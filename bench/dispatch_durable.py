@@ -278,13 +278,13 @@ def main(argv: list[str] | None = None) -> int:
 
     row("raw batched UPDATE ... FROM unnest (one statement, all pending)", raw_n, raw_s)
     row(
-        "vglobal: admissions made durable (binding UPDATE with its events, queue figures, commit)",
+        "vglobal: admissions made durable (batched binding UPDATE, reclaims, commit)",
         stats.admitted,
         stats.write_admissions,
     )
     row("vglobal: snapshot read + admit() + admissions durable", stats.admitted, stats.decided)
     row(
-        f"vglobal: whole cycle, with the {stats.pending - stats.admitted} first-time wait reasons",
+        f"vglobal: whole cycle, then Dispatched events, {stats.pending - stats.admitted} first-time wait reasons and queue figures",
         stats.admitted,
         stats.total,
     )

@@ -53,6 +53,8 @@ def test_three_to_one_weights_split_64_gpus_48_16(system: System) -> None:
         lambda: (
             (qs := {q["name"]: q for q in system.get_json("queues")})
             and qs["a"]["runningJobs"] + qs["b"]["runningJobs"] == 8
+            # the queue figures follow the admissions in the cycle's second transaction
+            and qs["a"]["deserved"].get("nvidia.com/gpu")
             and qs
         ),
         60,
@@ -65,6 +67,6 @@ def test_three_to_one_weights_split_64_gpus_48_16(system: System) -> None:
     assert queues["a"]["deserved"].get("nvidia.com/gpu") == "48"
     assert queues["b"]["deserved"].get("nvidia.com/gpu") == "16"
     waiting = next(j for j in system.get_json("jobs") if j["bindingPhase"] == "Suspended")
-    assert waiting["reason"]
+    assert waiting["reason"]  # written with the queue figures
     described = system.cli("describe", "job", waiting["name"]).stdout
     assert waiting["reason"].split(":")[0] in described

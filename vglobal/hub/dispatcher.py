@@ -63,12 +63,21 @@ def write_admissions(
                 metrics.RECLAIMS.inc()
     events_repo.add_events(new_events, session=session)
     per_pair: dict[tuple[str, str], int] = {}
+    debug = log.isEnabledFor(logging.DEBUG)
     for uid, cluster, gen in done:
         key = (queue_of.get(uid, ""), cluster)
         per_pair[key] = per_pair.get(key, 0) + 1
-        log.info("admit job=%s queue=%s cluster=%s generation=%d", uid, key[0], cluster, gen)
+        if debug:
+            log.debug("admit job=%s queue=%s cluster=%s generation=%d", uid, key[0], cluster, gen)
     for (queue, cluster), n in per_pair.items():
         metrics.ADMISSIONS.labels(queue=queue, cluster=cluster).inc(n)
+    if done:
+        per_cluster: dict[str, int] = {}
+        for (_, cluster), n in per_pair.items():
+            per_cluster[cluster] = per_cluster.get(cluster, 0) + n
+        log.info(
+            "admitted %d jobs: %s", len(done), ", ".join(f"{c}={n}" for c, n in sorted(per_cluster.items()))
+        )
     if done or result.reclaims:
         notify(DELIVER, session=session)
     return done
@@ -82,9 +91,9 @@ class CycleStats:
     admitted: int = 0
     snapshot: float = 0.0
     admit: float = 0.0
-    # Binding updates with their events, reclaims, queue figures and the commit.
-    write_admissions: float = 0.0
-    write_waits: float = 0.0  # Dispatched events and changed wait reasons, in a transaction of their own
+    write_admissions: float = 0.0  # binding updates, reclaims and the commit
+    # Dispatched events, changed wait reasons and queue figures, in a transaction of their own.
+    write_waits: float = 0.0
 
     @property
     def decided(self) -> float:
@@ -122,6 +131,20 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         t_admit = time.perf_counter()
         queue_of = {p.uid: p.queue for p in snapshot.pending}
         done = write_admissions(result, queue_of, session=session)
+        if result.reclaims:
+            notify(DISPATCH, session=session)
+    # The decisions are durable and the agents told. What only explains them (each admission's
+    # Dispatched event, why the others wait, the queues' figures) goes in a transaction of its
+    # own: writing it before the commit would double the time until jobs start. A hub that dies
+    # in between loses those events, never an admission; a reason written a cycle late is
+    # harmless (the write is conditional on the binding still being Suspended).
+    t_admissions = time.perf_counter()
+    for uid in result.admitted_order:
+        cache.reasons.pop(uid, None)
+    waits = changed_waits(result, cache.reasons)
+    with session_scope(ctx.sessions) as session:
+        bindings_repo.log_dispatched(done, session=session)
+        bindings_repo.set_reasons(waits, session=session)
         queues_repo.set_statuses(
             {
                 name: {
@@ -132,22 +155,7 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
             },
             session=session,
         )
-        if result.reclaims:
-            notify(DISPATCH, session=session)
-    # The decisions are durable and the agents told. What only explains them (each admission's
-    # Dispatched event, why the others wait) goes in a transaction of its own: writing it before
-    # the commit would double the time until jobs start. A hub that dies in between loses those
-    # events, never an admission; a reason written a cycle late is harmless (the write is
-    # conditional on the binding still being Suspended).
-    t_admissions = time.perf_counter()
-    for uid in result.admitted_order:
-        cache.reasons.pop(uid, None)
-    waits = changed_waits(result, cache.reasons)
-    if waits or done:
-        with session_scope(ctx.sessions) as session:
-            bindings_repo.log_dispatched(done, session=session)
-            bindings_repo.set_reasons(waits, session=session)
-        cache.reasons.update(waits)
+    cache.reasons.update(waits)
     finished = time.perf_counter()
     stats = CycleStats(
         pending=len(snapshot.pending),
