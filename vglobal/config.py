@@ -25,6 +25,9 @@ class HubSettings(BaseSettings):
     placement: str = Field("binpack", pattern="^(binpack|spread)$")
     starvation_after: float = Field(600.0, ge=0)
     reclaim_after: float = Field(0.0, ge=0, description="how long a job waits before it may reclaim")
+    queue_lookback: int = Field(
+        1000, ge=0, description="jobs per leaf queue examined each cycle, in queue order (0 = all)"
+    )
     max_manifest_bytes: int = Field(1_048_576, gt=0)
     max_batch: int = Field(1000, gt=0)
     hub_id: str = ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter
 
 import numpy as np
@@ -42,9 +43,9 @@ from vglobal.admission.topology import HyperNodeRows, place_with_topology, tier_
 from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
 
-# Reclaim plans per cycle (each searches every candidate cluster's victims); a cycle runs every
-# second or so, so later plans only wait one cycle.
-MAX_RECLAIM_PLANS = 64
+# Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
+# every second or so, so later plans only wait one cycle.
+MAX_RECLAIM_PLANS = 16
 
 
 @dataclass(slots=True)
@@ -105,15 +106,16 @@ def _index(snapshot: Snapshot, requests: Iterable[ResourceVector], gangs: Iterab
 
 # A queue's jobs in order: priority (highest first), then creation, then uid. Three stable sorts
 # on C-level keys (reverse keeps equal items in order) beat one sort on a Python tuple.
-_BY_UID = attrgetter("snap.uid")
-_BY_CREATED = attrgetter("snap.created")
-_BY_PRIORITY = attrgetter("snap.priority")
+_BY_UID = attrgetter("uid")
+_BY_CREATED = attrgetter("created")
+_BY_PRIORITY = attrgetter("priority")
 
 
-def _queue_order(jobs: list[_Job]) -> None:
-    jobs.sort(key=_BY_UID)
-    jobs.sort(key=_BY_CREATED)
-    jobs.sort(key=_BY_PRIORITY, reverse=True)
+def _queue_order(jobs: Iterable[PendingJob]) -> list[PendingJob]:
+    out = sorted(jobs, key=_BY_UID)
+    out.sort(key=_BY_CREATED)
+    out.sort(key=_BY_PRIORITY, reverse=True)
+    return out
 
 
 class _Cycle:
@@ -128,19 +130,17 @@ class _Cycle:
         gid_of: dict[Gang, int] = {}
         rid_by_id: dict[int, int] = {}
         gid_by_id: dict[int, int] = {}
-        rids: list[int] = []
-        gids: list[int] = []
-        self.job_rid, self.job_gid = rids, gids
+        rids: list[int] = []  # per job, in snapshot order
+        self.job_rid = rids
+        self.rid_by_id, self.gid_by_id = rid_by_id, gid_by_id
         for job in self.jobs:
             vec, gang = job.request, job.gang
             rid = rid_by_id.get(id(vec))
             if rid is None:
                 rid = rid_by_id[id(vec)] = rid_of.setdefault(vec, len(rid_of))
-            gid = gid_by_id.get(id(gang))
-            if gid is None:
-                gid = gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
+            if id(gang) not in gid_by_id:
+                gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
             rids.append(rid)
-            gids.append(gid)
         self.index = index = _index(snapshot, rid_of, gid_of)
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
@@ -202,26 +202,44 @@ class _Cycle:
     def prepare(self) -> None:
         tree = self.tree
         gangs = [self._prepared(spec) for spec in self.gang_specs]
-        leaf_of: dict[str, tuple[int, _Leaf | None]] = {}
-        clusters = self.clusters
-        queue_jobs = self.queue_jobs
-        req_rows, req_dims = self.req_rows, self.req_dims
-        for job, rid, gid in zip(self.jobs, self.job_rid, self.job_gid, strict=True):
-            got = leaf_of.get(job.queue)
+        by_queue: dict[str, list[PendingJob]] = {}
+        for job in self.jobs:
+            got = by_queue.get(job.queue)
             if got is None:
-                got = leaf_of[job.queue] = (tree.idx.get(job.queue, -1), self._leaf_for(job.queue))
-            i, leaf = got
+                got = by_queue[job.queue] = []
+            got.append(job)
+        clusters = self.clusters
+        req_rows, req_dims = self.req_rows, self.req_dims
+        rid_by_id, gid_by_id = self.rid_by_id, self.gid_by_id
+        lookback = self.snap.queue_lookback
+        for queue, jobs in by_queue.items():
+            i = tree.idx.get(queue, -1)
+            if i >= 0:
+                self.queue_jobs[i] += len(jobs)
+            leaf = self._leaf_for(queue)
             if leaf is None:
-                if i >= 0:
-                    queue_jobs[i] += 1
-                self._wait(job.uid, self._not_a_leaf(job.queue))
+                self._wait_all(jobs, Wait(self._not_a_leaf(queue)))
                 continue
-            queue_jobs[i] += 1
-            cand = clusters.candidates(job)
-            leaf.jobs.append(_Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid], cand))
+            ordered = _queue_order(jobs)
+            if lookback and len(ordered) > lookback:
+                self._wait_all(
+                    ordered[lookback:],
+                    Wait(
+                        f"queued behind the first {lookback} of queue {queue}'s {len(ordered)} pending jobs, "
+                        f"the only ones looked at this cycle (--queue-lookback)"
+                    ),
+                )
+                del ordered[lookback:]
+            append = leaf.jobs.append
+            for job in ordered:
+                rid = rid_by_id[id(job.request)]
+                cand = clusters.candidates(job)
+                append(_Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid_by_id[id(job.gang)]], cand))
         for i, leaf in sorted(self.leaves.items()):
-            _queue_order(leaf.jobs)
             self._advance(i, leaf)
+
+    def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:
+        self.decisions.update(zip([j.uid for j in jobs], repeat(wait)))
 
     def _leaf_for(self, queue: str) -> _Leaf | None:
         """The queue's _Leaf when it takes jobs now, else None (see _not_a_leaf for why not)."""
@@ -261,9 +279,6 @@ class _Cycle:
         return got
 
     # --- checks ------------------------------------------------------------------------------
-    def _wait(self, uid: str, reason: str) -> None:
-        self.decisions[uid] = Wait(reason)
-
     def _capability(self, job: _Job, leaf: _Leaf) -> Wait | None:
         got = leaf.over_cap.get(job.rid)
         if got is not None:

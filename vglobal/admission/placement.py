@@ -266,7 +266,9 @@ class Clusters:
         return got
 
     def _rank_key(self, c: int, dims: tuple[int, ...]) -> tuple[float, int]:
-        score = sum(self.full[c][r] for r in dims)
+        score = 0.0
+        for r in dims:  # the same additions as commit() makes
+            score += self.full[c][r]
         return (score, c) if self.spread else (-score, c)
 
     def order(self, cand: Candidates, gang: PreparedGang) -> list[int]:
@@ -290,8 +292,12 @@ class Clusters:
                     entry.members.discard(c)
                     entry.ranked.remove(c)
             entry.dropped = len(drops)
-        if entry.seen != len(self._log):
-            moved = {c for c in self._log[entry.seen :] if c in entry.members}
+        log = self._log
+        if entry.seen == len(log) - 1 and entry.ranked and entry.ranked[0] == log[-1] and not self.spread:
+            # The usual step: the cluster first in line took a job. Binpack only ranks it higher.
+            entry.seen += 1
+        if entry.seen != len(log):
+            moved = {c for c in log[entry.seen :] if c in entry.members}
             for c in moved:
                 entry.ranked.remove(c)
             for c in moved:
@@ -405,8 +411,12 @@ class Clusters:
         for r, v in gang.total_pairs:
             tot[r] -= v
             full[r] = (alloc[r] - tot[r]) / alloc[r]
+        sign = 1.0 if self.spread else -1.0
         for dims, keys in self._scores.items():
-            keys[c] = self._rank_key(c, dims)
+            score = 0.0
+            for r in dims:
+                score += full[r]
+            keys[c] = (sign * score, c)
         self._version[c] += 1
         self._log.append(c)
         if self.schedulable[c]:

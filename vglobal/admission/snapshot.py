@@ -114,6 +114,10 @@ class Snapshot:
     # Seconds a job must have been pending before it may reclaim (0 = at once). Since a reclaimed
     # job's waiting time starts again, this also damps reclaim ping-pong as deserved shares move.
     reclaim_after: float = 0.0
+    # Jobs per leaf queue examined this cycle, in queue order (0 = all). The rest wait a turn with
+    # a reason saying so: a queue with a backlog of tens of thousands costs a cycle no more than
+    # its first `queue_lookback` jobs, and those are the ones it would admit first anyway.
+    queue_lookback: int = 1000
 
 
 @dataclass(frozen=True)

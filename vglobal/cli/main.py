@@ -91,6 +91,13 @@ def cli(ctx: click.Context, hub: str | None) -> None:
     show_default=True,
     help="A job must have waited this long before it may take capacity back from other queues.",
 )
+@click.option(
+    "--queue-lookback",
+    type=int,
+    default=1000,
+    show_default=True,
+    help="Jobs per leaf queue examined each cycle, in queue order; the rest wait a turn (0 = all).",
+)
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
     listen: str,
@@ -104,6 +111,7 @@ def hub(
     placement: str,
     starvation_after: str,
     reclaim_after: str,
+    queue_lookback: int,
     verbose: bool,
 ) -> None:
     """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
@@ -125,6 +133,7 @@ def hub(
             placement=placement,
             starvation_after=parse_duration(starvation_after),
             reclaim_after=parse_duration(reclaim_after),
+            queue_lookback=queue_lookback,
         )
     except ValueError as exc:
         fail(str(exc))

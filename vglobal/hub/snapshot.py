@@ -259,4 +259,5 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
         placement=settings.placement,
         starvation_after=settings.starvation_after,
         reclaim_after=settings.reclaim_after,
+        queue_lookback=settings.queue_lookback,
     )

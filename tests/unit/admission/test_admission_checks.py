@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.unit.admission.sim import GPU, Sim, admitted, cluster, gpus, job, jobs, reason
@@ -127,3 +129,32 @@ def test_queue_status_counts() -> None:
     assert (
         st.real_capability == gpus(16) + {"cpu": 512_000} and result.queues["root"].allocated[GPU] == 16_000
     )
+
+
+def test_queue_lookback_examines_only_the_first_jobs_of_a_queue_per_cycle() -> None:
+    # Queue a's 6 jobs: only its first 3 in queue order (priority, then age) are looked at; the
+    # small job at the back would fit but waits its turn. Queue b, under the limit, is unaffected.
+    pending = [
+        job("a-urgent", "a", gpus(8), created=5, priority=100),
+        *jobs("a-big", "a", gpus(8), 4),
+        job("a-small", "a", gpus(1), created=9),
+        job("b-one", "b", gpus(1), created=0),
+    ]
+    node = gpus(8) + {"cpu": 64_000}
+    snap = Snapshot(0, (QueueSnap("a"), QueueSnap("b")), (cluster("c", 3, node),), tuple(pending))
+    limited = admit(replace(snap, queue_lookback=3))
+    assert admitted(limited) == {"a-urgent": "c", "a-big00": "c", "b-one": "c"}
+    assert reason(limited, "a-small") == (
+        "queued behind the first 3 of queue a's 6 pending jobs, the only ones looked at this cycle "
+        "(--queue-lookback)"
+    )
+    assert reason(limited, "a-big02") == reason(limited, "a-small")
+    assert "no cluster fits" in reason(limited, "a-big01")
+    # With no limit the small job at the back is admitted where the big ones do not fit.
+    assert admitted(admit(replace(snap, queue_lookback=0))) == {
+        "a-urgent": "c",
+        "a-big00": "c",
+        "a-small": "c",
+        "b-one": "c",
+    }
+    assert limited.queues["a"].pending == 4
