@@ -92,7 +92,9 @@ class Run:
     tick: float
     reclaim: bool = True
     reclaim_after: float = 0.0
+    reclaim_min_runtime: float = 0.0
     free: np.ndarray = field(init=False)
+    attempt_start: dict[str, float] = field(default_factory=dict)
     pending: dict[str, list[TraceJob]] = field(default_factory=lambda: defaultdict(list))
     running: dict[str, tuple[TraceJob, list[int]]] = field(default_factory=dict)
     lost: float = 0.0
@@ -129,6 +131,7 @@ class Run:
         if job.start is None:
             job.start = now
         job.attempts += 1
+        self.attempt_start[job.uid] = now
         self.running[job.uid] = (job, rows)
         heapq.heappush(events, (now + job.duration, job.attempts, job.uid))
 
@@ -191,6 +194,7 @@ class Run:
             pending,
             tuple(running),
             reclaim_after=self.reclaim_after,
+            reclaim_min_runtime=self.reclaim_min_runtime,
         )
         result = admit(snap)
         by_uid = {j.uid: j for js in self.pending.values() for j in js}
@@ -239,6 +243,7 @@ class Run:
                 job.submit,
                 ResourceVector({GPU: job.gpus * 1000}),
                 {n: ResourceVector({GPU: v}) for n, v in per.items()},
+                running_since=self.attempt_start[job.uid],
             )
         return got
 
@@ -371,6 +376,12 @@ def main(argv: list[str] | None = None) -> int:
         "--reclaim-after", type=float, default=0.0, help="seconds a job waits before it may reclaim (fair)"
     )
     parser.add_argument(
+        "--reclaim-min-runtime",
+        type=float,
+        default=0.0,
+        help="seconds a job must have run before it may be reclaimed (fair)",
+    )
+    parser.add_argument(
         "--policies", default="fifo,fair,fair-noreclaim", help="any of fifo, fair, fair-noreclaim"
     )
     parser.add_argument(
@@ -388,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             name, jobs, weights, nodes, args.tick, reclaim=not args.no_reclaim and name != "fair-noreclaim"
         )
         run.reclaim_after = args.reclaim_after
+        run.reclaim_min_runtime = args.reclaim_min_runtime
         seconds.append(replay(run))
         runs.append(run)
     cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)

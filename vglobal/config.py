@@ -25,6 +25,9 @@ class HubSettings(BaseSettings):
     placement: str = Field("binpack", pattern="^(binpack|spread)$")
     starvation_after: float = Field(600.0, ge=0)
     reclaim_after: float = Field(0.0, ge=0, description="how long a job waits before it may reclaim")
+    reclaim_min_runtime: float = Field(
+        0.0, ge=0, description="how long a job must have run before it may be reclaimed"
+    )
     queue_lookback: int = Field(
         1000, ge=0, description="jobs per leaf queue examined each cycle, in queue order (0 = all)"
     )

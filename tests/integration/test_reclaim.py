@@ -7,6 +7,7 @@ import time
 from tests.integration.agent_driver import ScriptedAgent, units
 from vglobal.api.v1 import agent_pb2
 from vglobal.client import Client
+from vglobal.config import HubSettings
 from vglobal.hub.server import Hub
 
 QUEUE = """
@@ -86,3 +87,36 @@ def test_queue_below_share_reclaims_the_newest_job_of_a_queue_above(hub: Hub, cl
         assert client.get_job("a2").binding_phase == "Suspended"
     finally:
         agent.close()
+
+
+def test_reclaim_min_runtime_keeps_a_job_that_just_started(database_url: str) -> None:
+    settings = HubSettings(
+        listen="127.0.0.1:0", database_url=database_url, dispatch_interval=0.2, reclaim_min_runtime=3600
+    )
+    hub = Hub(settings)
+    hub.start()
+    agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east", nodes=1, gpus=8)
+    try:
+        with Client(f"127.0.0.1:{hub.port}", timeout=10, retries=1) as client:
+            agent.connect()
+            client.apply_queue(QUEUE % "a")
+            client.apply_queue(QUEUE % "b")
+            for name, left in (("a1", 4), ("a2", 0)):
+                client.submit_job(JOB % (name, "a"))
+                run_on(agent, agent.expect("dispatch").dispatch, name, left)
+                wait(lambda n=name: client.get_job(n).binding_phase == "Running")  # type: ignore[misc]
+            client.submit_job(JOB % ("b1", "b"))
+            # b1 waits for a reason, cycle after cycle, and nothing of a's is taken back
+            wait(lambda: "no cluster fits" in client.get_job("b1").reason)
+            time.sleep(1.0)  # five more cycles
+            assert [client.get_job(n).binding_phase for n in ("a1", "a2", "b1")] == [
+                "Running",
+                "Running",
+                "Suspended",
+            ]
+            assert agent.received.empty() or all(
+                m.WhichOneof("body") != "cancel" for m in list(agent.received.queue)
+            )
+    finally:
+        agent.close()
+        hub.shutdown()

@@ -510,7 +510,9 @@ class _Cycle:
         self._plans += 1
         cand = self._fits_allocatable(job)
         if self._planner is None:
-            self._planner = ReclaimPlanner(self.snap.running, self.tree, self.clusters, self.index)
+            snap = self.snap
+            protected = snap.now - snap.reclaim_min_runtime if snap.reclaim_min_runtime > 0 else None
+            self._planner = ReclaimPlanner(snap.running, self.tree, self.clusters, self.index, protected)
         plan = self._planner.plan(job.leaf, cand, job.gang)
         if plan is None:
             return None

@@ -83,8 +83,14 @@ CLUSTERS_PER_PLAN = 3
 
 class ReclaimPlanner:
     def __init__(
-        self, running: Sequence[RunningJob], tree: QueueTree, clusters: Clusters, index: ResourceIndex
+        self,
+        running: Sequence[RunningJob],
+        tree: QueueTree,
+        clusters: Clusters,
+        index: ResourceIndex,
+        protected_after: float | None = None,
     ) -> None:
+        """`protected_after`: runs admitted after this time (epoch seconds) are not victims."""
         self.tree = tree
         self.clusters = clusters
         deserved = np.array(tree.deserved).reshape(len(tree.names), index.size)
@@ -103,7 +109,13 @@ class ReclaimPlanner:
             if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())
         }
         donor_names = {tree.names[q] for q in donors}
-        candidates = [j for j in running if j.queue in donor_names and j.cluster in clusters.col]
+        candidates = [
+            j
+            for j in running
+            if j.queue in donor_names
+            and j.cluster in clusters.col
+            and (protected_after is None or j.running_since is None or j.running_since <= protected_after)
+        ]
         # Victim order: lowest priority, newest, uid (stable sorts, last key first).
         candidates.sort(key=attrgetter("uid"))
         candidates.sort(key=attrgetter("created"), reverse=True)

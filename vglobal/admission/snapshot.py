@@ -100,6 +100,7 @@ class RunningJob:
     # Per node of `cluster`: what this job's pods use there. Reclaim frees exactly this; a job
     # without placements can still be reclaimed for queue share but frees no known node capacity.
     placements: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_PLACEMENTS)
+    running_since: float | None = None  # when this run was admitted (epoch seconds); None = unknown
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,9 @@ class Snapshot:
     # Seconds a job must have been pending before it may reclaim (0 = at once). Since a reclaimed
     # job's waiting time starts again, this also damps reclaim ping-pong as deserved shares move.
     reclaim_after: float = 0.0
+    # Seconds a job must have run (since its admission) before it may be reclaimed (0 = at once):
+    # without it, long jobs restart from scratch again and again as deserved shares move.
+    reclaim_min_runtime: float = 0.0
     # Jobs per leaf queue examined this cycle, in queue order (0 = all). The rest wait a turn with
     # a reason saying so: a queue with a backlog of tens of thousands costs a cycle no more than
     # its first `queue_lookback` jobs, and those are the ones it would admit first anyway.

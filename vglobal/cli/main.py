@@ -92,6 +92,12 @@ def cli(ctx: click.Context, hub: str | None) -> None:
     help="A job must have waited this long before it may take capacity back from other queues.",
 )
 @click.option(
+    "--reclaim-min-runtime",
+    default="0s",
+    show_default=True,
+    help="A job must have run this long before another queue may take it back (guards long jobs).",
+)
+@click.option(
     "--queue-lookback",
     type=int,
     default=1000,
@@ -111,6 +117,7 @@ def hub(
     placement: str,
     starvation_after: str,
     reclaim_after: str,
+    reclaim_min_runtime: str,
     queue_lookback: int,
     verbose: bool,
 ) -> None:
@@ -133,6 +140,7 @@ def hub(
             placement=placement,
             starvation_after=parse_duration(starvation_after),
             reclaim_after=parse_duration(reclaim_after),
+            reclaim_min_runtime=parse_duration(reclaim_min_runtime),
             queue_lookback=queue_lookback,
         )
     except ValueError as exc:

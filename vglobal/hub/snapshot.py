@@ -229,6 +229,7 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
                     created=f.created,
                     request=f.request,
                     placements=placements_of(f, b.placements),
+                    running_since=b.dispatched_at,
                 )
             )
     queues = tuple(
@@ -260,4 +261,5 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
         starvation_after=settings.starvation_after,
         reclaim_after=settings.reclaim_after,
         queue_lookback=settings.queue_lookback,
+        reclaim_min_runtime=settings.reclaim_min_runtime,
     )

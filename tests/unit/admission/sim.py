@@ -98,6 +98,7 @@ class Sim:
     placement: str = "binpack"
     starvation_after: float = 600.0
     reclaim_after: float = 0.0
+    reclaim_min_runtime: float = 0.0
     free: dict[str, dict[str, ResourceVector]] = field(default_factory=dict)
     results: list[AdmissionResult] = field(default_factory=list)
 
@@ -123,6 +124,7 @@ class Sim:
             self.placement,
             self.starvation_after,
             self.reclaim_after,
+            reclaim_min_runtime=self.reclaim_min_runtime,
         )
 
     def place(self, j: PendingJob, cluster: str) -> RunningJob:
@@ -134,7 +136,9 @@ class Sim:
                 node = next(name for name in sorted(free) if vec.fits_in(free[name]))
                 free[node] = free[node] - vec
                 placements[node] = placements.get(node, EMPTY) + vec
-        return RunningJob(j.uid, j.queue, cluster, j.priority, j.created, j.request, placements)
+        return RunningJob(
+            j.uid, j.queue, cluster, j.priority, j.created, j.request, placements, running_since=self.now
+        )
 
     def step(self, advance: float = 1.0) -> AdmissionResult:
         from vglobal.admission import admit

@@ -107,3 +107,23 @@ def test_reclaim_after_makes_a_job_wait_before_it_reclaims() -> None:
     assert sim.step().reclaims == ()  # waited 0 s
     sim.now += 300
     assert [r.victim_uid for r in sim.step().reclaims] == ["a01"]
+
+
+def test_reclaim_min_runtime_protects_jobs_that_just_started() -> None:
+    def setup(min_runtime: float) -> Sim:
+        sim = Sim([QueueSnap("a"), QueueSnap("b")], [cluster("c", 2, gpus(8))], [job("a0", "a", gpus(8))])
+        sim.step()  # a0 runs from t=1000
+        sim.now += 600
+        sim.pending += [job("a1", "a", gpus(8), created=sim.now)]
+        sim.step()  # a1 runs from t=1601
+        sim.pending += [job("b0", "b", gpus(8), created=sim.now)]
+        sim.reclaim_min_runtime = min_runtime
+        return sim
+
+    assert [r.victim_uid for r in setup(0).step().reclaims] == ["a1"]  # the newest goes first
+    # a1 has run under 300 s: the older a0 goes instead
+    assert [r.victim_uid for r in setup(300).step().reclaims] == ["a0"]
+    # both are protected: b0 waits
+    result = setup(3600).step()
+    assert result.reclaims == ()
+    assert reason(result, "b0").startswith("no cluster fits gang")

@@ -286,6 +286,7 @@ class LiveBinding(NamedTuple):
     waiting_since: float  # epoch seconds
     excluded_clusters: dict[str, float] | None  # cluster -> excluded until (epoch seconds)
     placements: list[dict[str, Any]] | None  # reported pod -> node, for admitted jobs only
+    dispatched_at: float | None  # epoch seconds of the current admission, for admitted jobs
 
 
 def live(*, session: Session) -> list[LiveBinding]:
@@ -296,7 +297,8 @@ def live(*, session: Session) -> list[LiveBinding]:
         cur.execute(
             "SELECT b.job_uid, b.phase, b.cluster, CAST(extract(epoch FROM b.waiting_since) AS float8), "
             "NULLIF(b.excluded_clusters, '{}'::jsonb), "
-            "CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END "
+            "CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
+            "CAST(extract(epoch FROM b.dispatched_at) AS float8) "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "WHERE b.phase = ANY(%(phases)s)",
             {"phases": [BindingPhase.Suspended.value, *HOLDING]},
