@@ -120,36 +120,55 @@ class ReclaimPlanner:
         candidates.sort(key=attrgetter("uid"))
         candidates.sort(key=attrgetter("created"), reverse=True)
         candidates.sort(key=attrgetter("priority"))
-        rows: dict[ResourceVector, list[int]] = {}  # jobs repeat a few shapes: convert each once
-
-        def row(vec: ResourceVector) -> list[int]:
-            got = rows.get(vec)
-            if got is None:
-                got = rows[vec] = index.known_row(vec)
-            return got
-
-        grouped: dict[int, _Pending] = {}
+        self._index = index
+        self._rows: dict[ResourceVector, list[int]] = {}  # jobs repeat a few shapes: convert each once
+        # Victims per cluster in victim order; a cluster's arrays are built when a plan first looks
+        # there (plans look at a few clusters each, most cycles at a few clusters in all).
+        self._groups: dict[int, list[RunningJob]] = {}
+        sums: dict[int, list[int]] = {}
         for job in candidates:
-            q = tree.idx[job.queue]
+            if not job.placements:
+                continue  # frees no node we know of, so it cannot help a gang fit
             c = clusters.col[job.cluster]
-            node_col = clusters.node_col[c]
+            self._groups.setdefault(c, []).append(job)
+            acc = sums.get(c)
+            if acc is None:
+                acc = sums[c] = [0] * index.size
+            for k, v in enumerate(self._row(job.request)):
+                acc[k] += v
+        self._req_sum = {c: np.array(acc, dtype=np.int64) for c, acc in sums.items()}
+        self._built: dict[int, _ClusterVictims] = {}
+
+    def _row(self, vec: ResourceVector) -> list[int]:
+        got = self._rows.get(vec)
+        if got is None:
+            got = self._rows[vec] = self._index.known_row(vec)
+        return got
+
+    def victims(self, c: int) -> _ClusterVictims:
+        """Cluster c's victims as arrays (see _ClusterVictims), built on first use."""
+        got = self._built.get(c)
+        if got is not None:
+            return got
+        tree, row = self.tree, self._row
+        node_col = self.clusters.node_col[c]
+        acc = _Pending([], [], [], [], [], [], [])
+        for job in self._groups.get(c, ()):
             placed = [(node_col[n], row(v)) for n, v in job.placements.items() if n in node_col]
             if not placed:
-                continue  # frees no node we know of, so it cannot help a gang fit
+                continue
             placed.sort()
             main = max(placed, key=lambda p: (sum(p[1]), -p[0]))[0]
-            acc = grouped.get(c)
-            if acc is None:
-                acc = grouped[c] = _Pending([], [], [], [], [], [], [])
             acc.uids.append(job.uid)
-            acc.queues.append(q)
+            acc.queues.append(tree.idx[job.queue])
             acc.reqs.append(row(job.request))
             acc.nodes.append(main)
             start = len(acc.rows)
             acc.rows.extend(p[0] for p in placed)
             acc.usage.extend(p[1] for p in placed)
             acc.spans.append((start, len(acc.rows)))
-        self.by_cluster = {c: _ClusterVictims(v, index.size) for c, v in grouped.items()}
+        got = self._built[c] = _ClusterVictims(acc, self._index.size)
+        return got
 
     def slack(self) -> FloatArray:
         """Per queue: how much it may still lose before reaching its floor (see __init__)."""
@@ -168,7 +187,7 @@ class ReclaimPlanner:
         for c in self._by_promise(cand, gang):
             if tried == CLUSTERS_PER_PLAN:
                 break
-            cv = self.by_cluster[c]
+            cv = self.victims(c)
             # Victims whose queue may lose them, judged alone; the greedy re-checks as it takes them.
             ok = (
                 ((cv.req <= slack[cv.queue]) | (cv.req == 0)).all(axis=1)
@@ -187,7 +206,7 @@ class ReclaimPlanner:
         if best is None:
             return None
         _, c, chosen = best
-        cv = self.by_cluster[c]
+        cv = self.victims(c)
         for v in chosen:
             cv.taken[v.rank] = True
             self._given[v.queue] += v.req
@@ -195,13 +214,13 @@ class ReclaimPlanner:
 
     def _by_promise(self, cand: Sequence[int], gang: PreparedGang) -> list[int]:
         """Candidates with victims, most free-plus-reclaimable room for the gang first, then name."""
-        have = [c for c in cand if c in self.by_cluster]
+        have = [c for c in cand if c in self._groups]
         if not have:
             return []
         dims = gang.dims
-        room = np.array(
-            [(self.clusters.total_free(c)[dims] + self.by_cluster[c].req[:, dims].sum(axis=0)) for c in have]
-        ).reshape(len(have), dims.size) / np.maximum(gang.total[dims], 1)
+        room = np.array([(self.clusters.total_free(c)[dims] + self._req_sum[c][dims]) for c in have]).reshape(
+            len(have), dims.size
+        ) / np.maximum(gang.total[dims], 1)
         order = np.lexsort((np.array(have), -room.min(axis=1)))
         return [have[i] for i in order.tolist()]
 
