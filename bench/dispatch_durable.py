@@ -292,8 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nOne cycle over {stats.pending} pending jobs: snapshot read {stats.snapshot:.2f} s, "
         f"admit() {stats.admit:.2f} s, admissions durable {stats.write_admissions:.2f} s, then wait reasons "
-        f"{stats.write_waits:.2f} s. The next cycle (nothing new to admit, reasons unchanged): "
-        f"{second.total:.2f} s (snapshot {second.snapshot:.2f} s, admit() {second.admit:.2f} s). "
+        f"{stats.write_waits:.2f} s. The next cycle ({second.admitted} admitted, {second.reasons_written} "
+        f"reasons changed): {second.total:.2f} s (snapshot {second.snapshot:.2f} s, admit() "
+        f"{second.admit:.2f} s, admissions durable {second.write_admissions:.2f} s, then the rest "
+        f"{second.write_waits:.2f} s). "
         f"A restarted hub's first snapshot (job cache cold) took {cold:.2f} s."
     )
     return 0

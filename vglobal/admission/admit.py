@@ -191,12 +191,16 @@ class _Cycle:
         biggest = self.clusters.max_alloc.max(axis=0) if len(self.clusters.names) else np.zeros(index.size)
         self._scale = np.maximum(np.asarray(biggest, dtype=np.int64).reshape(index.size), 1)
         self._gangs: dict[object, PreparedGang] = {}
+        self._by_spec: dict[Gang, PreparedGang] = {}
         self.clusters.take_unplaced(self._prepared)
 
     def _prepared(self, spec: Gang) -> PreparedGang:
         """The gang's prepared form; equal gangs share one (and its failure-cache entries)."""
-        prepared = prepare_gang(spec, self.index, self._scale)
-        return self._gangs.setdefault(prepared.key, prepared)
+        got = self._by_spec.get(spec)  # the hub shares gang objects: mostly an identity hit
+        if got is None:
+            prepared = prepare_gang(spec, self.index, self._scale)
+            got = self._by_spec[spec] = self._gangs.setdefault(prepared.key, prepared)
+        return got
 
     # --- preparation -------------------------------------------------------------------------
     def prepare(self) -> None:

@@ -94,6 +94,7 @@ class CycleStats:
     write_admissions: float = 0.0  # binding updates, reclaims and the commit
     # Dispatched events, changed wait reasons and queue figures, in a transaction of their own.
     write_waits: float = 0.0
+    reasons_written: int = 0
 
     @property
     def decided(self) -> float:
@@ -164,6 +165,7 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         admit=t_admit - t_snap,
         write_admissions=t_admissions - t_admit,
         write_waits=finished - t_admissions,
+        reasons_written=len(waits),
     )
     metrics.CYCLE_SECONDS.observe(finished - started)
     metrics.PENDING.set(len(snapshot.pending) - len(done))
