@@ -229,8 +229,8 @@ class _Cycle:
                 self._wait_all(
                     ordered[lookback:],
                     Wait(
-                        f"queued behind the first {lookback} of queue {queue}'s {len(ordered)} pending jobs, "
-                        f"the only ones looked at this cycle (--queue-lookback)"
+                        f"waiting its turn in queue {queue}: only the first {lookback} of its "
+                        f"{len(ordered)} pending jobs are looked at each cycle (--queue-lookback)"
                     ),
                 )
                 del ordered[lookback:]

@@ -29,14 +29,33 @@ log = logging.getLogger(__name__)
 DEBOUNCE = 0.05
 
 
-def changed_waits(result: AdmissionResult, written: dict[str, str]) -> list[tuple[str, str]]:
+# A wait reason whose kind is unchanged but whose figures moved (what a cluster can hold, how much
+# a queue has) is rewritten at most this often: in a busy system most figures move every cycle,
+# and rewriting tens of thousands of rows each second would cost more than the cycle itself.
+REASON_REFRESH = 30.0
+
+
+def _kind(reason: str) -> str:
+    """What a reason is about, without its figures: the text before the first colon."""
+    return reason.split(":", 1)[0]
+
+
+def changed_waits(
+    result: AdmissionResult, written: dict[str, tuple[str, float]], now: float
+) -> list[tuple[str, str]]:
     """Why each job waits, where that differs from what this process last stored (``written``):
-    most reasons stay the same cycle after cycle and are not sent again."""
-    return [
-        (uid, d.reason)
-        for uid, d in result.decisions.items()
-        if isinstance(d, Wait) and written.get(uid) != d.reason
-    ]
+    a new kind of reason at once, the same kind with new figures after REASON_REFRESH seconds."""
+    out = []
+    for uid, d in result.decisions.items():
+        if not isinstance(d, Wait):
+            continue
+        old = written.get(uid)
+        if old is not None and (
+            old[0] == d.reason or (now - old[1] < REASON_REFRESH and _kind(old[0]) == _kind(d.reason))
+        ):
+            continue
+        out.append((uid, d.reason))
+    return out
 
 
 def write_admissions(
@@ -142,7 +161,8 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
     t_admissions = time.perf_counter()
     for uid in result.admitted_order:
         cache.reasons.pop(uid, None)
-    waits = changed_waits(result, cache.reasons)
+    now = time.monotonic()
+    waits = changed_waits(result, cache.reasons, now)
     with session_scope(ctx.sessions) as session:
         bindings_repo.log_dispatched(done, session=session)
         bindings_repo.set_reasons(waits, session=session)
@@ -156,7 +176,7 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
             },
             session=session,
         )
-    cache.reasons.update(waits)
+    cache.reasons.update((uid, (reason, now)) for uid, reason in waits)
     finished = time.perf_counter()
     stats = CycleStats(
         pending=len(snapshot.pending),

@@ -94,8 +94,9 @@ class SnapshotCache:
     jobs: dict[str, JobFacts] = field(default_factory=dict)
     # A pending job's snapshot entry, reused while its wait start and exclusions are unchanged.
     pending: dict[str, tuple[tuple[Any, frozenset[str]], PendingJob]] = field(default_factory=dict)
-    # The wait reason last written per job, so unchanged reasons are not written again.
-    reasons: dict[str, str] = field(default_factory=dict)
+    # The wait reason last written per job and when (monotonic seconds), so unchanged reasons are
+    # not written again and reasons whose figures merely moved are refreshed only now and then.
+    reasons: dict[str, tuple[str, float]] = field(default_factory=dict)
     shared: Shared = field(default_factory=Shared)
 
     def pending_job(self, f: JobFacts, b: LiveBinding, now: float) -> PendingJob:

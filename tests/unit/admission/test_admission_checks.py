@@ -145,7 +145,7 @@ def test_queue_lookback_examines_only_the_first_jobs_of_a_queue_per_cycle() -> N
     limited = admit(replace(snap, queue_lookback=3))
     assert admitted(limited) == {"a-urgent": "c", "a-big00": "c", "b-one": "c"}
     assert reason(limited, "a-small") == (
-        "queued behind the first 3 of queue a's 6 pending jobs, the only ones looked at this cycle "
+        "waiting its turn in queue a: only the first 3 of its 6 pending jobs are looked at each cycle "
         "(--queue-lookback)"
     )
     assert reason(limited, "a-big02") == reason(limited, "a-small")

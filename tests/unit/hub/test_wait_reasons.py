@@ -1,0 +1,30 @@
+"""Which wait reasons the dispatcher writes back: new kinds at once, moved figures now and then."""
+
+from __future__ import annotations
+
+from vglobal.admission import AdmissionResult, Admit, Wait
+from vglobal.hub.dispatcher import REASON_REFRESH, changed_waits
+
+
+def result(**reasons: str) -> AdmissionResult:
+    decisions: dict[str, Admit | Wait] = {uid: Wait(r) for uid, r in reasons.items()}
+    decisions["admitted"] = Admit("c")
+    return AdmissionResult(decisions=decisions, reclaims=(), queues={}, admitted_order=("admitted",))
+
+
+def test_new_and_changed_kinds_are_written_moved_figures_wait_for_the_refresh() -> None:
+    written = {
+        "same": ("queue a: capability cpu 4, allocated 3, job needs 2", 100.0),
+        "figures": ("no cluster fits gang: 8 pods; best: c1 can hold 2 of the 8 pods", 100.0),
+        "kind": ("no cluster fits gang: 8 pods; best: c1 can hold 2 of the 8 pods", 100.0),
+    }
+    now = result(
+        new="queue b is closed",
+        same="queue a: capability cpu 4, allocated 3, job needs 2",
+        figures="no cluster fits gang: 8 pods; best: c2 can hold 5 of the 8 pods",
+        kind="queue a: capability cpu 4, allocated 3, job needs 2",
+    )
+    soon = changed_waits(now, written, 100.0 + REASON_REFRESH / 2)
+    assert sorted(uid for uid, _ in soon) == ["kind", "new"]
+    later = changed_waits(now, written, 100.0 + REASON_REFRESH)
+    assert sorted(uid for uid, _ in later) == ["figures", "kind", "new"]
