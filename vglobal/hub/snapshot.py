@@ -98,6 +98,8 @@ class SnapshotCache:
     # not written again and reasons whose figures merely moved are refreshed only now and then.
     reasons: dict[str, tuple[str, float]] = field(default_factory=dict)
     shared: Shared = field(default_factory=Shared)
+    # An admitted job's snapshot entry, reused while its cluster, admission and placements hold.
+    holding: dict[str, tuple[tuple[Any, ...], RunningJob]] = field(default_factory=dict)
 
     def pending_job(self, f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         excluded = (
@@ -127,6 +129,25 @@ class SnapshotCache:
         self.pending[f.uid] = (key, job)
         return job
 
+    def running_job(self, f: JobFacts, b: LiveBinding) -> RunningJob:
+        assert b.cluster is not None
+        key = (b.cluster, b.dispatched_at, b.placements)
+        hit = self.holding.get(f.uid)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        job = RunningJob(
+            uid=f.uid,
+            queue=f.queue,
+            cluster=b.cluster,
+            priority=f.priority,
+            created=f.created,
+            request=f.request,
+            placements=placements_of(f, b.placements),
+            running_since=b.dispatched_at,
+        )
+        self.holding[f.uid] = (key, job)
+        return job
+
     def facts(self, live: Sequence[LiveBinding], *, session: Session) -> dict[str, JobFacts]:
         missing = [b.job_uid for b in live if b.job_uid not in self.jobs]
         for s in jobs_repo.statics(missing, session=session):
@@ -135,6 +156,7 @@ class SnapshotCache:
         if len(self.jobs) > len(live):  # uids in `live` are unique
             wanted = {b.job_uid for b in live}
             self.jobs = {u: f for u, f in self.jobs.items() if u in wanted}
+            self.holding = {u: r for u, r in self.holding.items() if u in wanted}
             if len(self.shared.vectors) + len(self.shared.gangs) > 2 * len(self.jobs) + 1000:
                 self.shared = Shared()  # mostly shapes of jobs that are gone; sharing only saves work
         waiting = {b.job_uid for b in live if b.phase == SUSPENDED}
@@ -209,7 +231,9 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
     pending: list[PendingJob] = []
     running: list[RunningJob] = []
     unplaced: dict[str, list[Gang]] = {}
-    allocated: dict[str, ResourceVector] = {}
+    # Usage per queue, counted per (queue, request): requests are shared objects, so this adds up
+    # a few distinct vectors instead of one per admitted job.
+    holding: dict[tuple[str, int], tuple[ResourceVector, int]] = {}
     for b in live:
         f = facts.get(b.job_uid)
         if f is None:
@@ -217,22 +241,19 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
         if b.phase == SUSPENDED:
             pending.append(cache.pending_job(f, b, now))
             continue
-        allocated[f.queue] = allocated.get(f.queue, ResourceVector()) + f.request
+        key = (f.queue, id(f.request))
+        got = holding.get(key)
+        holding[key] = (f.request, 1 if got is None else got[1] + 1)
         if b.cluster:
             if b.phase in NOT_YET_PLACED:
                 unplaced.setdefault(b.cluster, []).append(f.gang)
-            running.append(
-                RunningJob(
-                    uid=f.uid,
-                    queue=f.queue,
-                    cluster=b.cluster,
-                    priority=f.priority,
-                    created=f.created,
-                    request=f.request,
-                    placements=placements_of(f, b.placements),
-                    running_since=b.dispatched_at,
-                )
-            )
+            running.append(cache.running_job(f, b))
+    per_queue: dict[str, dict[str, int]] = {}
+    for (queue, _), (request, n) in holding.items():
+        acc = per_queue.setdefault(queue, {})
+        for r, v in request.items():
+            acc[r] = acc.get(r, 0) + v * n
+    allocated = {q: ResourceVector(acc) for q, acc in per_queue.items()}
     queues = tuple(
         QueueSnap(
             name=q.name,

@@ -69,13 +69,14 @@ class ResourceVector(Mapping[str, int]):
     # Arithmetic
     def __add__(self, other: Mapping[str, int]) -> ResourceVector:
         out = dict(self._items)
-        for k, v in other.items():
+        # A ResourceVector's own dict iterates at C speed; the Mapping protocol does not.
+        for k, v in (other._items if type(other) is ResourceVector else other).items():
             out[k] = out.get(k, 0) + v
         return ResourceVector(out)
 
     def __sub__(self, other: Mapping[str, int]) -> ResourceVector:
         out = dict(self._items)
-        for k, v in other.items():
+        for k, v in (other._items if type(other) is ResourceVector else other).items():
             out[k] = out.get(k, 0) - v
         return ResourceVector(out)
 
