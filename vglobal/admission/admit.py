@@ -130,8 +130,7 @@ class _Cycle:
         gid_of: dict[Gang, int] = {}
         rid_by_id: dict[int, int] = {}
         gid_by_id: dict[int, int] = {}
-        rids: list[int] = []  # per job, in snapshot order
-        self.job_rid = rids
+        counts: dict[tuple[str, int], int] = {}  # jobs per (queue, request): the queues' demand
         self.rid_by_id, self.gid_by_id = rid_by_id, gid_by_id
         for job in self.jobs:
             vec, gang = job.request, job.gang
@@ -140,18 +139,14 @@ class _Cycle:
                 rid = rid_by_id[id(vec)] = rid_of.setdefault(vec, len(rid_of))
             if id(gang) not in gid_by_id:
                 gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
-            rids.append(rid)
+            key = (job.queue, rid)
+            counts[key] = counts.get(key, 0) + 1
         self.index = index = _index(snapshot, rid_of, gid_of)
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
         self.gang_specs = list(gid_of)
         self.clusters = Clusters(snapshot.clusters, index, snapshot.placement)
         capacity = self.clusters.capacity()
-        # Demand per queue: how many jobs of each request it holds.
-        counts: dict[tuple[str, int], int] = {}
-        for job, rid in zip(self.jobs, self.job_rid, strict=True):
-            key = (job.queue, rid)
-            counts[key] = counts.get(key, 0) + 1
         demand: dict[str, list[int]] = {}
         for (queue, rid), n in counts.items():
             row = demand.setdefault(queue, [0] * index.size)

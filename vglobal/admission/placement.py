@@ -267,7 +267,7 @@ class Clusters:
 
     def _rank_key(self, c: int, dims: tuple[int, ...]) -> tuple[float, int]:
         score = 0.0
-        for r in dims:  # the same additions as commit() makes
+        for r in dims:
             score += self.full[c][r]
         return (score, c) if self.spread else (-score, c)
 
@@ -411,12 +411,8 @@ class Clusters:
         for r, v in gang.total_pairs:
             tot[r] -= v
             full[r] = (alloc[r] - tot[r]) / alloc[r]
-        sign = 1.0 if self.spread else -1.0
         for dims, keys in self._scores.items():
-            score = 0.0
-            for r in dims:
-                score += full[r]
-            keys[c] = (sign * score, c)
+            keys[c] = self._rank_key(c, dims)
         self._version[c] += 1
         self._log.append(c)
         if self.schedulable[c]:

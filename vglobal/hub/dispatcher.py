@@ -58,11 +58,9 @@ def changed_waits(
     return out
 
 
-def write_admissions(
-    result: AdmissionResult, queue_of: dict[str, str], *, session: Session
-) -> list[tuple[str, str, int]]:
+def write_admissions(result: AdmissionResult, *, session: Session) -> tuple[list[tuple[str, str, int]], int]:
     """Admissions and reclaims in a few batched statements; returns (uid, cluster, generation) of
-    each admission made."""
+    each admission made, and how many jobs were reclaimed."""
     decisions = result.decisions
     admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
     done = bindings_repo.admit(admits, session=session)
@@ -74,13 +72,19 @@ def write_admissions(
             reason="reclaimed by a queue below its share",
         )
         moved = {u for u, _, _ in victims}
-        for r in result.reclaims:
-            if r.victim_uid in moved:
-                new_events.append(
-                    NewEvent("Reclaimed", r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
-                )
-                metrics.RECLAIMS.inc()
+        new_events = [
+            NewEvent("Reclaimed", r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
+            for r in result.reclaims
+            if r.victim_uid in moved
+        ]
     events_repo.add_events(new_events, session=session)
+    if done or result.reclaims:
+        notify(DELIVER, session=session)
+    return done, len(new_events)
+
+
+def record_admissions(done: list[tuple[str, str, int]], queue_of: dict[str, str]) -> None:
+    """Logs and the admissions counter, once the admissions are committed."""
     per_pair: dict[tuple[str, str], int] = {}
     debug = log.isEnabledFor(logging.DEBUG)
     for uid, cluster, gen in done:
@@ -97,9 +101,6 @@ def write_admissions(
         log.info(
             "admitted %d jobs: %s", len(done), ", ".join(f"{c}={n}" for c, n in sorted(per_cluster.items()))
         )
-    if done or result.reclaims:
-        notify(DELIVER, session=session)
-    return done
 
 
 @dataclass
@@ -149,8 +150,7 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         t_snap = time.perf_counter()
         result = admit(snapshot)
         t_admit = time.perf_counter()
-        queue_of = {p.uid: p.queue for p in snapshot.pending}
-        done = write_admissions(result, queue_of, session=session)
+        done, reclaimed = write_admissions(result, session=session)
         if result.reclaims:
             notify(DISPATCH, session=session)
     # The decisions are durable and the agents told. What only explains them (each admission's
@@ -187,6 +187,10 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         write_waits=finished - t_admissions,
         reasons_written=len(waits),
     )
+    # Every metric of the cycle changes here, after both transactions, so a scrape sees the
+    # admissions counted together with the queue figures they moved.
+    record_admissions(done, {p.uid: p.queue for p in snapshot.pending} if done else {})
+    metrics.RECLAIMS.inc(reclaimed)
     metrics.CYCLE_SECONDS.observe(finished - started)
     metrics.PENDING.set(len(snapshot.pending) - len(done))
     for name, q in result.queues.items():
