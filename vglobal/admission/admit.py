@@ -76,10 +76,13 @@ class _Leaf:
     # Requests (by rid) that failed a capability check: usage only grows within a cycle, so the
     # queue's later jobs with the same request fail it too.
     over_cap: dict[int, Wait] = field(default_factory=dict)
+    # Requests (by rid) that passed it, with the admissions count then: until the next admission
+    # the same request passes again.
+    cap_ok: dict[int, int] = field(default_factory=dict)
 
 
 def _names(vec: Mapping[str, int]) -> Iterable[str]:
-    return vec.as_dict().keys() if isinstance(vec, ResourceVector) else vec.keys()
+    return vec.keys()
 
 
 def _index(snapshot: Snapshot, requests: Iterable[ResourceVector], gangs: Iterable[Gang]) -> ResourceIndex:
@@ -131,16 +134,22 @@ class _Cycle:
         rid_by_id: dict[int, int] = {}
         gid_by_id: dict[int, int] = {}
         counts: dict[tuple[str, int], int] = {}  # jobs per (queue, request): the queues' demand
+        self.by_queue: dict[str, list[PendingJob]] = {}
         self.rid_by_id, self.gid_by_id = rid_by_id, gid_by_id
+        by_queue = self.by_queue
         for job in self.jobs:
-            vec, gang = job.request, job.gang
+            vec, gang, queue = job.request, job.gang, job.queue
             rid = rid_by_id.get(id(vec))
             if rid is None:
                 rid = rid_by_id[id(vec)] = rid_of.setdefault(vec, len(rid_of))
             if id(gang) not in gid_by_id:
                 gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
-            key = (job.queue, rid)
+            key = (queue, rid)
             counts[key] = counts.get(key, 0) + 1
+            got = by_queue.get(queue)
+            if got is None:
+                got = by_queue[queue] = []
+            got.append(job)
         self.index = index = _index(snapshot, rid_of, gid_of)
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
@@ -201,17 +210,12 @@ class _Cycle:
     def prepare(self) -> None:
         tree = self.tree
         gangs = [self._prepared(spec) for spec in self.gang_specs]
-        by_queue: dict[str, list[PendingJob]] = {}
-        for job in self.jobs:
-            got = by_queue.get(job.queue)
-            if got is None:
-                got = by_queue[job.queue] = []
-            got.append(job)
         clusters = self.clusters
+        anywhere = clusters.candidates_anywhere()
         req_rows, req_dims = self.req_rows, self.req_dims
         rid_by_id, gid_by_id = self.rid_by_id, self.gid_by_id
         lookback = self.snap.queue_lookback
-        for queue, jobs in by_queue.items():
+        for queue, jobs in self.by_queue.items():
             i = tree.idx.get(queue, -1)
             if i >= 0:
                 self.queue_jobs[i] += len(jobs)
@@ -232,7 +236,10 @@ class _Cycle:
             append = leaf.jobs.append
             for job in ordered:
                 rid = rid_by_id[id(job.request)]
-                cand = clusters.candidates(job)
+                if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
+                    cand = anywhere  # the common case, inlined
+                else:
+                    cand = clusters.candidates(job)
                 append(_Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid_by_id[id(job.gang)]], cand))
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
@@ -282,6 +289,8 @@ class _Cycle:
         got = leaf.over_cap.get(job.rid)
         if got is not None:
             return got
+        if leaf.cap_ok.get(job.rid) == self._charges:
+            return None
         req = job.req
         capacity = self.cap_rows[0]
         for r in job.dims:
@@ -302,6 +311,7 @@ class _Cycle:
                     self._reasons[key] = got
                 leaf.over_cap[job.rid] = got
                 return got
+        leaf.cap_ok[job.rid] = self._charges
         return None
 
     def _starving(self, job: _Job) -> bool:
@@ -320,29 +330,41 @@ class _Cycle:
         return all(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims)
 
     def _advance(self, i: int, leaf: _Leaf) -> None:
-        """Decide the jobs that must wait whatever happens next, then re-key the queue's next job."""
-        jobs = leaf.jobs
-        decisions = self.decisions
-        over_cap = leaf.over_cap
-        while leaf.next < len(jobs):
-            job = jobs[leaf.next]
-            wait = over_cap.get(job.rid)  # the common case, inlined: a request already over a limit
-            if wait is None:
+        """Decide the jobs that must wait whatever happens next, then re-key the queue's next job.
+
+        The hot loop of a busy cycle (most queues' next jobs wait): the common answers are inlined.
+        """
+        jobs, decisions = leaf.jobs, self.decisions
+        over_cap, cap_ok, charges = leaf.over_cap, leaf.cap_ok, self._charges
+        lookup = self.failures.lookup
+        now, after = self.snap.now, self.snap.starvation_after
+        # Only _decide plans reclaims, so whether this queue may still plan one holds for the loop.
+        reclaims = (
+            bool(self.snap.running)
+            and self._plans < MAX_RECLAIM_PLANS
+            and not leaf.reclaim_failed
+            and leaf.reclaiming is None
+        )
+        k, n = leaf.next, len(jobs)
+        while k < n:
+            job = jobs[k]
+            wait = over_cap.get(job.rid)  # a request already over a limit
+            if wait is None and cap_ok.get(job.rid) != charges:
                 wait = self._capability(job, leaf)
             if wait is None:
-                best = self.failures.lookup(job.cand, job.gang)
+                best = lookup(job.cand, job.gang)
                 if best is None:
-                    leaf.checked_at = self._charges
+                    leaf.checked_at = charges
                     break
-                starving = self._starving(job)
-                if (starving and leaf.starving is None) or self._may_reclaim(job, leaf):
-                    leaf.checked_at = self._charges
+                starving = now - job.snap.waiting_since > after
+                if (starving and leaf.starving is None) or (reclaims and self._may_reclaim(job, leaf)):
+                    leaf.checked_at = charges
                     break
                 wait = self._behind(job, leaf, best) if starving else self._no_fit(job, best)
             decisions[job.snap.uid] = wait
-            leaf.next += 1
-        nxt = jobs[leaf.next].req if leaf.next < len(jobs) else None
-        self.order.update(i, nxt)
+            k += 1
+        leaf.next = k
+        self.order.update(i, jobs[k].req if k < n else None)
 
     def _no_fit(self, job: _Job, best: str) -> Wait:
         key = ("fit", job.gang.tag, best)

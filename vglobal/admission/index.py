@@ -25,9 +25,8 @@ class ResourceIndex:
 
     def row(self, vec: Mapping[str, int]) -> list[int]:
         out = [0] * self.size
-        items = vec.as_dict() if isinstance(vec, ResourceVector) else vec  # a plain dict iterates fastest
         col = self.col
-        for name, value in items.items():
+        for name, value in vec.items():
             out[col[name]] = value
         return out
 

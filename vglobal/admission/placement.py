@@ -214,6 +214,11 @@ class Clusters:
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
         self._fits_empty: dict[tuple[int, str], bool] = {}
 
+    @property
+    def alloc_totals(self) -> list[list[int]]:
+        """Per cluster, its total allocatable with every resource at least 1 (safe to divide by)."""
+        return self._alloc_tot
+
     def _fullness(self, c: int) -> list[float]:
         return [(a - f) / a for a, f in zip(self._alloc_tot[c], self.tot[c], strict=True)]
 
@@ -242,16 +247,28 @@ class Clusters:
     def candidates(self, job: PendingJob) -> Candidates:
         """Schedulable clusters the job's annotations allow and that have not rejected it."""
         if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
-            key: tuple[object, ...] = ()  # the common case: every schedulable cluster
-        else:
-            key = (job.allowed_clusters, tuple(sorted(job.cluster_selector.items())), job.excluded_clusters)
+            return self.candidates_anywhere()
+        key = (job.allowed_clusters, tuple(sorted(job.cluster_selector.items())), job.excluded_clusters)
+        return self._candidates_for(key, job.allowed_clusters, job.cluster_selector, job.excluded_clusters)
+
+    def candidates_anywhere(self) -> Candidates:
+        """Every schedulable cluster: the candidates of a job without placement annotations."""
+        return self._candidates_for((), None, {}, frozenset())
+
+    def _candidates_for(
+        self,
+        key: tuple[object, ...],
+        allowed: frozenset[str] | None,
+        selector: Mapping[str, str],
+        excluded: frozenset[str],
+    ) -> Candidates:
         got = self._candidates.get(key)
         if got is None:
             ok = [
                 bool(self.schedulable[i])
-                and (job.allowed_clusters is None or c.name in job.allowed_clusters)
-                and c.name not in job.excluded_clusters
-                and selector_matches(c.labels, job.cluster_selector)
+                and (allowed is None or c.name in allowed)
+                and c.name not in excluded
+                and selector_matches(c.labels, selector)
                 for i, c in enumerate(self.snaps)
             ]
             arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)

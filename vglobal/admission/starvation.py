@@ -58,12 +58,10 @@ def reservation(clusters: Clusters, fits: Sequence[int], gang: PreparedGang) -> 
     the name; on it, the gang is packed onto the nodes that are emptiest now.
     """
     dims = gang.dims.tolist()
-    alloc = clusters.total_alloc
-
-    def share(c: int) -> float:
-        return float(sum(clusters.tot[c][r] / max(int(alloc[c][r]), 1) for r in dims))
-
-    for c in sorted(fits, key=lambda c: (-share(c), c)):
+    alloc = clusters.alloc_totals
+    tot = clusters.tot
+    shares = sorted((-sum([tot[c][r] / alloc[c][r] for r in dims]), c) for c in fits)
+    for _, c in shares:
         hold = Hold(clusters, c, gang)
         # One shape packs onto any node order once it fits the empty cluster; mixed shapes are
         # packed now, since first-fit in another node order may fail.

@@ -24,30 +24,29 @@ def water_fill(
 ) -> list[FloatArray]:
     """Deserved per child; `real_caps` use +inf for unlimited dimensions."""
     n = len(weights)
-    deserved = [np.zeros_like(total) for _ in range(n)]
-    met = [False] * n
+    if n == 0:
+        return []
+    # One row per child: a round is a few array operations instead of a loop over the children.
+    caps, wants, floors = np.vstack(real_caps), np.vstack(demands), np.vstack(guarantees)
+    weight = np.array(weights, dtype=np.int64)
+    deserved = np.zeros((n, total.shape[0]))
+    met = np.zeros(n, dtype=bool)
     remaining = total.copy()
-    for _ in range(64 * max(n, 1)):  # converges in far fewer rounds; the bound guards float drift
-        wsum = sum(w for w, m in zip(weights, met, strict=True) if not m)
+    for _ in range(64 * n):  # converges in far fewer rounds; the bound guards float drift
+        active = ~met
+        wsum = int(weight[active].sum())
         if wsum == 0:
             break
-        inc = np.zeros_like(total)
-        dec = np.zeros_like(total)
-        for i in range(n):
-            if met[i]:
-                continue
-            old = deserved[i]
-            new = old + remaining * (weights[i] / wsum)
-            new = np.minimum(new, real_caps[i])
-            new = np.minimum(new, demands[i])
-            new = np.maximum(new, guarantees[i])
-            if bool(np.all(demands[i] <= new + _EPS)) or bool(np.all(np.abs(new - old) <= _EPS)):
-                met[i] = True
-            inc += np.maximum(new - old, 0.0)
-            dec += np.maximum(old - new, 0.0)
-            deserved[i] = new
+        old = deserved[active]
+        new = old + remaining * (weight[active] / wsum)[:, None]
+        new = np.maximum(np.minimum(np.minimum(new, caps[active]), wants[active]), floors[active])
+        done = np.all(wants[active] <= new + _EPS, axis=1) | np.all(np.abs(new - old) <= _EPS, axis=1)
+        inc = np.maximum(new - old, 0.0).sum(axis=0)
+        dec = np.maximum(old - new, 0.0).sum(axis=0)
+        deserved[active] = new
+        met[active] = done
         left = np.maximum(remaining + dec - inc, 0.0)
         if bool(np.all(left <= _EPS)) or bool(np.all(np.abs(left - remaining) <= _EPS)):
             break
         remaining = left
-    return deserved
+    return list(deserved)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 REGISTRY = CollectorRegistry()
@@ -48,6 +50,24 @@ CLUSTER_FREE = Gauge(
     "vglobal_cluster_free", "Free capacity of a cluster", ["cluster", "resource"], registry=REGISTRY
 )
 LEADER = Gauge("vglobal_leader", "1 on the hub replica that runs the dispatcher", registry=REGISTRY)
+
+
+# (gauge, label values) -> [child, last value set]
+_children: dict[tuple[int, tuple[str, ...]], list[Any]] = {}
+
+
+def set_gauge(gauge: Gauge, value: float, *labels: str) -> None:
+    """``gauge.labels(*labels).set(value)``, without the label lookup and for changed values only:
+    a dispatch cycle sets thousands of per-queue figures and few of them move."""
+    key = (id(gauge), labels)
+    got = _children.get(key)
+    if got is None:
+        child = gauge.labels(*labels)
+        child.set(value)
+        _children[key] = [child, value]
+    elif got[1] != value:
+        got[0].set(value)
+        got[1] = value
 
 
 def serve_metrics(listen: str) -> None:

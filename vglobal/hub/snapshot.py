@@ -1,13 +1,16 @@
 """Reading one admission Snapshot out of Postgres (inside the dispatch cycle's transaction).
 
 A job's requests, gang and placement never change after submit, so the dispatcher keeps them in a
-cache between cycles and reads only what changes (binding phase, cluster, wait time) for all jobs.
+cache between cycles. Of the bindings (phase, cluster, wait time) it keeps the last read too, and
+each cycle reads only the rows written since (see ``SnapshotCache.live_bindings``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -32,9 +35,15 @@ from vglobal.store.repo.bindings import LiveBinding
 from vglobal.store.repo.jobs import JobStatic
 from vglobal.store.rows import ClusterRow
 
+LIVE = frozenset(bindings_repo.LIVE_PHASES)
 NOT_YET_PLACED = (BindingPhase.Dispatched.value, BindingPhase.Bound.value)
 SUSPENDED = BindingPhase.Suspended.value
 Gang = tuple[tuple[ResourceVector, int], ...]
+
+# The kept bindings are replaced by a full read this often (seconds). The change reads miss
+# nothing, so this only bounds what a fault in them could cost; a full read takes about 1 s at
+# 100k jobs.
+FULL_READ_INTERVAL = 300.0
 
 
 @dataclass(frozen=True)
@@ -89,29 +98,180 @@ class Shared:
         return self.gangs.setdefault(g, g)
 
 
+def _usable(node: Mapping[str, Any]) -> bool:
+    return not node.get("unschedulable") and not any(
+        t.get("effect") in ("NoSchedule", "NoExecute") for t in node.get("taints", [])
+    )
+
+
+_BY_NAME = attrgetter("name")
+
+
+@dataclass
+class NodeCache:
+    """Each node's snapshot entry, reused while its reported inventory and free capacity hold:
+    comparing the reported dicts is far cheaper than converting them again."""
+
+    nodes: dict[tuple[str, str], tuple[dict[str, Any], Any, NodeSnap]] = field(default_factory=dict)
+
+    def get(self, cluster: str, node: dict[str, Any], free: dict[str, dict[str, int]]) -> NodeSnap:
+        name = node["name"]
+        left = free.get(name)
+        key = (cluster, name)
+        hit = self.nodes.get(key)
+        if hit is not None and hit[0] == node and hit[1] == left:
+            return hit[2]
+        snap = NodeSnap(
+            name=name,
+            free=ResourceVector(left or {}) if _usable(node) else ResourceVector(),
+            allocatable=ResourceVector(node.get("allocatable", {})),
+            labels=node.get("labels", {}),
+        )
+        self.nodes[key] = (node, left, snap)
+        return snap
+
+    def keep_only(self, clusters: Sequence[ClusterRow]) -> None:
+        if len(self.nodes) > sum(len(c.nodes) for c in clusters):
+            wanted = {(c.name, n["name"]) for c in clusters for n in c.nodes}
+            self.nodes = {k: v for k, v in self.nodes.items() if k in wanted}
+
+
 @dataclass
 class SnapshotCache:
-    jobs: dict[str, JobFacts] = field(default_factory=dict)
-    # A pending job's snapshot entry, reused while its wait start and exclusions are unchanged.
-    pending: dict[str, tuple[tuple[Any, frozenset[str]], PendingJob]] = field(default_factory=dict)
+    """What the dispatcher keeps between cycles: every unfinished binding as last read, and the
+    snapshot entries built from them, updated only for the bindings written since."""
+
+    jobs: dict[str, JobFacts] = field(default_factory=dict)  # per unfinished job
     # The wait reason last written per job and when (monotonic seconds), so unchanged reasons are
     # not written again and reasons whose figures merely moved are refreshed only now and then.
     reasons: dict[str, tuple[str, float]] = field(default_factory=dict)
     shared: Shared = field(default_factory=Shared)
-    # An admitted job's snapshot entry, reused while its cluster, admission and placements hold.
-    holding: dict[str, tuple[tuple[Any, ...], RunningJob]] = field(default_factory=dict)
+    live: dict[str, LiveBinding] = field(default_factory=dict)
+    horizon: int | None = None  # of the last read; None: nothing read yet
+    full_read_at: float = 0.0  # monotonic seconds
+    # Built from `live` (and kept in step with it):
+    pending: dict[str, PendingJob] = field(default_factory=dict)  # Suspended bindings
+    running: dict[str, RunningJob] = field(default_factory=dict)  # admitted to a cluster
+    unplaced: dict[str, dict[str, Gang]] = field(default_factory=dict)  # cluster -> uid -> gang
+    held: dict[str, tuple[str, ResourceVector]] = field(default_factory=dict)  # uid -> queue, request
+    # Usage of the admitted jobs per queue, and its vector (dropped when the usage moves).
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    usage_vec: dict[str, ResourceVector] = field(default_factory=dict)
+    expiring: set[str] = field(default_factory=set)  # pending jobs whose cluster exclusions run out
+    nodes: NodeCache = field(default_factory=NodeCache)
+    clusters: dict[str, tuple[str, ClusterRow]] = field(default_factory=dict)  # name -> (version, row)
+    # Per queue, the figures stored with it when the snapshot was read.
+    queue_status: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def pending_job(self, f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
+    def cluster_rows(self, *, session: Session) -> list[ClusterRow]:
+        """Every cluster row, read again only where it was written since (agents report every few
+        seconds; a row holds every node's inventory)."""
+        versions = clusters_repo.versions(session=session)
+        stale = [name for name, v in versions.items() if self.clusters.get(name, ("",))[0] != v]
+        if stale:
+            for row in clusters_repo.list_clusters(session=session, names=stale):
+                self.clusters[row.name] = (versions[row.name], row)
+        self.clusters = {name: self.clusters[name] for name in versions if name in self.clusters}
+        return [entry[1] for entry in self.clusters.values()]
+
+    def refresh(self, now: float, *, session: Session) -> None:
+        """Bring the kept bindings up to date: the rows written since the last read, or all of them
+        when nothing is kept, the kept ones are old, or a row was deleted."""
+        horizon = bindings_repo.read_horizon(session=session)
+        mono = time.monotonic()
+        if self.horizon is not None and mono - self.full_read_at < FULL_READ_INTERVAL:
+            rows, count = bindings_repo.changed_since(self.horizon, session=session)
+            live = self.live
+            added = sum(1 for b in rows if b.phase in LIVE and b.job_uid not in live)
+            removed = sum(1 for b in rows if b.phase not in LIVE and b.job_uid in live)
+            if len(live) + added - removed == count:  # else a deleted job's binding is still kept
+                self._apply(rows, now, session=session)
+                self.horizon = horizon
+                return
+        rows = bindings_repo.live(session=session)
+        self._forget()
+        self._apply(rows, now, session=session)
+        self.horizon = horizon
+        self.full_read_at = mono
+
+    def _forget(self) -> None:
+        """Everything built from bindings (a job's facts never change: they stay)."""
+        self.live, self.pending, self.running, self.unplaced = {}, {}, {}, {}
+        self.held, self.usage, self.usage_vec, self.expiring = {}, {}, {}, set()
+
+    def _apply(self, rows: Sequence[LiveBinding], now: float, *, session: Session) -> None:
+        missing = [b.job_uid for b in rows if b.phase in LIVE and b.job_uid not in self.jobs]
+        statics = jobs_repo.statics(missing, session=session)  # the last I/O: the rest cannot fail
+        for st in statics:
+            self.jobs[st.uid] = JobFacts.of(st, self.shared)
+        live = self.live
+        for b in rows:
+            if live.get(b.job_uid) == b:
+                continue  # written, but not in anything admission reads (a wait reason, say)
+            self._drop(b.job_uid)
+            if b.phase in LIVE:
+                live[b.job_uid] = b
+                f = self.jobs.get(b.job_uid)
+                if f is not None:  # None: the job was deleted after the bindings were read
+                    self._add(f, b, now)
+            else:
+                self.jobs.pop(b.job_uid, None)
+                self.reasons.pop(b.job_uid, None)
+        for uid in list(self.expiring):  # exclusions end with time, not with a write
+            job = self.pending[uid] = self._pending_job(self.jobs[uid], self.live[uid], now)
+            if not job.excluded_clusters:
+                self.expiring.discard(uid)
+        if len(self.jobs) > len(self.live):  # deleted between reads, or kept over a full read
+            self.jobs = {u: f for u, f in self.jobs.items() if u in self.live}
+            self.reasons = {u: r for u, r in self.reasons.items() if u in self.pending}
+        if len(self.shared.vectors) + len(self.shared.gangs) > 2 * len(self.jobs) + 1000:
+            self.shared = Shared()  # mostly shapes of jobs that are gone; sharing only saves work
+
+    def _drop(self, uid: str) -> None:
+        self.live.pop(uid, None)
+        if self.pending.pop(uid, None) is not None:
+            self.expiring.discard(uid)
+            return
+        got = self.held.pop(uid, None)
+        if got is None:
+            return
+        queue, request = got
+        self._use(queue, request, -1)
+        job = self.running.pop(uid, None)
+        if job is not None and job.cluster in self.unplaced:
+            self.unplaced[job.cluster].pop(uid, None)
+
+    def _add(self, f: JobFacts, b: LiveBinding, now: float) -> None:
+        uid = f.uid
+        if b.phase == SUSPENDED:
+            job = self.pending[uid] = self._pending_job(f, b, now)
+            if job.excluded_clusters:
+                self.expiring.add(uid)
+            return
+        self.reasons.pop(uid, None)
+        self.held[uid] = (f.queue, f.request)
+        self._use(f.queue, f.request, 1)
+        if b.cluster:
+            if b.phase in NOT_YET_PLACED:
+                self.unplaced.setdefault(b.cluster, {})[uid] = f.gang
+            self.running[uid] = RunningJob(
+                uid=uid,
+                queue=f.queue,
+                cluster=b.cluster,
+                priority=f.priority,
+                created=f.created,
+                request=f.request,
+                placements=placements_of(f, b.placements),
+                running_since=b.dispatched_at,
+            )
+
+    def _pending_job(self, f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         excluded = (
             frozenset(c for c, t in b.excluded_clusters.items() if float(t) > now)
             if b.excluded_clusters
             else frozenset()
         )
-        key = (b.waiting_since, excluded)
-        hit = self.pending.get(f.uid)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        job = PendingJob(
+        return PendingJob(
             uid=f.uid,
             name=f.name,
             namespace=f.namespace,
@@ -126,45 +286,20 @@ class SnapshotCache:
             excluded_clusters=excluded,
             network_topology=f.topology,
         )
-        self.pending[f.uid] = (key, job)
-        return job
 
-    def running_job(self, f: JobFacts, b: LiveBinding) -> RunningJob:
-        assert b.cluster is not None
-        key = (b.cluster, b.dispatched_at, b.placements)
-        hit = self.holding.get(f.uid)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        job = RunningJob(
-            uid=f.uid,
-            queue=f.queue,
-            cluster=b.cluster,
-            priority=f.priority,
-            created=f.created,
-            request=f.request,
-            placements=placements_of(f, b.placements),
-            running_since=b.dispatched_at,
-        )
-        self.holding[f.uid] = (key, job)
-        return job
+    def _use(self, queue: str, request: ResourceVector, sign: int) -> None:
+        acc = self.usage.get(queue)
+        if acc is None:
+            acc = self.usage[queue] = {}
+        for r, v in request.items():
+            acc[r] = acc.get(r, 0) + sign * v
+        self.usage_vec.pop(queue, None)
 
-    def facts(self, live: Sequence[LiveBinding], *, session: Session) -> dict[str, JobFacts]:
-        missing = [b.job_uid for b in live if b.job_uid not in self.jobs]
-        for s in jobs_repo.statics(missing, session=session):
-            self.jobs[s.uid] = JobFacts.of(s, self.shared)
-        # Forget finished and deleted jobs, and admitted jobs' pending entries.
-        if len(self.jobs) > len(live):  # uids in `live` are unique
-            wanted = {b.job_uid for b in live}
-            self.jobs = {u: f for u, f in self.jobs.items() if u in wanted}
-            self.holding = {u: r for u, r in self.holding.items() if u in wanted}
-            if len(self.shared.vectors) + len(self.shared.gangs) > 2 * len(self.jobs) + 1000:
-                self.shared = Shared()  # mostly shapes of jobs that are gone; sharing only saves work
-        waiting = {b.job_uid for b in live if b.phase == SUSPENDED}
-        if len(self.pending) > len(waiting):
-            self.pending = {u: p for u, p in self.pending.items() if u in waiting}
-        if len(self.reasons) > len(waiting):
-            self.reasons = {u: r for u, r in self.reasons.items() if u in waiting}
-        return self.jobs
+    def allocated(self, queue: str) -> ResourceVector:
+        got = self.usage_vec.get(queue)
+        if got is None:
+            got = self.usage_vec[queue] = ResourceVector(self.usage.get(queue, {}))
+        return got
 
 
 def pod_task(pod: str, job_name: str) -> str:
@@ -184,23 +319,9 @@ def placements_of(facts: JobFacts, placements: list[dict[str, Any]] | None) -> M
     return per_node
 
 
-def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
+def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang], nodes: NodeCache) -> ClusterSnap:
     schedulable = row.effective_state == "Ready"
-    free: dict[str, ResourceVector] = {}
-    allocatable: dict[str, ResourceVector] = {}
-    labels: dict[str, Mapping[str, str]] = {}
-    for node in row.nodes:
-        name = node["name"]
-        allocatable[name] = ResourceVector(node.get("allocatable", {}))
-        labels[name] = node.get("labels", {})
-        usable = not node.get("unschedulable") and not any(
-            t.get("effect") in ("NoSchedule", "NoExecute") for t in node.get("taints", [])
-        )
-        free[name] = ResourceVector(row.free.get(name, {})) if usable else ResourceVector()
-    nodes = tuple(
-        NodeSnap(name=n, free=free[n], allocatable=allocatable[n], labels=labels[n])
-        for n in sorted(allocatable)
-    )
+    snaps = tuple(sorted((nodes.get(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
     hypernodes = tuple(
         HyperNodeSnap(
             name=h["name"],
@@ -213,7 +334,7 @@ def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
     return ClusterSnap(
         name=row.name,
         labels=row.labels,
-        nodes=nodes,
+        nodes=snaps,
         schedulable=schedulable,
         hypernodes=hypernodes,
         unplaced=tuple(unplaced),
@@ -226,34 +347,9 @@ def _opt(units: dict[str, Any] | None) -> ResourceVector | None:
 
 def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Session) -> Snapshot:
     now = clusters_repo.db_now(session=session)
-    live = bindings_repo.live(session=session)
-    facts = cache.facts(live, session=session)
-    pending: list[PendingJob] = []
-    running: list[RunningJob] = []
-    unplaced: dict[str, list[Gang]] = {}
-    # Usage per queue, counted per (queue, request): requests are shared objects, so this adds up
-    # a few distinct vectors instead of one per admitted job.
-    holding: dict[tuple[str, int], tuple[ResourceVector, int]] = {}
-    for b in live:
-        f = facts.get(b.job_uid)
-        if f is None:
-            continue  # deleted between the two reads
-        if b.phase == SUSPENDED:
-            pending.append(cache.pending_job(f, b, now))
-            continue
-        key = (f.queue, id(f.request))
-        got = holding.get(key)
-        holding[key] = (f.request, 1 if got is None else got[1] + 1)
-        if b.cluster:
-            if b.phase in NOT_YET_PLACED:
-                unplaced.setdefault(b.cluster, []).append(f.gang)
-            running.append(cache.running_job(f, b))
-    per_queue: dict[str, dict[str, int]] = {}
-    for (queue, _), (request, n) in holding.items():
-        acc = per_queue.setdefault(queue, {})
-        for r, v in request.items():
-            acc[r] = acc.get(r, 0) + v * n
-    allocated = {q: ResourceVector(acc) for q, acc in per_queue.items()}
+    cache.refresh(now, session=session)
+    queue_rows = queues_repo.list_queues(session=session)
+    cache.queue_status = {q.name: q.status for q in queue_rows}
     queues = tuple(
         QueueSnap(
             name=q.name,
@@ -265,20 +361,22 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
             guarantee=ResourceVector(q.guarantee),
             reclaimable=q.reclaimable,
             open=q.state == "Open",
-            allocated=allocated.get(q.name, ResourceVector()),
+            allocated=cache.allocated(q.name),
             created=int(q.created_at.timestamp()),
         )
-        for q in queues_repo.list_queues(session=session)
+        for q in queue_rows
     )
+    rows = cache.cluster_rows(session=session)
+    cache.nodes.keep_only(rows)
     clusters = tuple(
-        cluster_snap(c, unplaced.get(c.name, ())) for c in clusters_repo.list_clusters(session=session)
+        cluster_snap(c, tuple(cache.unplaced.get(c.name, {}).values()), cache.nodes) for c in rows
     )
     return Snapshot(
         now=now,
         queues=queues,
         clusters=clusters,
-        pending=tuple(pending),
-        running=tuple(running),
+        pending=tuple(cache.pending.values()),
+        running=tuple(cache.running.values()),
         placement=settings.placement,
         starvation_after=settings.starvation_after,
         reclaim_after=settings.reclaim_after,

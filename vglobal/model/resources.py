@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from vglobal.model.quantity import format_units, to_units
@@ -50,6 +50,16 @@ class ResourceVector(Mapping[str, int]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
+
+    # The dict's own views (read-only, C speed); the Mapping defaults go through __getitem__.
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def items(self) -> ItemsView[str, int]:
+        return self._items.items()
+
+    def values(self) -> ValuesView[int]:
+        return self._items.values()
 
     def __hash__(self) -> int:
         if self._hash is None:

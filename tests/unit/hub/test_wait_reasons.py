@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vglobal.admission import AdmissionResult, Admit, Wait
-from vglobal.hub.dispatcher import REASON_REFRESH, changed_waits
+from vglobal.hub.dispatcher import REASON_REFRESH, REFRESH_PER_CYCLE, changed_waits
 
 
 def result(**reasons: str) -> AdmissionResult:
@@ -28,3 +28,16 @@ def test_new_and_changed_kinds_are_written_moved_figures_wait_for_the_refresh() 
     assert sorted(uid for uid, _ in soon) == ["kind", "new"]
     later = changed_waits(now, written, 100.0 + REASON_REFRESH)
     assert sorted(uid for uid, _ in later) == ["figures", "kind", "new"]
+
+
+def test_refreshes_are_spread_over_cycles_new_kinds_are_not() -> None:
+    n = REFRESH_PER_CYCLE + 10
+    written = {f"j{i}": (f"no cluster fits gang: best c{i}", 0.0) for i in range(n)}
+    now = result(
+        **{f"j{i}": f"no cluster fits gang: best c{i + 1}" for i in range(n)}, fresh="queue b is closed"
+    )
+    first = changed_waits(now, written, REASON_REFRESH + 1)
+    assert len(first) == REFRESH_PER_CYCLE + 1 and ("fresh", "queue b is closed") in first
+    written.update((uid, (reason, REASON_REFRESH + 1)) for uid, reason in first)
+    second = changed_waits(now, written, REASON_REFRESH + 2)
+    assert sorted(uid for uid, _ in second) == sorted(f"j{i}" for i in range(REFRESH_PER_CYCLE, n))

@@ -289,19 +289,71 @@ class LiveBinding(NamedTuple):
     dispatched_at: float | None  # epoch seconds of the current admission, for admitted jobs
 
 
-def live(*, session: Session) -> list[LiveBinding]:
-    """Every unfinished binding; read on the driver's cursor because it is the dispatcher's hot path."""
+LIVE_PHASES = [BindingPhase.Suspended.value, *HOLDING]
+
+_LIVE_COLUMNS = (
+    "b.job_uid, b.phase, b.cluster, CAST(extract(epoch FROM b.waiting_since) AS float8), "
+    "NULLIF(b.excluded_clusters, '{}'::jsonb), "
+    "CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
+    "CAST(extract(epoch FROM b.dispatched_at) AS float8)"
+)
+
+
+def _cursor(session: Session) -> psycopg.Cursor[Any]:
     raw = session.connection().connection.dbapi_connection
     assert isinstance(raw, psycopg.Connection)
-    with raw.cursor() as cur:
+    return raw.cursor()
+
+
+def live(*, session: Session) -> list[LiveBinding]:
+    """Every unfinished binding; read on the driver's cursor because it is the dispatcher's hot path."""
+    with _cursor(session) as cur:
         cur.execute(
-            "SELECT b.job_uid, b.phase, b.cluster, CAST(extract(epoch FROM b.waiting_since) AS float8), "
-            "NULLIF(b.excluded_clusters, '{}'::jsonb), "
-            "CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
-            "CAST(extract(epoch FROM b.dispatched_at) AS float8) "
-            "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            f"SELECT {_LIVE_COLUMNS} FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "WHERE b.phase = ANY(%(phases)s)",
-            {"phases": [BindingPhase.Suspended.value, *HOLDING]},
+            {"phases": LIVE_PHASES},
         )
         rows = cur.fetchall()
     return list(map(LiveBinding._make, rows))
+
+
+def read_horizon(*, session: Session) -> int:
+    """The oldest transaction a read starting now might not see (64-bit, never wraps).
+
+    Every change a later read misses was made by a transaction at or above this id, so passing
+    it to ``changed_since`` next time finds every row changed since that read.
+    """
+    with _cursor(session) as cur:
+        cur.execute("SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)")
+        row = cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def changed_since(horizon: int, *, session: Session) -> tuple[list[LiveBinding], int]:
+    """Bindings whose row or job row was written by a transaction at or above ``horizon`` (in any
+    phase, so finished ones can be dropped), and how many bindings are unfinished now.
+
+    A row's ``xmin`` is the transaction that wrote its current version; ``age()`` compares those
+    32-bit ids modulo wraparound (a frozen row is as old as can be). Both results come from one
+    statement, so they describe the same moment: a caller whose count then differs missed a
+    deleted row.
+    """
+    with _cursor(session) as cur:
+        cur.execute(
+            # One pass over each table collects the changed uids (and the count); the rows are
+            # then fetched by key. A join on the changed set would be planned for far more rows.
+            "WITH edge AS (SELECT age(xid(CAST(CAST(%(h)s AS text) AS xid8))) AS a), "
+            "scan AS MATERIALIZED (SELECT count(*) FILTER (WHERE phase = ANY(%(phases)s)) AS live, "
+            "  coalesce(array_agg(job_uid) FILTER (WHERE age(xmin) <= (SELECT a FROM edge)), '{}') AS ids "
+            "  FROM resource_bindings), "
+            "jc AS MATERIALIZED (SELECT coalesce(array_agg(uid), '{}') AS ids FROM jobs "
+            "  WHERE age(xmin) <= (SELECT a FROM edge)) "
+            f"SELECT scan.live, c.* FROM scan CROSS JOIN jc LEFT JOIN LATERAL (SELECT {_LIVE_COLUMNS} "
+            "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            "WHERE b.job_uid = ANY(scan.ids || jc.ids)) c ON true",
+            {"h": horizon, "phases": LIVE_PHASES},
+        )
+        rows = cur.fetchall()
+    count = int(rows[0][0])
+    return [LiveBinding._make(r[1:]) for r in rows if r[1] is not None], count

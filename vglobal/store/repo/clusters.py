@@ -70,8 +70,18 @@ def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Sess
     return bool(rowcount(res))
 
 
-def list_clusters(*, session: Session) -> list[ClusterRow]:
-    return [_row(r) for r in session.execute(sa.select(clusters).order_by(clusters.c.name)).all()]
+def list_clusters(*, session: Session, names: list[str] | None = None) -> list[ClusterRow]:
+    stmt = sa.select(clusters).order_by(clusters.c.name)
+    if names is not None:
+        stmt = stmt.where(clusters.c.name.in_(names))
+    return [_row(r) for r in session.execute(stmt).all()]
+
+
+def versions(*, session: Session) -> dict[str, str]:
+    """Each cluster's row version: its ``xmin``, the transaction that wrote it. Any write gives the
+    row a new one, so an unchanged version means an unchanged row."""
+    rows = session.execute(sa.text("SELECT name, CAST(xmin AS text) FROM clusters ORDER BY name")).all()
+    return {r[0]: r[1] for r in rows}
 
 
 def get_cluster(name: str, *, session: Session) -> ClusterRow | None:

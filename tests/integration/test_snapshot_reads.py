@@ -1,0 +1,188 @@
+"""The dispatcher's snapshot reads only the bindings written since its last read: whatever happens
+to bindings in between, the snapshot it builds equals one built from a full read."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from vglobal.admission import Snapshot
+from vglobal.config import HubSettings
+from vglobal.hub.snapshot import SnapshotCache, build_snapshot
+from vglobal.store.engine import make_sessionmaker, session_scope
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import clusters as clusters_repo
+from vglobal.store.repo import jobs as jobs_repo
+
+SETTINGS = HubSettings(database_url="unused")
+KINDS = ["submit", "admit", "run", "report", "finish", "requeue", "reason", "delete", "heartbeat"]
+NODE_NAMES = ["n0", "n1"]
+NODES: list[dict[str, Any]] = [
+    {"name": n, "allocatable": {"cpu": 64000, "memory": 2**38}} for n in NODE_NAMES
+]
+
+
+def new_job(uid: str, cpu: int) -> jobs_repo.NewJob:
+    return jobs_repo.NewJob(
+        uid=uid,
+        namespace="ns",
+        name=uid,
+        request_id=None,
+        queue="default",
+        priority_class_name=None,
+        priority=0,
+        min_available=1,
+        request={"cpu": cpu},
+        gang=[[{"cpu": cpu}, 1]],
+        pod_requests={"main": {"cpu": cpu}},
+        placement={},
+        manifest={},
+        tasks=[],
+    )
+
+
+def summary(snap: Snapshot) -> dict[str, Any]:
+    """What admission sees, in a form that does not depend on the order of reads."""
+    return {
+        "pending": sorted(
+            (j.uid, j.waiting_since, sorted(j.excluded_clusters), dict(j.request)) for j in snap.pending
+        ),
+        "running": sorted(
+            (r.uid, r.cluster, r.running_since, sorted((n, dict(v)) for n, v in r.placements.items()))
+            for r in snap.running
+        ),
+        "allocated": {q.name: dict(q.allocated) for q in snap.queues},
+        "unplaced": {c.name: sorted(str(g) for g in c.unplaced) for c in snap.clusters},
+        "free": {c.name: [(n.name, dict(n.free)) for n in c.nodes] for c in snap.clusters},
+    }
+
+
+def snapshot_of(sessions: Any, cache: SnapshotCache) -> dict[str, Any]:
+    with session_scope(sessions) as session:
+        return summary(build_snapshot(SETTINGS, cache, session=session))
+
+
+def count_full_reads(monkeypatch: Any) -> list[int]:
+    calls: list[int] = []
+    original = bindings_repo.live
+
+    def counted(*, session: Session) -> list[bindings_repo.LiveBinding]:
+        calls.append(1)
+        return original(session=session)
+
+    monkeypatch.setattr(bindings_repo, "live", counted)  # the module the snapshot code calls
+    return calls
+
+
+def step(session: Session, rng: random.Random, k: str) -> str:
+    """One random change of the kinds the hub makes: submit, admit, start, report, finish,
+    requeue (with an exclusion), reason, delete, an agent's heartbeat."""
+    uids = list(session.execute(sa.text("SELECT job_uid, phase FROM resource_bindings")).all())
+    by_phase: dict[str, list[str]] = {}
+    for uid, phase in uids:
+        by_phase.setdefault(phase, []).append(uid)
+    suspended = by_phase.get("Suspended", [])
+    holding = by_phase.get("Dispatched", []) + by_phase.get("Bound", []) + by_phase.get("Running", [])
+    action = rng.choice(["submit", *KINDS])
+    if not uids:
+        action = "submit"
+    if action == "submit":
+        jobs_repo.insert_job(new_job(f"j{k}", rng.choice([1000, 2000, 4000])), session=session)
+    elif action == "admit" and suspended:
+        picked = rng.sample(suspended, min(len(suspended), rng.randint(1, 3)))
+        bindings_repo.admit([(u, rng.choice(["c1", "c2"])) for u in picked], session=session)
+    elif action == "run" and holding:
+        uid = rng.choice(holding)
+        session.execute(
+            sa.text("UPDATE resource_bindings SET phase = 'Running' WHERE job_uid = :u"), {"u": uid}
+        )
+    elif action == "report" and holding:
+        uid = rng.choice(holding)
+        session.execute(
+            sa.text("UPDATE jobs SET placements = CAST(:p AS jsonb) WHERE uid = :u"),
+            {"u": uid, "p": f'[{{"pod": "{uid}-main-0", "node": "n{rng.randint(0, 1)}"}}]'},
+        )
+    elif action == "finish" and holding:
+        session.execute(
+            sa.text("UPDATE resource_bindings SET phase = 'Succeeded' WHERE job_uid = :u"),
+            {"u": rng.choice(holding)},
+        )
+    elif action == "requeue" and holding:
+        until = clusters_repo.db_now(session=session) + rng.choice([-10.0, 3600.0])
+        bindings_repo.requeue([rng.choice(holding)], session=session, reason="test", exclude_until=until)
+    elif action == "reason" and suspended:
+        bindings_repo.set_reasons([(rng.choice(suspended), f"reason {k}")], session=session)
+    elif action == "heartbeat":
+        node = rng.choice(NODE_NAMES)
+        clusters_repo.heartbeat(
+            rng.choice(["c1", "c2"]), {node: {"cpu": rng.randint(0, 64) * 1000}}, session=session
+        )
+    elif action == "delete":
+        jobs_repo.delete_job(rng.choice(uids)[0], session=session)
+    return action
+
+
+def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engine, monkeypatch: Any) -> None:
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        for name in ("c1", "c2"):
+            clusters_repo.register(
+                name, session=session, labels={}, nodes=NODES, free={n: {"cpu": 64000} for n in NODE_NAMES}
+            )
+    rng = random.Random(11)
+    kept = SnapshotCache()
+    full_reads = count_full_reads(monkeypatch)
+    actions: list[str] = []
+    rounds = 150
+    for k in range(rounds):
+        with session_scope(sessions) as session:
+            actions += [step(session, rng, f"{k}-{i}") for i in range(rng.randint(0, 3))]
+        incremental = snapshot_of(sessions, kept)
+        assert incremental == snapshot_of(sessions, SnapshotCache()), f"after round {k}"
+    # Every kind of change happened, and the kept cache read everything only at its first read
+    # and after a deletion (the one change that leaves no row behind).
+    assert set(actions) == set(KINDS)
+    assert len(full_reads) - rounds <= 1 + actions.count("delete")
+    assert len(full_reads) - rounds < rounds // 3
+    final = snapshot_of(sessions, kept)
+    assert final["pending"] and final["running"]
+
+
+def read_once(engine: sa.Engine, *uids: str) -> tuple[Any, SnapshotCache]:
+    """These jobs submitted, and a cache that has read them once."""
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        for uid in uids:
+            jobs_repo.insert_job(new_job(uid, 1000), session=session)
+    kept = SnapshotCache()
+    snapshot_of(sessions, kept)
+    return sessions, kept
+
+
+def test_a_write_committed_after_a_read_began_is_not_missed(engine: sa.Engine) -> None:
+    """A transaction that started before a read and commits after it is still found by the next
+    read, even when a later transaction committed before that read."""
+    sessions, kept = read_once(engine, "slow", "fast")
+    with sessions() as slow:
+        bindings_repo.admit([("slow", "c1")], session=slow)  # written, not yet committed
+        with session_scope(sessions) as fast:
+            bindings_repo.admit([("fast", "c1")], session=fast)
+        seen = snapshot_of(sessions, kept)
+        assert [p[0] for p in seen["pending"]] == ["slow"]
+        slow.commit()
+    assert snapshot_of(sessions, kept)["pending"] == []
+    assert sorted(kept.held) == ["fast", "slow"]
+
+
+def test_a_deleted_job_is_dropped(engine: sa.Engine, monkeypatch: Any) -> None:
+    sessions, kept = read_once(engine, "a", "b")
+    with session_scope(sessions) as session:
+        jobs_repo.delete_job("a", session=session)
+    full = count_full_reads(monkeypatch)
+    assert [p[0] for p in snapshot_of(sessions, kept)["pending"]] == ["b"]
+    assert full == [1]  # a deletion leaves no row to find: the count told, and it read them all
+    assert snapshot_of(sessions, kept)["pending"] == snapshot_of(sessions, SnapshotCache())["pending"]
+    assert full == [1, 1]
