@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from operator import attrgetter
 
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.snapshot import QueueStatus, Snapshot
 from vglobal.admission.tree import QueueTree
+
+_QUEUE = attrgetter("queue")
 
 
 def queue_statuses(
@@ -25,10 +29,10 @@ def queue_statuses(
     admitted = list(admitted_now)
     pending = [j - a for j, a in zip(jobs, admitted, strict=True)]
     running = [0] * n
-    for run in snapshot.running:
-        q = tree.idx.get(run.queue)
+    for queue, count in Counter(map(_QUEUE, snapshot.running)).items():
+        q = tree.idx.get(queue)
         if q is not None:
-            running[q] += 1
+            running[q] += count
     for i in reversed(tree.order):
         p = tree.parent[i]
         if p >= 0:
