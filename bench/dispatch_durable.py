@@ -54,6 +54,9 @@ def _copy(conn: sa.Connection, table: str, columns: list[str], rows: list[list[o
 
 
 def seed(engine: sa.Engine, snap: Snapshot) -> None:
+    # The workload's times are relative to its own clock: moved to the database's, so jobs
+    # submitted later in the run are newer than the seeded ones, as in a real hub.
+    shift = time.time() - snap.now
     def units(v: object) -> str:
         return json.dumps(dict(v.items()))  # type: ignore[attr-defined]
 
@@ -126,7 +129,7 @@ def seed(engine: sa.Engine, snap: Snapshot) -> None:
                     json.dumps(placement),
                     "{}",
                     "[]",
-                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(j.created)),
+                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(j.created + shift)),
                 ]
             )
         for r in snap.running:
@@ -144,7 +147,7 @@ def seed(engine: sa.Engine, snap: Snapshot) -> None:
                     json.dumps({"clusters": None, "selector": {}, "topology": None}),
                     "{}",
                     "[]",
-                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(r.created)),
+                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(r.created + shift)),
                 ]
             )
         _copy(conn, "jobs", job_cols, rows)

@@ -455,7 +455,7 @@ class _Cycle:
                 # a topology failure says nothing about the same gang without topology: not cached
                 best = f"no HyperNode of {tier_text(topo[1])} holds it in any candidate cluster ({best})"
             elif not any(c in leaf.held for c in job.cand.ids):
-                self.failures.record(job.cand, job.gang, best)
+                self.failures.record(job.cand, job.gang, best, self.clusters.describe(job.gang))
         if self._may_reclaim(job, leaf):
             planned = self._plan_reclaim(job, leaf)
             if planned is not None:

@@ -502,7 +502,7 @@ class FailureCache:
     """
 
     def __init__(self) -> None:
-        self._rows: dict[bytes, list[tuple[IntArray, int, str]]] = {}
+        self._rows: dict[bytes, list[tuple[IntArray, int, str]]] = {}  # (pod row, pods, reason)
         self._stack: dict[bytes, tuple[IntArray, IntArray, list[str]]] = {}
         self._exact: dict[tuple[bytes, str], str] = {}
         self._misses: dict[tuple[bytes, str], int] = {}
@@ -529,10 +529,12 @@ class FailureCache:
         self._misses[key] = len(rows)
         return None
 
-    def record(self, cand: Candidates, gang: PreparedGang, reason: str) -> None:
+    def record(self, cand: Candidates, gang: PreparedGang, reason: str, described: str) -> None:
+        """`reason` says why the gang (`described`) fits no candidate. A bigger gang found through
+        it is told that this smaller one does not fit either: its own figures were not packed."""
         ck = cand.key
+        self._exact[(ck, gang.tag)] = reason
         if len(gang.shapes) == 1:
-            self._rows.setdefault(ck, []).append((gang.shapes[0].row, gang.shapes[0].count, reason))
+            bigger = f"not even the smaller gang {described} fits a candidate cluster ({reason})"
+            self._rows.setdefault(ck, []).append((gang.shapes[0].row, gang.shapes[0].count, bigger))
             self._stack.pop(ck, None)
-        else:
-            self._exact[(ck, gang.tag)] = reason

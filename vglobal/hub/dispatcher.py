@@ -61,9 +61,17 @@ def changed_waits(
     out = []
     stale = now - REASON_REFRESH
     refreshes = 0
+    kinds: dict[str, str] = {}  # reasons repeat across jobs (one text per queue and shape, say)
+
+    def kind(reason: str) -> str:
+        got = kinds.get(reason)
+        if got is None:
+            got = kinds[reason] = _kind(reason)
+        return got
+
     for uid, reason in moved:
         old = get(uid)
-        if old is not None and _kind(old[0]) == _kind(reason):
+        if old is not None and kind(old[0]) == kind(reason):
             if old[1] > stale or refreshes >= REFRESH_PER_CYCLE:
                 continue
             refreshes += 1

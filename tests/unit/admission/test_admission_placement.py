@@ -30,6 +30,20 @@ def test_sum_of_clusters_is_not_enough_the_gang_needs_one_cluster() -> None:
     )
 
 
+def test_a_bigger_gang_that_fails_like_a_smaller_one_says_so_not_the_smaller_ones_figures() -> None:
+    # The 1-pod gang is tried first (older) and fits nowhere; the 2-pod gang of the same pods is
+    # known not to fit without packing, and its reason must not claim the smaller gang's figures.
+    clusters = (half_full("east", 2, 4),)
+    result = admit(
+        Snapshot(0, Q, clusters, (job("one", "q", gpus(8)), job("two", "q", gpus(8), pods=2, created=1)))
+    )
+    assert reason(result, "two") == (
+        "no cluster fits gang: 2 pods x {nvidia.com/gpu: 8}; not even the smaller gang 1 pod x "
+        "{nvidia.com/gpu: 8} fits a candidate cluster (best: east can hold 0 of the 1 pods "
+        "(0 nodes have {nvidia.com/gpu: 8} free))"
+    )
+
+
 def test_gang_is_all_or_nothing_on_one_cluster_and_reports_the_closest() -> None:
     clusters = (half_full("east", 5, 8), half_full("west", 3, 8))
     result = admit(
