@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
@@ -159,19 +159,26 @@ class SnapshotCache:
     usage_vec: dict[str, ResourceVector] = field(default_factory=dict)
     expiring: set[str] = field(default_factory=set)  # pending jobs whose cluster exclusions run out
     nodes: NodeCache = field(default_factory=NodeCache)
-    clusters: dict[str, tuple[str, ClusterRow]] = field(default_factory=dict)  # name -> (version, row)
+    # name -> ((row version, inventory digest), row)
+    clusters: dict[str, tuple[tuple[str, str], ClusterRow]] = field(default_factory=dict)
     # Per queue, the figures stored with it when the snapshot was read.
     queue_status: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def cluster_rows(self, *, session: Session) -> list[ClusterRow]:
-        """Every cluster row, read again only where it was written since (agents report every few
-        seconds; a row holds every node's inventory)."""
+        """Every cluster row, read again only where it was written since, and its node inventory
+        only where that changed (agents report every few seconds; the inventory rarely moves)."""
         versions = clusters_repo.versions(session=session)
-        stale = [name for name, v in versions.items() if self.clusters.get(name, ("",))[0] != v]
-        if stale:
-            for row in clusters_repo.list_clusters(session=session, names=stale):
-                self.clusters[row.name] = (versions[row.name], row)
-        self.clusters = {name: self.clusters[name] for name in versions if name in self.clusters}
+        kept = self.clusters
+        stale = [name for name, v in versions.items() if name not in kept or kept[name][0] != v]
+        same = [n for n in stale if n in kept and kept[n][0][1] == versions[n][1]]
+        if same:
+            for row in clusters_repo.list_clusters(session=session, names=same, with_nodes=False):
+                kept[row.name] = (versions[row.name], replace(row, nodes=kept[row.name][1].nodes))
+        fresh = [n for n in stale if n not in same]
+        if fresh:
+            for row in clusters_repo.list_clusters(session=session, names=fresh):
+                kept[row.name] = (versions[row.name], row)
+        self.clusters = {name: kept[name] for name in versions if name in kept}
         return [entry[1] for entry in self.clusters.values()]
 
     def refresh(self, now: float, *, session: Session) -> None:

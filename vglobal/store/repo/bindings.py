@@ -331,8 +331,9 @@ def read_horizon(*, session: Session) -> int:
 
 
 def changed_since(horizon: int, *, session: Session) -> tuple[list[LiveBinding], int]:
-    """Bindings whose row or job row was written by a transaction at or above ``horizon`` (in any
-    phase, so finished ones can be dropped), and how many bindings are unfinished now.
+    """Bindings written by a transaction at or above ``horizon`` (in any phase, so finished ones
+    can be dropped), and how many bindings are unfinished now. A change of a job's placements
+    touches its binding (migration 0002), so the job rows need not be looked at.
 
     A row's ``xmin`` is the transaction that wrote its current version; ``age()`` compares those
     32-bit ids modulo wraparound (a frozen row is as old as can be). Both results come from one
@@ -341,17 +342,15 @@ def changed_since(horizon: int, *, session: Session) -> tuple[list[LiveBinding],
     """
     with _cursor(session) as cur:
         cur.execute(
-            # One pass over each table collects the changed uids (and the count); the rows are
+            # One pass over the bindings collects the changed uids (and the count); the rows are
             # then fetched by key. A join on the changed set would be planned for far more rows.
             "WITH edge AS (SELECT age(xid(CAST(CAST(%(h)s AS text) AS xid8))) AS a), "
             "scan AS MATERIALIZED (SELECT count(*) FILTER (WHERE phase = ANY(%(phases)s)) AS live, "
             "  coalesce(array_agg(job_uid) FILTER (WHERE age(xmin) <= (SELECT a FROM edge)), '{}') AS ids "
-            "  FROM resource_bindings), "
-            "jc AS MATERIALIZED (SELECT coalesce(array_agg(uid), '{}') AS ids FROM jobs "
-            "  WHERE age(xmin) <= (SELECT a FROM edge)) "
-            f"SELECT scan.live, c.* FROM scan CROSS JOIN jc LEFT JOIN LATERAL (SELECT {_LIVE_COLUMNS} "
+            "  FROM resource_bindings) "
+            f"SELECT scan.live, c.* FROM scan LEFT JOIN LATERAL (SELECT {_LIVE_COLUMNS} "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
-            "WHERE b.job_uid = ANY(scan.ids || jc.ids)) c ON true",
+            "WHERE b.job_uid = ANY(scan.ids)) c ON true",
             {"h": horizon, "phases": LIVE_PHASES},
         )
         rows = cur.fetchall()

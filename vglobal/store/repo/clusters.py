@@ -19,7 +19,7 @@ def _row(r: sa.Row[Any]) -> ClusterRow:
         labels=r.labels or {},
         state=r.state,
         cordoned=r.cordoned,
-        nodes=r.nodes or [],
+        nodes=getattr(r, "nodes", None) or [],
         free=r.free or {},
         last_heartbeat=r.last_heartbeat,
         not_ready_since=r.not_ready_since,
@@ -70,18 +70,25 @@ def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Sess
     return bool(rowcount(res))
 
 
-def list_clusters(*, session: Session, names: list[str] | None = None) -> list[ClusterRow]:
-    stmt = sa.select(clusters).order_by(clusters.c.name)
+def list_clusters(
+    *, session: Session, names: list[str] | None = None, with_nodes: bool = True
+) -> list[ClusterRow]:
+    """Cluster rows by name; without ``with_nodes`` their node inventories are left out (empty)."""
+    cols = [c for c in clusters.c if with_nodes or c.name != "nodes"]
+    stmt = sa.select(*cols).order_by(clusters.c.name)
     if names is not None:
         stmt = stmt.where(clusters.c.name.in_(names))
     return [_row(r) for r in session.execute(stmt).all()]
 
 
-def versions(*, session: Session) -> dict[str, str]:
-    """Each cluster's row version: its ``xmin``, the transaction that wrote it. Any write gives the
-    row a new one, so an unchanged version means an unchanged row."""
-    rows = session.execute(sa.text("SELECT name, CAST(xmin AS text) FROM clusters ORDER BY name")).all()
-    return {r[0]: r[1] for r in rows}
+def versions(*, session: Session) -> dict[str, tuple[str, str]]:
+    """Per cluster, its row version and a digest of its node inventory. The version is the row's
+    ``xmin`` (the transaction that wrote it): any write gives a new one. Heartbeats rewrite the
+    row without changing the inventory, which the digest tells."""
+    rows = session.execute(
+        sa.text("SELECT name, CAST(xmin AS text), md5(CAST(nodes AS text)) FROM clusters ORDER BY name")
+    ).all()
+    return {r[0]: (r[1], r[2]) for r in rows}
 
 
 def get_cluster(name: str, *, session: Session) -> ClusterRow | None:
