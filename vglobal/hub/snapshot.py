@@ -1,8 +1,9 @@
 """Reading one admission Snapshot out of Postgres (inside the dispatch cycle's transaction).
 
 A job's requests, gang and placement never change after submit, so the dispatcher keeps them in a
-cache between cycles. Of the bindings (phase, cluster, wait time) it keeps the last read too, and
-each cycle reads only the rows written since (see ``SnapshotCache.live_bindings``).
+cache between cycles. Of the bindings (phase, cluster, wait time) and the clusters it keeps the
+last read too, and each cycle reads only the rows written since (``SnapshotCache.refresh``,
+``ClusterCache.read``).
 """
 
 from __future__ import annotations
@@ -108,13 +109,37 @@ _BY_NAME = attrgetter("name")
 
 
 @dataclass
-class NodeCache:
-    """Each node's snapshot entry, reused while its reported inventory and free capacity hold:
-    comparing the reported dicts is far cheaper than converting them again."""
+class ClusterCache:
+    """Cluster rows as last read, and each node's snapshot entry, reused while its reported
+    inventory and free capacity hold: comparing the reported dicts is far cheaper than converting
+    them again."""
 
+    # name -> ((row version, inventory digest), row)
+    rows: dict[str, tuple[tuple[str, str], ClusterRow]] = field(default_factory=dict)
     nodes: dict[tuple[str, str], tuple[dict[str, Any], Any, NodeSnap]] = field(default_factory=dict)
 
-    def get(self, cluster: str, node: dict[str, Any], free: dict[str, dict[str, int]]) -> NodeSnap:
+    def read(self, *, session: Session) -> list[ClusterRow]:
+        """Every cluster row, read again only where it was written since, and its node inventory
+        only where that changed (agents report every few seconds; the inventory rarely moves)."""
+        versions = clusters_repo.versions(session=session)
+        kept = self.rows
+        stale = [name for name, v in versions.items() if name not in kept or kept[name][0] != v]
+        same = [n for n in stale if n in kept and kept[n][0][1] == versions[n][1]]
+        if same:
+            for row in clusters_repo.list_clusters(session=session, names=same, with_nodes=False):
+                kept[row.name] = (versions[row.name], replace(row, nodes=kept[row.name][1].nodes))
+        fresh = [n for n in stale if n not in same]
+        if fresh:
+            for row in clusters_repo.list_clusters(session=session, names=fresh):
+                kept[row.name] = (versions[row.name], row)
+        self.rows = {name: kept[name] for name in versions if name in kept}
+        rows = [entry[1] for entry in self.rows.values()]
+        if len(self.nodes) > sum(len(c.nodes) for c in rows):  # nodes or clusters went away
+            wanted = {(c.name, n["name"]) for c in rows for n in c.nodes}
+            self.nodes = {k: v for k, v in self.nodes.items() if k in wanted}
+        return rows
+
+    def node(self, cluster: str, node: dict[str, Any], free: dict[str, dict[str, int]]) -> NodeSnap:
         name = node["name"]
         left = free.get(name)
         key = (cluster, name)
@@ -129,11 +154,6 @@ class NodeCache:
         )
         self.nodes[key] = (node, left, snap)
         return snap
-
-    def keep_only(self, clusters: Sequence[ClusterRow]) -> None:
-        if len(self.nodes) > sum(len(c.nodes) for c in clusters):
-            wanted = {(c.name, n["name"]) for c in clusters for n in c.nodes}
-            self.nodes = {k: v for k, v in self.nodes.items() if k in wanted}
 
 
 @dataclass
@@ -158,28 +178,9 @@ class SnapshotCache:
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
     usage_vec: dict[str, ResourceVector] = field(default_factory=dict)
     expiring: set[str] = field(default_factory=set)  # pending jobs whose cluster exclusions run out
-    nodes: NodeCache = field(default_factory=NodeCache)
-    # name -> ((row version, inventory digest), row)
-    clusters: dict[str, tuple[tuple[str, str], ClusterRow]] = field(default_factory=dict)
+    clusters: ClusterCache = field(default_factory=ClusterCache)
     # Per queue, the figures stored with it when the snapshot was read.
     queue_status: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def cluster_rows(self, *, session: Session) -> list[ClusterRow]:
-        """Every cluster row, read again only where it was written since, and its node inventory
-        only where that changed (agents report every few seconds; the inventory rarely moves)."""
-        versions = clusters_repo.versions(session=session)
-        kept = self.clusters
-        stale = [name for name, v in versions.items() if name not in kept or kept[name][0] != v]
-        same = [n for n in stale if n in kept and kept[n][0][1] == versions[n][1]]
-        if same:
-            for row in clusters_repo.list_clusters(session=session, names=same, with_nodes=False):
-                kept[row.name] = (versions[row.name], replace(row, nodes=kept[row.name][1].nodes))
-        fresh = [n for n in stale if n not in same]
-        if fresh:
-            for row in clusters_repo.list_clusters(session=session, names=fresh):
-                kept[row.name] = (versions[row.name], row)
-        self.clusters = {name: kept[name] for name in versions if name in kept}
-        return [entry[1] for entry in self.clusters.values()]
 
     def refresh(self, now: float, *, session: Session) -> None:
         """Bring the kept bindings up to date: the rows written since the last read, or all of them
@@ -326,9 +327,9 @@ def placements_of(facts: JobFacts, placements: list[dict[str, Any]] | None) -> M
     return per_node
 
 
-def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang], nodes: NodeCache) -> ClusterSnap:
+def cluster_snap(row: ClusterRow, unplaced: Sequence[Gang], cache: ClusterCache) -> ClusterSnap:
     schedulable = row.effective_state == "Ready"
-    snaps = tuple(sorted((nodes.get(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
+    snaps = tuple(sorted((cache.node(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
     hypernodes = tuple(
         HyperNodeSnap(
             name=h["name"],
@@ -373,10 +374,9 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
         )
         for q in queue_rows
     )
-    rows = cache.cluster_rows(session=session)
-    cache.nodes.keep_only(rows)
     clusters = tuple(
-        cluster_snap(c, tuple(cache.unplaced.get(c.name, {}).values()), cache.nodes) for c in rows
+        cluster_snap(c, tuple(cache.unplaced.get(c.name, {}).values()), cache.clusters)
+        for c in cache.clusters.read(session=session)
     )
     return Snapshot(
         now=now,
