@@ -192,8 +192,9 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
     # The decisions are durable and the agents told. What only explains them (each admission's
     # Dispatched event, why the others wait, the queues' figures) goes in a transaction of its
     # own: writing it before the commit would double the time until jobs start. A hub that dies
-    # in between loses those events, never an admission; a reason written a cycle late is
-    # harmless (the write is conditional on the binding still being Suspended).
+    # in between leaves admissions without their events, which the next leader writes
+    # (repair_dispatched); a reason written a cycle late is harmless (the write is conditional on
+    # the binding still being Suspended).
     t_admissions = time.perf_counter()
     for uid in result.admitted_order:
         cache.reasons.pop(uid, None)
@@ -244,6 +245,7 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
 def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
     seen = ctx.wakeups.seq(DISPATCH)
     leading = False
+    repair = False  # a cycle failed: its admissions may lack their events
     while not stop.is_set():
         seen = ctx.wakeups.wait(DISPATCH, seen, timeout=ctx.settings.dispatch_interval)
         if stop.is_set():
@@ -254,12 +256,19 @@ def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> No
         metrics.LEADER.set(1 if leading else 0)
         if not leading:
             continue
-        if not was_leading:
-            # Another replica may have led meanwhile: what this one remembers may be stale.
-            ctx.snapshot_cache = SnapshotCache()
         try:
+            if not was_leading or repair:
+                # Another replica may have led meanwhile: what this one remembers may be stale,
+                # and a leader that died mid-cycle left admissions without their events.
+                ctx.snapshot_cache = SnapshotCache()
+                with session_scope(ctx.sessions) as session:
+                    if n := bindings_repo.repair_dispatched(session=session):
+                        log.info("wrote %d Dispatched events a previous cycle did not", n)
+                repair = False
             dispatch_cycle(ctx)
         except sa.exc.SQLAlchemyError as exc:
             log.warning("dispatch cycle failed, will retry: %s", exc)
+            repair = True
         except Exception:
             log.exception("dispatch cycle failed")
+            repair = True

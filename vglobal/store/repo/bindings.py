@@ -121,6 +121,26 @@ def log_dispatched(admitted: Sequence[tuple[str, str, int]], *, session: Session
     )
 
 
+def repair_dispatched(*, session: Session) -> int:
+    """Write the `Dispatched` event of every admission that has none; returns how many.
+
+    A cycle commits its admissions before their events (a second transaction), so a hub that died
+    in between left admissions without one. The leader that takes over writes them.
+    """
+    res = session.execute(
+        sa.text(
+            "INSERT INTO events (job_uid, cluster, reason, message) "
+            "SELECT b.job_uid, b.cluster, 'Dispatched', "
+            "'admitted to cluster ' || coalesce(b.cluster, '(re-queued since)') "
+            "|| ' (generation ' || b.generation || ')' "
+            "FROM resource_bindings b WHERE b.generation > 0 AND NOT EXISTS ("
+            "  SELECT 1 FROM events e WHERE e.job_uid = b.job_uid AND e.reason = 'Dispatched' "
+            "  AND e.message LIKE '% (generation ' || b.generation || ')')"
+        )
+    )
+    return rowcount(res)
+
+
 def set_reasons(reasons: Sequence[tuple[str, str]], *, session: Session) -> int:
     """Record why Suspended bindings wait; only rows whose reason changed are written.
 
