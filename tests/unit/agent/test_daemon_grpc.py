@@ -29,8 +29,14 @@ class FakeHub(pb_grpc.AgentServiceServicer):
         self.received: queue.Queue[pb.AgentMessage] = queue.Queue()
         self.outgoing: queue.Queue[pb.HubMessage | None] = queue.Queue()
         self.streams = 0
+        # Cleared while the test takes the hub down: an agent reconnecting in that gap is
+        # refused rather than landing on the server about to stop.
+        self.accepting = threading.Event()
+        self.accepting.set()
 
     def Connect(self, request_iterator: Iterator[pb.AgentMessage], context: Any) -> Iterator[pb.HubMessage]:
+        if not self.accepting.is_set():
+            context.abort(grpc.StatusCode.UNAVAILABLE, "hub going away")
         self.streams += 1
 
         def pump() -> None:
@@ -159,8 +165,10 @@ def test_agent_protocol_end_to_end(sim_file: Path) -> None:
         assert again.status.retry_count == 0
 
         hub.outgoing.put(dispatch(0))  # stale: ignored, the job keeps its generation
+        hub.accepting.clear()
         hub.outgoing.put(None)  # the hub goes away
         server.stop(0)
+        hub.accepting.set()
         server, _ = serve(hub, port)
 
         reg2 = hub.expect("register").register
