@@ -31,6 +31,9 @@ class HubSettings(BaseSettings):
     queue_lookback: int = Field(
         1000, ge=0, description="jobs per leaf queue examined each cycle, in queue order (0 = all)"
     )
+    max_admissions_per_cycle: int = Field(
+        5000, ge=0, description="admissions per dispatch cycle at most; the rest go next cycle (0 = all)"
+    )
     max_manifest_bytes: int = Field(1_048_576, gt=0)
     max_batch: int = Field(1000, gt=0)
     hub_id: str = ""

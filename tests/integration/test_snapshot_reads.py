@@ -78,6 +78,35 @@ def snapshot_of(sessions: Any, cache: SnapshotCache) -> dict[str, Any]:
         return summary(build_snapshot(SETTINGS, cache, session=session))
 
 
+def own_reasons(sessions: Any, kept: SnapshotCache, reasons: list[tuple[str, str]]) -> None:
+    """Wait reasons written as the dispatcher writes them: the cache takes the rows as written and
+    skips their versions at its next read."""
+    with session_scope(sessions) as session:
+        written = bindings_repo.set_reasons(reasons, session=session)
+        kept.wrote(written, clusters_repo.db_now(session=session), session=session)
+    kept.own_writes |= written.xids
+
+
+def own_admissions(sessions: Any, kept: SnapshotCache, admits: list[tuple[str, str]]) -> None:
+    """Admissions written as the dispatcher writes them (a cycle without reclaims)."""
+    with session_scope(sessions) as session:
+        _, written = bindings_repo.admit_written(admits, session=session)
+        kept.wrote(written, clusters_repo.db_now(session=session), session=session)
+    kept.own_writes |= written.xids
+
+
+def exclude(session: Session, uid: str) -> None:
+    """Another writer's change to a waiting binding that admission sees: a cluster excluded."""
+    until = clusters_repo.db_now(session=session) + 3600.0
+    session.execute(
+        sa.text(
+            "UPDATE resource_bindings SET excluded_clusters = jsonb_build_object('c1', CAST(:t AS float8)) "
+            "WHERE job_uid = :u"
+        ),
+        {"u": uid, "t": until},
+    )
+
+
 def count_full_reads(monkeypatch: Any) -> list[int]:
     calls: list[int] = []
     original = bindings_repo.live
@@ -164,9 +193,22 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
         assert incremental == snapshot_of(sessions, SnapshotCache()), f"after round {k}"
         seen_pending += len(incremental["pending"])
         seen_running += len(incremental["running"])
+        waiting = [p[0] for p in incremental["pending"]]
+        if waiting and rng.random() < 0.5:  # the cycle writes why jobs wait, as the dispatcher does
+            picked = rng.sample(waiting, min(len(waiting), rng.randint(1, 4)))
+            if rng.random() < 0.5:  # ... after another writer changed one of them since the read
+                with session_scope(sessions) as session:
+                    exclude(session, picked[0])
+                actions.append("changed before own reasons")
+            if rng.random() < 0.5:
+                own_reasons(sessions, kept, [(u, f"own reason {k}") for u in picked])
+                actions.append("own reasons")
+            else:
+                own_admissions(sessions, kept, [(u, rng.choice(["c1", "c2"])) for u in picked])
+                actions.append("own admissions")
     # Every kind of change happened, and the kept cache read everything only at its first read
     # and after a deletion (the one change that leaves no row behind).
-    assert set(actions) == set(KINDS)
+    assert set(actions) == {*KINDS, "own reasons", "own admissions", "changed before own reasons"}
     assert len(full_reads) - rounds <= 1 + actions.count("delete")
     assert len(full_reads) - rounds < rounds // 3
     assert seen_pending and seen_running  # the snapshots compared were not empty
@@ -207,3 +249,33 @@ def test_a_deleted_job_is_dropped(engine: sa.Engine, monkeypatch: Any) -> None:
     assert full == [1]  # a deletion leaves no row to find: the count told, and it read them all
     assert snapshot_of(sessions, kept)["pending"] == snapshot_of(sessions, SnapshotCache())["pending"]
     assert full == [1, 1]
+
+
+def test_own_reason_writes_are_not_read_again_but_changes_made_before_them_are(engine: sa.Engine) -> None:
+    sessions, kept = read_once(engine, "a", "b", "c")
+    with session_scope(sessions) as session:
+        exclude(session, "a")  # committed after the cache's read, before its own write
+    own_reasons(sessions, kept, [("a", "reason a"), ("b", "reason b")])
+    with session_scope(sessions) as session:
+        assert kept.horizon is not None
+        # (The horizon is the oldest transaction still running anywhere on the server at the last
+        # read, so other rows may come back too: a read may find more than changed, never less.)
+        rows, _ = bindings_repo.changed_since(kept.horizon, session=session)
+        assert {"a", "b"} <= {b.job_uid for b in rows}
+        skipped, _ = bindings_repo.changed_since(kept.horizon, session=session, skip=sorted(kept.own_writes))
+        assert not {"a", "b"} & {b.job_uid for b in skipped}  # the next read fetches neither again ...
+    seen = snapshot_of(sessions, kept)
+    assert [(p[0], p[2]) for p in seen["pending"]] == [
+        ("a", ["c1"]),
+        ("b", []),
+        ("c", []),
+    ]  # ... yet has a's change
+    assert seen == snapshot_of(sessions, SnapshotCache())
+    assert kept.own_writes == set()
+    with session_scope(sessions) as session:  # a write after one's own gives the row a new version
+        exclude(session, "b")
+    assert [(p[0], p[2]) for p in snapshot_of(sessions, kept)["pending"]] == [
+        ("a", ["c1"]),
+        ("b", ["c1"]),
+        ("c", []),
+    ]

@@ -414,9 +414,13 @@ class _Cycle:
     # --- the cycle ---------------------------------------------------------------------------
     def run(self) -> AdmissionResult:
         self.prepare()
+        budget = self.snap.max_admissions
         while True:
             i = self.order.pick()
             if i < 0:
+                break
+            if budget and len(self.admitted) >= budget:
+                self._out_of_budget(budget)
                 break
             leaf = self.leaves[i]
             job = leaf.jobs[leaf.next]
@@ -430,6 +434,16 @@ class _Cycle:
             queues=statuses,
             admitted_order=tuple(self.admitted),
         )
+
+    def _out_of_budget(self, budget: int) -> None:
+        """Every job not decided yet waits for the next cycle: this one admitted its most."""
+        wait = Wait(
+            f"waiting its turn: this cycle admitted {budget} jobs, the most one cycle admits "
+            "(--max-admissions-per-cycle); the rest are looked at next cycle"
+        )
+        for leaf in self.leaves.values():
+            self._wait_all((job.snap for job in leaf.jobs[leaf.next :]), wait)
+            leaf.next = len(leaf.jobs)
 
     def _decide(self, job: _Job, leaf: _Leaf) -> Admit | Wait:
         if leaf.checked_at != self._charges:  # usage moved since the check in _advance

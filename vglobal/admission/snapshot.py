@@ -122,6 +122,11 @@ class Snapshot:
     # a reason saying so: a queue with a backlog of tens of thousands costs a cycle no more than
     # its first `queue_lookback` jobs, and those are the ones it would admit first anyway.
     queue_lookback: int = 1000
+    # Admissions this cycle at most (0 = no limit). Once reached, the jobs not yet looked at wait a
+    # turn with a reason saying so. Admissions come in fair order, so the budget only spreads a
+    # burst over cycles; what it buys is a bounded cycle: the leader lock is checked, new jobs are
+    # looked at and the first admissions of a burst reach their clusters a cycle apart.
+    max_admissions: int = 0
 
 
 @dataclass(frozen=True)

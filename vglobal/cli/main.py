@@ -104,6 +104,13 @@ def cli(ctx: click.Context, hub: str | None) -> None:
     show_default=True,
     help="Jobs per leaf queue examined each cycle, in queue order; the rest wait a turn (0 = all).",
 )
+@click.option(
+    "--max-admissions-per-cycle",
+    type=int,
+    default=5000,
+    show_default=True,
+    help="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle at once (0 = all).",
+)
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
     listen: str,
@@ -119,6 +126,7 @@ def hub(
     reclaim_after: str,
     reclaim_min_runtime: str,
     queue_lookback: int,
+    max_admissions_per_cycle: int,
     verbose: bool,
 ) -> None:
     """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
@@ -142,6 +150,7 @@ def hub(
             reclaim_after=parse_duration(reclaim_after),
             reclaim_min_runtime=parse_duration(reclaim_min_runtime),
             queue_lookback=queue_lookback,
+            max_admissions_per_cycle=max_admissions_per_cycle,
         )
     except ValueError as exc:
         fail(str(exc))

@@ -37,6 +37,11 @@ REASON_REFRESH = 30.0
 # At most this many such refreshes per cycle: reasons first written together fall due together,
 # and rewriting them all in one cycle would make that cycle slow. The rest follow next cycle.
 REFRESH_PER_CYCLE = 2000
+# At most this many reasons are written per cycle in all (new kinds and first ones before any
+# refresh): 100k jobs submitted at once would otherwise make their first cycle write 100k rows,
+# about a second. The rest follow in the next cycles; until then a job shows the reason last
+# written, or that the dispatcher has not looked at it yet.
+REASONS_PER_CYCLE = 10_000
 
 
 def _kind(reason: str) -> str:
@@ -49,7 +54,7 @@ def changed_waits(
 ) -> list[tuple[str, str]]:
     """Why each job waits, where that differs from what this process last stored (``written``):
     a new kind of reason at once, the same kind with new figures after REASON_REFRESH seconds
-    (REFRESH_PER_CYCLE of them at most)."""
+    (REFRESH_PER_CYCLE of them at most); REASONS_PER_CYCLE in all, new kinds first."""
     get = written.get
     unwritten = ("", 0.0)
     # The unchanged (almost all of them) are left out by one comprehension: a loop costs 3x more.
@@ -58,9 +63,9 @@ def changed_waits(
         for uid, d in result.decisions.items()
         if type(d) is Wait and get(uid, unwritten)[0] != d.reason
     ]
-    out = []
+    out: list[tuple[str, str]] = []
+    refreshed: list[tuple[str, str]] = []
     stale = now - REASON_REFRESH
-    refreshes = 0
     kinds: dict[str, str] = {}  # reasons repeat across jobs (one text per queue and shape, say)
 
     def kind(reason: str) -> str:
@@ -72,11 +77,11 @@ def changed_waits(
     for uid, reason in moved:
         old = get(uid)
         if old is not None and kind(old[0]) == kind(reason):
-            if old[1] > stale or refreshes >= REFRESH_PER_CYCLE:
-                continue
-            refreshes += 1
-        out.append((uid, reason))
-    return out
+            if old[1] <= stale and len(refreshed) < REFRESH_PER_CYCLE:
+                refreshed.append((uid, reason))
+        elif len(out) < REASONS_PER_CYCLE:
+            out.append((uid, reason))
+    return out + refreshed[: REASONS_PER_CYCLE - len(out)]
 
 
 def changed_statuses(result: AdmissionResult, stored: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -93,12 +98,14 @@ def changed_statuses(result: AdmissionResult, stored: dict[str, dict[str, Any]])
     return out
 
 
-def write_admissions(result: AdmissionResult, *, session: Session) -> tuple[list[tuple[str, str, int]], int]:
+def write_admissions(
+    result: AdmissionResult, *, session: Session
+) -> tuple[list[tuple[str, str, int]], int, bindings_repo.Written]:
     """Admissions and reclaims in a few batched statements; returns (uid, cluster, generation) of
-    each admission made, and how many jobs were reclaimed."""
+    each admission made, how many jobs were reclaimed, and the admitted bindings as written."""
     decisions = result.decisions
     admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
-    done = bindings_repo.admit(admits, session=session)
+    done, written = bindings_repo.admit_written(admits, session=session)
     new_events: list[NewEvent] = []
     if result.reclaims:
         victims = bindings_repo.requeue(
@@ -115,7 +122,7 @@ def write_admissions(result: AdmissionResult, *, session: Session) -> tuple[list
     events_repo.add_events(new_events, session=session)
     if done or result.reclaims:
         notify(DELIVER, session=session)
-    return done, len(new_events)
+    return done, len(new_events), written
 
 
 def record_admissions(done: list[tuple[str, str, int]], queue_of: dict[str, str]) -> None:
@@ -170,6 +177,11 @@ def dispatch_cycle(ctx: HubContext) -> CycleStats:
     gc.disable()
     try:
         return _cycle(ctx, started)
+    except BaseException:
+        # The cache took in this cycle's own writes before their commit: after a failure it may
+        # hold what never committed, so the next cycle reads everything again.
+        ctx.snapshot_cache = SnapshotCache()
+        raise
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -186,9 +198,12 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         t_snap = time.perf_counter()
         result = admit(snapshot)
         t_admit = time.perf_counter()
-        done, reclaimed = write_admissions(result, session=session)
+        done, reclaimed, admitted = write_admissions(result, session=session)
+        cache.wrote(admitted, snapshot.now, session=session)
         if result.reclaims:
             notify(DISPATCH, session=session)
+    if not result.reclaims:  # else the reclaimed bindings were written too: the next read finds them
+        cache.own_writes |= admitted.xids
     # The decisions are durable and the agents told. What only explains them (each admission's
     # Dispatched event, why the others wait, the queues' figures) goes in a transaction of its
     # own: writing it before the commit would double the time until jobs start. A hub that dies
@@ -202,8 +217,11 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
     waits = changed_waits(result, cache.reasons, now)
     with session_scope(ctx.sessions) as session:
         bindings_repo.log_dispatched(done, session=session)
-        bindings_repo.set_reasons(waits, session=session)
+        # The only binding write of this transaction: the cache's skip of its rows relies on it.
+        written = bindings_repo.set_reasons(waits, session=session)
+        cache.wrote(written, snapshot.now, session=session)
         queues_repo.set_statuses(changed_statuses(result, cache.queue_status), session=session)
+    cache.own_writes |= written.xids
     cache.reasons.update((uid, (reason, now)) for uid, reason in waits)
     # Every metric of the cycle changes here, after both transactions, so a scrape sees the
     # admissions counted together with the queue figures they moved.
@@ -246,8 +264,10 @@ def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> No
     seen = ctx.wakeups.seq(DISPATCH)
     leading = False
     repair = False  # a cycle failed: its admissions may lack their events
+    more = False  # the last cycle stopped at its admission budget: the next one starts at once
     while not stop.is_set():
-        seen = ctx.wakeups.wait(DISPATCH, seen, timeout=ctx.settings.dispatch_interval)
+        seen = ctx.wakeups.wait(DISPATCH, seen, timeout=0.0 if more else ctx.settings.dispatch_interval)
+        more = False
         if stop.is_set():
             break
         time.sleep(DEBOUNCE)  # let a burst of submits land in one cycle
@@ -265,7 +285,9 @@ def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> No
                     if n := bindings_repo.repair_dispatched(session=session):
                         log.info("wrote %d Dispatched events a previous cycle did not", n)
                 repair = False
-            dispatch_cycle(ctx)
+            stats = dispatch_cycle(ctx)
+            budget = ctx.settings.max_admissions_per_cycle
+            more = budget > 0 and stats.admitted >= budget
         except sa.exc.SQLAlchemyError as exc:
             log.warning("dispatch cycle failed, will retry: %s", exc)
             repair = True

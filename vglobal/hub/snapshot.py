@@ -32,7 +32,7 @@ from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
-from vglobal.store.repo.bindings import LiveBinding
+from vglobal.store.repo.bindings import LiveBinding, Written
 from vglobal.store.repo.jobs import JobStatic
 from vglobal.store.rows import ClusterRow
 
@@ -168,6 +168,9 @@ class SnapshotCache:
     shared: Shared = field(default_factory=Shared)
     live: dict[str, LiveBinding] = field(default_factory=dict)
     horizon: int | None = None  # of the last read; None: nothing read yet
+    # Transactions of this hub's own binding writes since that read, whose rows it applied as it
+    # wrote them (see wrote()): the next read skips rows still at those versions.
+    own_writes: set[int] = field(default_factory=set)
     full_read_at: float = 0.0  # monotonic seconds
     # Built from `live` (and kept in step with it):
     pending: dict[str, PendingJob] = field(default_factory=dict)  # Suspended bindings
@@ -188,19 +191,29 @@ class SnapshotCache:
         horizon = bindings_repo.read_horizon(session=session)
         mono = time.monotonic()
         if self.horizon is not None and mono - self.full_read_at < FULL_READ_INTERVAL:
-            rows, count = bindings_repo.changed_since(self.horizon, session=session)
+            skip = sorted(self.own_writes)
+            rows, count = bindings_repo.changed_since(self.horizon, session=session, skip=skip)
             live = self.live
             added = sum(1 for b in rows if b.phase in LIVE and b.job_uid not in live)
             removed = sum(1 for b in rows if b.phase not in LIVE and b.job_uid in live)
             if len(live) + added - removed == count:  # else a deleted job's binding is still kept
                 self._apply(rows, now, session=session)
                 self.horizon = horizon
+                self.own_writes = set()
                 return
         rows = bindings_repo.live(session=session)
         self._forget()
         self._apply(rows, now, session=session)
         self.horizon = horizon
+        self.own_writes = set()
         self.full_read_at = mono
+
+    def wrote(self, written: Written, now: float, *, session: Session) -> None:
+        """Bindings this hub wrote in ``session``'s transaction, as the write left them (so also
+        what others changed in them before it). Once that transaction has committed, the caller
+        adds ``written.xids`` to ``own_writes`` if these were all the bindings it wrote: the next
+        read then skips them, which in a busy cycle is most of what it would read again."""
+        self._apply(written.rows, now, session=session)
 
     def _forget(self) -> None:
         """Everything built from bindings (a job's facts never change: they stay)."""
@@ -388,5 +401,6 @@ def build_snapshot(settings: HubSettings, cache: SnapshotCache, *, session: Sess
         starvation_after=settings.starvation_after,
         reclaim_after=settings.reclaim_after,
         queue_lookback=settings.queue_lookback,
+        max_admissions=settings.max_admissions_per_cycle,
         reclaim_min_runtime=settings.reclaim_min_runtime,
     )

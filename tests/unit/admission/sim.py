@@ -99,6 +99,7 @@ class Sim:
     starvation_after: float = 600.0
     reclaim_after: float = 0.0
     reclaim_min_runtime: float = 0.0
+    max_admissions: int = 0
     free: dict[str, dict[str, ResourceVector]] = field(default_factory=dict)
     results: list[AdmissionResult] = field(default_factory=list)
 
@@ -125,6 +126,7 @@ class Sim:
             self.starvation_after,
             self.reclaim_after,
             reclaim_min_runtime=self.reclaim_min_runtime,
+            max_admissions=self.max_admissions,
         )
 
     def place(self, j: PendingJob, cluster: str) -> RunningJob:

@@ -19,6 +19,27 @@ def test_three_to_one_weights_give_48_and_16_gpus_in_one_cycle() -> None:
     assert result.queues["a"].allocated == gpus(48)
 
 
+def test_an_admission_budget_spreads_the_same_admissions_over_cycles() -> None:
+    sim = Sim(
+        [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
+        [cluster("gpu", 8, gpus(8))],
+        jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20),
+        max_admissions=3,
+    )
+    orders = [sim.step().admitted_order for _ in range(4)]
+    assert orders == [("a00", "a01", "a02"), ("b00", "a03", "a04"), ("a05", "b01"), ()]
+    assert sim.usage("a") == gpus(48) and sim.usage("b") == gpus(16)
+    first = sim.results[0]
+    assert first.decisions["b00"] == first.decisions["a19"]
+    assert first.decisions["b00"].reason == (  # type: ignore[union-attr]
+        "waiting its turn: this cycle admitted 3 jobs, the most one cycle admits "
+        "(--max-admissions-per-cycle); the rest are looked at next cycle"
+    )
+    assert first.queues["b"].pending == 20 and first.queues["a"].admitted == 3
+    # Once the cluster is full, the waits say why again.
+    assert "no cluster fits gang" in sim.results[3].decisions["b02"].reason  # type: ignore[union-attr]
+
+
 def test_volcano_globals_round_robin_would_split_evenly_we_do_not() -> None:
     sim = Sim(
         [QueueSnap("a", weight=1), QueueSnap("b", weight=1)],

@@ -7,7 +7,17 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vglobal.admission import Admit, ClusterSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot, admit
+from vglobal.admission import (
+    Admit,
+    ClusterSnap,
+    NodeSnap,
+    PendingJob,
+    QueueSnap,
+    RunningJob,
+    Snapshot,
+    Wait,
+    admit,
+)
 from vglobal.model.resources import EMPTY, ResourceVector
 
 GPU = "nvidia.com/gpu"
@@ -262,3 +272,16 @@ def test_reclaim_never_takes_a_victim_queue_below_deserved_or_guarantee(snap: Sn
             assert left[name] >= figures.guarantee[name], (q, name)  # a guarantee is never reclaimed
             if demand[name] > figures.deserved[name]:  # short of it: it keeps its deserved share
                 assert left[name] >= figures.deserved[name], (q, name)
+
+
+@FAST
+@given(snapshots(), st.integers(1, 4))
+def test_an_admission_budget_admits_a_prefix_of_the_same_order(snap: Snapshot, budget: int) -> None:
+    full = admit(snap)
+    capped = admit(replace(snap, max_admissions=budget))
+    assert capped.admitted_order == full.admitted_order[:budget]
+    assert set(capped.decisions) == set(full.decisions)  # every job still gets a decision
+    for uid in full.admitted_order[budget:]:
+        wait = capped.decisions[uid]
+        assert isinstance(wait, Wait) and wait.reason.startswith("waiting its turn: this cycle admitted")
+    assert {r.victim_uid for r in capped.reclaims} <= {r.victim_uid for r in full.reclaims}

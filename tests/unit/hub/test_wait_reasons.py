@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vglobal.admission import AdmissionResult, Admit, Wait
-from vglobal.hub.dispatcher import REASON_REFRESH, REFRESH_PER_CYCLE, changed_waits
+from vglobal.hub.dispatcher import REASON_REFRESH, REASONS_PER_CYCLE, REFRESH_PER_CYCLE, changed_waits
 
 
 def result(**reasons: str) -> AdmissionResult:
@@ -41,3 +41,20 @@ def test_refreshes_are_spread_over_cycles_new_kinds_are_not() -> None:
     written.update((uid, (reason, REASON_REFRESH + 1)) for uid, reason in first)
     second = changed_waits(now, written, REASON_REFRESH + 2)
     assert sorted(uid for uid, _ in second) == sorted(f"j{i}" for i in range(REFRESH_PER_CYCLE, n))
+
+
+def test_a_burst_of_first_reasons_is_written_over_cycles_new_kinds_before_refreshes() -> None:
+    burst = REASONS_PER_CYCLE + 5
+    written = {"old": ("no cluster fits gang: best c1", 0.0)}
+    now = result(
+        old="no cluster fits gang: best c2", **{f"j{i:06d}": "queue b is closed" for i in range(burst)}
+    )
+    seen: set[str] = set()
+    for cycle in range(3):
+        out = changed_waits(now, written, REASON_REFRESH + cycle)
+        assert len(out) <= REASONS_PER_CYCLE
+        written.update((uid, (reason, REASON_REFRESH + cycle)) for uid, reason in out)
+        seen.update(uid for uid, _ in out)
+        if cycle == 0:  # the refresh of "old" waits while new reasons fill the cycle
+            assert "old" not in seen and len(out) == REASONS_PER_CYCLE
+    assert seen == set(now.decisions) - {"admitted"}  # every reason written, within two cycles

@@ -86,19 +86,29 @@ def admit(decisions: Sequence[tuple[str, str]], *, session: Session) -> list[tup
 
     A binding that is no longer Suspended (cancelled, or admitted by another replica) is skipped.
     """
+    return admit_written(decisions, session=session)[0]
+
+
+def admit_written(
+    decisions: Sequence[tuple[str, str]], *, session: Session
+) -> tuple[list[tuple[str, str, int]], Written]:
+    """``admit``, and the admitted bindings as it left them (see ``Written``)."""
     if not decisions:
-        return []
-    rows = session.execute(
-        sa.text(
+        return [], Written([], set())
+    with _cursor(session) as cur:
+        cur.execute(
             "UPDATE resource_bindings AS b SET phase = 'Dispatched', cluster = d.cluster, "
             "generation = b.generation + 1, reason = '', dispatched_at = now(), updated_at = now() "
-            "FROM unnest(string_to_array(:uids, ','), string_to_array(:clusters, ',')) AS d(uid, cluster) "
+            "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ',')) "
+            "AS d(uid, cluster) "
             "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' "
-            "RETURNING b.job_uid, b.cluster, b.generation"
-        ),
-        {"uids": joined([u for u, _ in decisions]), "clusters": joined([c for _, c in decisions])},
-    ).all()
-    return [(r[0], r[1], int(r[2])) for r in rows]
+            # Dispatched: what _LIVE_COLUMNS reads of such a row is all in the binding.
+            f"RETURNING b.generation, {_BINDING_COLUMNS}, NULL, {_DISPATCHED_AT}, {_XMIN}",
+            {"uids": joined([u for u, _ in decisions]), "clusters": joined([c for _, c in decisions])},
+        )
+        got = cur.fetchall()
+    done = [(r[1], r[3], int(r[0])) for r in got]
+    return done, Written([LiveBinding._make(r[1:-1]) for r in got], {int(r[-1]) for r in got})
 
 
 def log_dispatched(admitted: Sequence[tuple[str, str, int]], *, session: Session) -> None:
@@ -141,27 +151,41 @@ def repair_dispatched(*, session: Session) -> int:
     return rowcount(res)
 
 
-def set_reasons(reasons: Sequence[tuple[str, str]], *, session: Session) -> int:
+class Written(NamedTuple):
+    """The bindings a write of this hub changed, as it left them, and the transactions that wrote
+    them: their row versions, which a later ``changed_since`` may skip, since the caller holds
+    them already."""
+
+    rows: list[LiveBinding]
+    xids: set[int]  # 32-bit transaction ids, as a row's xmin holds them
+
+
+def set_reasons(reasons: Sequence[tuple[str, str]], *, session: Session) -> Written:
     """Record why Suspended bindings wait; only rows whose reason changed are written.
 
     Many jobs wait for the same reason: each distinct text is sent once, and rows refer to it by
-    position (tens of thousands of rows, a few thousand texts).
+    position (tens of thousands of rows, a few thousand texts). The rows come back as
+    ``LiveBinding``s: a writer that changed one since the caller's read is then seen here, so the
+    caller need not read these rows again.
     """
     if not reasons:
-        return 0
+        return Written([], set())
     texts: dict[str, int] = {}
     refs = [texts.setdefault(r, len(texts) + 1) for _, r in reasons]  # SQL arrays count from 1
-    res = session.execute(
-        sa.text(
-            "UPDATE resource_bindings AS b SET reason = (CAST(:texts AS text[]))[d.ref], updated_at = now() "
-            "FROM unnest(string_to_array(:uids, ','), CAST(string_to_array(:refs, ',') AS int[])) "
+    with _cursor(session) as cur:
+        cur.execute(
+            "UPDATE resource_bindings AS b SET reason = (CAST(%(texts)s AS text[]))[d.ref], "
+            "updated_at = now() "
+            "FROM unnest(string_to_array(%(uids)s, ','), CAST(string_to_array(%(refs)s, ',') AS int[])) "
             "AS d(uid, ref) "
             "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' "
-            "AND b.reason IS DISTINCT FROM (CAST(:texts AS text[]))[d.ref]"
-        ),
-        {"uids": joined([u for u, _ in reasons]), "refs": ",".join(map(str, refs)), "texts": list(texts)},
-    )
-    return rowcount(res)
+            "AND b.reason IS DISTINCT FROM (CAST(%(texts)s AS text[]))[d.ref] "
+            # Suspended: what _LIVE_COLUMNS reads of such a row is all in the binding.
+            f"RETURNING {_BINDING_COLUMNS}, NULL, {_DISPATCHED_AT}, {_XMIN}",
+            {"uids": joined([u for u, _ in reasons]), "refs": ",".join(map(str, refs)), "texts": list(texts)},
+        )
+        got = cur.fetchall()
+    return Written([LiveBinding._make(r[:-1]) for r in got], {int(r[-1]) for r in got})
 
 
 def requeue(
@@ -311,11 +335,15 @@ class LiveBinding(NamedTuple):
 
 LIVE_PHASES = [BindingPhase.Suspended.value, *HOLDING]
 
-_LIVE_COLUMNS = (
+_BINDING_COLUMNS = (
     "b.job_uid, b.phase, b.cluster, CAST(extract(epoch FROM b.waiting_since) AS float8), "
-    "NULLIF(b.excluded_clusters, '{}'::jsonb), "
-    "CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
-    "CAST(extract(epoch FROM b.dispatched_at) AS float8)"
+    "NULLIF(b.excluded_clusters, '{}'::jsonb)"
+)
+_DISPATCHED_AT = "CAST(extract(epoch FROM b.dispatched_at) AS float8)"
+_XMIN = "CAST(CAST(b.xmin AS text) AS bigint)"  # the writing transaction, 32-bit as rows hold it
+_LIVE_COLUMNS = (
+    f"{_BINDING_COLUMNS}, CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
+    f"{_DISPATCHED_AT}"
 )
 
 
@@ -350,10 +378,14 @@ def read_horizon(*, session: Session) -> int:
     return int(row[0])
 
 
-def changed_since(horizon: int, *, session: Session) -> tuple[list[LiveBinding], int]:
+def changed_since(
+    horizon: int, *, session: Session, skip: Sequence[int] = ()
+) -> tuple[list[LiveBinding], int]:
     """Bindings written by a transaction at or above ``horizon`` (in any phase, so finished ones
     can be dropped), and how many bindings are unfinished now. A change of a job's placements
-    touches its binding (migration 0002), so the job rows need not be looked at.
+    touches its binding (migration 0002), so the job rows need not be looked at. Rows whose
+    current version was written by a transaction in ``skip`` are left out (the caller wrote them
+    and knows them: see ``set_reasons``); a later write gives a row another ``xmin``.
 
     A row's ``xmin`` is the transaction that wrote its current version; ``age()`` compares those
     32-bit ids modulo wraparound (a frozen row is as old as can be). Both results come from one
@@ -366,12 +398,13 @@ def changed_since(horizon: int, *, session: Session) -> tuple[list[LiveBinding],
             # then fetched by key. A join on the changed set would be planned for far more rows.
             "WITH edge AS (SELECT age(xid(CAST(CAST(%(h)s AS text) AS xid8))) AS a), "
             "scan AS MATERIALIZED (SELECT count(*) FILTER (WHERE phase = ANY(%(phases)s)) AS live, "
-            "  coalesce(array_agg(job_uid) FILTER (WHERE age(xmin) <= (SELECT a FROM edge)), '{}') AS ids "
+            "  coalesce(array_agg(job_uid) FILTER (WHERE age(xmin) <= (SELECT a FROM edge) "
+            "    AND NOT xmin = ANY(CAST(%(skip)s AS xid[]))), '{}') AS ids "
             "  FROM resource_bindings) "
             f"SELECT scan.live, c.* FROM scan LEFT JOIN LATERAL (SELECT {_LIVE_COLUMNS} "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "WHERE b.job_uid = ANY(scan.ids)) c ON true",
-            {"h": horizon, "phases": LIVE_PHASES},
+            {"h": horizon, "phases": LIVE_PHASES, "skip": [str(x) for x in skip]},
         )
         rows = cur.fetchall()
     count = int(rows[0][0])
