@@ -83,16 +83,16 @@ def own_reasons(sessions: Any, kept: SnapshotCache, reasons: list[tuple[str, str
     skips their versions at its next read."""
     with session_scope(sessions) as session:
         written = bindings_repo.set_reasons(reasons, session=session)
-        kept.wrote(written, clusters_repo.db_now(session=session), session=session)
-    kept.own_writes |= written.xids
+        now = clusters_repo.db_now(session=session)
+    kept.wrote(written, now)
 
 
 def own_admissions(sessions: Any, kept: SnapshotCache, admits: list[tuple[str, str]]) -> None:
     """Admissions written as the dispatcher writes them (a cycle without reclaims)."""
     with session_scope(sessions) as session:
         _, written = bindings_repo.admit_written(admits, session=session)
-        kept.wrote(written, clusters_repo.db_now(session=session), session=session)
-    kept.own_writes |= written.xids
+        now = clusters_repo.db_now(session=session)
+    kept.wrote(written, now)
 
 
 def exclude(session: Session, uid: str) -> None:

@@ -178,8 +178,8 @@ def dispatch_cycle(ctx: HubContext) -> CycleStats:
     try:
         return _cycle(ctx, started)
     except BaseException:
-        # The cache took in this cycle's own writes before their commit: after a failure it may
-        # hold what never committed, so the next cycle reads everything again.
+        # A cycle that failed part-way may have left the cache between its two transactions:
+        # the next cycle reads everything again.
         ctx.snapshot_cache = SnapshotCache()
         raise
     finally:
@@ -199,11 +199,8 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         result = admit(snapshot)
         t_admit = time.perf_counter()
         done, reclaimed, admitted = write_admissions(result, session=session)
-        cache.wrote(admitted, snapshot.now, session=session)
         if result.reclaims:
             notify(DISPATCH, session=session)
-    if not result.reclaims:  # else the reclaimed bindings were written too: the next read finds them
-        cache.own_writes |= admitted.xids
     # The decisions are durable and the agents told. What only explains them (each admission's
     # Dispatched event, why the others wait, the queues' figures) goes in a transaction of its
     # own: writing it before the commit would double the time until jobs start. A hub that dies
@@ -211,17 +208,18 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
     # (repair_dispatched); a reason written a cycle late is harmless (the write is conditional on
     # the binding still being Suspended).
     t_admissions = time.perf_counter()
+    if not result.reclaims:  # else it wrote the reclaimed bindings too: the next read finds them all
+        cache.wrote(admitted, snapshot.now)
     for uid in result.admitted_order:
         cache.reasons.pop(uid, None)
     now = time.monotonic()
     waits = changed_waits(result, cache.reasons, now)
     with session_scope(ctx.sessions) as session:
         bindings_repo.log_dispatched(done, session=session)
-        # The only binding write of this transaction: the cache's skip of its rows relies on it.
+        # The only binding write of this transaction, as cache.wrote() requires.
         written = bindings_repo.set_reasons(waits, session=session)
-        cache.wrote(written, snapshot.now, session=session)
         queues_repo.set_statuses(changed_statuses(result, cache.queue_status), session=session)
-    cache.own_writes |= written.xids
+    cache.wrote(written, snapshot.now)
     cache.reasons.update((uid, (reason, now)) for uid, reason in waits)
     # Every metric of the cycle changes here, after both transactions, so a scrape sees the
     # admissions counted together with the queue figures they moved.

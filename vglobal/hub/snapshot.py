@@ -208,12 +208,14 @@ class SnapshotCache:
         self.own_writes = set()
         self.full_read_at = mono
 
-    def wrote(self, written: Written, now: float, *, session: Session) -> None:
-        """Bindings this hub wrote in ``session``'s transaction, as the write left them (so also
-        what others changed in them before it). Once that transaction has committed, the caller
-        adds ``written.xids`` to ``own_writes`` if these were all the bindings it wrote: the next
-        read then skips them, which in a busy cycle is most of what it would read again."""
-        self._apply(written.rows, now, session=session)
+    def wrote(self, written: Written, now: float) -> None:
+        """Bindings this hub wrote, as the write left them (so also what others changed in them
+        before it), once its transaction committed, which wrote no other bindings. The next read
+        skips their versions: in a busy cycle most of what it would otherwise read again."""
+        if any(b.job_uid not in self.jobs for b in written.rows):
+            return  # a job this cache has not read yet: the next read finds the rows
+        self._apply_known(written.rows, now)
+        self.own_writes |= written.xids
 
     def _forget(self) -> None:
         """Everything built from bindings (a job's facts never change: they stay)."""
@@ -225,6 +227,9 @@ class SnapshotCache:
         statics = jobs_repo.statics(missing, session=session)  # the last I/O: the rest cannot fail
         for st in statics:
             self.jobs[st.uid] = JobFacts.of(st, self.shared)
+        self._apply_known(rows, now)
+
+    def _apply_known(self, rows: Sequence[LiveBinding], now: float) -> None:
         live = self.live
         for b in rows:
             if live.get(b.job_uid) == b:
