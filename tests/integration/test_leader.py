@@ -21,8 +21,10 @@ def test_one_leader_and_takeover_when_its_session_dies(engine: sa.Engine, databa
             pids = (
                 conn.execute(
                     sa.text(
+                        # This test's database only: other tests share the server.
                         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                        "AND pid <> pg_backend_pid()"
+                        "AND pid <> pg_backend_pid() "
+                        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
                     )
                 )
                 .scalars()

@@ -61,6 +61,10 @@ class _Job:
 
 @dataclass(slots=True)
 class _Leaf:
+    index: int  # the queue's place in the tree
+    ordered: list[PendingJob] = field(default_factory=list)  # the jobs looked at, in queue order
+    # The first of them in admission's form, made as the cycle reaches them: a burst cycle stops at
+    # its admission budget or at each queue's head, long before most of them.
     jobs: list[_Job] = field(default_factory=list)
     next: int = 0
     # Starvation reservations of this queue: cluster -> per-node capacity its later jobs may not use.
@@ -209,11 +213,8 @@ class _Cycle:
     # --- preparation -------------------------------------------------------------------------
     def prepare(self) -> None:
         tree = self.tree
-        gangs = [self._prepared(spec) for spec in self.gang_specs]
-        clusters = self.clusters
-        anywhere = clusters.candidates_anywhere()
-        req_rows, req_dims = self.req_rows, self.req_dims
-        rid_by_id, gid_by_id = self.rid_by_id, self.gid_by_id
+        self._prepared_gangs = [self._prepared(spec) for spec in self.gang_specs]
+        self._anywhere = self.clusters.candidates_anywhere()
         lookback = self.snap.queue_lookback
         for queue, jobs in self.by_queue.items():
             i = tree.idx.get(queue, -1)
@@ -233,16 +234,24 @@ class _Cycle:
                     ),
                 )
                 del ordered[lookback:]
-            append = leaf.jobs.append
-            for job in ordered:
-                rid = rid_by_id[id(job.request)]
-                if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
-                    cand = anywhere  # the common case, inlined
-                else:
-                    cand = clusters.candidates(job)
-                append(_Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid_by_id[id(job.gang)]], cand))
+            leaf.ordered = ordered
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
+
+    def _make(self, leaf: _Leaf) -> None:
+        """The leaf's next jobs in admission's form (see _Leaf.jobs), a few at a time: in a busy
+        cycle most queues' jobs all wait, and are reached one after the other."""
+        start = len(leaf.jobs)
+        rid_by_id, gid_by_id, gangs = self.rid_by_id, self.gid_by_id, self._prepared_gangs
+        req_rows, req_dims, anywhere, i = self.req_rows, self.req_dims, self._anywhere, leaf.index
+        append = leaf.jobs.append
+        for job in leaf.ordered[start : start + (64 if start else 1)]:
+            rid = rid_by_id[id(job.request)]
+            if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
+                cand = anywhere  # the common case, inlined
+            else:
+                cand = self.clusters.candidates(job)
+            append(_Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid_by_id[id(job.gang)]], cand))
 
     def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:
         self.decisions.update(zip([j.uid for j in jobs], repeat(wait)))
@@ -253,7 +262,10 @@ class _Cycle:
         i = tree.idx.get(queue)
         if i is None or not tree.is_leaf[i] or not tree.open[i]:
             return None
-        return self.leaves.setdefault(i, _Leaf())
+        got = self.leaves.get(i)
+        if got is None:
+            got = self.leaves[i] = _Leaf(i)
+        return got
 
     def _not_a_leaf(self, queue: str) -> str:
         tree = self.tree
@@ -345,8 +357,10 @@ class _Cycle:
             and not leaf.reclaim_failed
             and leaf.reclaiming is None
         )
-        k, n = leaf.next, len(jobs)
+        k, n = leaf.next, len(leaf.ordered)
         while k < n:
+            if k == len(jobs):
+                self._make(leaf)
             job = jobs[k]
             wait = over_cap.get(job.rid)  # a request already over a limit
             if wait is None and cap_ok.get(job.rid) != charges:
@@ -442,8 +456,8 @@ class _Cycle:
             "(--max-admissions-per-cycle); the rest are looked at next cycle"
         )
         for leaf in self.leaves.values():
-            self._wait_all((job.snap for job in leaf.jobs[leaf.next :]), wait)
-            leaf.next = len(leaf.jobs)
+            self._wait_all(leaf.ordered[leaf.next :], wait)
+            leaf.next = len(leaf.ordered)
 
     def _decide(self, job: _Job, leaf: _Leaf) -> Admit | Wait:
         if leaf.checked_at != self._charges:  # usage moved since the check in _advance

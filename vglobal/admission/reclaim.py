@@ -76,6 +76,14 @@ class _ClusterVictims:
             self.by_node.setdefault(node, []).append(k)
 
 
+def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
+    """Lowest priority, newest, uid (stable sorts, last key first)."""
+    out = sorted(jobs, key=attrgetter("uid"))
+    out.sort(key=attrgetter("created"), reverse=True)
+    out.sort(key=attrgetter("priority"))
+    return out
+
+
 # Clusters searched per plan (best first by free plus reclaimable room): the search is the costly
 # part, and a cluster further down rarely needs fewer victims.
 CLUSTERS_PER_PLAN = 3
@@ -116,26 +124,35 @@ class ReclaimPlanner:
             and j.cluster in clusters.col
             and (protected_after is None or j.running_since is None or j.running_since <= protected_after)
         ]
-        # Victim order: lowest priority, newest, uid (stable sorts, last key first).
-        candidates.sort(key=attrgetter("uid"))
-        candidates.sort(key=attrgetter("created"), reverse=True)
-        candidates.sort(key=attrgetter("priority"))
         self._index = index
         self._rows: dict[ResourceVector, list[int]] = {}  # jobs repeat a few shapes: convert each once
-        # Victims per cluster in victim order; a cluster's arrays are built when a plan first looks
-        # there (plans look at a few clusters each, most cycles at a few clusters in all).
+        # Victims per cluster; a cluster's are put in victim order and made arrays when a plan first
+        # looks there (plans look at a few clusters each, most cycles at a few clusters in all).
         self._groups: dict[int, list[RunningJob]] = {}
-        sums: dict[int, list[int]] = {}
+        # What each cluster's victims hold in all: counted per (cluster, request) first, since
+        # jobs repeat a few requests (the hub shares one object per distinct value).
+        col, groups = clusters.col, self._groups
+        counts: dict[tuple[int, int], int] = {}
+        requests: dict[int, ResourceVector] = {}
         for job in candidates:
             if not job.placements:
                 continue  # frees no node we know of, so it cannot help a gang fit
-            c = clusters.col[job.cluster]
-            self._groups.setdefault(c, []).append(job)
-            acc = sums.get(c)
-            if acc is None:
-                acc = sums[c] = [0] * index.size
-            for k, v in enumerate(self._row(job.request)):
-                acc[k] += v
+            c = col[job.cluster]
+            got = groups.get(c)
+            if got is None:
+                got = groups[c] = []
+            got.append(job)
+            key = (c, id(job.request))
+            if key in counts:
+                counts[key] += 1
+            else:
+                counts[key] = 1
+                requests[key[1]] = job.request
+        sums: dict[int, list[int]] = {}
+        for (c, rid), n in counts.items():
+            acc = sums.setdefault(c, [0] * index.size)
+            for k, v in enumerate(self._row(requests[rid])):
+                acc[k] += n * v
         self._req_sum = {c: np.array(acc, dtype=np.int64) for c, acc in sums.items()}
         self._built: dict[int, _ClusterVictims] = {}
 
@@ -153,7 +170,7 @@ class ReclaimPlanner:
         tree, row = self.tree, self._row
         node_col = self.clusters.node_col[c]
         acc = _Pending([], [], [], [], [], [], [])
-        for job in self._groups.get(c, ()):
+        for job in _victim_order(self._groups.get(c, [])):
             placed = [(node_col[n], row(v)) for n, v in job.placements.items() if n in node_col]
             if not placed:
                 continue

@@ -91,6 +91,8 @@ resource_bindings = sa.Table(
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Index("ix_resource_bindings_phase_cluster", "phase", "cluster"),
+    # Room for HOT updates: see migration 0003.
+    postgresql_with={"fillfactor": 75},
 )
 
 clusters = sa.Table(
