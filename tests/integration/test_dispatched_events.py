@@ -3,6 +3,8 @@ transactions) get it from the next leader, once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from tests.integration.test_snapshot_reads import new_job
@@ -40,3 +42,44 @@ def test_admissions_without_their_event_get_it_once(engine: sa.Engine) -> None:
     assert dispatched(engine, "waiting") == []
     with session_scope(sessions) as session:
         assert bindings_repo.repair_dispatched(session=session) == 0
+
+
+def test_a_failed_background_explanation_is_repaired_by_the_hub(
+    engine: sa.Engine, database_url: str, monkeypatch: Any
+) -> None:
+    """The hub writes a cycle's explanation on a thread while the next cycle runs. When that write
+    fails, the next cycle sees the error, reads everything again, and the admission's Dispatched
+    event is written once, by the repair, while the job waits for no second admission."""
+    from tests.integration.agent_driver import ScriptedAgent
+    from tests.integration.test_dispatch_and_fencing import JOB, wait
+    from vglobal.client import Client
+    from vglobal.config import HubSettings
+    from vglobal.hub.server import Hub
+
+    failed: list[str] = []
+    log_dispatched = bindings_repo.log_dispatched
+
+    def fails_once(admitted: Any, *, session: Any) -> None:
+        if admitted and not failed:
+            failed.append(admitted[0][0])
+            raise sa.exc.OperationalError("INSERT INTO events", {}, Exception("connection lost"))
+        log_dispatched(admitted, session=session)
+
+    monkeypatch.setattr(bindings_repo, "log_dispatched", fails_once)
+    hub = Hub(HubSettings(listen="127.0.0.1:0", database_url=database_url, dispatch_interval=0.1))
+    hub.start()
+    agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east")
+    try:
+        agent.connect()
+        with Client(f"127.0.0.1:{hub.port}", timeout=10, retries=1) as client:
+            client.submit_job(JOB % "j1")
+            d = agent.expect("dispatch").dispatch
+            assert failed == [d.job_uid]  # the explanation of the cycle that admitted it failed
+            wait(lambda: dispatched(engine, d.job_uid))
+            client.submit_job(JOB % "j2")  # cycles go on: the next one's explanation is written
+            waiting = wait(lambda: (e := client.explain_job("j2")).reason.startswith("queue default:") and e)
+            assert waiting.decision == "Waiting"
+    finally:
+        agent.close()
+        hub.shutdown()
+    assert dispatched(engine, d.job_uid) == ["admitted to cluster east (generation 1)"]

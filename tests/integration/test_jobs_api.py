@@ -178,3 +178,27 @@ def test_concurrent_submits_with_one_request_id_store_one_job(client: Client, en
     assert sum(r.created for r in results) == 1  # type: ignore[attr-defined]
     assert len({r.job.uid for r in results}) == 1  # type: ignore[attr-defined]
     assert counts(engine)[:2] == (1, 1)
+
+
+def test_a_job_the_dispatcher_has_not_looked_at_says_so(database_url: str) -> None:
+    """Another replica leads and has not run a cycle since: the job waits with no reason stored,
+    and ExplainJob says what that means instead of an empty reason."""
+    from vglobal.config import HubSettings
+    from vglobal.hub.server import Hub
+    from vglobal.hub.servicers.jobs import NOT_EXPLAINED_YET
+    from vglobal.store.engine import make_engine
+    from vglobal.store.locks import AdvisoryLock, try_session_lock
+
+    engine = make_engine(database_url, pool_size=1)
+    hub = Hub(HubSettings(listen="127.0.0.1:0", database_url=database_url, dispatch_interval=0.1))
+    with engine.connect() as leader:
+        assert try_session_lock(leader, AdvisoryLock.DISPATCHER_LEADER)
+        hub.start()
+        try:
+            with Client(f"127.0.0.1:{hub.port}", timeout=10, retries=1) as client:
+                client.submit_job(job("quiet"))
+                explained = client.explain_job("quiet", "team-a")
+        finally:
+            hub.shutdown()
+    engine.dispose()
+    assert (explained.decision, explained.reason) == ("Waiting", NOT_EXPLAINED_YET)

@@ -78,13 +78,11 @@ def snapshot_of(sessions: Any, cache: SnapshotCache) -> dict[str, Any]:
         return summary(build_snapshot(SETTINGS, cache, session=session))
 
 
-def own_reasons(sessions: Any, kept: SnapshotCache, reasons: list[tuple[str, str]]) -> None:
-    """Wait reasons written as the dispatcher writes them: the cache takes the rows as written and
-    skips their versions at its next read."""
+def own_reasons(sessions: Any, reasons: list[tuple[str, str]]) -> bindings_repo.Written:
+    """Wait reasons written as the dispatcher writes them; the cache is to take the rows in with
+    ``knows``, at once or, as the hub's background explanation does, after its next read."""
     with session_scope(sessions) as session:
-        written = bindings_repo.set_reasons(reasons, session=session)
-        now = clusters_repo.db_now(session=session)
-    kept.wrote(written, now)
+        return bindings_repo.set_reasons(reasons, session=session)
 
 
 def own_admissions(sessions: Any, kept: SnapshotCache, admits: list[tuple[str, str]]) -> None:
@@ -186,11 +184,15 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
     actions: list[str] = []
     rounds = 150
     seen_pending = seen_running = 0
+    late: bindings_repo.Written | None = None  # own reasons the cache takes in after its next read
     for k in range(rounds):
         with session_scope(sessions) as session:
             actions += [step(session, rng, f"{k}-{i}") for i in range(rng.randint(0, 3))]
         incremental = snapshot_of(sessions, kept)
         assert incremental == snapshot_of(sessions, SnapshotCache()), f"after round {k}"
+        if late is not None:
+            kept.knows(late)
+            late = None
         seen_pending += len(incremental["pending"])
         seen_running += len(incremental["running"])
         waiting = [p[0] for p in incremental["pending"]]
@@ -201,14 +203,30 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
                     exclude(session, picked[0])
                 actions.append("changed before own reasons")
             if rng.random() < 0.5:
-                own_reasons(sessions, kept, [(u, f"own reason {k}") for u in picked])
-                actions.append("own reasons")
+                written = own_reasons(sessions, [(u, f"own reason {k}") for u in picked])
+                if rng.random() < 0.5:
+                    kept.knows(written)
+                    actions.append("own reasons")
+                else:  # taken in after the next read, as the hub's background explanation is
+                    late = written
+                    actions.append("own reasons taken in late")
+                    if rng.random() < 0.5:  # ... and another writer changed one of them since
+                        with session_scope(sessions) as session:
+                            exclude(session, picked[-1])
+                        actions.append("changed after own reasons")
             else:
                 own_admissions(sessions, kept, [(u, rng.choice(["c1", "c2"])) for u in picked])
                 actions.append("own admissions")
     # Every kind of change happened, and the kept cache read everything only at its first read
     # and after a deletion (the one change that leaves no row behind).
-    assert set(actions) == {*KINDS, "own reasons", "own admissions", "changed before own reasons"}
+    assert set(actions) == {
+        *KINDS,
+        "own reasons",
+        "own reasons taken in late",
+        "own admissions",
+        "changed before own reasons",
+        "changed after own reasons",
+    }
     assert len(full_reads) - rounds <= 1 + actions.count("delete")
     assert len(full_reads) - rounds < rounds // 3
     assert seen_pending and seen_running  # the snapshots compared were not empty
@@ -251,31 +269,50 @@ def test_a_deleted_job_is_dropped(engine: sa.Engine, monkeypatch: Any) -> None:
     assert full == [1, 1]
 
 
-def test_own_reason_writes_are_not_read_again_but_changes_made_before_them_are(engine: sa.Engine) -> None:
-    sessions, kept = read_once(engine, "a", "b", "c")
-    with session_scope(sessions) as session:
-        exclude(session, "a")  # committed after the cache's read, before its own write
-    own_reasons(sessions, kept, [("a", "reason a"), ("b", "reason b")])
+def next_read(sessions: Any, kept: SnapshotCache) -> set[str]:
+    """The jobs whose bindings the kept cache's next read fetches."""
     with session_scope(sessions) as session:
         assert kept.horizon is not None
-        # (The horizon is the oldest transaction still running anywhere on the server at the last
-        # read, so other rows may come back too: a read may find more than changed, never less.)
-        rows, _ = bindings_repo.changed_since(kept.horizon, session=session)
-        assert {"a", "b"} <= {b.job_uid for b in rows}
-        skipped, _ = bindings_repo.changed_since(kept.horizon, session=session, skip=sorted(kept.own_writes))
-        assert not {"a", "b"} & {b.job_uid for b in skipped}  # the next read fetches neither again ...
+        rows, _ = bindings_repo.changed_since(kept.horizon, session=session, skip=sorted(kept.own_writes))
+    return {b.job_uid for b in rows}
+
+
+def test_own_reason_writes_are_not_read_again_unless_another_writer_changed_them(engine: sa.Engine) -> None:
+    sessions, kept = read_once(engine, "a", "b", "c")
+    # Taken in at once, or after the next read (as the hub's background explanation is).
+    kept.knows(own_reasons(sessions, [("a", "reason a"), ("b", "reason b")]))
+    assert not {"a", "b"} & next_read(sessions, kept)
+    snapshot_of(sessions, kept)
+    written = own_reasons(sessions, [("a", "reason a2"), ("b", "reason b2")])
+    snapshot_of(sessions, kept)  # reads them: they were not taken in yet
+    kept.knows(written)
+    assert not {"a", "b"} & next_read(sessions, kept)
+    snapshot_of(sessions, kept)
+    # Another writer's change before the cache's own write, or after it but before the next read:
+    # the rows the cache holds differ from those written, so they are read again.
+    with session_scope(sessions) as session:
+        exclude(session, "a")
+    kept.knows(own_reasons(sessions, [("a", "reason a3"), ("b", "reason b3")]))
+    assert {"a", "b"} <= next_read(sessions, kept)
     seen = snapshot_of(sessions, kept)
-    assert [(p[0], p[2]) for p in seen["pending"]] == [
-        ("a", ["c1"]),
-        ("b", []),
-        ("c", []),
-    ]  # ... yet has a's change
-    assert seen == snapshot_of(sessions, SnapshotCache())
-    assert kept.own_writes == set()
-    with session_scope(sessions) as session:  # a write after one's own gives the row a new version
+    assert [(p[0], p[2]) for p in seen["pending"]] == [("a", ["c1"]), ("b", []), ("c", [])]
+    written = own_reasons(sessions, [("b", "reason b4"), ("c", "reason c4")])
+    with session_scope(sessions) as session:
         exclude(session, "b")
+    snapshot_of(sessions, kept)  # reads both, b with the other writer's change
+    kept.knows(written)  # ... which the rows as written lack: the cache keeps what it read
     assert [(p[0], p[2]) for p in snapshot_of(sessions, kept)["pending"]] == [
         ("a", ["c1"]),
         ("b", ["c1"]),
         ("c", []),
+    ]
+    assert snapshot_of(sessions, kept) == snapshot_of(sessions, SnapshotCache())
+    with session_scope(sessions) as session:  # a write after one's own gives the row a new version
+        exclude(session, "c")
+    kept.knows(own_reasons(sessions, [("a", "reason a5")]))
+    assert "c" in next_read(sessions, kept)
+    assert [(p[0], p[2]) for p in snapshot_of(sessions, kept)["pending"]] == [
+        ("a", ["c1"]),
+        ("b", ["c1"]),
+        ("c", ["c1"]),
     ]

@@ -6,11 +6,13 @@ import gc
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from vglobal.admission import AdmissionResult, Admit, Wait, admit
 from vglobal.hub import metrics
@@ -41,7 +43,7 @@ REFRESH_PER_CYCLE = 2000
 # refresh): 100k jobs submitted at once would otherwise make their first cycle write 100k rows,
 # about a second. The rest follow in the next cycles; until then a job shows the reason last
 # written, or that the dispatcher has not looked at it yet.
-REASONS_PER_CYCLE = 10_000
+REASONS_PER_CYCLE = 5_000
 
 
 def _kind(reason: str) -> str:
@@ -59,25 +61,27 @@ def changed_waits(
     unwritten = ("", 0.0)
     # The unchanged (almost all of them) are left out by one comprehension: a loop costs 3x more.
     moved = [
-        (uid, d.reason)
+        (uid, d.reason, old)
         for uid, d in result.decisions.items()
-        if type(d) is Wait and get(uid, unwritten)[0] != d.reason
+        if type(d) is Wait and (old := get(uid, unwritten))[0] != d.reason
     ]
     out: list[tuple[str, str]] = []
     refreshed: list[tuple[str, str]] = []
     stale = now - REASON_REFRESH
-    kinds: dict[str, str] = {}  # reasons repeat across jobs (one text per queue and shape, say)
-
-    def kind(reason: str) -> str:
-        got = kinds.get(reason)
-        if got is None:
-            got = kinds[reason] = _kind(reason)
-        return got
-
-    for uid, reason in moved:
-        old = get(uid)
-        if old is not None and kind(old[0]) == kind(reason):
-            if old[1] <= stale and len(refreshed) < REFRESH_PER_CYCLE:
+    # Reasons repeat across jobs (one text per queue and shape, say): each text's kind is worked
+    # out once, and so is whether a pair of texts is of one kind.
+    kinds: dict[str, str] = {"": ""}
+    same: dict[tuple[str, str], bool] = {}
+    for uid, reason, (was, at) in moved:
+        pair = (was, reason)
+        alike = same.get(pair)
+        if alike is None:
+            for text in pair:
+                if text not in kinds:
+                    kinds[text] = _kind(text)
+            alike = same[pair] = bool(was) and kinds[was] == kinds[reason]
+        if alike:
+            if at <= stale and len(refreshed) < REFRESH_PER_CYCLE:
                 refreshed.append((uid, reason))
         elif len(out) < REASONS_PER_CYCLE:
             out.append((uid, reason))
@@ -158,6 +162,8 @@ class CycleStats:
     # then the metrics.
     write_waits: float = 0.0
     reasons_written: int = 0
+    # Of write_waits, waiting for the previous cycle's explanation to commit (see Explainer).
+    waited: float = 0.0
 
     @property
     def decided(self) -> float:
@@ -169,14 +175,96 @@ class CycleStats:
         return self.decided + self.write_waits
 
 
-def dispatch_cycle(ctx: HubContext) -> CycleStats:
+def _explain(
+    sessions: sessionmaker[Session],
+    done: list[tuple[str, str, int]],
+    waits: list[tuple[str, str]],
+    statuses: dict[str, dict[str, Any]],
+) -> tuple[bindings_repo.Written, float]:
+    """What only explains a cycle's decisions, in one transaction: each admission's Dispatched
+    event, why the others wait, the queues' figures. Returns the bindings as it wrote them (its
+    only binding write) and how long it took."""
+    started = time.perf_counter()
+    with session_scope(sessions) as session:
+        bindings_repo.log_dispatched(done, session=session)
+        written = bindings_repo.set_reasons(waits, session=session)
+        queues_repo.set_statuses(statuses, session=session)
+    return written, time.perf_counter() - started
+
+
+class Explainer:
+    """Writes each cycle's explanation (``_explain``) after its admissions have committed.
+
+    In the background (the hub's way) it runs on a thread of its own while the next cycle reads
+    and decides: it is mostly Postgres's work, which then overlaps the cycle's Python. The next
+    cycle takes it in once its own admissions are durable, and raises its error if it failed.
+    Inline (``background=False``), it is written before ``dispatch_cycle`` returns.
+    """
+
+    def __init__(self, *, background: bool) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="explain") if background else None
+        self._pending: Future[tuple[bindings_repo.Written, float]] | None = None
+        self._now = 0.0  # the clock of the snapshot the explanation in flight explains
+        self.seconds = 0.0  # how long the last explanation taken in took to write
+
+    def write(
+        self,
+        sessions: sessionmaker[Session],
+        done: list[tuple[str, str, int]],
+        waits: list[tuple[str, str]],
+        statuses: dict[str, dict[str, Any]],
+        now: float,
+    ) -> None:
+        assert self._pending is None, "the previous explanation was not taken in"
+        job = partial(_explain, sessions, done, waits, statuses)
+        self._now = now
+        if self._pool is not None:
+            self._pending = self._pool.submit(job)
+            return
+        self._pending = Future()
+        self._pending.set_result(job())
+
+    def committed(self) -> bool:
+        """Whether an explanation is waiting to be taken in, already committed."""
+        return self._pending is not None and self._pending.done()
+
+    def take(self) -> tuple[bindings_repo.Written, float] | None:
+        """The last explanation's bindings as written and the clock of the snapshot it explains,
+        once it has committed (None if there is none); its error if it failed."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        written, self.seconds = pending.result()
+        return written, self._now
+
+    def drain(self) -> None:
+        """Wait for the explanation in flight; its error is logged, not raised."""
+        try:
+            self.take()
+        except Exception as exc:  # the caller repairs what it left unwritten
+            log.warning("writing the last cycle's explanation failed: %s", exc)
+
+    def close(self) -> None:
+        self.drain()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+def dispatch_cycle(ctx: HubContext, explainer: Explainer | None = None) -> CycleStats:
+    """One cycle. With no ``explainer`` its explanation is written before it returns; with a
+    background one, while the next cycle runs (see Explainer)."""
     started = time.perf_counter()
     # A cycle allocates hundreds of thousands of short-lived objects and creates no reference
     # cycles of note: the cyclic collector would only add pauses, so it waits until the end.
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    inline = explainer is None
+    explaining = Explainer(background=False) if explainer is None else explainer
     try:
-        return _cycle(ctx, started)
+        stats = _cycle(ctx, started, explaining)
+        if inline:
+            _take_in(ctx.snapshot_cache, explaining, before_read=True)
+        return stats
     except BaseException:
         # A cycle that failed part-way may have left the cache between its two transactions:
         # the next cycle reads everything again.
@@ -187,13 +275,27 @@ def dispatch_cycle(ctx: HubContext) -> CycleStats:
             gc.enable()
 
 
-def _cycle(ctx: HubContext, started: float) -> CycleStats:
-    stats = CycleStats()
+def _take_in(cache: SnapshotCache, explainer: Explainer, *, before_read: bool) -> None:
+    """The explanation's bindings into the cache: applied as written when it committed before the
+    cache's next read (that read then skips them), else checked against what that read found."""
+    taken = explainer.take()
+    if taken is None:
+        return
+    written, now = taken
+    if before_read:
+        cache.wrote(written, now)
+    else:
+        cache.knows(written)
+
+
+def _cycle(ctx: HubContext, started: float, explainer: Explainer) -> CycleStats:
     cache = ctx.snapshot_cache
     with session_scope(ctx.sessions) as session:
         # Per-transaction exclusion on top of leadership: two replicas never run a cycle at once.
         if not try_xact_lock(session.connection(), AdvisoryLock.DISPATCH_CYCLE):
-            return stats
+            return CycleStats()
+        if explainer.committed():  # committed since the last read: this read need not fetch it
+            _take_in(cache, explainer, before_read=True)
         snapshot = build_snapshot(ctx.settings, cache, session=session)
         t_snap = time.perf_counter()
         result = admit(snapshot)
@@ -208,21 +310,20 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
     # (repair_dispatched); a reason written a cycle late is harmless (the write is conditional on
     # the binding still being Suspended).
     t_admissions = time.perf_counter()
+    # The previous cycle's explanation, if still being written when the snapshot was read, first:
+    # the cache checks its rows against what it holds before this cycle's admissions change that.
+    _take_in(cache, explainer, before_read=False)
+    waited = time.perf_counter() - t_admissions
     if not result.reclaims:  # else it wrote the reclaimed bindings too: the next read finds them all
         cache.wrote(admitted, snapshot.now)
     for uid in result.admitted_order:
         cache.reasons.pop(uid, None)
     now = time.monotonic()
     waits = changed_waits(result, cache.reasons, now)
-    with session_scope(ctx.sessions) as session:
-        bindings_repo.log_dispatched(done, session=session)
-        # The only binding write of this transaction, as cache.wrote() requires.
-        written = bindings_repo.set_reasons(waits, session=session)
-        queues_repo.set_statuses(changed_statuses(result, cache.queue_status), session=session)
-    cache.wrote(written, snapshot.now)
+    explainer.write(ctx.sessions, done, waits, changed_statuses(result, cache.queue_status), snapshot.now)
     cache.reasons.update((uid, (reason, now)) for uid, reason in waits)
-    # Every metric of the cycle changes here, after both transactions, so a scrape sees the
-    # admissions counted together with the queue figures they moved.
+    # Every metric of the cycle changes here, together, so a scrape sees the admissions counted
+    # together with the queue figures they moved.
     facts = cache.jobs
     record_admissions(done, {u: facts[u].queue for u, _, _ in done if u in facts})
     metrics.RECLAIMS.inc(reclaimed)
@@ -255,10 +356,21 @@ def _cycle(ctx: HubContext, started: float) -> CycleStats:
         write_admissions=t_admissions - t_admit,
         write_waits=finished - t_admissions,
         reasons_written=len(waits),
+        waited=waited,
     )
 
 
 def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
+    explainer = Explainer(background=True)
+    try:
+        _dispatch_while_leading(ctx, leader, stop, explainer)
+    finally:
+        explainer.close()  # what the last cycle explains is written before the hub lets go
+
+
+def _dispatch_while_leading(
+    ctx: HubContext, leader: Leader, stop: threading.Event, explainer: Explainer
+) -> None:
     seen = ctx.wakeups.seq(DISPATCH)
     leading = False
     repair = False  # a cycle failed: its admissions may lack their events
@@ -277,13 +389,15 @@ def run_dispatcher(ctx: HubContext, leader: Leader, stop: threading.Event) -> No
         try:
             if not was_leading or repair:
                 # Another replica may have led meanwhile: what this one remembers may be stale,
-                # and a leader that died mid-cycle left admissions without their events.
+                # and a leader that died mid-cycle left admissions without their events (this
+                # one's last explanation is finished first, so it is not written twice).
+                explainer.drain()
                 ctx.snapshot_cache = SnapshotCache()
                 with session_scope(ctx.sessions) as session:
                     if n := bindings_repo.repair_dispatched(session=session):
                         log.info("wrote %d Dispatched events a previous cycle did not", n)
                 repair = False
-            stats = dispatch_cycle(ctx)
+            stats = dispatch_cycle(ctx, explainer)
             budget = ctx.settings.max_admissions_per_cycle
             more = budget > 0 and stats.admitted >= budget
         except sa.exc.SQLAlchemyError as exc:

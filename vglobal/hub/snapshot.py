@@ -217,6 +217,16 @@ class SnapshotCache:
         self._apply_known(written.rows, now)
         self.own_writes |= written.xids
 
+    def knows(self, written: Written) -> None:
+        """Bindings this hub wrote in a transaction that changed nothing admission reads of them
+        (their wait reasons) and wrote no other bindings, once it committed, whether before or
+        after the last read. If every row is as this cache holds it, the next read skips their
+        versions. A row that is not was changed by another writer around the write (before it,
+        after the last read, or after it, before the read): the next read fetches it again."""
+        live = self.live
+        if all(live.get(b.job_uid) == b for b in written.rows):
+            self.own_writes |= written.xids
+
     def _forget(self) -> None:
         """Everything built from bindings (a job's facts never change: they stay)."""
         self.live, self.pending, self.running, self.unplaced = {}, {}, {}, {}

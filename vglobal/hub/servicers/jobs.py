@@ -21,6 +21,11 @@ from vglobal.store.repo.events import NewEvent
 from vglobal.store.rows import JobRow
 
 MAX_PAGE = 5000
+# What ExplainJob says of a waiting job whose reason the dispatcher has not written yet.
+NOT_EXPLAINED_YET = (
+    "waiting for the dispatcher: no reason recorded yet (after a burst of submissions, reasons are "
+    "written over the next few cycles)"
+)
 
 
 def find_job(ref: jobs_pb2.JobRef, *, session: Session) -> JobRow:
@@ -156,6 +161,9 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         reason = row.reason
         if decision == "Admitted" and not reason:
             reason = f"admitted to cluster {row.cluster} (generation {row.generation})"
+        elif decision == "Waiting" and not reason:
+            # A burst of submissions has its reasons written over a few cycles (REASONS_PER_CYCLE).
+            reason = NOT_EXPLAINED_YET
         return jobs_pb2.ExplainJobResponse(
             job=convert.job(row), decision=decision, reason=reason, events=[convert.event(e) for e in events]
         )
