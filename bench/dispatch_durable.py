@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     row("vglobal: snapshot read + admit() + admissions durable", stats.admitted, stats.decided)
     row(
-        f"vglobal: whole cycle, then Dispatched events, {stats.pending - stats.admitted} first-time wait reasons and queue figures",
+        f"vglobal: whole cycle, then Dispatched events, {stats.reasons_written} first-time wait reasons (of {stats.pending - stats.admitted}; the rest next cycles) and queue figures",
         stats.admitted,
         stats.total,
     )
