@@ -229,8 +229,9 @@ class Explainer:
         if self._pool is not None:
             self._pending = self._pool.submit(job)
             return
+        written = job()  # an error leaves nothing pending: the caller sees it at once
         self._pending = Future()
-        self._pending.set_result(job())
+        self._pending.set_result(written)
 
     def committed(self) -> bool:
         """Whether an explanation is waiting to be taken in, already committed."""
