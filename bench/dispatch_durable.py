@@ -310,7 +310,9 @@ def ours(
     def cycle() -> CycleStats:
         time.sleep(DEBOUNCE)  # as the hub's loop waits before each cycle
         stats = dispatch_cycle(ctx, explainer)
-        if ran:  # the cycle took in the previous one's explanation
+        if not background:  # written and taken in before dispatch_cycle returned
+            explained[id(stats)] = explainer.seconds
+        elif ran:  # the cycle took in the previous one's explanation
             explained[id(ran[-1])] = explainer.seconds
         ran.append(stats)
         return stats
@@ -349,7 +351,8 @@ def ours(
             submit_copies(engine, [j.uid for j in done], f"-churn{k}")
             steady.append(cycle())
     explainer.close()
-    explained[id(ran[-1])] = explainer.seconds
+    if background:
+        explained[id(ran[-1])] = explainer.seconds
     return Cycles(burst, second, cold, catch_up, steady, explained)
 
 

@@ -46,6 +46,8 @@ from vglobal.model.resources import ResourceVector
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
 # every second or so, so later plans only wait one cycle.
 MAX_RECLAIM_PLANS = 16
+# A queue's jobs made admission's form at a time once the cycle is past its head (_Cycle._make).
+_MAKE_AHEAD = 64
 
 
 @dataclass(slots=True)
@@ -245,7 +247,7 @@ class _Cycle:
         rid_by_id, gid_by_id, gangs = self.rid_by_id, self.gid_by_id, self._prepared_gangs
         req_rows, req_dims, anywhere, i = self.req_rows, self.req_dims, self._anywhere, leaf.index
         append = leaf.jobs.append
-        for job in leaf.ordered[start : start + (64 if start else 1)]:
+        for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
             rid = rid_by_id[id(job.request)]
             if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
                 cand = anywhere  # the common case, inlined

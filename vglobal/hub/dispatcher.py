@@ -166,8 +166,8 @@ class CycleStats:
     snapshot: float = 0.0
     admit: float = 0.0
     write_admissions: float = 0.0  # binding updates, reclaims and the commit
-    # Dispatched events, changed wait reasons and queue figures (in a transaction of their own),
-    # then the metrics.
+    # After the commit: taking in the previous explanation, working out this one's reasons and
+    # handing them to the Explainer (which writes them there and then when inline), the metrics.
     write_waits: float = 0.0
     reasons_written: int = 0
     # Of write_waits, waiting for the previous cycle's explanation to commit (see Explainer).
@@ -210,6 +210,7 @@ class Explainer:
     """
 
     def __init__(self, *, background: bool) -> None:
+        self.background = background
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="explain") if background else None
         self._pending: Future[tuple[bindings_repo.Written, float]] | None = None
         self._now = 0.0  # the clock of the snapshot the explanation in flight explains
@@ -260,18 +261,17 @@ class Explainer:
 
 
 def dispatch_cycle(ctx: HubContext, explainer: Explainer | None = None) -> CycleStats:
-    """One cycle. With no ``explainer`` its explanation is written before it returns; with a
-    background one, while the next cycle runs (see Explainer)."""
+    """One cycle. With an inline ``explainer`` (or none) its explanation is written before it
+    returns; with a background one, while the next cycle runs (see Explainer)."""
     started = time.perf_counter()
     # A cycle allocates hundreds of thousands of short-lived objects and creates no reference
     # cycles of note: the cyclic collector would only add pauses, so it waits until the end.
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    inline = explainer is None
     explaining = Explainer(background=False) if explainer is None else explainer
     try:
         stats = _cycle(ctx, started, explaining)
-        if inline:
+        if not explaining.background:
             _take_in(ctx.snapshot_cache, explaining, before_read=True)
         return stats
     except BaseException:
