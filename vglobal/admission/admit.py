@@ -41,6 +41,7 @@ from vglobal.admission.starvation import Hold, reservation
 from vglobal.admission.status import queue_statuses
 from vglobal.admission.topology import HyperNodeRows, place_with_topology, tier_text
 from vglobal.admission.tree import QueueTree
+from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
 
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
@@ -224,13 +225,14 @@ class _Cycle:
                 self.queue_jobs[i] += len(jobs)
             leaf = self._leaf_for(queue)
             if leaf is None:
-                self._wait_all(jobs, Wait(self._not_a_leaf(queue)))
+                self._wait_all(jobs, self._not_a_leaf(queue))
                 continue
             ordered = _queue_order(jobs)
             if lookback and len(ordered) > lookback:
                 self._wait_all(
                     ordered[lookback:],
                     Wait(
+                        WaitKind.QueueLookback,
                         f"waiting its turn in queue {queue}: only the first {lookback} of its "
                         f"{len(ordered)} pending jobs are looked at each cycle (--queue-lookback)"
                     ),
@@ -269,16 +271,19 @@ class _Cycle:
             got = self.leaves[i] = _Leaf(i)
         return got
 
-    def _not_a_leaf(self, queue: str) -> str:
+    def _not_a_leaf(self, queue: str) -> Wait:
         tree = self.tree
         i = tree.idx.get(queue)
         if i is None:
-            return f"queue {queue} does not exist"
+            return Wait(WaitKind.QueueMissing, f"queue {queue} does not exist")
         if not tree.is_leaf[i]:
             kids = ", ".join(tree.names[c] for c in tree.children[i])
-            return f"queue {queue} is not a leaf queue (children: {kids}); jobs go only to leaf queues"
+            return Wait(
+                WaitKind.QueueNotLeaf,
+                f"queue {queue} is not a leaf queue (children: {kids}); jobs go only to leaf queues",
+            )
         closed = next(q for q in tree.path[i] if not tree.snaps[q].open)
-        return f"queue {tree.names[closed]} is closed"
+        return Wait(WaitKind.QueueClosed, f"queue {tree.names[closed]} is closed")
 
     def _limits(self, leaf: int) -> list[tuple[int, int, float]]:
         """(queue, resource, realCap) to check for a leaf's jobs, top-down below root.
@@ -309,7 +314,9 @@ class _Cycle:
         capacity = self.cap_rows[0]
         for r in job.dims:
             if req[r] > capacity[r]:
-                got = leaf.over_cap[job.rid] = Wait(capacity_reason(self.index, r, capacity[r], req[r]))
+                got = leaf.over_cap[job.rid] = Wait(
+                    WaitKind.ExceedsCapacity, capacity_reason(self.index, r, capacity[r], req[r])
+                )
                 return got
         alloc = self.tree.alloc
         # Top-down, so a limit a leaf only inherits is reported at the queue that sets it.
@@ -321,7 +328,10 @@ class _Cycle:
                 got = self._reasons.get(key)
                 if got is None:
                     explicit = bool(self.tree.capability[q][r] <= cap)
-                    got = Wait(capability_reason(self.tree.names[q], self.index, r, cap, a, need, explicit))
+                    got = Wait(
+                        WaitKind.Capability,
+                        capability_reason(self.tree.names[q], self.index, r, cap, a, need, explicit),
+                    )
                     self._reasons[key] = got
                 leaf.over_cap[job.rid] = got
                 return got
@@ -386,7 +396,7 @@ class _Cycle:
         key = ("fit", job.gang.tag, best)
         got = self._reasons.get(key)
         if got is None:
-            got = Wait(f"no cluster fits gang: {self.clusters.describe(job.gang)}; {best}")
+            got = Wait(WaitKind.NoFit, f"no cluster fits gang: {self.clusters.describe(job.gang)}; {best}")
             self._reasons[key] = got
         return got
 
@@ -424,7 +434,7 @@ class _Cycle:
         for r in job.dims:
             need = job.req[r]
             if held[r] > 0 and free[r] - held[r] < need:
-                return Wait(guarantee_reason(self.index, r, free[r], held[r], need))
+                return Wait(WaitKind.Guarantee, guarantee_reason(self.index, r, free[r], held[r], need))
         return None
 
     # --- the cycle ---------------------------------------------------------------------------
@@ -454,6 +464,7 @@ class _Cycle:
     def _out_of_budget(self, budget: int) -> None:
         """Every job not decided yet waits for the next cycle: this one admitted its most."""
         wait = Wait(
+            WaitKind.CycleBudget,
             f"waiting its turn: this cycle admitted {budget} jobs, the most one cycle admits "
             "(--max-admissions-per-cycle); the rest are looked at next cycle"
         )
@@ -503,6 +514,7 @@ class _Cycle:
         got = self._reasons.get(key)
         if got is None:
             got = Wait(
+                WaitKind.BehindStarving,
                 f"no cluster fits gang: {self.clusters.describe(job.gang)}; {best}; starving, but queued "
                 f"behind the starving job {leaf.starving} of queue {self.tree.names[job.leaf]}"
             )
@@ -551,6 +563,7 @@ class _Cycle:
         for c in self.clusters.ranked(job.cand, job.gang):
             if c in leaf.held and self.clusters.fit(c, job.gang) is not None:
                 return Wait(
+                    WaitKind.ReservedForStarving,
                     f"capacity on {self.clusters.names[c]} that fits gang {self.clusters.describe(job.gang)} "
                     f"is reserved for the starving job {leaf.held_for[c]} of queue "
                     f"{self.tree.names[job.leaf]}"
@@ -585,6 +598,7 @@ class _Cycle:
         leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
         names = ", ".join(v.uid for v in victims)
         return Wait(
+            WaitKind.Reclaiming,
             f"queue {queue} is below its deserved share: reclaiming {len(victims)} job"
             f"{'s' if len(victims) != 1 else ''} on {cluster} ({names}); gang "
             f"{self.clusters.describe(job.gang)} is admitted once they stop"
@@ -601,13 +615,14 @@ class _Cycle:
         head = f"no cluster fits gang: {self.clusters.describe(job.gang)}; {best}"
         found = reservation(self.clusters, self._fits_allocatable(job), job.gang)
         if found is None:
-            return Wait(f"{head}; no candidate cluster could hold it even when empty")
+            return Wait(WaitKind.NeverFits, f"{head}; no candidate cluster could hold it even when empty")
         c = found.cluster
         leaf.held[c] = found
         leaf.held_for[c] = job.snap.uid
         leaf.starving = job.snap.uid
         waited = int(self.snap.now - job.snap.waiting_since)
         return Wait(
+            WaitKind.Starving,
             f"{head}; waiting {waited}s (over {int(self.snap.starvation_after)}s): capacity "
             f"{fmt_row(self.index, job.gang.total.tolist())} reserved on {self.clusters.names[c]} "
             f"against lower-priority jobs of queue {self.tree.names[job.leaf]}"

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
 
 ROOT = "root"
@@ -136,6 +137,7 @@ class Admit:
 
 @dataclass(frozen=True)
 class Wait:
+    kind: WaitKind
     reason: str  # a sentence a person understands, with numbers
 
 

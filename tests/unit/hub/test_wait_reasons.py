@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from vglobal.admission import AdmissionResult, Admit, Wait
 from vglobal.hub.dispatcher import REASON_REFRESH, REASONS_PER_CYCLE, REFRESH_PER_CYCLE, changed_waits
+from vglobal.model.reasons import WaitKind
 
 
 def result(**reasons: str) -> AdmissionResult:
-    decisions: dict[str, Admit | Wait] = {uid: Wait(r) for uid, r in reasons.items()}
+    decisions: dict[str, Admit | Wait] = {uid: Wait(WaitKind.NoFit, r) for uid, r in reasons.items()}
     decisions["admitted"] = Admit("c")
     return AdmissionResult(decisions=decisions, reclaims=(), queues={}, admitted_order=("admitted",))
 

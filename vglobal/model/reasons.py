@@ -1,0 +1,26 @@
+"""Why a pending job waits: a kind a program can act on, beside the sentence a person reads."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class WaitKind(StrEnum):
+    """What stopped a job this cycle. The sentence carries the figures; the kind does not change
+    while only the figures move, so the hub rewrites a stored reason at once only when its kind
+    changes."""
+
+    QueueMissing = "QueueMissing"
+    QueueNotLeaf = "QueueNotLeaf"
+    QueueClosed = "QueueClosed"
+    QueueLookback = "QueueLookback"  # behind the first --queue-lookback jobs of its queue
+    CycleBudget = "CycleBudget"  # the cycle reached --max-admissions-per-cycle
+    ExceedsCapacity = "ExceedsCapacity"  # more than all schedulable clusters have together
+    Capability = "Capability"  # a queue's capability (or inherited limit) on the job's path
+    Guarantee = "Guarantee"  # other queues' unmet guarantees hold the capacity back
+    NoFit = "NoFit"  # no candidate cluster fits the gang now
+    ReservedForStarving = "ReservedForStarving"  # the capacity is held for a starving job
+    Reclaiming = "Reclaiming"  # victims are being reclaimed for this job
+    Starving = "Starving"  # waited past --starvation-after; capacity reserved for it
+    BehindStarving = "BehindStarving"  # starving, but behind its queue's starving job
+    NeverFits = "NeverFits"  # no candidate cluster could hold it even when empty
