@@ -373,9 +373,11 @@ for _action in ("cordon", "uncordon", "drain"):
 
 def register_extras() -> None:
     from vglobal.cli.demo import demo
+    from vglobal.cli.health import health
     from vglobal.cli.sim import sim
 
     cli.add_command(demo)
+    cli.add_command(health)
     cli.add_command(sim)
 
 
