@@ -14,8 +14,8 @@ from vglobal.agent.controller import JobController
 from vglobal.agent.pods import PodPhase
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_state
+from vglobal.clock import Clock
 from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, run_cycle
-from vglobal.sim.clock import Clock
 
 log = logging.getLogger(__name__)
 _LISTED_BINDS = 8  # pods named in one "Scheduled" event; the rest are counted

@@ -13,12 +13,12 @@ from typing import Any
 
 from vglobal.agent.backends.sim import SimBackend
 from vglobal.agent.runtime import ClusterRuntime
+from vglobal.clock import VirtualClock
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.resources import ResourceVector
 from vglobal.model.sim_cluster import SimCluster
 from vglobal.scheduler import DEFAULT_AGENT_CONF, parse_conf
-from vglobal.sim.clock import VirtualClock
 
 MAX_STEPS = 1_000_000  # a guard against a policy loop that never lets time settle
 _POD_SLOT = ResourceVector({"pods": 1})

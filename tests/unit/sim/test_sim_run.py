@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vglobal.sim.clock import VirtualClock
+from vglobal.clock import VirtualClock
 from vglobal.sim.run import run_simulation
 
 CPU = """\
