@@ -133,7 +133,11 @@ class ClusterRuntime:
         return out
 
     def next_event_time(self) -> float | None:
-        times = [
-            t for t in (self.backend.next_event_time(), self.controller.next_event_time()) if t is not None
-        ]
-        return min(times) if times else None
+        """When something here changes by itself next: a pod ending, a policy timeout, a gang's
+        bind timeout running out."""
+        times = [self.backend.next_event_time(), self.controller.next_event_time()]
+        if self.bind_timeout is not None:
+            times += [
+                r.accepted_at + self.bind_timeout for r in self.runs.values() if not (r.started or r.finished)
+            ]
+        return min((t for t in times if t is not None), default=None)
