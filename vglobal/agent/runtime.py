@@ -13,7 +13,7 @@ from vglobal.agent.backends.base import Backend
 from vglobal.agent.controller import JobController
 from vglobal.agent.pods import PodPhase
 from vglobal.agent.run import JobRun
-from vglobal.agent.snapshot import cluster_state
+from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.clock import Clock
 from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, run_cycle
 
@@ -73,7 +73,7 @@ class ClusterRuntime:
         key = self._input_key()
         if key == self._last_key:
             return
-        state = cluster_state(self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes())
+        state = cluster_snapshot(self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes())
         result = run_cycle(state, self.conf)
         self._apply(result)
 

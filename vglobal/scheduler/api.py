@@ -1,6 +1,6 @@
 """Input and output types of one scheduling cycle.
 
-The caller (the agent, the simulator, the tests) builds a :class:`ClusterState` snapshot and gets a
+The caller (the agent, the simulator, the tests) builds a :class:`ClusterSnapshot` and gets a
 :class:`CycleResult` back. Resources are canonical integer units (``vglobal.model.resources``):
 cpu millicores, memory bytes, ``pods`` a count, every other resource milli-units (1 GPU = 1000).
 Node usage is not an input: it is derived from the tasks that sit on each node.
@@ -111,7 +111,9 @@ class QueueSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterState:
+class ClusterSnapshot:
+    """The scheduler's input: one cluster's nodes, the jobs on it and their queues, at session open."""
+
     nodes: tuple[NodeSpec, ...]
     jobs: tuple[JobSpec, ...]
     queues: tuple[QueueSpec, ...]
@@ -131,7 +133,7 @@ class CycleResult:
 
 __all__ = [
     "EMPTY",
-    "ClusterState",
+    "ClusterSnapshot",
     "CycleResult",
     "JobSpec",
     "NodeSpec",
