@@ -15,7 +15,7 @@ def sim() -> None:
     """Simulate clusters with a virtual clock."""
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
     from vglobal.model.duration import parse_duration
 
     if value is None:

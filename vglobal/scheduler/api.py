@@ -128,7 +128,6 @@ class CycleResult:
     evictions: tuple[str, ...]  # task uids to evict (preempt / reclaim victims)
     podgroup_phases: Mapping[str, str]  # job uid -> PodGroup phase after the session
     reasons: Mapping[str, str]  # job uid -> why it is not (fully) scheduled
-    task_status_counts: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: _NO_ANY)
 
 
 __all__ = [

@@ -102,17 +102,12 @@ class Session(PluginHooks):
             for t in job.by_status.get(TaskStatus.Pipelined, {}).values()
             if t.node is not None
         }
-        counts = {
-            uid: {str(status): len(tasks) for status, tasks in job.by_status.items() if tasks}
-            for uid, job in self.jobs.items()
-        }
         return CycleResult(
             binds=dict(self.binds),
             pipelined=pipelined,
             evictions=tuple(self.evictions),
             podgroup_phases=phases,
             reasons=dict(self.reasons),
-            task_status_counts=counts,
         )
 
     def podgroup_phase(self, job: JobInfo) -> str:
