@@ -24,16 +24,19 @@ import math
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-from vglobal.admission import ClusterSnap, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot, admit
+from vglobal.admission import ClusterSnap, Gang, NodeSnap, PendingJob, QueueSnap, Snapshot
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
+from vglobal.sim.dispatch import Dispatcher, Rules
+from vglobal.sim.rounds import AdmissionRounds
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "philly"
 GPU = "nvidia.com/gpu"
@@ -81,9 +84,71 @@ def load(limit: int | None) -> tuple[list[TraceJob], dict[str, int]]:
     return jobs, weights
 
 
+class PhillyNodes:
+    """The cluster's nodes as free GPU counts; a gang's pods go first-fit in node order, as the agent
+    would place them. Both dispatch rules place through it."""
+
+    def __init__(self, nodes: int) -> None:
+        self.free = np.full(nodes, PER_NODE, dtype=np.int64)
+        self._snaps: dict[tuple[int, int], NodeSnap] = {}  # by (node, free GPUs): reused across cycles
+
+    def rows(self, per_pod: int, pods: int) -> list[int] | None:
+        """Node rows of the gang's pods (taken), or None if it does not fit (nothing taken)."""
+        per_node = self.free // per_pod
+        cum = np.cumsum(per_node)
+        if cum[-1] < pods:
+            return None
+        last = int(np.searchsorted(cum, pods))
+        take = per_node[: last + 1].copy()
+        take[last] -= int(cum[last]) - pods
+        rows = [int(i) for i in np.flatnonzero(take) for _ in range(int(take[i]))]
+        for i in rows:
+            self.free[i] -= per_pod
+        return rows
+
+    def give_back(self, rows: list[int], per_pod: int) -> None:
+        for i in rows:
+            self.free[i] += per_pod
+
+    # --- the Placer of vglobal.sim.rounds
+    def clusters(self) -> tuple[ClusterSnap, ...]:
+        return (ClusterSnap("philly", {}, tuple(self._node(i, int(f)) for i, f in enumerate(self.free))),)
+
+    def place(self, cluster: str, gang: Gang) -> dict[str, ResourceVector] | None:
+        ((pod, pods),) = gang
+        per_pod = pod[GPU] // 1000
+        rows = self.rows(per_pod, pods)
+        if rows is None:
+            return None
+        per: dict[str, int] = defaultdict(int)
+        for i in rows:
+            per[f"n{i:04d}"] += per_pod * 1000
+        return {n: ResourceVector({GPU: v}) for n, v in per.items()}
+
+    def release(self, cluster: str, placements: Mapping[str, ResourceVector]) -> None:
+        for node, vec in placements.items():
+            self.free[int(node[1:])] += vec[GPU] // 1000
+
+    def _node(self, i: int, free: int) -> NodeSnap:
+        got = self._snaps.get((i, free))
+        if got is None:
+            got = self._snaps[(i, free)] = NodeSnap(
+                f"n{i:04d}", ResourceVector({GPU: free * 1000}), ResourceVector({GPU: PER_NODE * 1000})
+            )
+        return got
+
+
+class NoReclaimDispatcher(Dispatcher):
+    """admit() told of no running job, so it has nothing to reclaim."""
+
+    def snapshot(self, now: float, clusters: Iterable[ClusterSnap]) -> Snapshot:
+        return replace(super().snapshot(now, clusters), running=())
+
+
 @dataclass
 class Run:
-    """One replay: the nodes' free GPUs, pending and running jobs, and the event clock."""
+    """One replay: the trace's jobs waiting and running, and the statistics; fair share goes through
+    the hub's dispatcher in memory (vglobal.sim.rounds)."""
 
     name: str
     jobs: list[TraceJob]
@@ -93,39 +158,43 @@ class Run:
     reclaim: bool = True
     reclaim_after: float = 0.0
     reclaim_min_runtime: float = 0.0
-    free: np.ndarray = field(init=False)
+    cluster: PhillyNodes = field(init=False)
+    rounds: AdmissionRounds = field(init=False)
     attempt_start: dict[str, float] = field(default_factory=dict)
     pending: dict[str, list[TraceJob]] = field(default_factory=lambda: defaultdict(list))
     running: dict[str, tuple[TraceJob, list[int]]] = field(default_factory=dict)
+    by_uid: dict[str, TraceJob] = field(default_factory=dict)
     lost: float = 0.0
     reclaimed: int = 0
-    rejected: int = 0
     contended: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # GPU-s while jobs wait
     jain_time: float = 0.0
     busy_time: float = 0.0
     cycles: int = 0
-    waiting_since: dict[str, float] = field(default_factory=dict)
-    # Snapshot pieces reused across cycles: a node by its free GPUs, a job by its waiting time.
-    _nodes: dict[tuple[int, int], NodeSnap] = field(default_factory=dict)
-    _jobs: dict[tuple[str, float], PendingJob] = field(default_factory=dict)
-    _runs: dict[tuple[str, float], RunningJob] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.free = np.full(self.nodes, PER_NODE, dtype=np.int64)
+        self.cluster = PhillyNodes(self.nodes)
+        queues = [QueueSnap(q, weight=w) for q, w in sorted(self.weights.items())]
+        rules = Rules(
+            reclaim_after=self.reclaim_after, reclaim_min_runtime=self.reclaim_min_runtime, max_admissions=0
+        )
+        dispatcher = (Dispatcher if self.reclaim else NoReclaimDispatcher)(queues, rules)
+        self.rounds = AdmissionRounds(dispatcher, self.cluster)
 
-    def place(self, job: TraceJob) -> list[int] | None:
-        """First-fit of the gang's pods onto nodes in index order (what the agent would do)."""
-        per_node = self.free // job.per_pod
-        cum = np.cumsum(per_node)
-        if cum[-1] < job.pods:
-            return None
-        last = int(np.searchsorted(cum, job.pods))
-        take = per_node[: last + 1].copy()
-        take[last] -= int(cum[last]) - job.pods
-        rows = [int(i) for i in np.flatnonzero(take) for _ in range(int(take[i]))]
-        for i in rows:
-            self.free[i] -= job.per_pod
-        return rows
+    @property
+    def rejected(self) -> int:
+        return self.rounds.rejected
+
+    def arrive(self, job: TraceJob) -> None:
+        self.pending[job.queue].append(job)
+        self.by_uid[job.uid] = job
+        if self.name != "fifo":
+            pod = ResourceVector({GPU: job.per_pod * 1000})
+            gpus = ResourceVector({GPU: job.gpus * 1000})
+            self.rounds.submit(
+                PendingJob(
+                    job.uid, job.uid, "philly", job.queue, 0, job.submit, job.submit, gpus, ((pod, job.pods),)
+                )
+            )
 
     def start(self, job: TraceJob, rows: list[int], now: float, events: list[tuple[float, int, str]]) -> None:
         if job.start is None:
@@ -140,17 +209,11 @@ class Run:
         if entry is None or entry[0].attempts != attempt:
             return  # a completion of an attempt that was reclaimed
         job, rows = self.running.pop(uid)
-        for i in rows:
-            self.free[i] += job.per_pod
+        if self.name == "fifo":
+            self.cluster.give_back(rows, job.per_pod)
+        else:
+            self.rounds.finish(uid)
         job.finish = now
-
-    def stop(self, uid: str, now: float) -> None:
-        job, rows = self.running.pop(uid)
-        for i in rows:
-            self.free[i] += job.per_pod
-        self.reclaimed += 1
-        self.pending[job.queue].append(job)
-        self.waiting_since[job.uid] = now
 
     # --- dispatch rules ----------------------------------------------------------------------
     def fifo(self, now: float, events: list[tuple[float, int, str]]) -> None:
@@ -164,107 +227,34 @@ class Run:
                 js = self.pending[q]
                 i = cursor[q]
                 cursor[q] = i + 1
-                rows = self.place(js[i])
+                rows = self.cluster.rows(js[i].per_pod, js[i].pods)
                 if rows is not None:
                     self.start(js[i], rows, now, events)
                     started.add(js[i].uid)
-                if i + 1 < len(js) and self.free.any():
+                if i + 1 < len(js) and self.cluster.free.any():
                     nxt.append(q)
             live = nxt
         for q in queues:
             self.pending[q] = [j for j in self.pending[q] if j.uid not in started]
 
-    def fair(self, now: float, events: list[tuple[float, int, str]], started_at: dict[str, float]) -> None:
-        node_snaps = [self._node(i, int(f)) for i, f in enumerate(self.free)]
-        usage: dict[str, int] = defaultdict(int)
-        running = []
-        for job, rows in self.running.values():
-            usage[job.queue] += job.gpus * 1000
-            if self.reclaim:
-                running.append(self._running(job, rows))
-        queues = tuple(
-            QueueSnap(q, weight=w, allocated=ResourceVector({GPU: usage[q]}))
-            for q, w in sorted(self.weights.items())
-        )
-        pending = tuple(self._pending(j) for js in self.pending.values() for j in js)
-        snap = Snapshot(
-            now,
-            queues,
-            (ClusterSnap("philly", {}, tuple(node_snaps)),),
-            pending,
-            tuple(running),
-            reclaim_after=self.reclaim_after,
-            reclaim_min_runtime=self.reclaim_min_runtime,
-        )
-        result = admit(snap)
-        by_uid = {j.uid: j for js in self.pending.values() for j in js}
-        # Admissions first: they were decided on the nodes as they are now, before any victim stops.
-        done: set[str] = set()
-        for uid in result.admitted_order:
-            job = by_uid[uid]
-            placed = self.place(job)
-            if placed is None:
-                # admit() checked the gang against its own first-fit of this cycle, which steers
-                # around starvation reservations; the agent places first-fit without knowing them,
-                # so a later gang of the same cycle can miss. The agent rejects it: it stays pending.
-                self.rejected += 1
-                continue
-            done.add(uid)
-            self.start(job, placed, now, events)
-            started_at[uid] = now
+    def fair(self, now: float, events: list[tuple[float, int, str]]) -> None:
+        """One cycle of the hub's dispatcher: admitted gangs placed first-fit (one the nodes cannot
+        hold after all, as admission steers around starvation reservations the agent knows nothing
+        of, is rejected and waits on), reclaimed jobs stopped and waiting again. A reclaimed job
+        restarts from scratch, so what it ran is lost."""
+        self.rounds.now = now
+        result = self.rounds.step(advance=0.0)
+        running = self.rounds.dispatcher.running
+        done = {uid for uid in result.admitted_order if uid in running}
+        for uid in done:
+            self.start(self.by_uid[uid], [], now, events)
         for r in result.reclaims:
-            job = self.running[r.victim_uid][0]
-            self.lost += job.gpus * (now - started_at.get(job.uid, now))
-            self.stop(r.victim_uid, now)
+            job = self.running.pop(r.victim_uid)[0]
+            self.lost += job.gpus * (now - self.attempt_start[job.uid])
+            self.reclaimed += 1
+            self.pending[job.queue].append(job)
         for q in list(self.pending):
             self.pending[q] = [j for j in self.pending[q] if j.uid not in done]
-
-    def _node(self, i: int, free: int) -> NodeSnap:
-        key = (i, free)
-        got = self._nodes.get(key)
-        if got is None:
-            got = self._nodes[key] = NodeSnap(
-                f"n{i:04d}", ResourceVector({GPU: free * 1000}), ResourceVector({GPU: PER_NODE * 1000})
-            )
-        return got
-
-    def _running(self, job: TraceJob, rows: list[int]) -> RunningJob:
-        key = (job.uid, float(job.attempts))
-        got = self._runs.get(key)
-        if got is None:
-            per: dict[str, int] = defaultdict(int)
-            for i in rows:
-                per[f"n{i:04d}"] += job.per_pod * 1000
-            got = self._runs[key] = RunningJob(
-                job.uid,
-                job.queue,
-                "philly",
-                0,
-                job.submit,
-                ResourceVector({GPU: job.gpus * 1000}),
-                {n: ResourceVector({GPU: v}) for n, v in per.items()},
-                running_since=self.attempt_start[job.uid],
-            )
-        return got
-
-    def _pending(self, j: TraceJob) -> PendingJob:
-        since = self.waiting_since.get(j.uid, j.submit)
-        key = (j.uid, since)
-        got = self._jobs.get(key)
-        if got is None:
-            pod = ResourceVector({GPU: j.per_pod * 1000})
-            got = self._jobs[key] = PendingJob(
-                j.uid,
-                j.uid,
-                "philly",
-                j.queue,
-                0,
-                j.submit,
-                since,
-                ResourceVector({GPU: j.gpus * 1000}),
-                ((pod, j.pods),),
-            )
-        return got
 
 
 def fair_shares(run: Run) -> dict[str, float]:
@@ -301,7 +291,6 @@ def replay(run: Run) -> float:
     """Event loop; returns wall seconds spent."""
     t = time.perf_counter()
     events: list[tuple[float, int, str]] = []  # completions: (time, attempt, uid)
-    started_at: dict[str, float] = {}
     arrivals = sorted(run.jobs, key=lambda j: (j.submit, j.uid))
     k = 0
     last = 0.0
@@ -314,14 +303,14 @@ def replay(run: Run) -> float:
             _, attempt, uid = heapq.heappop(events)
             run.finish(uid, attempt, now)
         while k < len(arrivals) and arrivals[k].submit <= now:
-            run.pending[arrivals[k].queue].append(arrivals[k])
+            run.arrive(arrivals[k])
             k += 1
         if any(run.pending.values()):
             run.cycles += 1
             if run.name == "fifo":
                 run.fifo(now, events)
             else:
-                run.fair(now, events, started_at)
+                run.fair(now, events)
     return time.perf_counter() - t
 
 
@@ -396,10 +385,15 @@ def main(argv: list[str] | None = None) -> int:
         jobs, weights = load(args.limit)
         nodes = max(1, round(sum(weights.values()) * args.scale))
         run = Run(
-            name, jobs, weights, nodes, args.tick, reclaim=not args.no_reclaim and name != "fair-noreclaim"
+            name,
+            jobs,
+            weights,
+            nodes,
+            args.tick,
+            reclaim=not args.no_reclaim and name != "fair-noreclaim",
+            reclaim_after=args.reclaim_after,
+            reclaim_min_runtime=args.reclaim_min_runtime,
         )
-        run.reclaim_after = args.reclaim_after
-        run.reclaim_min_runtime = args.reclaim_min_runtime
         seconds.append(replay(run))
         runs.append(run)
     cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)

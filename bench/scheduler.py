@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
     DEFAULT_AGENT_CONF,
-    ClusterState,
+    ClusterSnapshot,
     JobSpec,
     NodeSpec,
     QueueSpec,
@@ -30,7 +30,7 @@ from vglobal.scheduler import (
 GI = 1024**3
 
 
-def build(nodes: int, gangs: int, per_gang: int) -> ClusterState:
+def build(nodes: int, gangs: int, per_gang: int) -> ClusterSnapshot:
     """Nodes of 3 shapes; gangs of 4 shapes, sized so that all pods fit (about 80% of the cluster)."""
     shapes = [
         {"cpu": 64_000, "memory": 256 * GI, "pods": 110, "nvidia.com/gpu": 8_000},
@@ -69,10 +69,10 @@ def build(nodes: int, gangs: int, per_gang: int) -> ClusterState:
                 podgroup_phase="Inqueue",
             )
         )
-    return ClusterState(node_specs, tuple(jobs), (QueueSpec("default"),))
+    return ClusterSnapshot(node_specs, tuple(jobs), (QueueSpec("default"),))
 
 
-def measure(state: ClusterState, vectorized: bool) -> tuple[int, float]:
+def measure(state: ClusterSnapshot, vectorized: bool) -> tuple[int, float]:
     start = time.perf_counter()
     result = run_cycle(state, DEFAULT_AGENT_CONF, vectorized=vectorized)
     return len(result.binds), time.perf_counter() - start

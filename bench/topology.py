@@ -23,7 +23,7 @@ from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
     DEFAULT_AGENT_CONF,
-    ClusterState,
+    ClusterSnapshot,
     JobSpec,
     NodeSpec,
     QueueSpec,
@@ -113,7 +113,7 @@ def measure(
     nodes: tuple[NodeSpec, ...], hns: tuple[ResolvedHyperNode, ...], topology: tuple[str, int] | None
 ) -> dict[str, float]:
     jobs = gangs(sum(n.allocatable["nvidia.com/gpu"] for n in nodes), topology)
-    state = ClusterState(nodes, jobs, (QueueSpec("default"),), hns)
+    state = ClusterSnapshot(nodes, jobs, (QueueSpec("default"),), hns)
     start = time.perf_counter()
     result = run_cycle(state, DEFAULT_AGENT_CONF)
     took = time.perf_counter() - start

@@ -69,7 +69,7 @@ class Client:
         return self
 
     def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
 

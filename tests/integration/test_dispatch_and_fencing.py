@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import sqlalchemy as sa
 
-from tests.integration.agent_driver import ScriptedAgent
+from tests.integration.agent_driver import ScriptedAgent, units
+from tests.integration.polling import wait
 from vglobal.api.v1 import agent_pb2
 from vglobal.client import Client
 from vglobal.hub.server import Hub
@@ -23,16 +22,6 @@ spec:
       spec:
         containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}}}]
 """
-
-
-def wait(cond, timeout=10.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 def test_dispatch_ack_status_finish(hub: Hub, client: Client) -> None:
@@ -72,9 +61,17 @@ def test_stale_generation_is_ignored_and_cancelled(hub: Hub, client: Client, eng
         assert (cancel.job_uid, cancel.generation) == (d.job_uid, d.generation)
         job = client.get_job("j1")
         assert (job.binding_phase, job.generation) == ("Suspended", 1)
-        # A late report from the old run changes nothing.
+        # A late report from the old run changes nothing. The hub reads a stream's messages in
+        # order, so once the heartbeat sent after it is recorded, the report has been handled too.
         agent.status(d.job_uid, d.generation, "Completed")
-        time.sleep(0.5)
+        free = units(cpu=64000, memory=2**38, pods=110, **{"nvidia.com/gpu": 3000})
+        agent.send(
+            heartbeat=agent_pb2.Heartbeat(nodes=[agent_pb2.NodeFree(name=agent.nodes[0].name, free=free)])
+        )
+        wait(
+            lambda: dict(client.get_cluster("east").free.quantities).get("nvidia.com/gpu") == "3",
+            what="heartbeat",
+        )
         job = client.get_job("j1")
         assert (job.phase, job.binding_phase, job.generation) == ("Pending", "Suspended", 1)
         assert "Fenced" in [e.reason for e in client.explain_job("j1").events]

@@ -51,7 +51,8 @@ def test_a_failed_background_explanation_is_repaired_by_the_hub(
     fails, the next cycle sees the error, reads everything again, and the admission's Dispatched
     event is written once, by the repair, while the job waits for no second admission."""
     from tests.integration.agent_driver import ScriptedAgent
-    from tests.integration.test_dispatch_and_fencing import JOB, wait
+    from tests.integration.polling import wait
+    from tests.integration.test_dispatch_and_fencing import JOB
     from vglobal.client import Client
     from vglobal.config import HubSettings
     from vglobal.hub.server import Hub

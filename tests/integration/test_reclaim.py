@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-import time
-
 from tests.integration.agent_driver import ScriptedAgent, units
+from tests.integration.polling import wait
 from vglobal.api.v1 import agent_pb2
 from vglobal.client import Client
 from vglobal.config import HubSettings
+from vglobal.hub.metrics import REGISTRY
 from vglobal.hub.server import Hub
+
+CYCLES = "vglobal_dispatch_cycle_seconds_count"
+RECLAIMS = "vglobal_reclaims_total"
+
+
+def _sample(name: str) -> float:
+    """A metric of the hub in this process (its registry is the module's)."""
+    return REGISTRY.get_sample_value(name) or 0.0
+
 
 QUEUE = """
 apiVersion: scheduling.volcano.sh/v1beta1
@@ -46,15 +55,6 @@ def run_on(agent: ScriptedAgent, d: agent_pb2.Dispatch, name: str, gpus_left: in
             placements=[agent_pb2.PodPlacement(pod=f"{name}-t-0", node=node, phase="Running")],
         )
     )
-
-
-def wait(cond, timeout=10.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if v := cond():
-            return v
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 def test_queue_below_share_reclaims_the_newest_job_of_a_queue_above(hub: Hub, client: Client) -> None:
@@ -108,15 +108,15 @@ def test_reclaim_min_runtime_keeps_a_job_that_just_started(database_url: str) ->
             client.submit_job(JOB % ("b1", "b"))
             # b1 waits for a reason, cycle after cycle, and nothing of a's is taken back
             wait(lambda: "no cluster fits" in client.get_job("b1").reason)
-            time.sleep(1.0)  # five more cycles
+            cycles, reclaims = _sample(CYCLES), _sample(RECLAIMS)
+            wait(lambda: _sample(CYCLES) >= cycles + 5, what="five more dispatch cycles")
+            assert _sample(RECLAIMS) == reclaims  # five cycles saw b1 wait and took nothing back
             assert [client.get_job(n).binding_phase for n in ("a1", "a2", "b1")] == [
                 "Running",
                 "Running",
                 "Suspended",
             ]
-            assert agent.received.empty() or all(
-                m.WhichOneof("body") != "cancel" for m in list(agent.received.queue)
-            )
+            assert all(m.WhichOneof("body") != "cancel" for m in list(agent.received.queue))
     finally:
         agent.close()
         hub.shutdown()

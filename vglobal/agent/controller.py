@@ -17,9 +17,9 @@ from vglobal.agent.job_plugins import apply_pod_plugins, job_objects, pod_name
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.policies import SYNC_JOB, Request, decide
 from vglobal.agent.run import Delayed, JobRun
+from vglobal.clock import Clock
 from vglobal.model.job import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION, Job, Task
 from vglobal.model.phases import JobPhase
-from vglobal.sim.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from vglobal.agent.core import AgentCore
 from vglobal.agent.hub_link import HubLink, Inbox
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.clock import RealClock
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.sim_cluster import SimCluster
 from vglobal.scheduler import DEFAULT_AGENT_CONF, parse_conf
-from vglobal.sim.clock import RealClock
 
 log = logging.getLogger(__name__)
 

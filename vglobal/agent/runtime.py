@@ -13,9 +13,9 @@ from vglobal.agent.backends.base import Backend
 from vglobal.agent.controller import JobController
 from vglobal.agent.pods import PodPhase
 from vglobal.agent.run import JobRun
-from vglobal.agent.snapshot import cluster_state
+from vglobal.agent.snapshot import cluster_snapshot
+from vglobal.clock import Clock
 from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, run_cycle
-from vglobal.sim.clock import Clock
 
 log = logging.getLogger(__name__)
 _LISTED_BINDS = 8  # pods named in one "Scheduled" event; the rest are counted
@@ -73,7 +73,7 @@ class ClusterRuntime:
         key = self._input_key()
         if key == self._last_key:
             return
-        state = cluster_state(self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes())
+        state = cluster_snapshot(self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes())
         result = run_cycle(state, self.conf)
         self._apply(result)
 
@@ -133,7 +133,11 @@ class ClusterRuntime:
         return out
 
     def next_event_time(self) -> float | None:
-        times = [
-            t for t in (self.backend.next_event_time(), self.controller.next_event_time()) if t is not None
-        ]
-        return min(times) if times else None
+        """When something here changes by itself next: a pod ending, a policy timeout, a gang's
+        bind timeout running out."""
+        times = [self.backend.next_event_time(), self.controller.next_event_time()]
+        if self.bind_timeout is not None:
+            times += [
+                r.accepted_at + self.bind_timeout for r in self.runs.values() if not (r.started or r.finished)
+            ]
+        return min((t for t in times if t is not None), default=None)

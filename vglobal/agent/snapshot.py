@@ -8,7 +8,7 @@ from typing import Any
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.model.hypernode import ResolvedHyperNode, tier_of_name
-from vglobal.scheduler.api import ClusterState, JobSpec, NodeSpec, QueueSpec, TaskSpec, TaskStatus
+from vglobal.scheduler.api import ClusterSnapshot, JobSpec, NodeSpec, QueueSpec, TaskSpec, TaskStatus
 
 
 def _task_status(status: PodStatus, pipelined: str | None) -> tuple[TaskStatus, str | None]:
@@ -92,11 +92,11 @@ def job_spec(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = ()) -> Jo
     )
 
 
-def cluster_state(
+def cluster_snapshot(
     nodes: tuple[NodeSpec, ...], runs: Iterable[JobRun], hyper_nodes: tuple[ResolvedHyperNode, ...] = ()
-) -> ClusterState:
+) -> ClusterSnapshot:
     """Quotas were enforced by the hub: every queue here is an open, unlimited local queue."""
     active = [r for r in runs if not r.finished]
     jobs = tuple(job_spec(r, hyper_nodes) for r in sorted(active, key=lambda r: r.seq))
     queues = tuple(QueueSpec(name=q) for q in sorted({r.queue for r in active}))
-    return ClusterState(nodes=nodes, jobs=jobs, queues=queues, hyper_nodes=hyper_nodes)
+    return ClusterSnapshot(nodes=nodes, jobs=jobs, queues=queues, hyper_nodes=hyper_nodes)

@@ -6,13 +6,15 @@ import hashlib
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import grpc
 from rich.console import Console
 
+from vglobal.api.v1 import queues_pb2
 from vglobal.cli import output
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
 from vglobal.client import Client, VGlobalError, default_hub
@@ -20,6 +22,7 @@ from vglobal.client import Client, VGlobalError, default_hub
 console = Console()
 err_console = Console(stderr=True)
 FORMATS = click.Choice(["table", "wide", "json", "yaml"])
+T = TypeVar("T")
 
 
 def fail(message: str) -> None:
@@ -330,45 +333,53 @@ def queue_group() -> None:
     """Open or close a queue."""
 
 
-def _queue_action(action: str) -> Any:
-    @click.argument("name")
-    @click.pass_obj
-    def command(obj: Ctx, name: str) -> None:
-        try:
-            q = getattr(obj.client, f"{action}_queue")(name)
-            console.print(f"queue {q.name} is {q.state}", highlight=False)
-        except VGlobalError as exc:
-            fail(str(exc))
-
-    command.__doc__ = f"{action.capitalize()} a queue."
-    return command
-
-
-for _action in ("open", "close"):
-    queue_group.command(_action)(_queue_action(_action))
-
-
 @cli.group("cluster")
 def cluster_group() -> None:
     """Cordon, uncordon or drain a member cluster."""
 
 
-def _cluster_action(action: str) -> Any:
+def name_command(
+    group: click.Group, action: str, doc: str, call: Callable[[Client, str], T], said: Callable[[T], str]
+) -> None:
+    """Add ``vglobal GROUP ACTION NAME``: one SDK call on the named object, one line printed."""
+
+    @group.command(action, help=doc)
     @click.argument("name")
     @click.pass_obj
     def command(obj: Ctx, name: str) -> None:
         try:
-            c = getattr(obj.client, f"{action}_cluster")(name)
-            console.print(f"cluster {c.name} {action}ed: {c.state}", highlight=False)
+            console.print(said(call(obj.client, name)), highlight=False)
         except VGlobalError as exc:
             fail(str(exc))
 
-    command.__doc__ = f"{action.capitalize()} a cluster."
-    return command
+
+def _queue_state(q: queues_pb2.Queue) -> str:
+    return f"queue {q.name} is {q.state}"
 
 
-for _action in ("cordon", "uncordon", "drain"):
-    cluster_group.command(_action)(_cluster_action(_action))
+name_command(queue_group, "open", "Open a queue.", Client.open_queue, _queue_state)
+name_command(queue_group, "close", "Close a queue: no new jobs.", Client.close_queue, _queue_state)
+name_command(
+    cluster_group,
+    "cordon",
+    "Cordon a cluster: no new jobs go there.",
+    Client.cordon_cluster,
+    lambda c: f"cluster {c.name} cordoned: {c.state}",
+)
+name_command(
+    cluster_group,
+    "uncordon",
+    "Uncordon a cluster.",
+    Client.uncordon_cluster,
+    lambda c: f"cluster {c.name} uncordoned: {c.state}",
+)
+name_command(
+    cluster_group,
+    "drain",
+    "Drain a cluster: its jobs go back to wait for another cluster.",
+    Client.drain_cluster,
+    lambda c: f"cluster {c.name} drained: {c.state}",
+)
 
 
 def register_extras() -> None:

@@ -1,4 +1,4 @@
-"""`vglobal sim`: the agents' scheduler and job controller on simulated clusters, no hub needed."""
+"""`vglobal sim`: the hub's admission and the agents' code on simulated clusters, no hub process."""
 
 from __future__ import annotations
 
@@ -15,46 +15,84 @@ def sim() -> None:
     """Simulate clusters with a virtual clock."""
 
 
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
+    from vglobal.model.duration import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
 @sim.command("run")
 @click.option(
-    "--cluster",
-    "clusters",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    multiple=True,
-    required=True,
-    help="SimCluster file; repeat for several clusters.",
+    "--cluster", "clusters", type=_FILE, multiple=True, required=True, help="SimCluster file; repeat."
 )
 @click.option(
     "--jobs",
     "jobs_path",
     type=click.Path(exists=True, path_type=Path),
     required=True,
-    help="Job manifests: a file or a directory.",
+    help="Jobs, Queues and PriorityClasses: a file or a directory.",
 )
-@click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
+@click.option("--scheduler-conf", type=_FILE, default=None, help="The agents' volcano-scheduler.conf.")
 @click.option("--until-idle", is_flag=True, default=False, help="Run until nothing can change (default).")
-@click.option("--until", "until", default=None, help="Stop at this virtual time (Go duration, e.g. 10m).")
+@click.option("--until", callback=_duration, default=None, help="Stop at this virtual time (e.g. 10m).")
+@click.option("--placement", type=click.Choice(["binpack", "spread"]), default="binpack", show_default=True)
+@click.option("--starvation-after", callback=_duration, default="10m", show_default=True)
+@click.option("--reclaim-after", callback=_duration, default="0s", show_default=True)
+@click.option("--reclaim-min-runtime", callback=_duration, default="0s", show_default=True)
+@click.option(
+    "--bind-timeout",
+    callback=_duration,
+    default=None,
+    help="An agent hands back a gang it could not place this long (default: never).",
+)
 @click.option("-o", "--output", "fmt", type=click.Choice(["json"]), default="json", show_default=True)
 def sim_run(
     clusters: tuple[Path, ...],
     jobs_path: Path,
     scheduler_conf: Path | None,
     until_idle: bool,
-    until: str | None,
+    until: float | None,
+    placement: str,
+    starvation_after: float,
+    reclaim_after: float,
+    reclaim_min_runtime: float,
+    bind_timeout: float | None,
     fmt: str,
 ) -> None:
-    """Run jobs on simulated clusters and print every job's phase and every pod's node."""
-    from vglobal.model.duration import parse_duration
+    """Run jobs through the hub's admission and the agents' scheduler and job controller on
+    simulated clusters; print every job's phase, cluster and pods, and each queue's allocation."""
+    from vglobal.sim.dispatch import Rules
+    from vglobal.sim.federation import SimulationError
+    from vglobal.sim.inputs import SimInputError
     from vglobal.sim.run import run_simulation
 
-    result = run_simulation(
-        cluster_files=list(clusters),
-        jobs_path=jobs_path,
-        scheduler_conf=scheduler_conf,
-        until_idle=until is None or until_idle,
-        until=parse_duration(until) if until else None,
+    rules = Rules(
+        placement=placement,
+        starvation_after=starvation_after,
+        reclaim_after=reclaim_after,
+        reclaim_min_runtime=reclaim_min_runtime,
     )
-    print(json.dumps(result, indent=2))
+    try:
+        result = run_simulation(
+            cluster_files=list(clusters),
+            jobs_path=jobs_path,
+            scheduler_conf=scheduler_conf,
+            until_idle=until is None or until_idle,
+            until=until,
+            rules=rules,
+            bind_timeout=bind_timeout,
+        )
+    except (SimInputError, SimulationError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(result, indent=2))
 
 
 sim.add_command(openb)

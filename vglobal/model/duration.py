@@ -28,20 +28,3 @@ def parse_duration(text: str) -> float:
     if pos != len(s) or pos == 0:
         raise ValueError(f'invalid duration {text!r} (use Go form like "30s", "5m", "1h30m")')
     return sign * total
-
-
-def format_duration(seconds: float) -> str:
-    if seconds == 0:
-        return "0s"
-    sign = "-" if seconds < 0 else ""
-    rest = abs(seconds)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    out = ""
-    if hours:
-        out += f"{int(hours)}h"
-    if minutes:
-        out += f"{int(minutes)}m"
-    if secs or not out:
-        out += f"{secs:g}s"
-    return sign + out

@@ -15,7 +15,7 @@ Extra node or job data travels in ``NodeSpec.extensions`` / ``JobSpec.annotation
 from __future__ import annotations
 
 from vglobal.scheduler.api import (
-    ClusterState,
+    ClusterSnapshot,
     CycleResult,
     JobSpec,
     NodeSpec,
@@ -28,7 +28,7 @@ from vglobal.scheduler.conf import DEFAULT_AGENT_CONF, PluginOption, SchedulerCo
 
 
 def run_cycle(
-    state: ClusterState, conf: SchedulerConf = DEFAULT_AGENT_CONF, *, vectorized: bool = True
+    state: ClusterSnapshot, conf: SchedulerConf = DEFAULT_AGENT_CONF, *, vectorized: bool = True
 ) -> CycleResult:
     """One session: open, actions in order, close.
 
@@ -44,7 +44,7 @@ def run_cycle(
 
 __all__ = [
     "DEFAULT_AGENT_CONF",
-    "ClusterState",
+    "ClusterSnapshot",
     "CycleResult",
     "JobSpec",
     "NodeSpec",

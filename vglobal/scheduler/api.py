@@ -1,6 +1,6 @@
 """Input and output types of one scheduling cycle.
 
-The caller (the agent, the simulator, the tests) builds a :class:`ClusterState` snapshot and gets a
+The caller (the agent, the simulator, the tests) builds a :class:`ClusterSnapshot` and gets a
 :class:`CycleResult` back. Resources are canonical integer units (``vglobal.model.resources``):
 cpu millicores, memory bytes, ``pods`` a count, every other resource milli-units (1 GPU = 1000).
 Node usage is not an input: it is derived from the tasks that sit on each node.
@@ -111,7 +111,9 @@ class QueueSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterState:
+class ClusterSnapshot:
+    """The scheduler's input: one cluster's nodes, the jobs on it and their queues, at session open."""
+
     nodes: tuple[NodeSpec, ...]
     jobs: tuple[JobSpec, ...]
     queues: tuple[QueueSpec, ...]
@@ -126,12 +128,11 @@ class CycleResult:
     evictions: tuple[str, ...]  # task uids to evict (preempt / reclaim victims)
     podgroup_phases: Mapping[str, str]  # job uid -> PodGroup phase after the session
     reasons: Mapping[str, str]  # job uid -> why it is not (fully) scheduled
-    task_status_counts: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: _NO_ANY)
 
 
 __all__ = [
     "EMPTY",
-    "ClusterState",
+    "ClusterSnapshot",
     "CycleResult",
     "JobSpec",
     "NodeSpec",

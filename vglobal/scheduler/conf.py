@@ -41,12 +41,6 @@ class SchedulerConf:
     def plugin_names(self) -> tuple[str, ...]:
         return tuple(p.name for tier in self.tiers for p in tier)
 
-    def with_tier_plugins(self, tier: int, *plugins: PluginOption) -> SchedulerConf:
-        """A copy with ``plugins`` appended to tier ``tier`` (used to extend the default conf)."""
-        tiers = list(self.tiers)
-        tiers[tier] = (*tiers[tier], *plugins)
-        return SchedulerConf(self.actions, tuple(tiers), self.configurations)
-
 
 def _bool(value: Any, where: str) -> bool:
     if isinstance(value, bool):

@@ -51,7 +51,6 @@ PredicateFn = Callable[["TaskInfo"], Sequence[NodeFilter]]
 NodeOrderFn = Callable[["TaskInfo", int], float]  # one node (row)
 BatchNodeOrderFn = Callable[["TaskInfo", IntArray], FloatArray]  # many rows at once
 VictimsFn = Callable[["TaskInfo", Sequence["TaskInfo"]], "tuple[list[TaskInfo], int]"]
-VictimTasksFn = Callable[[Sequence["TaskInfo"]], "list[TaskInfo]"]
 VictimQueueOrderFn = Callable[["QueueInfo", "QueueInfo", "QueueInfo"], int]
 JobEnqueuedFn = Callable[["JobInfo"], None]
 HyperNodeOrderFn = Callable[["JobInfo", Mapping[str, IntArray]], Mapping[str, float]]

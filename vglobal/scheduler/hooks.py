@@ -36,7 +36,6 @@ from vglobal.scheduler.framework import (
     TaskOrderFn,
     VictimQueueOrderFn,
     VictimsFn,
-    VictimTasksFn,
 )
 from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.nodes import IntArray
@@ -61,7 +60,6 @@ _FLAGS = {
     "predicate": "Predicate",
     "node_order": "NodeOrder",
     "batch_node_order": "NodeOrder",
-    "victim_tasks": "Victim",
     "victim_queue_order": "QueueOrder",
     "hyper_node_order": "HyperNodeOrder",
     "job_allocator": None,
@@ -136,9 +134,6 @@ class PluginHooks:
     def add_batch_node_order_fn(self, plugin: str, fn: BatchNodeOrderFn) -> None:
         """A score that needs all candidate nodes at once (normalised across them)."""
         self._add("batch_node_order", plugin, fn)
-
-    def add_victim_tasks_fn(self, plugin: str, fn: VictimTasksFn) -> None:
-        self._add("victim_tasks", plugin, fn)
 
     def add_victim_queue_order_fn(self, plugin: str, fn: VictimQueueOrderFn) -> None:
         self._add("victim_queue_order", plugin, fn)

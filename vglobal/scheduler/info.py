@@ -24,10 +24,6 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 _READY = (*ALLOCATED_STATUS, TaskStatus.Succeeded)
 
 
-def allocated_status(status: TaskStatus) -> bool:
-    return status in ALLOCATED_STATUS
-
-
 def _name_suffix(name: str, index: int) -> int:
     tail = name.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else index

@@ -46,9 +46,6 @@ class ResourceIndex:
             out[self.col[name]] = value
         return out
 
-    def to_dict(self, vec: IntArray) -> dict[str, int]:
-        return {self.names[i]: int(v) for i, v in enumerate(vec) if v}
-
 
 class NodeTable:
     __slots__ = (

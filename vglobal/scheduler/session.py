@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from vglobal.scheduler import registry
-from vglobal.scheduler.api import ClusterState, CycleResult, TaskStatus
+from vglobal.scheduler.api import ClusterSnapshot, CycleResult, TaskStatus
 from vglobal.scheduler.conf import SchedulerConf
 from vglobal.scheduler.framework import Plugin
 from vglobal.scheduler.hooks import PluginHooks
@@ -21,7 +21,7 @@ from vglobal.scheduler.nodes import IntArray, NodeTable, ResourceIndex
 FINISHED = (TaskStatus.Succeeded, TaskStatus.Failed)
 
 
-def _resource_names(state: ClusterState) -> Iterable[str]:
+def _resource_names(state: ClusterSnapshot) -> Iterable[str]:
     for node in state.nodes:
         yield from node.allocatable
     for job in state.jobs:
@@ -36,7 +36,7 @@ def _resource_names(state: ClusterState) -> Iterable[str]:
 
 
 class Session(PluginHooks):
-    def __init__(self, state: ClusterState, conf: SchedulerConf, *, vectorized: bool = True) -> None:
+    def __init__(self, state: ClusterSnapshot, conf: SchedulerConf, *, vectorized: bool = True) -> None:
         super().__init__(conf.tiers)
         self.conf = conf
         self.vectorized = vectorized
@@ -102,17 +102,12 @@ class Session(PluginHooks):
             for t in job.by_status.get(TaskStatus.Pipelined, {}).values()
             if t.node is not None
         }
-        counts = {
-            uid: {str(status): len(tasks) for status, tasks in job.by_status.items() if tasks}
-            for uid, job in self.jobs.items()
-        }
         return CycleResult(
             binds=dict(self.binds),
             pipelined=pipelined,
             evictions=tuple(self.evictions),
             podgroup_phases=phases,
             reasons=dict(self.reasons),
-            task_status_counts=counts,
         )
 
     def podgroup_phase(self, job: JobInfo) -> str:

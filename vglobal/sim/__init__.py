@@ -1,1 +1,1 @@
-"""Simulated member clusters: nodes from SimCluster files, a virtual clock, the ``sim run`` driver."""
+"""Simulation: the hub's admission and the agents' code on simulated clusters, on a virtual clock."""

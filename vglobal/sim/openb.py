@@ -25,7 +25,7 @@ import numpy as np
 
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
-    ClusterState,
+    ClusterSnapshot,
     CycleResult,
     JobSpec,
     NodeSpec,
@@ -167,7 +167,7 @@ def place(
         JobSpec(t.uid, t.uid, "default", "default", 0, 1, {"pod": 1}, i, (t,), podgroup_phase="Inqueue")
         for i, t in enumerate(tasks)
     )
-    state = ClusterState(tuple(nodes), jobs, (QueueSpec("default"),))
+    state = ClusterSnapshot(tuple(nodes), jobs, (QueueSpec("default"),))
     # random is seeded through the conf so the scheduler stays a pure function of its input
     text = policy_conf(policy).replace("ScheduleWeight: 1}", f"ScheduleWeight: 1, deviceshare.Seed: {seed}}}")
     return tasks, run_cycle(state, parse_conf(text))

@@ -1,8 +1,11 @@
-"""``vglobal sim run``: the agents' job controller and scheduler on simulated clusters, virtual time.
+"""``vglobal sim run``: the hub's admission and the agents' code on simulated clusters, virtual time.
 
-No hub and no database: each job goes to the first cluster (in file order) whose nodes could hold
-its gang when empty, and every cluster runs the same ``ClusterRuntime`` the agent daemon runs.
-Time jumps from one event (a pod ending, a policy timeout) to the next.
+No hub process and no database: every job, submitted at once or at the time its
+``vglobal.io/sim-submit-at`` says, goes through admit() (queues, fair share, capability,
+starvation, reclaim) as the hub's dispatcher runs it, then to its cluster's agent, whose job
+controller and local scheduler run it (``vglobal.sim.federation``). Time jumps from one event (a
+job arriving, a pod ending, a policy or bind timeout, a wait reaching the starvation or reclaim
+threshold) to the next.
 """
 
 from __future__ import annotations
@@ -11,64 +14,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vglobal.agent.backends.sim import SimBackend
-from vglobal.agent.runtime import ClusterRuntime
-from vglobal.model.job import Job
-from vglobal.model.manifests import parse_manifests
-from vglobal.model.resources import ResourceVector
-from vglobal.model.sim_cluster import SimCluster
+from vglobal.clock import VirtualClock
+from vglobal.model.errors import ManifestError
 from vglobal.scheduler import DEFAULT_AGENT_CONF, parse_conf
-from vglobal.sim.clock import VirtualClock
+from vglobal.sim.agents import SimAgent
+from vglobal.sim.dispatch import Rules
+from vglobal.sim.federation import Federation, SimulationError
+from vglobal.sim.inputs import SimInputError, Submission, load_clusters, load_workload
+from vglobal.sim.report import report
 
-MAX_STEPS = 1_000_000  # a guard against a policy loop that never lets time settle
-_POD_SLOT = ResourceVector({"pods": 1})
-_MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-def load_clusters(paths: Sequence[Path]) -> list[SimCluster]:
-    out: list[SimCluster] = []
-    for path in paths:
-        found = [m for m in parse_manifests(path.read_text()) if isinstance(m, SimCluster)]
-        if not found:
-            raise ValueError(f"{path}: no SimCluster document")
-        out += found
-    return out
-
-
-def load_jobs(path: Path) -> list[Job]:
-    files = sorted(p for p in path.rglob("*") if p.suffix in _MANIFEST_SUFFIXES) if path.is_dir() else [path]
-    jobs: list[Job] = []
-    for f in files:
-        jobs += [m for m in parse_manifests(f.read_text()) if isinstance(m, Job)]
-    return jobs
-
-
-def gang_fits(job: Job, nodes: Sequence[ResourceVector]) -> bool:
-    """First-fit decreasing of the gang's pods onto ``nodes`` (each pod also takes a pod slot)."""
-    pods = [req + _POD_SLOT for _, req, count in job.gang() for _ in range(count)]
-    pods.sort(key=lambda r: sorted(r.items()), reverse=True)
-    free = list(nodes)
-    for pod in pods:
-        for i, room in enumerate(free):
-            if pod.fits_in(room):
-                free[i] = room - pod
-                break
-        else:
-            return False
-    return True
-
-
-def _allowed(job: Job, cluster: SimCluster) -> bool:
-    if job.allowed_clusters is not None and cluster.name not in job.allowed_clusters:
-        return False
-    return all(cluster.labels.get(k) == v for k, v in job.cluster_selector.items())
-
-
-def choose_cluster(job: Job, clusters: Sequence[SimCluster]) -> int | None:
-    for i, cluster in enumerate(clusters):
-        if _allowed(job, cluster) and gang_fits(job, [n.allocatable for n in cluster.nodes]):
-            return i
-    return None
+MAX_STEPS = 1_000_000  # a guard against rules that never let time settle
 
 
 def run_simulation(
@@ -78,56 +33,88 @@ def run_simulation(
     scheduler_conf: Path | None = None,
     until_idle: bool = True,
     until: float | None = None,
+    rules: Rules | None = None,
+    bind_timeout: float | None = None,
 ) -> dict[str, Any]:
-    """Run to idle (nothing left that can change) or to virtual time ``until``, then report."""
+    """Run to idle (nothing left that can change) or to virtual time ``until``, then report.
+
+    Raises SimInputError for bad input (naming the file and field), SimulationError if the run
+    does not settle."""
     clusters = load_clusters(cluster_files)
-    conf = parse_conf(scheduler_conf.read_text()) if scheduler_conf is not None else DEFAULT_AGENT_CONF
+    workload = load_workload(jobs_path)
+    conf = DEFAULT_AGENT_CONF
+    if scheduler_conf is not None:
+        try:
+            conf = parse_conf(scheduler_conf.read_text())
+        except ValueError as exc:
+            raise SimInputError(f"{scheduler_conf}: {exc}") from None
     clock = VirtualClock()
-    runtimes = [ClusterRuntime(SimBackend(c), clock, conf) for c in clusters]
-    placed: list[tuple[Job, int | None]] = []
-    for job in load_jobs(jobs_path):
-        target = choose_cluster(job, clusters)
-        placed.append((job, target))
-        if target is not None:
-            runtimes[target].controller.start(job.key, 1, job, queue=job.queue)
+    try:
+        agents = [SimAgent(c, clock, conf, bind_timeout=bind_timeout) for c in clusters]
+    except ManifestError as exc:  # a HyperNode tree that does not resolve
+        raise SimInputError(f"SimCluster: {exc}") from None
+    fed = Federation(agents, workload.queue_snaps(), rules or Rules(), clock)
+    arrivals = _Arrivals(workload.submissions)
+    samples = _Samples(fed)
     for _ in range(MAX_STEPS):
-        for rt in runtimes:
-            rt.step()
-        times = [t for t in (rt.next_event_time() for rt in runtimes) if t is not None]
-        nxt = min(times) if times else None
-        if nxt is None:
-            break  # idle: no pod will end and no policy timeout is due
+        fed.submit(arrivals.due(clock.now()))
+        fed.settle()
+        samples.take()
+        times = [t for t in (fed.next_event_time(), arrivals.next_time()) if t is not None]
+        if not times or (not until_idle and until is None):
+            break  # idle: no job to come, no pod to end, no timeout due, no wait to cross a threshold
+        nxt = min(times)
         if until is not None and nxt > until:
             clock.advance_to(max(clock.now(), until))
-            for rt in runtimes:
-                rt.step()
-            break
-        if not until_idle and until is None:
+            fed.dirty = bool(fed.dispatcher.pending)
+            fed.settle()
+            samples.take()
             break
         clock.advance_to(nxt)
-    return {"time": clock.now(), "jobs": [_report(job, target, clusters, runtimes) for job, target in placed]}
+        fed.dirty = bool(fed.dispatcher.pending)  # waits crossed a threshold, exclusions ran out
+    else:
+        raise SimulationError(f"still changing after {MAX_STEPS} events (t={clock.now():g}s); pass --until")
+    return report(fed, clock.now(), samples.by_queue)
 
 
-def _report(
-    job: Job, target: int | None, clusters: Sequence[SimCluster], runtimes: Sequence[ClusterRuntime]
-) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": job.name, "namespace": job.namespace}
-    if target is None:
-        out.update(
-            phase="Pending",
-            cluster=None,
-            pods=[],
-            retryCount=0,
-            reason="no cluster's nodes can hold the gang",
-        )
-        return out
-    run = runtimes[target].runs[job.key]
-    out.update(
-        phase=str(run.phase),
-        cluster=clusters[target].name,
-        pods=[{"name": p, "node": n or None, "phase": ph} for p, n, ph in run.placements()],
-        retryCount=run.retry_count,
-        reason=run.message,
-        events=[{"reason": e.reason, "message": e.message, "time": e.time} for e in run.history],
-    )
-    return out
+class _Arrivals:
+    """Submissions in time order (file order within one instant)."""
+
+    def __init__(self, submissions: Sequence[Submission]) -> None:
+        self._todo = sorted(submissions, key=lambda s: s.at)
+        self._next = 0
+
+    def due(self, now: float) -> list[Submission]:
+        start = self._next
+        while self._next < len(self._todo) and self._todo[self._next].at <= now:
+            self._next += 1
+        return self._todo[start : self._next]
+
+    def next_time(self) -> float | None:
+        return self._todo[self._next].at if self._next < len(self._todo) else None
+
+
+class _Samples:
+    """Per queue, its allocation (its own and its children's admitted jobs) each time it changed."""
+
+    def __init__(self, fed: Federation) -> None:
+        self.fed = fed
+        self.by_queue: dict[str, list[tuple[float, dict[str, int]]]] = {
+            q.name: [] for q in fed.dispatcher.queues
+        }
+
+    def take(self) -> None:
+        d = self.fed.dispatcher
+        parent = {q.name: q.parent for q in d.queues}
+        rolled: dict[str, dict[str, int]] = {name: {} for name in self.by_queue}
+        for name in self.by_queue:
+            node: str | None = name
+            while node in rolled:
+                acc = rolled[node]
+                for r, v in d.allocated(name).items():
+                    acc[r] = acc.get(r, 0) + v
+                node = parent[node]
+        now = self.fed.clock.now()
+        for name, samples in self.by_queue.items():
+            if not samples or samples[-1][1] != rolled[name]:
+                samples.append((now, rolled[name]))

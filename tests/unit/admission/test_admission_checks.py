@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from tests.unit.admission.sim import GPU, Sim, admitted, cluster, gpus, job, jobs, reason
+from tests.unit.admission.builders import GPU, admitted, cluster, gpus, job, jobs, reason
 from vglobal.admission import AdmissionResult, PendingJob, QueueSnap, Snapshot, admit
 from vglobal.model.resources import ResourceVector
+from vglobal.sim.rounds import AdmissionRounds
 
 
 def run(queues: list[QueueSnap], pending: list[PendingJob], nodes: int = 8) -> AdmissionResult:
@@ -113,11 +114,13 @@ def test_a_queue_may_use_its_own_guarantee_and_ancestors_share_one() -> None:
         QueueSnap("org-b", parent="org"),
         QueueSnap("x"),
     ]
-    sim = Sim(queues, [cluster("c", 8, gpus(8))], jobs("x", "x", gpus(8), 8) + jobs("a", "org-a", gpus(8), 1))
+    sim = AdmissionRounds.of(
+        queues, [cluster("c", 8, gpus(8))], jobs("x", "x", gpus(8), 8) + jobs("a", "org-a", gpus(8), 1)
+    )
     sim.step()
     # org's guarantee is met by org-a's job, the rest went to x
     assert sim.usage("org-a") == gpus(8) and sim.usage("x") == gpus(48)
-    sim.pending.append(job("b0", "org-b", gpus(8), created=200))
+    sim.submit(job("b0", "org-b", gpus(8), created=200))
     assert admitted(sim.step()) == {"b0": "c"}
     assert sim.usage("org-a") + sim.usage("org-b") == gpus(16)
 

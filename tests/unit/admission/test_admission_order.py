@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from tests.unit.admission.sim import GPU, Sim, admitted, cluster, gpus, job, jobs
+from tests.unit.admission.builders import GPU, admitted, cluster, gpus, job, jobs
 from vglobal.admission import ClusterSnap, QueueSnap, Snapshot, admit
+from vglobal.sim.rounds import AdmissionRounds
 
 
 def test_three_to_one_weights_give_48_and_16_gpus_in_one_cycle() -> None:
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
         [cluster("gpu", 8, gpus(8))],
         jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20),
@@ -20,7 +21,7 @@ def test_three_to_one_weights_give_48_and_16_gpus_in_one_cycle() -> None:
 
 
 def test_an_admission_budget_spreads_the_same_admissions_over_cycles() -> None:
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
         [cluster("gpu", 8, gpus(8))],
         jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20),
@@ -41,7 +42,7 @@ def test_an_admission_budget_spreads_the_same_admissions_over_cycles() -> None:
 
 
 def test_volcano_globals_round_robin_would_split_evenly_we_do_not() -> None:
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("a", weight=1), QueueSnap("b", weight=1)],
         [cluster("gpu", 8, gpus(8))],
         jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(1), 200),
@@ -52,7 +53,7 @@ def test_volcano_globals_round_robin_would_split_evenly_we_do_not() -> None:
 
 
 def test_multi_round_share_converges_as_jobs_finish() -> None:
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("a", weight=3), QueueSnap("b", weight=1)],
         [cluster("gpu", 8, gpus(8))],
         jobs("a", "a", gpus(8), 20) + jobs("b", "b", gpus(8), 20),
@@ -61,14 +62,14 @@ def test_multi_round_share_converges_as_jobs_finish() -> None:
     for _ in range(3):
         rounds.append(sorted(admitted(sim.step())))
         # a job of each queue finishes; the freed GPUs go back by share
-        done = [sorted(u for u, r in sim.running.items() if r.queue == q)[0] for q in ("a", "b")]
+        done = [sorted(u for u, r in sim.dispatcher.running.items() if r.queue == q)[0] for q in ("a", "b")]
         sim.finish(*done)
     assert rounds[1] == ["a06", "b02"] and rounds[2] == ["a07", "b03"]
     assert sim.usage("a") == gpus(40) and sim.usage("b") == gpus(8)
 
 
 def test_higher_queue_priority_goes_first() -> None:
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("low", weight=100), QueueSnap("high", priority=10)],
         [cluster("gpu", 2, gpus(8))],
         jobs("l", "low", gpus(8), 4) + jobs("h", "high", gpus(8), 4),
@@ -84,7 +85,7 @@ def test_hierarchy_compares_ancestors_below_the_common_ancestor() -> None:
         QueueSnap("org-b", parent="org"),
         QueueSnap("solo"),
     ]
-    sim = Sim(
+    sim = AdmissionRounds.of(
         queues,
         [cluster("gpu", 8, gpus(8))],
         jobs("a", "org-a", gpus(8), 10) + jobs("b", "org-b", gpus(8), 10) + jobs("s", "solo", gpus(8), 10),

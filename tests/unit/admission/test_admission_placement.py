@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.unit.admission.sim import Sim, admitted, cluster, gpus, job, reason
+from tests.unit.admission.builders import admitted, cluster, gpus, job, reason
 from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
 from vglobal.model.resources import ResourceVector
+from vglobal.sim.rounds import AdmissionRounds
 
 Q = (QueueSnap("q"),)
 
@@ -122,7 +123,7 @@ def test_capacity_placed_earlier_in_the_cycle_is_reserved() -> None:
     # Two clusters of one 8-GPU node, three 5-GPU jobs of three queues: each placement is seen by
     # the next decision, so j1 goes to b and j2 waits instead of being sent to a full cluster.
     queues = [QueueSnap("q0"), QueueSnap("q1"), QueueSnap("q2")]
-    sim = Sim(
+    sim = AdmissionRounds.of(
         queues,
         [cluster("a", 1, gpus(8)), cluster("b", 1, gpus(8))],
         [job(f"j{i}", f"q{i}", gpus(5), created=i) for i in range(3)],
@@ -135,4 +136,4 @@ def test_capacity_placed_earlier_in_the_cycle_is_reserved() -> None:
     assert admitted(sim.step()) == {}  # the next cycle sees the same
     sim.finish("j0")
     assert admitted(sim.step()) == {"j2": "a"}
-    assert sim.running["j2"].placements == {"a-n00": gpus(5)}
+    assert sim.dispatcher.running["j2"].placements == {"a-n00": gpus(5)}

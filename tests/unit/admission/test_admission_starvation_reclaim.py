@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from tests.unit.admission.sim import Sim, admitted, cluster, gpus, job, jobs, reason
+from tests.unit.admission.builders import admitted, cluster, gpus, job, jobs, reason
 from vglobal.admission import QueueSnap
+from vglobal.sim.rounds import AdmissionRounds
 
 
 def test_starving_big_job_reserves_capacity_against_its_own_queue_only() -> None:
     # o is not reclaimable, so big can only wait for o to finish
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("o", reclaimable=False), QueueSnap("q"), QueueSnap("x")],
         [cluster("c", 2, gpus(8))],
         jobs("o", "o", gpus(4), 4),
         now=0,
     )
     assert len(admitted(sim.step())) == 4  # o0,o1 on n00; o2,o3 on n01: full
-    sim.pending += [job("big", "q", gpus(8), created=10), job("big2", "q", gpus(8), created=11)] + [
-        job(f"s{i}", "q", gpus(4), created=20 + i) for i in range(3)
-    ]
+    sim.submit(job("big", "q", gpus(8), created=10), job("big2", "q", gpus(8), created=11))
+    sim.submit(*[job(f"s{i}", "q", gpus(4), created=20 + i) for i in range(3)])
     sim.now = 20
     assert admitted(sim.step()) == {}
     sim.finish("o00")
@@ -35,7 +35,7 @@ def test_starving_big_job_reserves_capacity_against_its_own_queue_only() -> None
     # one reservation per queue: the next starving job of q waits behind it
     assert reason(result, "big2").endswith("starving, but queued behind the starving job big of queue q")
     # another queue's job is not held back by q's reservation
-    sim.pending.append(job("x0", "x", gpus(4), created=700))
+    sim.submit(job("x0", "x", gpus(4), created=700))
     assert admitted(sim.step()) == {"x0": "c"}
     sim.finish("s0", "x0")
     result = sim.step()
@@ -43,7 +43,7 @@ def test_starving_big_job_reserves_capacity_against_its_own_queue_only() -> None
 
 
 def test_reclaim_takes_newest_lowest_priority_jobs_down_to_deserved() -> None:
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("a"), QueueSnap("b")],
         [cluster("c", 4, gpus(8))],
         [
@@ -54,7 +54,7 @@ def test_reclaim_takes_newest_lowest_priority_jobs_down_to_deserved() -> None:
         ],
     )
     assert len(admitted(sim.step())) == 4  # a alone deserves everything
-    sim.pending += jobs("b", "b", gpus(8), 3)
+    sim.submit(*jobs("b", "b", gpus(8), 3))
     result = sim.step()
     assert admitted(result) == {}
     # one reclaim per queue and cycle; a3 is the newest of the lowest priority
@@ -73,51 +73,60 @@ def test_reclaim_takes_newest_lowest_priority_jobs_down_to_deserved() -> None:
     assert reason(result, "b02").startswith("no cluster fits gang")
     assert sim.usage("a") == gpus(16) and sim.usage("b") == gpus(16)
     # the reclaimed jobs are pending again and keep their age
-    assert sorted((j.uid, j.created) for j in sim.pending if j.queue == "a") == [("a1", 1.0), ("a3", 3.0)]
+    assert sorted((j.uid, j.created) for j in sim.dispatcher.pending.values() if j.queue == "a") == [
+        ("a1", 1.0),
+        ("a3", 3.0),
+    ]
 
 
 def test_reclaim_never_takes_a_guarantee_or_a_non_reclaimable_queue() -> None:
     for victim_queue in (QueueSnap("a", guarantee=gpus(28)), QueueSnap("a", reclaimable=False)):
-        sim = Sim([victim_queue, QueueSnap("b")], [cluster("c", 4, gpus(8))], jobs("a", "a", gpus(8), 4))
+        sim = AdmissionRounds.of(
+            [victim_queue, QueueSnap("b")], [cluster("c", 4, gpus(8))], jobs("a", "a", gpus(8), 4)
+        )
         assert len(admitted(sim.step())) == 4
-        sim.pending += jobs("b", "b", gpus(4), 1)
+        sim.submit(*jobs("b", "b", gpus(4), 1))
         result = sim.step()
         assert result.reclaims == (), victim_queue
         assert reason(result, "b00").startswith("no cluster fits gang")
 
 
 def test_reclaim_plans_all_victims_on_one_cluster() -> None:
-    sim = Sim(
+    sim = AdmissionRounds.of(
         [QueueSnap("a"), QueueSnap("b")],
         [cluster("x", 1, gpus(8)), cluster("y", 1, gpus(8))],
         jobs("a", "a", gpus(4), 4),
     )
     assert admitted(sim.step()) == {"a00": "x", "a01": "x", "a02": "y", "a03": "y"}
-    sim.pending += jobs("b", "b", gpus(8), 1)
+    sim.submit(*jobs("b", "b", gpus(8), 1))
     result = sim.step()
     assert sorted((r.victim_uid, r.cluster) for r in result.reclaims) == [("a00", "x"), ("a01", "x")]
     assert admitted(sim.step()) == {"b00": "x"}
 
 
 def test_reclaim_after_makes_a_job_wait_before_it_reclaims() -> None:
-    sim = Sim([QueueSnap("a"), QueueSnap("b")], [cluster("c", 2, gpus(8))], jobs("a", "a", gpus(8), 2))
+    sim = AdmissionRounds.of(
+        [QueueSnap("a"), QueueSnap("b")], [cluster("c", 2, gpus(8))], jobs("a", "a", gpus(8), 2)
+    )
     sim.step()
-    sim.pending += [job("b0", "b", gpus(8), created=sim.now)]
-    sim.reclaim_after = 300.0
+    sim.submit(job("b0", "b", gpus(8), created=sim.now))
+    sim.rules.reclaim_after = 300.0
     assert sim.step().reclaims == ()  # waited 0 s
     sim.now += 300
     assert [r.victim_uid for r in sim.step().reclaims] == ["a01"]
 
 
 def test_reclaim_min_runtime_protects_jobs_that_just_started() -> None:
-    def setup(min_runtime: float) -> Sim:
-        sim = Sim([QueueSnap("a"), QueueSnap("b")], [cluster("c", 2, gpus(8))], [job("a0", "a", gpus(8))])
+    def setup(min_runtime: float) -> AdmissionRounds:
+        sim = AdmissionRounds.of(
+            [QueueSnap("a"), QueueSnap("b")], [cluster("c", 2, gpus(8))], [job("a0", "a", gpus(8))]
+        )
         sim.step()  # a0 runs from t=1000
         sim.now += 600
-        sim.pending += [job("a1", "a", gpus(8), created=sim.now)]
+        sim.submit(job("a1", "a", gpus(8), created=sim.now))
         sim.step()  # a1 runs from t=1601
-        sim.pending += [job("b0", "b", gpus(8), created=sim.now)]
-        sim.reclaim_min_runtime = min_runtime
+        sim.submit(job("b0", "b", gpus(8), created=sim.now))
+        sim.rules.reclaim_min_runtime = min_runtime
         return sim
 
     assert [r.victim_uid for r in setup(0).step().reclaims] == ["a1"]  # the newest goes first

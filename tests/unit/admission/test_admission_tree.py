@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from tests.unit.admission.sim import GPU, cluster, gpus, jobs, res
+from tests.unit.admission.builders import GPU, cluster, gpus, jobs, res
 from vglobal.admission import ClusterSnap, PendingJob, QueueSnap, QueueStatus, Snapshot, admit
 from vglobal.model.resources import EMPTY, ResourceVector
 

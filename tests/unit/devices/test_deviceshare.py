@@ -10,7 +10,7 @@ import pytest
 
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
-    ClusterState,
+    ClusterSnapshot,
     JobSpec,
     NodeSpec,
     QueueSpec,
@@ -77,7 +77,7 @@ tiers:
 
 
 def schedule(nodes: Sequence[NodeSpec], tasks: Sequence[TaskSpec], text: str | None = None) -> dict[str, str]:
-    state = ClusterState(tuple(nodes), tuple(job(t, i) for i, t in enumerate(tasks)), (QueueSpec("default"),))
+    state = ClusterSnapshot(tuple(nodes), tuple(job(t, i) for i, t in enumerate(tasks)), (QueueSpec("default"),))
     return dict(run_cycle(state, parse_conf(text or conf())).binds)
 
 

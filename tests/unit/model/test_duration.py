@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vglobal.model.duration import format_duration, parse_duration
+from vglobal.model.duration import parse_duration
 
 
 @pytest.mark.parametrize(
@@ -30,10 +30,3 @@ def test_parse_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
 
-
-@pytest.mark.parametrize(
-    ("seconds", "text"), [(0, "0s"), (3, "3s"), (90.5, "1m30.5s"), (3600, "1h"), (5400, "1h30m")]
-)
-def test_format_round_trips(seconds: float, text: str) -> None:
-    assert format_duration(seconds) == text
-    assert parse_duration(text) == seconds

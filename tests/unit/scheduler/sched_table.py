@@ -12,7 +12,7 @@ from typing import Any
 
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
-    ClusterState,
+    ClusterSnapshot,
     CycleResult,
     JobSpec,
     NodeSpec,
@@ -114,7 +114,7 @@ def queue(name: str, weight: int = 1, **kw: Any) -> QueueSpec:
 
 def build_state(
     nodes: Sequence[NodeSpec], groups: Sequence[Group], pods: Sequence[Pod], queues: Sequence[QueueSpec]
-) -> ClusterState:
+) -> ClusterSnapshot:
     jobs = []
     for i, g in enumerate(groups):
         namespace, name = g.name.split("/")
@@ -135,7 +135,7 @@ def build_state(
                 preemption_policy=g.preemption_policy,
             )
         )
-    return ClusterState(tuple(nodes), tuple(jobs), tuple(queues))
+    return ClusterSnapshot(tuple(nodes), tuple(jobs), tuple(queues))
 
 
 def conf(actions: str, *tiers: Sequence[Any]) -> str:
@@ -164,7 +164,7 @@ class Case:
     pipelined: Mapping[str, str] | None = None
     phases: Mapping[str, str] | None = None
 
-    def state(self) -> ClusterState:
+    def state(self) -> ClusterSnapshot:
         return build_state(self.nodes, self.groups, self.pods, self.queues)
 
     def run(self) -> CycleResult:

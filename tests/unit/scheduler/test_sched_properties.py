@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
     DEFAULT_AGENT_CONF,
-    ClusterState,
+    ClusterSnapshot,
     JobSpec,
     NodeSpec,
     QueueSpec,
@@ -34,7 +34,7 @@ tiers:
 
 
 @st.composite
-def clusters(draw: st.DrawFn) -> ClusterState:
+def clusters(draw: st.DrawFn) -> ClusterSnapshot:
     nodes = tuple(
         NodeSpec(
             f"n{i}",
@@ -73,7 +73,7 @@ def clusters(draw: st.DrawFn) -> ClusterState:
                 podgroup_phase=draw(st.sampled_from(["Pending", "Inqueue"])),
             )
         )
-    return ClusterState(nodes, tuple(jobs), (QueueSpec("qa", weight=2), QueueSpec("qb")))
+    return ClusterSnapshot(nodes, tuple(jobs), (QueueSpec("qa", weight=2), QueueSpec("qb")))
 
 
 CONFS = st.sampled_from([DEFAULT_AGENT_CONF, WITH_QUOTAS])
@@ -82,7 +82,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 @SETTINGS
 @given(clusters(), CONFS)
-def test_gang_is_all_or_nothing(state: ClusterState, conf: SchedulerConf) -> None:
+def test_gang_is_all_or_nothing(state: ClusterSnapshot, conf: SchedulerConf) -> None:
     result = run_cycle(state, conf)
     for job in state.jobs:
         bound = sum(1 for t in job.tasks if t.uid in result.binds)
@@ -91,7 +91,7 @@ def test_gang_is_all_or_nothing(state: ClusterState, conf: SchedulerConf) -> Non
 
 @SETTINGS
 @given(clusters(), CONFS)
-def test_no_node_is_over_committed(state: ClusterState, conf: SchedulerConf) -> None:
+def test_no_node_is_over_committed(state: ClusterSnapshot, conf: SchedulerConf) -> None:
     result = run_cycle(state, conf)
     used: dict[str, ResourceVector] = defaultdict(ResourceVector)
     for job in state.jobs:
@@ -105,9 +105,9 @@ def test_no_node_is_over_committed(state: ClusterState, conf: SchedulerConf) -> 
 
 @SETTINGS
 @given(clusters(), CONFS)
-def test_same_input_in_any_order_gives_the_same_output(state: ClusterState, conf: SchedulerConf) -> None:
+def test_same_input_in_any_order_gives_the_same_output(state: ClusterSnapshot, conf: SchedulerConf) -> None:
     first = run_cycle(state, conf)
-    shuffled = ClusterState(state.nodes[::-1], state.jobs[::-1], state.queues[::-1])
+    shuffled = ClusterSnapshot(state.nodes[::-1], state.jobs[::-1], state.queues[::-1])
     assert run_cycle(shuffled, conf) == first
     assert run_cycle(state, conf, vectorized=False) == first
 
@@ -117,7 +117,7 @@ def test_bound_tasks_count_in_the_phase_next_cycle() -> None:
     req = ResourceVector({"cpu": 1000, "memory": GI})
     tasks = tuple(TaskSpec(f"j-w-{k}", f"j-w-{k}", "j", "w", k, req) for k in range(2))
     job = JobSpec("j", "j", "default", "qa", 0, 2, {"w": 2}, 0, tasks, podgroup_phase="Inqueue")
-    state = ClusterState(
+    state = ClusterSnapshot(
         (NodeSpec("n0", ResourceVector({"cpu": 4000, "memory": 8 * GI, "pods": 10})),),
         (job,),
         (QueueSpec("qa"),),
@@ -129,7 +129,7 @@ def test_bound_tasks_count_in_the_phase_next_cycle() -> None:
         for t in tasks
     )
     again = run_cycle(
-        ClusterState(
+        ClusterSnapshot(
             state.nodes,
             (JobSpec("j", "j", "default", "qa", 0, 2, {"w": 2}, 0, running, podgroup_phase="Inqueue"),),
             state.queues,
@@ -150,7 +150,7 @@ tiers:
 
 
 @st.composite
-def busy_clusters(draw: st.DrawFn) -> ClusterState:
+def busy_clusters(draw: st.DrawFn) -> ClusterSnapshot:
     """Like ``clusters`` but some jobs already run: their tasks are packed first-fit on the nodes."""
     base = draw(clusters())
     free = {n.name: dict(n.allocatable) for n in base.nodes}
@@ -195,12 +195,12 @@ def busy_clusters(draw: st.DrawFn) -> ClusterState:
                 podgroup_phase="Running" if running else "Inqueue",
             )
         )
-    return ClusterState(base.nodes, tuple(jobs), base.queues)
+    return ClusterSnapshot(base.nodes, tuple(jobs), base.queues)
 
 
 @SETTINGS
 @given(busy_clusters())
-def test_evictions_binds_and_pipelines_never_over_commit(state: ClusterState) -> None:
+def test_evictions_binds_and_pipelines_never_over_commit(state: ClusterSnapshot) -> None:
     result = run_cycle(state, ALL_ACTIONS)
     evicted = set(result.evictions)
     now: dict[str, ResourceVector] = defaultdict(ResourceVector)

@@ -1,4 +1,4 @@
-"""``run_simulation``: jobs on simulated clusters with a virtual clock, no hub."""
+"""``run_simulation``: jobs through admission and the agents' code on simulated clusters, virtual time."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vglobal.sim.clock import VirtualClock
+from vglobal.clock import VirtualClock
 from vglobal.sim.run import run_simulation
 
 CPU = """\
@@ -44,7 +44,7 @@ spec:
 ---
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
-metadata: {name: ignored}
+metadata: {name: research}
 spec: {weight: 1}
 """
 CPU_JOB = """\
@@ -98,10 +98,10 @@ def test_two_task_job_completes_on_the_cluster_that_fits(files: dict[str, Path])
     json.dumps(result)  # the CLI prints it as JSON
 
 
-def test_first_cluster_in_file_order_wins_and_failures_show(files: dict[str, Path]) -> None:
+def test_equally_empty_clusters_tie_by_name_and_failures_show(files: dict[str, Path]) -> None:
     result = run_simulation(cluster_files=[files["cpu"], files["gpu"]], jobs_path=files["prep"])
     (job,) = result["jobs"]
-    assert job["cluster"] == "cpu"
+    assert job["cluster"] == "cpu"  # both hold it and are as full: binpack's tie goes by name
     assert job["phase"] == "Failed"  # every pod exits 1 and there is no policy
     assert {p["phase"] for p in job["pods"]} == {"Failed"}
 
@@ -109,7 +109,8 @@ def test_first_cluster_in_file_order_wins_and_failures_show(files: dict[str, Pat
 def test_a_gang_no_cluster_holds_stays_pending_on_none(files: dict[str, Path]) -> None:
     result = run_simulation(cluster_files=[files["cpu"], files["gpu"]], jobs_path=files["huge"])
     (job,) = result["jobs"]
-    assert (job["phase"], job["cluster"], job["pods"]) == ("Pending", None, [])
+    assert (job["phase"], job["cluster"], job["pods"], job["admittedAt"]) == ("Pending", None, [], None)
+    assert job["reason"] == "job needs nvidia.com/gpu 24 but all schedulable clusters together have 16"
 
 
 def test_directory_of_jobs_and_until(files: dict[str, Path], tmp_path: Path) -> None:

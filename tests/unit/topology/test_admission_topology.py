@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.unit.admission.sim import admitted, gpus, job, reason
+from tests.unit.admission.builders import admitted, gpus, job, reason
 from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
 from vglobal.admission.snapshot import HyperNodeSnap
 from vglobal.admission.topology import lowest_tier

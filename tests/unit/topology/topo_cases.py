@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
-    ClusterState,
+    ClusterSnapshot,
     CycleResult,
     JobSpec,
     NodeSpec,
@@ -99,7 +99,7 @@ def run(
     hyper_nodes: Sequence[ResolvedHyperNode],
     conf: str = CONF,
 ) -> CycleResult:
-    state = ClusterState(tuple(node_specs), tuple(jobs), (QueueSpec("default"),), tuple(hyper_nodes))
+    state = ClusterSnapshot(tuple(node_specs), tuple(jobs), (QueueSpec("default"),), tuple(hyper_nodes))
     return run_cycle(state, parse_conf(conf))
 
 

@@ -7,10 +7,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vglobal.scheduler.actions.victims import fits_with, predicates_pass, victims_queue
+from vglobal.scheduler.actions.victims import (
+    fits_with,
+    pending_tasks,
+    predicates_pass,
+    starving_jobs,
+    victims_queue,
+)
 from vglobal.scheduler.api import TaskStatus
-from vglobal.scheduler.heap import GoHeap
-from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
+from vglobal.scheduler.info import JobInfo, TaskInfo
 from vglobal.scheduler.registry import register_action
 from vglobal.scheduler.selection import nodes_to_find, preempt_predicate_rows, score_nodes
 from vglobal.scheduler.session import Session
@@ -54,32 +59,11 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, accept: Callable
     return False
 
 
-def _task_heap(ssn: Session, job: JobInfo) -> GoHeap[TaskInfo]:
-    heap: GoHeap[TaskInfo] = GoHeap(ssn.task_order)
-    for task in job.by_status.get(TaskStatus.Pending, {}).values():
-        heap.push(task)
-    return heap
-
-
 def execute(ssn: Session) -> None:
-    queues: GoHeap[QueueInfo] = GoHeap(ssn.queue_order)
-    seen: set[str] = set()
-    preemptors: dict[str, GoHeap[JobInfo]] = {}
-    tasks: dict[str, GoHeap[TaskInfo]] = {}
-    under_request: dict[str, list[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending() or ssn.job_valid(job) is not None or job.spec.network_topology is not None:
-            continue
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.name not in seen:
-            seen.add(queue.name)
-            queues.push(queue)
-        if ssn.job_starving(job):
-            preemptors.setdefault(queue.name, GoHeap(ssn.job_order)).push(job)
-            under_request.setdefault(queue.name, []).append(job)
-            tasks[job.uid] = _task_heap(ssn, job)
+    # Volcano skips jobs with a network topology as preemptors.
+    starving = starving_jobs(ssn, skip=lambda job: job.spec.network_topology is not None)
+    queues, preemptors, tasks = starving.queues, starving.jobs, starving.tasks
+    under_request = starving.found
 
     while not queues.empty():
         queue = queues.pop()
@@ -110,7 +94,7 @@ def execute(ssn: Session) -> None:
                 jobs.push(job)
         # Phase 2: between tasks of one job.
         for job in under_request.get(queue.name, []):
-            heap = _task_heap(ssn, job)
+            heap = pending_tasks(ssn, job)
             while not heap.empty():
                 preemptor = heap.pop()
                 stmt = Statement(ssn)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vglobal.scheduler.actions.victims import fits_with, victims_queue
+from vglobal.scheduler.actions.victims import fits_with, starving_jobs, victims_queue
 from vglobal.scheduler.api import TaskStatus
-from vglobal.scheduler.heap import GoHeap
-from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.registry import register_action
 from vglobal.scheduler.selection import nodes_to_find, preempt_predicate_rows
 from vglobal.scheduler.session import Session
@@ -15,25 +13,8 @@ from vglobal.scheduler.statement import Statement
 
 
 def execute(ssn: Session) -> None:
-    queues: GoHeap[QueueInfo] = GoHeap(ssn.queue_order)
-    seen: set[str] = set()
-    preemptors: dict[str, GoHeap[JobInfo]] = {}
-    tasks: dict[str, GoHeap[TaskInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending() or ssn.job_valid(job) is not None:
-            continue
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.name not in seen:
-            seen.add(queue.name)
-            queues.push(queue)
-        if ssn.job_starving(job):
-            preemptors.setdefault(queue.name, GoHeap(ssn.job_order)).push(job)
-            heap: GoHeap[TaskInfo] = GoHeap(ssn.task_order)
-            for task in job.by_status.get(TaskStatus.Pending, {}).values():
-                heap.push(task)
-            tasks[job.uid] = heap
+    starving = starving_jobs(ssn)
+    queues, preemptors, tasks = starving.queues, starving.jobs, starving.tasks
 
     nodes = ssn.nodes
     while not queues.empty():

@@ -1,14 +1,55 @@
-"""Shared by preempt and reclaim: victim order and the "does the preemptor fit now" check."""
+"""Shared by preempt and reclaim: the starving jobs they serve, victim order and the "does the
+preemptor fit now" check."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.heap import GoHeap
-from vglobal.scheduler.info import TaskInfo
+from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.session import Session
+
+
+@dataclass
+class Starving:
+    """Where preempt and reclaim start: every queue with a job past enqueue, and per queue its
+    starving jobs, each with its pending tasks."""
+
+    queues: GoHeap[QueueInfo]
+    jobs: dict[str, GoHeap[JobInfo]] = field(default_factory=dict)  # per queue, in job order
+    found: dict[str, list[JobInfo]] = field(default_factory=dict)  # per queue, in session order
+    tasks: dict[str, GoHeap[TaskInfo]] = field(default_factory=dict)  # per job, in task order
+
+
+def pending_tasks(ssn: Session, job: JobInfo) -> GoHeap[TaskInfo]:
+    heap: GoHeap[TaskInfo] = GoHeap(ssn.task_order)
+    for task in job.by_status.get(TaskStatus.Pending, {}).values():
+        heap.push(task)
+    return heap
+
+
+def starving_jobs(ssn: Session, skip: Callable[[JobInfo], bool] = lambda job: False) -> Starving:
+    """Jobs still pending (not past enqueue), invalid ones and those ``skip`` names are left out."""
+    out = Starving(GoHeap(ssn.queue_order))
+    seen: set[str] = set()
+    for job in ssn.jobs.values():
+        if job.is_pending() or ssn.job_valid(job) is not None or skip(job):
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.name not in seen:
+            seen.add(queue.name)
+            out.queues.push(queue)
+        if ssn.job_starving(job):
+            out.jobs.setdefault(queue.name, GoHeap(ssn.job_order)).push(job)
+            out.found.setdefault(queue.name, []).append(job)
+            out.tasks[job.uid] = pending_tasks(ssn, job)
+    return out
 
 
 def victims_queue(ssn: Session, victims: Sequence[TaskInfo], preemptor: TaskInfo) -> GoHeap[TaskInfo]:

@@ -20,7 +20,6 @@ VGPU_NUMBER = "volcano.sh/vgpu-number"
 VGPU_MEMORY = "volcano.sh/vgpu-memory"
 VGPU_CORES = "volcano.sh/vgpu-cores"
 VGPU_MEMORY_PERCENTAGE = "volcano.sh/vgpu-memory-percentage"
-VGPU_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, VGPU_MEMORY_PERCENTAGE)
 MODE_ANNOTATION = "volcano.sh/vgpu-mode"  # hami-core | mig
 USE_TYPE_ANNOTATION = "nvidia.com/use-gputype"  # allowed models, comma or | separated
 NOUSE_TYPE_ANNOTATION = "nvidia.com/nouse-gputype"

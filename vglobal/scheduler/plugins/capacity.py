@@ -121,6 +121,8 @@ class CapacityPlugin(Plugin):
         return [attr, *(attrs[a] for a in attr.ancestors if a != ROOT)]
 
     def _register(self, ssn: Session, attrs: dict[str, CapacityAttr]) -> None:
+        """The session's closures over this session's queue figures: queue order, what a queue
+        may allocate, enqueue and preempt (here), reclaim and usage (``_register_reclaim``)."""
         hierarchy = self.hierarchy
 
         def queue_order(left: QueueInfo, right: QueueInfo) -> int:
@@ -191,7 +193,11 @@ class CapacityPlugin(Plugin):
                 a.inqueue += job.min_resources
 
         ssn.add_job_enqueued_fn(self.name, enqueued)
+        self._register_reclaim(ssn, attrs)
 
+    def _register_reclaim(self, ssn: Session, attrs: dict[str, CapacityAttr]) -> None:
+        """Which tasks other queues may take back, and the usage kept as tasks come and go."""
+        hierarchy = self.hierarchy
         pods = ssn.index.col["pods"]
 
         def reclaimable(reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> tuple[list[TaskInfo], int]:

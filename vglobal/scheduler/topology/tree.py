@@ -96,14 +96,6 @@ class HyperNodeTree:
                 break
         return out
 
-    def highest_allowed_ancestor(self, name: str, highest_tier: int) -> str | None:
-        """The highest ancestor of ``name`` (itself included) whose tier is allowed."""
-        best = None
-        for anc in self.ancestors[name]:
-            if self.tier[anc] <= highest_tier:
-                best = anc
-        return best
-
     def by_tier(self, names: Sequence[str] | None = None, highest_tier: int | None = None) -> list[list[str]]:
         """HyperNodes grouped by tier ascending, names sorted within a tier."""
         limit = self.max_tier if highest_tier is None else highest_tier

@@ -1,0 +1,215 @@
+"""What ``vglobal sim run`` reads: SimCluster files, and Jobs with the Queues and PriorityClasses
+they use, checked as the hub checks them on apply and submit. Every error names the file and
+the field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vglobal.admission import PendingJob, QueueSnap
+from vglobal.model.duration import parse_duration
+from vglobal.model.errors import ManifestError
+from vglobal.model.job import Job
+from vglobal.model.manifests import Manifest, parse_manifests
+from vglobal.model.priority_class import PriorityClass
+from vglobal.model.queue import ROOT, Queue, default_queue
+from vglobal.model.resources import ResourceVector
+from vglobal.model.sim_cluster import SimCluster
+
+SUFFIXES = (".yaml", ".yml", ".json")
+POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
+# When the job is submitted, in virtual time from the start (a Go duration); absent = at once.
+SUBMIT_AT_ANNOTATION = "vglobal.io/sim-submit-at"
+
+
+class SimInputError(ValueError):
+    """Bad input to a simulation; the message names the file and the field."""
+
+
+def _documents(path: Path) -> list[tuple[Path, Manifest]]:
+    if not path.exists():
+        raise SimInputError(f"{path}: no such file or directory")
+    files = (
+        sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+        if path.is_dir()
+        else [path]
+    )
+    out: list[tuple[Path, Manifest]] = []
+    for f in files:
+        try:
+            out += [(f, m) for m in parse_manifests(f.read_text())]
+        except ManifestError as exc:
+            raise SimInputError(f"{f}: {exc}") from None
+    return out
+
+
+def load_clusters(paths: Sequence[Path]) -> list[SimCluster]:
+    out: list[SimCluster] = []
+    for path in paths:
+        docs = _documents(path)
+        for f, m in docs:
+            if not isinstance(m, SimCluster):
+                raise SimInputError(
+                    f"{f}: kind: expected SimCluster in a cluster file, got {type(m).__name__}"
+                )
+        if not docs:
+            raise SimInputError(f"{path}: no SimCluster document")
+        out += [m for _, m in docs if isinstance(m, SimCluster)]
+    seen: set[str] = set()
+    for c in out:
+        if c.name in seen:
+            raise SimInputError(f'metadata.name: two clusters are named "{c.name}"')
+        seen.add(c.name)
+    return out
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A job as the hub stores it: validated, its priority resolved, its admission inputs derived."""
+
+    uid: str
+    job: Job
+    priority: int
+    at: float = 0.0  # virtual time of submission
+
+    def pending(self, created: float) -> PendingJob:
+        job = self.job
+        topo = job.network_topology
+        return PendingJob(
+            uid=self.uid,
+            name=job.name,
+            namespace=job.namespace,
+            queue=job.queue,
+            priority=self.priority,
+            created=created,
+            waiting_since=created,
+            request=job.total_request() + {"pods": job.total_pods()},
+            gang=tuple((req + POD_SLOT, n) for _, req, n in job.gang()),
+            allowed_clusters=job.allowed_clusters,
+            cluster_selector=job.cluster_selector,
+            network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    queues: tuple[Queue, ...]  # parents before children; "default" first
+    submissions: tuple[Submission, ...]  # in file order (uids sort the same way)
+
+    def queue_snaps(self) -> tuple[QueueSnap, ...]:
+        return tuple(
+            QueueSnap(
+                name=q.name,
+                parent=q.parent or ROOT,
+                weight=q.weight,
+                priority=q.priority,
+                capability=q.capability,
+                deserved=q.deserved,
+                guarantee=q.guarantee,
+                reclaimable=q.reclaimable,
+                open=q.state == "Open",
+                created=i,
+            )
+            for i, q in enumerate(self.queues)
+        )
+
+
+def load_workload(path: Path) -> Workload:
+    """Queues and PriorityClasses apply first (the last of a name wins), then every Job is
+    submitted in file order, at the time its ``vglobal.io/sim-submit-at`` says (else at once); a
+    file holding a SimCluster belongs in ``--cluster``."""
+    docs = _documents(path)
+    queues: dict[str, tuple[Path, Queue]] = {"default": (path, default_queue())}
+    classes: dict[str, PriorityClass] = {}
+    jobs: list[tuple[Path, Job]] = []
+    for f, m in docs:
+        if isinstance(m, Queue):
+            queues[m.name] = (f, m)
+        elif isinstance(m, PriorityClass):
+            classes[m.name] = m
+        elif isinstance(m, Job):
+            jobs.append((f, m))
+        else:
+            raise SimInputError(
+                f"{f}: kind: {type(m).__name__} belongs in a --cluster file, not with the jobs"
+            )
+    _check_tree(queues)
+    submitted: dict[str, Path] = {}
+    out = []
+    for i, (f, job) in enumerate(jobs):
+        where = f'{f}: Job "{job.key}"'
+        if job.key in submitted:
+            raise SimInputError(f"{where}: metadata.name: already defined in {submitted[job.key]}")
+        submitted[job.key] = f
+        _check_queue(where, job, {n: q for n, (_, q) in queues.items()})
+        uid = f"{i:06d}-{job.namespace}-{job.name}"
+        out.append(Submission(uid, job, _priority(where, job, classes), _submit_at(where, job)))
+    return Workload(_parents_first(q for _, q in queues.values()), tuple(out))
+
+
+def _check_tree(queues: dict[str, tuple[Path, Queue]]) -> None:
+    for name, (f, q) in queues.items():
+        seen = {name}
+        parent = q.parent or ROOT
+        while parent != ROOT:
+            if parent not in queues:
+                raise SimInputError(f'{f}: Queue "{name}": spec.parent: parent queue "{parent}" not found')
+            if parent in seen:
+                raise SimInputError(f'{f}: Queue "{name}": spec.parent: the queues\' parents form a cycle')
+            seen.add(parent)
+            parent = queues[parent][1].parent or ROOT
+
+
+def _check_queue(where: str, job: Job, queues: dict[str, Queue]) -> None:
+    queue = queues.get(job.queue)
+    if queue is None:
+        raise SimInputError(f'{where}: spec.queue: queue "{job.queue}" not found')
+    if queue.state != "Open":
+        raise SimInputError(
+            f'{where}: spec.queue: queue "{job.queue}" is {queue.state}; jobs go only to Open queues'
+        )
+    if any((q.parent or ROOT) == job.queue for q in queues.values()):
+        raise SimInputError(
+            f'{where}: spec.queue: queue "{job.queue}" has child queues; jobs go only to leaf queues'
+        )
+
+
+def _priority(where: str, job: Job, classes: dict[str, PriorityClass]) -> int:
+    """The value of the job's PriorityClass, else of the global default, else 0 (as the hub)."""
+    if job.priority_class_name:
+        pc = classes.get(job.priority_class_name)
+        if pc is None:
+            raise SimInputError(
+                f'{where}: spec.priorityClassName: priority class "{job.priority_class_name}" not found'
+            )
+        return pc.value
+    defaults = [pc for pc in classes.values() if pc.global_default]
+    return defaults[0].value if defaults else 0
+
+
+def _submit_at(where: str, job: Job) -> float:
+    raw = job.annotations.get(SUBMIT_AT_ANNOTATION)
+    if not raw:
+        return 0.0
+    field = f"metadata.annotations[{SUBMIT_AT_ANNOTATION}]"
+    try:
+        at = parse_duration(raw)
+    except ValueError as exc:
+        raise SimInputError(f"{where}: {field}: {exc}") from None
+    if at < 0:
+        raise SimInputError(f"{where}: {field}: must not be negative, not {raw!r}")
+    return at
+
+
+def _parents_first(queues: Iterable[Queue]) -> tuple[Queue, ...]:
+    todo = list(queues)
+    out: list[Queue] = []
+    placed = {ROOT}
+    while todo:
+        ready = [q for q in todo if (q.parent or ROOT) in placed]
+        out += ready
+        placed |= {q.name for q in ready}
+        todo = [q for q in todo if q.name not in placed]
+    return tuple(out)
