@@ -43,6 +43,7 @@ _MESSAGES = {
     "dict_type": "must be a mapping",
     "model_type": "must be a mapping",
     "model_attributes_type": "must be a mapping",
+    "extra_forbidden": "unknown field",
 }
 
 M = TypeVar("M", bound=Model)
