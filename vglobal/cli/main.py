@@ -383,10 +383,12 @@ name_command(
 
 
 def register_extras() -> None:
+    from vglobal.cli.certs import certs
     from vglobal.cli.demo import demo
     from vglobal.cli.health import health
     from vglobal.cli.sim import sim
 
+    cli.add_command(certs)
     cli.add_command(demo)
     cli.add_command(health)
     cli.add_command(sim)
