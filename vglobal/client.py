@@ -1,15 +1,15 @@
 """The Python SDK: a typed client over the gRPC stubs, with one error type.
 
 from vglobal.client import Client
-with Client("127.0.0.1:50051") as hub:
+with Client("hub.example.com:50051", ca_file="certs/ca.crt", token=os.environ["VGLOBAL_TOKEN"]) as hub:
     job = hub.submit_job(open("job.yaml").read(), request_id="nightly-42")
     print(hub.explain_job(job.name).reason)
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -24,8 +24,9 @@ from vglobal.api.v1 import (
     queues_pb2,
     queues_pb2_grpc,
 )
+from vglobal.dial import DEFAULT_HUB, Dial, DialError
 
-DEFAULT_HUB = "127.0.0.1:50051"
+__all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
 T = TypeVar("T")
 
 
@@ -49,18 +50,35 @@ def _retryable(exc: BaseException) -> bool:
 
 
 def default_hub() -> str:
-    return os.environ.get("VGLOBAL_HUB", DEFAULT_HUB)
+    return Dial.from_env().target
 
 
 class Client:
-    def __init__(self, hub: str | None = None, *, timeout: float = 30.0, retries: int = 4) -> None:
-        self.target = hub or default_hub()
+    """The hub's API. TLS files and token default to VGLOBAL_CA_FILE, VGLOBAL_CERT, VGLOBAL_KEY and
+    VGLOBAL_TOKEN (or VGLOBAL_TOKEN_FILE); ``dial`` gives them all at once instead."""
+
+    def __init__(
+        self,
+        hub: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 4,
+        ca_file: str | Path | None = None,
+        cert: str | Path | None = None,
+        key: str | Path | None = None,
+        token: str | None = None,
+        dial: Dial | None = None,
+    ) -> None:
+        def path(p: str | Path | None) -> Path | None:
+            return Path(p) if p is not None else None
+
+        self.dial = dial or Dial.from_env(
+            hub, ca_file=path(ca_file), cert=path(cert), key=path(key), token=token
+        )
+        self.target = self.dial.target
         self.timeout = timeout
         self.retries = retries
-        self.channel = grpc.insecure_channel(
-            self.target,
-            options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
-        )
+        self.channel = self.dial.channel(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
         self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
         self.clusters = clusters_pb2_grpc.ClusterServiceStub(self.channel)

@@ -19,6 +19,7 @@ from vglobal.agent.hub_link import HubLink, Inbox
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import RealClock
+from vglobal.dial import Dial
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.sim_cluster import SimCluster
 from vglobal.scheduler import DEFAULT_AGENT_CONF, parse_conf
@@ -47,7 +48,7 @@ def _install_signals(stop: threading.Event) -> None:
 
 def run_agent(
     *,
-    hub: str,
+    hub: Dial | str,
     sim_file: Path,
     name: str | None = None,
     scheduler_conf: Path | None = None,
@@ -59,6 +60,7 @@ def run_agent(
     """Run until ``stop`` is set or SIGTERM/SIGINT arrives; jobs keep running while the hub is away."""
     stop = stop or threading.Event()
     _install_signals(stop)
+    dial = hub if isinstance(hub, Dial) else Dial(hub)
     cluster = load_sim_cluster(sim_file)
     conf = parse_conf(scheduler_conf.read_text()) if scheduler_conf is not None else DEFAULT_AGENT_CONF
     clock = RealClock()
@@ -66,9 +68,13 @@ def run_agent(
     runtime = ClusterRuntime(backend, clock, conf, bind_timeout=bind_timeout)
     core = AgentCore(runtime, heartbeat_interval=heartbeat_interval)
     inbox: Inbox = queue.Queue()
-    link = HubLink(hub, inbox)
+    link = HubLink(dial, inbox)
     log.info(
-        "agent for cluster %s (%d nodes) connecting to %s", backend.cluster_name, len(backend.nodes()), hub
+        "agent for cluster %s (%d nodes) connecting to %s%s",
+        backend.cluster_name,
+        len(backend.nodes()),
+        dial.target,
+        " over TLS" if dial.tls else "",
     )
     link.start()
     session = 0

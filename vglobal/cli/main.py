@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 import grpc
@@ -17,7 +17,8 @@ from rich.console import Console
 from vglobal.api.v1 import queues_pb2
 from vglobal.cli import output
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
-from vglobal.client import Client, VGlobalError, default_hub
+from vglobal.client import Client, VGlobalError
+from vglobal.dial import Dial, DialError, read_token_file
 
 console = Console()
 err_console = Console(stderr=True)
@@ -25,20 +26,24 @@ FORMATS = click.Choice(["table", "wide", "json", "yaml"])
 T = TypeVar("T")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     sys.exit(1)
 
 
 class Ctx:
-    def __init__(self, hub: str) -> None:
-        self.hub = hub
+    def __init__(self, dial: Dial) -> None:
+        self.dial = dial
+        self.hub = dial.target
         self._client: Client | None = None
 
     @property
     def client(self) -> Client:
         if self._client is None:
-            self._client = Client(self.hub)
+            try:
+                self._client = Client(dial=self.dial)
+            except DialError as exc:
+                fail(str(exc))
         return self._client
 
 
@@ -62,12 +67,46 @@ def setup_logging(verbose: bool) -> None:
         logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=fmt, force=True)
 
 
+FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--hub", default=None, help="Hub address HOST:PORT (env VGLOBAL_HUB, default 127.0.0.1:50051).")
+@click.option(
+    "--ca-file",
+    type=FILE,
+    default=None,
+    help="Reach the hub over TLS, trusting this CA (env VGLOBAL_CA_FILE).",
+)
+@click.option(
+    "--cert", type=FILE, default=None, help="Client certificate, e.g. an agent's (env VGLOBAL_CERT)."
+)
+@click.option("--key", type=FILE, default=None, help="The client certificate's key (env VGLOBAL_KEY).")
+@click.option("--token", default=None, help="Bearer token (env VGLOBAL_TOKEN; prefer --token-file).")
+@click.option(
+    "--token-file",
+    type=FILE,
+    default=None,
+    help="Read the bearer token from this file (env VGLOBAL_TOKEN_FILE).",
+)
 @click.pass_context
-def cli(ctx: click.Context, hub: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    hub: str | None,
+    ca_file: Path | None,
+    cert: Path | None,
+    key: Path | None,
+    token: str | None,
+    token_file: Path | None,
+) -> None:
     """vglobal: submit Volcano Jobs to many clusters through one hub."""
-    ctx.obj = Ctx(hub or default_hub())
+    try:
+        if token_file is not None:
+            token = read_token_file(token_file)
+        dial = Dial.from_env(hub, ca_file=ca_file, cert=cert, key=key, token=token)
+    except DialError as exc:
+        fail(str(exc))
+    ctx.obj = Ctx(dial)
 
 
 # ---------------------------------------------------------------- servers
@@ -188,8 +227,12 @@ def agent(
     from vglobal.model.duration import parse_duration
 
     setup_logging(verbose)
+    try:
+        obj.dial.check()
+    except DialError as exc:
+        fail(str(exc))
     run_agent(
-        hub=obj.hub,
+        hub=obj.dial,
         sim_file=sim_file,
         name=name,
         scheduler_conf=scheduler_conf,

@@ -370,8 +370,9 @@ def test_hub_serves_tls_on_its_port_and_reads_the_database_url_from_a_secret() -
     assert port["containerPort"] == 50051 and port["name"] == "grpc"
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         command = c[probe]["exec"]["command"]
-        assert command[:4] == ["vglobal", "--hub", "127.0.0.1:50051", "health"], probe
-        assert "--ca-file" in command
+        assert command[:6] == [
+            "vglobal", "--hub", "127.0.0.1:50051", "--ca-file", "/etc/vglobal/tls/ca.crt", "health"
+        ], probe  # fmt: skip
         assert c[probe]["timeoutSeconds"] > 4, "the probe's own --timeout must end first"
 
 
