@@ -10,12 +10,13 @@ kept under 4 KiB. Health and reflection need no credentials and are not rate-lim
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -180,23 +181,41 @@ def _unserved(method: str) -> Callable[[Any, Any], Any]:
     return refuse
 
 
+@contextlib.contextmanager
+def _admitted(guard: Guard | None, method: str, context: Any) -> Iterator[None]:
+    """The caller admitted by ``guard`` (None: a public method) and known to the handler meanwhile."""
+    token = _PRINCIPAL.set(guard.admit(method, context) if guard is not None else None)
+    try:
+        yield
+    finally:
+        _PRINCIPAL.reset(token)
+
+
+def _prepared(request: Any, streamed: bool) -> Any:
+    if streamed:
+        return _checked(request)
+    _refuse_undecodable(request)
+    return request
+
+
+async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for request in requests:
+        _refuse_undecodable(request)
+        yield request
+
+
 def _sync_unary(fn: Callable[..., Any], method: str, guard: Guard | None) -> Callable[..., Any]:
     """Runs in the server's thread pool, like the handler it wraps."""
 
     def behavior(request: Any, context: Any) -> Any:
         try:
             _refuse_undecodable(request)
-            principal = guard.admit(method, context) if guard is not None else None
-            token = _PRINCIPAL.set(principal)
-            try:
+            with _admitted(guard, method, context):
                 return fn(request, context)
-            finally:
-                _PRINCIPAL.reset(token)
         except Aborted:
             raise
         except Exception as exc:
-            code, message, trailers = _status(exc, method)
-            context.abort(code, message, trailers)
+            context.abort(*_status(exc, method))
 
     return behavior
 
@@ -208,29 +227,15 @@ def _async_unary(
 
     async def behavior(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
-            if streamed:
-                request = _checked(request)
-            else:
-                _refuse_undecodable(request)
-            principal = guard.admit(method, context) if guard is not None else None
-            token = _PRINCIPAL.set(principal)
-            try:
+            request = _prepared(request, streamed)
+            with _admitted(guard, method, context):
                 return await fn(request, context)
-            finally:
-                _PRINCIPAL.reset(token)
         except Aborted:
             raise
         except Exception as exc:
-            code, message, trailers = _status(exc, method)
-            await context.abort(code, message, trailers)
+            await context.abort(*_status(exc, method))
 
     return behavior
-
-
-async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    async for request in requests:
-        _refuse_undecodable(request)
-        yield request
 
 
 def _async_stream(
@@ -238,21 +243,13 @@ def _async_stream(
 ) -> Callable[..., AsyncIterator[Any]]:
     async def behavior(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
         try:
-            if streamed:
-                request = _checked(request)
-            else:
-                _refuse_undecodable(request)
-            principal = guard.admit(method, context) if guard is not None else None
-            token = _PRINCIPAL.set(principal)
-            try:
+            request = _prepared(request, streamed)
+            with _admitted(guard, method, context):
                 async for response in fn(request, context):
                     yield response
-            finally:
-                _PRINCIPAL.reset(token)
         except Aborted:
             raise
         except Exception as exc:
-            code, message, trailers = _status(exc, method)
-            await context.abort(code, message, trailers)
+            await context.abort(*_status(exc, method))
 
     return behavior
