@@ -17,6 +17,7 @@ from rich.console import Console
 from vglobal.api.v1 import queues_pb2
 from vglobal.cli import output
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
+from vglobal.cli.hub_flags import security_options, security_settings, settings_error
 from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial, DialError, read_token_file
 
@@ -153,6 +154,7 @@ def cli(
     show_default=True,
     help="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle at once (0 = all).",
 )
+@security_options
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
     listen: str,
@@ -170,6 +172,7 @@ def hub(
     queue_lookback: int,
     max_admissions_per_cycle: int,
     verbose: bool,
+    **security: Any,
 ) -> None:
     """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
     from vglobal.config import HubSettings
@@ -193,9 +196,10 @@ def hub(
             reclaim_min_runtime=parse_duration(reclaim_min_runtime),
             queue_lookback=queue_lookback,
             max_admissions_per_cycle=max_admissions_per_cycle,
+            **security_settings(security),
         )
     except ValueError as exc:
-        fail(str(exc))
+        fail(settings_error(exc))
     run_hub(settings)
 
 

@@ -47,3 +47,16 @@ def test_rates(text: str, per_second: float) -> None:
 def test_a_bad_rate_names_the_flag() -> None:
     with pytest.raises(ValueError, match="rate-limit"):
         parse_rate("fast")
+
+
+def test_a_refused_setting_is_told_without_echoing_the_database_password() -> None:
+    from vglobal.cli.hub_flags import settings_error
+
+    with pytest.raises(ValidationError) as err:
+        HubSettings(listen="0.0.0.0:1", database_url="postgresql://u:hunter2@db/x")
+    told = settings_error(err.value)
+    assert "hunter2" not in told and told.startswith("--listen 0.0.0.0:1: without TLS")
+    with pytest.raises(ValidationError) as err:
+        HubSettings(rate_burst=0, database_url="postgresql://u:hunter2@db/x")
+    told = settings_error(err.value)
+    assert "hunter2" not in told and told.startswith("--rate-burst: ")
