@@ -38,3 +38,25 @@ def test_clip_keeps_utf8_whole() -> None:
 def test_deep_nesting_is_a_manifest_error(text: str) -> None:
     with pytest.raises(ManifestError, match="nest"):
         load_documents(text, max_bytes=10_000_000)
+
+
+def _job(replicas: str, cpu: str = "1") -> str:
+    return f"""apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: big}}
+spec:
+  tasks:
+  - {{name: t, replicas: {replicas}, template: {{spec: {{containers: [{{name: c, image: x,
+      resources: {{requests: {{cpu: "{cpu}"}}}}}}]}}}}}}
+"""
+
+
+def test_integers_beyond_32_bits_name_the_field() -> None:
+    with pytest.raises(ManifestError) as err:
+        parse_manifests(_job("2147483648"))
+    assert str(err.value) == "spec.tasks[0].replicas: must be at most 2147483647 (a 32-bit integer)"
+
+
+def test_quantities_beyond_a_pebibyte_are_refused() -> None:
+    with pytest.raises(ManifestError, match=r"spec.tasks\[0\].*too large"):
+        parse_manifests(_job("1", cpu="1e30"))
