@@ -53,7 +53,7 @@ _MESSAGES = {
 M = TypeVar("M", bound=Model)
 
 
-_INT32 = {2**31 - 1: " (a 32-bit integer)", -(2**31): " (a 32-bit integer)"}
+_INT32: dict[Any, str] = {2**31 - 1: " (a 32-bit integer)", -(2**31): " (a 32-bit integer)"}
 
 
 def _message(error: Any) -> str:
