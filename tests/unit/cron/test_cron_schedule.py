@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -165,7 +166,7 @@ def test_an_every_hour_schedule_keeps_its_pace_through_both_changes() -> None:
     assert spring[1] - spring[0] == timedelta(hours=1)
     fall = walk(hourly, datetime(2024, 11, 3, 0, 30, tzinfo=NY), 3)
     assert local(fall, NY) == ["11-03 01:00-0400", "11-03 01:00-0500", "11-03 02:00-0500"]
-    assert {b - a for a, b in zip(fall, fall[1:], strict=False)} == {timedelta(hours=1)}
+    assert {b - a for a, b in itertools.pairwise(fall)} == {timedelta(hours=1)}
 
 
 def test_latest_at_or_before_mirrors_next_after() -> None:
