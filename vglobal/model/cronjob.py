@@ -126,8 +126,10 @@ def _check_cron_name(p: Problems, name: str) -> bool:
 def _limit(p: Problems, where: str, value: int | None, default: int) -> int:
     if value is None:
         return default
-    if not 0 <= value <= INT32_MAX:
+    if value < 0:
         p.add(where, "must be >= 0")
+    elif value > INT32_MAX:
+        p.add(where, f"must be at most {INT32_MAX}")
     return value
 
 
@@ -171,8 +173,10 @@ def parse_cron_job(doc: Mapping[str, Any]) -> CronJob:
     zone = load_time_zone(p, "spec.timeZone", spec.time_zone)
     schedule = parse_schedule(p, "spec.schedule", spec.schedule, zone or "UTC")
     deadline = spec.starting_deadline_seconds
-    if deadline is not None and not 0 <= deadline <= INT64_MAX:
+    if deadline is not None and deadline < 0:
         p.add("spec.startingDeadlineSeconds", "must be >= 0")
+    elif deadline is not None and deadline > INT64_MAX:
+        p.add("spec.startingDeadlineSeconds", f"must be at most {INT64_MAX}")
     policy = _policy(p, spec.concurrency_policy)
     successful = _limit(
         p, "spec.successfulJobsHistoryLimit", spec.successful_jobs_history_limit, DEFAULT_SUCCESSFUL_HISTORY

@@ -111,6 +111,7 @@ def set_name(name: str) -> Callable[[dict[str, Any]], None]:
         (set_spec(startingDeadlineSeconds=-1), "spec.startingDeadlineSeconds", "must be >= 0"),
         (set_spec(successfulJobsHistoryLimit=-1), "spec.successfulJobsHistoryLimit", "must be >= 0"),
         (set_spec(failedJobsHistoryLimit=-2), "spec.failedJobsHistoryLimit", "must be >= 0"),
+        (set_spec(failedJobsHistoryLimit=2**31), "spec.failedJobsHistoryLimit", "must be at most 2147483647"),
         (set_spec(suspend="yes"), "spec.suspend", "must be true or false"),
         (lambda d: d["spec"].pop("jobTemplate"), "spec.jobTemplate", "required"),
         (set_name("x" * 53), "metadata.name", "no more than 52 characters"),
