@@ -52,11 +52,20 @@ def config_from(args: argparse.Namespace) -> EmulatorConfig:
     if args.cluster:
         more, hypernodes = from_sim_cluster(load_sim_cluster(args.cluster))
         nodes += more
-    cfg = EmulatorConfig(host=args.host, port=args.port, control_port=args.control_port, name=args.name,
-                         kubelet=not args.no_kubelet, hypernode_crd=not args.no_hypernode_crd,
-                         history_limit=args.history, bookmark_interval=args.bookmark_interval,
-                         kubelet_start_delay=args.kubelet_start_delay,
-                         kubelet_termination_delay=args.kubelet_termination_delay, nodes=nodes, hypernodes=hypernodes)
+    cfg = EmulatorConfig(
+        host=args.host,
+        port=args.port,
+        control_port=args.control_port,
+        name=args.name,
+        kubelet=not args.no_kubelet,
+        hypernode_crd=not args.no_hypernode_crd,
+        history_limit=args.history,
+        bookmark_interval=args.bookmark_interval,
+        kubelet_start_delay=args.kubelet_start_delay,
+        kubelet_termination_delay=args.kubelet_termination_delay,
+        nodes=nodes,
+        hypernodes=hypernodes,
+    )
     if args.token:
         cfg.token = args.token
     return cfg
@@ -66,8 +75,18 @@ async def serve(args: argparse.Namespace) -> None:
     server = EmulatorServer(config_from(args))
     await server.start()
     write_kubeconfig(args.kubeconfig_out, server.url, server.token, args.name)
-    print(json.dumps({"url": server.url, "control": server.control_url, "token": server.token,
-                      "kubeconfig": os.path.abspath(args.kubeconfig_out), "pid": os.getpid()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "url": server.url,
+                "control": server.control_url,
+                "token": server.token,
+                "kubeconfig": os.path.abspath(args.kubeconfig_out),
+                "pid": os.getpid(),
+            }
+        ),
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

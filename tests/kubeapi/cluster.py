@@ -16,8 +16,15 @@ DEFAULT_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 GFD_PRODUCT, GFD_MEMORY, GFD_COUNT = "nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/gpu.count"
 
 
-def node_manifest(name: str, allocatable: Mapping[str, str] | None = None, *, labels: Mapping[str, str] | None = None,
-                  taints: Sequence[Mapping[str, str]] = (), index: int = 0, ready: bool = True) -> dict[str, Any]:
+def node_manifest(
+    name: str,
+    allocatable: Mapping[str, str] | None = None,
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    index: int = 0,
+    ready: bool = True,
+) -> dict[str, Any]:
     """A Node as a kubelet registers it: capacity = allocatable, Ready, an InternalIP."""
     alloc = dict(allocatable or DEFAULT_ALLOCATABLE)
     now = rfc3339()
@@ -25,27 +32,57 @@ def node_manifest(name: str, allocatable: Mapping[str, str] | None = None, *, la
     node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                              "kubernetes.io/arch": "amd64", **(labels or {})}},
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                **(labels or {}),
+            },
+        },
         "spec": {"podCIDR": f"10.244.{index % 250}.0/24"},
         "status": {
             "capacity": alloc,
             "allocatable": alloc,
             "conditions": [
-                {"type": t, "status": "False", "reason": f"KubeletHas{r}", "message": m,
-                 "lastHeartbeatTime": now, "lastTransitionTime": now}
-                for t, r, m in (("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
-                                ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
-                                ("PIDPressure", "SufficientPID", "kubelet has sufficient PID available"))
-            ] + [{"type": "Ready", "status": "True" if ready else "False",
-                  "reason": "KubeletReady" if ready else "KubeletNotReady",
-                  "message": "kubelet is posting ready status" if ready else "container runtime is down",
-                  "lastHeartbeatTime": now, "lastTransitionTime": now}],
+                {
+                    "type": t,
+                    "status": "False",
+                    "reason": f"KubeletHas{r}",
+                    "message": m,
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+                for t, r, m in (
+                    ("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
+                    ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
+                    ("PIDPressure", "SufficientPID", "kubelet has sufficient PID available"),
+                )
+            ]
+            + [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    "message": "kubelet is posting ready status" if ready else "container runtime is down",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
             "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
-            "nodeInfo": {"architecture": "amd64", "bootID": "", "containerRuntimeVersion": "containerd://1.7.0",
-                         "kernelVersion": "6.1.0", "kubeProxyVersion": "v1.33.0", "kubeletVersion": "v1.33.0",
-                         "machineID": "", "operatingSystem": "linux", "osImage": "Debian GNU/Linux 12",
-                         "systemUUID": ""},
+            "nodeInfo": {
+                "architecture": "amd64",
+                "bootID": "",
+                "containerRuntimeVersion": "containerd://1.7.0",
+                "kernelVersion": "6.1.0",
+                "kubeProxyVersion": "v1.33.0",
+                "kubeletVersion": "v1.33.0",
+                "machineID": "",
+                "operatingSystem": "linux",
+                "osImage": "Debian GNU/Linux 12",
+                "systemUUID": "",
+            },
         },
     }
     if taints:
@@ -53,8 +90,13 @@ def node_manifest(name: str, allocatable: Mapping[str, str] | None = None, *, la
     return node
 
 
-def simple_nodes(count: int, allocatable: Mapping[str, str] | None = None, *, prefix: str = "node",
-                 labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def simple_nodes(
+    count: int,
+    allocatable: Mapping[str, str] | None = None,
+    *,
+    prefix: str = "node",
+    labels: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
     return [node_manifest(f"{prefix}-{i}", allocatable, labels=labels, index=i) for i in range(count)]
 
 

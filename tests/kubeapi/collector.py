@@ -4,6 +4,7 @@ controller (a deleted namespace empties, then goes)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -36,10 +37,8 @@ class Collector:
         self._armed = False
         work, self._work = self._work, []
         for fn in work:
-            try:
+            with contextlib.suppress(ApiError):  # the object changed meanwhile (already gone, say)
                 fn()
-            except ApiError:
-                pass  # the object changed meanwhile (already gone, say): the next change retries
 
     def _on_change(self, kind: Kind, type_: str, obj: Obj, old: Obj | None) -> None:
         meta = obj["metadata"]
@@ -121,4 +120,3 @@ class Collector:
         if any(k[0] == namespace for t in self.store.tables.values() if t.kind.namespaced for k in t.objects):
             return
         self.store.commit(NAMESPACES, ("", namespace), None)
-

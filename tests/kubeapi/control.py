@@ -28,7 +28,8 @@ OPS: dict[str, Callable[..., Any]] = {
     "compact": lambda s: s.compact(),
     "send_bookmarks": lambda s: s.send_bookmarks(),
     "fail": lambda s, status, count=1, path=None, method=None, retry_after=1, message="": s.faults.add(
-        status, count=count, path=path, method=method, retry_after=retry_after, message=message),
+        status, count=count, path=path, method=method, retry_after=retry_after, message=message
+    ),
     "clear_faults": lambda s: s.faults.clear(),
     "pause": lambda s, refuse=False: s.pause(refuse),
     "resume": lambda s: s.resume(),
@@ -39,7 +40,8 @@ OPS: dict[str, Callable[..., Any]] = {
     "set_node_ready": lambda s, node, ready: _kubelet(s).set_node_ready(node, ready),
     "evict_node": lambda s, node: _kubelet(s).evict_node(node),
     "kill_container": lambda s, namespace, name, code, reason="": _kubelet(s).kill_container(
-        namespace, name, code=code, reason=reason),
+        namespace, name, code=code, reason=reason
+    ),
     "state": lambda s: s.state(),
 }
 
@@ -91,12 +93,29 @@ class Knobs:
     def send_bookmarks(self) -> int:
         return int(self._call("send_bookmarks"))
 
-    def fail(self, status: int, *, count: int | None = 1, path: str | None = None, method: str | None = None,
-             retry_after: int = 1, message: str = "") -> int:
+    def fail(
+        self,
+        status: int,
+        *,
+        count: int | None = 1,
+        path: str | None = None,
+        method: str | None = None,
+        retry_after: int = 1,
+        message: str = "",
+    ) -> int:
         """Answer the next ``count`` matching requests (None: all, until cleared) with 429 (Retry-After),
         500, 403 or another code; ``path`` is a regular expression searched in the URL path."""
-        return int(self._call("fail", status=status, count=count, path=path, method=method,
-                              retry_after=retry_after, message=message))
+        return int(
+            self._call(
+                "fail",
+                status=status,
+                count=count,
+                path=path,
+                method=method,
+                retry_after=retry_after,
+                message=message,
+            )
+        )
 
     def clear_faults(self) -> None:
         self._call("clear_faults")
@@ -133,7 +152,9 @@ class Knobs:
 
     def kill_container(self, namespace: str, name: str, *, code: int, reason: str = "") -> dict[str, Any]:
         """Every container of the pod exits now with ``code`` (``reason`` e.g. OOMKilled)."""
-        out: dict[str, Any] = self._call("kill_container", namespace=namespace, name=name, code=code, reason=reason)
+        out: dict[str, Any] = self._call(
+            "kill_container", namespace=namespace, name=name, code=code, reason=reason
+        )
         return out
 
     def oom_kill(self, namespace: str, name: str) -> dict[str, Any]:

@@ -75,8 +75,12 @@ class Api:
         if ns is None:
             raise not_found("namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise forbidden(kind.plural, name, f"unable to create new content in namespace {namespace} "
-                            "because it is being terminated", kind.group)
+            raise forbidden(
+                kind.plural,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+                kind.group,
+            )
 
     def create(self, kind: Kind, namespace: str, body: Any) -> Obj:
         if not isinstance(body, dict):
@@ -84,7 +88,9 @@ class Api:
         meta = dict(body.get("metadata") or {})
         if kind.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
-                raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
@@ -94,13 +100,27 @@ class Api:
         if not name:
             prefix = meta.get("generateName") or ""
             if not prefix:
-                raise invalid(kind.kind, "", [("metadata.name", "FieldValueRequired",
-                                               "Required value: name or generateName is required")], kind.group)
+                raise invalid(
+                    kind.kind,
+                    "",
+                    [
+                        (
+                            "metadata.name",
+                            "FieldValueRequired",
+                            "Required value: name or generateName is required",
+                        )
+                    ],
+                    kind.group,
+                )
             name = prefix + "".join(random.choices(_GENERATE_ALPHABET, k=5))
         problem = kind.name_problem(name)
         if problem:
-            raise invalid(kind.kind, name, [("metadata.name", "FieldValueInvalid",
-                                             f'Invalid value: "{name}": {problem}')], kind.group)
+            raise invalid(
+                kind.kind,
+                name,
+                [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {problem}')],
+                kind.group,
+            )
         self._check_namespace(kind, namespace, name)
         key = _key(kind, namespace, name)
         if self.store.get(kind, *key) is not None:
@@ -119,25 +139,51 @@ class Api:
         old = self.get(kind, namespace, name)
         meta = body.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
-            raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
         if kind.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
-            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         rv = meta.get("resourceVersion") or ""
         if not rv and kind.custom:
-            raise invalid(kind.kind, name, [("metadata.resourceVersion", "FieldValueInvalid",
-                                             "Invalid value: 0x0: must be specified for an update")], kind.group)
+            raise invalid(
+                kind.kind,
+                name,
+                [
+                    (
+                        "metadata.resourceVersion",
+                        "FieldValueInvalid",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )
+                ],
+                kind.group,
+            )
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(kind.plural, name, MODIFIED, kind.group)
         uid = meta.get("uid") or ""
         if uid and uid != old["metadata"]["uid"]:
-            raise conflict(kind.plural, name, f"Precondition failed: UID in precondition: {uid}, "
-                           f"UID in object meta: {old['metadata']['uid']}", kind.group)
+            raise conflict(
+                kind.plural,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {old['metadata']['uid']}",
+                kind.group,
+            )
         if subresource == "status":
             new = {**old, "status": body.get("status") or {}}
         else:
             new_meta = dict(meta)
-            for k in ("name", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                      "generation", "resourceVersion"):
+            for k in (
+                "name",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "resourceVersion",
+            ):
                 if k in old["metadata"]:
                     new_meta[k] = old["metadata"][k]
                 else:
@@ -166,8 +212,9 @@ class Api:
             return self.store.commit(kind, key, None)
         return self.store.commit(kind, key, new)
 
-    def patch(self, kind: Kind, namespace: str, name: str, content_type: str, patch: Any,
-              subresource: str = "") -> Obj:
+    def patch(
+        self, kind: Kind, namespace: str, name: str, content_type: str, patch: Any, subresource: str = ""
+    ) -> Obj:
         old = self.get(kind, namespace, name)
         patched = apply_patch(content_type, old, patch, custom=kind.custom)
         if not isinstance(patched, dict):
@@ -183,12 +230,20 @@ class Api:
         old = self.get(kind, namespace, name)
         meta = old["metadata"]
         if opts.uid and opts.uid != meta["uid"]:
-            raise conflict(kind.plural, name, f"Precondition failed: UID in precondition: {opts.uid}, "
-                           f"UID in object meta: {meta['uid']}", kind.group)
+            raise conflict(
+                kind.plural,
+                name,
+                f"Precondition failed: UID in precondition: {opts.uid}, UID in object meta: {meta['uid']}",
+                kind.group,
+            )
         if opts.resource_version and opts.resource_version != meta["resourceVersion"]:
-            raise conflict(kind.plural, name, "Precondition failed: ResourceVersion in precondition: "
-                           f"{opts.resource_version}, ResourceVersion in object meta: {meta['resourceVersion']}",
-                           kind.group)
+            raise conflict(
+                kind.plural,
+                name,
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{opts.resource_version}, ResourceVersion in object meta: {meta['resourceVersion']}",
+                kind.group,
+            )
         if kind is NAMESPACES:
             return self._terminate_namespace(old), False
         grace = hooks.for_kind(kind).grace_period(old, opts.grace_period)
@@ -196,7 +251,11 @@ class Api:
         if meta.get("deletionTimestamp"):
             pending = meta.get("deletionGracePeriodSeconds") or 0
             if pending and grace < pending:  # a shorter grace period wins
-                new_meta = {**meta, "deletionGracePeriodSeconds": grace, "deletionTimestamp": rfc3339_in(grace)}
+                new_meta = {
+                    **meta,
+                    "deletionGracePeriodSeconds": grace,
+                    "deletionTimestamp": rfc3339_in(grace),
+                }
                 return self.write(kind, old, {**old, "metadata": new_meta}), grace == 0
             return old, False
         finalizers = list(meta.get("finalizers") or [])
@@ -235,9 +294,12 @@ class Api:
         if kind is PODS or not gone:
             return obj
         meta = obj["metadata"]
-        details = {"name": meta["name"], **({"group": kind.group} if kind.group else {}), "kind": kind.plural,
-                   "uid": meta["uid"]}
+        details = {
+            "name": meta["name"],
+            **({"group": kind.group} if kind.group else {}),
+            "kind": kind.plural,
+            "uid": meta["uid"],
+        }
         out = success(200, details)
         del out["code"]
         return out
-

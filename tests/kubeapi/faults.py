@@ -26,8 +26,13 @@ class Fault:
     message: str
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "status": self.status, "remaining": self.remaining,
-                "path": None if self.path is None else self.path.pattern, "method": self.method}
+        return {
+            "id": self.id,
+            "status": self.status,
+            "remaining": self.remaining,
+            "path": None if self.path is None else self.path.pattern,
+            "method": self.method,
+        }
 
 
 @dataclass(frozen=True)
@@ -63,10 +68,25 @@ class Faults:
         self.counts: Counter[str] = Counter()
 
     # -- injected errors -----------------------------------------------------------------------
-    def add(self, status: int, *, count: int | None = 1, path: str | None = None, method: str | None = None,
-            retry_after: int = 1, message: str = "") -> int:
-        fault = Fault(next(self._ids), int(status), count, None if path is None else re.compile(path),
-                      None if method is None else method.upper(), int(retry_after), message)
+    def add(
+        self,
+        status: int,
+        *,
+        count: int | None = 1,
+        path: str | None = None,
+        method: str | None = None,
+        retry_after: int = 1,
+        message: str = "",
+    ) -> int:
+        fault = Fault(
+            next(self._ids),
+            int(status),
+            count,
+            None if path is None else re.compile(path),
+            None if method is None else method.upper(),
+            int(retry_after),
+            message,
+        )
         self.rules.append(fault)
         return fault.id
 
@@ -94,8 +114,10 @@ class Faults:
             return internal(fault.message or "injected fault")
         if fault.status == 403:
             scope = f'in the namespace "{info.namespace}"' if info.namespace else "at the cluster scope"
-            why = (f'User "system:serviceaccount:default:emulated" cannot {info.verb or "get"} resource '
-                   f'"{info.resource_path}" in API group "{info.group}" {scope}')
+            why = (
+                f'User "system:serviceaccount:default:emulated" cannot {info.verb or "get"} resource '
+                f'"{info.resource_path}" in API group "{info.group}" {scope}'
+            )
             return forbidden(info.resource_path, info.name, fault.message or why, info.group)
         err = ApiError(fault.status, "InternalError", fault.message or "injected fault")
         err.body = failure(fault.status, "", fault.message or "injected fault")
@@ -119,11 +141,21 @@ class Faults:
     # -- request log ---------------------------------------------------------------------------
     def record(self, info: RequestInfo, code: int) -> None:
         seq = next(self._seq)
-        self.log.append({
-            "seq": seq, "time": time.time(), "method": info.method, "path": info.path, "query": info.query,
-            "verb": info.verb, "group": info.group, "resource": info.resource_path, "namespace": info.namespace,
-            "name": info.name, "code": code,
-        })
+        self.log.append(
+            {
+                "seq": seq,
+                "time": time.time(),
+                "method": info.method,
+                "path": info.path,
+                "query": info.query,
+                "verb": info.verb,
+                "group": info.group,
+                "resource": info.resource_path,
+                "namespace": info.namespace,
+                "name": info.name,
+                "code": code,
+            }
+        )
         self.counts[f"{info.verb} {info.resource_path}".strip()] += 1
 
     def requests(self, since: int = 0, **match: Any) -> list[dict[str, Any]]:

@@ -111,10 +111,25 @@ class EmulatorProcess(Knobs):
 
     def __init__(self, kubeconfig: str | Path, *args: str, startup_timeout: float = 60) -> None:
         self.kubeconfig = Path(kubeconfig)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.kubeapi", "--port", "0", "--kubeconfig-out", str(self.kubeconfig), *args],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tests.kubeapi",
+                "--port",
+                "0",
+                "--kubeconfig-out",
+                str(self.kubeconfig),
+                *args,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -129,7 +144,9 @@ class EmulatorProcess(Knobs):
 
     def _call(self, op: str, **args: Any) -> Any:
         req = urllib.request.Request(
-            f"{self.control_url}/_emulator/{op}", data=json.dumps(args).encode(), method="POST",
+            f"{self.control_url}/_emulator/{op}",
+            data=json.dumps(args).encode(),
+            method="POST",
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(req, timeout=30) as resp:

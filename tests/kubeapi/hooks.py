@@ -15,7 +15,12 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 DEFAULT_GRACE_SECONDS = 30
 FINISHED = ("Succeeded", "Failed")
-_MUTABLE_POD_SPEC = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds")
+_MUTABLE_POD_SPEC = (
+    "activeDeadlineSeconds",
+    "tolerations",
+    "schedulingGates",
+    "terminationGracePeriodSeconds",
+)
 _IMMUTABLE_SPEC_MESSAGE = (
     "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
     "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to "
@@ -42,7 +47,9 @@ def _qos(containers: list[Obj]) -> str:
         res = c.get("resources") or {}
         req, lim = res.get("requests") or {}, res.get("limits") or {}
         requests_seen = requests_seen or bool(req) or bool(lim)
-        limits_equal = all(k in lim for k in ("cpu", "memory")) and all(req.get(k, lim[k]) == lim[k] for k in lim)
+        limits_equal = all(k in lim for k in ("cpu", "memory")) and all(
+            req.get(k, lim[k]) == lim[k] for k in lim
+        )
         all_guaranteed = all_guaranteed and limits_equal
     if not requests_seen:
         return "BestEffort"
@@ -53,8 +60,13 @@ def _container_defaults(c: Obj) -> Obj:
     image = str(c.get("image", ""))
     tag = image.rsplit("/", 1)[-1]
     pull = "Always" if ":" not in tag or tag.endswith(":latest") else "IfNotPresent"
-    return {"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-            "imagePullPolicy": pull, "resources": {}, **c}
+    return {
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "imagePullPolicy": pull,
+        "resources": {},
+        **c,
+    }
 
 
 class PodHooks(KindHooks):
@@ -86,8 +98,14 @@ class PodHooks(KindHooks):
         }
         status: Obj = {"phase": "Pending", "qosClass": _qos(containers)}
         if spec.get("nodeName"):
-            status["conditions"] = [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                                     "lastTransitionTime": obj["metadata"]["creationTimestamp"]}]
+            status["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": obj["metadata"]["creationTimestamp"],
+                }
+            ]
         return {**obj, "spec": spec, "status": status}
 
     def on_update(self, api: Api, old: Obj, new: Obj) -> Obj:
@@ -99,7 +117,9 @@ class PodHooks(KindHooks):
             return out
 
         if comparable(old.get("spec") or {}) != comparable(new.get("spec") or {}):
-            raise invalid("Pod", old["metadata"]["name"], [("spec", "FieldValueForbidden", _IMMUTABLE_SPEC_MESSAGE)])
+            raise invalid(
+                "Pod", old["metadata"]["name"], [("spec", "FieldValueForbidden", _IMMUTABLE_SPEC_MESSAGE)]
+            )
         return new
 
     def grace_period(self, obj: Obj, requested: int | None) -> int:
@@ -120,8 +140,14 @@ class ServiceHooks(KindHooks):
     def on_create(self, api: Api, obj: Obj) -> Obj:
         spec = dict(obj.get("spec") or {})
         spec.setdefault("type", "ClusterIP")
-        spec["ports"] = [{"protocol": "TCP", **p, **({"targetPort": p["port"]} if "targetPort" not in p and "port" in p else {})}
-                         for p in spec.get("ports") or []]
+        spec["ports"] = [
+            {
+                "protocol": "TCP",
+                **p,
+                **({"targetPort": p["port"]} if "targetPort" not in p and "port" in p else {}),
+            }
+            for p in spec.get("ports") or []
+        ]
         if not spec.get("clusterIP"):
             n = next(self._ips)
             spec["clusterIP"] = f"10.96.{n // 250}.{n % 250 + 1}"
@@ -132,9 +158,16 @@ class ServiceHooks(KindHooks):
 
 class NamespaceHooks(KindHooks):
     def on_create(self, api: Api, obj: Obj) -> Obj:
-        labels = {**(obj["metadata"].get("labels") or {}), "kubernetes.io/metadata.name": obj["metadata"]["name"]}
-        return {**obj, "metadata": {**obj["metadata"], "labels": labels},
-                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+        labels = {
+            **(obj["metadata"].get("labels") or {}),
+            "kubernetes.io/metadata.name": obj["metadata"]["name"],
+        }
+        return {
+            **obj,
+            "metadata": {**obj["metadata"], "labels": labels},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }
 
 
 _DEFAULT = KindHooks()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 JSON = "application/json"
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
+INFO = web.RequestKey("info", RequestInfo)
 
 
 class _PageNotFound(Exception):
@@ -47,7 +48,9 @@ def _error(err: ApiError) -> web.Response:
 class Route:
     __slots__ = ("group", "kind", "name", "namespace", "subresource", "version")
 
-    def __init__(self, group: str, version: str, kind: Kind | None, namespace: str, name: str, sub: str) -> None:
+    def __init__(
+        self, group: str, version: str, kind: Kind | None, namespace: str, name: str, sub: str
+    ) -> None:
         self.group, self.version, self.kind = group, version, kind
         self.namespace, self.name, self.subresource = namespace, name, sub
 
@@ -65,6 +68,8 @@ def parse_path(path: str, served: dict[tuple[str, str, str], Kind]) -> Route | N
         if len(parts) <= 3:
             return None
         group, version, rest = parts[1], parts[2], parts[3:]
+    if not rest:
+        return None
     namespace = ""
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in _NAMESPACE_SUBRESOURCES:
         namespace, rest = rest[1], rest[2:]
@@ -85,8 +90,12 @@ def _verb(method: str, route: Route | None, watch: bool) -> str:
         return "get"
     if method == "GET":
         return "watch" if watch else ("get" if route.name else "list")
-    return {"POST": "create", "PUT": "update", "PATCH": "patch",
-            "DELETE": "delete" if route.name else "deletecollection"}.get(method, method.lower())
+    return {
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete" if route.name else "deletecollection",
+    }.get(method, method.lower())
 
 
 async def _body(request: web.Request) -> Any:
@@ -127,14 +136,24 @@ class ApiHandler:
             return web.Response(status=404, text="404 page not found\n")
         if route is not None and route.kind is not None:
             k = route.kind
-            info = RequestInfo(request.method, request.path, request.query_string, _verb(request.method, route, watch),
-                               k.group, k.plural, route.subresource, route.namespace, route.name)
+            info = RequestInfo(
+                request.method,
+                request.path,
+                request.query_string,
+                _verb(request.method, route, watch),
+                k.group,
+                k.plural,
+                route.subresource,
+                route.namespace,
+                route.name,
+            )
         else:
             info = RequestInfo(request.method, request.path, request.query_string, "get")
         fault = faults.check(info)
         if fault is not None:
             faults.record(info, fault.code)
             return _error(fault)
+        request[INFO] = info
         try:
             if route is None:
                 resp = self._discovery(request)
@@ -142,7 +161,8 @@ class ApiHandler:
                 resp = await self._dispatch(request, route, info.verb)
         except ApiError as err:
             resp = _error(err)
-        faults.record(info, resp.status)
+        if info.verb != "watch" or not resp.prepared:
+            faults.record(info, resp.status)
         return resp
 
     async def _outage(self, request: web.Request) -> None:
@@ -190,11 +210,19 @@ class ApiHandler:
                 state = json.loads(base64.urlsafe_b64decode(token))
                 rv, start = int(state["rv"]), tuple(state["start"])
             except (ValueError, KeyError, TypeError):
-                raise bad_request("continue key is not valid: incorrect encoded start resourceVersion") from None
+                raise bad_request(
+                    "continue key is not valid: incorrect encoded start resourceVersion"
+                ) from None
             if rv < store.table(kind).floor:
-                raise expired("The provided continue parameter is too old to display a consistent list result. "
-                              "You can start a new list without the continue parameter.")
-            items = [e for e in items if (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]) > start]
+                raise expired(
+                    "The provided continue parameter is too old to display a consistent list result. "
+                    "You can start a new list without the continue parameter."
+                )
+            items = [
+                e
+                for e in items
+                if (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]) > start
+            ]
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         limit = int(request.query.get("limit") or 0)
         if limit > 0 and len(items) > limit:
@@ -210,17 +238,35 @@ class ApiHandler:
         srv = self.server
         selector = selector_from_query(request.query, route.kind.fields)
         if route.name:
-            selector = selector_from_query({**request.query, "fieldSelector": ",".join(
-                f for f in (request.query.get("fieldSelector", ""), f"metadata.name={route.name}") if f)},
-                route.kind.fields)
-        return await serve_watch(request, srv.store, srv.faults, srv.watch_settings, route.kind, route.namespace, selector)
+            selector = selector_from_query(
+                {
+                    **request.query,
+                    "fieldSelector": ",".join(
+                        f
+                        for f in (request.query.get("fieldSelector", ""), f"metadata.name={route.name}")
+                        if f
+                    ),
+                },
+                route.kind.fields,
+            )
+        return await serve_watch(
+            request,
+            srv.store,
+            srv.faults,
+            srv.watch_settings,
+            route.kind,
+            route.namespace,
+            selector,
+            on_open=lambda: srv.faults.record(request[INFO], 200),
+        )
 
     async def _get(self, request: web.Request, route: Route) -> web.Response:
         assert route.kind is not None
         if route.subresource not in ("", "status"):
             raise method_not_allowed(request.method)
         entry = self.server.store.table(route.kind).objects.get(
-            (route.namespace if route.kind.namespaced else "", route.name))
+            (route.namespace if route.kind.namespaced else "", route.name)
+        )
         if entry is None:
             self.server.api.get(route.kind, route.namespace, route.name)  # raises the 404
             raise AssertionError
@@ -251,8 +297,16 @@ class ApiHandler:
         if not route.name or route.subresource not in ("", "status"):
             raise method_not_allowed(request.method)
         body = await _body(request)
-        return _json(self.server.api.patch(route.kind, route.namespace, route.name,
-                                           request.headers.get("Content-Type", ""), body, route.subresource))
+        return _json(
+            self.server.api.patch(
+                route.kind,
+                route.namespace,
+                route.name,
+                request.headers.get("Content-Type", ""),
+                body,
+                route.subresource,
+            )
+        )
 
     async def _delete(self, request: web.Request, route: Route) -> web.Response:
         assert route.kind is not None
@@ -275,8 +329,14 @@ class ApiHandler:
                 deleted.append(api.delete(kind, meta.get("namespace", ""), meta["name"], opts)[0])
             except ApiError:
                 continue
-        return _json({"kind": kind.kind + "List", "apiVersion": kind.api_version,
-                      "metadata": {"resourceVersion": str(api.store.rv)}, "items": deleted})
+        return _json(
+            {
+                "kind": kind.kind + "List",
+                "apiVersion": kind.api_version,
+                "metadata": {"resourceVersion": str(api.store.rv)},
+                "items": deleted,
+            }
+        )
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

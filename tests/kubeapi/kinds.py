@@ -68,23 +68,56 @@ POD_FIELDS = _COMMON_FIELDS | {
     "status.podIP",
     "status.nominatedNodeName",
 }
-EVENT_FIELDS = _COMMON_FIELDS | {
-    f"involvedObject.{f}" for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-} | {"reason", "reportingComponent", "source", "type"}
+EVENT_FIELDS = (
+    _COMMON_FIELDS
+    | {
+        f"involvedObject.{f}"
+        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    }
+    | {"reason", "reportingComponent", "source", "type"}
+)
 
-NAMESPACES = Kind("", "v1", "namespaces", "Namespace", False, frozenset({"status"}),
-                  _COMMON_FIELDS | {"status.phase"}, ("ns",), dns_label_names=True)
-NODES = Kind("", "v1", "nodes", "Node", False, frozenset({"status"}), _COMMON_FIELDS | {"spec.unschedulable"}, ("no",))
+NAMESPACES = Kind(
+    "",
+    "v1",
+    "namespaces",
+    "Namespace",
+    False,
+    frozenset({"status"}),
+    _COMMON_FIELDS | {"status.phase"},
+    ("ns",),
+    dns_label_names=True,
+)
+NODES = Kind(
+    "", "v1", "nodes", "Node", False, frozenset({"status"}), _COMMON_FIELDS | {"spec.unschedulable"}, ("no",)
+)
 PODS = Kind("", "v1", "pods", "Pod", True, frozenset({"status", "binding", "eviction"}), POD_FIELDS, ("po",))
-SERVICES = Kind("", "v1", "services", "Service", True, frozenset({"status"}), short_names=("svc",), dns_label_names=True)
+SERVICES = Kind(
+    "", "v1", "services", "Service", True, frozenset({"status"}), short_names=("svc",), dns_label_names=True
+)
 CONFIGMAPS = Kind("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",))
 EVENTS = Kind("", "v1", "events", "Event", True, fields=EVENT_FIELDS, short_names=("ev",))
 LEASES = Kind("coordination.k8s.io", "v1", "leases", "Lease", True)
 EVENTS_V1 = Kind("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",))
-CRDS = Kind("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
-            frozenset({"status"}), short_names=("crd", "crds"))
-HYPERNODES = Kind(HYPERNODE_GROUP, HYPERNODE_VERSION, "hypernodes", "HyperNode", False, frozenset({"status"}),
-                  short_names=("hn",), custom=True)
+CRDS = Kind(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    False,
+    frozenset({"status"}),
+    short_names=("crd", "crds"),
+)
+HYPERNODES = Kind(
+    HYPERNODE_GROUP,
+    HYPERNODE_VERSION,
+    "hypernodes",
+    "HyperNode",
+    False,
+    frozenset({"status"}),
+    short_names=("hn",),
+    custom=True,
+)
 
 BUILTIN: tuple[Kind, ...] = (NAMESPACES, NODES, PODS, SERVICES, CONFIGMAPS, EVENTS, LEASES, EVENTS_V1, CRDS)
 ALL: tuple[Kind, ...] = (*BUILTIN, HYPERNODES)
@@ -98,46 +131,96 @@ def hypernode_crd() -> dict[str, Any]:
         "metadata": {"name": HYPERNODE_CRD},
         "spec": {
             "group": HYPERNODE_GROUP,
-            "names": {"kind": "HyperNode", "listKind": "HyperNodeList", "plural": "hypernodes",
-                      "singular": "hypernode", "shortNames": ["hn"]},
+            "names": {
+                "kind": "HyperNode",
+                "listKind": "HyperNodeList",
+                "plural": "hypernodes",
+                "singular": "hypernode",
+                "shortNames": ["hn"],
+            },
             "scope": "Cluster",
-            "versions": [{
-                "name": HYPERNODE_VERSION, "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                "subresources": {"status": {}},
-            }],
+            "versions": [
+                {
+                    "name": HYPERNODE_VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                    "subresources": {"status": {}},
+                }
+            ],
         },
-        "status": {"conditions": [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                                   "message": "the initial names have been accepted"}],
-                   "acceptedNames": {"kind": "HyperNode", "plural": "hypernodes"}, "storedVersions": [HYPERNODE_VERSION]},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                }
+            ],
+            "acceptedNames": {"kind": "HyperNode", "plural": "hypernodes"},
+            "storedVersions": [HYPERNODE_VERSION],
+        },
     }
 
 
 def _resource_entries(kind: Kind) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = [{
-        "name": kind.plural,
-        "singularName": kind.kind.lower(),
-        "namespaced": kind.namespaced,
-        "kind": kind.kind,
-        "verbs": _VERBS,
-        **({"shortNames": list(kind.short_names)} if kind.short_names else {}),
-    }]
+    entries: list[dict[str, Any]] = [
+        {
+            "name": kind.plural,
+            "singularName": kind.kind.lower(),
+            "namespaced": kind.namespaced,
+            "kind": kind.kind,
+            "verbs": _VERBS,
+            **({"shortNames": list(kind.short_names)} if kind.short_names else {}),
+        }
+    ]
     for sub in sorted(kind.subresources):
         if sub == "status":
-            entries.append({"name": f"{kind.plural}/status", "singularName": "", "namespaced": kind.namespaced,
-                            "kind": kind.kind, "verbs": ["get", "patch", "update"]})
+            entries.append(
+                {
+                    "name": f"{kind.plural}/status",
+                    "singularName": "",
+                    "namespaced": kind.namespaced,
+                    "kind": kind.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         elif sub == "binding":
-            entries.append({"name": "pods/binding", "singularName": "", "namespaced": True, "kind": "Binding",
-                            "verbs": ["create"]})
+            entries.append(
+                {
+                    "name": "pods/binding",
+                    "singularName": "",
+                    "namespaced": True,
+                    "kind": "Binding",
+                    "verbs": ["create"],
+                }
+            )
         elif sub == "eviction":
-            entries.append({"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy",
-                            "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+            entries.append(
+                {
+                    "name": "pods/eviction",
+                    "singularName": "",
+                    "namespaced": True,
+                    "group": "policy",
+                    "version": "v1",
+                    "kind": "Eviction",
+                    "verbs": ["create"],
+                }
+            )
     return entries
 
 
 def resource_list(group_version: str, kinds: list[Kind]) -> dict[str, Any]:
     resources = [e for k in kinds if k.group_version == group_version for e in _resource_entries(k)]
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
 
 
 def _group_doc(group: str, version: str) -> dict[str, Any]:
@@ -158,12 +241,21 @@ def group_list(kinds: list[Kind]) -> dict[str, Any]:
 
 
 def versions(address: str) -> dict[str, Any]:
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+    }
 
 
 VERSION_INFO = {
-    "major": "1", "minor": "33", "gitVersion": "v1.33.0-vglobal-emulator", "gitCommit": "0" * 40,
-    "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.24.0",
-    "compiler": "gc", "platform": "linux/amd64",
+    "major": "1",
+    "minor": "33",
+    "gitVersion": "v1.33.0-vglobal-emulator",
+    "gitCommit": "0" * 40,
+    "gitTreeState": "clean",
+    "buildDate": "2025-01-01T00:00:00Z",
+    "goVersion": "go1.24.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
 }

@@ -22,7 +22,9 @@ from tests.kubeapi.store import DELETED, Obj
 from vglobal.agent.backends.sim import pod_runtime
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-KILLED = 137  # SIGKILL: what a container killed at the end of its grace period, evicted or OOM-killed exits with
+KILLED = (
+    137  # SIGKILL: what a container killed at the end of its grace period, evicted or OOM-killed exits with
+)
 EVICTED_MESSAGE = "The node was low on resource: memory. "
 
 
@@ -32,15 +34,27 @@ def node_ready(node: Obj | None) -> bool:
 
 
 def _condition(type_: str, ok: bool, at: str, reason: str = "") -> Obj:
-    out: Obj = {"type": type_, "status": "True" if ok else "False", "lastProbeTime": None, "lastTransitionTime": at}
+    out: Obj = {
+        "type": type_,
+        "status": "True" if ok else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": at,
+    }
     if reason:
         out["reason"] = reason
     return out
 
 
 class Kubelet:
-    def __init__(self, api: Api, loop: asyncio.AbstractEventLoop, *, enabled: bool = True,
-                 start_delay: float = 0.0, termination_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        api: Api,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        enabled: bool = True,
+        start_delay: float = 0.0,
+        termination_delay: float = 0.0,
+    ) -> None:
         self.api, self.store, self.loop = api, api.store, loop
         self.enabled, self.start_delay, self.termination_delay = enabled, start_delay, termination_delay
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -130,21 +144,47 @@ class Kubelet:
             return
         duration, _ = self._runtime(pod)
         now = rfc3339()
-        host_ip = next((a["address"] for a in node["status"].get("addresses") or [] if a.get("type") == "InternalIP"), "")
+        host_ip = next(
+            (a["address"] for a in node["status"].get("addresses") or [] if a.get("type") == "InternalIP"), ""
+        )
         n = next(self._ips)
         pod_ip = f"10.244.{n // 250 % 250}.{n % 250 + 1}"
         spec = pod["spec"]
         status = {
-            **pod["status"], "phase": "Running", "startTime": now, "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-            "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
-            "conditions": [_condition(t, True, now) for t in
-                           ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")],
+            **pod["status"],
+            "phase": "Running",
+            "startTime": now,
+            "hostIP": host_ip,
+            "hostIPs": [{"ip": host_ip}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "conditions": [
+                _condition(t, True, now)
+                for t in (
+                    "PodReadyToStartContainers",
+                    "Initialized",
+                    "Ready",
+                    "ContainersReady",
+                    "PodScheduled",
+                )
+            ],
             "containerStatuses": [self._running(c, now, 0, {}) for c in spec["containers"]],
         }
         if spec.get("initContainers"):
             status["initContainerStatuses"] = [
-                {**self._running(c, now, 0, {}), "ready": True, "started": False,
-                 "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}}}
+                {
+                    **self._running(c, now, 0, {}),
+                    "ready": True,
+                    "started": False,
+                    "state": {
+                        "terminated": {
+                            "exitCode": 0,
+                            "reason": "Completed",
+                            "startedAt": now,
+                            "finishedAt": now,
+                        }
+                    },
+                }
                 for c in spec["initContainers"]
             ]
         self._store_status(pod, status)
@@ -154,9 +194,17 @@ class Kubelet:
 
     @staticmethod
     def _running(container: Obj, started: str, restarts: int, last: Obj) -> Obj:
-        return {"name": container["name"], "image": container.get("image", ""), "imageID": "",
-                "containerID": f"containerd://{uuid.uuid4().hex}", "ready": True, "started": True,
-                "restartCount": restarts, "state": {"running": {"startedAt": started}}, "lastState": last}
+        return {
+            "name": container["name"],
+            "image": container.get("image", ""),
+            "imageID": "",
+            "containerID": f"containerd://{uuid.uuid4().hex}",
+            "ready": True,
+            "started": True,
+            "restartCount": restarts,
+            "state": {"running": {"startedAt": started}},
+            "lastState": last,
+        }
 
     @staticmethod
     def _runtime(pod: Obj) -> tuple[float | None, int]:
@@ -178,25 +226,46 @@ class Kubelet:
         if policy == "Always" or (policy == "OnFailure" and code != 0):
             self._restart(pod, code, reason)
         else:
-            self._store_status(pod, self._terminated(pod, code, reason, "Succeeded" if code == 0 else "Failed"))
+            self._store_status(
+                pod, self._terminated(pod, code, reason, "Succeeded" if code == 0 else "Failed")
+            )
 
     def _terminated(self, pod: Obj, code: int, reason: str, phase: str) -> Obj:
         now = rfc3339()
         statuses = []
         for cs in pod["status"].get("containerStatuses") or []:
             started = (cs.get("state") or {}).get("running", {}).get("startedAt", now)
-            statuses.append({**cs, "ready": False, "started": False, "state": {"terminated": {
-                "exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now,
-                "containerID": cs.get("containerID", "")}}})
-        conditions = [c if c["type"] not in ("Ready", "ContainersReady") else _condition(c["type"], False, now, "PodCompleted")
-                      for c in pod["status"].get("conditions") or []]
+            statuses.append(
+                {
+                    **cs,
+                    "ready": False,
+                    "started": False,
+                    "state": {
+                        "terminated": {
+                            "exitCode": code,
+                            "reason": reason,
+                            "startedAt": started,
+                            "finishedAt": now,
+                            "containerID": cs.get("containerID", ""),
+                        }
+                    },
+                }
+            )
+        conditions = [
+            c
+            if c["type"] not in ("Ready", "ContainersReady")
+            else _condition(c["type"], False, now, "PodCompleted")
+            for c in pod["status"].get("conditions") or []
+        ]
         return {**pod["status"], "phase": phase, "conditions": conditions, "containerStatuses": statuses}
 
     def _restart(self, pod: Obj, code: int, reason: str) -> None:
         now = rfc3339()
         done = self._terminated(pod, code, reason, "Running")
-        statuses = [self._running(c, now, int(cs.get("restartCount", 0)) + 1, cs["state"])
-                    for c, cs in zip(pod["spec"]["containers"], done["containerStatuses"], strict=False)]
+        statuses = [
+            self._running(c, now, int(cs.get("restartCount", 0)) + 1, cs["state"])
+            for c, cs in zip(pod["spec"]["containers"], done["containerStatuses"], strict=False)
+        ]
         self._store_status(pod, {**pod["status"], "containerStatuses": statuses})
         duration, _ = self._runtime(pod)
         if duration is not None:
@@ -223,9 +292,14 @@ class Kubelet:
         if node is None:
             raise not_found("nodes", node_name)
         now = rfc3339()
-        cond = {"type": "Ready", "status": "True" if ready else "False", "lastHeartbeatTime": now,
-                "lastTransitionTime": now, "reason": "KubeletReady" if ready else "KubeletNotReady",
-                "message": "kubelet is posting ready status" if ready else "container runtime is down"}
+        cond = {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if ready else "container runtime is down",
+        }
         conditions = [c for c in node["status"].get("conditions") or [] if c.get("type") != "Ready"] + [cond]
         taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != NOT_READY_TAINT]
         if not ready:
@@ -233,23 +307,43 @@ class Kubelet:
         spec = {**(node.get("spec") or {}), "taints": taints}
         if not taints:
             spec.pop("taints")
-        return self.api.write(NODES, node, {**node, "spec": spec, "status": {**node["status"], "conditions": conditions}})
+        return self.api.write(
+            NODES, node, {**node, "spec": spec, "status": {**node["status"], "conditions": conditions}}
+        )
 
     def evict_node(self, node_name: str, message: str = EVICTED_MESSAGE) -> int:
         """Node-pressure eviction: every pod on the node that has not finished fails with reason Evicted."""
         n = 0
         for entry in self.store.items(PODS):
             pod = entry.obj
-            if pod["spec"].get("nodeName") != node_name or pod["status"].get("phase") in ("Succeeded", "Failed"):
+            if pod["spec"].get("nodeName") != node_name or pod["status"].get("phase") in (
+                "Succeeded",
+                "Failed",
+            ):
                 continue
             self._cancel(pod["metadata"]["uid"])
             now = rfc3339()
-            status = self._terminated(pod, KILLED, "Error", "Failed") if pod["status"].get("containerStatuses") \
+            status = (
+                self._terminated(pod, KILLED, "Error", "Failed")
+                if pod["status"].get("containerStatuses")
                 else {**pod["status"], "phase": "Failed"}
-            status = {**status, "reason": "Evicted", "message": message,
-                      "conditions": [*status.get("conditions", []), {
-                          "type": "DisruptionTarget", "status": "True", "lastProbeTime": None, "lastTransitionTime": now,
-                          "reason": "TerminationByKubelet", "message": message}]}
+            )
+            status = {
+                **status,
+                "reason": "Evicted",
+                "message": message,
+                "conditions": [
+                    *status.get("conditions", []),
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "lastProbeTime": None,
+                        "lastTransitionTime": now,
+                        "reason": "TerminationByKubelet",
+                        "message": message,
+                    },
+                ],
+            }
             self._store_status(pod, status)
             n += 1
         return n

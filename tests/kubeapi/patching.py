@@ -68,7 +68,9 @@ def _strategic_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
     for item in patch:
         if not isinstance(item, dict) or key not in item:
             raise bad_request(f"map: {item} does not contain declared merge key: {key}")
-        idx = next((i for i, cur in enumerate(out) if isinstance(cur, dict) and cur.get(key) == item[key]), None)
+        idx = next(
+            (i for i, cur in enumerate(out) if isinstance(cur, dict) and cur.get(key) == item[key]), None
+        )
         directive = item.get("$patch")
         if directive == "delete":
             if idx is not None:
@@ -166,11 +168,17 @@ def json_patch(target: Any, ops: Any) -> Any:
                 doc = _add(doc, parts, value)
             elif kind == "test":
                 if _walk(doc, parts) != op.get("value"):
-                    raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: testing value {op.get('path')} failed")
+                    raise ApiError(
+                        422,
+                        "Invalid",
+                        f"the server rejected our request due to an error in our request: testing value {op.get('path')} failed",
+                    )
             else:
                 raise bad_request(f"Unexpected kind: {kind}")
     except (KeyError, IndexError, ValueError, TypeError) as e:
-        raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {e!r}") from None
+        raise ApiError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {e!r}"
+        ) from None
     return doc
 
 

@@ -15,8 +15,9 @@ BINDING = "pods/binding"
 
 def _scheduled(status: Obj) -> Obj:
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                       "lastTransitionTime": rfc3339()})
+    conditions.append(
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": rfc3339()}
+    )
     out = {**status, "conditions": conditions}
     out.pop("nominatedNodeName", None)
     return out
@@ -33,16 +34,32 @@ def bind(api: Api, namespace: str, name: str, body: Any) -> Obj:
     if not target.get("name"):
         raise invalid("Binding", name, [("target.name", "FieldValueRequired", "Required value")])
     if target.get("kind") not in (None, "", "Node"):
-        raise invalid("Binding", name, [("target.kind", "FieldValueNotSupported",
-                                         f'Unsupported value: "{target["kind"]}": supported values: "Node"')])
+        raise invalid(
+            "Binding",
+            name,
+            [
+                (
+                    "target.kind",
+                    "FieldValueNotSupported",
+                    f'Unsupported value: "{target["kind"]}": supported values: "Node"',
+                )
+            ],
+        )
     pod = api.get(PODS, namespace, name)
     pod_meta = pod["metadata"]
     if meta.get("uid") and meta["uid"] != pod_meta["uid"]:
-        raise conflict(BINDING, name, f"Precondition failed: UID in precondition: {meta['uid']}, "
-                       f"UID in object meta: {pod_meta['uid']}")
+        raise conflict(
+            BINDING,
+            name,
+            f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {pod_meta['uid']}",
+        )
     if meta.get("resourceVersion") and meta["resourceVersion"] != pod_meta["resourceVersion"]:
-        raise conflict(BINDING, name, "Precondition failed: ResourceVersion in precondition: "
-                       f"{meta['resourceVersion']}, ResourceVersion in object meta: {pod_meta['resourceVersion']}")
+        raise conflict(
+            BINDING,
+            name,
+            "Precondition failed: ResourceVersion in precondition: "
+            f"{meta['resourceVersion']}, ResourceVersion in object meta: {pod_meta['resourceVersion']}",
+        )
     if pod_meta.get("deletionTimestamp"):
         raise conflict(BINDING, name, f"pod {name} is being deleted, cannot be assigned to a host")
     spec = pod.get("spec") or {}
@@ -53,8 +70,12 @@ def bind(api: Api, namespace: str, name: str, body: Any) -> Obj:
     new_meta = dict(pod_meta)
     if meta.get("annotations"):
         new_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **meta["annotations"]}
-    new = {**pod, "metadata": new_meta, "spec": {**spec, "nodeName": target["name"]},
-           "status": _scheduled(pod.get("status") or {})}
+    new = {
+        **pod,
+        "metadata": new_meta,
+        "spec": {**spec, "nodeName": target["name"]},
+        "status": _scheduled(pod.get("status") or {}),
+    }
     api.write(PODS, pod, new)
     return success(201)
 

@@ -107,7 +107,7 @@ def parse_fields(text: str, supported: frozenset[str]) -> tuple[tuple[str, bool,
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         field, op, value = m.group(1).strip(), m.group(2), _unescape(m.group(3))
         if field not in supported:
-            raise bad_request(f'field label not supported: {field}')
+            raise bad_request(f"field label not supported: {field}")
         out.append((field, op != "!=", value))
     return tuple(out)
 

@@ -84,9 +84,13 @@ class EmulatorServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         Collector(self.api, loop.call_soon)
-        self.kubelet = Kubelet(self.api, loop, enabled=self.config.kubelet,
-                               start_delay=self.config.kubelet_start_delay,
-                               termination_delay=self.config.kubelet_termination_delay)
+        self.kubelet = Kubelet(
+            self.api,
+            loop,
+            enabled=self.config.kubelet,
+            start_delay=self.config.kubelet_start_delay,
+            termination_delay=self.config.kubelet_termination_delay,
+        )
         self._seed()
         handler = ApiHandler(self)
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -168,7 +172,13 @@ class EmulatorServer:
         return installed
 
     def state(self) -> dict[str, Any]:
-        return {"resourceVersion": self.store.rv, "url": self.url, "paused": self.faults.paused,
-                "watches": len(self.store.all_watchers()),
-                "objects": {f"{t.kind.plural}.{t.kind.group}".rstrip("."): len(t.objects)
-                            for t in self.store.tables.values()}}
+        return {
+            "resourceVersion": self.store.rv,
+            "url": self.url,
+            "paused": self.faults.paused,
+            "watches": len(self.store.all_watchers()),
+            "objects": {
+                f"{t.kind.plural}.{t.kind.group}".rstrip("."): len(t.objects)
+                for t in self.store.tables.values()
+            },
+        }

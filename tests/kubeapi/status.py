@@ -78,9 +78,7 @@ def conflict(resource: str, name: str, why: str, group: str = "") -> ApiError:
 MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
 
 
-def invalid(
-    kind: str, name: str, causes: list[tuple[str, str, str]], group: str = ""
-) -> ApiError:
+def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str = "") -> ApiError:
     """422 Invalid; causes are (field, reason such as FieldValueRequired, message)."""
     text = "; ".join(f"{field}: {message}" for field, _, message in causes)
     gk = f"{kind}.{group}" if group else kind
@@ -129,11 +127,17 @@ def unauthorized() -> ApiError:
 
 
 def method_not_allowed(method: str) -> ApiError:
-    return ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
+    return ApiError(
+        405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"
+    )
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type})")
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type})",
+    )
 
 
 def too_large_resource_version(asked: int, current: int) -> ApiError:
@@ -141,5 +145,8 @@ def too_large_resource_version(asked: int, current: int) -> ApiError:
         504,
         "Timeout",
         f"Too large resource version: {asked}, current: {current}",
-        {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1},
+        {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        },
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -31,8 +31,15 @@ def bookmark_line(kind: Kind, rv: int, *, initial_end: bool = False) -> bytes:
     meta: dict[str, object] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-    return encode({"type": "BOOKMARK", "object": {"kind": kind.kind, "apiVersion": kind.api_version,
-                                                  "metadata": meta}}) + b"\n"
+    return (
+        encode(
+            {
+                "type": "BOOKMARK",
+                "object": {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": meta},
+            }
+        )
+        + b"\n"
+    )
 
 
 def error_line(err: ApiError) -> bytes:
@@ -47,8 +54,9 @@ def _next_bookmark(now: float, deadline: float, interval: float) -> float:
     return heartbeat
 
 
-def open_watcher(store: Store, kind: Kind, namespace: str, selector: Selector,
-                 query: Mapping[str, str]) -> tuple[Watcher, bytes | None]:
+def open_watcher(
+    store: Store, kind: Kind, namespace: str, selector: Selector, query: Mapping[str, str]
+) -> tuple[Watcher, bytes | None]:
     """Register the watcher and queue what precedes live events, in one step with no await (no gap)."""
     bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
     w = Watcher(kind, namespace, selector, bookmarks)
@@ -75,8 +83,16 @@ def open_watcher(store: Store, kind: Kind, namespace: str, selector: Selector,
     return w, None
 
 
-async def serve_watch(request: web.Request, store: Store, faults: Faults, settings: WatchSettings,
-                      kind: Kind, namespace: str, selector: Selector) -> web.StreamResponse:
+async def serve_watch(
+    request: web.Request,
+    store: Store,
+    faults: Faults,
+    settings: WatchSettings,
+    kind: Kind,
+    namespace: str,
+    selector: Selector,
+    on_open: Callable[[], None] = lambda: None,
+) -> web.StreamResponse:
     query = request.query
     timeout = float(query.get("timeoutSeconds") or settings.default_timeout)
     w, error = open_watcher(store, kind, namespace, selector, query)
@@ -85,12 +101,15 @@ async def serve_watch(request: web.Request, store: Store, faults: Faults, settin
     loop = asyncio.get_running_loop()
     try:
         await resp.prepare(request)
+        on_open()
         if error is not None:
             await resp.write(error)
             await resp.write_eof()
             return resp
         deadline = loop.time() + timeout
-        next_bookmark = _next_bookmark(loop.time(), deadline, settings.bookmark_interval) if w.bookmarks else math.inf
+        next_bookmark = (
+            _next_bookmark(loop.time(), deadline, settings.bookmark_interval) if w.bookmarks else math.inf
+        )
         epoch = faults.pause_epoch
         while not w.closed:
             if faults.paused or faults.pause_epoch != epoch:
@@ -133,4 +152,3 @@ def send_bookmarks(store: Store) -> int:
             w.push(bookmark_line(w.kind, store.rv))
             n += 1
     return n
-
