@@ -12,7 +12,7 @@ import signal
 import sys
 
 from tests.kubeapi.cluster import from_sim_cluster, load_sim_cluster, simple_nodes
-from tests.kubeapi.handles import write_kubeconfig
+from tests.kubeapi.handles import new_event_loop, write_kubeconfig
 from tests.kubeapi.server import EmulatorConfig, EmulatorServer
 
 
@@ -96,7 +96,8 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    asyncio.run(serve(parse_args(argv)))
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        runner.run(serve(parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,16 @@ ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where installed (about twice the requests per CPU second), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop
+
+
 def write_kubeconfig(path: str | Path, url: str, token: str, name: str, namespace: str = "default") -> Path:
     doc = {
         "apiVersion": "v1",
@@ -55,7 +65,7 @@ class KubeApiEmulator(Knobs):
         self.config = config or EmulatorConfig()
         self.server = EmulatorServer(self.config)
         self._kubeconfig_path = kubeconfig
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="kubeapi-emulator", daemon=True)
         self.kubeconfig: Path | None = None
 

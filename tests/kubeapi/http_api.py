@@ -98,7 +98,7 @@ def _verb(method: str, route: Route | None, watch: bool) -> str:
     }.get(method, method.lower())
 
 
-async def _body(request: web.Request) -> Any:
+async def _body(request: web.BaseRequest) -> Any:
     data = await request.read()
     if not data:
         return None
@@ -116,10 +116,7 @@ class ApiHandler:
     def __init__(self, server: EmulatorServer) -> None:
         self.server = server
 
-    def served(self) -> dict[tuple[str, str, str], Kind]:
-        return {(k.group, k.version, k.plural): k for k in self.server.served_kinds()}
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         srv = self.server
         faults = srv.faults
         watch = request.query.get("watch") in ("true", "1")
@@ -130,7 +127,7 @@ class ApiHandler:
             faults.record(info, 401)
             return _error(unauthorized())
         try:
-            route = parse_path(request.path, self.served())
+            route = parse_path(request.path, self.server.served_routes())
         except _PageNotFound:
             faults.record(info, 404)
             return web.Response(status=404, text="404 page not found\n")
@@ -165,7 +162,7 @@ class ApiHandler:
             faults.record(info, resp.status)
         return resp
 
-    async def _outage(self, request: web.Request) -> None:
+    async def _outage(self, request: web.BaseRequest) -> None:
         """A paused server does not answer; what arrived meanwhile is dropped when it comes back."""
         if not self.server.faults.refusing:
             await self.server.faults.wait_resumed()
@@ -173,7 +170,7 @@ class ApiHandler:
             request.transport.abort()
         raise web.HTTPServiceUnavailable  # never reaches the client: the connection is gone
 
-    def _discovery(self, request: web.Request) -> web.Response:
+    def _discovery(self, request: web.BaseRequest) -> web.Response:
         parts = [p for p in request.path.split("/") if p]
         served = list(self.server.served_kinds())
         if parts == ["api"]:
@@ -191,14 +188,22 @@ class ApiHandler:
             return web.Response(status=404, text="404 page not found\n")
         return _json(doc)
 
-    async def _dispatch(self, request: web.Request, route: Route, verb: str) -> web.StreamResponse:
+    async def _dispatch(self, request: web.BaseRequest, route: Route, verb: str) -> web.StreamResponse:
         handler = getattr(self, f"_{verb}", None)
         if handler is None:
             raise method_not_allowed(request.method)
         result: web.StreamResponse = await handler(request, route)
         return result
 
-    async def _list(self, request: web.Request, route: Route) -> web.Response:
+    def _stored(self, kind: Kind, obj: Any, status: int = 200) -> web.Response:
+        """The answer for a written object: the stored version's JSON, encoded once for watchers and us."""
+        meta = obj["metadata"]
+        entry = self.server.store.table(kind).objects.get((meta.get("namespace", ""), meta["name"]))
+        if entry is not None and entry.obj is obj:
+            return _raw(entry.raw(), status)
+        return _json(obj, status)
+
+    async def _list(self, request: web.BaseRequest, route: Route) -> web.Response:
         assert route.kind is not None
         kind, store = route.kind, self.server.store
         selector = selector_from_query(request.query, kind.fields)
@@ -233,7 +238,7 @@ class ApiHandler:
         head = encode({"kind": kind.kind + "List", "apiVersion": kind.api_version, "metadata": meta})
         return _raw(head[:-1] + b',"items":[' + b",".join(e.raw() for e in items) + b"]}")
 
-    async def _watch(self, request: web.Request, route: Route) -> web.StreamResponse:
+    async def _watch(self, request: web.BaseRequest, route: Route) -> web.StreamResponse:
         assert route.kind is not None
         srv = self.server
         selector = selector_from_query(request.query, route.kind.fields)
@@ -260,7 +265,7 @@ class ApiHandler:
             on_open=lambda: srv.faults.record(request[INFO], 200),
         )
 
-    async def _get(self, request: web.Request, route: Route) -> web.Response:
+    async def _get(self, request: web.BaseRequest, route: Route) -> web.Response:
         assert route.kind is not None
         if route.subresource not in ("", "status"):
             raise method_not_allowed(request.method)
@@ -272,7 +277,7 @@ class ApiHandler:
             raise AssertionError
         return _raw(entry.raw())
 
-    async def _create(self, request: web.Request, route: Route) -> web.Response:
+    async def _create(self, request: web.BaseRequest, route: Route) -> web.Response:
         assert route.kind is not None
         api, body = self.server.api, await _body(request)
         if route.subresource == "binding":
@@ -283,21 +288,25 @@ class ApiHandler:
             raise method_not_allowed(request.method)
         if route.kind.namespaced and not route.namespace:
             raise method_not_allowed(request.method)
-        return _json(api.create(route.kind, route.namespace, body), 201)
+        return self._stored(route.kind, api.create(route.kind, route.namespace, body), 201)
 
-    async def _update(self, request: web.Request, route: Route) -> web.Response:
+    async def _update(self, request: web.BaseRequest, route: Route) -> web.Response:
         assert route.kind is not None
         if not route.name or route.subresource not in ("", "status"):
             raise method_not_allowed(request.method)
         body = await _body(request)
-        return _json(self.server.api.update(route.kind, route.namespace, route.name, body, route.subresource))
+        return self._stored(
+            route.kind,
+            self.server.api.update(route.kind, route.namespace, route.name, body, route.subresource),
+        )
 
-    async def _patch(self, request: web.Request, route: Route) -> web.Response:
+    async def _patch(self, request: web.BaseRequest, route: Route) -> web.Response:
         assert route.kind is not None
         if not route.name or route.subresource not in ("", "status"):
             raise method_not_allowed(request.method)
         body = await _body(request)
-        return _json(
+        return self._stored(
+            route.kind,
             self.server.api.patch(
                 route.kind,
                 route.namespace,
@@ -305,10 +314,10 @@ class ApiHandler:
                 request.headers.get("Content-Type", ""),
                 body,
                 route.subresource,
-            )
+            ),
         )
 
-    async def _delete(self, request: web.Request, route: Route) -> web.Response:
+    async def _delete(self, request: web.BaseRequest, route: Route) -> web.Response:
         assert route.kind is not None
         if route.subresource:
             raise method_not_allowed(request.method)
@@ -317,7 +326,7 @@ class ApiHandler:
         obj, gone = api.delete(route.kind, route.namespace, route.name, opts)
         return _json(api.delete_response(route.kind, obj, gone))
 
-    async def _deletecollection(self, request: web.Request, route: Route) -> web.Response:
+    async def _deletecollection(self, request: web.BaseRequest, route: Route) -> web.Response:
         assert route.kind is not None
         kind, api = route.kind, self.server.api
         opts = DeleteOptions.parse(request.query, await _body(request))
@@ -339,4 +348,4 @@ class ApiHandler:
         )
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]

@@ -31,6 +31,9 @@ from tests.kubeapi.store import Obj, Store
 from tests.kubeapi.watching import WatchSettings, send_bookmarks
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_WITH_CRD = (*BUILTIN, HYPERNODES)
+_ROUTES = {(k.group, k.version, k.plural): k for k in BUILTIN}
+_ROUTES_WITH_CRD = {(k.group, k.version, k.plural): k for k in _WITH_CRD}
 
 
 @dataclass
@@ -61,7 +64,7 @@ class EmulatorServer:
         self.faults = Faults()
         self.watch_settings = WatchSettings(config.bookmark_interval, config.default_watch_timeout)
         self.kubelet: Kubelet | None = None
-        self._api_runner: web.AppRunner | None = None
+        self._api_runner: web.ServerRunner | None = None
         self._control_runner: web.AppRunner | None = None
         self._api_site: web.TCPSite | None = None
         self.port = 0
@@ -77,8 +80,12 @@ class EmulatorServer:
 
     def served_kinds(self) -> tuple[Kind, ...]:
         if self.store.get(CRDS, "", HYPERNODE_CRD) is not None:
-            return (*BUILTIN, HYPERNODES)
+            return _WITH_CRD
         return BUILTIN
+
+    def served_routes(self) -> dict[tuple[str, str, str], Kind]:
+        """(group, version, plural) -> kind, for the router."""
+        return _ROUTES_WITH_CRD if self.store.get(CRDS, "", HYPERNODE_CRD) is not None else _ROUTES
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -92,10 +99,10 @@ class EmulatorServer:
             termination_delay=self.config.kubelet_termination_delay,
         )
         self._seed()
-        handler = ApiHandler(self)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", handler.handle)
-        self._api_runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # aiohttp's low-level server: one handler for every path, no router or middleware on the hot path
+        self._api_runner = web.ServerRunner(
+            web.Server(ApiHandler(self).handle, access_log=None), handle_signals=False
+        )
         await self._api_runner.setup()
         await self._open_api_site(self.config.port)
         self._control_runner = web.AppRunner(control.app(self), access_log=None, handle_signals=False)

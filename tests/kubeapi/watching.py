@@ -84,7 +84,7 @@ def open_watcher(
 
 
 async def serve_watch(
-    request: web.Request,
+    request: web.BaseRequest,
     store: Store,
     faults: Faults,
     settings: WatchSettings,
