@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from tests.kubeapi import KubeApiEmulator, api_client, write_kubeconfig
@@ -213,3 +213,59 @@ def test_custom_objects_need_a_resource_version_and_take_merge_patches(kube_api:
     with pytest.raises(ApiException) as e:
         custom.replace_cluster_custom_object(*args, "s0", stale)
     assert e.value.status == 409
+
+
+def test_leases_events_and_hypernode_watches(kube_api: KubeApiEmulator) -> None:
+    c = kube_api.api_client()
+    coord = client.CoordinationV1Api(c)
+    lease = coord.create_namespaced_lease(
+        "kube-system",
+        {"metadata": {"name": "vglobal-agent"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}},
+    )
+    lease.spec.holder_identity = "b"
+    coord.replace_namespaced_lease("vglobal-agent", "kube-system", lease)
+    lease.spec.holder_identity = "c"  # the loser of a race still holds the old resourceVersion
+    with pytest.raises(ApiException) as e:
+        coord.replace_namespaced_lease("vglobal-agent", "kube-system", lease)
+    assert e.value.status == 409
+    assert coord.read_namespaced_lease("vglobal-agent", "kube-system").spec.holder_identity == "b"
+    ev = client.EventsV1Api(c).create_namespaced_event(
+        "default",
+        {
+            "metadata": {"generateName": "job-"},
+            "eventTime": "2025-01-01T00:00:00.000000Z",
+            "reason": "Started",
+            "action": "Run",
+            "reportingController": "vglobal.io/agent",
+            "reportingInstance": "x",
+            "type": "Normal",
+            "note": "hello",
+            "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        },
+    )
+    assert ev.note == "hello"
+    core_ev = client.CoreV1Api(c).create_namespaced_event(
+        "default",
+        {"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Failed"},
+    )
+    assert core_ev.reason == "Failed"
+    listed = client.CoreV1Api(c).list_namespaced_event(
+        "default", field_selector="involvedObject.name=p,reason=Failed"
+    )
+    assert [x.metadata.name for x in listed.items] == ["e1"]
+    custom = client.CustomObjectsApi(c)
+    args = ("topology.volcano.sh", "v1alpha1", "hypernodes")
+    rv = custom.list_cluster_custom_object(*args)["metadata"]["resourceVersion"]
+    custom.create_cluster_custom_object(
+        *args,
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": "s1"},
+            "spec": {"tier": 1, "members": []},
+        },
+    )
+    events = list(
+        watch.Watch().stream(custom.list_cluster_custom_object, *args, resource_version=rv, timeout_seconds=1)
+    )
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "s1")]
