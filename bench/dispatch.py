@@ -27,8 +27,9 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
+from vglobal.admission.gang import prepare_gang
 from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters, prepare_gang
+from vglobal.admission.placement import Clusters
 from vglobal.hub.snapshot import Shared
 from vglobal.model.resources import ResourceVector, total
 

@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dispatch import make_snapshot
 
 from vglobal.admission import ClusterSnap, NodeSnap, RunningJob, Snapshot
+from vglobal.admission.gang import prepare_gang
 from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters, prepare_gang
+from vglobal.admission.placement import Clusters
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatcher import DEBOUNCE, CycleStats, Explainer, dispatch_cycle
