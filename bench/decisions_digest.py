@@ -35,20 +35,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dispatch import make_snapshot, next_cycle
+from workload import make_snapshot, next_cycle, next_cycle_dispatched
 
 from vglobal.admission import (
     AdmissionResult,
     Admit,
     ClusterSnap,
     HyperNodeSnap,
-    PendingJob,
-    RunningJob,
     Snapshot,
     Wait,
     admit,
 )
-from vglobal.model.resources import EMPTY, ResourceVector
+from vglobal.model.resources import ResourceVector
 
 Step = Callable[[Snapshot, AdmissionResult], Snapshot]
 GPU = "nvidia.com/gpu"
@@ -125,65 +123,6 @@ def workload_digest(cycles: list[tuple[str, AdmissionResult]]) -> str:
     for label, result in cycles:
         h.update(f"{label} {digest(result)}\n".encode())
     return h.hexdigest()
-
-
-# --- the next cycle as the hub sees it right after dispatch -------------------------------------
-def next_cycle_dispatched(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
-    """One cycle later, before the agents placed anything: admitted gangs are running without
-    placements and held on their cluster as unplaced; reclaimed victims left their nodes and
-    are pending again (keeping their creation time), as the hub re-queues them."""
-    by_uid = {j.uid: j for j in snapshot.pending}
-    now = snapshot.now + 1.0
-    running = {r.uid: r for r in snapshot.running}
-    usage = {q.name: q.allocated for q in snapshot.queues}
-    freed: dict[tuple[str, str], ResourceVector] = {}
-    requeued: list[PendingJob] = []
-    for rc in result.reclaims:
-        victim = running.pop(rc.victim_uid)
-        for node, vec in victim.placements.items():
-            freed[(victim.cluster, node)] = freed.get((victim.cluster, node), EMPTY) + vec
-        usage[victim.queue] = usage[victim.queue] - victim.request
-        gang = tuple((vec, 1) for vec in victim.placements.values()) or ((victim.request, 1),)
-        requeued.append(
-            PendingJob(
-                victim.uid,
-                victim.uid,
-                "bench",
-                victim.queue,
-                victim.priority,
-                victim.created,
-                now,
-                victim.request,
-                gang,
-            )
-        )
-    unplaced: dict[str, list[tuple[tuple[ResourceVector, int], ...]]] = {}
-    for uid in result.admitted_order:
-        job = by_uid[uid]
-        decision = result.decisions[uid]
-        assert isinstance(decision, Admit)
-        unplaced.setdefault(decision.cluster, []).append(job.gang)
-        running[uid] = RunningJob(
-            uid, job.queue, decision.cluster, job.priority, job.created, job.request, running_since=now
-        )
-        usage[job.queue] = usage[job.queue] + job.request
-    clusters = tuple(
-        replace(
-            c,
-            nodes=tuple(replace(n, free=n.free + freed.get((c.name, n.name), EMPTY)) for n in c.nodes),
-            unplaced=c.unplaced + tuple(unplaced.get(c.name, ())),
-        )
-        for c in snapshot.clusters
-    )
-    admitted = set(result.admitted_order)
-    return replace(
-        snapshot,
-        now=now,
-        queues=tuple(replace(q, allocated=usage[q.name]) for q in snapshot.queues),
-        clusters=clusters,
-        pending=tuple(j for j in snapshot.pending if j.uid not in admitted) + tuple(requeued),
-        running=tuple(running.values()),
-    )
 
 
 # --- the four workloads ---------------------------------------------------------------------------
