@@ -1,0 +1,103 @@
+"""What the store hands out: plain records of queues, priority classes, jobs with their binding,
+clusters and events, as they were when read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from vglobal.model.forms import Gang, Placement, PodPlacement, TaskCounts
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    name: str
+    parent: str | None
+    weight: int
+    priority: int
+    state: str
+    reclaimable: bool
+    capability: dict[str, int] | None
+    deserved: dict[str, int] | None
+    guarantee: dict[str, int]
+    manifest: dict[str, Any]
+    created_at: datetime
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QueueUsage:
+    allocated: dict[str, int] = field(default_factory=dict)
+    pending: int = 0
+    running: int = 0
+
+
+@dataclass(frozen=True)
+class PriorityClassRow:
+    name: str
+    value: int
+    global_default: bool
+    preemption_policy: str
+
+
+@dataclass(frozen=True)
+class JobRow:
+    uid: str
+    namespace: str
+    name: str
+    request_id: str | None
+    queue: str
+    priority_class_name: str | None
+    priority: int
+    min_available: int
+    request: dict[str, int]
+    gang: Gang
+    placement: Placement
+    manifest: dict[str, Any]
+    phase: str
+    retry_count: int
+    tasks: tuple[TaskCounts, ...]
+    placements: tuple[PodPlacement, ...]
+    created_at: datetime
+    updated_at: datetime
+    # binding
+    binding_phase: str
+    cluster: str | None
+    generation: int
+    attempts: int
+    excluded_clusters: dict[str, float]
+    reason: str
+    reason_kind: str  # a WaitKind while the job waits; empty when the reason is no wait
+    waiting_since: datetime
+
+
+@dataclass(frozen=True)
+class ClusterRow:
+    name: str
+    labels: dict[str, str]
+    state: str
+    cordoned: bool
+    nodes: list[dict[str, Any]]
+    free: dict[str, dict[str, int]]
+    last_heartbeat: datetime
+    not_ready_since: datetime | None
+    hypernodes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def effective_state(self) -> str:
+        if self.state == "Ready" and self.cordoned:
+            return "Cordoned"
+        return self.state
+
+
+@dataclass(frozen=True)
+class EventRow:
+    id: int
+    time: datetime
+    job_uid: str | None
+    cluster: str | None
+    kind: str
+    reason: str
+    message: str
+    source: str
