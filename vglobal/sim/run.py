@@ -125,7 +125,7 @@ def _report(
     out.update(
         phase=str(run.phase),
         cluster=clusters[target].name,
-        pods=[{"name": p, "node": n or None, "phase": ph} for p, n, ph in run.placements()],
+        pods=[{"name": p.pod, "node": p.node or None, "phase": p.phase} for p in run.placements()],
         retryCount=run.retry_count,
         reason=run.message,
         events=[{"reason": e.reason, "message": e.message, "time": e.time} for e in run.history],
