@@ -29,7 +29,7 @@ from vglobal.admission import (
 )
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.placement import Clusters, prepare_gang
-from vglobal.hub.snapshot import Shared
+from vglobal.hub.dispatch.facts import Shared
 from vglobal.model.resources import ResourceVector, total
 
 GPU = "nvidia.com/gpu"
