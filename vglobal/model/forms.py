@@ -38,7 +38,7 @@ class Gang:
 
     @classmethod
     def from_json(cls, data: Iterable[Sequence[Any]]) -> Gang:
-        return cls(tuple(PodShape(ResourceVector(units), int(n)) for units, n in data))
+        return cls(tuple([PodShape(ResourceVector(units), n) for units, n in data]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class Placement:
         topo = data.get("topology")
         return cls(
             clusters=None if clusters is None else frozenset(clusters),
-            selector=dict(data.get("selector") or {}),
+            selector=data.get("selector") or {},
             topology=None
             if not topo
             else NetworkTopology(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -237,9 +237,11 @@ class JobStatic:
     placement: Placement
 
 
-def statics(uids: list[str], *, session: Session) -> list[JobStatic]:
+def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
+    """These jobs' static parts. Read at once, typed one at a time as the caller takes them: a
+    caller that converts each further keeps no typed form of them all alive together."""
     if not uids:
-        return []
+        return iter(())
     cols = [
         jobs.c.uid,
         jobs.c.namespace,
@@ -255,18 +257,18 @@ def statics(uids: list[str], *, session: Session) -> list[JobStatic]:
     rows = session.execute(
         sa.select(*cols).where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
     ).all()
-    return [
+    return (
         JobStatic(
-            uid=uid,
-            namespace=namespace,
-            name=name,
-            queue=queue,
-            priority=priority,
-            created_at=created_at,
-            request=request,
-            gang=Gang.from_json(gang),
-            pod_requests=pod_requests,
-            placement=Placement.from_json(placement),
+            uid,
+            ns,
+            name,
+            queue,
+            prio,
+            created,
+            request,
+            Gang.from_json(gang),
+            pods,
+            Placement.from_json(where),
         )
-        for uid, namespace, name, queue, priority, created_at, request, gang, pod_requests, placement in rows
-    ]
+        for uid, ns, name, queue, prio, created, request, gang, pods, where in rows
+    )
