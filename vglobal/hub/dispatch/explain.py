@@ -63,12 +63,13 @@ def changed_waits(result: AdmissionResult, jobs: Mapping[str, Noted], now: float
         chunk = list(islice(items, _SCAN_CHUNK))
         if not chunk:
             break
+        # A sentence names its kind (each kind words its own), so the sentences alone are compared.
         moved = [
             (uid, d, w)
             for uid, d in chunk
             if type(d) is Wait
             and (job := get(uid)) is not None
-            and ((w := job.reason) is None or w.text != d.reason or w.kind is not d.kind)
+            and ((w := job.reason) is None or w.text != d.reason)
         ]
         for uid, d, was in moved:
             if was is not None and was.kind is d.kind:
