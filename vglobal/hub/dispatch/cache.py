@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -33,9 +34,9 @@ _UNFINISHED = frozenset(p.value for p in UNFINISHED)
 _UNPLACED = frozenset(p.value for p in UNPLACED)
 
 
-@dataclass(frozen=True, slots=True)
-class WrittenReason:
-    """The wait reason this hub last wrote for a job, and when (monotonic seconds)."""
+class WrittenReason(NamedTuple):
+    """The wait reason this hub last wrote for a job, and when (monotonic seconds). A NamedTuple:
+    a cycle notes thousands."""
 
     kind: WaitKind
     text: str
@@ -167,9 +168,9 @@ class JobCache:
 
     def noted(self, reasons: Iterable[tuple[str, WaitKind, str]], at: float) -> None:
         """These reasons were handed to the writer: they count as written unless forgotten."""
-        entries = self.entries
+        get = self.entries.get
         for uid, kind, text in reasons:
-            e = entries.get(uid)
+            e = get(uid)
             if e is not None and e.pending is not None:
                 e.reason = WrittenReason(kind, text, at)
 

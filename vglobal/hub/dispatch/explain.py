@@ -105,7 +105,7 @@ def _explain(
     started = time.perf_counter()
     with session_scope(sessions) as session:
         bindings_repo.log_dispatched(done, session=session)
-        written = bindings_repo.set_reasons([(u, k.value, r) for u, k, r in waits], session=session)
+        written = bindings_repo.set_reasons(waits, session=session)
         queues_repo.set_statuses(statuses, session=session)
     return written, time.perf_counter() - started
 

@@ -148,7 +148,7 @@ def set_reasons(reasons: Sequence[tuple[str, str, str]], *, session: Session) ->
                 "uids": joined([u for u, _, _ in reasons]),
                 "refs": ",".join(map(str, refs)),
                 "texts": [r for _, r in distinct],
-                "kinds": [k for k, _ in distinct],
+                "kinds": [str(k) for k, _ in distinct],  # a WaitKind as its value
             },
         )
         got = cur.fetchall()
