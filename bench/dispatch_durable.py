@@ -5,7 +5,7 @@
 Seeds an embedded PostgreSQL with the workload of bench/workload.py (100k pending jobs, 1,110
 queues in a 3-level tree, 20 clusters x 500 nodes, 20k running jobs), then measures side by side:
 - raw: one batched `UPDATE ... FROM unnest(...)` moving every pending binding (the physical limit);
-- vglobal: the hub's `dispatch_cycle` (snapshot read from Postgres, admit(), batched writes, commit);
+- vglobal: the hub's dispatch cycle (`Dispatcher.cycle`: snapshot read from Postgres, admit(), batched writes, commit);
 - naive: one UPDATE and one commit per admitted job, as Volcano Global patches one binding per call.
 """
 
@@ -29,8 +29,8 @@ from workload_db import agents_start_dispatched, finish, reset, seed, submit_cop
 from vglobal.admission import RunningJob
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext
-from vglobal.hub.dispatcher import DEBOUNCE, CycleStats, Explainer, dispatch_cycle
-from vglobal.hub.snapshot import build_snapshot
+from vglobal.hub.dispatch.cycle import CycleStats, Dispatcher
+from vglobal.hub.dispatch.loop import DEBOUNCE
 from vglobal.store import migrate
 from vglobal.store.engine import make_engine, make_sessionmaker, session_scope
 
@@ -87,23 +87,23 @@ def ours(
     each cycle's explanation is written while the next one runs, as the hub does."""
     settings = HubSettings(database_url="x", max_admissions_per_cycle=budget)
     ctx = HubContext(settings=settings, engine=engine, sessions=make_sessionmaker(engine))
-    explainer = Explainer(background=background)
+    dispatcher = Dispatcher(ctx, background=background)
     explained: dict[int, float] = {}
     ran: list[CycleStats] = []
 
     def cycle() -> CycleStats:
         time.sleep(DEBOUNCE)  # as the hub's loop waits before each cycle
-        stats = dispatch_cycle(ctx, explainer)
-        if not background:  # written and taken in before dispatch_cycle returned
-            explained[id(stats)] = explainer.seconds
+        stats = dispatcher.cycle()
+        if not background:  # written and taken in before the cycle returned
+            explained[id(stats)] = dispatcher.explainer.seconds
         elif ran:  # the cycle took in the previous one's explanation
-            explained[id(ran[-1])] = explainer.seconds
+            explained[id(ran[-1])] = dispatcher.explainer.seconds
         ran.append(stats)
         return stats
 
     start = time.perf_counter()
     with session_scope(ctx.sessions) as session:
-        build_snapshot(ctx.settings, ctx.snapshot_cache, session=session)
+        dispatcher.reader.read(ctx.settings, session=session)
         session.rollback()
     cold = time.perf_counter() - start
     burst = [cycle()]
@@ -134,9 +134,9 @@ def ours(
             agents_start_dispatched(engine)
             submit_copies(engine, [j.uid for j in done], f"-churn{k}")
             steady.append(cycle())
-    explainer.close()
+    dispatcher.close()
     if background:
-        explained[id(ran[-1])] = explainer.seconds
+        explained[id(ran[-1])] = dispatcher.explainer.seconds
     return Cycles(burst, second, cold, catch_up, steady, explained)
 
 

@@ -28,7 +28,7 @@ from vglobal.admission import (
 from vglobal.admission.gang import PreparedGang, prepare_gang
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.placement import Clusters
-from vglobal.hub.snapshot import Shared
+from vglobal.hub.dispatch.facts import Shared
 from vglobal.model.resources import EMPTY, ResourceVector
 
 GPU = "nvidia.com/gpu"
