@@ -113,3 +113,21 @@ def engine(database_url: str) -> Iterator[sa.Engine]:
     eng = make_engine(database_url, pool_size=2)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture
+def kube_api(tmp_path: Path) -> Iterator[Any]:
+    """An emulated Kubernetes API server on a thread (tests/kubeapi), 4 nodes, a kubeconfig in tmp_path."""
+    from tests.kubeapi import EmulatorConfig, KubeApiEmulator, simple_nodes
+
+    with KubeApiEmulator(EmulatorConfig(nodes=simple_nodes(4)), tmp_path / "kubeconfig") as emu:
+        yield emu
+
+
+@pytest.fixture
+def kube_api_process(tmp_path: Path) -> Iterator[Any]:
+    """The emulator as a separate process (killable, stoppable), 4 nodes; knobs over its control port."""
+    from tests.kubeapi import EmulatorProcess
+
+    with EmulatorProcess(tmp_path / "kubeconfig", "--nodes", "4") as proc:
+        yield proc

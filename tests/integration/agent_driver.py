@@ -23,6 +23,7 @@ class ScriptedAgent:
         self.channel = grpc.insecure_channel(target)
         self.out: queue.Queue[agent_pb2.AgentMessage | None] = queue.Queue()
         self.received: queue.Queue[agent_pb2.HubMessage] = queue.Queue()
+        self.history: list[agent_pb2.HubMessage] = []  # everything received, in order
         self.nodes = [
             agent_pb2.NodeInventory(
                 name=f"{cluster}-{i}",
@@ -58,6 +59,7 @@ class ScriptedAgent:
         def pump() -> None:
             try:
                 for r in responses:
+                    self.history.append(r)
                     self.received.put(r)
             except grpc.RpcError:
                 pass
@@ -78,6 +80,12 @@ class ScriptedAgent:
                 continue
             if msg.WhichOneof("body") == kind:
                 return msg
+
+    def cancels(self) -> list[tuple[str, int]]:
+        """(job uid, generation) of every Cancel received so far."""
+        return [
+            (m.cancel.job_uid, m.cancel.generation) for m in self.history if m.WhichOneof("body") == "cancel"
+        ]
 
     def send(self, **body: object) -> None:
         self.out.put(agent_pb2.AgentMessage(**body))  # type: ignore[arg-type]

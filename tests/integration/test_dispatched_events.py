@@ -8,6 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from tests.integration.test_snapshot_reads import new_job
+from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import make_sessionmaker, session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import jobs as jobs_repo
@@ -33,7 +34,7 @@ def test_admissions_without_their_event_get_it_once(engine: sa.Engine) -> None:
     with session_scope(sessions) as session:  # only the first transaction of a cycle
         bindings_repo.admit([("lost", "c2"), ("requeued", "c1")], session=session)
     with session_scope(sessions) as session:
-        bindings_repo.requeue(["requeued"], session=session, reason="test")
+        bindings_repo.requeue(["requeued"], session=session, kind=WaitKind.Drained, reason="test")
     with session_scope(sessions) as session:
         assert bindings_repo.repair_dispatched(session=session) == 2
     assert dispatched(engine, "logged") == ["admitted to cluster c1 (generation 1)"]
@@ -48,8 +49,8 @@ def test_a_failed_background_explanation_is_repaired_by_the_hub(
     engine: sa.Engine, database_url: str, monkeypatch: Any
 ) -> None:
     """The hub writes a cycle's explanation on a thread while the next cycle runs. When that write
-    fails, the next cycle sees the error, reads everything again, and the admission's Dispatched
-    event is written once, by the repair, while the job waits for no second admission."""
+    fails, the next cycle sees the error, and the admission's Dispatched event is written once, by
+    the repair, while the job waits for no second admission."""
     from tests.integration.agent_driver import ScriptedAgent
     from tests.integration.polling import wait
     from tests.integration.test_dispatch_and_fencing import JOB

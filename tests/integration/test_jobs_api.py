@@ -7,6 +7,7 @@ import pytest
 import sqlalchemy as sa
 
 from vglobal.client import Client, VGlobalError
+from vglobal.hub.server import Hub
 
 JOB = """
 apiVersion: batch.volcano.sh/v1alpha1
@@ -180,25 +181,13 @@ def test_concurrent_submits_with_one_request_id_store_one_job(client: Client, en
     assert counts(engine)[:2] == (1, 1)
 
 
-def test_a_job_the_dispatcher_has_not_looked_at_says_so(database_url: str) -> None:
+def test_a_job_the_dispatcher_has_not_looked_at_says_so(follower: tuple[Hub, sa.Engine]) -> None:
     """Another replica leads and has not run a cycle since: the job waits with no reason stored,
     and ExplainJob says what that means instead of an empty reason."""
-    from vglobal.config import HubSettings
-    from vglobal.hub.server import Hub
     from vglobal.hub.servicers.jobs import NOT_EXPLAINED_YET
-    from vglobal.store.engine import make_engine
-    from vglobal.store.locks import AdvisoryLock, try_session_lock
 
-    engine = make_engine(database_url, pool_size=1)
-    hub = Hub(HubSettings(listen="127.0.0.1:0", database_url=database_url, dispatch_interval=0.1))
-    with engine.connect() as leader:
-        assert try_session_lock(leader, AdvisoryLock.DISPATCHER_LEADER)
-        hub.start()
-        try:
-            with Client(f"127.0.0.1:{hub.port}", timeout=10, retries=1) as client:
-                client.submit_job(job("quiet"))
-                explained = client.explain_job("quiet", "team-a")
-        finally:
-            hub.shutdown()
-    engine.dispose()
+    with Client(f"127.0.0.1:{follower[0].port}", timeout=10, retries=1) as client:
+        client.submit_job(job("quiet"))
+        explained = client.explain_job("quiet", "team-a")
     assert (explained.decision, explained.reason) == ("Waiting", NOT_EXPLAINED_YET)
+    assert (explained.reason_kind, explained.job.reason_kind) == ("Unexamined", "")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import sqlalchemy as sa
 
 from vglobal.store import migrate
@@ -75,3 +77,38 @@ def test_concurrent_upgrades_serialise(empty_database_url: str) -> None:
     finally:
         for e in engines:
             e.dispose()
+
+
+def test_0004_names_the_task_of_every_stored_pod_and_downgrade_removes_it(empty_database_url: str) -> None:
+    engine = make_engine(empty_database_url, pool_size=1)
+    pods = [
+        {"pod": "train-worker-1", "node": "n1", "phase": "Running"},
+        {"pod": "train-ps-0", "node": "n2", "phase": "Running"},
+        {"pod": "train-my-task-0", "node": "", "phase": "Pending"},
+    ]
+    try:
+        migrate.upgrade(engine, "0003")
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO jobs (uid, namespace, name, queue, min_available, request, gang, manifest, "
+                    "placements) VALUES ('u', 'default', 'train', 'default', 1, '{}', '[]', '{}', "
+                    "CAST(:p AS jsonb)), ('v', 'default', 'idle', 'default', 1, '{}', '[]', '{}', '[]')"
+                ),
+                {"p": json.dumps(pods)},
+            )
+            conn.execute(sa.text("INSERT INTO resource_bindings (job_uid, resources) VALUES ('u', '{}')"))
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            stored = dict(conn.execute(sa.text("SELECT uid, placements FROM jobs")).all())
+            kind = conn.execute(sa.text("SELECT reason_kind FROM resource_bindings")).scalar_one()
+        assert stored["u"] == [
+            {**p, "task": t} for p, t in zip(pods, ["worker", "ps", "my-task"], strict=True)
+        ]
+        assert stored["v"] == [] and kind == ""
+        migrate.downgrade(engine, "0003")
+        with engine.connect() as conn:
+            stored = dict(conn.execute(sa.text("SELECT uid, placements FROM jobs")).all())
+        assert stored == {"u": pods, "v": []}
+    finally:
+        engine.dispose()

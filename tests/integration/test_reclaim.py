@@ -52,7 +52,7 @@ def run_on(agent: ScriptedAgent, d: agent_pb2.Dispatch, name: str, gpus_left: in
             job_uid=d.job_uid,
             generation=d.generation,
             phase="Running",
-            placements=[agent_pb2.PodPlacement(pod=f"{name}-t-0", node=node, phase="Running")],
+            placements=[agent_pb2.PodPlacement(pod=f"{name}-t-0", task="t", node=node, phase="Running")],
         )
     )
 

@@ -11,11 +11,15 @@ from sqlalchemy.orm import Session
 
 from vglobal.admission import Snapshot
 from vglobal.config import HubSettings
-from vglobal.hub.snapshot import SnapshotCache, build_snapshot
+from vglobal.hub.dispatch.snapshot import SnapshotReader
+from vglobal.model.forms import Gang, Placement, PodShape
+from vglobal.model.reasons import WaitKind
+from vglobal.model.resources import ResourceVector
 from vglobal.store.engine import make_sessionmaker, session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import jobs as jobs_repo
+from vglobal.store.repo import live as live_repo
 
 SETTINGS = HubSettings(database_url="unused")
 KINDS = [
@@ -47,11 +51,11 @@ def new_job(uid: str, cpu: int) -> jobs_repo.NewJob:
         priority=0,
         min_available=1,
         request={"cpu": cpu},
-        gang=[[{"cpu": cpu}, 1]],
+        gang=Gang((PodShape(ResourceVector({"cpu": cpu}), 1),)),
         pod_requests={"main": {"cpu": cpu}},
-        placement={},
+        placement=Placement(),
         manifest={},
-        tasks=[],
+        tasks=(),
     )
 
 
@@ -73,24 +77,24 @@ def summary(snap: Snapshot) -> dict[str, Any]:
     }
 
 
-def snapshot_of(sessions: Any, cache: SnapshotCache) -> dict[str, Any]:
+def snapshot_of(sessions: Any, cache: SnapshotReader) -> dict[str, Any]:
     with session_scope(sessions) as session:
-        return summary(build_snapshot(SETTINGS, cache, session=session))
+        return summary(cache.read(SETTINGS, session=session))
 
 
-def own_reasons(sessions: Any, reasons: list[tuple[str, str]]) -> bindings_repo.Written:
+def own_reasons(sessions: Any, reasons: list[tuple[str, str]]) -> live_repo.Written:
     """Wait reasons written as the dispatcher writes them; the cache is to take the rows in with
     ``knows``, at once or, as the hub's background explanation does, after its next read."""
     with session_scope(sessions) as session:
-        return bindings_repo.set_reasons(reasons, session=session)
+        return bindings_repo.set_reasons([(u, WaitKind.NoFit, r) for u, r in reasons], session=session)
 
 
-def own_admissions(sessions: Any, kept: SnapshotCache, admits: list[tuple[str, str]]) -> None:
+def own_admissions(sessions: Any, kept: SnapshotReader, admits: list[tuple[str, str]]) -> None:
     """Admissions written as the dispatcher writes them (a cycle without reclaims)."""
     with session_scope(sessions) as session:
         _, written = bindings_repo.admit_written(admits, session=session)
         now = clusters_repo.db_now(session=session)
-    kept.wrote(written, now)
+    kept.jobs.wrote(written, now)
 
 
 def exclude(session: Session, uid: str) -> None:
@@ -107,13 +111,13 @@ def exclude(session: Session, uid: str) -> None:
 
 def count_full_reads(monkeypatch: Any) -> list[int]:
     calls: list[int] = []
-    original = bindings_repo.live
+    original = live_repo.live
 
-    def counted(*, session: Session) -> list[bindings_repo.LiveBinding]:
+    def counted(*, session: Session) -> list[live_repo.LiveBinding]:
         calls.append(1)
         return original(session=session)
 
-    monkeypatch.setattr(bindings_repo, "live", counted)  # the module the snapshot code calls
+    monkeypatch.setattr(live_repo, "live", counted)  # the module the snapshot code calls
     return calls
 
 
@@ -143,7 +147,7 @@ def step(session: Session, rng: random.Random, k: str) -> str:
         uid = rng.choice(holding)
         session.execute(
             sa.text("UPDATE jobs SET placements = CAST(:p AS jsonb) WHERE uid = :u"),
-            {"u": uid, "p": f'[{{"pod": "{uid}-main-0", "node": "n{rng.randint(0, 1)}"}}]'},
+            {"u": uid, "p": f'[{{"pod": "{uid}-main-0", "task": "main", "node": "n{rng.randint(0, 1)}"}}]'},
         )
     elif action == "finish" and holding:
         session.execute(
@@ -152,9 +156,11 @@ def step(session: Session, rng: random.Random, k: str) -> str:
         )
     elif action == "requeue" and holding:
         until = clusters_repo.db_now(session=session) + rng.choice([-10.0, 3600.0])
-        bindings_repo.requeue([rng.choice(holding)], session=session, reason="test", exclude_until=until)
+        bindings_repo.requeue(
+            [rng.choice(holding)], session=session, kind=WaitKind.Drained, reason="test", exclude_until=until
+        )
     elif action == "reason" and suspended:
-        bindings_repo.set_reasons([(rng.choice(suspended), f"reason {k}")], session=session)
+        bindings_repo.set_reasons([(rng.choice(suspended), "NoFit", f"reason {k}")], session=session)
     elif action == "heartbeat":
         node = rng.choice(NODE_NAMES)
         clusters_repo.heartbeat(
@@ -179,19 +185,19 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
                 name, session=session, labels={}, nodes=NODES, free={n: {"cpu": 64000} for n in NODE_NAMES}
             )
     rng = random.Random(11)
-    kept = SnapshotCache()
+    kept = SnapshotReader()
     full_reads = count_full_reads(monkeypatch)
     actions: list[str] = []
     rounds = 150
     seen_pending = seen_running = 0
-    late: bindings_repo.Written | None = None  # own reasons the cache takes in after its next read
+    late: live_repo.Written | None = None  # own reasons the cache takes in after its next read
     for k in range(rounds):
         with session_scope(sessions) as session:
             actions += [step(session, rng, f"{k}-{i}") for i in range(rng.randint(0, 3))]
         incremental = snapshot_of(sessions, kept)
-        assert incremental == snapshot_of(sessions, SnapshotCache()), f"after round {k}"
+        assert incremental == snapshot_of(sessions, SnapshotReader()), f"after round {k}"
         if late is not None:
-            kept.knows(late)
+            kept.jobs.knows(late)
             late = None
         seen_pending += len(incremental["pending"])
         seen_running += len(incremental["running"])
@@ -205,7 +211,7 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
             if rng.random() < 0.5:
                 written = own_reasons(sessions, [(u, f"own reason {k}") for u in picked])
                 if rng.random() < 0.5:
-                    kept.knows(written)
+                    kept.jobs.knows(written)
                     actions.append("own reasons")
                 else:  # taken in after the next read, as the hub's background explanation is
                     late = written
@@ -232,13 +238,13 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
     assert seen_pending and seen_running  # the snapshots compared were not empty
 
 
-def read_once(engine: sa.Engine, *uids: str) -> tuple[Any, SnapshotCache]:
+def read_once(engine: sa.Engine, *uids: str) -> tuple[Any, SnapshotReader]:
     """These jobs submitted, and a cache that has read them once."""
     sessions = make_sessionmaker(engine)
     with session_scope(sessions) as session:
         for uid in uids:
             jobs_repo.insert_job(new_job(uid, 1000), session=session)
-    kept = SnapshotCache()
+    kept = SnapshotReader()
     snapshot_of(sessions, kept)
     return sessions, kept
 
@@ -255,7 +261,7 @@ def test_a_write_committed_after_a_read_began_is_not_missed(engine: sa.Engine) -
         assert [p[0] for p in seen["pending"]] == ["slow"]
         slow.commit()
     assert snapshot_of(sessions, kept)["pending"] == []
-    assert sorted(kept.held) == ["fast", "slow"]
+    assert sorted(kept.jobs.running) == ["fast", "slow"]
 
 
 def test_a_deleted_job_is_dropped(engine: sa.Engine, monkeypatch: Any) -> None:
@@ -265,34 +271,36 @@ def test_a_deleted_job_is_dropped(engine: sa.Engine, monkeypatch: Any) -> None:
     full = count_full_reads(monkeypatch)
     assert [p[0] for p in snapshot_of(sessions, kept)["pending"]] == ["b"]
     assert full == [1]  # a deletion leaves no row to find: the count told, and it read them all
-    assert snapshot_of(sessions, kept)["pending"] == snapshot_of(sessions, SnapshotCache())["pending"]
+    assert snapshot_of(sessions, kept)["pending"] == snapshot_of(sessions, SnapshotReader())["pending"]
     assert full == [1, 1]
 
 
-def next_read(sessions: Any, kept: SnapshotCache) -> set[str]:
+def next_read(sessions: Any, kept: SnapshotReader) -> set[str]:
     """The jobs whose bindings the kept cache's next read fetches."""
     with session_scope(sessions) as session:
-        assert kept.horizon is not None
-        rows, _ = bindings_repo.changed_since(kept.horizon, session=session, skip=sorted(kept.own_writes))
+        assert kept.jobs.horizon is not None
+        rows, _ = live_repo.changed_since(
+            kept.jobs.horizon, session=session, skip=sorted(kept.jobs.own_writes)
+        )
     return {b.job_uid for b in rows}
 
 
 def test_own_reason_writes_are_not_read_again_unless_another_writer_changed_them(engine: sa.Engine) -> None:
     sessions, kept = read_once(engine, "a", "b", "c")
     # Taken in at once, or after the next read (as the hub's background explanation is).
-    kept.knows(own_reasons(sessions, [("a", "reason a"), ("b", "reason b")]))
+    kept.jobs.knows(own_reasons(sessions, [("a", "reason a"), ("b", "reason b")]))
     assert not {"a", "b"} & next_read(sessions, kept)
     snapshot_of(sessions, kept)
     written = own_reasons(sessions, [("a", "reason a2"), ("b", "reason b2")])
     snapshot_of(sessions, kept)  # reads them: they were not taken in yet
-    kept.knows(written)
+    kept.jobs.knows(written)
     assert not {"a", "b"} & next_read(sessions, kept)
     snapshot_of(sessions, kept)
     # Another writer's change before the cache's own write, or after it but before the next read:
     # the rows the cache holds differ from those written, so they are read again.
     with session_scope(sessions) as session:
         exclude(session, "a")
-    kept.knows(own_reasons(sessions, [("a", "reason a3"), ("b", "reason b3")]))
+    kept.jobs.knows(own_reasons(sessions, [("a", "reason a3"), ("b", "reason b3")]))
     assert {"a", "b"} <= next_read(sessions, kept)
     seen = snapshot_of(sessions, kept)
     assert [(p[0], p[2]) for p in seen["pending"]] == [("a", ["c1"]), ("b", []), ("c", [])]
@@ -300,16 +308,16 @@ def test_own_reason_writes_are_not_read_again_unless_another_writer_changed_them
     with session_scope(sessions) as session:
         exclude(session, "b")
     snapshot_of(sessions, kept)  # reads both, b with the other writer's change
-    kept.knows(written)  # ... which the rows as written lack: the cache keeps what it read
+    kept.jobs.knows(written)  # ... which the rows as written lack: the cache keeps what it read
     assert [(p[0], p[2]) for p in snapshot_of(sessions, kept)["pending"]] == [
         ("a", ["c1"]),
         ("b", ["c1"]),
         ("c", []),
     ]
-    assert snapshot_of(sessions, kept) == snapshot_of(sessions, SnapshotCache())
+    assert snapshot_of(sessions, kept) == snapshot_of(sessions, SnapshotReader())
     with session_scope(sessions) as session:  # a write after one's own gives the row a new version
         exclude(session, "c")
-    kept.knows(own_reasons(sessions, [("a", "reason a5")]))
+    kept.jobs.knows(own_reasons(sessions, [("a", "reason a5")]))
     assert "c" in next_read(sessions, kept)
     assert [(p[0], p[2]) for p in snapshot_of(sessions, kept)["pending"]] == [
         ("a", ["c1"]),

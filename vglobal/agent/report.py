@@ -1,4 +1,5 @@
-"""Agent-side protobuf messages: inventory, heartbeats, acknowledgements and job status."""
+"""The messages an agent sends: inventory, heartbeats, acknowledgements and job status (built
+from the agent's own types here, from shared model types by ``vglobal.convert``)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,11 @@ from collections.abc import Iterable, Mapping
 
 from vglobal.agent.run import JobRun, RunEvent
 from vglobal.api.v1 import agent_pb2 as pb
-from vglobal.api.v1 import common_pb2
+from vglobal.convert import hypernode, placement_report, task_status, units
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import NodeSpec
 from vglobal.scheduler.devices import node_gpus
-
-
-def units(vec: Mapping[str, int]) -> pb.Units:
-    return pb.Units(values={k: int(v) for k, v in sorted(vec.items())})
 
 
 def register(
@@ -41,17 +38,7 @@ def register(
         )
         for n in nodes
     ]
-    topology = [
-        common_pb2.HyperNode(
-            name=h.name,
-            tier=h.tier,
-            tier_name=h.tier_name,
-            parent=h.parent or "",
-            nodes=sorted(h.nodes),
-            children=list(h.children),
-        )
-        for h in hyper_nodes
-    ]
+    topology = [hypernode(h) for h in hyper_nodes]
     jobs = [pb.JobRunRef(job_uid=r.uid, generation=r.generation) for r in runs if not r.finished]
     body = pb.Register(
         cluster=cluster,
@@ -82,24 +69,12 @@ def _event(e: RunEvent) -> pb.AgentEvent:
 
 
 def job_status(run: JobRun, events: Iterable[RunEvent]) -> pb.AgentMessage:
-    tasks = [
-        pb.TaskStatus(
-            name=t.name,
-            replicas=t.replicas,
-            pending=t.pending,
-            running=t.running,
-            succeeded=t.succeeded,
-            failed=t.failed,
-        )
-        for t in run.task_counts()
-    ]
-    placements = [pb.PodPlacement(pod=p, node=n, phase=ph) for p, n, ph in run.placements()]
     status = pb.JobStatus(
         job_uid=run.uid,
         generation=run.generation,
         phase=str(run.phase),
-        tasks=tasks,
-        placements=placements,
+        tasks=[task_status(t) for t in run.task_counts()],
+        placements=[placement_report(p) for p in run.placements()],
         events=[_event(e) for e in events],
         retry_count=run.retry_count,
         message=run.message,

@@ -7,6 +7,7 @@ from typing import Any
 
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.policies import Request
+from vglobal.model.forms import PodPlacement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.phases import JobPhase, is_finished
 
@@ -27,16 +28,6 @@ class Delayed:
     version: int
     request: Request
     action: str
-
-
-@dataclass(frozen=True, slots=True)
-class TaskCounts:
-    name: str
-    replicas: int
-    pending: int
-    running: int
-    succeeded: int
-    failed: int
 
 
 @dataclass(slots=True)
@@ -105,8 +96,11 @@ class JobRun:
             )
         return out
 
-    def placements(self) -> list[tuple[str, str, str]]:
-        """(pod, node, phase) for every pod, in task then index order."""
+    def placements(self) -> list[PodPlacement]:
+        """Every pod with its task, node and phase, in task then index order."""
         order = {t.name: i for i, t in enumerate(self.job.tasks)}
         pods = sorted(self.pods.values(), key=lambda p: (order.get(p.task, 0), p.index))
-        return [(p.name, self.status[p.name].node or "", str(self.status[p.name].phase)) for p in pods]
+        return [
+            PodPlacement(p.name, p.task, self.status[p.name].node or "", str(self.status[p.name].phase))
+            for p in pods
+        ]

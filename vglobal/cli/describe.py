@@ -31,6 +31,7 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
         ("Cluster", job.cluster or "-"),
         ("Decision", explain.decision),
         ("Reason", explain.reason or "-"),
+        *([("Wait kind", explain.reason_kind)] if explain.reason_kind else []),
         ("Retries", str(job.retry_count)),
         ("Created", job.created_at.ToJsonString()),
     ]
@@ -49,7 +50,7 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
     if job.placements:
         console.print("Pods:", highlight=False)
         for p in job.placements:
-            console.print(f"  {p.pod}  {p.node or '-'}  {p.phase}", highlight=False)
+            console.print(f"  {p.pod}  {p.task or '-'}  {p.node or '-'}  {p.phase}", highlight=False)
     console.print("Events:", highlight=False)
     if not explain.events:
         console.print("  <none>", highlight=False)

@@ -10,6 +10,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from vglobal import convert
 from vglobal.api.v1 import clusters_pb2, common_pb2, jobs_pb2, queues_pb2
 
 
@@ -32,23 +33,14 @@ def job_row(j: jobs_pb2.Job) -> dict[str, Any]:
         "cluster": j.cluster,
         "generation": j.generation,
         "reason": j.reason,
+        "reasonKind": j.reason_kind,
         "priority": j.priority,
         "priorityClassName": j.priority_class_name,
         "minAvailable": j.min_available,
         "attempts": j.attempts,
         "retryCount": j.retry_count,
         "request": quantities(j.request),
-        "tasks": [
-            {
-                "name": t.name,
-                "replicas": t.replicas,
-                "pending": t.pending,
-                "running": t.running,
-                "succeeded": t.succeeded,
-                "failed": t.failed,
-            }
-            for t in j.tasks
-        ],
+        "tasks": [convert.task_counts(t).to_json() for t in j.tasks],
         "createdAt": j.created_at.ToJsonString() if j.HasField("created_at") else "",
     }
 

@@ -9,7 +9,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from vglobal.config import HubSettings
 from vglobal.hub.notify import DELIVER, DISPATCH, Wakeups
-from vglobal.hub.snapshot import SnapshotCache
 
 
 @dataclass
@@ -18,4 +17,3 @@ class HubContext:
     engine: Engine
     sessions: sessionmaker[Session]
     wakeups: Wakeups = field(default_factory=lambda: Wakeups([DISPATCH, DELIVER]))
-    snapshot_cache: SnapshotCache = field(default_factory=SnapshotCache)

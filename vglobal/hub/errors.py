@@ -48,6 +48,18 @@ class Coded(HubError):
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+def look_up(kind: str, key: str, read: Callable[[], T | None], *, wanted: str = "") -> T:
+    """The ``kind`` called ``key``, as ``read`` finds it. No key is INVALID_ARGUMENT on field
+    ``name`` (``wanted`` says what was expected, by default a name); nothing found is NOT_FOUND."""
+    if not key:
+        raise InvalidArgument(f"name: {wanted or f'a {kind} name'} is required")
+    found = read()
+    if found is None:
+        raise NotFound(f'{kind} "{key}" not found')
+    return found
 
 
 def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:

@@ -9,6 +9,7 @@ import time
 from vglobal.hub.context import HubContext
 from vglobal.hub.leader import Leader
 from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
@@ -27,12 +28,13 @@ def failover_tick(ctx: HubContext) -> None:
             for c in silent
         ]
         for cluster in clusters_repo.failed_over(s.failover_after, session=session):
-            uids = [b.job_uid for b in bindings_repo.holding(session=session, cluster=cluster)]
+            uids = bindings_repo.admitted_uids(cluster, session=session)
             if not uids:
                 continue
             moved = bindings_repo.requeue(
                 uids,
                 session=session,
+                kind=WaitKind.FailedOver,
                 reason=f"cluster {cluster} failed over: NotReady for more than {s.failover_after:g}s",
                 exclude_until=time.time() + s.exclude_for,
             )

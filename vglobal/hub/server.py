@@ -26,7 +26,7 @@ from vglobal.api.v1 import (
 )
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext
-from vglobal.hub.dispatcher import run_dispatcher
+from vglobal.hub.dispatch.loop import run_dispatcher
 from vglobal.hub.failover import run_failover
 from vglobal.hub.leader import Leader
 from vglobal.hub.metrics import serve_metrics

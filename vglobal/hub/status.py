@@ -6,10 +6,12 @@ import logging
 import time
 from datetime import UTC, datetime
 
+from vglobal import convert
 from vglobal.api.v1 import agent_pb2
 from vglobal.hub.context import HubContext
 from vglobal.hub.notify import DELIVER, DISPATCH, notify
-from vglobal.model.phases import BindingPhase, JobPhase
+from vglobal.model.binding import FINISHED, BindingPhase, reported
+from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
@@ -19,62 +21,21 @@ from vglobal.store.repo.events import NewEvent
 
 log = logging.getLogger(__name__)
 
-FINAL_BINDING = {
-    JobPhase.Completed.value: BindingPhase.Succeeded.value,
-    JobPhase.Failed.value: BindingPhase.Failed.value,
-    JobPhase.Aborted.value: BindingPhase.Aborted.value,
-    JobPhase.Terminated.value: BindingPhase.Failed.value,
-}
-ACCEPTED_FROM = [BindingPhase.Dispatched.value]
-RUNNING_FROM = [BindingPhase.Dispatched.value, BindingPhase.Bound.value]
-LIVE = [BindingPhase.Dispatched.value, BindingPhase.Bound.value, BindingPhase.Running.value]
-
-
-def units(u: agent_pb2.Units) -> dict[str, int]:
-    return {k: int(v) for k, v in u.values.items() if v}
-
 
 class StatusRecorder:
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
 
     def register(self, reg: agent_pb2.Register) -> None:
-        nodes = [
-            {
-                "name": n.name,
-                "labels": dict(n.labels),
-                "allocatable": units(n.allocatable),
-                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.taints],
-                "unschedulable": n.unschedulable,
-            }
-            for n in reg.nodes
-        ]
-        for n, inv in zip(nodes, reg.nodes, strict=True):
-            if inv.gpus:
-                n["gpus"] = [
-                    {"index": g.index, "memory_mib": g.memory_mib, "model": g.model, "mig": g.mig}
-                    for g in inv.gpus
-                ]
-        free = {n.name: units(n.free) for n in reg.nodes}
-        hypernodes = [
-            {
-                "name": h.name,
-                "tier": h.tier,
-                "tier_name": h.tier_name,
-                "parent": h.parent,
-                "nodes": list(h.nodes),
-                "children": list(h.children),
-            }
-            for h in reg.hypernodes
-        ]
+        nodes = convert.node_records(reg.nodes)
         with session_scope(self.ctx.sessions) as session:
             clusters_repo.register(
                 reg.cluster,
                 session=session,
                 labels=dict(reg.labels),
                 nodes=nodes,
-                free=free,
-                hypernodes=hypernodes,
+                free={n.name: convert.units_of(n.free) for n in reg.nodes},
+                hypernodes=convert.hypernode_records(reg.hypernodes),
             )
             events_repo.add_events(
                 [
@@ -87,7 +48,7 @@ class StatusRecorder:
             notify(DISPATCH, session=session)
 
     def heartbeat(self, cluster: str, hb: agent_pb2.Heartbeat) -> None:
-        patch = {n.name: units(n.free) for n in hb.nodes}
+        patch = {n.name: convert.units_of(n.free) for n in hb.nodes}
         with session_scope(self.ctx.sessions) as session:
             clusters_repo.heartbeat(cluster, patch, session=session)
             if patch:
@@ -100,8 +61,7 @@ class StatusRecorder:
                 session=session,
                 cluster=cluster,
                 generation=msg.generation,
-                from_phases=ACCEPTED_FROM,
-                to_phase=BindingPhase.Bound.value,
+                to_phase=BindingPhase.Bound,
             ):
                 events_repo.add_events(
                     [
@@ -114,13 +74,14 @@ class StatusRecorder:
 
     def rejected(self, cluster: str, msg: agent_pb2.BindingRejected) -> None:
         with session_scope(self.ctx.sessions) as session:
-            cur = bindings_repo.current(msg.job_uid, session=session, for_update=True)
-            if cur is None or cur[1] != cluster or cur[2] != msg.generation or cur[0] not in LIVE:
+            ref = bindings_repo.current(msg.job_uid, session=session, for_update=True)
+            if ref is None or not ref.is_current(cluster, msg.generation):
                 return
             until = time.time() + self.ctx.settings.exclude_for
             bindings_repo.requeue(
                 [msg.job_uid],
                 session=session,
+                kind=WaitKind.Rejected,
                 reason=f"cluster {cluster} rejected the binding: {msg.reason}",
                 exclude_until=until,
             )
@@ -131,58 +92,37 @@ class StatusRecorder:
             notify(DISPATCH, session=session)
             notify(DELIVER, session=session)
 
-    def status(self, cluster: str, st: agent_pb2.JobStatus) -> bool:
-        """Apply a job status if it is from the current run; returns whether the run has finished."""
-        final = FINAL_BINDING.get(st.phase)
+    def status(self, cluster: str, st: agent_pb2.JobStatus) -> None:
+        """Apply a job status if it is from the current run."""
+        target = reported(st.phase)
+        finished = target in FINISHED
         with session_scope(self.ctx.sessions) as session:
-            cur = bindings_repo.current(st.job_uid, session=session, for_update=True)
-            if cur is None or cur[1] != cluster or cur[2] != st.generation or cur[0] not in LIVE:
+            ref = bindings_repo.current(st.job_uid, session=session, for_update=True)
+            if ref is None or not ref.is_current(cluster, st.generation):
                 log.debug(
                     "ignoring status of stale run %s gen %d from %s", st.job_uid, st.generation, cluster
                 )
-                return final is not None
-            tasks = [
-                {
-                    "name": t.name,
-                    "replicas": t.replicas,
-                    "pending": t.pending,
-                    "running": t.running,
-                    "succeeded": t.succeeded,
-                    "failed": t.failed,
-                }
-                for t in st.tasks
-            ]
-            placements = [{"pod": p.pod, "node": p.node, "phase": p.phase} for p in st.placements]
+                return
             jobs_repo.update_status(
                 st.job_uid,
                 session=session,
                 phase=st.phase,
-                tasks=tasks,
-                placements=placements,
+                tasks=[convert.task_counts(t) for t in st.tasks],
+                placements=[convert.pod_placement(p) for p in st.placements],
                 retry_count=st.retry_count,
-                finished=final is not None,
+                finished=finished,
             )
-            if final is not None:
+            if target is not None and target is not ref.phase:
                 bindings_repo.transition(
                     st.job_uid,
                     session=session,
                     cluster=cluster,
                     generation=st.generation,
-                    from_phases=LIVE,
-                    to_phase=final,
-                    reason=st.message or f"job {st.phase}",
+                    to_phase=target,
+                    reason=(st.message or f"job {st.phase}") if finished else "",
                 )
+            if finished:
                 notify(DISPATCH, session=session)
-            elif st.phase in (JobPhase.Running.value, JobPhase.Restarting.value, JobPhase.Completing.value):
-                bindings_repo.transition(
-                    st.job_uid,
-                    session=session,
-                    cluster=cluster,
-                    generation=st.generation,
-                    from_phases=RUNNING_FROM,
-                    to_phase=BindingPhase.Running.value,
-                    reason="",
-                )
             events_repo.add_events(
                 [
                     NewEvent(
@@ -198,4 +138,3 @@ class StatusRecorder:
                 ],
                 session=session,
             )
-        return final is not None

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
+from vglobal.model.records import JobRow
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.jobs import NameTaken, NewJob
-from vglobal.store.rows import JobRow
 
-POD = {"pods": 1}
 M = TypeVar("M")
 
 
@@ -57,10 +57,6 @@ def check_queue(job: Job, *, session: Session) -> None:
         )
 
 
-def gang_units(job: Job) -> list[list[Any]]:
-    return [[dict((req + POD).items()), count] for _, req, count in job.gang() if count > 0]
-
-
 def store_job(job: Job, *, request_id: str | None, session: Session) -> tuple[JobRow, bool]:
     """Validate references and store the job with a Suspended binding (the caller commits)."""
     if request_id:
@@ -69,7 +65,7 @@ def store_job(job: Job, *, request_id: str | None, session: Session) -> tuple[Jo
             return existing, False
     check_queue(job, session=session)
     priority = resolve_priority(job, session=session)
-    request = job.total_request() + {"pods": job.total_pods()}
+    request = job.total_request() + POD_SLOT.scale(job.total_pods())
     new = NewJob(
         uid=str(uuid.uuid4()),
         namespace=job.namespace,
@@ -80,31 +76,11 @@ def store_job(job: Job, *, request_id: str | None, session: Session) -> tuple[Jo
         priority=priority,
         min_available=job.min_available,
         request=dict(request.items()),
-        gang=gang_units(job),
-        pod_requests={t.name: dict((t.pod_request + POD).items()) for t in job.tasks},
-        placement={
-            "clusters": sorted(job.allowed_clusters) if job.allowed_clusters is not None else None,
-            "selector": dict(job.cluster_selector),
-            "topology": None
-            if job.network_topology is None
-            else {
-                "mode": job.network_topology.mode,
-                "tier": job.network_topology.highest_tier_allowed,
-                "tier_name": job.network_topology.highest_tier_name,
-            },
-        },
+        gang=Gang.of(job),
+        pod_requests={t.name: dict((t.pod_request + POD_SLOT).items()) for t in job.tasks},
+        placement=Placement.of(job),
         manifest=job.raw,
-        tasks=[
-            {
-                "name": t.name,
-                "replicas": t.replicas,
-                "pending": t.replicas,
-                "running": 0,
-                "succeeded": 0,
-                "failed": 0,
-            }
-            for t in job.tasks
-        ],
+        tasks=tuple(TaskCounts.submitted(t) for t in job.tasks),
     )
     try:
         return jobs_repo.insert_job(new, session=session)

@@ -8,9 +8,11 @@ from typing import Any
 
 import yaml
 
-from vglobal.model import job, priority_class, queue, sim_cluster
+from vglobal.model import cronjob, job, jobflow, priority_class, queue, sim_cluster
+from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.job import Job, parse_job
+from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
 from vglobal.model.sim_cluster import SimCluster, parse_sim_cluster
@@ -27,13 +29,16 @@ __all__ = [
     "parse_manifests",
 ]
 
-Manifest = Job | Queue | PriorityClass | SimCluster
+Manifest = Job | Queue | PriorityClass | SimCluster | CronJob | JobTemplate | JobFlow
 
 KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest]] = {
     (job.API_VERSION, job.KIND): parse_job,
     (queue.API_VERSION, queue.KIND): parse_queue,
     (priority_class.API_VERSION, priority_class.KIND): parse_priority_class,
     (sim_cluster.API_VERSION, sim_cluster.KIND): parse_sim_cluster,
+    (cronjob.API_VERSION, cronjob.KIND): parse_cron_job,
+    (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
+    (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
 }
 
 DEFAULT_MAX_BYTES = 1_048_576

@@ -1,4 +1,4 @@
-"""Phases of jobs (Volcano's), of ResourceBindings and of clusters."""
+"""Phases of jobs (Volcano's) and states of clusters (a binding's phases: ``model/binding.py``)."""
 
 from __future__ import annotations
 
@@ -23,23 +23,6 @@ FINISHED_JOB_PHASES = frozenset({JobPhase.Completed, JobPhase.Aborted, JobPhase.
 
 def is_finished(phase: str) -> bool:
     return phase in FINISHED_JOB_PHASES
-
-
-class BindingPhase(StrEnum):
-    Suspended = "Suspended"
-    Dispatched = "Dispatched"
-    Bound = "Bound"
-    Running = "Running"
-    Succeeded = "Succeeded"
-    Failed = "Failed"
-    Aborted = "Aborted"
-
-    def is_terminal(self) -> bool:
-        return self in (BindingPhase.Succeeded, BindingPhase.Failed, BindingPhase.Aborted)
-
-
-# Phases in which a binding holds queue usage and cluster capacity.
-HOLDING_PHASES = frozenset({BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running})
 
 
 class ClusterState(StrEnum):

@@ -24,3 +24,10 @@ class WaitKind(StrEnum):
     Starving = "Starving"  # waited past --starvation-after; capacity reserved for it
     BehindStarving = "BehindStarving"  # starving, but behind its queue's starving job
     NeverFits = "NeverFits"  # no candidate cluster could hold it even when empty
+    # Set by the hub outside admission, when it moves a job back to waiting (until the next cycle
+    # says why it waits now), or when admission has not looked at the job yet.
+    Rejected = "Rejected"  # the cluster's agent refused the binding (no room in time, bad manifest)
+    Reclaimed = "Reclaimed"  # its run was stopped for a queue below its share
+    Drained = "Drained"  # its cluster was drained
+    FailedOver = "FailedOver"  # its cluster went silent for too long
+    Unexamined = "Unexamined"  # submitted, not looked at by the dispatcher yet

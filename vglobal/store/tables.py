@@ -66,6 +66,7 @@ jobs = sa.Table(
     sa.Column("manifest", JSONB, nullable=False),
     sa.Column("phase", sa.Text, nullable=False, server_default="Pending"),
     sa.Column("retry_count", sa.Integer, nullable=False, server_default="0"),
+    # The insides of gang, placement, tasks and placements: vglobal/model/forms.py
     sa.Column("tasks", JSONB, nullable=False, server_default="[]"),
     sa.Column("placements", JSONB, nullable=False, server_default="[]"),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
@@ -86,6 +87,8 @@ resource_bindings = sa.Table(
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("excluded_clusters", JSONB, nullable=False, server_default="{}"),
     sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    # The WaitKind of `reason` while the job waits (migration 0004); empty otherwise.
+    sa.Column("reason_kind", sa.Text, nullable=False, server_default=""),
     sa.Column("waiting_since", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),

@@ -70,6 +70,8 @@ def test_heartbeat_with_free_capacity_comes_before_the_placements(core: Any, job
     assert sum(8000 - v for v in changed.values()) == 6000
     st = out[1].status
     assert st.phase == "Running" and st.tasks[0].running == 2
+    # Each pod names its task: the hub counts a pod's request by it, never by parsing its name.
+    assert sorted((p.pod, p.task) for p in st.placements) == [("job-w-0", "w"), ("job-w-1", "w")]
     assert [e.reason for e in st.events] == ["JobPending", "Scheduled", "JobRunning"]
     assert core.tick() == []  # nothing changed, heartbeat interval not over
     core.sim.clock.advance(5.0)

@@ -397,19 +397,24 @@ class PodPlacement(_message.Message):
     POD_FIELD_NUMBER: _builtins.int
     NODE_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
+    """empty while the pod waits for a node"""
     phase: _builtins.str
+    task: _builtins.str
+    """the job's task the pod belongs to"""
     def __init__(
         self,
         *,
         pod: _builtins.str = ...,
         node: _builtins.str = ...,
         phase: _builtins.str = ...,
+        task: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

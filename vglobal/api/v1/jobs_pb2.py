@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vglobal/v1/jobs.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"6\n\x06JobRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\"q\n\nTaskCounts\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x0f\n\x07pending\x18\x03 \x01(\x05\x12\x0f\n\x07running\x18\x04 \x01(\x05\x12\x11\n\tsucceeded\x18\x05 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x06 \x01(\x05\"5\n\tPlacement\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\"\x8d\x04\n\x03Job\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x1b\n\x13priority_class_name\x18\x05 \x01(\t\x12\x10\n\x08priority\x18\x06 \x01(\x05\x12\r\n\x05phase\x18\x07 \x01(\t\x12\x15\n\rbinding_phase\x18\x08 \x01(\t\x12\x0f\n\x07\x63luster\x18\t \x01(\t\x12\x12\n\ngeneration\x18\n \x01(\x03\x12\x0e\n\x06reason\x18\x0b \x01(\t\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\x05\x12\x15\n\rmin_available\x18\r \x01(\x05\x12)\n\x07request\x18\x0e \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12%\n\x05tasks\x18\x0f \x03(\x0b\x32\x16.vglobal.v1.TaskCounts\x12)\n\nplacements\x18\x10 \x03(\x0b\x32\x15.vglobal.v1.Placement\x12.\n\ncreated_at\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x13 \x01(\t\x12\x12\n\nrequest_id\x18\x14 \x01(\t\x12\x13\n\x0bretry_count\x18\x15 \x01(\x05\"8\n\x10SubmitJobRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"B\n\x11SubmitJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"?\n\x11SubmitJobsRequest\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.vglobal.v1.SubmitJobRequest\"D\n\x12SubmitJobsResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.vglobal.v1.SubmitJobResponse\"z\n\x0fListJobsRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0f\n\x07\x63luster\x18\x04 \x01(\t\x12\x11\n\tpage_size\x18\x05 \x01(\x05\x12\x12\n\npage_token\x18\x06 \x01(\t\"J\n\x10ListJobsResponse\x12\x1d\n\x04jobs\x18\x01 \x03(\x0b\x32\x0f.vglobal.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\" \n\x11\x44\x65leteJobResponse\x12\x0b\n\x03uid\x18\x01 \x01(\t\"w\n\x12\x45xplainJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x10\n\x08\x64\x65\x63ision\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12!\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x11.vglobal.v1.Event2\xcd\x03\n\nJobService\x12H\n\tSubmitJob\x12\x1c.vglobal.v1.SubmitJobRequest\x1a\x1d.vglobal.v1.SubmitJobResponse\x12K\n\nSubmitJobs\x12\x1d.vglobal.v1.SubmitJobsRequest\x1a\x1e.vglobal.v1.SubmitJobsResponse\x12-\n\x06GetJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12\x45\n\x08ListJobs\x12\x1b.vglobal.v1.ListJobsRequest\x1a\x1c.vglobal.v1.ListJobsResponse\x12\x30\n\tCancelJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12>\n\tDeleteJob\x12\x12.vglobal.v1.JobRef\x1a\x1d.vglobal.v1.DeleteJobResponse\x12@\n\nExplainJob\x12\x12.vglobal.v1.JobRef\x1a\x1e.vglobal.v1.ExplainJobResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vglobal/v1/jobs.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"6\n\x06JobRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\"q\n\nTaskCounts\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x0f\n\x07pending\x18\x03 \x01(\x05\x12\x0f\n\x07running\x18\x04 \x01(\x05\x12\x11\n\tsucceeded\x18\x05 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x06 \x01(\x05\"C\n\tPlacement\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0c\n\x04task\x18\x04 \x01(\t\"\xa2\x04\n\x03Job\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x1b\n\x13priority_class_name\x18\x05 \x01(\t\x12\x10\n\x08priority\x18\x06 \x01(\x05\x12\r\n\x05phase\x18\x07 \x01(\t\x12\x15\n\rbinding_phase\x18\x08 \x01(\t\x12\x0f\n\x07\x63luster\x18\t \x01(\t\x12\x12\n\ngeneration\x18\n \x01(\x03\x12\x0e\n\x06reason\x18\x0b \x01(\t\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\x05\x12\x15\n\rmin_available\x18\r \x01(\x05\x12)\n\x07request\x18\x0e \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12%\n\x05tasks\x18\x0f \x03(\x0b\x32\x16.vglobal.v1.TaskCounts\x12)\n\nplacements\x18\x10 \x03(\x0b\x32\x15.vglobal.v1.Placement\x12.\n\ncreated_at\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x13 \x01(\t\x12\x12\n\nrequest_id\x18\x14 \x01(\t\x12\x13\n\x0bretry_count\x18\x15 \x01(\x05\x12\x13\n\x0breason_kind\x18\x16 \x01(\t\"8\n\x10SubmitJobRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"B\n\x11SubmitJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"?\n\x11SubmitJobsRequest\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.vglobal.v1.SubmitJobRequest\"D\n\x12SubmitJobsResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.vglobal.v1.SubmitJobResponse\"z\n\x0fListJobsRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0f\n\x07\x63luster\x18\x04 \x01(\t\x12\x11\n\tpage_size\x18\x05 \x01(\x05\x12\x12\n\npage_token\x18\x06 \x01(\t\"J\n\x10ListJobsResponse\x12\x1d\n\x04jobs\x18\x01 \x03(\x0b\x32\x0f.vglobal.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\" \n\x11\x44\x65leteJobResponse\x12\x0b\n\x03uid\x18\x01 \x01(\t\"\x8c\x01\n\x12\x45xplainJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x10\n\x08\x64\x65\x63ision\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12!\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x11.vglobal.v1.Event\x12\x13\n\x0breason_kind\x18\x05 \x01(\t2\xcd\x03\n\nJobService\x12H\n\tSubmitJob\x12\x1c.vglobal.v1.SubmitJobRequest\x1a\x1d.vglobal.v1.SubmitJobResponse\x12K\n\nSubmitJobs\x12\x1d.vglobal.v1.SubmitJobsRequest\x1a\x1e.vglobal.v1.SubmitJobsResponse\x12-\n\x06GetJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12\x45\n\x08ListJobs\x12\x1b.vglobal.v1.ListJobsRequest\x1a\x1c.vglobal.v1.ListJobsResponse\x12\x30\n\tCancelJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12>\n\tDeleteJob\x12\x12.vglobal.v1.JobRef\x1a\x1d.vglobal.v1.DeleteJobResponse\x12@\n\nExplainJob\x12\x12.vglobal.v1.JobRef\x1a\x1e.vglobal.v1.ExplainJobResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,25 +38,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TASKCOUNTS']._serialized_start=151
   _globals['_TASKCOUNTS']._serialized_end=264
   _globals['_PLACEMENT']._serialized_start=266
-  _globals['_PLACEMENT']._serialized_end=319
-  _globals['_JOB']._serialized_start=322
-  _globals['_JOB']._serialized_end=847
-  _globals['_SUBMITJOBREQUEST']._serialized_start=849
-  _globals['_SUBMITJOBREQUEST']._serialized_end=905
-  _globals['_SUBMITJOBRESPONSE']._serialized_start=907
-  _globals['_SUBMITJOBRESPONSE']._serialized_end=973
-  _globals['_SUBMITJOBSREQUEST']._serialized_start=975
-  _globals['_SUBMITJOBSREQUEST']._serialized_end=1038
-  _globals['_SUBMITJOBSRESPONSE']._serialized_start=1040
-  _globals['_SUBMITJOBSRESPONSE']._serialized_end=1108
-  _globals['_LISTJOBSREQUEST']._serialized_start=1110
-  _globals['_LISTJOBSREQUEST']._serialized_end=1232
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1234
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1308
-  _globals['_DELETEJOBRESPONSE']._serialized_start=1310
-  _globals['_DELETEJOBRESPONSE']._serialized_end=1342
-  _globals['_EXPLAINJOBRESPONSE']._serialized_start=1344
-  _globals['_EXPLAINJOBRESPONSE']._serialized_end=1463
-  _globals['_JOBSERVICE']._serialized_start=1466
-  _globals['_JOBSERVICE']._serialized_end=1927
+  _globals['_PLACEMENT']._serialized_end=333
+  _globals['_JOB']._serialized_start=336
+  _globals['_JOB']._serialized_end=882
+  _globals['_SUBMITJOBREQUEST']._serialized_start=884
+  _globals['_SUBMITJOBREQUEST']._serialized_end=940
+  _globals['_SUBMITJOBRESPONSE']._serialized_start=942
+  _globals['_SUBMITJOBRESPONSE']._serialized_end=1008
+  _globals['_SUBMITJOBSREQUEST']._serialized_start=1010
+  _globals['_SUBMITJOBSREQUEST']._serialized_end=1073
+  _globals['_SUBMITJOBSRESPONSE']._serialized_start=1075
+  _globals['_SUBMITJOBSRESPONSE']._serialized_end=1143
+  _globals['_LISTJOBSREQUEST']._serialized_start=1145
+  _globals['_LISTJOBSREQUEST']._serialized_end=1267
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1269
+  _globals['_LISTJOBSRESPONSE']._serialized_end=1343
+  _globals['_DELETEJOBRESPONSE']._serialized_start=1345
+  _globals['_DELETEJOBRESPONSE']._serialized_end=1377
+  _globals['_EXPLAINJOBRESPONSE']._serialized_start=1380
+  _globals['_EXPLAINJOBRESPONSE']._serialized_end=1520
+  _globals['_JOBSERVICE']._serialized_start=1523
+  _globals['_JOBSERVICE']._serialized_end=1984
 # @@protoc_insertion_point(module_scope)

@@ -88,19 +88,22 @@ class Placement(_message.Message):
     POD_FIELD_NUMBER: _builtins.int
     NODE_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     phase: _builtins.str
+    task: _builtins.str
     def __init__(
         self,
         *,
         pod: _builtins.str = ...,
         node: _builtins.str = ...,
         phase: _builtins.str = ...,
+        task: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -131,6 +134,7 @@ class Job(_message.Message):
     MANIFEST_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RETRY_COUNT_FIELD_NUMBER: _builtins.int
+    REASON_KIND_FIELD_NUMBER: _builtins.int
     uid: _builtins.str
     name: _builtins.str
     namespace: _builtins.str
@@ -151,6 +155,10 @@ class Job(_message.Message):
     """the manifest as submitted (JSON)"""
     request_id: _builtins.str
     retry_count: _builtins.int
+    reason_kind: _builtins.str
+    """What kind of wait `reason` describes while the job waits (QueueClosed, Capability, NoFit,
+    Rejected, ...: the WaitKind names); empty when the job does not wait.
+    """
     @_builtins.property
     def request(self) -> _common_pb2.ResourceList:
         """whole job: all tasks x replicas"""
@@ -187,10 +195,11 @@ class Job(_message.Message):
         manifest: _builtins.str = ...,
         request_id: _builtins.str = ...,
         retry_count: _builtins.int = ...,
+        reason_kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "generation", b"generation", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "generation", b"generation", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -369,9 +378,12 @@ class ExplainJobResponse(_message.Message):
     DECISION_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    REASON_KIND_FIELD_NUMBER: _builtins.int
     decision: _builtins.str
     """"Admitted", "Waiting", "Finished", ..."""
     reason: _builtins.str
+    reason_kind: _builtins.str
+    """the kind of `reason` when the job waits, as Job.reason_kind"""
     @_builtins.property
     def job(self) -> Global___Job: ...
     @_builtins.property
@@ -383,10 +395,11 @@ class ExplainJobResponse(_message.Message):
         decision: _builtins.str = ...,
         reason: _builtins.str = ...,
         events: _abc.Iterable[_common_pb2.Event] | None = ...,
+        reason_kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "events", b"events", "job", b"job", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "events", b"events", "job", b"job", "reason", b"reason", "reason_kind", b"reason_kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

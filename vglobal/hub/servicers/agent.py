@@ -19,6 +19,7 @@ from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.hub.context import HubContext
 from vglobal.hub.notify import DELIVER
 from vglobal.hub.status import StatusRecorder
+from vglobal.model.binding import FINISHED, BindingRef, reported, stop_reason
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
@@ -87,9 +88,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 elif body == "accepted":
                     self.recorder.accepted(state.cluster, msg.accepted)
                 elif body == "rejected":
-                    self.recorder.rejected(state.cluster, msg.rejected)
-                    with state.lock:
+                    with state.lock:  # first: see _status
                         state.runs.pop(msg.rejected.job_uid, None)
+                    self.recorder.rejected(state.cluster, msg.rejected)
                 elif body == "status":
                     self._status(msg.status, state)
                 if body in ("register", "rejected", "status"):
@@ -121,71 +122,69 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         state.registered.set()
 
     def _status(self, status: agent_pb2.JobStatus, state: StreamState) -> None:
-        finished = self.recorder.status(state.cluster, status)
+        # What the agent runs is noted before the report is recorded: a sync in between must not
+        # find the binding finished by this report while the run still shows here as running.
         with state.lock:
-            if finished:
+            if reported(status.phase) in FINISHED:
                 state.runs.pop(status.job_uid, None)
             else:
                 state.runs[status.job_uid] = status.generation
+        self.recorder.status(state.cluster, status)
 
     def _sync(self, state: StreamState) -> None:
-        """Queue a Dispatch for each binding this cluster should run and a Cancel for each stale run."""
+        """Queue a Dispatch for each binding this cluster should run and a Cancel for each run it
+        must stop."""
         with session_scope(self.ctx.sessions) as session:
             wanted = bindings_repo.to_deliver(state.cluster, session=session)
             with state.lock:
                 runs = dict(state.runs)
-            current = bindings_repo.generations(list(runs), session=session)
-        wanted_keys = {(uid, gen) for uid, gen, *_ in wanted}
-        fenced: list[NewEvent] = []
-        for uid, gen, manifest, queue_name, priority, _phase in wanted:
-            if (uid, gen) in state.sent_dispatch:
+            refs = bindings_repo.refs(list(runs), session=session)
+        for d in wanted:
+            if (d.job_uid, d.generation) in state.sent_dispatch:
                 continue
-            state.sent_dispatch.add((uid, gen))
+            state.sent_dispatch.add((d.job_uid, d.generation))
             state.outbox.put(
                 agent_pb2.HubMessage(
                     dispatch=agent_pb2.Dispatch(
-                        job_uid=uid,
-                        generation=gen,
-                        manifest=bindings_repo.manifest_json(manifest),
-                        queue=queue_name,
-                        priority=priority,
+                        job_uid=d.job_uid,
+                        generation=d.generation,
+                        manifest=bindings_repo.manifest_json(d.manifest),
+                        queue=d.queue,
+                        priority=d.priority,
                     )
                 )
             )
-        for uid, gen in runs.items():
-            if (uid, gen) in wanted_keys or (uid, gen) in state.sent_cancel:
-                continue
-            cur = current.get(uid)
-            if (
-                cur is not None
-                and cur[1] == state.cluster
-                and cur[2] == gen
-                and cur[0] in bindings_repo.HOLDING
-            ):
-                continue  # current, but the dispatch row changed phase between the two reads
-            reason = (
-                "job deleted"
-                if cur is None
-                else (
-                    "job cancelled"
-                    if cur[0] == "Aborted"
-                    else f"generation {gen} is stale (now {cur[2]} on {cur[1] or 'no cluster'})"
-                )
-            )
-            state.sent_cancel.add((uid, gen))
-            fenced.append(
-                NewEvent(
-                    "Fenced",
-                    f"told cluster {state.cluster} to stop generation {gen}: {reason}",
-                    job_uid=uid if cur is not None else None,
-                    cluster=state.cluster,
-                    kind="Warning",
-                )
-            )
-            log.info("fencing job %s generation %d on %s: %s", uid, gen, state.cluster, reason)
-            state.outbox.put(
-                agent_pb2.HubMessage(cancel=agent_pb2.Cancel(job_uid=uid, generation=gen, reason=reason))
-            )
-        if fenced:
+        wanted_runs = {(d.job_uid, d.generation) for d in wanted}
+        fenced = [
+            self._fence(state, uid, gen, refs.get(uid))
+            for uid, gen in runs.items()
+            if (uid, gen) not in wanted_runs and (uid, gen) not in state.sent_cancel
+        ]
+        if events := [e for e in fenced if e is not None]:
             with session_scope(self.ctx.sessions) as session:
-                events_repo.add_events(fenced, session=session)
+                events_repo.add_events(events, session=session)
+
+    def _fence(self, state: StreamState, uid: str, gen: int, ref: BindingRef | None) -> NewEvent | None:
+        """Tell the agent to stop its run ``gen`` of ``uid`` if it must (see ``stop_reason``);
+        returns the event that records it."""
+        reason = stop_reason(ref, state.cluster, gen)
+        if reason is None:
+            if ref is not None and ref.phase in FINISHED:
+                # The run ended by itself and the binding records it: this stream's record of
+                # what the agent runs only trails the database by a report.
+                with state.lock:
+                    if state.runs.get(uid) == gen:
+                        del state.runs[uid]
+            return None  # else current: its dispatch row changed phase between the two reads
+        state.sent_cancel.add((uid, gen))
+        log.info("fencing job %s generation %d on %s: %s", uid, gen, state.cluster, reason)
+        state.outbox.put(
+            agent_pb2.HubMessage(cancel=agent_pb2.Cancel(job_uid=uid, generation=gen, reason=reason))
+        )
+        return NewEvent(
+            "Fenced",
+            f"told cluster {state.cluster} to stop generation {gen}: {reason}",
+            job_uid=uid if ref is not None else None,
+            cluster=state.cluster,
+            kind="Warning",
+        )

@@ -5,20 +5,21 @@ from __future__ import annotations
 import grpc
 from sqlalchemy.orm import Session
 
+from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
-from vglobal.hub import convert
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, raise_prefixed, rpc
+from vglobal.hub.errors import TooLarge, look_up, raise_prefixed, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, notify
 from vglobal.hub.submit import parse_one, store_job
+from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
-from vglobal.model.phases import BindingPhase
+from vglobal.model.reasons import WaitKind
+from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo.events import NewEvent
-from vglobal.store.rows import JobRow
 
 MAX_PAGE = 5000
 # What ExplainJob says of a waiting job whose reason the dispatcher has not written yet.
@@ -29,15 +30,13 @@ NOT_EXPLAINED_YET = (
 
 
 def find_job(ref: jobs_pb2.JobRef, *, session: Session) -> JobRow:
-    if not ref.uid and not ref.name:
-        raise InvalidArgument("name: a job name or uid is required")
-    row = jobs_repo.get_job(
-        session=session, uid=ref.uid or None, namespace=ref.namespace or "default", name=ref.name
+    namespace = ref.namespace or "default"
+    return look_up(
+        "job",
+        ref.uid or (ref.name and f"{namespace}/{ref.name}"),
+        lambda: jobs_repo.get_job(session=session, uid=ref.uid or None, namespace=namespace, name=ref.name),
+        wanted="a job name or uid",
     )
-    if row is None:
-        what = ref.uid or f"{ref.namespace or 'default'}/{ref.name}"
-        raise NotFound(f'job "{what}" not found')
-    return row
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
@@ -64,7 +63,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 except Exception as exc:
                     raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
                 if created:
-                    pods = sum(t["replicas"] for t in row.tasks)
+                    pods = sum(t.replicas for t in row.tasks)
                     events_repo.add_events(
                         [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid)],
                         session=session,
@@ -138,7 +137,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     ) -> jobs_pb2.DeleteJobResponse:
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session)
-            if row.binding_phase in (BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running):
+            if row.binding_phase in ADMITTED:
                 # Its agent learns on the next sync that the job is gone and stops it.
                 notify(DELIVER, session=session)
             jobs_repo.delete_job(row.uid, session=session)
@@ -152,18 +151,21 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session)
             events = events_repo.job_events(row.uid, session=session)
-        decision = {
-            BindingPhase.Suspended.value: "Waiting",
-            BindingPhase.Dispatched.value: "Admitted",
-            BindingPhase.Bound.value: "Admitted",
-            BindingPhase.Running.value: "Admitted",
-        }.get(row.binding_phase, "Finished")
-        reason = row.reason
-        if decision == "Admitted" and not reason:
-            reason = f"admitted to cluster {row.cluster} (generation {row.generation})"
-        elif decision == "Waiting" and not reason:
-            # A burst of submissions has its reasons written over a few cycles (REASONS_PER_CYCLE).
-            reason = NOT_EXPLAINED_YET
+        reason, kind = row.reason, row.reason_kind
+        if row.binding_phase == BindingPhase.Suspended:
+            decision = "Waiting"
+            if not reason:
+                # A burst of submissions has its reasons written over a few cycles.
+                reason, kind = NOT_EXPLAINED_YET, WaitKind.Unexamined.value
+        elif row.binding_phase in ADMITTED:
+            decision = "Admitted"
+            reason = reason or f"admitted to cluster {row.cluster} (generation {row.generation})"
+        else:
+            decision = "Finished"
         return jobs_pb2.ExplainJobResponse(
-            job=convert.job(row), decision=decision, reason=reason, events=[convert.event(e) for e in events]
+            job=convert.job(row),
+            decision=decision,
+            reason=reason,
+            reason_kind=kind,
+            events=[convert.event(e) for e in events],
         )

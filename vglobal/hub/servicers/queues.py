@@ -5,18 +5,18 @@ from __future__ import annotations
 import grpc
 from sqlalchemy.orm import Session
 
+from vglobal import convert
 from vglobal.api.v1 import queues_pb2, queues_pb2_grpc
-from vglobal.hub import convert
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import FailedPrecondition, InvalidArgument, NotFound, rpc
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument, look_up, rpc
 from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.submit import parse_one
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
+from vglobal.model.records import QueueRow
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
-from vglobal.store.rows import QueueRow
 
 ROOT = "root"
 
@@ -67,12 +67,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
             return self._view(row, session=session)
 
     def _get(self, name: str, session: Session) -> QueueRow:
-        if not name:
-            raise InvalidArgument("name: a queue name is required")
-        row = queues_repo.get_queue(name, session=session)
-        if row is None:
-            raise NotFound(f'queue "{name}" not found')
-        return row
+        return look_up("queue", name, lambda: queues_repo.get_queue(name, session=session))
 
     @rpc
     def GetQueue(self, request: queues_pb2.QueueRef, context: grpc.ServicerContext) -> queues_pb2.Queue:

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from vglobal.model.records import ClusterRow
 from vglobal.store.engine import rowcount
-from vglobal.store.rows import ClusterRow
 from vglobal.store.tables import clusters
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from vglobal.store.rows import EventRow
+from vglobal.model.records import EventRow
 from vglobal.store.tables import events
 
 

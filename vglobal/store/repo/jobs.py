@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
+from vglobal.model.forms import (
+    Gang,
+    Placement,
+    PodPlacement,
+    TaskCounts,
+    placements_from_json,
+    placements_to_json,
+    tasks_from_json,
+    tasks_to_json,
+)
+from vglobal.model.records import JobRow
 from vglobal.store.engine import rowcount
-from vglobal.store.rows import JobRow
 from vglobal.store.tables import jobs, resource_bindings
 
 
@@ -25,11 +37,11 @@ class NewJob:
     priority: int
     min_available: int
     request: dict[str, int]
-    gang: list[list[Any]]
+    gang: Gang
     pod_requests: dict[str, dict[str, int]]
-    placement: dict[str, Any]
+    placement: Placement
     manifest: dict[str, Any]
-    tasks: list[dict[str, Any]]
+    tasks: tuple[TaskCounts, ...]
 
 
 class NameTaken(Exception):
@@ -44,6 +56,7 @@ _COLUMNS: list[Any] = [
     resource_bindings.c.attempts,
     resource_bindings.c.excluded_clusters,
     resource_bindings.c.reason,
+    resource_bindings.c.reason_kind,
     resource_bindings.c.waiting_since,
 ]
 
@@ -66,13 +79,13 @@ def _row(r: sa.Row[Any]) -> JobRow:
         priority=m["priority"],
         min_available=m["min_available"],
         request=m["request"],
-        gang=m["gang"],
-        placement=m["placement"],
+        gang=Gang.from_json(m["gang"]),
+        placement=Placement.from_json(m["placement"]),
         manifest=m["manifest"],
         phase=m["phase"],
         retry_count=m["retry_count"],
-        tasks=m["tasks"],
-        placements=m["placements"],
+        tasks=tasks_from_json(m["tasks"]),
+        placements=placements_from_json(m["placements"]),
         created_at=m["created_at"],
         updated_at=m["updated_at"],
         binding_phase=m["binding_phase"],
@@ -81,6 +94,7 @@ def _row(r: sa.Row[Any]) -> JobRow:
         attempts=m["attempts"],
         excluded_clusters=m["excluded_clusters"] or {},
         reason=m["reason"],
+        reason_kind=m["reason_kind"],
         waiting_since=m["waiting_since"],
     )
 
@@ -104,11 +118,11 @@ def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
             priority=new.priority,
             min_available=new.min_available,
             request=new.request,
-            gang=new.gang,
+            gang=new.gang.to_json(),
             pod_requests=new.pod_requests,
-            placement=new.placement,
+            placement=new.placement.to_json(),
             manifest=new.manifest,
-            tasks=new.tasks,
+            tasks=tasks_to_json(new.tasks),
         )
         .on_conflict_do_nothing()
         .returning(jobs.c.uid)
@@ -183,15 +197,15 @@ def update_status(
     *,
     session: Session,
     phase: str,
-    tasks: list[dict[str, Any]],
-    placements: list[dict[str, Any]],
+    tasks: Sequence[TaskCounts],
+    placements: Sequence[PodPlacement],
     retry_count: int,
     finished: bool,
 ) -> None:
     values: dict[str, Any] = {
         "phase": phase,
-        "tasks": tasks,
-        "placements": placements,
+        "tasks": tasks_to_json(tasks),
+        "placements": placements_to_json(placements),
         "retry_count": retry_count,
         "updated_at": sa.func.now(),
     }
@@ -216,16 +230,18 @@ class JobStatic:
     name: str
     queue: str
     priority: int
-    created_at: Any
+    created_at: datetime
     request: dict[str, int]
-    gang: list[list[Any]]
+    gang: Gang
     pod_requests: dict[str, dict[str, int]]
-    placement: dict[str, Any]
+    placement: Placement
 
 
-def statics(uids: list[str], *, session: Session) -> list[JobStatic]:
+def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
+    """These jobs' static parts. Read at once, typed one at a time as the caller takes them: a
+    caller that converts each further keeps no typed form of them all alive together."""
     if not uids:
-        return []
+        return iter(())
     cols = [
         jobs.c.uid,
         jobs.c.namespace,
@@ -241,4 +257,18 @@ def statics(uids: list[str], *, session: Session) -> list[JobStatic]:
     rows = session.execute(
         sa.select(*cols).where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
     ).all()
-    return [JobStatic(*r) for r in rows]
+    return (
+        JobStatic(
+            uid,
+            ns,
+            name,
+            queue,
+            prio,
+            created,
+            request,
+            Gang.from_json(gang),
+            pods,
+            Placement.from_json(where),
+        )
+        for uid, ns, name, queue, prio, created, request, gang, pods, where in rows
+    )

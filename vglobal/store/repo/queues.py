@@ -9,14 +9,14 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
-from vglobal.model.phases import BindingPhase
+from vglobal.model.binding import ADMITTED, UNFINISHED, values
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
+from vglobal.model.records import PriorityClassRow, QueueRow, QueueUsage
 from vglobal.store.engine import rowcount
-from vglobal.store.rows import PriorityClassRow, QueueRow, QueueUsage
 from vglobal.store.tables import jobs, priority_classes, queues, resource_bindings
 
-HOLDING = [p.value for p in (BindingPhase.Dispatched, BindingPhase.Bound, BindingPhase.Running)]
+_ADMITTED = values(ADMITTED)
 
 
 def _units(vec: Any) -> dict[str, int] | None:
@@ -107,7 +107,7 @@ def live_job_count(name: str, *, session: Session) -> int:
         sa.select(sa.func.count())
         .select_from(jobs.join(resource_bindings, resource_bindings.c.job_uid == jobs.c.uid))
         .where(jobs.c.queue == name)
-        .where(resource_bindings.c.phase.in_([BindingPhase.Suspended.value, *HOLDING]))
+        .where(resource_bindings.c.phase.in_(values(UNFINISHED)))
     )
     return int(session.execute(stmt).scalar_one())
 
@@ -118,18 +118,18 @@ def usage(*, session: Session) -> dict[str, QueueUsage]:
         sa.text(
             "SELECT j.queue, r.key, sum(r.value::bigint) AS units "
             "FROM jobs j JOIN resource_bindings b ON b.job_uid = j.uid, jsonb_each_text(j.request) r "
-            "WHERE b.phase = ANY(:holding) GROUP BY j.queue, r.key"
+            "WHERE b.phase = ANY(:admitted) GROUP BY j.queue, r.key"
         ),
-        {"holding": HOLDING},
+        {"admitted": _ADMITTED},
     ).all()
     count_rows = session.execute(
         sa.text(
             "SELECT j.queue, "
             "count(*) FILTER (WHERE b.phase = 'Suspended') AS pending, "
-            "count(*) FILTER (WHERE b.phase = ANY(:holding)) AS running "
+            "count(*) FILTER (WHERE b.phase = ANY(:admitted)) AS running "
             "FROM jobs j JOIN resource_bindings b ON b.job_uid = j.uid GROUP BY j.queue"
         ),
-        {"holding": HOLDING},
+        {"admitted": _ADMITTED},
     ).all()
     alloc: dict[str, dict[str, int]] = {}
     for q, key, units in alloc_rows:

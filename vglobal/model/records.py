@@ -1,10 +1,13 @@
-"""Plain records read from the tables (what repositories return)."""
+"""What the store hands out: plain records of queues, priority classes, jobs with their binding,
+clusters and events, as they were when read."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from vglobal.model.forms import Gang, Placement, PodPlacement, TaskCounts
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,13 @@ class JobRow:
     priority: int
     min_available: int
     request: dict[str, int]
-    gang: list[list[Any]]  # [[units, count], ...]
-    placement: dict[str, Any]  # {"clusters": [...] | None, "selector": {...}}
+    gang: Gang
+    placement: Placement
     manifest: dict[str, Any]
     phase: str
     retry_count: int
-    tasks: list[dict[str, Any]]
-    placements: list[dict[str, Any]]
+    tasks: tuple[TaskCounts, ...]
+    placements: tuple[PodPlacement, ...]
     created_at: datetime
     updated_at: datetime
     # binding
@@ -65,6 +68,7 @@ class JobRow:
     attempts: int
     excluded_clusters: dict[str, float]
     reason: str
+    reason_kind: str  # a WaitKind while the job waits; empty when the reason is no wait
     waiting_since: datetime
 
 

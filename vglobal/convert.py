@@ -1,25 +1,64 @@
-"""Store rows and canonical units to protobuf messages."""
+"""Our data ↔ protobuf messages, in both directions, for the hub, the agent and the CLI alike.
+
+Message → ours: ``units_of``, ``task_counts``, ``pod_placement``, ``node_records``,
+``hypernode_records``. Ours → message: everything else, named after the message it builds.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from vglobal.api.v1 import clusters_pb2, common_pb2, jobs_pb2, queues_pb2
+from vglobal.api.v1 import agent_pb2, clusters_pb2, common_pb2, jobs_pb2, queues_pb2
+from vglobal.model.forms import PodPlacement, TaskCounts
+from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.records import ClusterRow, EventRow, JobRow, PriorityClassRow, QueueRow, QueueUsage
 from vglobal.model.resources import ResourceVector
-from vglobal.store.rows import ClusterRow, EventRow, JobRow, PriorityClassRow, QueueRow, QueueUsage
+
+# ---- resources and times
 
 
-def resource_list(units: Mapping[str, int] | None) -> common_pb2.ResourceList:
-    return common_pb2.ResourceList(quantities=ResourceVector(units or {}).to_quantities())
+def units(vec: Mapping[str, int]) -> agent_pb2.Units:
+    return agent_pb2.Units(values={k: int(v) for k, v in sorted(vec.items())})
+
+
+def units_of(msg: agent_pb2.Units) -> dict[str, int]:
+    return {k: int(v) for k, v in msg.values.items() if v}
+
+
+def resource_list(amounts: Mapping[str, int] | None) -> common_pb2.ResourceList:
+    return common_pb2.ResourceList(quantities=ResourceVector(amounts or {}).to_quantities())
 
 
 def set_time(field: Timestamp, dt: datetime | None) -> None:
     if dt is not None:
         field.FromDatetime(dt)
+
+
+# ---- a job's tasks and pods (the agent's report, the API's job)
+
+
+# The messages' fields are the forms' JSON fields, by name.
+
+
+def task_status(t: TaskCounts) -> agent_pb2.TaskStatus:
+    return agent_pb2.TaskStatus(**t.to_json())
+
+
+def task_counts(msg: agent_pb2.TaskStatus | jobs_pb2.TaskCounts) -> TaskCounts:
+    return TaskCounts(msg.name, msg.replicas, msg.pending, msg.running, msg.succeeded, msg.failed)
+
+
+def placement_report(p: PodPlacement) -> agent_pb2.PodPlacement:
+    return agent_pb2.PodPlacement(**p.to_json())
+
+
+def pod_placement(msg: agent_pb2.PodPlacement | jobs_pb2.Placement) -> PodPlacement:
+    return PodPlacement(msg.pod, msg.task, msg.node, msg.phase)
 
 
 def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
@@ -35,11 +74,12 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         cluster=row.cluster or "",
         generation=row.generation,
         reason=row.reason,
+        reason_kind=row.reason_kind,
         attempts=row.attempts,
         min_available=row.min_available,
         request=resource_list(row.request),
-        tasks=[jobs_pb2.TaskCounts(**t) for t in row.tasks],
-        placements=[jobs_pb2.Placement(**p) for p in row.placements],
+        tasks=[jobs_pb2.TaskCounts(**t.to_json()) for t in row.tasks],
+        placements=[jobs_pb2.Placement(**p.to_json()) for p in row.placements],
         request_id=row.request_id or "",
         retry_count=row.retry_count,
     )
@@ -48,6 +88,17 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
     if with_manifest:
         msg.manifest = json.dumps(row.manifest, sort_keys=True)
     return msg
+
+
+def event(row: EventRow) -> common_pb2.Event:
+    msg = common_pb2.Event(
+        id=row.id, kind=row.kind, reason=row.reason, message=row.message, source=row.source
+    )
+    set_time(msg.time, row.time)
+    return msg
+
+
+# ---- queues
 
 
 def queue(row: QueueRow, usage: QueueUsage | None) -> queues_pb2.Queue:
@@ -82,14 +133,62 @@ def priority_class(row: PriorityClassRow) -> queues_pb2.PriorityClass:
     )
 
 
+# ---- clusters: what an agent registers, as stored, and as the API shows it
+
+
+def hypernode(h: ResolvedHyperNode) -> common_pb2.HyperNode:
+    return common_pb2.HyperNode(
+        name=h.name,
+        tier=h.tier,
+        tier_name=h.tier_name,
+        parent=h.parent or "",
+        nodes=sorted(h.nodes),
+        children=list(h.children),
+    )
+
+
+def hypernode_records(msgs: Iterable[common_pb2.HyperNode]) -> list[dict[str, Any]]:
+    """Reported HyperNodes as a cluster row keeps them."""
+    return [
+        {
+            "name": h.name,
+            "tier": h.tier,
+            "tier_name": h.tier_name,
+            "parent": h.parent,
+            "nodes": list(h.nodes),
+            "children": list(h.children),
+        }
+        for h in msgs
+    ]
+
+
+def node_records(msgs: Iterable[agent_pb2.NodeInventory]) -> list[dict[str, Any]]:
+    """Reported nodes as a cluster row keeps them (free capacity apart)."""
+    out = []
+    for n in msgs:
+        node: dict[str, Any] = {
+            "name": n.name,
+            "labels": dict(n.labels),
+            "allocatable": units_of(n.allocatable),
+            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.taints],
+            "unschedulable": n.unschedulable,
+        }
+        if n.gpus:
+            node["gpus"] = [
+                {"index": g.index, "memory_mib": g.memory_mib, "model": g.model, "mig": g.mig} for g in n.gpus
+            ]
+        out.append(node)
+    return out
+
+
 def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False) -> clusters_pb2.Cluster:
     capacity: dict[str, int] = {}
     free: dict[str, int] = {}
     for node in row.nodes:
         for k, v in node.get("allocatable", {}).items():
             capacity[k] = capacity.get(k, 0) + int(v)
-    for units in row.free.values():
-        for k, v in units.items():
+    for amounts in row.free.values():
+        for k, v in amounts.items():
             free[k] = free.get(k, 0) + int(v)
     msg = clusters_pb2.Cluster(
         name=row.name,
@@ -122,12 +221,4 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     children=h.get("children", []),
                 )
             )
-    return msg
-
-
-def event(row: EventRow) -> common_pb2.Event:
-    msg = common_pb2.Event(
-        id=row.id, kind=row.kind, reason=row.reason, message=row.message, source=row.source
-    )
-    set_time(msg.time, row.time)
     return msg

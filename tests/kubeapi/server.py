@@ -1,0 +1,191 @@
+"""The emulator in one event loop: the store, the API and control listeners, the background
+controllers, the fake kubelet, and the knobs tests turn."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.kubeapi import control
+from tests.kubeapi.collector import Collector
+from tests.kubeapi.crud import Api
+from tests.kubeapi.faults import Faults
+from tests.kubeapi.http_api import ApiHandler
+from tests.kubeapi.kinds import (
+    ALL,
+    BUILTIN,
+    CRDS,
+    HYPERNODE_CRD,
+    HYPERNODES,
+    NAMESPACES,
+    NODES,
+    Kind,
+    hypernode_crd,
+)
+from tests.kubeapi.kubelet import Kubelet
+from tests.kubeapi.store import Obj, Store
+from tests.kubeapi.watching import WatchSettings, send_bookmarks
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_WITH_CRD = (*BUILTIN, HYPERNODES)
+_ROUTES = {(k.group, k.version, k.plural): k for k in BUILTIN}
+_ROUTES_WITH_CRD = {(k.group, k.version, k.plural): k for k in _WITH_CRD}
+
+
+@dataclass
+class EmulatorConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    control_port: int = 0
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    name: str = "emulated"
+    kubelet: bool = True
+    kubelet_start_delay: float = 0.0
+    kubelet_termination_delay: float = 0.0
+    hypernode_crd: bool = True
+    history_limit: int = 20_000
+    bookmark_interval: float = 60.0
+    default_watch_timeout: float = 1800.0
+    nodes: list[Obj] = field(default_factory=list)
+    hypernodes: list[Obj] = field(default_factory=list)
+    namespaces: tuple[str, ...] = SYSTEM_NAMESPACES
+
+
+class EmulatorServer:
+    def __init__(self, config: EmulatorConfig) -> None:
+        self.config = config
+        self.token = config.token
+        self.store = Store(ALL, history_limit=config.history_limit)
+        self.api = Api(self.store)
+        self.faults = Faults()
+        self.watch_settings = WatchSettings(config.bookmark_interval, config.default_watch_timeout)
+        self.kubelet: Kubelet | None = None
+        self._api_runner: web.ServerRunner | None = None
+        self._control_runner: web.AppRunner | None = None
+        self._api_site: web.TCPSite | None = None
+        self.port = 0
+        self.control_port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    @property
+    def control_url(self) -> str:
+        return f"http://{self.config.host}:{self.control_port}"
+
+    def served_kinds(self) -> tuple[Kind, ...]:
+        if self.store.get(CRDS, "", HYPERNODE_CRD) is not None:
+            return _WITH_CRD
+        return BUILTIN
+
+    def served_routes(self) -> dict[tuple[str, str, str], Kind]:
+        """(group, version, plural) -> kind, for the router."""
+        return _ROUTES_WITH_CRD if self.store.get(CRDS, "", HYPERNODE_CRD) is not None else _ROUTES
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        Collector(self.api, loop.call_soon)
+        self.kubelet = Kubelet(
+            self.api,
+            loop,
+            enabled=self.config.kubelet,
+            start_delay=self.config.kubelet_start_delay,
+            termination_delay=self.config.kubelet_termination_delay,
+        )
+        self._seed()
+        # aiohttp's low-level server: one handler for every path, no router or middleware on the hot path
+        self._api_runner = web.ServerRunner(
+            web.Server(ApiHandler(self).handle, access_log=None), handle_signals=False
+        )
+        await self._api_runner.setup()
+        await self._open_api_site(self.config.port)
+        self._control_runner = web.AppRunner(control.app(self), access_log=None, handle_signals=False)
+        await self._control_runner.setup()
+        site = web.TCPSite(self._control_runner, self.config.host, self.config.control_port)
+        await site.start()
+        self.control_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def _open_api_site(self, port: int) -> None:
+        assert self._api_runner is not None
+        self._api_site = web.TCPSite(self._api_runner, self.config.host, port, reuse_address=True)
+        await self._api_site.start()
+        self.port = self._api_site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        self.faults.resume()
+        for w in self.store.all_watchers():
+            w.close()
+        for runner in (self._control_runner, self._api_runner):
+            if runner is not None:
+                await runner.cleanup()
+
+    def _seed(self) -> None:
+        for ns in self.config.namespaces:
+            self.api.create(NAMESPACES, "", {"metadata": {"name": ns}})
+        if self.config.hypernode_crd:
+            self.api.create(CRDS, "", hypernode_crd())
+        for node in self.config.nodes:
+            self.api.create(NODES, "", node)
+        for hn in self.config.hypernodes:
+            self.api.create(HYPERNODES, "", hn)
+
+    # -- knobs (run on the loop) -----------------------------------------------------------------
+    def drop_watches(self, abort: bool = False) -> int:
+        watchers = self.store.all_watchers()
+        for w in watchers:
+            w.close(abort=abort)
+        return len(watchers)
+
+    def compact(self) -> int:
+        return self.store.compact()
+
+    def send_bookmarks(self) -> int:
+        return send_bookmarks(self.store)
+
+    async def pause(self, refuse: bool = False) -> None:
+        """Stop answering, as an unreachable API server: requests hang (``refuse``: connections are
+        refused and open ones cut), open watches go silent and are cut on resume."""
+        self.faults.pause(refuse=refuse)
+        for w in self.store.all_watchers():
+            w.wake.set()
+        if refuse and self._api_site is not None:
+            await self._api_site.stop()
+            self._api_site = None
+            assert self._api_runner is not None and self._api_runner.server is not None
+            for conn in self._api_runner.server.connections:
+                conn.force_close()
+
+    async def resume(self) -> None:
+        refused = self.faults.refusing
+        self.faults.resume()
+        if refused and self._api_site is None:
+            await self._open_api_site(self.port)
+
+    def set_hypernode_crd(self, installed: bool) -> bool:
+        """Install or remove the HyperNode CRD; removing it deletes every HyperNode, as on a cluster."""
+        present = self.store.get(CRDS, "", HYPERNODE_CRD) is not None
+        if installed and not present:
+            self.api.create(CRDS, "", hypernode_crd())
+        elif not installed and present:
+            for entry in self.store.items(HYPERNODES):
+                self.store.commit(HYPERNODES, ("", entry.obj["metadata"]["name"]), None)
+            self.store.commit(CRDS, ("", HYPERNODE_CRD), None)
+        return installed
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "resourceVersion": self.store.rv,
+            "url": self.url,
+            "paused": self.faults.paused,
+            "watches": len(self.store.all_watchers()),
+            "objects": {
+                f"{t.kind.plural}.{t.kind.group}".rstrip("."): len(t.objects)
+                for t in self.store.tables.values()
+            },
+        }

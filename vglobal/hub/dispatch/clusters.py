@@ -1,0 +1,92 @@
+"""What the dispatcher keeps of member clusters between cycles, and their admission snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from vglobal.admission import ClusterSnap, Gang, HyperNodeSnap, NodeSnap
+from vglobal.model.records import ClusterRow
+from vglobal.model.resources import ResourceVector
+from vglobal.store.repo import clusters as clusters_repo
+
+_BY_NAME = attrgetter("name")
+
+
+def _usable(node: Mapping[str, Any]) -> bool:
+    return not node.get("unschedulable") and not any(
+        t.get("effect") in ("NoSchedule", "NoExecute") for t in node.get("taints", [])
+    )
+
+
+@dataclass
+class ClusterCache:
+    """Cluster rows as last read, and each node's snapshot entry, reused while its reported
+    inventory and free capacity hold: comparing the reported dicts is far cheaper than converting
+    them again."""
+
+    # name -> ((row version, inventory digest), row)
+    rows: dict[str, tuple[tuple[str, str], ClusterRow]] = field(default_factory=dict)
+    nodes: dict[tuple[str, str], tuple[dict[str, Any], Any, NodeSnap]] = field(default_factory=dict)
+
+    def read(self, *, session: Session) -> list[ClusterRow]:
+        """Every cluster row, read again only where it was written since, and its node inventory
+        only where that changed (agents report every few seconds; the inventory rarely moves)."""
+        versions = clusters_repo.versions(session=session)
+        kept = self.rows
+        stale = [name for name, v in versions.items() if name not in kept or kept[name][0] != v]
+        same = [n for n in stale if n in kept and kept[n][0][1] == versions[n][1]]
+        if same:
+            for row in clusters_repo.list_clusters(session=session, names=same, with_nodes=False):
+                kept[row.name] = (versions[row.name], replace(row, nodes=kept[row.name][1].nodes))
+        fresh = [n for n in stale if n not in same]
+        if fresh:
+            for row in clusters_repo.list_clusters(session=session, names=fresh):
+                kept[row.name] = (versions[row.name], row)
+        self.rows = {name: kept[name] for name in versions if name in kept}
+        rows = [entry[1] for entry in self.rows.values()]
+        if len(self.nodes) > sum(len(c.nodes) for c in rows):  # nodes or clusters went away
+            wanted = {(c.name, n["name"]) for c in rows for n in c.nodes}
+            self.nodes = {k: v for k, v in self.nodes.items() if k in wanted}
+        return rows
+
+    def node(self, cluster: str, node: dict[str, Any], free: dict[str, dict[str, int]]) -> NodeSnap:
+        name = node["name"]
+        left = free.get(name)
+        key = (cluster, name)
+        hit = self.nodes.get(key)
+        if hit is not None and hit[0] == node and hit[1] == left:
+            return hit[2]
+        snap = NodeSnap(
+            name=name,
+            free=ResourceVector(left or {}) if _usable(node) else ResourceVector(),
+            allocatable=ResourceVector(node.get("allocatable", {})),
+            labels=node.get("labels", {}),
+        )
+        self.nodes[key] = (node, left, snap)
+        return snap
+
+    def snap(self, row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
+        """The cluster as admission sees it, with the gangs admitted to it but not placed yet."""
+        snaps = tuple(sorted((self.node(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
+        hypernodes = tuple(
+            HyperNodeSnap(
+                name=h["name"],
+                tier=int(h["tier"]),
+                parent=h.get("parent") or None,
+                nodes=tuple(h.get("nodes", ())),
+            )
+            for h in row.hypernodes
+        )
+        return ClusterSnap(
+            name=row.name,
+            labels=row.labels,
+            nodes=snaps,
+            schedulable=row.effective_state == "Ready",
+            hypernodes=hypernodes,
+            unplaced=tuple(unplaced),
+        )

@@ -1,0 +1,203 @@
+"""One dispatch cycle: take the cycle lock, read the snapshot, admit(), write the admissions in one
+transaction; then hand what explains them to the Explainer and set the metrics."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from vglobal.admission import AdmissionResult, Admit, admit
+from vglobal.hub import metrics
+from vglobal.hub.context import HubContext
+from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
+from vglobal.hub.dispatch.metrics import record_cycle
+from vglobal.hub.dispatch.snapshot import SnapshotReader
+from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.model.reasons import WaitKind
+from vglobal.store.engine import session_scope
+from vglobal.store.locks import AdvisoryLock, try_xact_lock
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import events as events_repo
+from vglobal.store.repo.events import NewEvent
+from vglobal.store.repo.live import Written
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CycleStats:
+    """Where one cycle's time went (seconds) and what it decided."""
+
+    pending: int = 0
+    admitted: int = 0
+    snapshot: float = 0.0
+    admit: float = 0.0
+    write_admissions: float = 0.0  # binding updates, reclaims and the commit
+    # After the commit: taking in the previous explanation, working out this one's reasons and
+    # handing them to the Explainer (which writes them there and then when inline), the metrics.
+    write_waits: float = 0.0
+    reasons_written: int = 0
+    # Of write_waits, waiting for the previous cycle's explanation to commit (see Explainer).
+    waited: float = 0.0
+
+    @property
+    def decided(self) -> float:
+        """From the start of the cycle until its decisions are durable."""
+        return self.snapshot + self.admit + self.write_admissions
+
+    @property
+    def total(self) -> float:
+        return self.decided + self.write_waits
+
+
+def write_admissions(
+    result: AdmissionResult, *, session: Session
+) -> tuple[list[tuple[str, str, int]], int, Written]:
+    """Admissions and reclaims in a few batched statements; returns (uid, cluster, generation) of
+    each admission made, how many jobs were reclaimed, and the admitted bindings as written."""
+    decisions = result.decisions
+    admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
+    done, written = bindings_repo.admit_written(admits, session=session)
+    new_events: list[NewEvent] = []
+    if result.reclaims:
+        victims = bindings_repo.requeue(
+            [r.victim_uid for r in result.reclaims],
+            session=session,
+            kind=WaitKind.Reclaimed,
+            reason="reclaimed by a queue below its share",
+        )
+        moved = {u for u, _, _ in victims}
+        new_events = [
+            NewEvent("Reclaimed", r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
+            for r in result.reclaims
+            if r.victim_uid in moved
+        ]
+    events_repo.add_events(new_events, session=session)
+    if done or result.reclaims:
+        notify(DELIVER, session=session)
+    return done, len(new_events), written
+
+
+class Dispatcher:
+    """The leader's dispatcher: what it keeps between cycles (``reader``) and the writer of its
+    explanations. A cycle that fails leaves the reader holding everything but what the failed
+    transactions could have touched, which the next cycle reads again."""
+
+    def __init__(self, ctx: HubContext, *, background: bool = False) -> None:
+        self.ctx = ctx
+        self.reader = SnapshotReader()
+        self.explainer = Explainer(background=background)
+
+    def cycle(self) -> CycleStats:
+        """One cycle. Inline, its explanation is written before it returns; in the background,
+        while the next cycle runs."""
+        started = time.perf_counter()
+        # A cycle allocates hundreds of thousands of short-lived objects and creates no reference
+        # cycles of note: the cyclic collector would only add pauses, so it waits until the end.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            stats = self._cycle(started)
+            if not self.explainer.background:
+                self.take_in(before_read=True)
+            return stats
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def take_in(self, *, before_read: bool) -> None:
+        """The last explanation's bindings into the cache: applied as written when it committed
+        before the cache's next read (that read then skips them), else checked against what that
+        read found. If it failed, the reasons it was to write are written again."""
+        jobs = self.reader.jobs
+        try:
+            taken = self.explainer.take()
+        except ExplanationFailed as exc:
+            jobs.forget_reasons(exc.uids)
+            raise
+        if taken is None:
+            return
+        written, now = taken
+        if before_read:
+            jobs.wrote(written, now)
+        else:
+            jobs.knows(written)
+
+    def drain(self) -> None:
+        """Wait for the explanation in flight; its failure is logged, not raised (the caller
+        repairs what it left unwritten)."""
+        try:
+            self.take_in(before_read=False)
+        except ExplanationFailed as exc:
+            log.warning("writing the last cycle's explanation failed: %s", exc.__cause__ or exc)
+
+    def restart(self) -> None:
+        """Forget everything kept (another replica may have led meanwhile)."""
+        self.drain()
+        self.reader = SnapshotReader()
+
+    def close(self) -> None:
+        self.drain()
+        self.explainer.close()
+
+    def _cycle(self, started: float) -> CycleStats:
+        ctx, jobs = self.ctx, self.reader.jobs
+        result: AdmissionResult | None = None
+        try:
+            with session_scope(ctx.sessions) as session:
+                # Per-transaction exclusion on top of leadership: two replicas never run a cycle
+                # at once.
+                if not try_xact_lock(session.connection(), AdvisoryLock.DISPATCH_CYCLE):
+                    return CycleStats()
+                if self.explainer.committed():  # committed since the last read: this read skips it
+                    self.take_in(before_read=True)
+                snapshot = self.reader.read(ctx.settings, session=session)
+                t_snap = time.perf_counter()
+                result = admit(snapshot)
+                t_admit = time.perf_counter()
+                done, reclaimed, admitted = write_admissions(result, session=session)
+                if result.reclaims:
+                    notify(DISPATCH, session=session)
+        except BaseException:
+            if result is not None:  # rolled back, or committed unbeknown to us: read them again
+                jobs.invalidate([*result.admitted_order, *(r.victim_uid for r in result.reclaims)])
+            raise
+        # The decisions are durable and the agents told. What only explains them (each
+        # admission's Dispatched event, why the others wait, the queues' figures) goes in a
+        # transaction of its own: writing it before the commit would double the time until jobs
+        # start. A hub that dies in between leaves admissions without their events, which the next
+        # leader writes (repair_dispatched); a reason written a cycle late is harmless (the write
+        # is conditional on the binding still being Suspended).
+        t_admissions = time.perf_counter()
+        # The previous cycle's explanation, if still being written when the snapshot was read,
+        # first: the cache checks its rows against what it holds before this cycle's admissions
+        # change that.
+        self.take_in(before_read=False)
+        waited = time.perf_counter() - t_admissions
+        if not result.reclaims:  # else it wrote the reclaimed bindings too: the next read finds them
+            jobs.wrote(admitted, snapshot.now)
+        now = time.monotonic()
+        waits = changed_waits(result, jobs.entries, now)
+        self.explainer.write(
+            ctx.sessions, done, waits, changed_statuses(result, self.reader.queue_status), snapshot.now
+        )
+        jobs.noted(waits, now)
+        entries = jobs.entries
+        queue_of = {u: e.facts.queue for u, _, _ in done if (e := entries.get(u)) and e.facts}
+        record_cycle(snapshot, result, done, queue_of, reclaimed)
+        finished = time.perf_counter()
+        metrics.CYCLE_SECONDS.observe(finished - started)
+        return CycleStats(
+            pending=len(snapshot.pending),
+            admitted=len(done),
+            snapshot=t_snap - started,
+            admit=t_admit - t_snap,
+            write_admissions=t_admissions - t_admit,
+            write_waits=finished - t_admissions,
+            reasons_written=len(waits),
+            waited=waited,
+        )

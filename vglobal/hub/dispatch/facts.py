@@ -1,0 +1,76 @@
+"""What admission needs of a job that never changes after submit, converted once per job."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vglobal.admission import Gang
+from vglobal.model.forms import PodPlacement
+from vglobal.model.resources import ResourceVector
+from vglobal.store.repo.jobs import JobStatic
+
+
+@dataclass
+class Shared:
+    """One object per distinct request vector and gang: jobs repeat a few shapes, and admission
+    tells equal inputs apart by identity first (cheaper than comparing values)."""
+
+    vectors: dict[ResourceVector, ResourceVector] = field(default_factory=dict)
+    gangs: dict[Gang, Gang] = field(default_factory=dict)
+
+    def vector(self, v: ResourceVector) -> ResourceVector:
+        return self.vectors.setdefault(v, v)
+
+    def gang(self, g: Gang) -> Gang:
+        return self.gangs.setdefault(g, g)
+
+    def __len__(self) -> int:
+        return len(self.vectors) + len(self.gangs)
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """A job's immutable admission inputs."""
+
+    uid: str
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    created: float
+    request: ResourceVector
+    gang: Gang
+    pod_requests: Mapping[str, ResourceVector]
+    allowed: frozenset[str] | None
+    selector: Mapping[str, str]
+    topology: tuple[str, int | None] | None
+
+    @classmethod
+    def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
+        topo = s.placement.topology
+        return cls(
+            uid=s.uid,
+            namespace=s.namespace,
+            name=s.name,
+            queue=s.queue,
+            priority=s.priority,
+            created=s.created_at.timestamp(),
+            request=shared.vector(ResourceVector(s.request)),
+            gang=shared.gang(tuple((shared.vector(p.request), p.count) for p in s.gang.shapes)),
+            pod_requests={t: ResourceVector(u) for t, u in s.pod_requests.items()},
+            allowed=s.placement.clusters,
+            selector=s.placement.selector,
+            topology=(topo.mode, topo.highest_tier_allowed) if topo else None,
+        )
+
+    def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:
+        """What the job's reported pods (PodPlacement JSON) take on each node."""
+        per_node: dict[str, ResourceVector] = {}
+        for raw in placements or ():
+            p = PodPlacement.from_json(raw)
+            if p.holds_node:
+                req = self.pod_requests.get(p.task, ResourceVector())
+                per_node[p.node] = per_node.get(p.node, ResourceVector()) + req
+        return per_node

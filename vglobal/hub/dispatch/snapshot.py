@@ -1,0 +1,75 @@
+"""Reading one admission Snapshot out of Postgres (inside the dispatch cycle's transaction).
+
+A job's requests, gang and placement never change after submit, so the dispatcher keeps them
+between cycles; of the bindings and the clusters it keeps the last read too, and each cycle reads
+only the rows written since (``JobCache.refresh``, ``ClusterCache.read``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from vglobal.admission import QueueSnap, Snapshot
+from vglobal.config import HubSettings
+from vglobal.hub.dispatch.cache import JobCache
+from vglobal.hub.dispatch.clusters import ClusterCache
+from vglobal.model.resources import ResourceVector
+from vglobal.store.repo import clusters as clusters_repo
+from vglobal.store.repo import queues as queues_repo
+
+
+def _opt(units: dict[str, Any] | None) -> ResourceVector | None:
+    return None if units is None else ResourceVector(units)
+
+
+@dataclass
+class SnapshotReader:
+    """What the dispatcher keeps between cycles to read each one's snapshot."""
+
+    jobs: JobCache = field(default_factory=JobCache)
+    clusters: ClusterCache = field(default_factory=ClusterCache)
+    # Per queue, the figures stored with it when the last snapshot was read.
+    queue_status: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def read(self, settings: HubSettings, *, session: Session) -> Snapshot:
+        jobs = self.jobs
+        now = clusters_repo.db_now(session=session)
+        jobs.refresh(now, session=session)
+        queue_rows = queues_repo.list_queues(session=session)
+        self.queue_status = {q.name: q.status for q in queue_rows}
+        queues = tuple(
+            QueueSnap(
+                name=q.name,
+                parent=q.parent or "root",
+                weight=q.weight,
+                priority=q.priority,
+                capability=_opt(q.capability),
+                deserved=_opt(q.deserved),
+                guarantee=ResourceVector(q.guarantee),
+                reclaimable=q.reclaimable,
+                open=q.state == "Open",
+                allocated=jobs.allocated(q.name),
+                created=int(q.created_at.timestamp()),
+            )
+            for q in queue_rows
+        )
+        clusters = tuple(
+            self.clusters.snap(c, tuple(jobs.unplaced.get(c.name, {}).values()))
+            for c in self.clusters.read(session=session)
+        )
+        return Snapshot(
+            now=now,
+            queues=queues,
+            clusters=clusters,
+            pending=tuple(jobs.pending.values()),
+            running=tuple(jobs.running.values()),
+            placement=settings.placement,
+            starvation_after=settings.starvation_after,
+            reclaim_after=settings.reclaim_after,
+            queue_lookback=settings.queue_lookback,
+            max_admissions=settings.max_admissions_per_cycle,
+            reclaim_min_runtime=settings.reclaim_min_runtime,
+        )

@@ -1,0 +1,157 @@
+"""The typed forms of what the hub stores of a job as JSON: its gang, where it may run, its task
+counts and where its pods run. Each converts to the JSON the store keeps and back; nothing else
+reads or writes those columns' insides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vglobal.model.job import Job, NetworkTopology, Task
+from vglobal.model.resources import ResourceVector
+
+POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
+FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class PodShape:
+    """``count`` pods that each request ``request`` (their pod slot included)."""
+
+    request: ResourceVector
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """The pods that must start together (the job's ``minAvailable``), by shape, in task order."""
+
+    shapes: tuple[PodShape, ...]
+
+    @classmethod
+    def of(cls, job: Job) -> Gang:
+        return cls(tuple(PodShape(req + POD_SLOT, n) for _, req, n in job.gang() if n > 0))
+
+    def to_json(self) -> list[list[Any]]:
+        return [[dict(s.request.items()), s.count] for s in self.shapes]
+
+    @classmethod
+    def from_json(cls, data: Iterable[Sequence[Any]]) -> Gang:
+        return cls(tuple([PodShape(ResourceVector(units), n) for units, n in data]))
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a job may run: the allowed clusters (None: any), a selector on cluster labels, and
+    its network topology constraint."""
+
+    clusters: frozenset[str] | None = None
+    selector: Mapping[str, str] = field(default_factory=dict)
+    topology: NetworkTopology | None = None
+
+    @classmethod
+    def of(cls, job: Job) -> Placement:
+        return cls(job.allowed_clusters, dict(job.cluster_selector), job.network_topology)
+
+    def to_json(self) -> dict[str, Any]:
+        topo = self.topology
+        return {
+            "clusters": None if self.clusters is None else sorted(self.clusters),
+            "selector": dict(self.selector),
+            "topology": None
+            if topo is None
+            else {"mode": topo.mode, "tier": topo.highest_tier_allowed, "tier_name": topo.highest_tier_name},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Placement:
+        clusters = data.get("clusters")
+        topo = data.get("topology")
+        return cls(
+            clusters=None if clusters is None else frozenset(clusters),
+            selector=data.get("selector") or {},
+            topology=None
+            if not topo
+            else NetworkTopology(
+                mode=topo["mode"],
+                highest_tier_allowed=topo.get("tier"),
+                highest_tier_name=topo.get("tier_name"),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounts:
+    """How many of a task's pods are in each phase."""
+
+    name: str
+    replicas: int
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+    @classmethod
+    def submitted(cls, task: Task) -> TaskCounts:
+        """A task no pod of which has been created yet: all pending."""
+        return cls(task.name, task.replicas, pending=task.replicas)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "replicas": self.replicas,
+            "pending": self.pending,
+            "running": self.running,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TaskCounts:
+        return cls(
+            data["name"],
+            int(data["replicas"]),
+            int(data.get("pending", 0)),
+            int(data.get("running", 0)),
+            int(data.get("succeeded", 0)),
+            int(data.get("failed", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    """Where one pod of a job's task runs (``node`` empty: not placed yet), and its phase."""
+
+    pod: str
+    task: str
+    node: str
+    phase: str
+
+    @property
+    def holds_node(self) -> bool:
+        """Whether the pod takes room on its node (placed and not finished)."""
+        return bool(self.node) and self.phase not in FINISHED_POD_PHASES
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pod": self.pod, "task": self.task, "node": self.node, "phase": self.phase}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PodPlacement:
+        return cls(data["pod"], data.get("task") or "", data.get("node") or "", data.get("phase") or "")
+
+
+def tasks_to_json(tasks: Iterable[TaskCounts]) -> list[dict[str, Any]]:
+    return [t.to_json() for t in tasks]
+
+
+def tasks_from_json(data: Iterable[Mapping[str, Any]] | None) -> tuple[TaskCounts, ...]:
+    return tuple(TaskCounts.from_json(t) for t in data or ())
+
+
+def placements_to_json(placements: Iterable[PodPlacement]) -> list[dict[str, Any]]:
+    return [p.to_json() for p in placements]
+
+
+def placements_from_json(data: Iterable[Mapping[str, Any]] | None) -> tuple[PodPlacement, ...]:
+    return tuple(PodPlacement.from_json(p) for p in data or ())

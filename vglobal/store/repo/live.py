@@ -1,0 +1,130 @@
+"""The dispatcher's reads of unfinished bindings: all of them, those written since a read, or some
+by uid. Read on the driver's cursor: these are the dispatcher's hot path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import psycopg
+from sqlalchemy.orm import Session
+
+from vglobal.model.binding import UNFINISHED, values
+
+
+class LiveBinding(NamedTuple):
+    """The per-cycle changing part of an unfinished binding (the job's own fields never change).
+
+    A NamedTuple: the dispatcher reads one per unfinished job every cycle, and the driver's rows
+    become these without a Python-level constructor call.
+    """
+
+    job_uid: str
+    phase: str
+    cluster: str | None
+    waiting_since: float  # epoch seconds
+    excluded_clusters: dict[str, float] | None  # cluster -> excluded until (epoch seconds)
+    placements: list[dict[str, Any]] | None  # reported pods (PodPlacement JSON), for running jobs only
+    dispatched_at: float | None  # epoch seconds of the current admission, for admitted jobs
+
+
+class Written(NamedTuple):
+    """The bindings a write of this hub changed, as it left them, and the transactions that wrote
+    them: their row versions, which a later ``changed_since`` may skip, since the caller holds
+    them already."""
+
+    rows: list[LiveBinding]
+    xids: set[int]  # 32-bit transaction ids, as a row's xmin holds them
+
+
+NOTHING_WRITTEN = Written([], set())
+UNFINISHED_PHASES = values(UNFINISHED)
+
+BINDING_COLUMNS = (
+    "b.job_uid, b.phase, b.cluster, CAST(extract(epoch FROM b.waiting_since) AS float8), "
+    "NULLIF(b.excluded_clusters, '{}'::jsonb)"
+)
+DISPATCHED_AT = "CAST(extract(epoch FROM b.dispatched_at) AS float8)"
+XMIN = "CAST(CAST(b.xmin AS text) AS bigint)"  # the writing transaction, 32-bit as rows hold it
+_LIVE_COLUMNS = (
+    f"{BINDING_COLUMNS}, CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
+    f"{DISPATCHED_AT}"
+)
+
+
+def cursor(session: Session) -> psycopg.Cursor[Any]:
+    raw = session.connection().connection.dbapi_connection
+    assert isinstance(raw, psycopg.Connection)
+    return raw.cursor()
+
+
+def live(*, session: Session) -> list[LiveBinding]:
+    """Every unfinished binding."""
+    with cursor(session) as cur:
+        cur.execute(
+            f"SELECT {_LIVE_COLUMNS} FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            "WHERE b.phase = ANY(%(phases)s)",
+            {"phases": UNFINISHED_PHASES},
+        )
+        rows = cur.fetchall()
+    return list(map(LiveBinding._make, rows))
+
+
+def of_jobs(uids: Sequence[str], *, session: Session) -> list[LiveBinding]:
+    """These jobs' bindings, in any phase (a deleted job's is missing)."""
+    if not uids:
+        return []
+    with cursor(session) as cur:
+        cur.execute(
+            f"SELECT {_LIVE_COLUMNS} FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            "WHERE b.job_uid = ANY(%(uids)s)",
+            {"uids": list(uids)},
+        )
+        rows = cur.fetchall()
+    return list(map(LiveBinding._make, rows))
+
+
+def read_horizon(*, session: Session) -> int:
+    """The oldest transaction a read starting now might not see (64-bit, never wraps).
+
+    Every change a later read misses was made by a transaction at or above this id, so passing
+    it to ``changed_since`` next time finds every row changed since that read.
+    """
+    with cursor(session) as cur:
+        cur.execute("SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)")
+        row = cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def changed_since(
+    horizon: int, *, session: Session, skip: Sequence[int] = ()
+) -> tuple[list[LiveBinding], int]:
+    """Bindings written by a transaction at or above ``horizon`` (in any phase, so finished ones
+    can be dropped), and how many bindings are unfinished now. A change of a job's placements
+    touches its binding (migration 0002), so the job rows need not be looked at. Rows whose
+    current version was written by a transaction in ``skip`` are left out (the caller wrote them
+    and knows them: see ``bindings.set_reasons``); a later write gives a row another ``xmin``.
+
+    A row's ``xmin`` is the transaction that wrote its current version; ``age()`` compares those
+    32-bit ids modulo wraparound (a frozen row is as old as can be). Both results come from one
+    statement, so they describe the same moment: a caller whose count then differs missed a
+    deleted row.
+    """
+    with cursor(session) as cur:
+        cur.execute(
+            # One pass over the bindings collects the changed uids (and the count); the rows are
+            # then fetched by key. A join on the changed set would be planned for far more rows.
+            "WITH edge AS (SELECT age(xid(CAST(CAST(%(h)s AS text) AS xid8))) AS a), "
+            "scan AS MATERIALIZED (SELECT count(*) FILTER (WHERE phase = ANY(%(phases)s)) AS live, "
+            "  coalesce(array_agg(job_uid) FILTER (WHERE age(xmin) <= (SELECT a FROM edge) "
+            "    AND NOT xmin = ANY(CAST(%(skip)s AS xid[]))), '{}') AS ids "
+            "  FROM resource_bindings) "
+            f"SELECT scan.live, c.* FROM scan LEFT JOIN LATERAL (SELECT {_LIVE_COLUMNS} "
+            "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            "WHERE b.job_uid = ANY(scan.ids)) c ON true",
+            {"h": horizon, "phases": UNFINISHED_PHASES, "skip": [str(x) for x in skip]},
+        )
+        rows = cur.fetchall()
+    count = int(rows[0][0])
+    return [LiveBinding._make(r[1:]) for r in rows if r[1] is not None], count
