@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from vglobal.api.v1 import (
     clusters_pb2,
@@ -42,11 +42,33 @@ class VGlobalError(Exception):
         return f"{self.code.name}: {self.message}"
 
 
+def retry_after(exc: BaseException | None) -> float | None:
+    """The delay a rate-limited call was told to wait (RESOURCE_EXHAUSTED with ``retry-after-ms``)."""
+    if not isinstance(exc, grpc.RpcError) or exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    trailers = getattr(exc, "trailing_metadata", lambda: None)() or ()
+    for key, value in trailers:
+        if key == "retry-after-ms" and str(value).isdigit():
+            return int(value) / 1000
+    return None
+
+
 def _retryable(exc: BaseException) -> bool:
+    if retry_after(exc) is not None:
+        return True
     return isinstance(exc, grpc.RpcError) and exc.code() in (
         grpc.StatusCode.UNAVAILABLE,
         grpc.StatusCode.DEADLINE_EXCEEDED,
     )
+
+
+def _wait(state: RetryCallState) -> float:
+    """The hub's own delay after a rate limit (at most 10 s), else jittered exponential back-off."""
+    told = retry_after(state.outcome.exception()) if state.outcome is not None else None
+    return min(told, 10.0) if told is not None else _BACKOFF(state)
+
+
+_BACKOFF = wait_exponential_jitter(multiplier=0.2, max=3.0)
 
 
 def default_hub() -> str:
@@ -100,7 +122,7 @@ class Client:
         @retry(
             retry=retry_if_exception(_retryable),
             stop=stop_after_attempt(max(1, attempts)),
-            wait=wait_exponential_jitter(multiplier=0.2, max=3.0),
+            wait=_wait,
             reraise=True,
         )
         def once() -> T:
@@ -165,8 +187,9 @@ class Client:
     def list_queues(self) -> list[queues_pb2.Queue]:
         return list(self._call(self.queues.ListQueues, queues_pb2.ListQueuesRequest()).queues)
 
-    def delete_queue(self, name: str) -> queues_pb2.DeleteQueueResponse:
-        return self._call(self.queues.DeleteQueue, queues_pb2.QueueRef(name=name))
+    def delete_queue(self, name: str, *, force: bool = False) -> queues_pb2.DeleteQueueResponse:
+        """Delete a queue without unfinished jobs; ``force`` also removes its finished jobs' records."""
+        return self._call(self.queues.DeleteQueue, queues_pb2.DeleteQueueRequest(name=name, force=force))
 
     def open_queue(self, name: str) -> queues_pb2.Queue:
         return self._call(self.queues.OpenQueue, queues_pb2.QueueRef(name=name))

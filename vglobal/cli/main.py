@@ -347,16 +347,18 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str) -> None:
 @click.argument("kind", type=click.Choice(["job", "queue"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("--force", is_flag=True, help="Queue: also delete the records of its finished jobs.")
 @click.pass_obj
-def delete(obj: Ctx, kind: str, name: str, namespace: str) -> None:
-    """Delete a job (stopping it where it runs) or an empty queue."""
+def delete(obj: Ctx, kind: str, name: str, namespace: str, force: bool) -> None:
+    """Delete a job (stopping it where it runs) or a queue without unfinished jobs."""
     try:
         if kind == "job":
             obj.client.delete_job(name, namespace)
             console.print(f"job.batch.volcano.sh/{namespace}/{name} deleted", highlight=False)
         else:
-            obj.client.delete_queue(name)
-            console.print(f"queue.scheduling.volcano.sh/{name} deleted", highlight=False)
+            resp = obj.client.delete_queue(name, force=force)
+            gone = f" with the records of {resp.deleted_jobs} finished jobs" if resp.deleted_jobs else ""
+            console.print(f"queue.scheduling.volcano.sh/{name} deleted{gone}", highlight=False)
     except VGlobalError as exc:
         fail(str(exc))
 

@@ -110,6 +110,14 @@ def may(
     return any(permits(g, action, queue=queue, cluster=cluster) for g in principal.grants)
 
 
+def everywhere(principal: Principal, action: Action) -> bool:
+    """Whether some grant allows ``action`` on every queue (so a list needs no queue filter)."""
+    return any(
+        action in ROLE_ACTIONS[g.role] and (g.queues is None or action not in QUEUE_SCOPED)
+        for g in principal.grants
+    )
+
+
 def decide(
     principal: Principal, action: Action, *, queue: str | None = None, cluster: str | None = None
 ) -> str | None:
