@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import grpc
+from google.protobuf.message import Message
 
 from vglobal.hub.auth.authenticator import Authenticator, PermissionDenied, bearer_token
 from vglobal.hub.auth.methods import AGENT_CONNECT, METHODS, is_public
@@ -62,7 +63,7 @@ class RateLimited(HubError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
     def __init__(self, who: str, wait: float) -> None:
-        super().__init__(f"{who} is over its rate limit; retry in {wait:.2f}s")
+        super().__init__(f"{who} is over its rate limit; retry in {max(1, math.ceil(wait * 1000))} ms")
         self.wait = wait
 
 
@@ -81,11 +82,38 @@ def safe_deserializer(deserialize: Callable[[bytes], Any] | None) -> Callable[[b
     return parse
 
 
+def nul_field(msg: Message, prefix: str = "") -> str | None:
+    """The path of the first string field (or map key) holding a NUL character, which PostgreSQL
+    cannot store; None when there is none."""
+    for field, value in msg.ListFields():
+        path = f"{prefix}{field.name}"
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            for key in value:
+                item = value[key]
+                if (isinstance(key, str) and "\x00" in key) or (isinstance(item, str) and "\x00" in item):
+                    return f"{path}[{key!r}]"
+                if isinstance(item, Message) and (found := nul_field(item, f"{path}[{key!r}].")):
+                    return found
+        elif field.message_type is not None:
+            items = value if field.is_repeated else [value]
+            for i, item in enumerate(items):
+                where = f"{path}[{i}]." if field.is_repeated else f"{path}."
+                if found := nul_field(item, where):
+                    return found
+        elif field.type == field.TYPE_STRING:
+            items = value if field.is_repeated else [value]
+            if any("\x00" in item for item in items):
+                return path
+    return None
+
+
 def _refuse_undecodable(request: Any) -> None:
     if isinstance(request, Undecodable):
         raise BadRequest(
             f"request: not a valid {request.type_name} (truncated, malformed, or a string that is not UTF-8)"
         )
+    if isinstance(request, Message) and (field := nul_field(request)):
+        raise BadRequest(f"{field}: contains the NUL character")
 
 
 def _peer_host(peer: str) -> str:

@@ -84,7 +84,10 @@ def _check_expanded_size(doc: Any, where: str) -> None:
             raise ManifestTooLarge.one(where, f"the document expands to more than {MAX_NODES} values")
         if depth > MAX_DEPTH:
             raise _too_deep(where)
+        if isinstance(node, str) and "\x00" in node:
+            raise ManifestError.one(where, "a string contains the NUL character")
         if isinstance(node, dict):
+            stack.extend((k, depth + 1) for k in node if isinstance(k, str))
             stack.extend((v, depth + 1) for v in node.values())
         elif isinstance(node, list):
             stack.extend((v, depth + 1) for v in node)

@@ -80,3 +80,12 @@ def test_every_rpc_of_the_api_has_a_rule_and_probes_are_public() -> None:
     assert rpcs == set(METHODS)
     assert is_public("/grpc.health.v1.Health/Check") and is_public("/grpc.reflection.v1.ServerReflection/x")
     assert not any(is_public(m) for m in METHODS)
+
+
+def test_everywhere_tells_when_a_list_needs_no_queue_filter() -> None:
+    from vglobal.hub.auth.policy import everywhere
+
+    assert everywhere(VIEWER, Action.read_jobs) and everywhere(ADMIN, Action.read_jobs)
+    assert not everywhere(SUBMITTER_A, Action.read_jobs)
+    both = Principal("x", (Grant(Role.submitter, queues=("a",)), Grant(Role.viewer)))
+    assert everywhere(both, Action.read_jobs) and not everywhere(both, Action.submit_jobs)
