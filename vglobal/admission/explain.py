@@ -1,11 +1,15 @@
-"""Reasons a person can read: which limit stopped a job, with Kubernetes quantities."""
+"""Every sentence a Wait or a Reclaim carries: which limit stopped a job, with its figures in
+Kubernetes quantities (DESIGN 5.3 step 7). The steps decide; this module only words it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from vglobal.admission.index import ResourceIndex
+from vglobal.admission.snapshot import Wait
+from vglobal.admission.tree import QueueTree
 from vglobal.model.quantity import format_units
+from vglobal.model.reasons import WaitKind
 
 
 def fmt_row(index: ResourceIndex, row: Sequence[int | float]) -> str:
@@ -58,4 +62,89 @@ def capacity_reason(index: ResourceIndex, dim: int, capacity: float, need: int) 
     return (
         f"job needs {index.names[dim]} {fmt_amount(index, dim, need)} but all schedulable clusters "
         f"together have {fmt_amount(index, dim, capacity)}"
+    )
+
+
+def tier_text(highest_tier: int | None) -> str:
+    return "any tier" if highest_tier is None else f"tier <= {highest_tier}"
+
+
+def queue_wait(tree: QueueTree, queue: str) -> Wait:
+    """Why a queue takes no jobs now: it does not exist, is not a leaf, or it or an ancestor is closed."""
+    i = tree.idx.get(queue)
+    if i is None:
+        return Wait(WaitKind.QueueMissing, f"queue {queue} does not exist")
+    if not tree.is_leaf[i]:
+        kids = ", ".join(tree.names[c] for c in tree.children[i])
+        return Wait(
+            WaitKind.QueueNotLeaf,
+            f"queue {queue} is not a leaf queue (children: {kids}); jobs go only to leaf queues",
+        )
+    closed = next(q for q in tree.path[i] if not tree.snaps[q].open)
+    return Wait(WaitKind.QueueClosed, f"queue {tree.names[closed]} is closed")
+
+
+def lookback_wait(queue: str, lookback: int, pending: int) -> Wait:
+    return Wait(
+        WaitKind.QueueLookback,
+        f"waiting its turn in queue {queue}: only the first {lookback} of its "
+        f"{pending} pending jobs are looked at each cycle (--queue-lookback)",
+    )
+
+
+def budget_wait(budget: int) -> Wait:
+    return Wait(
+        WaitKind.CycleBudget,
+        f"waiting its turn: this cycle admitted {budget} jobs, the most one cycle admits "
+        "(--max-admissions-per-cycle); the rest are looked at next cycle",
+    )
+
+
+def no_fit_reason(gang: str, best: str) -> str:
+    """`gang` as fmt_gang gives it; `best` says which candidate came closest (or why none did)."""
+    return f"no cluster fits gang: {gang}; {best}"
+
+
+def no_hypernode_reason(highest_tier: int | None, best: str) -> str:
+    return f"no HyperNode of {tier_text(highest_tier)} holds it in any candidate cluster ({best})"
+
+
+def behind_reason(gang: str, best: str, starving: str, queue: str) -> str:
+    return (
+        f"{no_fit_reason(gang, best)}; starving, but queued behind the starving job {starving} "
+        f"of queue {queue}"
+    )
+
+
+def reserved_reason(cluster: str, gang: str, starving: str, queue: str) -> str:
+    return (
+        f"capacity on {cluster} that fits gang {gang} is reserved for the starving job {starving} "
+        f"of queue {queue}"
+    )
+
+
+def starving_reason(head: str, waited: int, after: float, held: str, cluster: str, queue: str) -> str:
+    """`head` is the job's no_fit_reason; `held` the capacity reserved for it (fmt_row)."""
+    return (
+        f"{head}; waiting {waited}s (over {int(after)}s): capacity {held} reserved on {cluster} "
+        f"against lower-priority jobs of queue {queue}"
+    )
+
+
+def never_fits_reason(head: str) -> str:
+    return f"{head}; no candidate cluster could hold it even when empty"
+
+
+def victim_reason(victim_queue: str, uid: str, queue: str) -> str:
+    return (
+        f"queue {victim_queue} is above its deserved share; reclaimed for job {uid} of queue {queue}, "
+        "which is below its deserved share"
+    )
+
+
+def reclaiming_reason(queue: str, cluster: str, victims: Sequence[str], gang: str) -> str:
+    n = len(victims)
+    return (
+        f"queue {queue} is below its deserved share: reclaiming {n} job{'s' if n != 1 else ''} on "
+        f"{cluster} ({', '.join(victims)}); gang {gang} is admitted once they stop"
     )

@@ -1,4 +1,5 @@
-"""Progressive filling over the queue tree: which leaf queue offers the next job.
+"""Progressive filling over the queue tree: which leaf queue offers the next job, and in what order
+a queue offers its own.
 
 Every non-leaf queue keeps a heap of its children keyed by (higher priority, lower dominant share
 AFTER the child's next job, older, name). A child's next job is the one its own subtree would pick,
@@ -10,14 +11,29 @@ outdated heap entries are skipped by a version number.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
+from vglobal.admission.snapshot import PendingJob
 from vglobal.admission.tree import QueueTree
 
 # A dimension the queue deserves none of: any use of it ranks the queue after every finite share.
 _NO_SHARE = 1e12
 
 Key = tuple[int, float, int, str, int, int]
+
+# A queue's jobs in order: priority (highest first), then creation, then uid. Three stable sorts
+# on C-level keys (reverse keeps equal items in order) beat one sort on a Python tuple.
+_BY_UID = attrgetter("uid")
+_BY_CREATED = attrgetter("created")
+_BY_PRIORITY = attrgetter("priority")
+
+
+def queue_order(jobs: Iterable[PendingJob]) -> list[PendingJob]:
+    out = sorted(jobs, key=_BY_UID)
+    out.sort(key=_BY_CREATED)
+    out.sort(key=_BY_PRIORITY, reverse=True)
+    return out
 
 
 class FairOrder:

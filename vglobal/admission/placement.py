@@ -8,7 +8,7 @@ Free capacity only shrinks within a cycle, which the hot path exploits twice: pe
 shape a cursor marks the first node that may still hold one pod (every node before it cannot), and
 a gang that did not fit a cluster never will this cycle. A placement is then a few scalar steps
 instead of a scan of the nodes. The rarer paths (reservations, topology, reclaim, reasons) pack
-numpy matrices built from the lists on demand (`pack`).
+numpy matrices built from the lists on demand (`gang.pack`).
 """
 
 from __future__ import annotations
@@ -22,109 +22,9 @@ import numpy as np
 import numpy.typing as npt
 
 from vglobal.admission.explain import fmt_gang, fmt_row
+from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
-
-Pairs = tuple[tuple[int, int], ...]  # (column, amount) of the non-zero columns of a row
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    row: IntArray  # one pod's request
-    count: int
-    dims: IntArray  # columns the pod requests
-    pairs: Pairs
-    tag: str  # names the row in per-cluster cursors (a str caches its hash)
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedGang:
-    shapes: tuple[Shape, ...]  # biggest first
-    total: IntArray  # sum over the gang's pods
-    biggest: IntArray  # per column, the largest single-pod request
-    key: tuple[tuple[tuple[int, ...], int], ...]
-    described: tuple[tuple[list[int], int], ...]
-    dims: IntArray  # columns the gang requests at all
-    total_pairs: Pairs
-    dims_key: tuple[int, ...]
-    tag: str  # names the gang in per-cycle caches
-
-
-def _pairs(row: Sequence[int]) -> Pairs:
-    return tuple((r, int(v)) for r, v in enumerate(row) if v)
-
-
-def prepare_gang(gang: Gang, index: ResourceIndex, scale: IntArray) -> PreparedGang:
-    """Shapes merged and sorted biggest first (dominant share of the largest node, then name order)."""
-    merged: dict[tuple[int, ...], int] = {}
-    for vec, count in gang:
-        if count > 0:
-            row = tuple(index.row(vec))
-            merged[row] = merged.get(row, 0) + count
-
-    def size(row: tuple[int, ...]) -> tuple[float, float, tuple[int, ...]]:
-        shares = [v / s for v, s in zip(row, scale.tolist(), strict=True) if v]
-        return (-max(shares, default=0.0), -sum(shares), row)
-
-    rows = sorted(merged, key=size)
-    shapes = tuple(
-        Shape(
-            np.array(r, dtype=np.int64),
-            merged[r],
-            np.flatnonzero(np.array(r) > 0).astype(np.int64),
-            _pairs(r),
-            repr(r),
-        )
-        for r in rows
-    )
-    total = np.zeros(index.size, dtype=np.int64)
-    biggest = np.zeros(index.size, dtype=np.int64)
-    for s in shapes:
-        total += s.row * s.count
-        biggest = np.maximum(biggest, s.row)
-    key = tuple((r, merged[r]) for r in rows)
-    dims = np.flatnonzero(total > 0).astype(np.int64)
-    if dims.size == 0:
-        dims = np.arange(index.size, dtype=np.int64)
-    return PreparedGang(
-        shapes,
-        total,
-        biggest,
-        key,
-        tuple((list(r), merged[r]) for r in rows),
-        dims,
-        _pairs(total.tolist()),
-        tuple(dims.tolist()),
-        repr(key),
-    )
-
-
-def pack(free: IntArray, shapes: Sequence[Shape]) -> tuple[int, IntArray | None]:
-    """Pods placed and the free matrix after placing them all, or None as the second item if not all fit."""
-    placed = 0
-    out = free
-    copied = False
-    for shape in shapes:
-        if out.shape[0] == 0:
-            return placed, None  # even a pod that requests nothing needs a node
-        if shape.dims.size == 0:
-            placed += shape.count
-            continue
-        d = shape.dims
-        per_node = (out[:, d] // shape.row[d]).min(axis=1) if d.size > 1 else out[:, d[0]] // shape.row[d[0]]
-        np.maximum(per_node, 0, out=per_node)
-        cum = np.cumsum(per_node)
-        if int(cum[-1]) < shape.count:
-            return placed + int(cum[-1]), None
-        last = int(np.searchsorted(cum, shape.count))
-        take = per_node[: last + 1].copy()
-        take[last] -= int(cum[last]) - shape.count
-        if not copied:
-            out = out.copy()
-            copied = True
-        out[: last + 1] -= take[:, None] * shape.row
-        placed += shape.count
-    return placed, out
 
 
 def selector_matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
@@ -213,6 +113,7 @@ class Clusters:
         kinds: dict[tuple[tuple[int, ...], bytes], int] = {}
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
         self._fits_empty: dict[tuple[int, str], bool] = {}
+        self._whole: dict[tuple[bytes, str], list[int]] = {}
 
     @property
     def alloc_totals(self) -> list[list[int]]:
@@ -480,7 +381,10 @@ class Clusters:
 
     def fits_allocatable(self, cand: Candidates, gang: PreparedGang) -> list[int]:
         """Candidates whose whole capacity (ignoring current usage) could hold the gang."""
-        out = []
+        got = self._whole.get((cand.key, gang.tag))
+        if got is not None:
+            return got
+        out = self._whole[(cand.key, gang.tag)] = []
         for c in cand.ids:
             key = (self._inventory[c], gang.tag)
             ok = self._fits_empty.get(key)

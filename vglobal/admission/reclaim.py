@@ -18,11 +18,19 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
+from vglobal.admission.explain import reclaiming_reason, victim_reason
+from vglobal.admission.gang import PreparedGang, Shape, pack
 from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
-from vglobal.admission.placement import Clusters, PreparedGang, Shape, pack
-from vglobal.admission.snapshot import RunningJob
+from vglobal.admission.placement import Clusters
+from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.snapshot import Reclaim, RunningJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
+from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
+
+# Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
+# every second or so, so later plans only wait one cycle.
+MAX_RECLAIM_PLANS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,3 +362,62 @@ def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack:
         if _room(row, dims, pod) >= target:
             return taken
     return []
+
+
+class Reclaims:
+    """A cycle's reclaims: whether a job may plan one now, and the victims of the plans made."""
+
+    def __init__(self, snapshot: Snapshot, tree: QueueTree, clusters: Clusters, index: ResourceIndex) -> None:
+        self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
+        self.des_rows = [[float(x) for x in d.tolist()] for d in tree.deserved]
+        self.plans = 0
+        self.victims: list[Reclaim] = []
+        self._planner: ReclaimPlanner | None = None  # built on the first plan
+
+    def open_to(self, leaf: Leaf) -> bool:
+        """Whether the queue may still plan a reclaim this cycle (whatever its next job)."""
+        return (
+            bool(self.snap.running)
+            and self.plans < MAX_RECLAIM_PLANS
+            and not leaf.reclaim_failed
+            and leaf.reclaiming is None
+        )
+
+    def may(self, job: Job, leaf: Leaf) -> bool:
+        """A job may reclaim when its queue stays within its deserved share with it (counting the
+        jobs already waiting on a plan), and it has waited long enough."""
+        if leaf.reclaim_failed or leaf.reclaiming is not None or not self.snap.running:
+            return False
+        if self.plans >= MAX_RECLAIM_PLANS:
+            return False  # planning is the costly step: the rest waits for the next cycle
+        if self.snap.now - job.snap.waiting_since < self.snap.reclaim_after:
+            return False
+        alloc = self.tree.alloc[job.leaf]
+        des = self.des_rows[job.leaf]
+        planned = leaf.planned or [0] * self.index.size
+        return all(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims)
+
+    def plan(self, job: Job, leaf: Leaf) -> Wait | None:
+        """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""
+        self.plans += 1
+        clusters = self.clusters
+        cand = clusters.fits_allocatable(job.cand, job.gang)
+        if self._planner is None:
+            snap = self.snap
+            protected = snap.now - snap.reclaim_min_runtime if snap.reclaim_min_runtime > 0 else None
+            self._planner = ReclaimPlanner(snap.running, self.tree, clusters, self.index, protected)
+        plan = self._planner.plan(job.leaf, cand, job.gang)
+        if plan is None:
+            return None
+        c, victims = plan
+        cluster = clusters.names[c]
+        queue = self.tree.names[job.leaf]
+        for v in victims:
+            reason = victim_reason(self.tree.names[v.queue], job.snap.uid, queue)
+            self.victims.append(Reclaim(v.uid, cluster, job.snap.uid, reason))
+        planned = leaf.planned or [0] * self.index.size
+        leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
+        return Wait(
+            WaitKind.Reclaiming,
+            reclaiming_reason(queue, cluster, [v.uid for v in victims], clusters.describe(job.gang)),
+        )

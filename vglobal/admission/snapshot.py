@@ -45,7 +45,7 @@ Gang = tuple[tuple[ResourceVector, int], ...]
 
 @dataclass(frozen=True)
 class HyperNodeSnap:
-    """A HyperNode of a cluster's network topology (issue 5; not used by admission yet)."""
+    """A HyperNode of a cluster's network topology (what a hard or soft topology gang is placed in)."""
 
     name: str
     tier: int
@@ -87,7 +87,7 @@ class PendingJob:
     allowed_clusters: frozenset[str] | None = None  # vglobal.io/clusters; None = any
     cluster_selector: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     excluded_clusters: frozenset[str] = frozenset()  # back-off after a rejection or failover
-    network_topology: tuple[str, int | None] | None = None  # (mode, highest tier), issue 5
+    network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
 
 
 @dataclass(frozen=True)

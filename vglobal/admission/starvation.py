@@ -11,8 +11,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vglobal.admission.index import IntArray
-from vglobal.admission.placement import Clusters, PreparedGang, pack
+from vglobal.admission.explain import (
+    behind_reason,
+    fmt_row,
+    never_fits_reason,
+    no_fit_reason,
+    reserved_reason,
+    starving_reason,
+)
+from vglobal.admission.gang import PreparedGang, pack
+from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.placement import Clusters
+from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.snapshot import Snapshot, Wait
+from vglobal.admission.tree import QueueTree
+from vglobal.model.reasons import WaitKind
 
 
 class Hold:
@@ -71,3 +84,70 @@ def reservation(clusters: Clusters, fits: Sequence[int], gang: PreparedGang) -> 
                 continue
         return hold
     return None
+
+
+class Starvation:
+    """A cycle's starvation guard: which jobs starve, the one reservation per queue they make, and
+    the reasons of the jobs that wait behind it."""
+
+    def __init__(self, snapshot: Snapshot, clusters: Clusters, tree: QueueTree, index: ResourceIndex) -> None:
+        self.now, self.after = snapshot.now, snapshot.starvation_after
+        self.clusters, self.tree, self.index = clusters, tree, index
+        self._behind: dict[tuple[str, str, str | None], Wait] = {}
+
+    def starving(self, job: Job) -> bool:
+        return self.now - job.snap.waiting_since > self.after
+
+    def reserve(self, job: Job, leaf: Leaf, best: str) -> Wait:
+        """The queue's first starving job that fits nowhere now holds capacity where it could fit."""
+        clusters = self.clusters
+        head = no_fit_reason(clusters.describe(job.gang), best)
+        found = reservation(clusters, clusters.fits_allocatable(job.cand, job.gang), job.gang)
+        if found is None:
+            return Wait(WaitKind.NeverFits, never_fits_reason(head))
+        c = found.cluster
+        leaf.held[c] = found
+        leaf.held_for[c] = job.snap.uid
+        leaf.starving = job.snap.uid
+        held = fmt_row(self.index, job.gang.total.tolist())
+        return Wait(
+            WaitKind.Starving,
+            starving_reason(
+                head,
+                int(self.now - job.snap.waiting_since),
+                self.after,
+                held,
+                clusters.names[c],
+                self.tree.names[job.leaf],
+            ),
+        )
+
+    def behind(self, job: Job, leaf: Leaf, best: str) -> Wait:
+        """A starving job of a queue that already holds a reservation for an earlier one."""
+        key = (job.gang.tag, best, leaf.starving)
+        got = self._behind.get(key)
+        if got is None:
+            got = Wait(
+                WaitKind.BehindStarving,
+                behind_reason(
+                    self.clusters.describe(job.gang), best, str(leaf.starving), self.tree.names[job.leaf]
+                ),
+            )
+            self._behind[key] = got
+        return got
+
+    def reserved(self, job: Job, leaf: Leaf) -> Wait | None:
+        """The job would fit a cluster but for its queue's reservation there, or None."""
+        clusters = self.clusters
+        for c in clusters.ranked(job.cand, job.gang):
+            if c in leaf.held and clusters.fit(c, job.gang) is not None:
+                return Wait(
+                    WaitKind.ReservedForStarving,
+                    reserved_reason(
+                        clusters.names[c],
+                        clusters.describe(job.gang),
+                        leaf.held_for[c],
+                        self.tree.names[job.leaf],
+                    ),
+                )
+        return None

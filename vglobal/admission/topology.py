@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vglobal.admission.gang import PreparedGang, Shape, pack, prepare_gang
 from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.placement import Candidates, Clusters, Held, PreparedGang, Shape, pack, prepare_gang
+from vglobal.admission.placement import Candidates, Clusters, Held, Placement
 from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap
 
 
@@ -69,10 +70,6 @@ def lowest_tier(cluster: ClusterSnap, gang: Gang, highest_tier: int | None) -> i
     return None if fit is None else fit.tier
 
 
-def tier_text(highest_tier: int | None) -> str:
-    return "any tier" if highest_tier is None else f"tier <= {highest_tier}"
-
-
 def place_with_topology(
     clusters: Clusters,
     cache: dict[int, HyperNodeRows],
@@ -97,3 +94,23 @@ def place_with_topology(
             after = fit.after if kept is None else current - (free - fit.after)
             best = (fit.tier, c, after)
     return None if best is None else (best[1], best[2])
+
+
+def place(
+    clusters: Clusters,
+    cache: dict[int, HyperNodeRows],
+    cand: Candidates,
+    gang: PreparedGang,
+    held: Mapping[int, Held],
+    topology: tuple[str, int | None] | None,
+) -> tuple[int, Placement] | None:
+    """Where the gang goes now and how (committing is the caller's). With a network topology, the
+    candidate with the lowest-tier HyperNode that holds it; a soft one falls back to the plain
+    placement when no HyperNode does, a hard one does not. `cache` keeps each cluster's rows."""
+    if topology is not None:
+        found = place_with_topology(clusters, cache, cand, gang, held, topology[1])
+        if found is not None:
+            return found[0], clusters.placement_from(*found)
+        if topology[0] == "hard":
+            return None
+    return clusters.place(cand, gang, held)

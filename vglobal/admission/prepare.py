@@ -1,0 +1,190 @@
+"""A snapshot in admission's form, made once per cycle before any job is decided.
+
+Resource names become the columns of dense rows (ResourceIndex). Jobs repeat a handful of requests
+and gangs, so each distinct one is converted once; the hub shares one object per distinct value,
+so identity (a C-level int key) answers almost every lookup before a vector's Python-level hash and
+equality are needed. Pending jobs are grouped per queue, their demand goes into the queue tree, and
+a queue's jobs are turned into admission's form (Job) only as the cycle reaches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vglobal.admission.explain import lookback_wait, queue_wait
+from vglobal.admission.gang import PreparedGang, prepare_gang
+from vglobal.admission.index import ResourceIndex
+from vglobal.admission.order import queue_order
+from vglobal.admission.placement import Candidates, Clusters, Held
+from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
+from vglobal.admission.tree import QueueTree
+from vglobal.model.resources import ResourceVector
+
+WaitAll = Callable[[Iterable[PendingJob], Wait], None]  # decides that these jobs wait, and why
+# A queue's jobs made admission's form at a time once the cycle is past its head (Prepared.make).
+_MAKE_AHEAD = 64
+
+
+@dataclass(slots=True)
+class Job:
+    snap: PendingJob
+    leaf: int
+    req: list[int]  # shared by every job with the same request
+    rid: int  # names that request within the cycle
+    dims: tuple[int, ...]
+    gang: PreparedGang
+    cand: Candidates
+
+
+@dataclass(slots=True)
+class Leaf:
+    """A leaf queue's jobs and what the steps of the cycle note about it as they decide them."""
+
+    index: int  # the queue's place in the tree
+    ordered: list[PendingJob] = field(default_factory=list)  # the jobs looked at, in queue order
+    # The first of them in admission's form, made as the cycle reaches them: a burst cycle stops at
+    # its admission budget or at each queue's head, long before most of them.
+    jobs: list[Job] = field(default_factory=list)
+    next: int = 0
+    # Starvation reservations of this queue: cluster -> per-node capacity its later jobs may not use.
+    held: dict[int, Held] = field(default_factory=dict)
+    held_for: dict[int, str] = field(default_factory=dict)
+    planned: list[int] | None = None  # requests of jobs waiting on a planned reclaim
+    reclaim_failed: bool = False
+    # One reclaim plan and one starvation reservation per queue and cycle: the queue's later jobs
+    # wait behind them (this also bounds the work of a cycle with a long starving backlog).
+    reclaiming: str | None = None
+    starving: str | None = None
+    checked_at: int = -1  # admissions count when the next job last passed the capability check
+    # Requests (by rid) that failed a capability check: usage only grows within a cycle, so the
+    # queue's later jobs with the same request fail it too.
+    over_cap: dict[int, Wait] = field(default_factory=dict)
+    # Requests (by rid) that passed it, with the admissions count then: until the next admission
+    # the same request passes again.
+    cap_ok: dict[int, int] = field(default_factory=dict)
+
+
+def _names(vec: Mapping[str, int]) -> Iterable[str]:
+    return vec.keys()
+
+
+def resource_index(
+    snapshot: Snapshot, requests: Iterable[ResourceVector], gangs: Iterable[Gang]
+) -> ResourceIndex:
+    """Every resource the queues, nodes, unplaced gangs and pending jobs name."""
+    names: set[str] = set()
+    for q in snapshot.queues:
+        for vec in (q.capability, q.deserved, q.guarantee, q.allocated):
+            if vec is not None:
+                names.update(_names(vec))
+    for c in snapshot.clusters:
+        for n in c.nodes:
+            names.update(_names(n.free))
+            names.update(_names(n.allocatable))
+        for gang in c.unplaced:
+            for vec, _ in gang:
+                names.update(_names(vec))
+    for vec in requests:
+        names.update(_names(vec))
+    for gang in gangs:
+        for vec, _ in gang:
+            names.update(_names(vec))
+    # Running jobs' resources are left out: reclaim only needs the ones pending gangs ask for.
+    return ResourceIndex(names)
+
+
+class Prepared:
+    """The cycle's index, clusters (unplaced gangs already taken) and queue tree, the distinct
+    requests and gangs of the pending jobs in dense form, and the jobs grouped per queue."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        rid_of: dict[ResourceVector, int] = {}
+        gid_of: dict[Gang, int] = {}
+        rid_by_id: dict[int, int] = {}
+        gid_by_id: dict[int, int] = {}
+        counts: dict[tuple[str, int], int] = {}  # jobs per (queue, request): the queues' demand
+        by_queue: dict[str, list[PendingJob]] = {}
+        # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
+        for job in snapshot.pending:
+            vec, gang, queue = job.request, job.gang, job.queue
+            rid = rid_by_id.get(id(vec))
+            if rid is None:
+                rid = rid_by_id[id(vec)] = rid_of.setdefault(vec, len(rid_of))
+            if id(gang) not in gid_by_id:
+                gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
+            key = (queue, rid)
+            counts[key] = counts.get(key, 0) + 1
+            got = by_queue.get(queue)
+            if got is None:
+                got = by_queue[queue] = []
+            got.append(job)
+        self.by_queue = by_queue
+        self.rid_by_id, self.gid_by_id = rid_by_id, gid_by_id
+        self.index = index = resource_index(snapshot, rid_of, gid_of)
+        self.req_rows = [index.row(vec) for vec in rid_of]
+        self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
+        self.clusters = clusters = Clusters(snapshot.clusters, index, snapshot.placement)
+        demand: dict[str, list[int]] = {}
+        for (queue, rid), n in counts.items():
+            row = demand.setdefault(queue, [0] * index.size)
+            for r in self.req_dims[rid]:
+                row[r] += n * self.req_rows[rid][r]
+        capacity = index.vector(clusters.capacity().tolist())
+        self.tree = QueueTree(snapshot.queues, index, capacity, demand.items())
+        self.queue_jobs = [0] * len(self.tree.names)  # pending jobs per queue (leaf or not)
+        # Per resource, the largest node: what "big" means when sorting a gang's shapes.
+        biggest = clusters.max_alloc.max(axis=0) if len(clusters.names) else np.zeros(index.size)
+        self._scale = np.maximum(np.asarray(biggest, dtype=np.int64).reshape(index.size), 1)
+        self._gangs: dict[object, PreparedGang] = {}
+        self._by_spec: dict[Gang, PreparedGang] = {}
+        clusters.take_unplaced(self.gang)
+        self.gangs = [self.gang(spec) for spec in gid_of]
+        self.anywhere = clusters.candidates_anywhere()
+
+    def gang(self, spec: Gang) -> PreparedGang:
+        """The gang's prepared form; equal gangs share one (and its failure-cache entries)."""
+        got = self._by_spec.get(spec)  # the hub shares gang objects: mostly an identity hit
+        if got is None:
+            prepared = prepare_gang(spec, self.index, self._scale)
+            got = self._by_spec[spec] = self._gangs.setdefault(prepared.key, prepared)
+        return got
+
+    def leaves(self, lookback: int, wait_all: WaitAll) -> dict[int, Leaf]:
+        """The leaf queues that take jobs now, each with the jobs it offers this cycle in queue
+        order. Jobs of other queues, and those past a queue's first `lookback`, wait (wait_all)."""
+        tree = self.tree
+        leaves: dict[int, Leaf] = {}
+        for queue, jobs in self.by_queue.items():
+            i = tree.idx.get(queue, -1)
+            if i >= 0:
+                self.queue_jobs[i] += len(jobs)
+            if i < 0 or not tree.is_leaf[i] or not tree.open[i]:
+                wait_all(jobs, queue_wait(tree, queue))
+                continue
+            leaf = leaves.get(i)
+            if leaf is None:
+                leaf = leaves[i] = Leaf(i)
+            ordered = queue_order(jobs)
+            if lookback and len(ordered) > lookback:
+                wait_all(ordered[lookback:], lookback_wait(queue, lookback, len(ordered)))
+                del ordered[lookback:]
+            leaf.ordered = ordered
+        return leaves
+
+    def make(self, leaf: Leaf) -> None:
+        """The leaf's next jobs in admission's form (see Leaf.jobs), a few at a time: in a busy
+        cycle most queues' jobs all wait, and are reached one after the other."""
+        start = len(leaf.jobs)
+        rid_by_id, gid_by_id, gangs = self.rid_by_id, self.gid_by_id, self.gangs
+        req_rows, req_dims, anywhere, i = self.req_rows, self.req_dims, self.anywhere, leaf.index
+        append = leaf.jobs.append
+        for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
+            rid = rid_by_id[id(job.request)]
+            if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
+                cand = anywhere  # the common case, inlined
+            else:
+                cand = self.clusters.candidates(job)
+            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid_by_id[id(job.gang)]], cand))
