@@ -133,6 +133,9 @@ def connect(
         namespace = str((entry.get("context") or {}).get("namespace") or "default")
         config.load_kube_config(config_file=kubeconfig, context=chosen, client_configuration=cfg)  # type: ignore[no-untyped-call]
     cfg.connection_pool_maxsize = pool
+    # one layer of retries, the agent's own (with back-off and Retry-After), not urllib3's too: its
+    # silent retries would make a dead server look slow instead of dead
+    cfg.retries = False
     return Connection(client.ApiClient(cfg), chosen, namespace)
 
 

@@ -64,13 +64,6 @@ def decode_register(raw: str) -> list[RegisteredGpu]:
     return out
 
 
-def encode_register(gpus: Sequence[RegisteredGpu]) -> str:
-    return "".join(
-        f"{g.uuid},{g.split},{g.memory_mib},{g.type},{'true' if g.healthy else 'false'},{g.mode}:"
-        for g in gpus
-    )
-
-
 def registered_devices(
     annotations: Mapping[str, str], allocatable: Mapping[str, int]
 ) -> tuple[tuple[GpuDevice, ...], tuple[str, ...]]:
@@ -145,12 +138,3 @@ def _device_id(uuids: Sequence[str], use: DeviceUse) -> str:
     uuid = uuids[use.index]
     return f"{uuid}[{use.mig_slot}]" if use.mig_slot else uuid
 
-
-def register_for(node: str, gpus: Sequence[GpuDevice], mode: str = "hami-core") -> str:
-    """A registration as the device plugin would write it for these GPUs (test clusters)."""
-    return encode_register(
-        [
-            RegisteredGpu(f"GPU-{node}-{g.index}", g.split, g.memory_mib, f"{NVIDIA}-{g.model}", True, mode)
-            for g in gpus
-        ]
-    )
