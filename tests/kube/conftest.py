@@ -5,6 +5,7 @@ need the emulator's fault knobs or its node set are skipped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Callable, Iterator
@@ -65,7 +66,5 @@ def make_agent(kubeconfig: Path) -> Iterator[Callable[..., Agent]]:
 
     yield make
     for a in made:
-        try:
+        with contextlib.suppress(Exception):  # stopped already (abandoned)
             a.stop()
-        except Exception:  # stopped already (abandoned)
-            pass

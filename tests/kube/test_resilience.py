@@ -65,7 +65,7 @@ def test_an_unreachable_api_server_keeps_the_jobs_and_is_reported(
     agent.until(lambda: agent.run("uid-d").phase == "Running", 20, "d running")
     emulator.pause()
     try:
-        problem = agent.until(lambda: agent.backend.api_problem(), 15, "the API counted unreachable")
+        problem = agent.until(agent.backend.api_problem, 15, "the API counted unreachable")
         assert problem
         seen = len(agent.out)
         agent.until(

@@ -65,7 +65,7 @@ def test_recovery_deletes_pods_of_an_older_generation(
     first = make_agent()
     first.send(dispatch("uid-f", 1, job_yaml("f", ns, replicas=1, duration=None)))
     first.until(lambda: first.run("uid-f").phase == "Running", 20, "gen 1 running")
-    # a second run of the same job in another namespace name space: same job uid, newer generation
+    # a second run made to look like an older generation of the same job
     other = ns + "-b"
     cluster.create_namespace(other)
     try:
@@ -101,7 +101,7 @@ def test_one_replica_holds_the_lease_and_the_standby_takes_over(kubeconfig: Path
         assert not b.try_acquire_or_renew(), "the standby took a Lease that was being renewed"
         a._stop.set()  # a dies: no more renewals, the Lease is not given up
         start = time.monotonic()
-        wait_for(lambda: b.try_acquire_or_renew(), 10, "b to take over")
+        wait_for(b.try_acquire_or_renew, 10, "b to take over")
         took = time.monotonic() - start
         assert took <= 2.0 + b.retry + 0.5, took
         lease = b.api.request("GET", b.path)["spec"]
