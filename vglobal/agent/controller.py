@@ -152,7 +152,7 @@ class JobController:
                 run.pipelined.pop(manifest.uid, None)
                 reqs.append(Request("PodEvicted", manifest.task, name, manifest.uid))
                 continue
-            if now_status == before:
+            if now_status is before or now_status == before:
                 continue
             run.status[name] = now_status
             run.dirty = True
@@ -265,6 +265,8 @@ class JobController:
     # ---- PodOps for the lifecycle
 
     def create_missing(self, run: JobRun) -> None:
+        if len(run.pods) == run.job.total_pods():
+            return  # every replica has its pod (the common case, checked every sync)
         now = self.clock.now()
         for task in run.job.tasks:
             for index in range(task.replicas):

@@ -21,6 +21,11 @@ log = logging.getLogger(__name__)
 _LISTED_BINDS = 8  # pods named in one "Scheduled" event; the rest are counted
 
 
+def _waits(run: JobRun) -> bool:
+    """Some pod of the run waits for a node (a bound pod that has not started needs none)."""
+    return any(st.phase == PodPhase.Pending and st.node is None for st in run.status.values())
+
+
 @dataclass(frozen=True, slots=True)
 class Rejection:
     uid: str
@@ -54,7 +59,7 @@ class ClusterRuntime:
         self.backend.advance(self.clock.now())
         rejected = [r for p in self.backend.take_problems() if (r := self._problem(p)) is not None]
         self.controller.sync()
-        if any(not r.finished and r.count(PodPhase.Pending) for r in self.runs.values()):
+        if any(not r.finished and _waits(r) for r in self.runs.values()):
             self._schedule()
             self.controller.sync()
             self._last_key = self._input_key()  # after the binds were observed

@@ -2,9 +2,10 @@
 
 Requests go through the client's ``ApiClient`` (its configuration, authentication and urllib3 pool)
 with raw JSON in and out: no model (de)serialisation, which costs more than the HTTP exchange at
-the agent's pod rates. Every request takes a token from the client-side rate limiter. Failures
-become one exception type, ``ApiError``: ``status`` is the HTTP code, or 0 when the server could not
-be reached (refused, timed out, cut); a 403 also names the RBAC rule the agent was missing.
+the agent's pod rates (bench/RESULTS.md, "kube backend"). Every request takes a token from the
+client-side rate limiter. Failures become one exception type, ``ApiError``: ``status`` is the HTTP
+code, or 0 when the server could not be reached (refused, timed out, cut); a 403 also names the
+RBAC rule the agent was missing.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,7 @@ log = logging.getLogger(__name__)
 SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 JSON = "application/json"
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
+AUTH_REFRESH = 30.0  # seconds an authorization header is reused
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _RESOURCE_PATH = re.compile(
     r"^/(?:api/(?P<cv>v1)|apis/(?P<group>[^/]+)/(?P<gv>[^/]+))"
@@ -146,24 +150,41 @@ class KubeApi:
         self.client = client
         self.host = str(client.configuration.host).rstrip("/")
         self.bucket = TokenBucket(qps, burst)
+        self._auth: tuple[float, dict[str, str]] | None = None
+        self._auth_lock = threading.Lock()
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": JSON, "Content-Type": JSON}
-        # per request: the in-cluster token file and exec plugins refresh the token through this
-        self.client.update_params_for_auth(headers, None, ["BearerToken"], "", "", None)
-        return headers
+        """Headers with the current token. The client's own refresh (in-cluster token file, exec
+        plugins) runs every AUTH_REFRESH seconds rather than per request: in this client release
+        it re-reads the proxy environment each time, which would cost more than the request."""
+        now = time.monotonic()
+        with self._auth_lock:
+            if self._auth is None or now - self._auth[0] > AUTH_REFRESH:
+                headers = {"Accept": JSON, "Content-Type": JSON}
+                self.client.update_params_for_auth(headers, None, ["BearerToken"], "", "", None)
+                self._auth = (now, headers)
+            return dict(self._auth[1])
 
     def _send(self, method: str, path: str, body: Any, timeout: tuple[float, float]) -> Any:
+        """The urllib3 response (unread). The body is serialised here and handed to the client's
+        pool manager as bytes: its generic request path (content-type matching, serialising again)
+        costs about a sixth of a pod's create at the agent's rates."""
         self.bucket.acquire()
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         try:
-            resp = self.client.call_api(
-                method, self.host + path, header_params=self._headers(), body=body, _request_timeout=timeout
+            return self.client.rest_client.pool_manager.request(
+                method,
+                self.host + path,
+                body=data,
+                headers=self._headers(),
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+                preload_content=False,
+                retries=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ApiError(
                 0, "Unreachable", str(exc) or type(exc).__name__, method=method, path=path
             ) from exc
-        return resp
 
     def request(
         self,
@@ -176,8 +197,7 @@ class KubeApi:
     ) -> dict[str, Any]:
         """One call; the decoded JSON answer (a Status for deletes and bindings)."""
         full = f"{path}?{urlencode(query)}" if query else path
-        resp = self._send(method, full, body, timeout)
-        raw = resp.response
+        raw = self._send(method, full, body, timeout)
         try:
             data: bytes = raw.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -186,8 +206,8 @@ class KubeApi:
             ) from exc
         finally:
             raw.release_conn()
-        if not 200 <= resp.status <= 299:
-            raise _status_error(resp.status, data, method, full, raw.headers)
+        if not 200 <= raw.status <= 299:
+            raise _status_error(raw.status, data, method, full, raw.headers)
         out: dict[str, Any] = json.loads(data) if data else {}
         return out
 
@@ -196,11 +216,10 @@ class KubeApi:
     ) -> Iterator[dict[str, Any]]:
         """A watch: each JSON line as a dict until the server ends the stream."""
         full = f"{path}?{urlencode(query)}"
-        resp = self._send("GET", full, None, timeout)
-        raw = resp.response
+        raw = self._send("GET", full, None, timeout)
         try:
-            if not 200 <= resp.status <= 299:
-                raise _status_error(resp.status, raw.data, "GET", full, raw.headers)
+            if not 200 <= raw.status <= 299:
+                raise _status_error(raw.status, raw.data, "GET", full, raw.headers)
             pending = b""
             for chunk in raw.stream(64 * 1024, decode_content=True):
                 pending += chunk

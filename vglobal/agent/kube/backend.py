@@ -139,7 +139,7 @@ class KubeBackend:
         return self.cache.free(pending)
 
     def reserved(self) -> Mapping[str, ResourceVector]:
-        return self.cache.reserved(self.tracker.pods)
+        return self.cache.reserved(self.tracker.pods, self.tracker.version)
 
     def api_problem(self) -> str:
         return self.probe.problem()

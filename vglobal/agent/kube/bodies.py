@@ -73,14 +73,14 @@ def owner_reference(ref: JobRef, owner_uid: str) -> dict[str, Any]:
 
 
 def pod_body(pod: PodManifest, ref: JobRef, owner_uid: str, scheduler_name: str) -> dict[str, Any]:
-    obj = copy.deepcopy(pod.obj)
-    meta = obj.setdefault("metadata", {})
-    meta.setdefault("labels", {}).update(ref.labels())
-    meta.setdefault("annotations", {})[POD_UID_ANNOTATION] = pod.uid
+    # new dicts only where something changes: the body is serialised once and never mutated
+    meta = dict(pod.obj.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), **ref.labels()}
+    meta["annotations"] = {**(meta.get("annotations") or {}), POD_UID_ANNOTATION: pod.uid}
     meta["ownerReferences"] = [owner_reference(ref, owner_uid)]
-    spec = obj.setdefault("spec", {})
-    spec["schedulerName"] = scheduler_name  # kube-scheduler and Volcano leave the pod to the agent
-    return {"apiVersion": "v1", "kind": "Pod", **obj}
+    # kube-scheduler and Volcano leave the pod to the agent
+    spec = {**(pod.obj.get("spec") or {}), "schedulerName": scheduler_name}
+    return {**pod.obj, "apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 def object_body(obj: dict[str, Any], ref: JobRef, owner_uid: str) -> dict[str, Any]:

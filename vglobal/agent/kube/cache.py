@@ -25,6 +25,8 @@ class ClusterCache:
         self.pods: dict[Key, PodRecord] = {}
         self.used: dict[str, ResourceVector] = {}  # per node: unfinished pods' requests + slots
         self.node_version = 0  # bumped when the inventory (not pod usage) changes
+        self.pod_version = 0  # bumped by every pod change
+        self._reserved: tuple[tuple[int, int], dict[str, ResourceVector]] | None = None
         self._specs: tuple[NodeSpec, ...] | None = None
         self._on_pod = on_pod  # (before, after) for every pod change; None = absent
 
@@ -72,6 +74,7 @@ class ClusterCache:
         before = self.pods.get(key)
         if before == rec:
             return
+        self.pod_version += 1
         if before is not None and before.holds_node and before.node is not None:
             self.used[before.node] = self.used.get(before.node, ResourceVector()) - before.request - POD_SLOT
         if rec is None:
@@ -101,11 +104,16 @@ class ClusterCache:
             for name, rec in self.nodes.items()
         }
 
-    def reserved(self, active: Container[str]) -> dict[str, ResourceVector]:
+    def reserved(self, active: Container[str], active_version: int) -> dict[str, ResourceVector]:
         """Per node: what pods other than the agent's current ones hold (other schedulers'
-        pods, daemon sets, the agent's own pods that are being deleted)."""
+        pods, daemon sets, the agent's own pods that are being deleted). ``active_version``
+        changes whenever ``active`` does; the answer is kept until either version moves."""
+        key = (self.pod_version, active_version)
+        if self._reserved is not None and self._reserved[0] == key:
+            return self._reserved[1]
         out: dict[str, ResourceVector] = {}
         for rec in self.pods.values():
             if rec.holds_node and rec.node is not None and rec.ours not in active:
                 out[rec.node] = out.get(rec.node, ResourceVector()) + rec.request + POD_SLOT
+        self._reserved = (key, out)
         return out

@@ -78,6 +78,8 @@ class PodTracker:
         self.leaving: dict[str, TrackedPod] = {}
         self.status: dict[str, PodStatus] = {}
         self.problems: list[JobProblem] = []
+        self.version = 0  # bumped whenever ``pods`` gains or loses a member
+        self.waiting: dict[str, TrackedPod] = {}  # pods whose create is to be tried again
         self._logged: set[str] = set()
 
     # ---- jobs
@@ -117,6 +119,7 @@ class PodTracker:
     def create_pod(self, pod: PodManifest, ref: JobRef) -> None:
         t = TrackedPod(pod, ref)
         self.pods[pod.uid] = t
+        self.version += 1
         self.status[pod.uid] = PodStatus(uid=pod.uid, phase=PodPhase.Pending)
         tj = self.jobs.get(pod.job_uid)
         if tj is not None and tj.owner_uid:
@@ -128,6 +131,7 @@ class PodTracker:
         self.pods[pod.uid] = TrackedPod(
             pod, ref, k8s_uid=rec.uid, created=True, seen=True, placed=rec.node is not None, bind_to=rec.node
         )
+        self.version += 1
         self.status[pod.uid] = status_of(pod.uid, rec, None)
 
     def bind_pod(self, uid: str, node: str, devices: tuple[DeviceUse, ...]) -> None:
@@ -142,6 +146,7 @@ class PodTracker:
         self.status.pop(uid, None)
         if t is None:
             return
+        self.version += 1
         t.leaving = True
         if t.busy:
             self.leaving[uid] = t  # deleted when its write comes back
@@ -210,17 +215,24 @@ class PodTracker:
 
     def _gone(self, t: TrackedPod) -> None:
         """The cluster no longer has this pod: someone else deleted it."""
+        self.version += 1
         self.pods.pop(t.manifest.uid, None)
         self.status.pop(t.manifest.uid, None)
 
     def _retry_blocked(self, key: tuple[str, str]) -> None:
-        for t in self.pods.values():
-            if t.retry_at is not None and not t.busy and (t.manifest.namespace, t.manifest.name) == key:
+        for t in list(self.waiting.values()):
+            if not t.busy and (t.manifest.namespace, t.manifest.name) == key:
                 self._send_create(t)
 
+    def _retry_later(self, t: TrackedPod, delay: float) -> None:
+        t.retry_at = self.clock() + delay
+        self.waiting[t.manifest.uid] = t
+
     def tick(self, now: float) -> None:
-        for t in list(self.pods.values()):
-            if t.retry_at is not None and t.retry_at <= now and not t.busy:
+        for t in list(self.waiting.values()):
+            if t.manifest.uid not in self.pods:
+                self.waiting.pop(t.manifest.uid, None)
+            elif t.retry_at is not None and t.retry_at <= now and not t.busy:
                 self._send_create(t)
         for tj in list(self.jobs.values()):
             if tj.retry_at is not None and tj.retry_at <= now:
@@ -333,11 +345,11 @@ class PodTracker:
         if out.existing is not None:
             self._blocked(t, out.existing)
         elif err.status == 409:
-            t.retry_at = self.clock()
+            self._retry_later(t, 0.0)
         elif err.status != 0 and not self._refused(
             t.manifest.job_uid, err, f"cannot create pod {t.manifest.name}"
         ):
-            t.retry_at = self.clock() + FORBIDDEN_RETRY
+            self._retry_later(t, FORBIDDEN_RETRY)
 
     def _blocked(self, t: TrackedPod, existing: dict[str, Any]) -> None:
         """The pod's name is held by another pod: an earlier incarnation goes first."""
@@ -361,7 +373,7 @@ class PodTracker:
                     bodies.delete_body(str(meta.get("uid", ""))),
                 )
             )
-        t.retry_at = self.clock() + BLOCKED_RETRY
+        self._retry_later(t, BLOCKED_RETRY)
 
     def _after_write(self, t: TrackedPod, on_node: bool) -> None:
         if t.leaving:

@@ -137,4 +137,3 @@ def bind_annotations(
 def _device_id(uuids: Sequence[str], use: DeviceUse) -> str:
     uuid = uuids[use.index]
     return f"{uuid}[{use.mig_slot}]" if use.mig_slot else uuid
-

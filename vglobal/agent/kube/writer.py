@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import queue
+import random
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,38 +71,41 @@ class Writer:
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self.stats = WriterStats()
         self._stop = threading.Event()
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube-writer")
-        self._inflight = 0
-        self._lock = threading.Lock()
-
-    @property
-    def inflight(self) -> int:
-        return self._inflight
+        # plain threads on a queue: an executor's future and condition per op cost more than the
+        # bookkeeping they would save here
+        self._ops: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"kube-writer-{i}", daemon=True) for i in range(workers)
+        ]
+        for t in self._threads:
+            t.start()
 
     def submit(self, op: Op) -> None:
-        with self._lock:
-            self._inflight += 1
-        self._pool.submit(self._run, op)
+        self._ops.put(op)
 
     def close(self) -> None:
         self._stop.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for _ in self._threads:
+            self._ops.put(None)
+        for t in self._threads:
+            t.join(10.0)
 
-    # ---- on the pool's threads
+    # ---- on the writer threads
 
-    def _run(self, op: Op) -> None:
-        try:
-            out = self._execute(op)
-        except Exception as exc:  # never lose an op's outcome to a bug in a worker
-            log.exception("%s %s failed", op.method, op.path)
-            out = Outcome(op, error=ApiError(-1, "AgentError", str(exc), method=op.method, path=op.path))
-        finally:
-            with self._lock:
-                self._inflight -= 1
-        if not out.ok:
-            with self.stats.lock:
-                self.stats.failed += 1
-        self.outcomes.put(out)
+    def _work(self) -> None:
+        while True:
+            op = self._ops.get()
+            if op is None or self._stop.is_set():
+                return
+            try:
+                out = self._execute(op)
+            except Exception as exc:  # never lose an op's outcome to a bug in a worker
+                log.exception("%s %s failed", op.method, op.path)
+                out = Outcome(op, error=ApiError(-1, "AgentError", str(exc), method=op.method, path=op.path))
+            if not out.ok:
+                with self.stats.lock:
+                    self.stats.failed += 1
+            self.outcomes.put(out)
 
     def _sleep(self, seconds: float) -> None:
         self._stop.wait(seconds)
@@ -126,6 +129,21 @@ class Writer:
 
     def _execute(self, op: Op) -> Outcome:
         try:
+            with self.stats.lock:
+                self.stats.sent += 1
+            result = self.api.request(op.method, op.path, query=op.query, body=op.body)
+            return Outcome(op, result=result)
+        except ApiError as exc:
+            if not exc.retriable or self._stop.is_set():
+                return self._refused(op, exc)
+            first = exc
+        return self._retry(op, first)  # the server was away or busy: back off and try again
+
+    def _retry(self, op: Op, first: ApiError) -> Outcome:
+        with self.stats.lock:
+            self.stats.retried += 1
+        self._sleep(max(first.retry_after or 0.0, random.uniform(0.05, 0.2)))
+        try:
             for attempt in Retrying(
                 retry=retry_if_exception(_retriable),
                 wait=lambda state: self._wait(op, state),
@@ -138,12 +156,15 @@ class Writer:
                         self.stats.sent += 1
                     result = self.api.request(op.method, op.path, query=op.query, body=op.body)
         except ApiError as exc:
-            if exc.status == 409 and op.fetch_on_conflict and exc.reason == "AlreadyExists":
-                return self._existing(op, exc)
-            return Outcome(op, error=exc)
+            return self._refused(op, exc)
         except RetryError as exc:  # stopped while waiting to try again
             return Outcome(op, error=ApiError(0, "Stopped", str(exc), method=op.method, path=op.path))
         return Outcome(op, result=result)
+
+    def _refused(self, op: Op, exc: ApiError) -> Outcome:
+        if exc.status == 409 and op.fetch_on_conflict and exc.reason == "AlreadyExists":
+            return self._existing(op, exc)
+        return Outcome(op, error=exc)
 
     def _existing(self, op: Op, conflict: ApiError) -> Outcome:
         try:
