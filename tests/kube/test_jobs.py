@@ -133,3 +133,31 @@ def test_a_missing_namespace_hands_the_job_back_unless_the_agent_may_create_it(
         creating.until(lambda: creating.finished("uid-made"), 30, "the job in the new namespace")
     finally:
         cluster.delete_namespace(created)
+
+
+def test_evictions_lost_nodes_and_oom_kills_reach_the_job(
+    make_agent: Callable[..., Agent], cluster: Cluster, ns: str, emulator: Any
+) -> None:
+    agent = make_agent()
+    spec = "\n  maxRetry: 2\n  policies: [{event: PodEvicted, action: RestartJob}]"
+    agent.send(dispatch("uid-ev", 1, job_yaml("ev", ns, replicas=2, duration=None, extra_spec=spec)))
+    agent.until(lambda: agent.run("uid-ev").phase == "Running", 20, "ev running")
+    # the kubelet evicts under node pressure: Failed, reason Evicted -> the PodEvicted policy
+    emulator.evict_node(cluster.pods(ns)[0].spec.node_name)
+    agent.until(lambda: agent.run("uid-ev").retry_count == 1, 15, "a restart by the PodEvicted policy")
+    assert any("was evicted (Evicted)" in e for e in agent.events("uid-ev"))
+    agent.until(
+        lambda: agent.run("uid-ev").phase == "Running" and len(cluster.live_pods(ns)) == 2, 30, "again"
+    )
+    # a node that stops being Ready: the job is told its pod there may be lost
+    node = cluster.live_pods(ns)[0].spec.node_name
+    emulator.set_node_ready(node, False)
+    agent.until(
+        lambda: any(e.startswith("NodeNotReady") and node in e for e in agent.events("uid-ev")), 10, "told"
+    )
+    emulator.set_node_ready(node, True)
+    # an OOM kill is a failure with its exit code and reason
+    emulator.oom_kill(ns, cluster.live_pods(ns)[1].metadata.name)
+    agent.until(
+        lambda: any("exit code 137 (OOMKilled)" in e for e in agent.events("uid-ev")), 10, "the OOM kill"
+    )

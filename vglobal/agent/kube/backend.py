@@ -27,7 +27,7 @@ from vglobal.agent.kube.records import node_record, pod_record
 from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc
 from vglobal.agent.kube.tracker import PodTracker, TrackedPod
 from vglobal.agent.kube.writer import Op, Writer
-from vglobal.agent.pods import PodManifest, PodStatus
+from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import NodeSpec
@@ -65,6 +65,7 @@ class KubeBackend:
         self.probe = Probe(api)
         self._changes: queue.SimpleQueue[Change[Any]] = queue.SimpleQueue()
         self._namespaces: set[str] = set()  # known to exist
+        self._ready: set[str] = set()  # nodes Ready when last looked
         self.informers: list[Informer[Any]] = [
             Informer(
                 api, "nodes", paths.NODES, node_record, self._changes.put, watch_timeout=options.watch_timeout
@@ -100,13 +101,14 @@ class KubeBackend:
                     f"could not list {inf.name} within {timeout:g}s: {inf.state.error or 'no answer'}"
                 )
         self.advance(0.0)
+        self._ready = {name for name, rec in self.cache.nodes.items() if rec.ready}
         log.info(
             "cluster %s: %d nodes, %d pods", self.options.cluster, len(self.cache.nodes), len(self.cache.pods)
         )
 
     def stop(self) -> None:
         for inf in self.informers:
-            inf.stop(timeout=1.0)
+            inf.stop(timeout=0.1)  # a thread in a quiet watch ends with the stream or the process
         self.probe.stop()
         self.writer.close()
 
@@ -160,7 +162,8 @@ class KubeBackend:
         if ns in self._namespaces:
             return
         try:
-            self.api.request("GET", paths.namespace(ns))
+            # short: this runs on the agent's main loop, which must keep its heartbeats going
+            self.api.request("GET", paths.namespace(ns), timeout=(2.0, 2.0))
         except ApiError as exc:
             if exc.status != 404:
                 log.warning(
@@ -176,7 +179,7 @@ class KubeBackend:
 
     def _create_namespace(self, ns: str) -> None:
         try:
-            self.api.request("POST", paths.NAMESPACES, body=bodies.namespace_body(ns))
+            self.api.request("POST", paths.NAMESPACES, body=bodies.namespace_body(ns), timeout=(2.0, 5.0))
             log.info("created namespace %s", ns)
         except ApiError as exc:
             if exc.status == 409:
@@ -217,6 +220,7 @@ class KubeBackend:
         self.writer.submit(Op("event", uid, "POST", paths.events(tj.ref.namespace), body, persistent=False))
 
     def advance(self, now: float) -> None:
+        version = self.cache.node_version
         while True:
             try:
                 change = self._changes.get_nowait()
@@ -226,6 +230,8 @@ class KubeBackend:
                 self.topology.apply(change)
             else:
                 self.cache.apply(change)
+        if self.cache.node_version != version:
+            self._note_lost_nodes()
         while True:
             try:
                 out = self.writer.outcomes.get_nowait()
@@ -237,6 +243,20 @@ class KubeBackend:
     def next_event_time(self) -> float | None:
         return None
 
+    def _note_lost_nodes(self) -> None:
+        """Tell each job whose pods sit on a node that stopped being Ready (or went away): its
+        pods may be lost; Kubernetes evicts them later, which the job then sees as PodEvicted."""
+        ready = {name for name, rec in self.cache.nodes.items() if rec.ready}
+        lost = self._ready - ready
+        self._ready = ready
+        if not lost:
+            return
+        for t in self.tracker.pods.values():
+            st = self.tracker.status.get(t.manifest.uid)
+            if st is not None and st.node in lost and st.phase in (PodPhase.Pending, PodPhase.Running):
+                why = f"pod {t.manifest.name} is on node {st.node}, which is not Ready"
+                self.tracker.problems.append(JobProblem(t.manifest.job_uid, "event", "NodeNotReady", why))
+
     def _bind_annotations(self, t: TrackedPod) -> dict[str, str]:
         assert t.bind_to is not None
         return vgpu.bind_annotations(
@@ -247,5 +267,8 @@ class KubeBackend:
 def _device_use(g: Grant) -> vgpu.DeviceUse:
     slot = None
     if g.instance is not None and g.geometry is not None:
-        slot = f"group{g.geometry}-{g.instance.name}"
+        # Volcano names a MIG instance "<group>-<position>"; the scheduler's geometries carry no
+        # group names and it does not track which slot of an instance type a task took, so the
+        # geometry's index names the group and the position is that of the type's first slot
+        slot = f"group{g.geometry}-0"
     return vgpu.DeviceUse(g.device, g.memory_mib, g.cores, slot)

@@ -46,6 +46,8 @@ class LeaderElector:
         self.duration = duration
         self.renew_deadline = duration * 2 / 3
         self.retry = max(0.2, duration / 7.5)
+        # a hung request must not carry a leader past its renew deadline
+        self._timeout = (max(0.5, self.retry), max(0.5, self.retry))
         self.clock = clock
         self.lost = threading.Event()
         self._stop = threading.Event()
@@ -82,7 +84,7 @@ class LeaderElector:
         if self.lost.is_set():
             return
         try:
-            lease = self.api.request("GET", self.path)
+            lease = self.api.request("GET", self.path, timeout=(2.0, 2.0))
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") == self.identity:
                 lease["spec"] = {
@@ -91,7 +93,7 @@ class LeaderElector:
                     "leaseDurationSeconds": 1,
                     "renewTime": _micro_time(),
                 }
-                self.api.request("PUT", self.path, body=lease)
+                self.api.request("PUT", self.path, body=lease, timeout=(2.0, 2.0))
                 log.info("gave up Lease %s/%s", self.namespace, self.name)
         except ApiError as exc:
             log.warning("could not give up Lease %s/%s: %s", self.namespace, self.name, exc)
@@ -100,7 +102,7 @@ class LeaderElector:
 
     def try_acquire_or_renew(self) -> bool:
         try:
-            lease = self.api.request("GET", self.path)
+            lease = self.api.request("GET", self.path, timeout=self._timeout)
         except ApiError as exc:
             if exc.status != 404:
                 self._log_error(exc)
@@ -129,7 +131,7 @@ class LeaderElector:
             fresh["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         lease["spec"] = fresh  # metadata keeps the resourceVersion read: a racing writer gets 409
         try:
-            self.api.request("PUT", self.path, body=lease)
+            self.api.request("PUT", self.path, body=lease, timeout=self._timeout)
         except ApiError as exc:
             if exc.status != 409:
                 self._log_error(exc)
@@ -152,7 +154,7 @@ class LeaderElector:
             },
         }
         try:
-            self.api.request("POST", paths.leases(self.namespace), body=body)
+            self.api.request("POST", paths.leases(self.namespace), body=body, timeout=self._timeout)
         except ApiError as exc:
             if exc.status != 409:
                 self._log_error(exc)
@@ -175,7 +177,7 @@ class LeaderElector:
         while not self._stop.wait(self.retry):
             if self.try_acquire_or_renew():
                 last_ok = self.clock()
-            elif self.clock() - last_ok > self.renew_deadline:
+            elif self.clock() - last_ok + self.retry > self.renew_deadline:  # the next try is too late
                 log.error(
                     "could not renew Lease %s/%s for %.0fs: no longer active",
                     self.namespace,

@@ -15,6 +15,7 @@ import logging
 import queue
 import random
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,12 +84,15 @@ class Writer:
     def submit(self, op: Op) -> None:
         self._ops.put(op)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop taking ops; wait up to ``timeout`` in all for writes in flight (threads that are
+        still waiting on a silent server are daemons and go with the process)."""
         self._stop.set()
         for _ in self._threads:
             self._ops.put(None)
+        deadline = time.monotonic() + timeout
         for t in self._threads:
-            t.join(10.0)
+            t.join(max(0.0, deadline - time.monotonic()))
 
     # ---- on the writer threads
 
