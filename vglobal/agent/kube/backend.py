@@ -237,7 +237,10 @@ class KubeBackend:
                 out = self.writer.outcomes.get_nowait()
             except queue.Empty:
                 break
-            self.tracker.on_outcome(out)
+            try:
+                self.tracker.on_outcome(out)
+            except Exception:  # an answer of a shape nobody expected must not stop the agent
+                log.exception("%s %s: could not use the answer", out.op.method, out.op.path)
         self.tracker.tick(time.monotonic())
 
     def next_event_time(self) -> float | None:

@@ -91,7 +91,7 @@ class Informer(Generic[T]):
         while not self._stop.is_set():
             try:
                 for attempt in Retrying(
-                    retry=retry_if_exception_type((ApiError, ValueError)),
+                    retry=retry_if_exception_type(Exception),  # nothing may end the watch for good
                     wait=self._wait,
                     stop=lambda _s: self._stop.is_set(),
                     sleep=self._sleep,
@@ -127,7 +127,7 @@ class Informer(Generic[T]):
                 except Expired:
                     log.info("%s: watch expired at version %s; listing again", self.name, self._rv)
                     self._rv = None
-        except (ApiError, ValueError) as exc:
+        except Exception as exc:  # an API error, or an answer of a shape nobody expected
             self._failed(exc)
             if not progressed:
                 raise
@@ -140,8 +140,11 @@ class Informer(Generic[T]):
             )
         elif isinstance(exc, ApiError) and exc.status == 410:
             self._rv = None  # an expired continue token: list from the start
-        else:
+        elif isinstance(exc, (ApiError, ValueError)):
             log.warning("%s: %s", self.name, exc)
+        else:
+            log.exception("%s: unexpected %s; listing again", self.name, type(exc).__name__)
+            self._rv = None
 
     def _ok(self) -> None:
         self.state.last_ok = time.monotonic()
