@@ -48,6 +48,11 @@ class StatusRecorder:
             notify(DISPATCH, session=session)
 
     def heartbeat(self, cluster: str, hb: agent_pb2.Heartbeat) -> None:
+        if hb.api_unreachable:
+            # The agent is alive but its cluster is not: record nothing, so the cluster turns
+            # NotReady after cluster_timeout and fails over as if its agent were lost.
+            log.warning("cluster %s: its agent cannot reach the API server: %s", cluster, hb.api_error)
+            return
         patch = {n.name: convert.units_of(n.free) for n in hb.nodes}
         with session_scope(self.ctx.sessions) as session:
             clusters_repo.heartbeat(cluster, patch, session=session)
