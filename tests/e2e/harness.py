@@ -50,9 +50,11 @@ class System:
     hub_args: list[str] = field(default_factory=list)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, args: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = (self.tmp / f"{name}.log").open("ab")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         p = subprocess.Popen(
             [sys.executable, "-m", "vglobal", *args], stdout=log, stderr=subprocess.STDOUT, env=env
         )
@@ -94,6 +96,25 @@ class System:
              *extra],
         )  # fmt: skip
         return path
+
+    def start_kube_agent(
+        self, name: str, kubeconfig: Path, *extra: str, env: dict[str, str] | None = None
+    ) -> None:
+        """An agent with the kube backend; global flags after the subcommand, as a user may write them."""
+        self._spawn(
+            f"agent-{name}",
+            [
+                "agent",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--hub",
+                self.target,
+                "--heartbeat-interval",
+                "500ms",
+                *extra,
+            ],
+            env,
+        )
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         res = subprocess.run(

@@ -14,6 +14,8 @@ from vglobal.model.sim_cluster import SimCluster, SimNode, parse_sim_cluster
 
 DEFAULT_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 GFD_PRODUCT, GFD_MEMORY, GFD_COUNT = "nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/gpu.count"
+VGPU_REGISTER = "volcano.sh/node-vgpu-register"
+VGPU_SPLIT = 10  # the device plugin's default --device-split-count
 
 
 def node_manifest(
@@ -100,15 +102,37 @@ def simple_nodes(
     return [node_manifest(f"{prefix}-{i}", allocatable, labels=labels, index=i) for i in range(count)]
 
 
+def vgpu_registration(node: str, count: int, memory_mib: int, model: str, mig: bool) -> str:
+    """What the Volcano vGPU device plugin writes on its node (volcano-vgpu-device-plugin's
+    EncodeNodeDevices): per GPU ``UUID,splitCount,memoryMiB,NVIDIA-<model>,healthy,mode:``."""
+    mode = "mig" if mig else "hami-core"
+    return "".join(
+        f"GPU-{node}-{i},{VGPU_SPLIT},{memory_mib},NVIDIA-{model or 'GPU'},true,{mode}:" for i in range(count)
+    )
+
+
 def _sim_node(n: SimNode, index: int) -> dict[str, Any]:
     labels = dict(n.labels)
+    allocatable = n.allocatable.to_quantities()
+    annotations = {}
     if n.gpus is not None and n.gpus.count > 0:
         if n.gpus.model:
             labels.setdefault(GFD_PRODUCT, n.gpus.model)
         if n.gpus.memory_mib:
             labels.setdefault(GFD_MEMORY, str(n.gpus.memory_mib))
+            # the vGPU device plugin runs on GPU nodes whose memory the cluster file gives, as the
+            # sim assumes: its registration and the vgpu-* resources it advertises
+            annotations[VGPU_REGISTER] = vgpu_registration(
+                n.name, n.gpus.count, n.gpus.memory_mib, n.gpus.model, n.gpus.mig
+            )
+            allocatable.setdefault("volcano.sh/vgpu-number", str(n.gpus.count * VGPU_SPLIT))
+            allocatable.setdefault("volcano.sh/vgpu-memory", str(n.gpus.count * n.gpus.memory_mib))
+            allocatable.setdefault("volcano.sh/vgpu-cores", str(n.gpus.count * 100))
         labels.setdefault(GFD_COUNT, str(n.gpus.count))
-    return node_manifest(n.name, n.allocatable.to_quantities(), labels=labels, taints=n.taints, index=index)
+    node = node_manifest(n.name, allocatable, labels=labels, taints=n.taints, index=index)
+    if annotations:
+        node["metadata"]["annotations"] = annotations
+    return node
 
 
 def from_sim_cluster(cluster: SimCluster) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

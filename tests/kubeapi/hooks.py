@@ -4,6 +4,7 @@ grace periods, service cluster IPs, namespace phases."""
 from __future__ import annotations
 
 import itertools
+import re
 from typing import TYPE_CHECKING, Any
 
 from tests.kubeapi.kinds import NAMESPACES, PODS, SERVICES, Kind
@@ -69,6 +70,9 @@ def _container_defaults(c: Obj) -> Obj:
     }
 
 
+CONTAINER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # a DNS-1123 label
+
+
 class PodHooks(KindHooks):
     def on_create(self, api: Api, obj: Obj) -> Obj:
         spec = obj.get("spec") or {}
@@ -80,6 +84,16 @@ class PodHooks(KindHooks):
         for i, c in enumerate(containers):
             if not c.get("name"):
                 causes.append((f"spec.containers[{i}].name", "FieldValueRequired", "Required value"))
+            elif len(str(c["name"])) > 63 or not CONTAINER_NAME.match(str(c["name"])):
+                causes.append(
+                    (
+                        f"spec.containers[{i}].name",
+                        "FieldValueInvalid",
+                        f'Invalid value: "{c["name"]}": a lowercase RFC 1123 label must consist of lower '
+                        "case alphanumeric characters or '-', and must start and end with an alphanumeric "
+                        "character",
+                    )
+                )
             if not c.get("image"):
                 causes.append((f"spec.containers[{i}].image", "FieldValueRequired", "Required value"))
         if causes:

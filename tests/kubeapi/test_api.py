@@ -111,6 +111,11 @@ def test_errors_carry_the_apiservers_status_bodies(core: client.CoreV1Api) -> No
         {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"}
     ]
     with pytest.raises(ApiException) as e:
+        core.create_namespaced_pod(
+            "default", {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "Main_C", "image": "i"}]}}
+        )
+    assert e.value.status == 422 and 'spec.containers[0].name: Invalid value: "Main_C"' in body(e.value)["message"]
+    with pytest.raises(ApiException) as e:
         core.list_namespaced_pod("default", field_selector="spec.bogus=1")
     assert e.value.status == 400 and body(e.value)["message"] == "field label not supported: spec.bogus"
 

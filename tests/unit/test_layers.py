@@ -21,9 +21,11 @@ PROBES: dict[str, tuple[str, str]] = {
     "cores-only-model": ("vglobal/admission/_probe.py", "import vglobal.api"),
     "cores-pure": ("vglobal/admission/_probe.py", "import time"),
     "cores-pure-third-party": ("vglobal/scheduler/_probe.py", "import sqlalchemy"),
+    "cores-no-datetime": ("vglobal/admission/_probe.py", "import datetime"),
     "store-only-model": ("vglobal/store/_probe.py", "import vglobal.api"),
     "hub-no-scheduler": ("vglobal/hub/_probe.py", "import vglobal.scheduler"),
     "agent-no-admission-store": ("vglobal/agent/_probe.py", "import vglobal.store"),
+    "convert-only-model-api": ("vglobal/convert.py", "import vglobal.store"),
 }
 
 

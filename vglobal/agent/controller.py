@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vglobal.agent import lifecycle
-from vglobal.agent.backends.base import Backend
+from vglobal.agent.backends.base import Backend, RunStart
 from vglobal.agent.job_plugins import apply_pod_plugins, job_objects, pod_name
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.policies import SYNC_JOB, Request, decide
-from vglobal.agent.run import Delayed, JobRun
+from vglobal.agent.run import AdoptedRun, Delayed, JobRun
 from vglobal.clock import Clock
 from vglobal.model.job import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION, Job, Task
 from vglobal.model.phases import JobPhase
@@ -43,7 +43,8 @@ class JobController:
         objects = job_objects(job)
         for t in job.tasks:  # fail before any pod exists, so a rejection leaves nothing behind
             if t.replicas:
-                self._pod_object(job, t, 0, version=0)
+                self.pod_object(job, t, 0, version=0)
+        self.backend.job_started(RunStart(uid, generation, job, queue or job.queue, priority, objects))
         self._seq += 1
         now = self.clock.now()
         run = JobRun(uid, generation, job, queue or job.queue, priority, self._seq, now, objects=objects)
@@ -58,7 +59,47 @@ class JobController:
         run = self.runs.pop(uid, None)
         if run is not None:
             self.kill(run, list(run.pods), keep_finished=False)
+            self.backend.job_removed(uid)
         return run
+
+    def adopt(self, found: AdoptedRun) -> JobRun:
+        """Take over a run found in the cluster (an agent restart): its pods as they are, its
+        restarts counted from the pods' job version, the rest settled from what they show."""
+        job = found.job
+        self._seq += 1
+        now = self.clock.now()
+        queue = found.queue or job.queue
+        run = JobRun(
+            found.uid, found.generation, job, queue, found.priority, self._seq, now, objects=job_objects(job)
+        )
+        run.version = run.retry_count = found.version
+        run.incarnations = found.incarnations
+        for manifest, status in found.pods:
+            run.pods[manifest.name] = manifest
+            run.status[manifest.name] = status
+        run.started = any(st.phase != PodPhase.Pending for st in run.status.values())
+        self.runs[found.uid] = run
+        run.event(
+            "Normal", "Recovered", f"resumed generation {found.generation} with {len(found.pods)} pods", now
+        )
+        self._settle(run)
+        return run
+
+    def fail(self, uid: str, reason: str, message: str) -> None:
+        """The cluster refused the job's objects for good: it fails with the server's message."""
+        run = self.runs.get(uid)
+        if run is None or run.finished:
+            return
+        run.event("Warning", reason, message, self.clock.now())
+        self.kill(run, list(run.pods), keep_finished=True)
+        self.to_phase(run, JobPhase.Failed)
+
+    def purge(self, uid: str) -> None:
+        """Delete every pod of a stopped run, finished ones too, and what the backend made for it."""
+        run = self.runs.get(uid)
+        if run is not None:
+            self.kill(run, list(run.pods), keep_finished=False)
+            self.backend.job_removed(uid)
 
     def abort(self, uid: str, reason: str, message: str) -> JobRun | None:
         """Cancel / reclaim: AbortJob, so the run ends Aborted with its finished pods kept."""
@@ -111,12 +152,16 @@ class JobController:
                 run.pipelined.pop(manifest.uid, None)
                 reqs.append(Request("PodEvicted", manifest.task, name, manifest.uid))
                 continue
-            if now_status == before:
+            if now_status is before or now_status == before:
                 continue
             run.status[name] = now_status
             run.dirty = True
             if now_status.phase == PodPhase.Failed and before.phase != PodPhase.Failed:
-                reqs.append(Request("PodFailed", manifest.task, name, manifest.uid, now_status.exit_code))
+                # a kubelet's node-pressure eviction is an eviction (Volcano raises PodFailed for it)
+                event = "PodEvicted" if now_status.reason == "Evicted" else "PodFailed"
+                reqs.append(
+                    Request(event, manifest.task, name, manifest.uid, now_status.exit_code, now_status.reason)
+                )
             elif now_status.phase == PodPhase.Succeeded and before.phase != PodPhase.Succeeded:
                 task = self._task(run, manifest.task)
                 if run.count(PodPhase.Succeeded, task=task.name) >= task.replicas:
@@ -136,10 +181,13 @@ class JobController:
         )
 
     def _handle(self, run: JobRun, req: Request, now: float) -> None:
+        why = f" ({req.reason})" if req.reason else ""
         if req.event == "PodFailed":
-            run.event("Warning", "PodFailed", f"pod {req.pod} failed with exit code {req.exit_code}", now)
+            run.event(
+                "Warning", "PodFailed", f"pod {req.pod} failed with exit code {req.exit_code}{why}", now
+            )
         elif req.event == "PodEvicted":
-            run.event("Warning", "PodEvicted", f"pod {req.pod} was evicted", now)
+            run.event("Warning", "PodEvicted", f"pod {req.pod} was evicted{why}", now)
         elif req.event == "TaskCompleted":
             run.event("Normal", "TaskCompleted", f"task {req.task} completed", now)
         elif req.event == "Unknown":
@@ -217,6 +265,8 @@ class JobController:
     # ---- PodOps for the lifecycle
 
     def create_missing(self, run: JobRun) -> None:
+        if len(run.pods) == run.job.total_pods():
+            return  # every replica has its pod (the common case, checked every sync)
         now = self.clock.now()
         for task in run.job.tasks:
             for index in range(task.replicas):
@@ -224,7 +274,7 @@ class JobController:
                 if name in run.pods:
                     continue
                 run.incarnations += 1
-                obj = self._pod_object(run.job, task, index, version=run.version)
+                obj = self.pod_object(run.job, task, index, version=run.version)
                 uid = f"{run.uid}/{run.generation}/{name}/{run.incarnations}"
                 manifest = PodManifest(
                     uid, name, run.job.namespace, run.uid, task.name, index, task.pod_request, obj
@@ -283,7 +333,7 @@ class JobController:
         )
 
     @staticmethod
-    def _pod_object(job: Job, task: Task, index: int, *, version: int) -> dict[str, Any]:
+    def pod_object(job: Job, task: Task, index: int, *, version: int) -> dict[str, Any]:
         obj: dict[str, Any] = copy.deepcopy(task.template) or {}
         meta = obj.setdefault("metadata", {})
         name = pod_name(job.name, task.name, index)

@@ -34,15 +34,24 @@ class _Link:
     heartbeat_interval: float = 5.0
     last_heartbeat: float = float("-inf")
     reported_free: dict[str, ResourceVector] = field(default_factory=dict)
+    inventory: int = 0  # the backend's inventory version last registered
+    api_problem: str = ""  # last reported
 
 
 class AgentCore:
     def __init__(
-        self, runtime: ClusterRuntime, *, heartbeat_interval: float = 5.0, retention: float = 600.0
+        self,
+        runtime: ClusterRuntime,
+        *,
+        heartbeat_interval: float = 5.0,
+        retention: float = 600.0,
+        purge_stopped: bool = False,
     ) -> None:
         self.runtime = runtime
         self.heartbeat_interval = heartbeat_interval
         self.retention = retention
+        # a run the hub cancels or reclaims leaves nothing behind (a real cluster: its objects go)
+        self.purge_stopped = purge_stopped
         self.link = _Link(heartbeat_interval=heartbeat_interval)
         self.rejected: dict[tuple[str, int], str] = {}  # (uid, generation) -> reason, to answer re-sends
         self.latest_generation: dict[str, int] = {}
@@ -56,18 +65,25 @@ class AgentCore:
 
     def on_connected(self) -> list[pb.AgentMessage]:
         self.link = _Link(heartbeat_interval=self.heartbeat_interval)
+        return [self._register()]
+
+    def adopted(self) -> None:
+        """Runs the controller took over from the cluster are current for their generation."""
+        for run in self.runs.values():
+            self.latest_generation[run.uid] = max(run.generation, self.latest_generation.get(run.uid, 0))
+
+    def _register(self) -> pb.AgentMessage:
         backend = self.runtime.backend
-        return [
-            report.register(
-                backend.cluster_name,
-                backend.cluster_labels,
-                backend.nodes(),
-                backend.free(),
-                self.runs.values(),
-                __version__,
-                backend.hyper_nodes(),
-            )
-        ]
+        self.link.inventory = backend.inventory_version()
+        return report.register(
+            backend.cluster_name,
+            backend.cluster_labels,
+            backend.nodes(),
+            backend.free(),
+            self.runs.values(),
+            __version__,
+            backend.hyper_nodes(),
+        )
 
     def on_disconnected(self) -> None:
         self.link.registered = False
@@ -145,6 +161,8 @@ class AgentCore:
             "%s job %s gen %d: %s", reason.lower(), uid, run.generation, message or "requested by the hub"
         )
         self.runtime.controller.abort(uid, reason, message or f"{reason} requested by the hub")
+        if self.purge_stopped:
+            self.runtime.controller.purge(uid)
         run.dirty = True  # a finished run still reports its final status once more
         return []
 
@@ -163,6 +181,9 @@ class AgentCore:
         hb = self._heartbeat(now)
         if hb is not None:
             out.insert(0, hb)
+        if self.runtime.backend.inventory_version() != self.link.inventory:
+            log.info("the cluster's nodes or topology changed: registering again")
+            out.insert(0, self._register())
         for run in sorted(self.runs.values(), key=lambda r: r.seq):
             if run.dirty:
                 run.dirty = False
@@ -171,13 +192,19 @@ class AgentCore:
 
     def _heartbeat(self, now: float) -> pb.AgentMessage | None:
         link = self.link
-        free = self.runtime.backend.free()
+        backend = self.runtime.backend
+        free = backend.free()
+        problem = backend.api_problem()
         changed = {n: v for n, v in free.items() if link.reported_free.get(n) != v}
-        if not changed and now - link.last_heartbeat < link.heartbeat_interval:
+        due = now - link.last_heartbeat >= link.heartbeat_interval
+        if not changed and not due and problem == link.api_problem:
             return None
+        if problem != link.api_problem:
+            log.warning("cluster API %s", f"unreachable: {problem}" if problem else "reachable again")
         link.reported_free.update(changed)
         link.last_heartbeat = now
-        return report.heartbeat(changed)
+        link.api_problem = problem
+        return report.heartbeat(changed, problem)
 
     def _expire(self, now: float) -> None:
         for run in list(self.runs.values()):

@@ -1,4 +1,5 @@
-"""``vglobal agent``: one member cluster's agent process (sim backend, real clock).
+"""``vglobal agent``: one member cluster's agent process (real clock; the sim backend here, the
+kube backend in ``vglobal.agent.kube.daemon``).
 
 A single main loop owns all state: it takes what the hub link received, runs one cluster cycle
 every ``cycle_interval`` and sends what the core produced. Only the link runs in its own thread.
@@ -22,7 +23,7 @@ from vglobal.clock import RealClock
 from vglobal.dial import Dial
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.sim_cluster import SimCluster
-from vglobal.scheduler import DEFAULT_AGENT_CONF, parse_conf
+from vglobal.scheduler import DEFAULT_AGENT_CONF, SchedulerConf, parse_conf
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ def load_sim_cluster(path: Path) -> SimCluster:
     return found[0]
 
 
-def _install_signals(stop: threading.Event) -> None:
+def install_signals(stop: threading.Event) -> None:
     if threading.current_thread() is not threading.main_thread():
         return  # signals can only be handled on the main thread; the caller owns ``stop``
 
@@ -44,6 +45,10 @@ def _install_signals(stop: threading.Event) -> None:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+
+
+def load_conf(scheduler_conf: Path | None) -> SchedulerConf:
+    return parse_conf(scheduler_conf.read_text()) if scheduler_conf is not None else DEFAULT_AGENT_CONF
 
 
 def run_agent(
@@ -59,14 +64,27 @@ def run_agent(
 ) -> None:
     """Run until ``stop`` is set or SIGTERM/SIGINT arrives; jobs keep running while the hub is away."""
     stop = stop or threading.Event()
-    _install_signals(stop)
-    dial = hub if isinstance(hub, Dial) else Dial(hub)
+    install_signals(stop)
     cluster = load_sim_cluster(sim_file)
-    conf = parse_conf(scheduler_conf.read_text()) if scheduler_conf is not None else DEFAULT_AGENT_CONF
-    clock = RealClock()
     backend = SimBackend(cluster, name=name)
-    runtime = ClusterRuntime(backend, clock, conf, bind_timeout=bind_timeout)
+    runtime = ClusterRuntime(backend, RealClock(), load_conf(scheduler_conf), bind_timeout=bind_timeout)
     core = AgentCore(runtime, heartbeat_interval=heartbeat_interval)
+    serve(core, hub, stop=stop, cycle_interval=cycle_interval)
+
+
+def serve(
+    core: AgentCore,
+    hub: Dial | str,
+    *,
+    stop: threading.Event,
+    cycle_interval: float = 0.2,
+    lost: threading.Event | None = None,
+) -> None:
+    """The agent's main loop over any backend: hub messages in, one cluster cycle every
+    ``cycle_interval``, messages out; until ``stop`` (or ``lost``: another replica took over)."""
+    clock = core.runtime.clock
+    backend = core.runtime.backend
+    dial = hub if isinstance(hub, Dial) else Dial(hub)
     inbox: Inbox = queue.Queue()
     link = HubLink(dial, inbox)
     log.info(
@@ -79,7 +97,7 @@ def run_agent(
     link.start()
     session = 0
     try:
-        while not stop.is_set():
+        while not stop.is_set() and not (lost is not None and lost.is_set()):
             deadline = clock.now() + cycle_interval
             while True:
                 try:

@@ -96,7 +96,7 @@ def _ray_objects(job: Job, args: Mapping[str, str]) -> list[dict[str, Any]]:
     return [
         {
             "kind": "Service",
-            "metadata": {"name": job.name, "namespace": job.namespace},
+            "metadata": {"name": f"{job.name}-head-svc", "namespace": job.namespace},
             "spec": {"selector": selector, "ports": ports},
         }
     ]

@@ -48,3 +48,4 @@ class PodStatus:
     exit_code: int | None = None
     started: float | None = None
     finished: float | None = None
+    reason: str = ""  # why it ended, as the cluster says (Evicted, OOMKilled, Error)

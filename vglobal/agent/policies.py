@@ -25,6 +25,7 @@ class Request:
     pod: str | None = None  # pod name
     pod_uid: str | None = None
     exit_code: int | None = None
+    reason: str = ""  # the cluster's reason for a failed or evicted pod (OOMKilled, Evicted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,9 +51,10 @@ def register(
     return pb.AgentMessage(register=body)
 
 
-def heartbeat(free: Mapping[str, ResourceVector]) -> pb.AgentMessage:
+def heartbeat(free: Mapping[str, ResourceVector], api_problem: str = "") -> pb.AgentMessage:
     nodes = [pb.NodeFree(name=name, free=units(vec)) for name, vec in sorted(free.items())]
-    return pb.AgentMessage(heartbeat=pb.Heartbeat(nodes=nodes))
+    body = pb.Heartbeat(nodes=nodes, api_unreachable=bool(api_problem), api_error=api_problem)
+    return pb.AgentMessage(heartbeat=body)
 
 
 def accepted(uid: str, generation: int) -> pb.AgentMessage:

@@ -30,6 +30,20 @@ class Delayed:
     action: str
 
 
+@dataclass(frozen=True, slots=True)
+class AdoptedRun:
+    """A run found in the cluster when the agent starts: the job and the pods it already has."""
+
+    uid: str
+    generation: int
+    job: Job
+    queue: str
+    priority: int
+    version: int
+    incarnations: int
+    pods: tuple[tuple[PodManifest, PodStatus], ...]
+
+
 @dataclass(slots=True)
 class JobRun:
     uid: str

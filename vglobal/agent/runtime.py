@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from vglobal.agent.backends.base import Backend
+from vglobal.agent.backends.base import Backend, JobProblem
 from vglobal.agent.controller import JobController
 from vglobal.agent.pods import PodPhase
 from vglobal.agent.run import JobRun
@@ -19,6 +19,11 @@ from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, ru
 
 log = logging.getLogger(__name__)
 _LISTED_BINDS = 8  # pods named in one "Scheduled" event; the rest are counted
+
+
+def _waits(run: JobRun) -> bool:
+    """Some pod of the run waits for a node (a bound pod that has not started needs none)."""
+    return any(st.phase == PodPhase.Pending and st.node is None for st in run.status.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +48,7 @@ class ClusterRuntime:
         self.bind_timeout = bind_timeout
         self.controller = JobController(backend, clock)
         self._last_key: tuple[object, ...] | None = None
+        self._mirrored: dict[str, int] = {}  # run uid -> events already given to the backend
 
     @property
     def runs(self) -> dict[str, JobRun]:
@@ -51,17 +57,48 @@ class ClusterRuntime:
     def step(self) -> list[Rejection]:
         """One cycle; returns the runs given up on because their gang did not fit in time."""
         self.backend.advance(self.clock.now())
+        rejected = [r for p in self.backend.take_problems() if (r := self._problem(p)) is not None]
         self.controller.sync()
-        if any(not r.finished and r.count(PodPhase.Pending) for r in self.runs.values()):
+        if any(not r.finished and _waits(r) for r in self.runs.values()):
             self._schedule()
             self.controller.sync()
             self._last_key = self._input_key()  # after the binds were observed
-        return self._expired()
+        self._mirror_events()
+        return rejected + self._expired()
+
+    def _problem(self, p: JobProblem) -> Rejection | None:
+        """What the cluster refused: tell the job, fail it, or hand it back if it never ran."""
+        run = self.runs.get(p.job_uid)
+        if run is None or run.finished:
+            return None
+        if p.action == "reject" and not run.started:
+            self.controller.remove(run.uid)
+            log.info(
+                "reject job %s/%s gen %d: %s", run.job.namespace, run.job.name, run.generation, p.message
+            )
+            return Rejection(run.uid, run.generation, p.message)
+        if p.action in ("fail", "reject"):
+            self.controller.fail(run.uid, p.reason, p.message)
+        else:
+            run.event("Warning", p.reason, p.message, self.clock.now())
+        return None
+
+    def _mirror_events(self) -> None:
+        """Warnings go to the backend too (a kube cluster shows them as Events of the job)."""
+        for uid in [u for u in self._mirrored if u not in self.runs]:
+            del self._mirrored[uid]
+        for run in self.runs.values():
+            done = self._mirrored.get(run.uid, 0)
+            for ev in run.history[done:]:
+                if ev.kind == "Warning":
+                    self.backend.job_event(run.uid, ev.kind, ev.reason, ev.message)
+            self._mirrored[run.uid] = len(run.history)
 
     def _input_key(self) -> tuple[object, ...]:
         """What the scheduler's decision depends on; the scheduler is deterministic, so an
         unchanged key means the same (empty) decision and the cycle can be skipped."""
-        key: list[object] = []
+        reserved = self.backend.reserved()
+        key: list[object] = [self.backend.inventory_version(), frozenset(reserved.items())]
         for run in self.runs.values():
             if run.finished:
                 continue
@@ -73,7 +110,9 @@ class ClusterRuntime:
         key = self._input_key()
         if key == self._last_key:
             return
-        state = cluster_snapshot(self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes())
+        state = cluster_snapshot(
+            self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes(), self.backend.reserved()
+        )
         result = run_cycle(state, self.conf)
         self._apply(result)
 
@@ -90,7 +129,7 @@ class ClusterRuntime:
             if uid not in owner:
                 continue
             run, name = owner[uid]
-            self.backend.bind_pod(uid, node)
+            self.backend.bind_pod(uid, node, result.devices.get(uid, ()))
             run.pipelined.pop(uid, None)
             bound.setdefault(run.uid, []).append(f"{name}->{node}")
         for run in self.runs.values():

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.model.hypernode import ResolvedHyperNode, tier_of_name
+from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import ClusterSnapshot, JobSpec, NodeSpec, QueueSpec, TaskSpec, TaskStatus
 
 
@@ -93,9 +95,18 @@ def job_spec(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = ()) -> Jo
 
 
 def cluster_snapshot(
-    nodes: tuple[NodeSpec, ...], runs: Iterable[JobRun], hyper_nodes: tuple[ResolvedHyperNode, ...] = ()
+    nodes: tuple[NodeSpec, ...],
+    runs: Iterable[JobRun],
+    hyper_nodes: tuple[ResolvedHyperNode, ...] = (),
+    reserved: Mapping[str, ResourceVector] | None = None,
 ) -> ClusterSnapshot:
-    """Quotas were enforced by the hub: every queue here is an open, unlimited local queue."""
+    """Quotas were enforced by the hub: every queue here is an open, unlimited local queue. What
+    other pods hold on a node (``reserved``) is taken off its allocatable."""
+    if reserved:
+        nodes = tuple(
+            replace(n, allocatable=n.allocatable - reserved[n.name]) if n.name in reserved else n
+            for n in nodes
+        )
     active = [r for r in runs if not r.finished]
     jobs = tuple(job_spec(r, hyper_nodes) for r in sorted(active, key=lambda r: r.seq))
     queues = tuple(QueueSpec(name=q) for q in sorted({r.queue for r in active}))

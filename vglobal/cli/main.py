@@ -17,6 +17,7 @@ from rich.console import Console
 from vglobal.api.v1 import queues_pb2
 from vglobal.cli import output
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
+from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_flags import security_options, security_settings, settings_error
 from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial, DialError, read_token_file
@@ -71,7 +72,7 @@ def setup_logging(verbose: bool) -> None:
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GlobalOptionsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--hub", default=None, help="Hub address HOST:PORT (env VGLOBAL_HUB, default 127.0.0.1:50051).")
 @click.option(
     "--ca-file",
@@ -201,48 +202,6 @@ def hub(
     except ValueError as exc:
         fail(settings_error(exc))
     run_hub(settings)
-
-
-@cli.command()
-@click.option(
-    "--sim",
-    "sim_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True,
-    help="Simulated cluster file (kind SimCluster).",
-)
-@click.option("--name", default=None, help="Cluster name (default: the file's metadata.name).")
-@click.option("--scheduler-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
-@click.option("--bind-timeout", default="60s", show_default=True)
-@click.option("--heartbeat-interval", default="5s", show_default=True)
-@click.option("-v", "--verbose", is_flag=True)
-@click.pass_obj
-def agent(
-    obj: Ctx,
-    sim_file: Path,
-    name: str | None,
-    scheduler_conf: Path | None,
-    bind_timeout: str,
-    heartbeat_interval: str,
-    verbose: bool,
-) -> None:
-    """Run the agent of one member cluster."""
-    from vglobal.agent.daemon import run_agent
-    from vglobal.model.duration import parse_duration
-
-    setup_logging(verbose)
-    try:
-        obj.dial.check()
-    except DialError as exc:
-        fail(str(exc))
-    run_agent(
-        hub=obj.dial,
-        sim_file=sim_file,
-        name=name,
-        scheduler_conf=scheduler_conf,
-        bind_timeout=parse_duration(bind_timeout),
-        heartbeat_interval=parse_duration(heartbeat_interval),
-    )
 
 
 # ---------------------------------------------------------------- resources
@@ -432,11 +391,13 @@ name_command(
 
 
 def register_extras() -> None:
+    from vglobal.cli.agent import agent
     from vglobal.cli.certs import certs
     from vglobal.cli.demo import demo
     from vglobal.cli.health import health
     from vglobal.cli.sim import sim
 
+    cli.add_command(agent)
     cli.add_command(certs)
     cli.add_command(demo)
     cli.add_command(health)

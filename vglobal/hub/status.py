@@ -77,6 +77,11 @@ class StatusRecorder:
             raise Superseded(f'another agent stream now speaks for cluster "{cluster}"')
 
     def heartbeat(self, cluster: str, hb: agent_pb2.Heartbeat, *, stream: str) -> None:
+        if hb.api_unreachable:
+            # The agent is alive but its cluster is not: record nothing, so the cluster turns
+            # NotReady after cluster_timeout and fails over as if its agent were lost.
+            log.warning("cluster %s: its agent cannot reach the API server: %s", cluster, hb.api_error)
+            return
         patch = {n.name: convert.units_of(n.free) for n in hb.nodes}
         with session_scope(self.ctx.sessions) as session:
             if not clusters_repo.heartbeat(cluster, patch, session=session, stream=stream):

@@ -194,4 +194,3 @@ def manifest_to_json(raw: Mapping[str, Any]) -> str:
 
 def job_to_json(j: Job) -> str:
     return manifest_to_json(j.raw)
-

@@ -31,3 +31,10 @@ class WaitKind(StrEnum):
     Drained = "Drained"  # its cluster was drained
     FailedOver = "FailedOver"  # its cluster went silent for too long
     Unexamined = "Unexamined"  # submitted, not looked at by the dispatcher yet
+
+
+# The kinds admission itself decides; the others are the hub's.
+HUB_KINDS = frozenset(
+    {WaitKind.Rejected, WaitKind.Reclaimed, WaitKind.Drained, WaitKind.FailedOver, WaitKind.Unexamined}
+)
+ADMISSION_KINDS = frozenset(WaitKind) - HUB_KINDS

@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import EMPTY, ResourceVector
+
+if TYPE_CHECKING:
+    from vglobal.scheduler.devices.table import Grant
 
 _NO_STRINGS: Mapping[str, str] = {}
 _NO_ANY: Mapping[str, Any] = {}
@@ -128,6 +131,8 @@ class CycleResult:
     evictions: tuple[str, ...]  # task uids to evict (preempt / reclaim victims)
     podgroup_phases: Mapping[str, str]  # job uid -> PodGroup phase after the session
     reasons: Mapping[str, str]  # job uid -> why it is not (fully) scheduled
+    # task uid -> the GPUs deviceshare gave it, for tasks in ``binds`` (a backend writes them down)
+    devices: Mapping[str, tuple[Grant, ...]] = field(default_factory=dict)
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from vglobal.scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.nodes import IntArray, NodeTable, ResourceIndex
 
 FINISHED = (TaskStatus.Succeeded, TaskStatus.Failed)
+DEVICE_GRANTS = "device-grants"  # session cache: task uid -> (node row, GPUs granted), by deviceshare
 
 
 def _resource_names(state: ClusterSnapshot) -> Iterable[str]:
@@ -102,12 +103,14 @@ class Session(PluginHooks):
             for t in job.by_status.get(TaskStatus.Pipelined, {}).values()
             if t.node is not None
         }
+        granted = self.cache.get(DEVICE_GRANTS, {})
         return CycleResult(
             binds=dict(self.binds),
             pipelined=pipelined,
             evictions=tuple(self.evictions),
             podgroup_phases=phases,
             reasons=dict(self.reasons),
+            devices={uid: tuple(granted[uid][1]) for uid in self.binds if uid in granted},
         )
 
     def podgroup_phase(self, job: JobInfo) -> str:

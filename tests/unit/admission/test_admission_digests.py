@@ -15,7 +15,7 @@ import pytest
 
 from bench.decisions_digest import decide, digest, workloads
 from vglobal.admission import Wait
-from vglobal.model.reasons import WaitKind
+from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
@@ -56,7 +56,7 @@ def test_the_workloads_reach_every_kind_of_wait_and_the_digest_sees_one_changed_
         for _, result in decide(workload):
             first = first or result
             kinds |= {d.kind for d in result.decisions.values() if isinstance(d, Wait)}
-    assert kinds == set(WaitKind)  # so a change on any path of admission moves a pinned digest
+    assert kinds == ADMISSION_KINDS  # so a change on any path of admission moves a pinned digest
     assert first is not None
     uid, wait = next((u, d) for u, d in first.decisions.items() if isinstance(d, Wait))
     edited = replace(first, decisions={**first.decisions, uid: replace(wait, reason=wait.reason + ".")})

@@ -55,6 +55,9 @@ def test_ray_plugin_head_and_worker(sim: Any, jobs: Any) -> None:
     assert worker["command"] == ["sh", "-c", "ray start --block --address=job-head-0.job:6379"]
     ray_service = [o for o in run.objects if o["kind"] == "Service" and "ports" in o["spec"]]
     assert [p["port"] for p in ray_service[0]["spec"]["ports"]] == [6379, 8265, 10001]
+    # Volcano names it apart from the svc plugin's headless Service of the same job
+    assert ray_service[0]["metadata"]["name"] == "job-head-svc"
+    assert len({o["metadata"]["name"] for o in run.objects if o["kind"] == "Service"}) == 2
 
 
 def test_ray_plugin_without_head_task_is_refused(sim: Any, jobs: Any) -> None:

@@ -2,18 +2,46 @@
 
 A backend owns the truth about nodes and pods. The controller asks it to create, bind and delete
 pods and reads back what it observes; it never assumes a request took effect before the backend
-reports it. A kube backend maps these calls to pod create / Binding / delete and a pod watch.
+reports it. The kube backend maps these calls to pod create / Binding / delete and a pod watch;
+its writes are asynchronous, so what the cluster refused comes back later as ``JobProblem``s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from vglobal.agent.pods import PodManifest, PodStatus
 from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.job import Job
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import NodeSpec
+from vglobal.scheduler.devices.table import Grant
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """A run of a job beginning on this cluster, as the backend needs to know it."""
+
+    uid: str
+    generation: int
+    job: Job
+    queue: str
+    priority: int
+    objects: list[dict[str, Any]] = field(default_factory=list)  # the job plugins' services / config maps
+
+
+@dataclass(frozen=True, slots=True)
+class JobProblem:
+    """What the cluster said about a job's writes: ``event`` (tell the user, e.g. a missing RBAC
+    rule), ``fail`` (the server refused the job's objects, e.g. 422) or ``reject`` (hand it back to
+    the hub, e.g. its namespace is missing)."""
+
+    job_uid: str
+    action: str  # event | fail | reject
+    reason: str
+    message: str
 
 
 class Backend(Protocol):
@@ -31,13 +59,34 @@ class Backend(Protocol):
         """The cluster's resolved HyperNode tree (manifests and label discovery); empty if none."""
         ...
 
+    def inventory_version(self) -> int:
+        """Changes whenever nodes or HyperNodes change, so the agent reports them again."""
+        ...
+
     def free(self) -> dict[str, ResourceVector]:
         """Per node: allocatable minus the requests (and pod slots) of its unfinished pods."""
         ...
 
+    def reserved(self) -> Mapping[str, ResourceVector]:
+        """Per node: what pods that are not the agent's current ones hold (other schedulers'
+        pods, daemon sets, pods being deleted); the scheduler cannot use it."""
+        ...
+
+    def api_problem(self) -> str:
+        """Why the cluster cannot be reached now ("" when it can)."""
+        ...
+
+    def job_started(self, run: RunStart) -> None:
+        """A run begins; ValueError (with the reason) if this cluster cannot take it."""
+        ...
+
+    def job_removed(self, uid: str) -> None:
+        """A run is gone for good: remove whatever the backend made for it."""
+        ...
+
     def create_pod(self, pod: PodManifest) -> None: ...
 
-    def bind_pod(self, uid: str, node: str) -> None: ...
+    def bind_pod(self, uid: str, node: str, devices: Sequence[Grant] = ()) -> None: ...
 
     def delete_pod(self, uid: str) -> None:
         """Remove the pod (unknown uids are ignored: deletes may race with the pod ending)."""
@@ -45,6 +94,14 @@ class Backend(Protocol):
 
     def pods(self) -> Mapping[str, PodStatus]:
         """Every pod the backend knows, by uid."""
+        ...
+
+    def take_problems(self) -> list[JobProblem]:
+        """What the cluster refused since the last call."""
+        ...
+
+    def job_event(self, uid: str, kind: str, reason: str, message: str) -> None:
+        """Record an event of a run where the cluster's users see it (kube: a core/v1 Event)."""
         ...
 
     def advance(self, now: float) -> None:

@@ -7,9 +7,10 @@ then exits with ``vglobal.io/sim-exit-code`` (default 0 = Succeeded, else Failed
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from vglobal.agent.backends.base import JobProblem, RunStart
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
 from vglobal.model.duration import parse_duration
 from vglobal.model.hypernode import ResolvedHyperNode, cluster_hyper_nodes
@@ -17,6 +18,7 @@ from vglobal.model.resources import ResourceVector
 from vglobal.model.sim_cluster import SimCluster, SimNode
 from vglobal.scheduler.api import NodeSpec, Taint
 from vglobal.scheduler.devices import GPUS_EXTENSION, gpus_from_spec, vgpu_capacity
+from vglobal.scheduler.devices.table import Grant
 
 DURATION_ANNOTATION = "vglobal.io/sim-duration"
 EXIT_CODE_ANNOTATION = "vglobal.io/sim-exit-code"
@@ -98,8 +100,29 @@ class SimBackend:
     def hyper_nodes(self) -> tuple[ResolvedHyperNode, ...]:
         return self._hyper_nodes
 
+    def inventory_version(self) -> int:
+        return 0  # simulated nodes never change
+
     def free(self) -> dict[str, ResourceVector]:
         return {name: self._alloc[name] - self._used[name] for name in self._alloc}
+
+    def reserved(self) -> Mapping[str, ResourceVector]:
+        return {}  # every simulated pod is the agent's
+
+    def api_problem(self) -> str:
+        return ""
+
+    def job_started(self, run: RunStart) -> None:
+        pass  # the sim keeps no per-job objects: the run holds them
+
+    def job_removed(self, uid: str) -> None:
+        pass
+
+    def take_problems(self) -> list[JobProblem]:
+        return []
+
+    def job_event(self, uid: str, kind: str, reason: str, message: str) -> None:
+        pass  # the run's own events are all there is
 
     def create_pod(self, pod: PodManifest) -> None:
         if pod.uid in self._pods:
@@ -107,7 +130,7 @@ class SimBackend:
         duration, code = pod_runtime(pod.annotations)
         self._pods[pod.uid] = _SimPod(pod, PodStatus(uid=pod.uid, phase=PodPhase.Pending), duration, code)
 
-    def bind_pod(self, uid: str, node: str) -> None:
+    def bind_pod(self, uid: str, node: str, devices: Sequence[Grant] = ()) -> None:
         pod = self._pods[uid]
         if pod.status.node is not None:
             raise ValueError(f"pod {pod.manifest.name} is already on {pod.status.node}")

@@ -292,6 +292,14 @@ class Heartbeat(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     NODES_FIELD_NUMBER: _builtins.int
+    API_UNREACHABLE_FIELD_NUMBER: _builtins.int
+    API_ERROR_FIELD_NUMBER: _builtins.int
+    api_unreachable: _builtins.bool
+    """The agent cannot reach its cluster's API server: it keeps its jobs, but the hub treats the
+    cluster as it treats a silent agent (NotReady after --cluster-timeout, then failover).
+    """
+    api_error: _builtins.str
+    """what the agent saw, for the hub's log"""
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeFree]:
         """only nodes whose free capacity changed since the last report"""
@@ -300,10 +308,12 @@ class Heartbeat(_message.Message):
         self,
         *,
         nodes: _abc.Iterable[Global___NodeFree] | None = ...,
+        api_unreachable: _builtins.bool = ...,
+        api_error: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["nodes", b"nodes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["api_error", b"api_error", "api_unreachable", b"api_unreachable", "nodes", b"nodes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -25,7 +25,7 @@ from vglobal.scheduler.framework import EventHandler, NodeFilter, Plugin
 from vglobal.scheduler.info import ON_NODE, TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
 from vglobal.scheduler.registry import register_plugin
-from vglobal.scheduler.session import Session
+from vglobal.scheduler.session import DEVICE_GRANTS, Session
 
 POLICIES = ("binpack", "spread", "fgd", "bestfit", "random", "")
 MAX_SCORE = 100.0
@@ -58,6 +58,7 @@ class DeviceSharePlugin(Plugin):
         ssn.cache["devices"] = table
         requests: dict[str, DeviceRequest] = {}
         granted: dict[str, tuple[int, list[Grant]]] = {}
+        ssn.cache[DEVICE_GRANTS] = granted  # the cycle result names the GPUs of each bound task
         demand: DemandModel = ssn.cache.setdefault("deviceshare-demand", DemandModel())
         cpu_col, mem_col = ssn.index.col["cpu"], ssn.index.col["memory"]
         seed = self.arg_int("deviceshare.Seed", 0)

@@ -1,0 +1,277 @@
+"""The kube backend: the agent's Backend over a real cluster's API.
+
+Informers (nodes, all pods, HyperNodes) feed a cache; the tracker turns the controller's calls into
+writes that a pool of threads sends; a probe says whether the API server answers. Everything the
+threads produce is applied on the agent's main loop in ``advance``, so the backend's state has one
+owner. Pods are created in the job's namespace, owned by the job's owner ConfigMap, and bound
+through ``pods/binding`` once the scheduler placed the whole gang.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vglobal.agent.backends.base import JobProblem, RunStart
+from vglobal.agent.kube import bodies, paths, vgpu
+from vglobal.agent.kube.api import ApiError, KubeApi
+from vglobal.agent.kube.bodies import JobRef
+from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
+from vglobal.agent.kube.health import Probe
+from vglobal.agent.kube.informer import Change, Informer
+from vglobal.agent.kube.records import node_record, pod_record
+from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc
+from vglobal.agent.kube.tracker import PodTracker, TrackedPod
+from vglobal.agent.kube.writer import Op, Writer
+from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
+from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.resources import ResourceVector
+from vglobal.scheduler.api import NodeSpec
+from vglobal.scheduler.devices.table import Grant
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KubeOptions:
+    cluster: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    scheduler_name: str = "vglobal"
+    namespaces: frozenset[str] | None = None  # None: every namespace
+    create_namespaces: bool = False
+    discovery: Mapping[str, Any] | None = None  # HyperNode label discovery config
+    writers: int = 8
+    instance: str = ""  # this agent replica, for the events it reports
+    watch_timeout: int = 300
+
+
+class KubeBackend:
+    def __init__(self, api: KubeApi, options: KubeOptions) -> None:
+        self.api = api
+        self.options = options
+        self.writer = Writer(api, workers=options.writers)
+        self.tracker = PodTracker(
+            self.writer.submit,
+            time.monotonic,
+            scheduler_name=options.scheduler_name,
+            bind_annotations=self._bind_annotations,
+        )
+        self.cache = ClusterCache(self.tracker.on_pod)
+        self.topology = Topology(options.discovery)
+        self.probe = Probe(api)
+        self._changes: queue.SimpleQueue[Change[Any]] = queue.SimpleQueue()
+        self._namespaces: set[str] = set()  # known to exist
+        self._ready: set[str] = set()  # nodes Ready when last looked
+        self.informers: list[Informer[Any]] = [
+            Informer(
+                api, "nodes", paths.NODES, node_record, self._changes.put, watch_timeout=options.watch_timeout
+            ),
+            Informer(
+                api,
+                "pods",
+                paths.ALL_PODS,
+                pod_record,
+                self._changes.put,
+                watch_timeout=options.watch_timeout,
+            ),
+        ]
+
+    # ---- life cycle
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start watching and wait until nodes, pods (and HyperNodes) were listed once."""
+        self.probe.start()
+        if hypernode_crd_served(self.api):
+            log.info("HyperNode CRD served: watching topology.volcano.sh HyperNodes")
+            self.informers.append(
+                Informer(self.api, "hypernodes", paths.HYPERNODES, hypernode_doc, self._changes.put)
+            )
+        elif self.options.discovery is None:
+            log.info("no HyperNode CRD and no --hypernode-discovery: no network topology")
+        for inf in self.informers:
+            inf.start()
+        deadline = time.monotonic() + timeout
+        for inf in self.informers:
+            if not inf.wait_synced(max(0.0, deadline - time.monotonic())):
+                raise RuntimeError(
+                    f"could not list {inf.name} within {timeout:g}s: {inf.state.error or 'no answer'}"
+                )
+        self.advance(0.0)
+        self._ready = {name for name, rec in self.cache.nodes.items() if rec.ready}
+        log.info(
+            "cluster %s: %d nodes, %d pods", self.options.cluster, len(self.cache.nodes), len(self.cache.pods)
+        )
+
+    def stop(self) -> None:
+        for inf in self.informers:
+            inf.stop(timeout=0.1)  # a thread in a quiet watch ends with the stream or the process
+        self.probe.stop()
+        self.writer.close()
+
+    # ---- Backend: inventory
+
+    @property
+    def cluster_name(self) -> str:
+        return self.options.cluster
+
+    @property
+    def cluster_labels(self) -> Mapping[str, str]:
+        return self.options.labels
+
+    def nodes(self) -> tuple[NodeSpec, ...]:
+        return self.cache.specs()
+
+    def hyper_nodes(self) -> tuple[ResolvedHyperNode, ...]:
+        labels = {name: rec.spec.labels for name, rec in self.cache.nodes.items()}
+        return self.topology.tree(labels, self.cache.node_version)
+
+    def inventory_version(self) -> int:
+        self.hyper_nodes()  # resolves again if nodes or HyperNodes changed
+        return (self.cache.node_version << 32) + self.topology.version
+
+    def free(self) -> dict[str, ResourceVector]:
+        pending: dict[str, ResourceVector] = {}
+        for t in self.tracker.pending_binds():
+            assert t.bind_to is not None
+            pending[t.bind_to] = pending.get(t.bind_to, ResourceVector()) + t.manifest.request + POD_SLOT
+        return self.cache.free(pending)
+
+    def reserved(self) -> Mapping[str, ResourceVector]:
+        return self.cache.reserved(self.tracker.pods, self.tracker.version)
+
+    def api_problem(self) -> str:
+        return self.probe.problem()
+
+    # ---- Backend: jobs and pods
+
+    def job_started(self, run: RunStart) -> None:
+        ns = run.job.namespace
+        allowed = self.options.namespaces
+        if allowed is not None and ns not in allowed:
+            listed = ",".join(sorted(allowed))
+            raise ValueError(f"namespace {ns} is not one this agent runs jobs in (--namespaces {listed})")
+        self._ensure_namespace(ns)
+        ref = JobRef(run.uid, run.generation, ns, run.job.name)
+        self.tracker.start_job(ref, run.job, run.queue, run.priority, run.objects)
+
+    def _ensure_namespace(self, ns: str) -> None:
+        if ns in self._namespaces:
+            return
+        try:
+            # short: this runs on the agent's main loop, which must keep its heartbeats going
+            self.api.request("GET", paths.namespace(ns), timeout=(2.0, 2.0))
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning(
+                    "cannot check namespace %s (%s); going ahead",
+                    ns,
+                    exc.rbac_rule() if exc.status == 403 else exc,
+                )
+                return
+            if not self.options.create_namespaces:
+                raise ValueError(f"namespace {ns} does not exist in cluster {self.options.cluster}") from None
+            self._create_namespace(ns)
+        self._namespaces.add(ns)
+
+    def _create_namespace(self, ns: str) -> None:
+        try:
+            self.api.request("POST", paths.NAMESPACES, body=bodies.namespace_body(ns), timeout=(2.0, 5.0))
+            log.info("created namespace %s", ns)
+        except ApiError as exc:
+            if exc.status == 409:
+                return
+            if exc.status == 403:
+                raise ValueError(
+                    f"cannot create namespace {ns}: the agent's RBAC lacks {exc.rbac_rule()}"
+                ) from None
+            raise ValueError(f"cannot create namespace {ns}: {exc.message}") from None
+
+    def job_removed(self, uid: str) -> None:
+        self.tracker.remove_job(uid)
+
+    def create_pod(self, pod: PodManifest) -> None:
+        tj = self.tracker.jobs.get(pod.job_uid)
+        if tj is None:
+            raise ValueError(f"pod {pod.name}: its job {pod.job_uid} was not started")
+        self.tracker.create_pod(pod, tj.ref)
+
+    def bind_pod(self, uid: str, node: str, devices: Sequence[Grant] = ()) -> None:
+        # whole GPUs (nvidia.com/gpu) are the NVIDIA device plugin's to pick; vGPUs are named
+        self.tracker.bind_pod(uid, node, tuple(_device_use(g) for g in devices if not g.whole))
+
+    def delete_pod(self, uid: str) -> None:
+        self.tracker.delete_pod(uid)
+
+    def pods(self) -> Mapping[str, PodStatus]:
+        return self.tracker.status
+
+    def take_problems(self) -> list[JobProblem]:
+        return self.tracker.take_problems()
+
+    def job_event(self, uid: str, kind: str, reason: str, message: str) -> None:
+        tj = self.tracker.jobs.get(uid)
+        if tj is None or not tj.owner_uid:
+            return
+        body = bodies.event_body(tj.ref, tj.owner_uid, kind, reason, message, self.options.instance)
+        self.writer.submit(Op("event", uid, "POST", paths.events(tj.ref.namespace), body, persistent=False))
+
+    def advance(self, now: float) -> None:
+        version = self.cache.node_version
+        while True:
+            try:
+                change = self._changes.get_nowait()
+            except queue.Empty:
+                break
+            if change.source == "hypernodes":
+                self.topology.apply(change)
+            else:
+                self.cache.apply(change)
+        if self.cache.node_version != version:
+            self._note_lost_nodes()
+        while True:
+            try:
+                out = self.writer.outcomes.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                self.tracker.on_outcome(out)
+            except Exception:  # an answer of a shape nobody expected must not stop the agent
+                log.exception("%s %s: could not use the answer", out.op.method, out.op.path)
+        self.tracker.tick(time.monotonic())
+
+    def next_event_time(self) -> float | None:
+        return None
+
+    def _note_lost_nodes(self) -> None:
+        """Tell each job whose pods sit on a node that stopped being Ready (or went away): its
+        pods may be lost; Kubernetes evicts them later, which the job then sees as PodEvicted."""
+        ready = {name for name, rec in self.cache.nodes.items() if rec.ready}
+        lost = self._ready - ready
+        self._ready = ready
+        if not lost:
+            return
+        for t in self.tracker.pods.values():
+            st = self.tracker.status.get(t.manifest.uid)
+            if st is not None and st.node in lost and st.phase in (PodPhase.Pending, PodPhase.Running):
+                why = f"pod {t.manifest.name} is on node {st.node}, which is not Ready"
+                self.tracker.problems.append(JobProblem(t.manifest.job_uid, "event", "NodeNotReady", why))
+
+    def _bind_annotations(self, t: TrackedPod) -> dict[str, str]:
+        assert t.bind_to is not None
+        return vgpu.bind_annotations(
+            t.manifest.obj, t.bind_to, self.cache.uuids(t.bind_to), t.devices, time.time()
+        )
+
+
+def _device_use(g: Grant) -> vgpu.DeviceUse:
+    slot = None
+    if g.instance is not None and g.geometry is not None:
+        # Volcano names a MIG instance "<group>-<position>"; the scheduler's geometries carry no
+        # group names and it does not track which slot of an instance type a task took, so the
+        # geometry's index names the group and the position is that of the type's first slot
+        slot = f"group{g.geometry}-0"
+    return vgpu.DeviceUse(g.device, g.memory_mib, g.cores, slot)

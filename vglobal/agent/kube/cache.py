@@ -1,0 +1,119 @@
+"""What the informers saw: nodes and every pod of the cluster, and what the pods hold per node.
+
+Owned by the agent's main loop: informer changes are applied here one at a time (``apply``), so
+reads need no lock. Every unfinished pod placed on a node counts against that node, whoever
+created it; a pod leaves the count when it finishes or is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Mapping
+from typing import Any
+
+from vglobal.agent.kube.informer import Change
+from vglobal.agent.kube.records import NodeRecord, PodRecord
+from vglobal.model.resources import ResourceVector
+from vglobal.scheduler.api import NodeSpec
+
+POD_SLOT = ResourceVector({"pods": 1})
+Key = tuple[str, str]
+
+
+class ClusterCache:
+    def __init__(self, on_pod: Callable[[PodRecord | None, PodRecord | None], None]) -> None:
+        self.nodes: dict[str, NodeRecord] = {}
+        self.pods: dict[Key, PodRecord] = {}
+        self.used: dict[str, ResourceVector] = {}  # per node: unfinished pods' requests + slots
+        self.node_version = 0  # bumped when the inventory (not pod usage) changes
+        self.pod_version = 0  # bumped by every pod change
+        self._reserved: tuple[tuple[int, int], dict[str, ResourceVector]] | None = None
+        self._specs: tuple[NodeSpec, ...] | None = None
+        self._on_pod = on_pod  # (before, after) for every pod change; None = absent
+
+    # ---- applying informer changes
+
+    def apply(self, change: Change[Any]) -> None:
+        if change.source == "nodes":
+            self._apply_nodes(change)
+        elif change.source == "pods":
+            self._apply_pods(change)
+
+    def _apply_nodes(self, change: Change[Any]) -> None:
+        if change.kind == "replace":
+            fresh = {n.name: n for n in change.items}
+            if fresh != self.nodes:
+                self.nodes = fresh
+                self._nodes_changed()
+            return
+        rec = change.item
+        assert isinstance(rec, NodeRecord)
+        if change.kind == "delete":
+            if self.nodes.pop(rec.name, None) is not None:
+                self._nodes_changed()
+        elif self.nodes.get(rec.name) != rec:
+            self.nodes[rec.name] = rec
+            self._nodes_changed()
+
+    def _nodes_changed(self) -> None:
+        self._specs = None
+        self.node_version += 1
+
+    def _apply_pods(self, change: Change[Any]) -> None:
+        if change.kind == "replace":
+            fresh = {p.key: p for p in change.items}
+            for key in [k for k in self.pods if k not in fresh]:
+                self._set(key, None)
+            for key, rec in fresh.items():
+                self._set(key, rec)
+            return
+        pod = change.item
+        assert isinstance(pod, PodRecord)
+        self._set(pod.key, None if change.kind == "delete" else pod)
+
+    def _set(self, key: Key, rec: PodRecord | None) -> None:
+        before = self.pods.get(key)
+        if before == rec:
+            return
+        self.pod_version += 1
+        if before is not None and before.holds_node and before.node is not None:
+            self.used[before.node] = self.used.get(before.node, ResourceVector()) - before.request - POD_SLOT
+        if rec is None:
+            self.pods.pop(key, None)
+        else:
+            self.pods[key] = rec
+            if rec.holds_node and rec.node is not None:
+                self.used[rec.node] = self.used.get(rec.node, ResourceVector()) + rec.request + POD_SLOT
+        self._on_pod(before, rec)
+
+    # ---- reads
+
+    def specs(self) -> tuple[NodeSpec, ...]:
+        if self._specs is None:
+            self._specs = tuple(self.nodes[n].spec for n in sorted(self.nodes))
+        return self._specs
+
+    def uuids(self, node: str) -> tuple[str, ...]:
+        rec = self.nodes.get(node)
+        return rec.uuids if rec is not None else ()
+
+    def free(self, pending: Mapping[str, ResourceVector]) -> dict[str, ResourceVector]:
+        """Per node: allocatable minus what its pods hold and what binds in flight will take."""
+        empty = ResourceVector()
+        return {
+            name: rec.spec.allocatable - self.used.get(name, empty) - pending.get(name, empty)
+            for name, rec in self.nodes.items()
+        }
+
+    def reserved(self, active: Container[str], active_version: int) -> dict[str, ResourceVector]:
+        """Per node: what pods other than the agent's current ones hold (other schedulers'
+        pods, daemon sets, the agent's own pods that are being deleted). ``active_version``
+        changes whenever ``active`` does; the answer is kept until either version moves."""
+        key = (self.pod_version, active_version)
+        if self._reserved is not None and self._reserved[0] == key:
+            return self._reserved[1]
+        out: dict[str, ResourceVector] = {}
+        for rec in self.pods.values():
+            if rec.holds_node and rec.node is not None and rec.ours not in active:
+                out[rec.node] = out.get(rec.node, ResourceVector()) + rec.request + POD_SLOT
+        self._reserved = (key, out)
+        return out
