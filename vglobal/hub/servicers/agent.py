@@ -29,7 +29,7 @@ from vglobal.hub.agent_reports import check_message, check_register
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import FailedPrecondition, TooLarge
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
 from vglobal.hub.guard import current_principal
 from vglobal.hub.notify import DELIVER
 from vglobal.hub.status import StatusRecorder
@@ -42,6 +42,7 @@ from vglobal.store.repo.events import NewEvent
 log = logging.getLogger(__name__)
 
 SYNC_INTERVAL = 1.0
+RELEASE_WAIT = 2.0  # how long a reconnecting agent waits for its previous stream to end here
 T = TypeVar("T")
 
 
@@ -57,6 +58,8 @@ class StreamState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     sent_dispatch: set[tuple[str, int]] = field(default_factory=set)
     sent_cancel: set[tuple[str, int]] = field(default_factory=set)
+    ending: bool = False  # the agent has gone; the cluster is released soon
+    released: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
@@ -67,6 +70,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self.pool = pool
         self.open = 0
         self.streams: set[StreamState] = set()
+        self.local: dict[str, StreamState] = {}  # cluster -> its latest stream on this hub
         ctx.wakeups.subscribe(DELIVER, self._wake_threadsafe)
 
     def _wake_threadsafe(self) -> None:
@@ -94,17 +98,43 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             if reg is None:
                 return
             state = StreamState(reg.cluster, current_principal().audit_name)
-            await self._db(self._register, reg, state)
+            await self._claim(reg, state)
             try:
                 async for msg in self._serve(messages, state):
                     yield msg
             finally:
-                self.streams.discard(state)
-                self.pool.submit(self.recorder.release, state.cluster, state.stream)
-                self.ctx.wakeups.fire(DELIVER)
-                log.info("agent stream of cluster %s closed", state.cluster)
+                self._end(state)
         finally:
             self.open -= 1
+
+    async def _claim(self, reg: agent_pb2.Register, state: StreamState) -> None:
+        """Register ``state`` as the cluster's stream. An agent that reconnects at once may find its
+        previous stream here still ending: that one is waited for, briefly, instead of refused."""
+        try:
+            await self._db(self._register, reg, state)
+        except AlreadyExists:
+            old = self.local.get(reg.cluster)
+            if old is None or not old.ending:
+                raise
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(old.released.wait(), RELEASE_WAIT)
+            await self._db(self._register, reg, state)
+        self.local[reg.cluster] = state
+
+    def _end(self, state: StreamState) -> None:
+        """Release the cluster without awaiting (this may run while the call is being cancelled)."""
+        state.ending = True
+        self.streams.discard(state)
+        released = self.loop.run_in_executor(self.pool, self.recorder.release, state.cluster, state.stream)
+        released.add_done_callback(lambda _: state.released.set())
+        if self.local.get(state.cluster) is state:
+            released.add_done_callback(lambda _: self._forget(state))
+        self.ctx.wakeups.fire(DELIVER)
+        log.info("agent stream of cluster %s closed", state.cluster)
+
+    def _forget(self, state: StreamState) -> None:
+        if self.local.get(state.cluster) is state:
+            del self.local[state.cluster]
 
     async def _first(self, messages: AsyncIterator[agent_pb2.AgentMessage]) -> agent_pb2.Register | None:
         """The stream's Register, checked: sent in time, first, sound, and for a cluster the caller
@@ -159,6 +189,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     # What this cluster should run may differ now: let the writer half re-check.
                     self.ctx.wakeups.fire(DELIVER)
         finally:
+            state.ending = True
             state.wake.set()
 
     def _register(self, reg: agent_pb2.Register, state: StreamState) -> None:
