@@ -11,6 +11,7 @@ import statistics
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -114,31 +115,40 @@ def _addresses() -> list[str]:
     )
 
 
+def _list_jobs_p99(client: Client, seconds: float) -> tuple[float, int]:
+    took = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        started = time.perf_counter()
+        client.list_jobs()
+        took.append(time.perf_counter() - started)
+    return statistics.quantiles(took, n=100)[98], len(took)
+
+
 def test_200_idle_agent_streams_do_not_slow_the_api(system: System) -> None:
     system.start_hub("--rate-limit", "0")  # the calls below are many; the rate limit has tests of its own
     channels = [grpc.insecure_channel(system.target) for _ in range(20)]
     release = threading.Event()
 
-    def silent() -> object:
+    def silent() -> Iterator[agent_pb2.AgentMessage]:
         release.wait(30)
-        return
-        yield agent_pb2.AgentMessage()
+        yield from ()
 
-    calls = [agent_pb2_grpc.AgentServiceStub(channels[i % 20]).Connect(silent()) for i in range(200)]
-    try:
-        with Client(system.target, timeout=5, retries=1) as c:
-            c.list_jobs()
-            took = []
-            deadline = time.monotonic() + 3.5  # inside the 5 s the hub gives a stream to Register
-            while time.monotonic() < deadline:
-                started = time.perf_counter()
-                c.list_jobs()
-                took.append(time.perf_counter() - started)
-            p99 = statistics.quantiles(took, n=100)[98]
-            assert p99 < 0.1, f"ListJobs p99 {p99 * 1000:.0f} ms with 200 idle streams ({len(took)} calls)"
-    finally:
-        release.set()
-        for call in calls:
-            call.cancel()
-        for ch in channels:
-            ch.close()
+    with Client(system.target, timeout=5, retries=1) as c:
+        c.list_jobs()
+        alone, _ = _list_jobs_p99(c, 1.0)
+        calls = [agent_pb2_grpc.AgentServiceStub(channels[i % 20]).Connect(silent()) for i in range(200)]
+        try:
+            time.sleep(0.5)  # let the streams open
+            # Measured within the 5 s the hub gives a stream to send Register.
+            p99, n = _list_jobs_p99(c, 3.0)
+        finally:
+            release.set()
+            for call in calls:
+                call.cancel()
+            for ch in channels:
+                ch.close()
+    # 100 ms p99, or, on a machine too loaded for that even without the streams, no slower than alone.
+    assert p99 < max(0.1, 1.5 * alone), (
+        f"ListJobs p99 {p99 * 1000:.0f} ms with 200 idle streams ({n} calls), {alone * 1000:.0f} ms alone"
+    )
