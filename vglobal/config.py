@@ -36,4 +36,10 @@ class HubSettings(BaseSettings):
     )
     max_manifest_bytes: int = Field(1_048_576, gt=0)
     max_batch: int = Field(1000, gt=0)
+    watch_keep_for: float = Field(900.0, gt=0, description="how long job changes stay in the watch log (s)")
+    watch_keep_changes: int = Field(500_000, gt=0, description="job changes the watch log keeps at most")
+    watch_buffer: int = Field(
+        10_000, gt=0, description="events a watcher may fall behind by before it is cut off"
+    )
+    max_watches: int = Field(32, gt=0, description="watch streams one hub serves at a time")
     hub_id: str = ""

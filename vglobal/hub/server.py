@@ -19,22 +19,33 @@ from vglobal.api.v1 import (
     agent_pb2_grpc,
     clusters_pb2,
     clusters_pb2_grpc,
+    cronjobs_pb2,
+    cronjobs_pb2_grpc,
+    jobflows_pb2,
+    jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
     queues_pb2,
     queues_pb2_grpc,
 )
+from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext
+from vglobal.hub.cron.loop import run_cron
 from vglobal.hub.dispatch.loop import run_dispatcher
 from vglobal.hub.failover import run_failover
+from vglobal.hub.flows.loop import run_flows
 from vglobal.hub.leader import Leader
 from vglobal.hub.metrics import serve_metrics
 from vglobal.hub.notify import listen_forever
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
+from vglobal.hub.servicers.cronjobs import CronJobServicer
+from vglobal.hub.servicers.jobflows import JobFlowServicer
 from vglobal.hub.servicers.jobs import JobServicer
 from vglobal.hub.servicers.queues import QueueServicer
+from vglobal.hub.watch.feed import WatchFeed
+from vglobal.hub.watch.log_loop import run_change_log
 from vglobal.store import migrate
 from vglobal.store.embedded import default_data_dir, start_embedded
 from vglobal.store.engine import make_engine, make_sessionmaker
@@ -47,6 +58,8 @@ SERVICES = [
     queues_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
     clusters_pb2.DESCRIPTOR.services_by_name["ClusterService"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name,
+    cronjobs_pb2.DESCRIPTOR.services_by_name["CronJobService"].full_name,
+    jobflows_pb2.DESCRIPTOR.services_by_name["JobFlowService"].full_name,
 ]
 
 
@@ -58,7 +71,7 @@ def libpq_dsn(url: str) -> str:
 
 
 class Hub:
-    def __init__(self, settings: HubSettings) -> None:
+    def __init__(self, settings: HubSettings, *, clock: Clock | None = None) -> None:
         self.settings = settings
         self.stop = threading.Event()
         self._pg: Any = None
@@ -68,7 +81,9 @@ class Hub:
         self.url = url
         engine = make_engine(url)
         migrate.upgrade(engine)
-        self.ctx = HubContext(settings=settings, engine=engine, sessions=make_sessionmaker(engine))
+        self.ctx = HubContext(
+            settings=settings, engine=engine, sessions=make_sessionmaker(engine), clock=clock or RealClock()
+        )
         if not settings.hub_id:
             settings.hub_id = f"{socket.gethostname()}:{settings.listen}"
         self.leader = Leader(engine)
@@ -80,10 +95,13 @@ class Hub:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(self.ctx), self.server)
+        self.feed = WatchFeed(self.ctx)
+        jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(self.ctx, self.feed), self.server)
         queues_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(self.ctx), self.server)
         clusters_pb2_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(self.ctx), self.server)
         agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(self.ctx), self.server)
+        cronjobs_pb2_grpc.add_CronJobServiceServicer_to_server(CronJobServicer(self.ctx), self.server)
+        jobflows_pb2_grpc.add_JobFlowServiceServicer_to_server(JobFlowServicer(self.ctx), self.server)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
@@ -100,6 +118,10 @@ class Hub:
             ("notify", listen_forever, (libpq_dsn(self.url), self.ctx.wakeups, self.stop)),
             ("dispatcher", run_dispatcher, (self.ctx, self.leader, self.stop)),
             ("failover", run_failover, (self.ctx, self.leader, self.stop)),
+            ("cron", run_cron, (self.ctx, self.leader, self.stop)),
+            ("jobflows", run_flows, (self.ctx, self.leader, self.stop)),
+            ("watch-log", run_change_log, (self.ctx, self.leader, self.stop)),
+            ("watch-feed", self.feed.run, (self.stop,)),
         ]
         for name, target, args in loops:
             t = threading.Thread(target=target, args=args, name=name, daemon=True)

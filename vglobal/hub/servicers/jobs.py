@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import grpc
 from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import TooLarge, look_up, raise_prefixed, rpc
-from vglobal.hub.notify import DELIVER, DISPATCH, notify
-from vglobal.hub.submit import parse_one, store_job
+from vglobal.hub.errors import HubError, TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.job_actions import cancel_job, delete_job
+from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.submit import parse_one, submit_job
+from vglobal.hub.watch.feed import WatchFeed
+from vglobal.hub.watch.stream import Bookmark, WatchLimit, watch
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
-from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import job_changes as changes_repo
 from vglobal.store.repo import jobs as jobs_repo
-from vglobal.store.repo.events import NewEvent
+from vglobal.store.repo.job_changes import Filters
 
 MAX_PAGE = 5000
 # What ExplainJob says of a waiting job whose reason the dispatcher has not written yet.
@@ -40,8 +45,10 @@ def find_job(ref: jobs_pb2.JobRef, *, session: Session) -> JobRow:
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
-    def __init__(self, ctx: HubContext) -> None:
+    def __init__(self, ctx: HubContext, feed: WatchFeed) -> None:
         self.ctx = ctx
+        self.feed = feed
+        self.watches = WatchLimit(ctx.settings.max_watches)
 
     def _submit_all(
         self, items: list[jobs_pb2.SubmitJobRequest], *, prefix: bool
@@ -59,15 +66,9 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             for i, (job, item) in enumerate(parsed):
                 try:
-                    row, created = store_job(job, request_id=item.request_id or None, session=session)
+                    row, created = submit_job(job, request_id=item.request_id or None, session=session)
                 except Exception as exc:
                     raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
-                if created:
-                    pods = sum(t.replicas for t in row.tasks)
-                    events_repo.add_events(
-                        [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid)],
-                        session=session,
-                    )
                 results.append(jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created))
             if any(r.created for r in results):
                 notify(DISPATCH, session=session)
@@ -105,30 +106,50 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             ns, _, name = request.page_token.partition("/")
             after = (ns, name)
         with session_scope(self.ctx.sessions) as session:
+            # Read before the jobs: the list then holds every change up to it (and maybe more).
+            revision = changes_repo.last_revision(session=session)
             rows = jobs_repo.list_jobs(
                 session=session,
                 queue=request.queue,
                 namespace=request.namespace,
                 phase=request.phase,
                 cluster=request.cluster,
+                labels=dict(request.labels),
                 after=after,
                 limit=limit + 1,
             )
         token = f"{rows[limit - 1].namespace}/{rows[limit - 1].name}" if len(rows) > limit else ""
-        return jobs_pb2.ListJobsResponse(jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token)
+        return jobs_pb2.ListJobsResponse(
+            jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token, revision=revision
+        )
+
+    def WatchJobs(
+        self, request: jobs_pb2.WatchJobsRequest, context: grpc.ServicerContext
+    ) -> Iterator[jobs_pb2.JobEvent]:
+        filters = Filters(
+            queue=request.queue, namespace=request.namespace, name=request.name, labels=dict(request.labels)
+        )
+        try:
+            self.watches.enter()
+        except HubError as exc:
+            context.abort(exc.code, str(exc))
+        try:
+            for item in watch(self.ctx, self.feed, filters, request.from_revision, active=context.is_active):
+                if isinstance(item, Bookmark):
+                    yield jobs_pb2.JobEvent(type=jobs_pb2.JobEvent.BOOKMARK, revision=item.revision)
+                else:
+                    yield convert.job_event(item)
+        except HubError as exc:
+            context.abort(exc.code, str(exc))
+        finally:
+            self.watches.leave()
 
     @rpc
     def CancelJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session)
-            if bindings_repo.abort(row.uid, session=session, reason="cancelled by user") is not None:
-                jobs_repo.set_phase([row.uid], "Aborted", session=session)
-                events_repo.add_events(
-                    [NewEvent("Cancelled", "cancelled by user", job_uid=row.uid)], session=session
-                )
-                notify(DELIVER, session=session)
-                notify(DISPATCH, session=session)
-            row = find_job(request, session=session)
+            if cancel_job(row.uid, session=session):
+                row = find_job(request, session=session)
         return convert.job(row)
 
     @rpc
@@ -137,11 +158,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     ) -> jobs_pb2.DeleteJobResponse:
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session)
-            if row.binding_phase in ADMITTED:
-                # Its agent learns on the next sync that the job is gone and stops it.
-                notify(DELIVER, session=session)
-            jobs_repo.delete_job(row.uid, session=session)
-            notify(DISPATCH, session=session)
+            delete_job(row.uid, row.binding_phase, session=session)
         return jobs_pb2.DeleteJobResponse(uid=row.uid)
 
     @rpc
