@@ -136,6 +136,8 @@ class Hub:
     def shutdown(self) -> None:
         self.health.enter_graceful_shutdown()
         self.stop.set()
+        for channel in self.ctx.wakeups.channels:
+            self.ctx.wakeups.fire(channel)  # loops waiting for news see the stop at once
         self.server.stop(grace=2.0).wait(5.0)
         for t in self._threads:
             t.join(timeout=3.0)

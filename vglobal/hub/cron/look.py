@@ -151,7 +151,9 @@ def look_at_cron(
             look.skipped = skipped
             continue
         _apply(look, action, session=session)
-    cron_repo.save_status(uid, cron_status_to_json(look.status), look.next_time, session=session)
+    cron_repo.save_status(
+        uid, cron_status_to_json(look.status), look.next_time, looked_at=now, session=session
+    )
     events_repo.add_events(look.events, session=session)
     if look.wake_dispatcher:
         notify(DISPATCH, session=session)

@@ -109,11 +109,18 @@ def earliest_next_time(*, session: Session) -> datetime | None:
     return session.execute(sa.select(sa.func.min(_c.next_time))).scalar()
 
 
-def save_status(uid: str, status: dict[str, Any], next_time: datetime | None, *, session: Session) -> None:
+def save_status(
+    uid: str, status: dict[str, Any], next_time: datetime | None, *, looked_at: datetime, session: Session
+) -> None:
+    """The status a look left, and the hub-clock time of that look (``lookedAt``)."""
     session.execute(
         sa.update(cron_jobs)
         .where(_c.uid == uid)
-        .values(status=status, next_time=next_time, updated_at=sa.func.now())
+        .values(
+            status={**status, "lookedAt": looked_at.timestamp()},
+            next_time=next_time,
+            updated_at=sa.func.now(),
+        )
     )
 
 

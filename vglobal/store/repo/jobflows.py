@@ -118,16 +118,23 @@ def list_flows(*, session: Session, namespace: str = "") -> list[JobFlowRow]:
 
 
 def unfinished_uids(*, session: Session) -> list[str]:
-    """JobFlows that need a look: those not final, and final ones whose Jobs are still to delete."""
+    """JobFlows that need a look: those not final, final ones with a Job whose phase their status
+    does not show yet (a step that was running when the flow failed), and succeeded ones whose
+    Jobs are still to delete."""
+    owned = jobs.c.owner_uid == _f.uid
+    shown = _f.status["flows"].contains(
+        sa.func.jsonb_build_array(sa.func.jsonb_build_object("job", jobs.c.name, "phase", jobs.c.phase))
+    )
     stmt = (
         sa.select(_f.uid)
         .where(
             sa.or_(
                 _f.phase.not_in(FINAL_PHASES),
+                sa.exists().where(owned, sa.not_(shown)),
                 sa.and_(
                     _f.phase == "Succeed",
                     _f.manifest["spec"]["jobRetainPolicy"].astext == "delete",
-                    sa.exists().where(jobs.c.owner_uid == _f.uid),
+                    sa.exists().where(owned),
                 ),
             )
         )
