@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import random
-import time
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -66,6 +66,67 @@ _WATCH_RESUMABLE = (
 
 def default_hub() -> str:
     return os.environ.get("VGLOBAL_HUB", DEFAULT_HUB)
+
+
+class JobWatch:
+    """An iterator of job events from ``Client.watch_jobs``; ``revision`` is the last one seen."""
+
+    def __init__(
+        self,
+        stub: jobs_pb2_grpc.JobServiceStub,
+        request: jobs_pb2.WatchJobsRequest,
+        *,
+        reconnect: bool,
+        bookmarks: bool,
+    ) -> None:
+        self._stub = stub
+        self._request = request
+        self._reconnect = reconnect
+        self._bookmarks = bookmarks
+        self.revision = request.from_revision
+        self._call: Any = None
+        self._closed = threading.Event()
+        self._events = self._run()
+
+    def __iter__(self) -> JobWatch:
+        return self
+
+    def __next__(self) -> jobs_pb2.JobEvent:
+        return next(self._events)
+
+    def __enter__(self) -> JobWatch:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._call is not None:
+            self._call.cancel()
+
+    def _run(self) -> Iterator[jobs_pb2.JobEvent]:
+        failures = 0
+        while not self._closed.is_set():
+            self._request.from_revision = self.revision
+            self._call = self._stub.WatchJobs(self._request)
+            try:
+                for event in self._call:
+                    failures = 0
+                    self.revision = event.revision
+                    if event.type != jobs_pb2.JobEvent.BOOKMARK or self._bookmarks:
+                        yield event
+            except grpc.RpcError as exc:
+                if self._closed.is_set():
+                    return
+                if not self._reconnect or exc.code() not in _WATCH_RESUMABLE:
+                    raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
+            finally:
+                self._call.cancel()
+            if not self._reconnect:
+                return
+            failures += 1
+            self._closed.wait(min(5.0, 0.1 * 2 ** min(failures, 6)) * random.uniform(0.5, 1.0))
 
 
 class Client:
@@ -166,35 +227,18 @@ class Client:
         labels: Mapping[str, str] | None = None,
         reconnect: bool = True,
         bookmarks: bool = False,
-    ) -> Iterator[jobs_pb2.JobEvent]:
+    ) -> JobWatch:
         """Every change of the matching jobs after ``from_revision`` (0: from now on), in order.
 
         A broken stream (hub restarted, leader changed, this reader fell behind) is opened again
         from the last revision seen, so nothing is missed or seen twice. A revision the hub no
         longer keeps raises VGlobalError with code OUT_OF_RANGE: list again (``list_jobs_at``)
-        and watch from the revision the list returns. Closing the iterator ends the stream.
+        and watch from the revision the list returns. ``close()`` (from any thread) ends it.
         """
-        revision, failures = from_revision, 0
-        while True:
-            req = jobs_pb2.WatchJobsRequest(
-                from_revision=revision, queue=queue, namespace=namespace, name=name, labels=labels or {}
-            )
-            call = self.jobs.WatchJobs(req)
-            try:
-                for event in call:
-                    failures = 0
-                    revision = event.revision
-                    if event.type != jobs_pb2.JobEvent.BOOKMARK or bookmarks:
-                        yield event
-            except grpc.RpcError as exc:
-                if not reconnect or exc.code() not in _WATCH_RESUMABLE:
-                    raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
-            finally:
-                call.cancel()
-            if not reconnect:
-                return
-            failures += 1
-            time.sleep(min(5.0, 0.1 * 2 ** min(failures, 6)) * random.uniform(0.5, 1.0))
+        request = jobs_pb2.WatchJobsRequest(
+            from_revision=from_revision, queue=queue, namespace=namespace, name=name, labels=labels or {}
+        )
+        return JobWatch(self.jobs, request, reconnect=reconnect, bookmarks=bookmarks)
 
     def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))

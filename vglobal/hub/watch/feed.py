@@ -1,18 +1,18 @@
 """Each replica's feed of job changes: one reader of the change log for all the watch streams it serves.
 
 The feed reads the changes numbered since its last read (woken by the change-log loop's NOTIFY)
-and hands each subscriber the ones its filters match, into a bounded queue: a subscriber whose
-queue is full is dropped and told so (its stream ends with RESOURCE_EXHAUSTED), so a slow reader
-costs a bounded amount of memory. Without subscribers the feed only keeps up with the last revision.
+into one buffer of the latest ``watch_buffer`` changes, shared by every stream. Each subscriber
+keeps only its place in it: one whose place the buffer has moved past (it read more slowly than
+changes came) is cut off, and resumes by reading the log from the database, so a slow reader
+costs no memory beyond the shared buffer. Without subscribers the feed only keeps the last revision.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
-from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from vglobal.hub.context import HubContext
 from vglobal.hub.notify import REVISIONS
@@ -25,33 +25,30 @@ log = logging.getLogger(__name__)
 
 PAGE = 2000  # changes read at once
 POLL = 1.0  # seconds: a NOTIFY lost while the listener reconnects delays events this long at most
+TAKE = 1000  # changes a stream looks through at once
+CATCH_UP = 0.5  # seconds a stream about to fall out of the buffer is given to catch up
+
+
+def _revision(c: JobChange) -> int:
+    return c.revision
 
 
 @dataclass(eq=False)
 class Subscription:
     filters: Filters
-    start: int  # changes numbered above this come through the queue; the stream reads the rest
-    cap: int
-    queue: deque[JobChange] = field(default_factory=deque)
+    start: int  # changes up to this revision the stream reads from the log itself
+    place: int  # the stream has looked through the buffer up to this revision
     overflowed: bool = False
-
-    def offer(self, changes: Sequence[JobChange]) -> bool:
-        """Queue the matching changes; False (and nothing queued) when they do not fit."""
-        matching = [c for c in changes if self.filters.match(c)]
-        if len(self.queue) + len(matching) > self.cap:
-            self.overflowed = True
-            self.queue.clear()
-            return False
-        self.queue.extend(matching)
-        return True
 
 
 class WatchFeed:
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
+        self.size = ctx.settings.watch_buffer
         self._cond = threading.Condition()
         self._subs: set[Subscription] = set()
-        self.last = 0  # every subscriber has been offered the changes up to this revision
+        self._buffer: list[JobChange] = []  # in revision order, at most 2 x size (trimmed to size)
+        self.last = 0  # the buffer holds every change up to this revision (the newest ``size`` of them)
 
     # ---- the reader thread
 
@@ -68,7 +65,7 @@ class WatchFeed:
             self._cond.notify_all()
 
     def poll(self) -> None:
-        """Offer the changes numbered since the last poll to the subscribers."""
+        """Add the changes numbered since the last poll to the buffer."""
         with self._cond:
             after = self.last
             idle = not self._subs
@@ -77,27 +74,49 @@ class WatchFeed:
                 last = changes_repo.last_revision(session=session)
             with self._cond:
                 if not self._subs:
+                    self._buffer.clear()
                     self.last = max(self.last, last)
                     return
+        page = max(min(PAGE, self.size), 1)
         while True:
             with session_scope(self.ctx.sessions) as session:
-                changes = changes_repo.read(after, session=session, limit=PAGE)
+                changes = changes_repo.read(after, session=session, limit=page)
             if not changes:
                 return
             with self._cond:
-                for sub in list(self._subs):
-                    if not sub.offer(changes):
-                        self._subs.discard(sub)
+                self._buffer.extend(changes)
                 self.last = after = changes[-1].revision
                 self._cond.notify_all()
-            if len(changes) < PAGE:
+                if len(self._buffer) > 2 * self.size:
+                    self._trim()
+            if len(changes) < page:
                 return
+
+    def _trim(self) -> None:
+        """Keep the newest ``size`` changes. Streams that have not looked at the others yet get a
+        moment (a reader that keeps up is not cut off by a burst); those still behind are cut."""
+        kept_from = self._buffer[-self.size].revision
+
+        def behind() -> list[Subscription]:
+            return [s for s in self._subs if s.place < kept_from - 1]
+
+        self._cond.wait_for(lambda: not behind(), timeout=CATCH_UP)
+        for sub in behind():
+            sub.overflowed = True
+            self._subs.discard(sub)
+        del self._buffer[: -self.size]
+        self._cond.notify_all()
 
     # ---- the streams' side
 
-    def subscribe(self, filters: Filters, *, cap: int) -> Subscription:
+    @property
+    def subscribers(self) -> int:
         with self._cond:
-            sub = Subscription(filters=filters, start=self.last, cap=cap)
+            return len(self._subs)
+
+    def subscribe(self, filters: Filters) -> Subscription:
+        with self._cond:
+            sub = Subscription(filters=filters, start=self.last, place=self.last)
             self._subs.add(sub)
             return sub
 
@@ -105,12 +124,17 @@ class WatchFeed:
         with self._cond:
             self._subs.discard(sub)
 
-    def take(self, sub: Subscription, timeout: float) -> tuple[list[JobChange], int]:
-        """The changes queued for ``sub`` (waiting up to ``timeout`` for some), and the revision
-        up to which it has been offered everything: with an empty queue, nothing it matches up to
-        that revision is left unsent. Check ``sub.overflowed`` after."""
+    def take(self, sub: Subscription, timeout: float) -> list[JobChange]:
+        """The next changes ``sub`` matches (waiting up to ``timeout`` for any change); after it,
+        ``sub.place`` says up to where it has looked. Returns nothing once the feed cut ``sub``
+        off (``sub.overflowed``) for falling further behind than the buffer reaches."""
         with self._cond:
-            self._cond.wait_for(lambda: bool(sub.queue) or sub.overflowed, timeout=timeout)
-            out = list(sub.queue)
-            sub.queue.clear()
-            return out, self.last
+            self._cond.wait_for(lambda: self.last > sub.place or sub.overflowed, timeout=timeout)
+            if sub.overflowed:
+                return []
+            at = bisect.bisect_right(self._buffer, sub.place, key=_revision)
+            seen = self._buffer[at : at + TAKE]
+            if seen:
+                sub.place = seen[-1].revision
+                self._cond.notify_all()  # the reader may wait for this stream to catch up
+            return [c for c in seen if sub.filters.match(c)]

@@ -7,6 +7,7 @@ status codes, so the same stream can serve a synchronous or an asyncio server.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -85,25 +86,29 @@ def watch(
         )
     if sent > last:
         raise OutOfRange(f"from_revision: {sent} is newer than the latest revision, {last}")
-    sub = feed.subscribe(filters, cap=ctx.settings.watch_buffer)
+    sub = feed.subscribe(filters)
     try:
         yield Bookmark(sent)  # a client that started "from now" knows where to resume
         for change in _catch_up(ctx, filters, sent, sub.start):
             sent = change.revision
             yield change
         sent = max(sent, sub.start)
+        spoke = time.monotonic()
         while active():
-            changes, offered = feed.take(sub, BOOKMARK_EVERY)
+            changes = feed.take(sub, BOOKMARK_EVERY)
             if sub.overflowed:
                 raise TooLarge(
-                    f"the watch fell more than {sub.cap} events behind: resume from revision {sent}"
+                    f"the watch fell more than {feed.size} changes behind: resume from revision {sent}"
                 )
             for change in changes:
                 if change.revision > sent:
                     sent = change.revision
+                    spoke = time.monotonic()
                     yield change
-            if not changes and offered > sent:
-                sent = offered
-                yield Bookmark(offered)
+            if sub.place > sent and time.monotonic() - spoke >= BOOKMARK_EVERY:
+                # Changes it does not match went by: tell it where it stands.
+                sent = sub.place
+                spoke = time.monotonic()
+                yield Bookmark(sent)
     finally:
         feed.unsubscribe(sub)
