@@ -155,7 +155,12 @@ def job_event(change: JobChange) -> jobs_pb2.JobEvent:
 
 def event(row: EventRow) -> common_pb2.Event:
     msg = common_pb2.Event(
-        id=row.id, kind=row.kind, reason=row.reason, message=row.message, source=row.source
+        id=row.id,
+        kind=row.kind,
+        reason=row.reason,
+        message=row.message,
+        source=row.source,
+        principal=row.principal or "",
     )
     set_time(msg.time, row.time)
     return msg

@@ -7,7 +7,8 @@ from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
-from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from vglobal.config import HubSettings
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
@@ -30,6 +31,21 @@ def parse_one(text: str, kind: type[M], *, max_bytes: int) -> M:
     if not isinstance(doc, kind):
         raise InvalidArgument(f"kind: expected {kind.__name__}, got {type(doc).__name__}")
     return doc
+
+
+def check_limits(job: Job, settings: HubSettings) -> None:
+    """A job bigger than this hub takes is RESOURCE_EXHAUSTED, naming the field and the flag."""
+    if len(job.tasks) > settings.max_tasks_per_job:
+        raise TooLarge(
+            f"spec.tasks: {len(job.tasks)} tasks, more than the limit of {settings.max_tasks_per_job} "
+            "(--max-tasks-per-job)"
+        )
+    pods = job.total_pods()
+    if pods > settings.max_pods_per_job:
+        raise TooLarge(
+            f"spec.tasks[*].replicas: {pods} pods in all, more than the limit of {settings.max_pods_per_job} "
+            "(--max-pods-per-job)"
+        )
 
 
 def resolve_priority(job: Job, *, session: Session) -> int:
@@ -103,13 +119,20 @@ def store_job(
 
 
 def submit_job(
-    job: Job, *, request_id: str | None, session: Session, owner_uid: str | None = None
+    job: Job,
+    *,
+    request_id: str | None,
+    session: Session,
+    owner_uid: str | None = None,
+    principal: str | None = None,
 ) -> tuple[JobRow, bool]:
-    """``store_job`` and the new job's Submitted event; the caller wakes the dispatcher."""
+    """``store_job`` and the new job's Submitted event naming who submitted it (None: the hub's own
+    loops); the caller wakes the dispatcher."""
     row, created = store_job(job, request_id=request_id, session=session, owner_uid=owner_uid)
     if created:
         pods = sum(t.replicas for t in row.tasks)
         events_repo.add_events(
-            [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid)], session=session
+            [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid, principal=principal)],
+            session=session,
         )
     return row, created

@@ -103,6 +103,8 @@ class EventRow:
     reason: str
     message: str
     source: str
+    principal: str | None = None
+    subject: str | None = None
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,9 @@ def _apply(look: Look, action: CronAction, *, session: Session) -> None:
             look.note(action.reason, f"cancelled job {action.name}")
     elif isinstance(action, DeleteRun):
         run = look.runs.get(action.name)
-        if run is not None and delete_job(run.uid, run.binding_phase, session=session):
+        if run is not None and delete_job(
+            run.uid, run.binding_phase, session=session, namespace=look.row.namespace, name=run.name
+        ):
             look.note(action.reason, f"deleted job {action.name}")
     elif isinstance(action, SkipRun):
         look.skipped = action.scheduled_time

@@ -88,7 +88,7 @@ def look_at_flow(uid: str, *, now: datetime, session: Session) -> FlowLook | Non
     made = [name for name in progress.create if _create(look, name, now=now, session=session)]
     for job_name in progress.delete:
         j = owned[job_name]
-        if delete_job(j.uid, j.binding_phase, session=session):
+        if delete_job(j.uid, j.binding_phase, session=session, namespace=row.namespace, name=j.name):
             look.note("Deleted", f"deleted job {job_name} (jobRetainPolicy delete)", now=now)
     if previous is None or previous.phase != look.phase:
         look.note(look.phase.value, f"JobFlow is {look.phase.value}", now=now, warning=look.phase == "Failed")

@@ -9,10 +9,12 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import cronjobs_pb2, cronjobs_pb2_grpc, jobs_pb2
+from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import look_up, raise_prefixed, rpc
 from vglobal.hub.job_actions import delete_job
 from vglobal.hub.notify import DISPATCH, WORKFLOWS, notify
+from vglobal.hub.servicers.access import can, require, who
 from vglobal.hub.submit import check_references, parse_one, submit_job
 from vglobal.model.cronjob import CronJob, manual_run_job, parse_cron_job, run_job
 from vglobal.model.records import CronJobRow
@@ -29,15 +31,29 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
         self.ctx = ctx
 
     def _find(
-        self, ref: cronjobs_pb2.CronJobRef, session: Session, *, for_update: bool = False
+        self,
+        ref: cronjobs_pb2.CronJobRef,
+        session: Session,
+        *,
+        action: Action = Action.read_jobs,
+        for_update: bool = False,
     ) -> CronJobRow:
+        """The CronJob, if the caller may ``action`` in the queue its runs go to."""
         namespace = ref.namespace or "default"
-        return look_up(
+        row = look_up(
             "cronjob",
             ref.name and f"{namespace}/{ref.name}",
             lambda: cron_repo.get_cron(
                 namespace=namespace, name=ref.name, for_update=for_update, session=session
             ),
+        )
+        require(action, queue=parse_cron_job(row.manifest).queue)
+        return row
+
+    def _audit(self, row: CronJobRow, reason: str, message: str, *, session: Session) -> None:
+        events_repo.add_events(
+            [NewEvent(reason, message, owner_uid=row.uid, principal=who(), time=self.ctx.now())],
+            session=session,
         )
 
     def _view(self, row: CronJobRow, *, session: Session, full: bool = False) -> cronjobs_pb2.CronJob:
@@ -70,6 +86,8 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
             assert old is not None
             uid = old.uid
             result = "unchanged" if old.manifest == cron.raw else "configured"
+            # Taking over another's CronJob needs the right to submit where its runs go now.
+            require(Action.submit_jobs, queue=parse_cron_job(old.manifest).queue)
             if result == "configured":
                 cron_repo.replace_manifest(uid, cron.raw, look_at=now, session=session)
         row = cron_repo.get_cron(uid=uid, session=session)
@@ -81,9 +99,11 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
         self, request: cronjobs_pb2.ApplyCronJobRequest, context: grpc.ServicerContext
     ) -> cronjobs_pb2.ApplyCronJobResponse:
         cron = parse_one(request.manifest, CronJob, max_bytes=self.ctx.settings.max_manifest_bytes)
+        require(Action.submit_jobs, queue=cron.queue)
         with session_scope(self.ctx.sessions) as session:
             row, result = self._store(cron, session=session)
             if result != "unchanged":
+                self._audit(row, "Applied", f"{result} by {who()}", session=session)
                 notify(WORKFLOWS, session=session)
             return cronjobs_pb2.ApplyCronJobResponse(cron_job=self._view(row, session=session), result=result)
 
@@ -99,7 +119,11 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
         self, request: cronjobs_pb2.ListCronJobsRequest, context: grpc.ServicerContext
     ) -> cronjobs_pb2.ListCronJobsResponse:
         with session_scope(self.ctx.sessions) as session:
-            rows = cron_repo.list_crons(session=session, namespace=request.namespace)
+            rows = [
+                r
+                for r in cron_repo.list_crons(session=session, namespace=request.namespace)
+                if can(Action.read_jobs, [parse_cron_job(r.manifest).queue])
+            ]
             return cronjobs_pb2.ListCronJobsResponse(cron_jobs=[self._view(r, session=session) for r in rows])
 
     @rpc
@@ -108,22 +132,46 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
     ) -> cronjobs_pb2.DeleteCronJobResponse:
         deleted: list[str] = []
         with session_scope(self.ctx.sessions) as session:
-            row = self._find(request.ref, session, for_update=True)
+            row = self._find(request.ref, session, action=Action.delete_jobs, for_update=True)
+            queue = parse_cron_job(row.manifest).queue
             if request.cascade:
                 for j in jobs_repo.owned(row.uid, session=session):
-                    if delete_job(j.uid, j.binding_phase, session=session):
+                    gone = delete_job(
+                        j.uid,
+                        j.binding_phase,
+                        session=session,
+                        namespace=row.namespace,
+                        name=j.name,
+                        queue=queue,
+                        principal=who(),
+                    )
+                    if gone:
                         deleted.append(j.name)
             else:
                 jobs_repo.disown(row.uid, session=session)
             events_repo.delete_owner_events(row.uid, session=session)
+            # Its own events go with it; this one outlives it, naming it and who deleted it.
+            events_repo.add_events(
+                [
+                    NewEvent(
+                        "Deleted",
+                        f"uid {row.uid}, queue {queue}" + (f", with {len(deleted)} jobs" if deleted else ""),
+                        subject=f"cronjob {row.namespace}/{row.name}",
+                        principal=who(),
+                    )
+                ],
+                session=session,
+            )
             cron_repo.delete_cron(row.uid, session=session)
             notify(WORKFLOWS, session=session)
         return cronjobs_pb2.DeleteCronJobResponse(uid=row.uid, deleted_jobs=deleted)
 
     def _suspend(self, ref: cronjobs_pb2.CronJobRef, suspend: bool) -> cronjobs_pb2.CronJob:
         with session_scope(self.ctx.sessions) as session:
-            row = self._find(ref, session, for_update=True)
+            row = self._find(ref, session, action=Action.submit_jobs, for_update=True)
             cron_repo.set_suspend(row.uid, suspend, look_at=self.ctx.now(), session=session)
+            what = "Suspended" if suspend else "Resumed"
+            self._audit(row, what, f"{what.lower()} by {who()}", session=session)
             notify(WORKFLOWS, session=session)
             new = cron_repo.get_cron(uid=row.uid, session=session)
             assert new is not None
@@ -146,22 +194,14 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
         self, request: cronjobs_pb2.CreateJobFromCronJobRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
-            row = self._find(request.cron_job, session)
+            row = self._find(request.cron_job, session, action=Action.submit_jobs)
             try:
                 job = manual_run_job(parse_cron_job(row.manifest), request.job_name)
             except Exception as exc:
                 raise_prefixed(exc, "job_name: ")
-            made, _ = submit_job(job, request_id=None, session=session, owner_uid=row.uid)
-            events_repo.add_events(
-                [
-                    NewEvent(
-                        "SuccessfulCreate",
-                        f"created job {made.name} by hand",
-                        owner_uid=row.uid,
-                        time=self.ctx.now(),
-                    )
-                ],
-                session=session,
+            made, _ = submit_job(job, request_id=None, session=session, owner_uid=row.uid, principal=who())
+            self._audit(
+                row, "SuccessfulCreate", f"created job {made.name} by hand ({who()})", session=session
             )
             notify(DISPATCH, session=session)
             notify(WORKFLOWS, session=session)

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import base64
+import binascii
+import json
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import HubError, TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
 from vglobal.hub.job_actions import cancel_job, delete_job
 from vglobal.hub.notify import DISPATCH, notify
-from vglobal.hub.submit import parse_one, submit_job
-from vglobal.hub.watch.feed import WatchFeed
-from vglobal.hub.watch.stream import Bookmark, WatchLimit, watch
+from vglobal.hub.servicers.access import require, visible, who
+from vglobal.hub.submit import check_limits, parse_one, submit_job
+from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
@@ -24,7 +29,7 @@ from vglobal.store.engine import session_scope
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import job_changes as changes_repo
 from vglobal.store.repo import jobs as jobs_repo
-from vglobal.store.repo.job_changes import Filters
+from vglobal.store.repo import queues as queues_repo
 
 MAX_PAGE = 5000
 # What ExplainJob says of a waiting job whose reason the dispatcher has not written yet.
@@ -34,21 +39,53 @@ NOT_EXPLAINED_YET = (
 )
 
 
-def find_job(ref: jobs_pb2.JobRef, *, session: Session) -> JobRow:
+def find_job(ref: jobs_pb2.JobRef, *, session: Session, action: Action = Action.read_jobs) -> JobRow:
+    """The job, if the caller may ``action`` in its queue; a deleted one's NOT_FOUND says who deleted it."""
     namespace = ref.namespace or "default"
-    return look_up(
-        "job",
-        ref.uid or (ref.name and f"{namespace}/{ref.name}"),
-        lambda: jobs_repo.get_job(session=session, uid=ref.uid or None, namespace=namespace, name=ref.name),
-        wanted="a job name or uid",
-    )
+    try:
+        row = look_up(
+            "job",
+            ref.uid or (ref.name and f"{namespace}/{ref.name}"),
+            lambda: jobs_repo.get_job(
+                session=session, uid=ref.uid or None, namespace=namespace, name=ref.name
+            ),
+            wanted="a job name or uid",
+        )
+    except NotFound as exc:
+        deleted = (
+            None
+            if ref.uid
+            else events_repo.last_about(f"job {namespace}/{ref.name}", "Deleted", session=session)
+        )
+        if deleted is None:
+            raise
+        when = deleted.time.strftime("%Y-%m-%dT%H:%M:%SZ")
+        raise NotFound(f"{exc}: deleted by {deleted.principal or 'an unknown caller'} at {when}") from None
+    require(action, queue=row.queue)
+    return row
+
+
+def page_token(namespace: str, name: str) -> str:
+    """An opaque token for the page after (namespace, name)."""
+    return base64.urlsafe_b64encode(json.dumps([namespace, name]).encode()).decode().rstrip("=")
+
+
+def page_after(token: str) -> tuple[str, str] | None:
+    if not token:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (binascii.Error, ValueError):
+        key = None
+    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+        raise InvalidArgument("page_token: not a token this hub gave out (pass next_page_token as it came)")
+    return key[0], key[1]
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
-    def __init__(self, ctx: HubContext, feed: WatchFeed) -> None:
+    def __init__(self, ctx: HubContext, watches: WatchServer) -> None:
         self.ctx = ctx
-        self.feed = feed
-        self.watches = WatchLimit(ctx.settings.max_watches)
+        self.watches = watches
 
     def _submit_all(
         self, items: list[jobs_pb2.SubmitJobRequest], *, prefix: bool
@@ -57,16 +94,19 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         parsed = []
         for i, item in enumerate(items):
             try:
-                parsed.append(
-                    (parse_one(item.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes), item)
-                )
+                job = parse_one(item.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes)
+                check_limits(job, self.ctx.settings)
+                require(Action.submit_jobs, queue=job.queue)
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
+            parsed.append((job, item))
         results = []
         with session_scope(self.ctx.sessions) as session:
             for i, (job, item) in enumerate(parsed):
                 try:
-                    row, created = submit_job(job, request_id=item.request_id or None, session=session)
+                    row, created = submit_job(
+                        job, request_id=item.request_id or None, session=session, principal=who()
+                    )
                 except Exception as exc:
                     raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
                 results.append(jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created))
@@ -100,14 +140,14 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def ListJobs(
         self, request: jobs_pb2.ListJobsRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.ListJobsResponse:
+        if request.page_size < 0:
+            raise InvalidArgument(f"page_size: must be between 0 (the default, 500) and {MAX_PAGE}")
         limit = min(request.page_size or 500, MAX_PAGE)
-        after = None
-        if request.page_token:
-            ns, _, name = request.page_token.partition("/")
-            after = (ns, name)
+        after = page_after(request.page_token)
         with session_scope(self.ctx.sessions) as session:
             # Read before the jobs: the list then holds every change up to it (and maybe more).
             revision = changes_repo.last_revision(session=session)
+            shown = visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
             rows = jobs_repo.list_jobs(
                 session=session,
                 queue=request.queue,
@@ -117,38 +157,24 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 labels=dict(request.labels),
                 after=after,
                 limit=limit + 1,
+                queues=shown,
             )
-        token = f"{rows[limit - 1].namespace}/{rows[limit - 1].name}" if len(rows) > limit else ""
+        token = page_token(rows[limit - 1].namespace, rows[limit - 1].name) if len(rows) > limit else ""
         return jobs_pb2.ListJobsResponse(
             jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token, revision=revision
         )
 
-    def WatchJobs(
-        self, request: jobs_pb2.WatchJobsRequest, context: grpc.ServicerContext
-    ) -> Iterator[jobs_pb2.JobEvent]:
-        filters = Filters(
-            queue=request.queue, namespace=request.namespace, name=request.name, labels=dict(request.labels)
-        )
-        try:
-            self.watches.enter()
-        except HubError as exc:
-            context.abort(exc.code, str(exc))
-        try:
-            for item in watch(self.ctx, self.feed, filters, request.from_revision, active=context.is_active):
-                if isinstance(item, Bookmark):
-                    yield jobs_pb2.JobEvent(type=jobs_pb2.JobEvent.BOOKMARK, revision=item.revision)
-                else:
-                    yield convert.job_event(item)
-        except HubError as exc:
-            context.abort(exc.code, str(exc))
-        finally:
-            self.watches.leave()
+    async def WatchJobs(
+        self, request: jobs_pb2.WatchJobsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[jobs_pb2.JobEvent]:
+        async for event in self.watches.serve(request):
+            yield event
 
     @rpc
     def CancelJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
-            row = find_job(request, session=session)
-            if cancel_job(row.uid, session=session):
+            row = find_job(request, session=session, action=Action.cancel_jobs)
+            if cancel_job(row.uid, session=session, reason=f"cancelled by {who()}", principal=who()):
                 row = find_job(request, session=session)
         return convert.job(row)
 
@@ -157,8 +183,16 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         self, request: jobs_pb2.JobRef, context: grpc.ServicerContext
     ) -> jobs_pb2.DeleteJobResponse:
         with session_scope(self.ctx.sessions) as session:
-            row = find_job(request, session=session)
-            delete_job(row.uid, row.binding_phase, session=session)
+            row = find_job(request, session=session, action=Action.delete_jobs)
+            delete_job(
+                row.uid,
+                row.binding_phase,
+                session=session,
+                namespace=row.namespace,
+                name=row.name,
+                queue=row.queue,
+                principal=who(),
+            )
         return jobs_pb2.DeleteJobResponse(uid=row.uid)
 
     @rpc

@@ -49,6 +49,7 @@ class WatchFeed:
         self._subs: set[Subscription] = set()
         self._buffer: list[JobChange] = []  # in revision order, at most 2 x size (trimmed to size)
         self.last = 0  # the buffer holds every change up to this revision (the newest ``size`` of them)
+        self._pokes = 0
 
     # ---- the reader thread
 
@@ -120,6 +121,12 @@ class WatchFeed:
             self._subs.add(sub)
             return sub
 
+    def poke(self) -> None:
+        """Wake every stream waiting in ``take`` (one of them has ended: it sees that at once)."""
+        with self._cond:
+            self._pokes += 1
+            self._cond.notify_all()
+
     def unsubscribe(self, sub: Subscription) -> None:
         with self._cond:
             self._subs.discard(sub)
@@ -129,7 +136,10 @@ class WatchFeed:
         ``sub.place`` says up to where it has looked. Returns nothing once the feed cut ``sub``
         off (``sub.overflowed``) for falling further behind than the buffer reaches."""
         with self._cond:
-            self._cond.wait_for(lambda: self.last > sub.place or sub.overflowed, timeout=timeout)
+            pokes = self._pokes
+            self._cond.wait_for(
+                lambda: self.last > sub.place or sub.overflowed or self._pokes != pokes, timeout=timeout
+            )
             if sub.overflowed:
                 return []
             at = bisect.bisect_right(self._buffer, sub.place, key=_revision)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
 import grpc
@@ -69,7 +69,7 @@ def _catch_up(ctx: HubContext, filters: Filters, sent: int, until: int) -> Itera
 
 def watch(
     ctx: HubContext, feed: WatchFeed, filters: Filters, from_revision: int, *, active: Callable[[], bool]
-) -> Iterator[WatchItem]:
+) -> Generator[WatchItem, None, None]:
     """A bookmark of the revision it starts from, then every change matching ``filters`` after
     ``from_revision`` (0: from now), in order, and bookmarks while nothing matches; ends when
     ``active()`` turns false. Raises OutOfRange for a revision the log no longer (or does not

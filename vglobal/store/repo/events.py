@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -22,6 +23,8 @@ class NewEvent:
     kind: str = "Normal"
     source: str = "hub"
     time: datetime | None = None
+    principal: str | None = None  # who made the call (audit)
+    subject: str | None = None  # what a job-less event is about: "queue team-a", "job default/x"
     owner_uid: str | None = None  # a CronJob's or JobFlow's event
 
 
@@ -31,11 +34,12 @@ def add_events(new: Sequence[NewEvent], *, session: Session) -> None:
         return
     session.execute(
         sa.text(
-            "INSERT INTO events (time, job_uid, cluster, kind, reason, message, source, owner_uid) "
-            "SELECT coalesce(t, now()), j, c, k, r, m, s, o FROM unnest("
+            "INSERT INTO events (time, job_uid, cluster, kind, reason, message, source, principal, "
+            "subject, owner_uid) "
+            "SELECT coalesce(t, now()), j, c, k, r, m, s, p, o, w FROM unnest("
             "CAST(:t AS timestamptz[]), CAST(:j AS text[]), CAST(:c AS text[]), CAST(:k AS text[]), "
-            "CAST(:r AS text[]), CAST(:m AS text[]), CAST(:s AS text[]), CAST(:o AS text[])) "
-            "AS e(t, j, c, k, r, m, s, o)"
+            "CAST(:r AS text[]), CAST(:m AS text[]), CAST(:s AS text[]), CAST(:p AS text[]), "
+            "CAST(:o AS text[]), CAST(:w AS text[])) AS e(t, j, c, k, r, m, s, p, o, w)"
         ),
         {
             "t": [e.time for e in new],
@@ -45,8 +49,16 @@ def add_events(new: Sequence[NewEvent], *, session: Session) -> None:
             "r": [e.reason for e in new],
             "m": [e.message for e in new],
             "s": [e.source for e in new],
-            "o": [e.owner_uid for e in new],
+            "p": [e.principal for e in new],
+            "o": [e.subject for e in new],
+            "w": [e.owner_uid for e in new],
         },
+    )
+
+
+def _row(r: sa.Row[Any]) -> EventRow:
+    return EventRow(
+        r.id, r.time, r.job_uid, r.cluster, r.kind, r.reason, r.message, r.source, r.principal, r.subject
     )
 
 
@@ -65,7 +77,15 @@ def delete_owner_events(owner_uid: str, *, session: Session) -> None:
 
 def _latest(where: sa.ColumnElement[bool], *, session: Session, limit: int) -> list[EventRow]:
     rows = session.execute(sa.select(events).where(where).order_by(events.c.id.desc()).limit(limit)).all()
-    return [
-        EventRow(r.id, r.time, r.job_uid, r.cluster, r.kind, r.reason, r.message, r.source)
-        for r in reversed(rows)
-    ]
+    return [_row(r) for r in reversed(rows)]
+
+
+def last_about(subject: str, reason: str, *, session: Session) -> EventRow | None:
+    """The latest event of ``reason`` about a subject (e.g. who deleted ``job default/x``)."""
+    r = session.execute(
+        sa.select(events)
+        .where(events.c.subject == subject, events.c.reason == reason)
+        .order_by(events.c.id.desc())
+        .limit(1)
+    ).first()
+    return _row(r) if r is not None else None

@@ -54,10 +54,12 @@ class Filters:
     namespace: str = ""
     name: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
+    queues: frozenset[str] | None = None  # the only queues it may see (None: every queue)
 
     def match(self, c: JobChange) -> bool:
         return (
             (not self.queue or c.queue == self.queue)
+            and (self.queues is None or c.queue in self.queues)
             and (not self.namespace or c.namespace == self.namespace)
             and (not self.name or c.name == self.name)
             and all(c.labels.get(k) == v for k, v in self.labels.items())
@@ -67,6 +69,8 @@ class Filters:
         out: list[sa.ColumnElement[bool]] = []
         if self.queue:
             out.append(_c.queue == self.queue)
+        if self.queues is not None:
+            out.append(_c.queue.in_(sorted(self.queues)))
         if self.namespace:
             out.append(_c.namespace == self.namespace)
         if self.name:

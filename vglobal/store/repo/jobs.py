@@ -174,8 +174,10 @@ def list_jobs(
     limit: int = 500,
     owner_uid: str = "",
     labels: dict[str, str] | None = None,
+    queues: Sequence[str] | None = None,
 ) -> list[JobRow]:
-    """Ordered by (namespace, name); ``after`` is the last key of the previous page."""
+    """Ordered by (namespace, name); ``after`` is the last key of the previous page; ``queues``
+    (when given) the only queues whose jobs may be listed."""
     stmt = _select()
     if labels:
         stmt = stmt.where(jobs.c.labels.contains(labels))
@@ -183,6 +185,8 @@ def list_jobs(
         stmt = stmt.where(jobs.c.owner_uid == owner_uid)
     if queue:
         stmt = stmt.where(jobs.c.queue == queue)
+    if queues is not None:
+        stmt = stmt.where(jobs.c.queue.in_(list(queues)))
     if namespace:
         stmt = stmt.where(jobs.c.namespace == namespace)
     if phase:

@@ -9,7 +9,7 @@
   it commits (``job_watch`` holds the last one given out), so revisions follow commit order.
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
