@@ -132,7 +132,10 @@ class JobWatch:
         failures = 0
         while not self._closed.is_set():
             self._request.from_revision = self.revision
-            self._call = self._stub.WatchJobs(self._request)
+            try:
+                self._call = self._stub.WatchJobs(self._request)
+            except ValueError:  # the client was closed: nothing more to watch
+                return
             told: float | None = None
             try:
                 for event in self._call:

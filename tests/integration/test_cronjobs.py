@@ -225,7 +225,10 @@ def test_run_now_from_a_cronjob_and_delete_with_or_without_its_jobs(
     tick(hub, clock, engine, utc(2030, 1, 1, 0, 5, 1), "m")
     assert hub_client.delete_cron_job("m").deleted_jobs == []
     assert set(jobs(hub_client)) == {"m-by-hand", run("m", utc(2030, 1, 1, 0, 5))}  # orphaned, kept
-    hub_client.apply_cron_job(cron("k"))
+    assert hub_client.apply_cron_job(cron("k")).result == "created"
+    assert hub_client.apply_cron_job(cron("k")).result == "unchanged"
+    assert hub_client.apply_cron_job(cron("k", "*/10 * * * *")).result == "configured"
+    assert hub_client.get_cron_job("k").schedule == "*/10 * * * *"
     hub_client.create_job_from_cron_job("k-by-hand", "k")
     assert list(hub_client.delete_cron_job("k", cascade=True).deleted_jobs) == ["k-by-hand"]
     assert "k-by-hand" not in jobs(hub_client)

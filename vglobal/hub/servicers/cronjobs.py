@@ -11,10 +11,11 @@ from vglobal import convert
 from vglobal.api.v1 import cronjobs_pb2, cronjobs_pb2_grpc, jobs_pb2
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import look_up, raise_prefixed, rpc
+from vglobal.hub.errors import NotFound, look_up, raise_prefixed, rpc
 from vglobal.hub.job_actions import delete_job
 from vglobal.hub.notify import DISPATCH, WORKFLOWS, notify
 from vglobal.hub.servicers.access import can, require, who
+from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import check_references, parse_one, submit_job
 from vglobal.model.cronjob import CronJob, manual_run_job, parse_cron_job, run_job
 from vglobal.model.records import CronJobRow
@@ -40,13 +41,16 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
     ) -> CronJobRow:
         """The CronJob, if the caller may ``action`` in the queue its runs go to."""
         namespace = ref.namespace or "default"
-        row = look_up(
-            "cronjob",
-            ref.name and f"{namespace}/{ref.name}",
-            lambda: cron_repo.get_cron(
-                namespace=namespace, name=ref.name, for_update=for_update, session=session
-            ),
-        )
+        try:
+            row = look_up(
+                "cronjob",
+                ref.name and f"{namespace}/{ref.name}",
+                lambda: cron_repo.get_cron(
+                    namespace=namespace, name=ref.name, for_update=for_update, session=session
+                ),
+            )
+        except NotFound as exc:
+            raise explained(exc, f"cronjob {namespace}/{ref.name}", session=session) from None
         require(action, queue=parse_cron_job(row.manifest).queue)
         return row
 

@@ -11,10 +11,11 @@ from vglobal import convert
 from vglobal.api.v1 import jobflows_pb2, jobflows_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import FailedPrecondition, look_up, raise_prefixed, rpc
+from vglobal.hub.errors import FailedPrecondition, NotFound, look_up, raise_prefixed, rpc
 from vglobal.hub.job_actions import delete_job
 from vglobal.hub.notify import WORKFLOWS, notify
 from vglobal.hub.servicers.access import can, require, who
+from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import check_references, parse_one
 from vglobal.model.jobflow import (
     JobFlow,
@@ -146,13 +147,16 @@ class JobFlowServicer(jobflows_pb2_grpc.JobFlowServiceServicer):
     ) -> JobFlowRow:
         """The JobFlow, if the caller may ``action`` in every queue its Jobs go to."""
         namespace, key = _ref_key(ref)
-        row = look_up(
-            "jobflow",
-            key,
-            lambda: flows_repo.get_flow(
-                namespace=namespace, name=ref.name, for_update=for_update, session=session
-            ),
-        )
+        try:
+            row = look_up(
+                "jobflow",
+                key,
+                lambda: flows_repo.get_flow(
+                    namespace=namespace, name=ref.name, for_update=for_update, session=session
+                ),
+            )
+        except NotFound as exc:
+            raise explained(exc, f"jobflow {key}", session=session) from None
         require_all(action, flow_queues(row))
         return row
 

@@ -19,6 +19,7 @@ from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, rai
 from vglobal.hub.job_actions import cancel_job, delete_job
 from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers.access import require, visible, who
+from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import check_limits, parse_one, submit_job
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
@@ -52,15 +53,9 @@ def find_job(ref: jobs_pb2.JobRef, *, session: Session, action: Action = Action.
             wanted="a job name or uid",
         )
     except NotFound as exc:
-        deleted = (
-            None
-            if ref.uid
-            else events_repo.last_about(f"job {namespace}/{ref.name}", "Deleted", session=session)
-        )
-        if deleted is None:
+        if ref.uid:
             raise
-        when = deleted.time.strftime("%Y-%m-%dT%H:%M:%SZ")
-        raise NotFound(f"{exc}: deleted by {deleted.principal or 'an unknown caller'} at {when}") from None
+        raise explained(exc, f"job {namespace}/{ref.name}", session=session) from None
     require(action, queue=row.queue)
     return row
 

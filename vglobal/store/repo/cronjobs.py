@@ -44,8 +44,10 @@ def insert_cron(
             next_time=created_at,
         )
         .on_conflict_do_nothing()
+        .returning(cron_jobs.c.uid)
     )
-    return bool(rowcount(session.execute(stmt)))
+    # RETURNING, not rowcount: the driver reports -1 for an INSERT ... ON CONFLICT DO NOTHING.
+    return session.execute(stmt).scalar() is not None
 
 
 def replace_manifest(uid: str, manifest: dict[str, Any], *, look_at: datetime, session: Session) -> None:

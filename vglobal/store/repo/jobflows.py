@@ -90,8 +90,10 @@ def insert_flow(
         insert(job_flows)
         .values(uid=uid, namespace=namespace, name=name, manifest=manifest, templates=templates)
         .on_conflict_do_nothing()
+        .returning(job_flows.c.uid)
     )
-    return bool(rowcount(session.execute(stmt)))
+    # RETURNING, not rowcount: the driver reports -1 for an INSERT ... ON CONFLICT DO NOTHING.
+    return session.execute(stmt).scalar() is not None
 
 
 def get_flow(
