@@ -157,6 +157,21 @@ def cli(
     show_default=True,
     help="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle at once (0 = all).",
 )
+@click.option(
+    "--watch-keep-for",
+    default="15m",
+    show_default=True,
+    help="Job changes stay this long in the watch log; a watch resuming from older gets OUT_OF_RANGE.",
+)
+@click.option("--watch-keep-changes", type=click.IntRange(min=1), default=500_000, show_default=True)
+@click.option(
+    "--watch-buffer",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Changes a watcher may fall behind by before it is cut off (RESOURCE_EXHAUSTED).",
+)
+@click.option("--max-watches", type=click.IntRange(min=1), default=32, show_default=True)
 @security_options
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
@@ -174,6 +189,10 @@ def hub(
     reclaim_min_runtime: str,
     queue_lookback: int,
     max_admissions_per_cycle: int,
+    watch_keep_for: str,
+    watch_keep_changes: int,
+    watch_buffer: int,
+    max_watches: int,
     verbose: bool,
     **security: Any,
 ) -> None:
@@ -199,6 +218,10 @@ def hub(
             reclaim_min_runtime=parse_duration(reclaim_min_runtime),
             queue_lookback=queue_lookback,
             max_admissions_per_cycle=max_admissions_per_cycle,
+            watch_keep_for=parse_duration(watch_keep_for),
+            watch_keep_changes=watch_keep_changes,
+            watch_buffer=watch_buffer,
+            max_watches=max_watches,
             **security_settings(security),
         )
     except ValueError as exc:
