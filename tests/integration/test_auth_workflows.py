@@ -12,13 +12,15 @@ from typing import Any
 import grpc
 import pytest
 
+from tests.integration import test_auth_api
 from tests.integration.polling import wait
 from tests.integration.secure_hub import SecureHub
-from tests.integration.test_auth_api import code_of, job, queue
+from tests.integration.test_auth_api import code_of, job
 from vglobal.api.v1 import jobs_pb2
 from vglobal.client import Client, JobWatch, VGlobalError
 
 DENIED = grpc.StatusCode.PERMISSION_DENIED
+teams = test_auth_api.teams  # the fixture: a TLS hub with queues team-a and team-b
 TASK = {
     "name": "t",
     "replicas": 1,
@@ -60,14 +62,6 @@ def flow(name: str, *steps: str) -> str:
             "spec": {"flows": [{"name": s} for s in steps]},
         }
     )
-
-
-@pytest.fixture
-def teams(secure: SecureHub) -> SecureHub:
-    with secure.client("olga") as ops:
-        ops.apply_queue(queue("team-a"))
-        ops.apply_queue(queue("team-b"))
-    return secure
 
 
 def test_a_team_a_submitter_cannot_make_a_cronjob_for_team_b(teams: SecureHub) -> None:
