@@ -9,6 +9,7 @@ the jobs of the queues it may read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Generator
 from concurrent.futures import ThreadPoolExecutor
@@ -108,7 +109,8 @@ class WatchServer:
             ended.set()
             self.feed.poke()
             if steps is not None:
-                self.pool.submit(steps.close)
+                with contextlib.suppress(RuntimeError):  # the pool is shut down: the hub is stopping
+                    self.pool.submit(steps.close)
             self.limit.leave()
 
     def shutdown(self) -> None:

@@ -1,7 +1,7 @@
 """One client's watch: what it asked for checked, the log read up to the feed, then the feed followed.
 
-Kept apart from the gRPC handler, which only turns these events into messages and errors into
-status codes, so the same stream can serve a synchronous or an asyncio server.
+Blocking, and kept apart from the gRPC handler (watch/serve.py), which steps it in a thread pool and
+turns its items into messages and its errors into status codes.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class OutOfRange(Coded):
 
 
 class WatchLimit:
-    """How many streams one hub serves at once: each holds a server thread while it lasts."""
+    """How many streams one hub serves at once: each holds a thread of the watch pool while it waits."""
 
     def __init__(self, most: int) -> None:
         self._sem = threading.BoundedSemaphore(most)
