@@ -8,7 +8,9 @@ with Client("hub.example.com:50051", ca_file="certs/ca.crt", token=os.environ["V
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -19,6 +21,10 @@ from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attem
 from vglobal.api.v1 import (
     clusters_pb2,
     clusters_pb2_grpc,
+    cronjobs_pb2,
+    cronjobs_pb2_grpc,
+    jobflows_pb2,
+    jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
     queues_pb2,
@@ -71,8 +77,85 @@ def _wait(state: RetryCallState) -> float:
 _BACKOFF = wait_exponential_jitter(multiplier=0.2, max=3.0)
 
 
+# A watch stream broken by these is opened again from the last revision it delivered.
+_WATCH_RESUMABLE = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,  # fell behind, or the hub serves too many watches
+    grpc.StatusCode.CANCELLED,  # the hub stopped
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.UNKNOWN,
+)
+
+
 def default_hub() -> str:
     return Dial.from_env().target
+
+
+class JobWatch:
+    """An iterator of job events from ``Client.watch_jobs``; ``revision`` is the last one seen."""
+
+    def __init__(
+        self,
+        stub: jobs_pb2_grpc.JobServiceStub,
+        request: jobs_pb2.WatchJobsRequest,
+        *,
+        reconnect: bool,
+        bookmarks: bool,
+    ) -> None:
+        self._stub = stub
+        self._request = request
+        self._reconnect = reconnect
+        self._bookmarks = bookmarks
+        self.revision = request.from_revision
+        self._call: Any = None
+        self._closed = threading.Event()
+        self._events = self._run()
+
+    def __iter__(self) -> JobWatch:
+        return self
+
+    def __next__(self) -> jobs_pb2.JobEvent:
+        return next(self._events)
+
+    def __enter__(self) -> JobWatch:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._call is not None:
+            self._call.cancel()
+
+    def _run(self) -> Iterator[jobs_pb2.JobEvent]:
+        failures = 0
+        while not self._closed.is_set():
+            self._request.from_revision = self.revision
+            try:
+                self._call = self._stub.WatchJobs(self._request)
+            except ValueError:  # the client was closed: nothing more to watch
+                return
+            told: float | None = None
+            try:
+                for event in self._call:
+                    failures = 0
+                    self.revision = event.revision
+                    if event.type != jobs_pb2.JobEvent.BOOKMARK or self._bookmarks:
+                        yield event
+            except grpc.RpcError as exc:
+                if self._closed.is_set():
+                    return
+                if not self._reconnect or exc.code() not in _WATCH_RESUMABLE:
+                    raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
+                told = retry_after(exc)  # rate limited: the hub says when to come back
+            finally:
+                self._call.cancel()
+            if not self._reconnect:
+                return
+            failures += 1
+            backoff = min(5.0, 0.1 * 2 ** min(failures, 6)) * random.uniform(0.5, 1.0)
+            self._closed.wait(min(told, 10.0) if told is not None else backoff)
 
 
 class Client:
@@ -104,6 +187,8 @@ class Client:
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
         self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
         self.clusters = clusters_pb2_grpc.ClusterServiceStub(self.channel)
+        self.cronjobs = cronjobs_pb2_grpc.CronJobServiceStub(self.channel)
+        self.jobflows = jobflows_pb2_grpc.JobFlowServiceStub(self.channel)
 
     def __enter__(self) -> Client:
         return self
@@ -151,9 +236,16 @@ class Client:
     def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
-    def list_jobs(self, **filters: str) -> list[jobs_pb2.Job]:
+    def list_jobs(self, *, labels: Mapping[str, str] | None = None, **filters: str) -> list[jobs_pb2.Job]:
+        return self.list_jobs_at(labels=labels, **filters)[0]
+
+    def list_jobs_at(
+        self, *, labels: Mapping[str, str] | None = None, **filters: str
+    ) -> tuple[list[jobs_pb2.Job], int]:
+        """The jobs, and a revision to watch them from (``watch_jobs(from_revision=...)``)."""
         out: list[jobs_pb2.Job] = []
         token = ""
+        revision = 0
         while True:
             req = jobs_pb2.ListJobsRequest(
                 page_token=token,
@@ -161,12 +253,38 @@ class Client:
                 namespace=filters.get("namespace", ""),
                 phase=filters.get("phase", ""),
                 cluster=filters.get("cluster", ""),
+                labels=labels or {},
             )
             resp = self._call(self.jobs.ListJobs, req)
             out.extend(resp.jobs)
+            # The first page's: every later page shows at least the changes up to it.
+            revision = revision or resp.revision
             token = resp.next_page_token
             if not token:
-                return out
+                return out, revision
+
+    def watch_jobs(
+        self,
+        *,
+        from_revision: int = 0,
+        queue: str = "",
+        namespace: str = "",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        reconnect: bool = True,
+        bookmarks: bool = False,
+    ) -> JobWatch:
+        """Every change of the matching jobs after ``from_revision`` (0: from now on), in order.
+
+        A broken stream (hub restarted, leader changed, this reader fell behind) is opened again
+        from the last revision seen, so nothing is missed or seen twice. A revision the hub no
+        longer keeps raises VGlobalError with code OUT_OF_RANGE: list again (``list_jobs_at``)
+        and watch from the revision the list returns. ``close()`` (from any thread) ends it.
+        """
+        request = jobs_pb2.WatchJobsRequest(
+            from_revision=from_revision, queue=queue, namespace=namespace, name=name, labels=labels or {}
+        )
+        return JobWatch(self.jobs, request, reconnect=reconnect, bookmarks=bookmarks)
 
     def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))
@@ -215,3 +333,78 @@ class Client:
 
     def drain_cluster(self, name: str) -> clusters_pb2.Cluster:
         return self._call(self.clusters.DrainCluster, clusters_pb2.ClusterRef(name=name))
+
+    # CronJobs
+    def apply_cron_job(self, manifest: str) -> cronjobs_pb2.ApplyCronJobResponse:
+        return self._call(self.cronjobs.ApplyCronJob, cronjobs_pb2.ApplyCronJobRequest(manifest=manifest))
+
+    def get_cron_job(self, name: str, namespace: str = "default") -> cronjobs_pb2.CronJob:
+        return self._call(self.cronjobs.GetCronJob, cronjobs_pb2.CronJobRef(name=name, namespace=namespace))
+
+    def list_cron_jobs(self, namespace: str = "") -> list[cronjobs_pb2.CronJob]:
+        req = cronjobs_pb2.ListCronJobsRequest(namespace=namespace)
+        return list(self._call(self.cronjobs.ListCronJobs, req).cron_jobs)
+
+    def delete_cron_job(
+        self, name: str, namespace: str = "default", *, cascade: bool = False
+    ) -> cronjobs_pb2.DeleteCronJobResponse:
+        ref = cronjobs_pb2.CronJobRef(name=name, namespace=namespace)
+        return self._call(
+            self.cronjobs.DeleteCronJob, cronjobs_pb2.DeleteCronJobRequest(ref=ref, cascade=cascade)
+        )
+
+    def suspend_cron_job(self, name: str, namespace: str = "default") -> cronjobs_pb2.CronJob:
+        return self._call(
+            self.cronjobs.SuspendCronJob, cronjobs_pb2.CronJobRef(name=name, namespace=namespace)
+        )
+
+    def resume_cron_job(self, name: str, namespace: str = "default") -> cronjobs_pb2.CronJob:
+        return self._call(
+            self.cronjobs.ResumeCronJob, cronjobs_pb2.CronJobRef(name=name, namespace=namespace)
+        )
+
+    def create_job_from_cron_job(
+        self, job_name: str, cron_job: str, namespace: str = "default"
+    ) -> jobs_pb2.Job:
+        """A Job made now from the CronJob's template (``kubectl create job NAME --from=cronjob/CRON``)."""
+        req = cronjobs_pb2.CreateJobFromCronJobRequest(
+            cron_job=cronjobs_pb2.CronJobRef(name=cron_job, namespace=namespace), job_name=job_name
+        )
+        return self._call(self.cronjobs.CreateJobFromCronJob, req, idempotent=False)
+
+    # JobTemplates and JobFlows
+    def apply_job_template(self, manifest: str) -> jobflows_pb2.ApplyJobTemplateResponse:
+        return self._call(
+            self.jobflows.ApplyJobTemplate, jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest)
+        )
+
+    def get_job_template(self, name: str, namespace: str = "default") -> jobflows_pb2.JobTemplate:
+        return self._call(
+            self.jobflows.GetJobTemplate, jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
+        )
+
+    def list_job_templates(self, namespace: str = "") -> list[jobflows_pb2.JobTemplate]:
+        req = jobflows_pb2.ListFlowObjectsRequest(namespace=namespace)
+        return list(self._call(self.jobflows.ListJobTemplates, req).job_templates)
+
+    def delete_job_template(
+        self, name: str, namespace: str = "default"
+    ) -> jobflows_pb2.DeleteFlowObjectResponse:
+        ref = jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
+        return self._call(self.jobflows.DeleteJobTemplate, ref)
+
+    def apply_job_flow(self, manifest: str) -> jobflows_pb2.ApplyJobFlowResponse:
+        return self._call(self.jobflows.ApplyJobFlow, jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest))
+
+    def get_job_flow(self, name: str, namespace: str = "default") -> jobflows_pb2.JobFlow:
+        return self._call(
+            self.jobflows.GetJobFlow, jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
+        )
+
+    def list_job_flows(self, namespace: str = "") -> list[jobflows_pb2.JobFlow]:
+        req = jobflows_pb2.ListFlowObjectsRequest(namespace=namespace)
+        return list(self._call(self.jobflows.ListJobFlows, req).job_flows)
+
+    def delete_job_flow(self, name: str, namespace: str = "default") -> jobflows_pb2.DeleteFlowObjectResponse:
+        ref = jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
+        return self._call(self.jobflows.DeleteJobFlow, ref)

@@ -53,6 +53,12 @@ class HubSettings(BaseSettings):
     max_batch: int = Field(1000, gt=0)
     max_tasks_per_job: int = Field(1000, gt=0)
     max_pods_per_job: int = Field(20_000, gt=0)
+    watch_keep_for: float = Field(900.0, gt=0, description="how long job changes stay in the watch log (s)")
+    watch_keep_changes: int = Field(500_000, gt=0, description="job changes the watch log keeps at most")
+    watch_buffer: int = Field(
+        10_000, gt=0, description="events a watcher may fall behind by before it is cut off"
+    )
+    max_watches: int = Field(32, gt=0, description="watch streams one hub serves at a time")
     hub_id: str = ""
     # Security: TLS, client certificates for agents, the auth config, limits.
     tls_cert: Path | None = None

@@ -13,10 +13,33 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from vglobal.api.v1 import agent_pb2, clusters_pb2, common_pb2, jobs_pb2, queues_pb2
-from vglobal.model.forms import PodPlacement, TaskCounts
+from vglobal.api.v1 import (
+    agent_pb2,
+    clusters_pb2,
+    common_pb2,
+    cronjobs_pb2,
+    jobflows_pb2,
+    jobs_pb2,
+    queues_pb2,
+)
+from vglobal.model.cron_decision import CronStatus
+from vglobal.model.cronjob import CronJob
+from vglobal.model.flow_progress import JobFlowStatus
+from vglobal.model.forms import PodPlacement, TaskCounts, tasks_from_json
 from vglobal.model.hypernode import ResolvedHyperNode
-from vglobal.model.records import ClusterRow, EventRow, JobRow, PriorityClassRow, QueueRow, QueueUsage
+from vglobal.model.jobflow import JobFlow, JobTemplate
+from vglobal.model.records import (
+    ClusterRow,
+    CronJobRow,
+    EventRow,
+    JobChange,
+    JobFlowRow,
+    JobRow,
+    JobTemplateRow,
+    PriorityClassRow,
+    QueueRow,
+    QueueUsage,
+)
 from vglobal.model.resources import ResourceVector
 
 # ---- resources and times
@@ -82,12 +105,52 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         placements=[jobs_pb2.Placement(**p.to_json()) for p in row.placements],
         request_id=row.request_id or "",
         retry_count=row.retry_count,
+        labels=dict(row.labels),
     )
     set_time(msg.created_at, row.created_at)
     set_time(msg.updated_at, row.updated_at)
     if with_manifest:
         msg.manifest = json.dumps(row.manifest, sort_keys=True)
     return msg
+
+
+_EVENT_TYPES = {
+    "ADDED": jobs_pb2.JobEvent.ADDED,
+    "MODIFIED": jobs_pb2.JobEvent.MODIFIED,
+    "DELETED": jobs_pb2.JobEvent.DELETED,
+}
+
+
+def job_event(change: JobChange) -> jobs_pb2.JobEvent:
+    """A logged change as a watcher gets it: the job as the change left it."""
+    st = change.state
+    msg = jobs_pb2.Job(
+        uid=change.job_uid,
+        name=change.name,
+        namespace=change.namespace,
+        queue=change.queue,
+        priority_class_name=st.get("priorityClassName") or "",
+        priority=int(st.get("priority") or 0),
+        phase=st.get("phase") or "",
+        binding_phase=st.get("bindingPhase") or "",
+        cluster=st.get("cluster") or "",
+        generation=int(st.get("generation") or 0),
+        reason=st.get("reason") or "",
+        reason_kind=st.get("reasonKind") or "",
+        attempts=int(st.get("attempts") or 0),
+        min_available=int(st.get("minAvailable") or 0),
+        request=resource_list(st.get("request")),
+        tasks=[jobs_pb2.TaskCounts(**t.to_json()) for t in tasks_from_json(st.get("tasks") or [])],
+        request_id=st.get("requestId") or "",
+        retry_count=int(st.get("retryCount") or 0),
+        labels=dict(change.labels),
+    )
+    for field, key in ((msg.created_at, "createdAt"), (msg.updated_at, "updatedAt")):
+        if st.get(key) is not None:
+            field.FromNanoseconds(int(float(st[key]) * 1e9))
+    out = jobs_pb2.JobEvent(type=_EVENT_TYPES[change.kind], revision=change.revision, job=msg)
+    set_time(out.time, change.time)
+    return out
 
 
 def event(row: EventRow) -> common_pb2.Event:
@@ -226,4 +289,72 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     children=h.get("children", []),
                 )
             )
+    return msg
+
+
+# ---- CronJobs and JobFlows
+
+
+def cron_job(
+    row: CronJobRow, cron: CronJob, status: CronStatus, next_time: datetime | None
+) -> cronjobs_pb2.CronJob:
+    msg = cronjobs_pb2.CronJob(
+        uid=row.uid,
+        name=row.name,
+        namespace=row.namespace,
+        schedule=cron.schedule.text,
+        time_zone=cron.time_zone or "",
+        suspend=cron.suspend,
+        concurrency_policy=cron.concurrency_policy.value,
+        successful_jobs_history_limit=cron.successful_jobs_history_limit,
+        failed_jobs_history_limit=cron.failed_jobs_history_limit,
+        queue=str(cron.job_spec.get("queue") or "default"),
+        active=list(status.active),
+        manifest=json.dumps(row.manifest, sort_keys=True),
+    )
+    if cron.starting_deadline_seconds is not None:
+        msg.starting_deadline_seconds = cron.starting_deadline_seconds
+    set_time(msg.last_schedule_time, status.last_schedule_time)
+    set_time(msg.last_successful_time, status.last_successful_time)
+    set_time(msg.next_schedule_time, next_time)
+    set_time(msg.created_at, row.created_at)
+    return msg
+
+
+def job_template(row: JobTemplateRow, template: JobTemplate) -> jobflows_pb2.JobTemplate:
+    msg = jobflows_pb2.JobTemplate(
+        name=row.name,
+        namespace=row.namespace,
+        queue=str(template.job_spec.get("queue") or "default"),
+        tasks=list(template.task_names),
+        manifest=json.dumps(row.manifest, sort_keys=True),
+    )
+    set_time(msg.created_at, row.created_at)
+    return msg
+
+
+def job_flow(row: JobFlowRow, flow: JobFlow, status: JobFlowStatus | None) -> jobflows_pb2.JobFlow:
+    """A JobFlow as its last look left it (before the first look: every step Waiting)."""
+    seen = {f.name: f for f in status.flows} if status is not None else {}
+    msg = jobflows_pb2.JobFlow(
+        uid=row.uid,
+        name=row.name,
+        namespace=row.namespace,
+        phase=row.phase,
+        job_retain_policy=flow.job_retain_policy.value,
+        manifest=json.dumps(row.manifest, sort_keys=True),
+    )
+    for f in flow.flows:
+        st = seen.get(f.name)
+        step = jobflows_pb2.FlowStep(
+            name=f.name,
+            job=flow.job_name(f.name),
+            phase=st.phase if st is not None else "Waiting",
+            depends_on=list(f.depends_on),
+        )
+        if st is not None:
+            set_time(step.created_at, st.created)
+            set_time(step.finished_at, st.finished)
+        msg.steps.append(step)
+    set_time(msg.created_at, row.created_at)
     return msg

@@ -21,17 +21,19 @@ from hypothesis import strategies as st
 
 from tests.e2e.harness import System
 from tests.e2e.proto_strategies import messages
-from vglobal.api.v1 import agent_pb2, clusters_pb2, jobs_pb2, queues_pb2
+from vglobal.api.v1 import agent_pb2, clusters_pb2, cronjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2
 
 pytestmark = pytest.mark.e2e
 
 BAD_CODES = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
-UNARY = [
+METHODS = [
     (f"/{service.full_name}/{method.name}", method)
-    for module in (jobs_pb2, queues_pb2, clusters_pb2)
+    for module in (jobs_pb2, queues_pb2, clusters_pb2, cronjobs_pb2, jobflows_pb2)
     for service in module.DESCRIPTOR.services_by_name.values()
     for method in service.methods
 ]
+UNARY = [(name, m) for name, m in METHODS if not m.server_streaming]
+WATCH = "/vglobal.v1.JobService/WatchJobs"
 CONNECT = "/vglobal.v1.AgentService/Connect"
 EXAMPLES = 60  # per RPC: with the random bytes and the stream, the whole test stays well under a minute
 
@@ -88,6 +90,18 @@ def unary(channel: grpc.Channel, method: str, payload: bytes) -> tuple[grpc.Stat
         return exc.code(), exc.details() or ""
 
 
+def watch(channel: grpc.Channel, payload: bytes) -> tuple[grpc.StatusCode | None, str]:
+    """A server stream: a well-formed watch stays open, so a short deadline ends it."""
+    call = channel.unary_stream(WATCH)(payload, timeout=0.3)
+    try:
+        for _ in call:
+            pass
+        return None, ""
+    except grpc.RpcError as exc:
+        code = exc.code()
+        return (None if code == grpc.StatusCode.DEADLINE_EXCEEDED else code), exc.details() or ""
+
+
 def stream(channel: grpc.Channel, payloads: list[bytes]) -> tuple[grpc.StatusCode | None, str]:
     call = channel.stream_stream(CONNECT)(iter(payloads), timeout=3)
     try:
@@ -130,6 +144,7 @@ def test_fuzzing_every_rpc_never_breaks_the_hub(fuzzed: tuple[System, grpc.Chann
             for _ in range(EXAMPLES):  # random bytes, and valid messages cut short
                 payload = rng.randbytes(rng.randint(0, 64))
                 outcomes.record(method, *unary(channel, method, payload), payload)
+        _fuzz_watch(channel, outcomes, rng)
         _fuzz_stream(channel, outcomes, rng)
     took = time.monotonic() - started
     log = system.log("hub")
@@ -159,6 +174,19 @@ def _fuzz_unary(channel: grpc.Channel, method: str, desc: d.Descriptor, outcomes
             outcomes.record(method, *unary(channel, method, payload[: len(payload) // 2]), request)
 
     run()
+
+
+def _fuzz_watch(channel: grpc.Channel, outcomes: Outcomes, rng: random.Random) -> None:
+    @settings(max_examples=EXAMPLES // 4, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(messages(jobs_pb2.WatchJobsRequest.DESCRIPTOR))
+    def run(request: Message) -> None:
+        outcomes.record(WATCH, *watch(channel, request.SerializeToString()), request)
+
+    run()
+    for _ in range(EXAMPLES // 4):
+        payload = rng.randbytes(rng.randint(0, 64))
+        outcomes.record(WATCH, *watch(channel, payload), payload)
 
 
 def _fuzz_stream(channel: grpc.Channel, outcomes: Outcomes, rng: random.Random) -> None:

@@ -15,6 +15,8 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 API = [
     "vglobal.v1.AgentService",
     "vglobal.v1.ClusterService",
+    "vglobal.v1.CronJobService",
+    "vglobal.v1.JobFlowService",
     "vglobal.v1.JobService",
     "vglobal.v1.QueueService",
 ]

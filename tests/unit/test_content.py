@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vglobal.model.cronjob import CronJob
 from vglobal.model.job import Job
+from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.queue import Queue
 from vglobal.model.sim_cluster import SimCluster
@@ -18,7 +20,7 @@ def test_clusters_and_examples_parse() -> None:
     clusters = [m for f in sorted((ROOT / "clusters").glob("*.yaml")) for m in parse_manifests(f.read_text())]
     examples = [m for f in sorted((ROOT / "examples").glob("*.yaml")) for m in parse_manifests(f.read_text())]
     assert len(clusters) == 3 and all(isinstance(c, SimCluster) for c in clusters)
-    assert {type(m) for m in examples} == {Job, Queue}
+    assert {type(m) for m in examples} == {Job, Queue, CronJob, JobTemplate, JobFlow}
     # Two GPU clusters of different shapes and a CPU cluster.
     gpus = sorted({n.allocatable.get("nvidia.com/gpu", 0) for c in clusters for n in c.nodes})
     assert gpus == [0, 4000, 8000]

@@ -18,16 +18,17 @@ from pathlib import Path
 import click
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from rich.console import Console, Group
+from rich.console import Console, ConsoleRenderable, Group
 from rich.live import Live
 from rich.text import Text
 
 from vglobal.cli.certs import UserSpec, init_certs
-from vglobal.cli.output import cluster_row, job_row, queue_row, table
+from vglobal.cli.output import cluster_row, cronjob_row, job_row, jobflow_row, queue_row, table
 from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial
 
 FINISHED = {"Completed", "Failed", "Aborted", "Terminated"}
+FLOW_FINAL = {"Succeed", "Failed"}
 
 
 def free_port() -> int:
@@ -171,24 +172,28 @@ def watch(client: Client, console: Console, timeout: float) -> None:
                 jobs = [job_row(j) for j in client.list_jobs()]
                 queues = [queue_row(q) for q in client.list_queues()]
                 clusters = [cluster_row(c) for c in client.list_clusters()]
+                crons = [cronjob_row(c) for c in client.list_cron_jobs()]
+                flows = [jobflow_row(f) for f in client.list_job_flows()]
             except VGlobalError as exc:
                 live.update(Text(f"hub unavailable: {exc}"))
                 time.sleep(1)
                 continue
             elapsed = time.monotonic() - started
             done = sum(1 for j in jobs if j["phase"] in FINISHED)
-            live.update(
-                Group(
-                    Text(f"vglobal demo — {elapsed:5.1f}s — {done}/{len(jobs)} jobs finished", style="bold"),
-                    Text("\nClusters", style="bold cyan"),
-                    table("clusters", clusters, wide=False),
-                    Text("\nQueues", style="bold cyan"),
-                    table("queues", queues, wide=False),
-                    Text("\nJobs", style="bold cyan"),
-                    table("jobs", jobs, wide=False),
-                )
-            )
-            if jobs and done == len(jobs):
+            parts: list[ConsoleRenderable] = [
+                Text(f"vglobal demo — {elapsed:5.1f}s — {done}/{len(jobs)} jobs finished", style="bold"),
+                Text("\nClusters", style="bold cyan"),
+                table("clusters", clusters, wide=False),
+                Text("\nQueues", style="bold cyan"),
+                table("queues", queues, wide=False),
+            ]
+            for title, kind, rows in (("CronJobs", "cronjobs", crons), ("JobFlows", "jobflows", flows)):
+                if rows:
+                    parts += [Text(f"\n{title}", style="bold cyan"), table(kind, rows, wide=False)]
+            parts += [Text("\nJobs", style="bold cyan"), table("jobs", jobs, wide=False)]
+            live.update(Group(*parts))
+            # A CronJob never finishes: the demo ends once its Jobs and JobFlows have.
+            if jobs and done == len(jobs) and all(f["phase"] in FLOW_FINAL for f in flows):
                 return
             if elapsed > timeout:
                 raise click.ClickException(f"jobs still running after {timeout:.0f}s")

@@ -64,10 +64,12 @@ def read_documents(path: Path) -> list[Document]:
 
 
 def apply_order(docs: list[Document]) -> list[Document]:
-    """PriorityClasses, then Queues parents first, then everything else in file order."""
+    """PriorityClasses, then Queues parents first, then JobTemplates (JobFlows name them), then
+    everything else in file order."""
     pcs = [d for d in docs if d.kind == "PriorityClass"]
     queues = [d for d in docs if d.kind == "Queue"]
-    rest = [d for d in docs if d.kind not in ("PriorityClass", "Queue")]
+    templates = [d for d in docs if d.kind == "JobTemplate"]
+    rest = [d for d in docs if d.kind not in ("PriorityClass", "Queue", "JobTemplate")]
     by_name = {d.name: d for d in queues}
     ordered: list[Document] = []
     placed: set[str] = set()
@@ -83,4 +85,4 @@ def apply_order(docs: list[Document]) -> list[Document]:
 
     for q in queues:
         place(q)
-    return pcs + ordered + rest
+    return pcs + ordered + templates + rest

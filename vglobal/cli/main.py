@@ -19,6 +19,8 @@ from vglobal.cli import output
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
 from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_flags import security_options, security_settings, settings_error
+from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
+from vglobal.cli.workflows import apply_workflow, create_group, cronjob_group
 from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial, DialError, read_token_file
 
@@ -155,6 +157,21 @@ def cli(
     show_default=True,
     help="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle at once (0 = all).",
 )
+@click.option(
+    "--watch-keep-for",
+    default="15m",
+    show_default=True,
+    help="Job changes stay this long in the watch log; a watch resuming from older gets OUT_OF_RANGE.",
+)
+@click.option("--watch-keep-changes", type=click.IntRange(min=1), default=500_000, show_default=True)
+@click.option(
+    "--watch-buffer",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Changes a watcher may fall behind by before it is cut off (RESOURCE_EXHAUSTED).",
+)
+@click.option("--max-watches", type=click.IntRange(min=1), default=32, show_default=True)
 @security_options
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
@@ -172,6 +189,10 @@ def hub(
     reclaim_min_runtime: str,
     queue_lookback: int,
     max_admissions_per_cycle: int,
+    watch_keep_for: str,
+    watch_keep_changes: int,
+    watch_buffer: int,
+    max_watches: int,
     verbose: bool,
     **security: Any,
 ) -> None:
@@ -197,6 +218,10 @@ def hub(
             reclaim_min_runtime=parse_duration(reclaim_min_runtime),
             queue_lookback=queue_lookback,
             max_admissions_per_cycle=max_admissions_per_cycle,
+            watch_keep_for=parse_duration(watch_keep_for),
+            watch_keep_changes=watch_keep_changes,
+            watch_buffer=watch_buffer,
+            max_watches=max_watches,
             **security_settings(security),
         )
     except ValueError as exc:
@@ -219,7 +244,8 @@ def request_id_for(kind: str, body: dict[str, Any]) -> str:
 )
 @click.pass_obj
 def apply(obj: Ctx, path: Path) -> None:
-    """Create or update Jobs, Queues and PriorityClasses from YAML/JSON manifests."""
+    """Create or update Jobs, Queues, PriorityClasses, CronJobs, JobTemplates and JobFlows from
+    YAML/JSON manifests."""
     try:
         docs = apply_order(read_documents(path))
     except DocumentError as exc:
@@ -239,10 +265,13 @@ def apply(obj: Ctx, path: Path) -> None:
             elif d.kind == "PriorityClass":
                 pc = obj.client.apply_priority_class(d.text)
                 console.print(f"priorityclass.scheduling.k8s.io/{pc.name} configured", highlight=False)
+            elif d.kind in WORKFLOW_KINDS:
+                console.print(apply_workflow(obj.client, d), highlight=False)
             else:
                 raise VGlobalError(
                     grpc.StatusCode.INVALID_ARGUMENT,
-                    f'kind: unknown kind "{d.kind}" (supported: Job, Queue, PriorityClass)',
+                    f'kind: unknown kind "{d.kind}" (supported: Job, Queue, PriorityClass, '
+                    f"{', '.join(WORKFLOW_KINDS)})",
                 )
         except VGlobalError as exc:
             err_console.print(
@@ -253,20 +282,45 @@ def apply(obj: Ctx, path: Path) -> None:
         sys.exit(1)
 
 
+# Kinds `get` lists besides jobs, queues, clusters and hypernodes: (SDK call, row, table).
+LISTED: dict[str, tuple[Callable[[Client, str], list[Any]], Callable[[Any], dict[str, Any]], str]] = {
+    "cronjob": (Client.list_cron_jobs, output.cronjob_row, "cronjobs"),
+    "jobflow": (Client.list_job_flows, output.jobflow_row, "jobflows"),
+    "jobtemplate": (Client.list_job_templates, output.jobtemplate_row, "jobtemplates"),
+}
+GET_KINDS = ["jobs", "job", "queues", "queue", "clusters", "cluster", "hypernodes", "hypernode"]
+GET_KINDS += [k for name in LISTED for k in (name + "s", name)] + ["cj"]
+
+
 @cli.command()
-@click.argument(
-    "kind",
-    type=click.Choice(["jobs", "job", "queues", "queue", "clusters", "cluster", "hypernodes", "hypernode"]),
-)
+@click.argument("kind", type=click.Choice(GET_KINDS))
 @click.option("-o", "--output", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("-n", "--namespace", default="", help="Only jobs of this namespace.")
+@click.option("-n", "--namespace", default="", help="Only objects of this namespace.")
 @click.option("-q", "--queue", default="", help="Only jobs of this queue.")
+@click.option("-l", "--selector", default="", help="Only jobs with these labels: key=value,...")
+@click.option("-w", "--watch", is_flag=True, help="Jobs: after the list, print every change as it happens.")
 @click.option("--cluster", default="", help="The cluster whose HyperNodes to show.")
 @click.pass_obj
-def get(obj: Ctx, kind: str, fmt: str, namespace: str, queue: str, cluster: str) -> None:
-    """List jobs, queues, clusters, or one cluster's HyperNode tree."""
+def get(
+    obj: Ctx, kind: str, fmt: str, namespace: str, queue: str, selector: str, watch: bool, cluster: str
+) -> None:
+    """List jobs, queues, clusters, cronjobs, jobflows, jobtemplates, or one cluster's HyperNode tree."""
+    from vglobal.cli.watching import parse_selector, watch_jobs
+
     try:
-        if kind.startswith("hypernode"):
+        labels = parse_selector(selector)
+    except ValueError as exc:
+        fail(str(exc))
+    if watch and not kind.startswith("job"):
+        fail("--watch: only jobs can be watched")
+    kind = "cronjob" if kind == "cj" else kind
+    try:
+        if kind.rstrip("s") in LISTED:
+            call, row, table_kind = LISTED[kind.rstrip("s")]
+            output.emit(table_kind, [row(x) for x in call(obj.client, namespace)], fmt, console)
+        elif watch:
+            watch_jobs(obj.client, fmt=fmt, namespace=namespace, queue=queue, labels=labels)
+        elif kind.startswith("hypernode"):
             if not cluster:
                 fail("get hypernodes needs --cluster NAME")
             from vglobal.cli.hypernodes import print_hypernode_tree
@@ -277,7 +331,8 @@ def get(obj: Ctx, kind: str, fmt: str, namespace: str, queue: str, cluster: str)
             else:
                 print_hypernode_tree(msg, console)
         elif kind.startswith("job"):
-            rows = [output.job_row(j) for j in obj.client.list_jobs(namespace=namespace, queue=queue)]
+            jobs = obj.client.list_jobs(namespace=namespace, queue=queue, labels=labels)
+            rows = [output.job_row(j) for j in jobs]
             output.emit("jobs", rows, fmt, console)
         elif kind.startswith("queue"):
             output.emit("queues", [output.queue_row(q) for q in obj.client.list_queues()], fmt, console)
@@ -288,36 +343,65 @@ def get(obj: Ctx, kind: str, fmt: str, namespace: str, queue: str, cluster: str)
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["job"]))
+@click.argument("kind", type=click.Choice(["job", "cronjob", "cj", "jobflow"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("-w", "--watch", is_flag=True, help="Job: then follow its changes and events.")
 @click.pass_obj
-def describe(obj: Ctx, kind: str, name: str, namespace: str) -> None:
-    """Show a job: spec summary, binding, cluster, why it waits, events."""
+def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> None:
+    """Show a job (binding, cluster, why it waits, events), a cronjob (its runs) or a jobflow (its DAG)."""
     from vglobal.cli.describe import describe_job
+    from vglobal.cli.describe_workflows import describe_cronjob, describe_jobflow
+    from vglobal.cli.watching import follow_job
 
+    if watch and kind != "job":
+        fail("--watch: only a job can be followed")
     try:
-        describe_job(obj.client, name, namespace, console)
+        if kind in ("cronjob", "cj"):
+            describe_cronjob(obj.client, name, namespace, console)
+        elif kind == "jobflow":
+            describe_jobflow(obj.client, name, namespace, console)
+        elif watch:
+            follow_job(obj.client, name, namespace, console)
+        else:
+            describe_job(obj.client, name, namespace, console)
     except VGlobalError as exc:
         fail(str(exc))
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["job", "queue"]))
+@click.argument("kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "jobtemplate"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("--cascade", is_flag=True, help="CronJob: delete its Jobs too (stopping those that run).")
 @click.option("--force", is_flag=True, help="Queue: also delete the records of its finished jobs.")
 @click.pass_obj
-def delete(obj: Ctx, kind: str, name: str, namespace: str, force: bool) -> None:
-    """Delete a job (stopping it where it runs) or a queue without unfinished jobs."""
+def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force: bool) -> None:
+    """Delete a job (stopping it where it runs), a queue without unfinished jobs, a cronjob (its
+    jobs stay unless --cascade), a jobflow (and its jobs) or a jobtemplate."""
+    if cascade and kind not in ("cronjob", "cj"):
+        fail("--cascade: only for a cronjob (a jobflow's jobs always go with it)")
     try:
-        if kind == "job":
+        if kind in ("cronjob", "cj"):
+            gone = obj.client.delete_cron_job(name, namespace, cascade=cascade).deleted_jobs
+            console.print(f"cronjob.batch.volcano.sh/{namespace}/{name} deleted", highlight=False)
+        elif kind == "jobflow":
+            gone = obj.client.delete_job_flow(name, namespace).deleted_jobs
+            console.print(f"jobflow.flow.volcano.sh/{namespace}/{name} deleted", highlight=False)
+        elif kind == "jobtemplate":
+            obj.client.delete_job_template(name, namespace)
+            console.print(f"jobtemplate.flow.volcano.sh/{namespace}/{name} deleted", highlight=False)
+            return
+        if kind in ("cronjob", "cj", "jobflow"):
+            for job in gone:
+                console.print(f"job.batch.volcano.sh/{namespace}/{job} deleted", highlight=False)
+        elif kind == "job":
             obj.client.delete_job(name, namespace)
             console.print(f"job.batch.volcano.sh/{namespace}/{name} deleted", highlight=False)
         else:
             resp = obj.client.delete_queue(name, force=force)
-            gone = f" with the records of {resp.deleted_jobs} finished jobs" if resp.deleted_jobs else ""
-            console.print(f"queue.scheduling.volcano.sh/{name} deleted{gone}", highlight=False)
+            records = f" with the records of {resp.deleted_jobs} finished jobs" if resp.deleted_jobs else ""
+            console.print(f"queue.scheduling.volcano.sh/{name} deleted{records}", highlight=False)
     except VGlobalError as exc:
         fail(str(exc))
 
@@ -399,6 +483,8 @@ def register_extras() -> None:
 
     cli.add_command(agent)
     cli.add_command(certs)
+    cli.add_command(cronjob_group)
+    cli.add_command(create_group)
     cli.add_command(demo)
     cli.add_command(health)
     cli.add_command(sim)

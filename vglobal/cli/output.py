@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
+from google.protobuf.timestamp_pb2 import Timestamp
 from rich.console import Console
 from rich.table import Table
 
 from vglobal import convert
-from vglobal.api.v1 import clusters_pb2, common_pb2, jobs_pb2, queues_pb2
+from vglobal.api.v1 import clusters_pb2, common_pb2, cronjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2
 
 
 def quantities(rl: common_pb2.ResourceList) -> dict[str, str]:
@@ -75,6 +77,68 @@ def cluster_row(c: clusters_pb2.Cluster) -> dict[str, Any]:
     }
 
 
+def stamp(msg: Any, field: str) -> str:
+    """A message's Timestamp field in RFC 3339, or empty when unset."""
+    return str(getattr(msg, field).ToJsonString()) if msg.HasField(field) else ""
+
+
+def age(t: Timestamp | None, now: float | None = None) -> str:
+    """How long ago, as kubectl shows it: 45s, 12m, 5h, 3d."""
+    if t is None or (t.seconds == 0 and t.nanos == 0):
+        return ""
+    seconds = max(int((now if now is not None else time.time()) - t.seconds), 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def cronjob_row(c: cronjobs_pb2.CronJob) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "namespace": c.namespace,
+        "schedule": c.schedule,
+        "timeZone": c.time_zone or "UTC",
+        "suspend": c.suspend,
+        "active": len(c.active),
+        "activeJobs": list(c.active),
+        "lastSchedule": stamp(c, "last_schedule_time"),
+        "lastSuccessful": stamp(c, "last_successful_time"),
+        "nextSchedule": stamp(c, "next_schedule_time"),
+        "concurrencyPolicy": c.concurrency_policy,
+        "startingDeadlineSeconds": (
+            c.starting_deadline_seconds if c.HasField("starting_deadline_seconds") else None
+        ),
+        "queue": c.queue,
+        "age": age(c.created_at if c.HasField("created_at") else None),
+    }
+
+
+def jobflow_row(f: jobflows_pb2.JobFlow) -> dict[str, Any]:
+    done = sum(1 for s in f.steps if s.phase == "Completed")
+    return {
+        "name": f.name,
+        "namespace": f.namespace,
+        "phase": f.phase,
+        "completed": f"{done}/{len(f.steps)}",
+        "retainPolicy": f.job_retain_policy,
+        "steps": [
+            {"name": s.name, "job": s.job, "phase": s.phase, "dependsOn": list(s.depends_on)} for s in f.steps
+        ],
+        "age": age(f.created_at if f.HasField("created_at") else None),
+    }
+
+
+def jobtemplate_row(t: jobflows_pb2.JobTemplate) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "namespace": t.namespace,
+        "queue": t.queue,
+        "tasks": ",".join(t.tasks),
+        "age": age(t.created_at if t.HasField("created_at") else None),
+    }
+
+
 def hypernode_row(h: common_pb2.HyperNode) -> dict[str, Any]:
     return {
         "name": h.name,
@@ -119,6 +183,31 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
             "runningJobs",
         ],
     },
+    "cronjobs": {
+        "table": ["namespace", "name", "schedule", "timeZone", "suspend", "active", "lastSchedule", "age"],
+        "wide": [
+            "namespace",
+            "name",
+            "schedule",
+            "timeZone",
+            "suspend",
+            "concurrencyPolicy",
+            "active",
+            "lastSchedule",
+            "lastSuccessful",
+            "nextSchedule",
+            "queue",
+            "age",
+        ],
+    },
+    "jobflows": {
+        "table": ["namespace", "name", "phase", "completed", "age"],
+        "wide": ["namespace", "name", "phase", "completed", "retainPolicy", "steps", "age"],
+    },
+    "jobtemplates": {
+        "table": ["namespace", "name", "queue", "tasks", "age"],
+        "wide": ["namespace", "name", "queue", "tasks", "age"],
+    },
     "clusters": {
         "table": ["name", "state", "nodes", "capacity", "free", "runningJobs"],
         "wide": ["name", "state", "labels", "nodes", "capacity", "free", "runningJobs", "lastHeartbeat"],
@@ -129,6 +218,10 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
 def cell(value: Any) -> str:
     if isinstance(value, Mapping):
         return short(value)
+    if isinstance(value, list):
+        return (
+            ",".join(f"{v['name']}={v['phase']}" if isinstance(v, Mapping) else str(v) for v in value) or "-"
+        )
     if value in ("", None):
         return "-"
     return str(value)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
-from vglobal.hub.notify import DELIVER, DISPATCH, Wakeups
+from vglobal.hub.notify import DELIVER, DISPATCH, JOB_CHANGES, REVISIONS, WORKFLOWS, Wakeups
 
 
 @dataclass
@@ -16,4 +18,11 @@ class HubContext:
     settings: HubSettings
     engine: Engine
     sessions: sessionmaker[Session]
-    wakeups: Wakeups = field(default_factory=lambda: Wakeups([DISPATCH, DELIVER]))
+    wakeups: Wakeups = field(
+        default_factory=lambda: Wakeups([DISPATCH, DELIVER, JOB_CHANGES, REVISIONS, WORKFLOWS])
+    )
+    # What CronJob schedules are read by (tests give the hub a clock they move)
+    clock: Clock = field(default_factory=RealClock)
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock.now(), UTC)

@@ -15,6 +15,9 @@ log = logging.getLogger(__name__)
 
 DISPATCH = "vglobal_dispatch"  # something to admit: a submit, a finish, a cluster change
 DELIVER = "vglobal_deliver"  # bindings to push to agents: dispatched, re-queued, cancelled
+JOB_CHANGES = "vglobal_job_changes"  # a job changed (sent by the triggers of migration 0006)
+REVISIONS = "vglobal_job_revisions"  # job changes got their revisions: watchers have news
+WORKFLOWS = "vglobal_workflows"  # a CronJob or JobFlow was applied, changed or deleted
 
 
 def notify(channel: str, *, session: Session) -> None:
@@ -23,18 +26,21 @@ def notify(channel: str, *, session: Session) -> None:
 
 
 class Wakeups:
-    """One event per channel, set by the listener thread (or locally) and waited on by loops."""
+    """A count per channel, raised by the listener thread (or locally) and waited on by loops."""
 
     def __init__(self, channels: Iterable[str]) -> None:
-        self._conds = {c: threading.Condition() for c in channels}
-        self._seq = dict.fromkeys(self._conds, 0)
-        self._callbacks: dict[str, list[Callable[[], None]]] = {c: [] for c in self._conds}
+        self._cond = threading.Condition()
+        self._seq = dict.fromkeys(channels, 0)
+        self._callbacks: dict[str, list[Callable[[], None]]] = {c: [] for c in self._seq}
+
+    @property
+    def channels(self) -> list[str]:
+        return list(self._seq)
 
     def fire(self, channel: str) -> None:
-        cond = self._conds[channel]
-        with cond:
+        with self._cond:
             self._seq[channel] += 1
-            cond.notify_all()
+            self._cond.notify_all()
         for callback in self._callbacks[channel]:
             callback()
 
@@ -47,15 +53,18 @@ class Wakeups:
 
     def wait(self, channel: str, seen: int, timeout: float) -> int:
         """Block until the channel fires after ``seen`` or the timeout passes; returns the new sequence."""
-        cond = self._conds[channel]
-        with cond:
-            cond.wait_for(lambda: self._seq[channel] != seen, timeout=timeout)
-            return self._seq[channel]
+        return self.wait_any({channel: seen}, timeout)[channel]
+
+    def wait_any(self, seen: dict[str, int], timeout: float) -> dict[str, int]:
+        """``wait`` on several channels: until one of them fires after its ``seen``."""
+        with self._cond:
+            self._cond.wait_for(lambda: any(self._seq[c] != n for c, n in seen.items()), timeout=timeout)
+            return {c: self._seq[c] for c in seen}
 
 
 def listen_forever(dsn: str, wakeups: Wakeups, stop: threading.Event) -> None:
     """Forward NOTIFYs to ``wakeups``; reconnects after errors."""
-    channels = list(wakeups._conds)
+    channels = wakeups.channels
     while not stop.is_set():
         try:
             with psycopg.connect(dsn, autocommit=True) as conn:

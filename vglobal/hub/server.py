@@ -23,17 +23,24 @@ from vglobal.api.v1 import (
     agent_pb2_grpc,
     clusters_pb2,
     clusters_pb2_grpc,
+    cronjobs_pb2,
+    cronjobs_pb2_grpc,
+    jobflows_pb2,
+    jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
     queues_pb2,
     queues_pb2_grpc,
 )
+from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.context import HubContext
+from vglobal.hub.cron.loop import run_cron
 from vglobal.hub.dispatch.loop import run_dispatcher
 from vglobal.hub.failover import run_failover
+from vglobal.hub.flows.loop import run_flows
 from vglobal.hub.grpc_server import LoopServer, server_credentials
 from vglobal.hub.guard import Guard
 from vglobal.hub.leader import Leader
@@ -42,8 +49,13 @@ from vglobal.hub.notify import listen_forever
 from vglobal.hub.probes import HealthServicer, add_reflection
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
+from vglobal.hub.servicers.cronjobs import CronJobServicer
+from vglobal.hub.servicers.jobflows import JobFlowServicer
 from vglobal.hub.servicers.jobs import JobServicer
 from vglobal.hub.servicers.queues import QueueServicer
+from vglobal.hub.watch.feed import WatchFeed
+from vglobal.hub.watch.log_loop import run_change_log
+from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.errors import ManifestError
 from vglobal.store import migrate
 from vglobal.store.embedded import default_data_dir, start_embedded
@@ -57,6 +69,8 @@ SERVICES = [
     queues_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
     clusters_pb2.DESCRIPTOR.services_by_name["ClusterService"].full_name,
     agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name,
+    cronjobs_pb2.DESCRIPTOR.services_by_name["CronJobService"].full_name,
+    jobflows_pb2.DESCRIPTOR.services_by_name["JobFlowService"].full_name,
 ]
 
 
@@ -68,7 +82,7 @@ def libpq_dsn(url: str) -> str:
 
 
 class Hub:
-    def __init__(self, settings: HubSettings) -> None:
+    def __init__(self, settings: HubSettings, *, clock: Clock | None = None) -> None:
         self.settings = settings
         self.stop = threading.Event()
         self.auth = Authenticator(settings.auth_config)  # a bad file stops the hub before anything starts
@@ -79,7 +93,9 @@ class Hub:
         self.url = url
         engine = make_engine(url)
         migrate.upgrade(engine)
-        self.ctx = HubContext(settings=settings, engine=engine, sessions=make_sessionmaker(engine))
+        self.ctx = HubContext(
+            settings=settings, engine=engine, sessions=make_sessionmaker(engine), clock=clock or RealClock()
+        )
         if not settings.hub_id:
             settings.hub_id = f"{socket.gethostname()}:{settings.listen}"
         self.leader = Leader(engine)
@@ -93,6 +109,8 @@ class Hub:
                 ("grpc.so_reuseport", 0),
             ],
         )
+        self.feed = WatchFeed(self.ctx)
+        self.watches = WatchServer(self.ctx, self.feed, self.stop)
         self.agent_pool = futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-db")
         self.health = self._add_services()
         self.port, self.agent_port = self._add_ports()
@@ -100,9 +118,11 @@ class Hub:
 
     def _add_services(self) -> HealthServicer:
         server = self.grpc.server
-        jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(self.ctx), server)
+        jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(self.ctx, self.watches), server)
         queues_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(self.ctx), server)
         clusters_pb2_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(self.ctx), server)
+        cronjobs_pb2_grpc.add_CronJobServiceServicer_to_server(CronJobServicer(self.ctx), server)
+        jobflows_pb2_grpc.add_JobFlowServiceServicer_to_server(JobFlowServicer(self.ctx), server)
         agents = AgentServicer(self.ctx, self.grpc.loop, self.agent_pool)
         agent_pb2_grpc.add_AgentServiceServicer_to_server(agents, server)
         health = self.grpc.run(_new_health())
@@ -126,6 +146,10 @@ class Hub:
             ("notify", listen_forever, (libpq_dsn(self.url), self.ctx.wakeups, self.stop)),
             ("dispatcher", run_dispatcher, (self.ctx, self.leader, self.stop)),
             ("failover", run_failover, (self.ctx, self.leader, self.stop)),
+            ("cron", run_cron, (self.ctx, self.leader, self.stop)),
+            ("jobflows", run_flows, (self.ctx, self.leader, self.stop)),
+            ("watch-log", run_change_log, (self.ctx, self.leader, self.stop)),
+            ("watch-feed", self.feed.run, (self.stop,)),
         ]
         for name, target, args in loops:
             t = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -156,7 +180,11 @@ class Hub:
     def shutdown(self) -> None:
         self.grpc.run(self.health.enter_graceful_shutdown())
         self.stop.set()
+        for channel in self.ctx.wakeups.channels:
+            self.ctx.wakeups.fire(channel)  # loops waiting for news see the stop at once
+        self.feed.poke()  # watch streams see the stop at once
         self.grpc.stop(grace=2.0)
+        self.watches.shutdown()
         self.agent_pool.shutdown(wait=False, cancel_futures=True)
         for t in self._threads:
             t.join(timeout=3.0)

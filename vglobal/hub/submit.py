@@ -13,8 +13,10 @@ from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.records import JobRow
+from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
+from vglobal.store.repo.events import NewEvent
 from vglobal.store.repo.jobs import NameTaken, NewJob
 
 M = TypeVar("M")
@@ -73,14 +75,24 @@ def check_queue(job: Job, *, session: Session) -> None:
         )
 
 
-def store_job(job: Job, *, request_id: str | None, session: Session) -> tuple[JobRow, bool]:
-    """Validate references and store the job with a Suspended binding (the caller commits)."""
+def check_references(job: Job, *, session: Session) -> int:
+    """What a job's manifest names must exist: its queue (Open, a leaf) and its priority class;
+    returns the job's priority."""
+    check_queue(job, session=session)
+    return resolve_priority(job, session=session)
+
+
+def store_job(
+    job: Job, *, request_id: str | None, session: Session, owner_uid: str | None = None
+) -> tuple[JobRow, bool]:
+    """Validate references and store the job with a Suspended binding (the caller commits).
+
+    ``owner_uid`` names the CronJob or JobFlow that makes the job."""
     if request_id:
         existing = jobs_repo.get_by_request_id(request_id, session=session)
         if existing is not None:
             return existing, False
-    check_queue(job, session=session)
-    priority = resolve_priority(job, session=session)
+    priority = check_references(job, session=session)
     request = job.total_request() + POD_SLOT.scale(job.total_pods())
     new = NewJob(
         uid=str(uuid.uuid4()),
@@ -97,8 +109,30 @@ def store_job(job: Job, *, request_id: str | None, session: Session) -> tuple[Jo
         placement=Placement.of(job),
         manifest=job.raw,
         tasks=tuple(TaskCounts.submitted(t) for t in job.tasks),
+        labels=dict(job.labels),
+        owner_uid=owner_uid,
     )
     try:
         return jobs_repo.insert_job(new, session=session)
     except NameTaken:
         raise AlreadyExists(f'job "{job.namespace}/{job.name}" already exists') from None
+
+
+def submit_job(
+    job: Job,
+    *,
+    request_id: str | None,
+    session: Session,
+    owner_uid: str | None = None,
+    principal: str | None = None,
+) -> tuple[JobRow, bool]:
+    """``store_job`` and the new job's Submitted event naming who submitted it (None: the hub's own
+    loops); the caller wakes the dispatcher."""
+    row, created = store_job(job, request_id=request_id, session=session, owner_uid=owner_uid)
+    if created:
+        pods = sum(t.replicas for t in row.tasks)
+        events_repo.add_events(
+            [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid, principal=principal)],
+            session=session,
+        )
+    return row, created

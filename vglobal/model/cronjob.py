@@ -20,7 +20,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 from vglobal.model import job
 from vglobal.model.cron_schedule import CronSchedule, load_time_zone, parse_schedule
 from vglobal.model.errors import ManifestError, Problems
-from vglobal.model.job import Job
+from vglobal.model.job import Job, spec_queue
 from vglobal.model.job_template import check_namespace, job_document, parse_embedded_job
 from vglobal.model.k8s import DNS1123_LABEL, Metadata, Model, check_name, validate_model
 
@@ -82,6 +82,11 @@ class CronJob:
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.time_zone or "UTC")
+
+    @property
+    def queue(self) -> str:
+        """The queue its runs go to (what a caller must be allowed to submit to)."""
+        return spec_queue(self.job_spec)
 
 
 # --- wire schema (shape and types; rules are checked below with field paths) ---

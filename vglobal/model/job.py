@@ -159,6 +159,12 @@ class _JobManifest(Model):
 # --- parsing ---
 
 
+def spec_queue(spec: Mapping[str, Any]) -> str:
+    """The queue a Job spec names (unchecked; the Job parser checks it), or the default one."""
+    queue = spec.get("queue")
+    return queue if isinstance(queue, str) and queue else DEFAULT_QUEUE
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 

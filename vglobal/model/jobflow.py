@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from vglobal.model.errors import ManifestError, Problems
-from vglobal.model.job import Job
+from vglobal.model.job import Job, spec_queue
 from vglobal.model.job_template import check_namespace, job_document, parse_embedded_job
 from vglobal.model.k8s import DNS1123_LABEL, Metadata, Model, check_name, validate_model
 
@@ -58,6 +58,11 @@ class JobTemplate:
     job_spec: dict[str, Any] = field(default_factory=dict)
     task_names: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def queue(self) -> str:
+        """The queue its Jobs go to (what a caller must be allowed to submit to)."""
+        return spec_queue(self.job_spec)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,6 +3,7 @@ clusters and events, as they were when read."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -70,6 +71,7 @@ class JobRow:
     reason: str
     reason_kind: str  # a WaitKind while the job waits; empty when the reason is no wait
     waiting_since: datetime
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,62 @@ class EventRow:
     source: str
     principal: str | None = None
     subject: str | None = None
+
+
+@dataclass(frozen=True)
+class OwnedJob:
+    """A job a CronJob or JobFlow made, as far as its owner looks at it."""
+
+    uid: str
+    name: str
+    phase: str
+    binding_phase: str
+    created_at: datetime
+    finished_at: datetime | None
+    tasks: tuple[TaskCounts, ...]
+
+
+@dataclass(frozen=True)
+class CronJobRow:
+    uid: str
+    namespace: str
+    name: str
+    manifest: dict[str, Any]
+    status: dict[str, Any]  # CronStatus as JSON (store/repo/cronjobs.py reads it)
+    next_time: datetime | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class JobTemplateRow:
+    namespace: str
+    name: str
+    manifest: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class JobFlowRow:
+    uid: str
+    namespace: str
+    name: str
+    manifest: dict[str, Any]
+    templates: dict[str, dict[str, Any]]  # flow name -> JobTemplate manifest, as applied
+    phase: str
+    status: dict[str, Any]  # JobFlowStatus as JSON (store/repo/jobflows.py reads it)
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class JobChange:
+    """One entry of the job change log: a job as a change left it (see store/repo/job_changes)."""
+
+    revision: int
+    kind: str  # ADDED | MODIFIED | DELETED
+    job_uid: str
+    namespace: str
+    name: str
+    queue: str
+    labels: Mapping[str, str]
+    state: Mapping[str, Any]  # the fields of job_watch_state() (migration 0006)
+    time: datetime

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vglobal.admission import PendingJob, QueueSnap
+from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job
+from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest, parse_manifests
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import ROOT, Queue, default_queue
@@ -119,7 +121,8 @@ class Workload:
 def load_workload(path: Path) -> Workload:
     """Queues and PriorityClasses apply first (the last of a name wins), then every Job is
     submitted in file order, at the time its ``vglobal.io/sim-submit-at`` says (else at once); a
-    file holding a SimCluster belongs in ``--cluster``."""
+    file holding a SimCluster belongs in ``--cluster``. CronJobs, JobTemplates and JobFlows are
+    passed over."""
     docs = _documents(path)
     queues: dict[str, tuple[Path, Queue]] = {"default": (path, default_queue())}
     classes: dict[str, PriorityClass] = {}
@@ -131,6 +134,9 @@ def load_workload(path: Path) -> Workload:
             classes[m.name] = m
         elif isinstance(m, Job):
             jobs.append((f, m))
+        elif isinstance(m, CronJob | JobTemplate | JobFlow):
+            # The hub's loops make their Jobs over time; a simulation replays Jobs only.
+            continue
         else:
             raise SimInputError(
                 f"{f}: kind: {type(m).__name__} belongs in a --cluster file, not with the jobs"

@@ -72,8 +72,13 @@ jobs = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+    # metadata.labels, for watch filters (migration 0006)
+    sa.Column("labels", JSONB, nullable=False, server_default="{}"),
+    # The CronJob or JobFlow that made the job (its uid), if one did (migration 0006)
+    sa.Column("owner_uid", sa.Text, nullable=True),
     sa.UniqueConstraint("namespace", "name", name="uq_jobs_namespace_name"),
     sa.Index("ix_jobs_queue", "queue"),
+    sa.Index("ix_jobs_owner_uid", "owner_uid"),
 )
 
 resource_bindings = sa.Table(
@@ -133,6 +138,85 @@ events = sa.Table(
     # Who made the call, and what a job-less event is about (see migration 0005).
     sa.Column("principal", sa.Text, nullable=True),
     sa.Column("subject", sa.Text, nullable=True),
+    # A CronJob's or JobFlow's events (migration 0006): the uid of the one they are about
+    sa.Column("owner_uid", sa.Text, nullable=True),
     sa.Index("ix_events_job_uid", "job_uid"),
     sa.Index("ix_events_subject", "subject", postgresql_where=sa.text("subject IS NOT NULL")),
+    sa.Index("ix_events_owner_uid", "owner_uid"),
+)
+
+cron_jobs = sa.Table(
+    "cron_jobs",
+    metadata,
+    sa.Column("uid", sa.Text, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("manifest", JSONB, nullable=False),
+    # model.cron_decision.CronStatus as JSON (vglobal/store/repo/cronjobs.py)
+    sa.Column("status", JSONB, nullable=False, server_default="{}"),
+    # When the schedule next asks the leader to look; null while suspended
+    sa.Column("next_time", sa.DateTime(timezone=True), nullable=True),
+    # By the hub's clock, the one that reads the schedule
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.UniqueConstraint("namespace", "name", name="uq_cron_jobs_namespace_name"),
+)
+
+job_templates = sa.Table(
+    "job_templates",
+    metadata,
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("manifest", JSONB, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+)
+
+job_flows = sa.Table(
+    "job_flows",
+    metadata,
+    sa.Column("uid", sa.Text, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("manifest", JSONB, nullable=False),
+    # {flow name: JobTemplate manifest}: the templates as they were when the JobFlow was applied
+    sa.Column("templates", JSONB, nullable=False),
+    sa.Column("phase", sa.Text, nullable=False, server_default="Pending"),
+    # model.flow_progress.JobFlowStatus as JSON (vglobal/store/repo/jobflows.py)
+    sa.Column("status", JSONB, nullable=False, server_default="{}"),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.UniqueConstraint("namespace", "name", name="uq_job_flows_namespace_name"),
+)
+
+# Every change of a job, written by triggers in the changing transaction (migration 0006). A
+# change gets its revision after it commits (store/repo/job_changes.sequence), so revisions follow
+# commit order and a reader at revision R has seen every change numbered up to R.
+job_changes = sa.Table(
+    "job_changes",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    # The writing transaction (64-bit): its changes of one job become one event
+    sa.Column("xid", sa.BigInteger, nullable=False),
+    sa.Column("revision", sa.BigInteger, nullable=True),
+    sa.Column("kind", sa.Text, nullable=False),  # ADDED | MODIFIED | DELETED
+    sa.Column("job_uid", sa.Text, nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("queue", sa.Text, nullable=False),
+    sa.Column("labels", JSONB, nullable=False),
+    # The job as the change left it (no manifest, no pods): see job_watch_state() in 0006
+    sa.Column("state", JSONB, nullable=False),
+    sa.Column("time", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Index("ix_job_changes_revision", "revision", unique=True),
+    sa.Index("ix_job_changes_unsequenced", "id", postgresql_where=sa.text("revision IS NULL")),
+)
+
+# One row: the last revision given out, and the revision up to which changes were pruned.
+job_watch = sa.Table(
+    "job_watch",
+    metadata,
+    sa.Column("id", sa.SmallInteger, primary_key=True, autoincrement=False),
+    sa.Column("last_revision", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("pruned_through", sa.BigInteger, nullable=False, server_default="0"),
 )

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from vglobal.api.v1 import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
@@ -113,6 +114,26 @@ Global___Placement: _TypeAlias = Placement  # noqa: Y015
 class Job(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     UID_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
@@ -135,6 +156,7 @@ class Job(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RETRY_COUNT_FIELD_NUMBER: _builtins.int
     REASON_KIND_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
     uid: _builtins.str
     name: _builtins.str
     namespace: _builtins.str
@@ -171,6 +193,10 @@ class Job(_message.Message):
     def created_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
     def updated_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """metadata.labels"""
+
     def __init__(
         self,
         *,
@@ -196,10 +222,11 @@ class Job(_message.Message):
         request_id: _builtins.str = ...,
         retry_count: _builtins.int = ...,
         reason_kind: _builtins.str = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "generation", b"generation", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "generation", b"generation", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -297,12 +324,33 @@ Global___SubmitJobsResponse: _TypeAlias = SubmitJobsResponse  # noqa: Y015
 class ListJobsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     QUEUE_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
     CLUSTER_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
     queue: _builtins.str
     namespace: _builtins.str
     phase: _builtins.str
@@ -310,6 +358,10 @@ class ListJobsRequest(_message.Message):
     page_size: _builtins.int
     """default 500, at most 5000"""
     page_token: _builtins.str
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """every one must match metadata.labels"""
+
     def __init__(
         self,
         *,
@@ -319,10 +371,11 @@ class ListJobsRequest(_message.Message):
         cluster: _builtins.str = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token", "phase", b"phase", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "labels", b"labels", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token", "phase", b"phase", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -334,7 +387,10 @@ class ListJobsResponse(_message.Message):
 
     JOBS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
+    revision: _builtins.int
+    """The list shows every change up to this revision: watch from here (WatchJobs) to follow it."""
     @_builtins.property
     def jobs(self) -> _containers.RepeatedCompositeFieldContainer[Global___Job]: ...
     def __init__(
@@ -342,14 +398,128 @@ class ListJobsResponse(_message.Message):
         *,
         jobs: _abc.Iterable[Global___Job] | None = ...,
         next_page_token: _builtins.str = ...,
+        revision: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["jobs", b"jobs", "next_page_token", b"next_page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["jobs", b"jobs", "next_page_token", b"next_page_token", "revision", b"revision"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListJobsResponse: _TypeAlias = ListJobsResponse  # noqa: Y015
+
+@_typing.final
+class WatchJobsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    FROM_REVISION_FIELD_NUMBER: _builtins.int
+    queue: _builtins.str
+    """empty: any"""
+    namespace: _builtins.str
+    """empty: any"""
+    name: _builtins.str
+    """one job (with namespace, default any)"""
+    from_revision: _builtins.int
+    """Events after this revision; 0: from now on."""
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """every one must match metadata.labels"""
+
+    def __init__(
+        self,
+        *,
+        queue: _builtins.str = ...,
+        namespace: _builtins.str = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        name: _builtins.str = ...,
+        from_revision: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_revision", b"from_revision", "labels", b"labels", "name", b"name", "namespace", b"namespace", "queue", b"queue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchJobsRequest: _TypeAlias = WatchJobsRequest  # noqa: Y015
+
+@_typing.final
+class JobEvent(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Type:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _TypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[JobEvent._Type.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        TYPE_UNSPECIFIED: JobEvent._Type.ValueType  # 0
+        ADDED: JobEvent._Type.ValueType  # 1
+        MODIFIED: JobEvent._Type.ValueType  # 2
+        DELETED: JobEvent._Type.ValueType  # 3
+        BOOKMARK: JobEvent._Type.ValueType  # 4
+        """No job: every matching change up to `revision` has been sent (resume from here)."""
+
+    class Type(_Type, metaclass=_TypeEnumTypeWrapper): ...
+    TYPE_UNSPECIFIED: JobEvent.Type.ValueType  # 0
+    ADDED: JobEvent.Type.ValueType  # 1
+    MODIFIED: JobEvent.Type.ValueType  # 2
+    DELETED: JobEvent.Type.ValueType  # 3
+    BOOKMARK: JobEvent.Type.ValueType  # 4
+    """No job: every matching change up to `revision` has been sent (resume from here)."""
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    JOB_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    type: Global___JobEvent.Type.ValueType
+    revision: _builtins.int
+    @_builtins.property
+    def job(self) -> Global___Job:
+        """as the change left it, without manifest and pod placements (GetJob has them)"""
+
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """when the change was made"""
+
+    def __init__(
+        self,
+        *,
+        type: Global___JobEvent.Type.ValueType = ...,
+        revision: _builtins.int = ...,
+        job: Global___Job | None = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "revision", b"revision", "time", b"time", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JobEvent: _TypeAlias = JobEvent  # noqa: Y015
 
 @_typing.final
 class DeleteJobResponse(_message.Message):

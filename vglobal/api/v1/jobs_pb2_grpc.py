@@ -69,6 +69,11 @@ class JobServiceStub:
                 request_serializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_jobs__pb2.ExplainJobResponse.FromString,
                 _registered_method=True)
+        self.WatchJobs = channel.unary_stream(
+                '/vglobal.v1.JobService/WatchJobs',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobEvent.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -121,6 +126,17 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchJobs(self, request, context):
+        """Every change of the jobs matching the filters, in order, each with its revision. From a
+        revision a client saw (ListJobsResponse.revision, or an event's) nothing is missed, across
+        hub restarts and leader changes. A revision older than the hub keeps is OUT_OF_RANGE: list
+        again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
+        last revision it read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -158,6 +174,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ExplainJob,
                     request_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.FromString,
                     response_serializer=vglobal_dot_v1_dot_jobs__pb2.ExplainJobResponse.SerializeToString,
+            ),
+            'WatchJobs': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchJobs,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.JobEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -349,6 +370,33 @@ class JobService:
             '/vglobal.v1.JobService/ExplainJob',
             vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
             vglobal_dot_v1_dot_jobs__pb2.ExplainJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/vglobal.v1.JobService/WatchJobs',
+            vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.JobEvent.FromString,
             options,
             channel_credentials,
             insecure,

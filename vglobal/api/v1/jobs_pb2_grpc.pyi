@@ -43,6 +43,13 @@ class JobServiceStub:
     """Removes a job and its history; a running job is cancelled first."""
     ExplainJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.ExplainJobResponse]
     """The last admission decision for a job, its reason and its events."""
+    WatchJobs: _grpc.UnaryStreamMultiCallable[_jobs_pb2.WatchJobsRequest, _jobs_pb2.JobEvent]
+    """Every change of the jobs matching the filters, in order, each with its revision. From a
+    revision a client saw (ListJobsResponse.revision, or an event's) nothing is missed, across
+    hub restarts and leader changes. A revision older than the hub keeps is OUT_OF_RANGE: list
+    again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
+    last revision it read.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -59,6 +66,13 @@ class JobServiceAsyncStub(JobServiceStub):
     """Removes a job and its history; a running job is cancelled first."""
     ExplainJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.ExplainJobResponse]  # type: ignore[assignment]
     """The last admission decision for a job, its reason and its events."""
+    WatchJobs: _aio.UnaryStreamMultiCallable[_jobs_pb2.WatchJobsRequest, _jobs_pb2.JobEvent]  # type: ignore[assignment]
+    """Every change of the jobs matching the filters, in order, each with its revision. From a
+    revision a client saw (ListJobsResponse.revision, or an event's) nothing is missed, across
+    hub restarts and leader changes. A revision older than the hub keeps is OUT_OF_RANGE: list
+    again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
+    last revision it read.
+    """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -114,5 +128,18 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_jobs_pb2.ExplainJobResponse, _abc.Awaitable[_jobs_pb2.ExplainJobResponse]]:
         """The last admission decision for a job, its reason and its events."""
+
+    @_abc_1.abstractmethod
+    def WatchJobs(
+        self,
+        request: _jobs_pb2.WatchJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_jobs_pb2.JobEvent], _abc.AsyncIterator[_jobs_pb2.JobEvent]]:
+        """Every change of the jobs matching the filters, in order, each with its revision. From a
+        revision a client saw (ListJobsResponse.revision, or an event's) nothing is missed, across
+        hub restarts and leader changes. A revision older than the hub keeps is OUT_OF_RANGE: list
+        again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
+        last revision it read.
+        """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

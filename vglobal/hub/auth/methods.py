@@ -32,6 +32,34 @@ METHODS: dict[str, Rule] = {
             "CancelJob": Rule(Action.cancel_jobs, mutating=True),
             "DeleteJob": Rule(Action.delete_jobs, mutating=True),
             "ExplainJob": Rule(Action.read_jobs),
+            "WatchJobs": Rule(Action.read_jobs),
+        },
+    ),
+    # CronJobs, JobTemplates and JobFlows act as the Jobs they make: the servicers check the queue
+    # those Jobs go to (every queue of a JobFlow's templates).
+    **_service(
+        "CronJobService",
+        {
+            "ApplyCronJob": Rule(Action.submit_jobs, mutating=True),
+            "GetCronJob": Rule(Action.read_jobs),
+            "ListCronJobs": Rule(Action.read_jobs),
+            "DeleteCronJob": Rule(Action.delete_jobs, mutating=True),
+            "SuspendCronJob": Rule(Action.submit_jobs, mutating=True),
+            "ResumeCronJob": Rule(Action.submit_jobs, mutating=True),
+            "CreateJobFromCronJob": Rule(Action.submit_jobs, mutating=True),
+        },
+    ),
+    **_service(
+        "JobFlowService",
+        {
+            "ApplyJobTemplate": Rule(Action.submit_jobs, mutating=True),
+            "GetJobTemplate": Rule(Action.read_jobs),
+            "ListJobTemplates": Rule(Action.read_jobs),
+            "DeleteJobTemplate": Rule(Action.delete_jobs, mutating=True),
+            "ApplyJobFlow": Rule(Action.submit_jobs, mutating=True),
+            "GetJobFlow": Rule(Action.read_jobs),
+            "ListJobFlows": Rule(Action.read_jobs),
+            "DeleteJobFlow": Rule(Action.delete_jobs, mutating=True),
         },
     ),
     **_service(

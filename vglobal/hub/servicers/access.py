@@ -3,6 +3,8 @@ call checks the queue or cluster it touches, and lists keep to what the caller m
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide, everywhere, may
 from vglobal.hub.guard import current_principal
@@ -25,3 +27,9 @@ def visible(action: Action, queues: list[str]) -> list[str] | None:
     if everywhere(principal, action):
         return None
     return [q for q in queues if may(principal, action, queue=q)]
+
+
+def can(action: Action, queues: Iterable[str]) -> bool:
+    """Whether the caller may ``action`` in every one of ``queues`` (a list keeps what it can read)."""
+    principal = current_principal()
+    return all(may(principal, action, queue=q) for q in queues)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 from sqlalchemy.orm import Session
@@ -14,19 +16,21 @@ from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
-from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.job_actions import cancel_job, delete_job
+from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers.access import require, visible, who
-from vglobal.hub.submit import check_limits, parse_one, store_job
+from vglobal.hub.servicers.gone import explained
+from vglobal.hub.submit import check_limits, parse_one, submit_job
+from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
-from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import job_changes as changes_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
-from vglobal.store.repo.events import NewEvent
 
 MAX_PAGE = 5000
 # What ExplainJob says of a waiting job whose reason the dispatcher has not written yet.
@@ -49,15 +53,9 @@ def find_job(ref: jobs_pb2.JobRef, *, session: Session, action: Action = Action.
             wanted="a job name or uid",
         )
     except NotFound as exc:
-        deleted = (
-            None
-            if ref.uid
-            else events_repo.last_about(f"job {namespace}/{ref.name}", "Deleted", session=session)
-        )
-        if deleted is None:
+        if ref.uid:
             raise
-        when = deleted.time.strftime("%Y-%m-%dT%H:%M:%SZ")
-        raise NotFound(f"{exc}: deleted by {deleted.principal or 'an unknown caller'} at {when}") from None
+        raise explained(exc, f"job {namespace}/{ref.name}", session=session) from None
     require(action, queue=row.queue)
     return row
 
@@ -80,8 +78,9 @@ def page_after(token: str) -> tuple[str, str] | None:
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
-    def __init__(self, ctx: HubContext) -> None:
+    def __init__(self, ctx: HubContext, watches: WatchServer) -> None:
         self.ctx = ctx
+        self.watches = watches
 
     def _submit_all(
         self, items: list[jobs_pb2.SubmitJobRequest], *, prefix: bool
@@ -100,22 +99,11 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             for i, (job, item) in enumerate(parsed):
                 try:
-                    row, created = store_job(job, request_id=item.request_id or None, session=session)
+                    row, created = submit_job(
+                        job, request_id=item.request_id or None, session=session, principal=who()
+                    )
                 except Exception as exc:
                     raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
-                if created:
-                    pods = sum(t.replicas for t in row.tasks)
-                    events_repo.add_events(
-                        [
-                            NewEvent(
-                                "Submitted",
-                                f"queue {row.queue}, {pods} pods",
-                                job_uid=row.uid,
-                                principal=who(),
-                            )
-                        ],
-                        session=session,
-                    )
                 results.append(jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created))
             if any(r.created for r in results):
                 notify(DISPATCH, session=session)
@@ -152,6 +140,8 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         limit = min(request.page_size or 500, MAX_PAGE)
         after = page_after(request.page_token)
         with session_scope(self.ctx.sessions) as session:
+            # Read before the jobs: the list then holds every change up to it (and maybe more).
+            revision = changes_repo.last_revision(session=session)
             shown = visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
             rows = jobs_repo.list_jobs(
                 session=session,
@@ -159,26 +149,28 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 namespace=request.namespace,
                 phase=request.phase,
                 cluster=request.cluster,
+                labels=dict(request.labels),
                 after=after,
                 limit=limit + 1,
                 queues=shown,
             )
         token = page_token(rows[limit - 1].namespace, rows[limit - 1].name) if len(rows) > limit else ""
-        return jobs_pb2.ListJobsResponse(jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token)
+        return jobs_pb2.ListJobsResponse(
+            jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token, revision=revision
+        )
+
+    async def WatchJobs(
+        self, request: jobs_pb2.WatchJobsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[jobs_pb2.JobEvent]:
+        async for event in self.watches.serve(request):
+            yield event
 
     @rpc
     def CancelJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session, action=Action.cancel_jobs)
-            if bindings_repo.abort(row.uid, session=session, reason=f"cancelled by {who()}") is not None:
-                jobs_repo.set_phase([row.uid], "Aborted", session=session)
-                events_repo.add_events(
-                    [NewEvent("Cancelled", f"cancelled by {who()}", job_uid=row.uid, principal=who())],
-                    session=session,
-                )
-                notify(DELIVER, session=session)
-                notify(DISPATCH, session=session)
-            row = find_job(request, session=session)
+            if cancel_job(row.uid, session=session, reason=f"cancelled by {who()}", principal=who()):
+                row = find_job(request, session=session)
         return convert.job(row)
 
     @rpc
@@ -187,17 +179,15 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     ) -> jobs_pb2.DeleteJobResponse:
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session, action=Action.delete_jobs)
-            if row.binding_phase in ADMITTED:
-                # Its agent learns on the next sync that the job is gone and stops it.
-                notify(DELIVER, session=session)
-            jobs_repo.delete_job(row.uid, session=session)
-            # The job's own events go with it; this one outlives it (no job_uid), naming it.
-            subject = f"job {row.namespace}/{row.name}"
-            events_repo.add_events(
-                [NewEvent("Deleted", f"uid {row.uid}, queue {row.queue}", subject=subject, principal=who())],
+            delete_job(
+                row.uid,
+                row.binding_phase,
                 session=session,
+                namespace=row.namespace,
+                name=row.name,
+                queue=row.queue,
+                principal=who(),
             )
-            notify(DISPATCH, session=session)
         return jobs_pb2.DeleteJobResponse(uid=row.uid)
 
     @rpc

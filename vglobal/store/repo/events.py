@@ -25,6 +25,7 @@ class NewEvent:
     time: datetime | None = None
     principal: str | None = None  # who made the call (audit)
     subject: str | None = None  # what a job-less event is about: "queue team-a", "job default/x"
+    owner_uid: str | None = None  # a CronJob's or JobFlow's event
 
 
 def add_events(new: Sequence[NewEvent], *, session: Session) -> None:
@@ -33,11 +34,12 @@ def add_events(new: Sequence[NewEvent], *, session: Session) -> None:
         return
     session.execute(
         sa.text(
-            "INSERT INTO events (time, job_uid, cluster, kind, reason, message, source, principal, subject) "
-            "SELECT coalesce(t, now()), j, c, k, r, m, s, p, o FROM unnest("
+            "INSERT INTO events (time, job_uid, cluster, kind, reason, message, source, principal, "
+            "subject, owner_uid) "
+            "SELECT coalesce(t, now()), j, c, k, r, m, s, p, o, w FROM unnest("
             "CAST(:t AS timestamptz[]), CAST(:j AS text[]), CAST(:c AS text[]), CAST(:k AS text[]), "
             "CAST(:r AS text[]), CAST(:m AS text[]), CAST(:s AS text[]), CAST(:p AS text[]), "
-            "CAST(:o AS text[])) AS e(t, j, c, k, r, m, s, p, o)"
+            "CAST(:o AS text[]), CAST(:w AS text[])) AS e(t, j, c, k, r, m, s, p, o, w)"
         ),
         {
             "t": [e.time for e in new],
@@ -49,6 +51,7 @@ def add_events(new: Sequence[NewEvent], *, session: Session) -> None:
             "s": [e.source for e in new],
             "p": [e.principal for e in new],
             "o": [e.subject for e in new],
+            "w": [e.owner_uid for e in new],
         },
     )
 
@@ -60,9 +63,20 @@ def _row(r: sa.Row[Any]) -> EventRow:
 
 
 def job_events(job_uid: str, *, session: Session, limit: int = 200) -> list[EventRow]:
-    rows = session.execute(
-        sa.select(events).where(events.c.job_uid == job_uid).order_by(events.c.id.desc()).limit(limit)
-    ).all()
+    return _latest(events.c.job_uid == job_uid, session=session, limit=limit)
+
+
+def owner_events(owner_uid: str, *, session: Session, limit: int = 200) -> list[EventRow]:
+    """A CronJob's or JobFlow's own events, oldest first."""
+    return _latest(events.c.owner_uid == owner_uid, session=session, limit=limit)
+
+
+def delete_owner_events(owner_uid: str, *, session: Session) -> None:
+    session.execute(sa.delete(events).where(events.c.owner_uid == owner_uid))
+
+
+def _latest(where: sa.ColumnElement[bool], *, session: Session, limit: int) -> list[EventRow]:
+    rows = session.execute(sa.select(events).where(where).order_by(events.c.id.desc()).limit(limit)).all()
     return [_row(r) for r in reversed(rows)]
 
 

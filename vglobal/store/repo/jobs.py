@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ from vglobal.model.forms import (
     tasks_from_json,
     tasks_to_json,
 )
-from vglobal.model.records import JobRow
+from vglobal.model.records import JobRow, OwnedJob
 from vglobal.store.engine import rowcount
 from vglobal.store.tables import jobs, resource_bindings
 
@@ -42,6 +42,8 @@ class NewJob:
     placement: Placement
     manifest: dict[str, Any]
     tasks: tuple[TaskCounts, ...]
+    labels: dict[str, str] = field(default_factory=dict)
+    owner_uid: str | None = None  # the CronJob or JobFlow that makes the job
 
 
 class NameTaken(Exception):
@@ -96,6 +98,7 @@ def _row(r: sa.Row[Any]) -> JobRow:
         reason=m["reason"],
         reason_kind=m["reason_kind"],
         waiting_since=m["waiting_since"],
+        labels=m["labels"] or {},
     )
 
 
@@ -123,6 +126,8 @@ def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
             placement=new.placement.to_json(),
             manifest=new.manifest,
             tasks=tasks_to_json(new.tasks),
+            labels=new.labels,
+            owner_uid=new.owner_uid,
         )
         .on_conflict_do_nothing()
         .returning(jobs.c.uid)
@@ -167,11 +172,17 @@ def list_jobs(
     cluster: str = "",
     after: tuple[str, str] | None = None,
     limit: int = 500,
+    owner_uid: str = "",
+    labels: dict[str, str] | None = None,
     queues: Sequence[str] | None = None,
 ) -> list[JobRow]:
     """Ordered by (namespace, name); ``after`` is the last key of the previous page; ``queues``
     (when given) the only queues whose jobs may be listed."""
     stmt = _select()
+    if labels:
+        stmt = stmt.where(jobs.c.labels.contains(labels))
+    if owner_uid:
+        stmt = stmt.where(jobs.c.owner_uid == owner_uid)
     if queue:
         stmt = stmt.where(jobs.c.queue == queue)
     if queues is not None:
@@ -186,6 +197,31 @@ def list_jobs(
         stmt = stmt.where(sa.tuple_(jobs.c.namespace, jobs.c.name) > sa.tuple_(*after))
     stmt = stmt.order_by(jobs.c.namespace, jobs.c.name).limit(limit)
     return [_row(r) for r in session.execute(stmt).all()]
+
+
+def owned(owner_uid: str, *, session: Session) -> list[OwnedJob]:
+    """The jobs a CronJob or JobFlow made that still exist, oldest first."""
+    rows = session.execute(
+        sa.select(
+            jobs.c.uid,
+            jobs.c.name,
+            jobs.c.phase,
+            resource_bindings.c.phase,
+            jobs.c.created_at,
+            jobs.c.finished_at,
+            jobs.c.tasks,
+        )
+        .select_from(jobs.join(resource_bindings, resource_bindings.c.job_uid == jobs.c.uid))
+        .where(jobs.c.owner_uid == owner_uid)
+        .order_by(jobs.c.created_at, jobs.c.name)
+    ).all()
+    return [OwnedJob(r[0], r[1], r[2], r[3], r[4], r[5], tasks_from_json(r[6])) for r in rows]
+
+
+def disown(owner_uid: str, *, session: Session) -> int:
+    """Jobs outlive their deleted owner: they are no one's any more."""
+    res = session.execute(sa.update(jobs).where(jobs.c.owner_uid == owner_uid).values(owner_uid=None))
+    return rowcount(res)
 
 
 def delete_job(uid: str, *, session: Session) -> bool:

@@ -1,0 +1,1 @@
+"""CronJobs: the leader makes each scheduled run a Job, once."""

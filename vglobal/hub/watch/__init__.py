@@ -1,0 +1,1 @@
+"""Watching jobs: the change log's revisions (leader) and the streams each replica serves."""

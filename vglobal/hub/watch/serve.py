@@ -1,0 +1,119 @@
+"""WatchJobs on the asyncio server: the blocking stream (stream.watch) runs in a thread of the
+watch pool, one step at a time, while the coroutine hands its events to gRPC.
+
+A stream that gRPC cannot send (the client does not read) stops asking for the next step, so its
+place in the feed stays behind and the feed cuts it off: memory stays bounded. The caller sees only
+the jobs of the queues it may read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Generator
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from vglobal import convert
+from vglobal.api.v1 import jobs_pb2
+from vglobal.hub.auth.policy import Action, Principal, everywhere, may
+from vglobal.hub.context import HubContext
+from vglobal.hub.errors import Coded
+from vglobal.hub.guard import current_principal
+from vglobal.hub.servicers.access import require
+from vglobal.hub.watch.feed import WatchFeed
+from vglobal.hub.watch.stream import Bookmark, WatchItem, WatchLimit, watch
+from vglobal.model.records import JobChange
+from vglobal.store.engine import session_scope
+from vglobal.store.repo import queues as queues_repo
+from vglobal.store.repo.job_changes import Filters
+
+_END = object()
+
+
+class _Steps:
+    """One stream's generator, stepped from pool threads; ``close`` waits for a running step."""
+
+    def __init__(self, items: Generator[WatchItem, None, None]) -> None:
+        self._items = items
+        self._lock = threading.Lock()
+
+    def next(self) -> WatchItem | object:
+        with self._lock:
+            return next(self._items, _END)
+
+    def close(self) -> None:
+        with self._lock:
+            self._items.close()
+
+
+def readable_queues(ctx: HubContext, principal: Principal) -> frozenset[str] | None:
+    """The queues whose jobs ``principal`` may read (None: all). A queue made while the watch runs
+    is not among them: the client sees its jobs once it watches again."""
+    if everywhere(principal, Action.read_jobs):
+        return None
+    with session_scope(ctx.sessions) as session:
+        names = [q.name for q in queues_repo.list_queues(session=session)]
+    return frozenset(q for q in names if may(principal, Action.read_jobs, queue=q))
+
+
+class WatchServer:
+    def __init__(self, ctx: HubContext, feed: WatchFeed, stop: threading.Event) -> None:
+        self.ctx = ctx
+        self.feed = feed
+        self.stop = stop  # the hub's: its streams end UNAVAILABLE, and clients resume elsewhere
+        self.limit = WatchLimit(ctx.settings.max_watches)
+        # A running stream holds one thread while it waits for news; closing one may hold a second.
+        self.pool = ThreadPoolExecutor(max_workers=2 * self.limit.most, thread_name_prefix="watch")
+
+    async def serve(self, request: jobs_pb2.WatchJobsRequest) -> AsyncIterator[jobs_pb2.JobEvent]:
+        if request.queue:
+            require(Action.read_jobs, queue=request.queue)
+        principal = current_principal()
+        self.limit.enter()
+        loop = asyncio.get_running_loop()
+        ended = threading.Event()
+        steps: _Steps | None = None
+        try:
+            queues = await loop.run_in_executor(self.pool, readable_queues, self.ctx, principal)
+            filters = Filters(
+                queue=request.queue,
+                namespace=request.namespace,
+                name=request.name,
+                labels=dict(request.labels),
+                queues=queues,
+            )
+            items = watch(
+                self.ctx,
+                self.feed,
+                filters,
+                request.from_revision,
+                active=lambda: not (ended.is_set() or self.stop.is_set()),
+            )
+            steps = _Steps(items)
+            while True:
+                item = await loop.run_in_executor(self.pool, steps.next)
+                if isinstance(item, Bookmark):
+                    yield jobs_pb2.JobEvent(type=jobs_pb2.JobEvent.BOOKMARK, revision=item.revision)
+                elif isinstance(item, JobChange):
+                    yield convert.job_event(item)
+                elif self.stop.is_set():
+                    raise Coded(
+                        grpc.StatusCode.UNAVAILABLE, "the hub is stopping: watch again from the last revision"
+                    )
+                else:
+                    return
+        finally:
+            ended.set()
+            self.feed.poke()
+            if steps is not None:
+                with contextlib.suppress(RuntimeError):  # the pool is shut down: the hub is stopping
+                    self.pool.submit(steps.close)
+            self.limit.leave()
+
+    def shutdown(self) -> None:
+        """After the hub's stop is set: the streams have ended (or end within a step)."""
+        self.feed.poke()
+        self.pool.shutdown(wait=False, cancel_futures=True)
