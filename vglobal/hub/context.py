@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from vglobal.config import HubSettings
-from vglobal.hub.notify import DELIVER, DISPATCH, Wakeups
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, Wakeups
 
 
 @dataclass
@@ -16,4 +16,4 @@ class HubContext:
     settings: HubSettings
     engine: Engine
     sessions: sessionmaker[Session]
-    wakeups: Wakeups = field(default_factory=lambda: Wakeups([DISPATCH, DELIVER]))
+    wakeups: Wakeups = field(default_factory=lambda: Wakeups([DISPATCH, DELIVER, FENCE]))

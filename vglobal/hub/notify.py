@@ -15,6 +15,9 @@ log = logging.getLogger(__name__)
 
 DISPATCH = "vglobal_dispatch"  # something to admit: a submit, a finish, a cluster change
 DELIVER = "vglobal_deliver"  # bindings to push to agents: dispatched, re-queued, cancelled
+# Besides DELIVER, from a writer that may have made a run stop being current (cancel, delete,
+# re-queue): agent streams check every run they know of, not only what is new to deliver.
+FENCE = "vglobal_fence"
 
 
 def notify(channel: str, *, session: Session) -> None:

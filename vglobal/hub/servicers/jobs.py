@@ -9,7 +9,7 @@ from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import TooLarge, look_up, raise_prefixed, rpc
-from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.hub.submit import parse_one, store_job
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
@@ -127,6 +127,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                     [NewEvent("Cancelled", "cancelled by user", job_uid=row.uid)], session=session
                 )
                 notify(DELIVER, session=session)
+                notify(FENCE, session=session)
                 notify(DISPATCH, session=session)
             row = find_job(request, session=session)
         return convert.job(row)
@@ -140,6 +141,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             if row.binding_phase in ADMITTED:
                 # Its agent learns on the next sync that the job is gone and stops it.
                 notify(DELIVER, session=session)
+                notify(FENCE, session=session)
             jobs_repo.delete_job(row.uid, session=session)
             notify(DISPATCH, session=session)
         return jobs_pb2.DeleteJobResponse(uid=row.uid)
