@@ -162,7 +162,7 @@ class Run:
             assert proc is not None
             path = out / f"{self.phase.name}-{proc.name}.txt"
             cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(proc.popen.pid)]
-            cmd += ["--format", "raw", "--rate", "50", "--nonblocking", "-o", str(path)]
+            cmd += ["--format", "raw", "--rate", "50", "--nonblocking", "--gil", "-o", str(path)]
             self.profilers.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     # ---- the load

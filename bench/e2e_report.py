@@ -83,7 +83,10 @@ def latencies(p: Phase, records: list[list[Any]], url: str, *, runs: bool) -> No
     """Fill in submit latencies from the clients' records and, with ``runs``, the times to Running
     and to Completed from the database (from when each job's call was due)."""
     p.submit = [r[3] - r[1] for r in records if r[4] == "OK"]
-    p.failed = sum(1 for r in records if r[4] != "OK")
+    failed = collections.Counter(r[4] for r in records if r[4] != "OK")
+    p.failed = sum(failed.values())
+    if failed:
+        p.notes.append("failed calls: " + ", ".join(f"{n} {code}" for code, n in failed.most_common()))
     if not runs:
         return
     times = job_times(url)
@@ -127,6 +130,19 @@ def plot(p: Phase, path: Path) -> None:
 
 
 _FRAME = re.compile(r"^(.*?) \((.*?)(?::\d+)?\)$")
+# Frames every sample of a thread passes through: they say nothing of where the time goes.
+_PLUMBING = ("threading.py", "concurrent/futures/", "click/", "<frozen runpy>", "vglobal/__main__.py")
+
+
+def _frames(stack: str) -> list[str]:
+    out = []
+    for f in stack.split(";"):
+        m = _FRAME.match(f)
+        if m is None:
+            out.append(f)
+        elif not m.group(2).startswith(_PLUMBING):
+            out.append(f"{m.group(1)} ({m.group(2)})")
+    return out
 
 
 def summarize_profile(raw: Path, top: int = 25) -> str:
@@ -140,10 +156,7 @@ def summarize_profile(raw: Path, top: int = 25) -> str:
             continue
         n = int(count)
         total += n
-        frames = []
-        for f in stack.split(";"):
-            m = _FRAME.match(f)
-            frames.append(f"{m.group(1)} ({Path(m.group(2)).name})" if m else f)
+        frames = _frames(stack) or ["(plumbing)"]
         for f in set(frames):
             inclusive[f] += n
         own[frames[-1]] += n

@@ -10,7 +10,7 @@ from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import TooLarge, look_up, raise_prefixed, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
-from vglobal.hub.submit import parse_one, store_job
+from vglobal.hub.submit import ItemFailed, parse_one, store_jobs
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
@@ -55,23 +55,26 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 )
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
-        results = []
         with session_scope(self.ctx.sessions) as session:
-            for i, (job, item) in enumerate(parsed):
-                try:
-                    row, created = store_job(job, request_id=item.request_id or None, session=session)
-                except Exception as exc:
-                    raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
-                if created:
-                    pods = sum(t.replicas for t in row.tasks)
-                    events_repo.add_events(
-                        [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid)],
-                        session=session,
+            try:
+                stored = store_jobs([(job, item.request_id or None) for job, item in parsed], session=session)
+            except ItemFailed as failed:
+                raise_prefixed(failed.error, f"jobs[{failed.index}]: " if prefix else "")
+            created = [row for row, new in stored if new]
+            events_repo.add_events(
+                [
+                    NewEvent(
+                        "Submitted",
+                        f"queue {row.queue}, {sum(t.replicas for t in row.tasks)} pods",
+                        job_uid=row.uid,
                     )
-                results.append(jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created))
-            if any(r.created for r in results):
+                    for row in created
+                ],
+                session=session,
+            )
+            if created:
                 notify(DISPATCH, session=session)
-        return results
+        return [jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
 
     @rpc
     def SubmitJob(
