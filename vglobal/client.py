@@ -1,20 +1,20 @@
 """The Python SDK: a typed client over the gRPC stubs, with one error type.
 
 from vglobal.client import Client
-with Client("127.0.0.1:50051") as hub:
+with Client("hub.example.com:50051", ca_file="certs/ca.crt", token=os.environ["VGLOBAL_TOKEN"]) as hub:
     job = hub.submit_job(open("job.yaml").read(), request_id="nightly-42")
     print(hub.explain_job(job.name).reason)
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from vglobal.api.v1 import (
     clusters_pb2,
@@ -24,8 +24,9 @@ from vglobal.api.v1 import (
     queues_pb2,
     queues_pb2_grpc,
 )
+from vglobal.dial import DEFAULT_HUB, Dial, DialError
 
-DEFAULT_HUB = "127.0.0.1:50051"
+__all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
 T = TypeVar("T")
 
 
@@ -41,26 +42,65 @@ class VGlobalError(Exception):
         return f"{self.code.name}: {self.message}"
 
 
+def retry_after(exc: BaseException | None) -> float | None:
+    """The delay a rate-limited call was told to wait (RESOURCE_EXHAUSTED with ``retry-after-ms``)."""
+    if not isinstance(exc, grpc.RpcError) or exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    trailers = getattr(exc, "trailing_metadata", lambda: None)() or ()
+    for key, value in trailers:
+        if key == "retry-after-ms" and str(value).isdigit():
+            return int(value) / 1000
+    return None
+
+
 def _retryable(exc: BaseException) -> bool:
+    if retry_after(exc) is not None:
+        return True
     return isinstance(exc, grpc.RpcError) and exc.code() in (
         grpc.StatusCode.UNAVAILABLE,
         grpc.StatusCode.DEADLINE_EXCEEDED,
     )
 
 
+def _wait(state: RetryCallState) -> float:
+    """The hub's own delay after a rate limit (at most 10 s), else jittered exponential back-off."""
+    told = retry_after(state.outcome.exception()) if state.outcome is not None else None
+    return min(told, 10.0) if told is not None else _BACKOFF(state)
+
+
+_BACKOFF = wait_exponential_jitter(multiplier=0.2, max=3.0)
+
+
 def default_hub() -> str:
-    return os.environ.get("VGLOBAL_HUB", DEFAULT_HUB)
+    return Dial.from_env().target
 
 
 class Client:
-    def __init__(self, hub: str | None = None, *, timeout: float = 30.0, retries: int = 4) -> None:
-        self.target = hub or default_hub()
+    """The hub's API. TLS files and token default to VGLOBAL_CA_FILE, VGLOBAL_CERT, VGLOBAL_KEY and
+    VGLOBAL_TOKEN (or VGLOBAL_TOKEN_FILE); ``dial`` gives them all at once instead."""
+
+    def __init__(
+        self,
+        hub: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 4,
+        ca_file: str | Path | None = None,
+        cert: str | Path | None = None,
+        key: str | Path | None = None,
+        token: str | None = None,
+        dial: Dial | None = None,
+    ) -> None:
+        def path(p: str | Path | None) -> Path | None:
+            return Path(p) if p is not None else None
+
+        self.dial = dial or Dial.from_env(
+            hub, ca_file=path(ca_file), cert=path(cert), key=path(key), token=token
+        )
+        self.target = self.dial.target
         self.timeout = timeout
         self.retries = retries
-        self.channel = grpc.insecure_channel(
-            self.target,
-            options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)],
-        )
+        self.channel = self.dial.channel(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
         self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
         self.clusters = clusters_pb2_grpc.ClusterServiceStub(self.channel)
@@ -82,7 +122,7 @@ class Client:
         @retry(
             retry=retry_if_exception(_retryable),
             stop=stop_after_attempt(max(1, attempts)),
-            wait=wait_exponential_jitter(multiplier=0.2, max=3.0),
+            wait=_wait,
             reraise=True,
         )
         def once() -> T:
@@ -147,8 +187,9 @@ class Client:
     def list_queues(self) -> list[queues_pb2.Queue]:
         return list(self._call(self.queues.ListQueues, queues_pb2.ListQueuesRequest()).queues)
 
-    def delete_queue(self, name: str) -> queues_pb2.DeleteQueueResponse:
-        return self._call(self.queues.DeleteQueue, queues_pb2.QueueRef(name=name))
+    def delete_queue(self, name: str, *, force: bool = False) -> queues_pb2.DeleteQueueResponse:
+        """Delete a queue without unfinished jobs; ``force`` also removes its finished jobs' records."""
+        return self._call(self.queues.DeleteQueue, queues_pb2.DeleteQueueRequest(name=name, force=force))
 
     def open_queue(self, name: str) -> queues_pb2.Queue:
         return self._call(self.queues.OpenQueue, queues_pb2.QueueRef(name=name))

@@ -92,7 +92,12 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
 
 def event(row: EventRow) -> common_pb2.Event:
     msg = common_pb2.Event(
-        id=row.id, kind=row.kind, reason=row.reason, message=row.message, source=row.source
+        id=row.id,
+        kind=row.kind,
+        reason=row.reason,
+        message=row.message,
+        source=row.source,
+        principal=row.principal or "",
     )
     set_time(msg.time, row.time)
     return msg

@@ -18,6 +18,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from vglobal.client import Client
+from vglobal.dial import Dial
 
 FAST = ["--dispatch-interval", "200ms", "--heartbeat-interval", "500ms"]
 
@@ -60,18 +61,19 @@ class System:
         self.procs[name] = p
         return p
 
-    def start_hub(self, *extra: str, name: str = "hub") -> None:
+    def start_hub(self, *extra: str, name: str = "hub", ca_file: Path | None = None) -> None:
+        """A hub on loopback; with ``ca_file`` its health is asked over TLS (give --tls-* in ``extra``)."""
         if not self.target:
             self.target = f"127.0.0.1:{free_port()}"
         self.hub_args = list(extra)
         self._spawn(
             name, ["hub", "--listen", self.target, "--database-url", self.database_url, *FAST, *extra]
         )
-        self.wait_healthy()
+        self.wait_healthy(ca_file=ca_file)
 
-    def wait_healthy(self, timeout: float = 60.0) -> None:
+    def wait_healthy(self, timeout: float = 60.0, ca_file: Path | None = None) -> None:
         deadline = time.monotonic() + timeout
-        with grpc.insecure_channel(self.target) as ch:
+        with Dial(self.target, ca_file=ca_file).channel() as ch:
             stub = health_pb2_grpc.HealthStub(ch)
             while time.monotonic() < deadline:
                 try:
@@ -83,13 +85,16 @@ class System:
                 time.sleep(0.2)
         raise AssertionError(f"hub not healthy; log:\n{self.log('hub')}")
 
-    def start_agent(self, name: str, spec: str, *extra: str) -> Path:
+    def start_agent(self, name: str, spec: str, *extra: str, dial_args: list[str] | None = None) -> Path:
+        """An agent process; ``dial_args`` (global options such as --hub, --ca-file, --cert) replace
+        the plain ``--hub TARGET``."""
         path = self.tmp / f"{name}.yaml"
         path.write_text(spec)
         self._spawn(
             f"agent-{name}",
-            ["--hub", self.target, "agent", "--sim", str(path), "--heartbeat-interval", "500ms", *extra],
-        )
+            [*(dial_args or ["--hub", self.target]), "agent", "--sim", str(path), "--heartbeat-interval", "500ms",
+             *extra],
+        )  # fmt: skip
         return path
 
     def start_kube_agent(

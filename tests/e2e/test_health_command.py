@@ -28,8 +28,14 @@ pytestmark = pytest.mark.e2e
 
 
 def probe(address: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``vglobal --hub ADDRESS [--ca-file F] health ARGS`` (--ca-file is a global option)."""
+    rest = list(args)
+    tls: list[str] = []
+    if "--ca-file" in rest:
+        at = rest.index("--ca-file")
+        tls, rest[at : at + 2] = rest[at : at + 2], []
     return subprocess.run(
-        [sys.executable, "-m", "vglobal", "--hub", address, "health", *args],
+        [sys.executable, "-m", "vglobal", "--hub", address, *tls, "health", *rest],
         check=False,
         env={**os.environ, **(env or {})},
         capture_output=True,

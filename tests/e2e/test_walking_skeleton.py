@@ -121,21 +121,25 @@ def test_cli_errors_exit_non_zero_with_the_servers_message(system: System) -> No
     assert "created" in system.cli("apply", "-f", str(good)).stdout
 
 
+
+def _running_on_east_with_west_standing_by(system: System, duration: str) -> None:
+    """The job runs on east and west is registered, cordoned until then, so that the job lands on
+    east and the time between its start and the test's fault does not include an agent's start-up
+    (on a loaded machine the job could otherwise finish before the fault)."""
+    system.start_agent("east", sim_cluster("east", nodes=1))
+    system.start_agent("west", sim_cluster("west", nodes=1, region="west"))
+    wait_for(lambda: len(system.get_json("clusters")) == 2, 30, "east and west registered", system)
+    system.cli("cluster", "cordon", "west")
+    path = system.tmp / "long.yaml"
+    path.write_text(MULTI_TASK % {"duration": duration})
+    system.cli("apply", "-f", str(path))
+    with system.client() as c:  # polled in-process: a CLI process per look is slow on a busy machine
+        wait_for(lambda: c.get_job("ps-worker").phase == "Running", 30, "running on east", system)
+        c.uncordon_cluster("west")
+
 def test_agent_killed_mid_job_is_failed_over_and_never_runs_twice(system: System) -> None:
     system.start_hub("--cluster-timeout", "2s", "--failover-after", "1s")
-    system.start_agent("east", sim_cluster("east", nodes=1))
-    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
-    path = system.tmp / "long.yaml"
-    path.write_text(MULTI_TASK % {"duration": "6s"})
-    system.cli("apply", "-f", str(path))
-    wait_for(
-        lambda: (j := job_named(system, "ps-worker")) and j["phase"] == "Running",
-        30,
-        "running on east",
-        system,
-    )
-    system.start_agent("west", sim_cluster("west", nodes=1, region="west"))
-    wait_for(lambda: len(system.get_json("clusters")) == 2, 30, "west registered", system)
+    _running_on_east_with_west_standing_by(system, "6s")
 
     system.kill("agent-east", signal.SIGKILL)
     done = wait_for(
@@ -156,19 +160,7 @@ def test_agent_killed_mid_job_is_failed_over_and_never_runs_twice(system: System
 def test_partitioned_agent_is_fenced_when_it_returns(system: System) -> None:
     """A frozen agent loses its job to another cluster; when it wakes up it is told to cancel it."""
     system.start_hub("--cluster-timeout", "2s", "--failover-after", "1s")
-    system.start_agent("east", sim_cluster("east", nodes=1))
-    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
-    path = system.tmp / "long.yaml"
-    path.write_text(MULTI_TASK % {"duration": "4s"})
-    system.cli("apply", "-f", str(path))
-    wait_for(
-        lambda: (j := job_named(system, "ps-worker")) and j["phase"] == "Running",
-        30,
-        "running on east",
-        system,
-    )
-    system.start_agent("west", sim_cluster("west", nodes=1, region="west"))
-    wait_for(lambda: len(system.get_json("clusters")) == 2, 30, "west registered", system)
+    _running_on_east_with_west_standing_by(system, "4s")
 
     system.kill("agent-east", signal.SIGSTOP)
     wait_for(

@@ -18,9 +18,13 @@ def units(**values: int) -> agent_pb2.Units:
 
 
 class ScriptedAgent:
-    def __init__(self, target: str, cluster: str, nodes: int = 1, gpus: int = 8) -> None:
+    def __init__(
+        self, target: str, cluster: str, nodes: int = 1, gpus: int = 8, *, channel: grpc.Channel | None = None
+    ) -> None:
+        """An agent for ``cluster`` at ``target`` (plaintext), or on ``channel`` (TLS, credentials)."""
         self.cluster = cluster
-        self.channel = grpc.insecure_channel(target)
+        self.channel = channel or grpc.insecure_channel(target)
+        self.error: grpc.RpcError | None = None  # how the hub ended the stream, if it did
         self.out: queue.Queue[agent_pb2.AgentMessage | None] = queue.Queue()
         self.received: queue.Queue[agent_pb2.HubMessage] = queue.Queue()
         self.history: list[agent_pb2.HubMessage] = []  # everything received, in order
@@ -61,22 +65,31 @@ class ScriptedAgent:
                 for r in responses:
                     self.history.append(r)
                     self.received.put(r)
-            except grpc.RpcError:
-                pass
+            except grpc.RpcError as exc:
+                self.error = exc
 
         self._thread = threading.Thread(target=pump, daemon=True)
         self._thread.start()
         return self.expect("registered")
 
+    def ended(self) -> bool:
+        """Whether the hub has ended the stream."""
+        return self._thread is not None and not self._thread.is_alive()
+
     def expect(self, kind: str, timeout: float = 10.0) -> agent_pb2.HubMessage:
+        """The next message of ``kind``; the hub's error if it ends the stream first."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise AssertionError(f"no {kind} from the hub within {timeout}s")
             try:
-                msg = self.received.get(timeout=left)
+                msg = self.received.get(timeout=min(left, 0.1))
             except queue.Empty:
+                if self.ended() and self.received.empty():
+                    if self.error is not None:
+                        raise self.error from None
+                    raise AssertionError(f"the hub ended the stream before any {kind}") from None
                 continue
             if msg.WhichOneof("body") == kind:
                 return msg

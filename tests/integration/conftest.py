@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from tests.integration.secure_hub import secure  # noqa: F401  (a fixture: a TLS hub with users and agents)
 from vglobal.client import Client
 from vglobal.config import HubSettings
 from vglobal.hub.server import Hub

@@ -48,7 +48,15 @@ def heartbeat(cpu: int) -> pb.AgentMessage:
 def seed(engine: sa.Engine, phases: dict[str, str]) -> None:
     """Jobs with the run (east, 1) in the given binding phases, and the cluster east."""
     with session_scope(make_sessionmaker(engine)) as session:
-        clusters_repo.register("east", session=session, labels={}, nodes=[], free={"east-0": {"cpu": 8}})
+        clusters_repo.register(
+            "east",
+            session=session,
+            labels={},
+            nodes=[],
+            free={"east-0": {"cpu": 8}},
+            stream="s",
+            identity="t",
+        )
         for uid, phase in phases.items():
             jobs_repo.insert_job(new_job(uid, 1000), session=session)
             session.execute(
@@ -62,7 +70,7 @@ def seed(engine: sa.Engine, phases: dict[str, str]) -> None:
 
 def record(engine: sa.Engine, messages: list[pb.AgentMessage]) -> reports.Outcome:
     with session_scope(make_sessionmaker(engine)) as session:
-        return reports.record("east", messages, exclude_for=60.0, session=session)
+        return reports.record("east", messages, stream="s", exclude_for=60.0, session=session)
 
 
 def bindings(engine: sa.Engine) -> dict[str, tuple[str, str | None, str]]:

@@ -151,12 +151,18 @@ class Hub:
     workdir: Path
     host: str
     port: int = 0
+    agent_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     env: dict[str, str] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def agent_address(self) -> str:
+        """Where agents with client certificates dial (mutual TLS on a port of its own)."""
+        return f"{self.host}:{self.agent_port}"
 
     @property
     def certs(self) -> Path:
@@ -174,6 +180,7 @@ class Hub:
 
     def start(self) -> None:
         self.port = free_port()
+        self.agent_port = free_port()
         self.env["VGLOBAL_HUB"] = self.address
         log = (self.workdir / "hub.log").open("ab")
         self.proc = subprocess.Popen(
@@ -184,6 +191,7 @@ class Hub:
                 "--tls-cert", str(self.certs / "hub.crt"),
                 "--tls-key", str(self.certs / "hub.key"),
                 "--client-ca", str(self.certs / "ca.crt"),
+                "--agent-listen", f"0.0.0.0:{self.agent_port}",
                 "--auth-config", str(self.certs / "auth.yaml"),
                 "--dispatch-interval", "500ms",
             ],
@@ -260,7 +268,7 @@ def install_agent(cluster: Cluster, hub: Hub) -> None:
     cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "namespace.yaml"))
     secret = cluster.kubectl(
         "create", "secret", "generic", "vglobal-agent", "-n", NAMESPACE,
-        f"--from-literal=hub={hub.address}",
+        f"--from-literal=hub={hub.agent_address}",
         f"--from-literal=cluster={cluster.name}",
         f"--from-file=ca.crt={hub.certs / 'ca.crt'}",
         f"--from-file=tls.crt={hub.certs / f'agent-{cluster.name}.crt'}",

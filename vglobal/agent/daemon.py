@@ -20,6 +20,7 @@ from vglobal.agent.hub_link import HubLink, Inbox
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import RealClock
+from vglobal.dial import Dial
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.sim_cluster import SimCluster
 from vglobal.scheduler import DEFAULT_AGENT_CONF, SchedulerConf, parse_conf
@@ -52,7 +53,7 @@ def load_conf(scheduler_conf: Path | None) -> SchedulerConf:
 
 def run_agent(
     *,
-    hub: str,
+    hub: Dial | str,
     sim_file: Path,
     name: str | None = None,
     scheduler_conf: Path | None = None,
@@ -73,7 +74,7 @@ def run_agent(
 
 def serve(
     core: AgentCore,
-    hub: str,
+    hub: Dial | str,
     *,
     stop: threading.Event,
     cycle_interval: float = 0.2,
@@ -83,10 +84,15 @@ def serve(
     ``cycle_interval``, messages out; until ``stop`` (or ``lost``: another replica took over)."""
     clock = core.runtime.clock
     backend = core.runtime.backend
+    dial = hub if isinstance(hub, Dial) else Dial(hub)
     inbox: Inbox = queue.Queue()
-    link = HubLink(hub, inbox)
+    link = HubLink(dial, inbox)
     log.info(
-        "agent for cluster %s (%d nodes) connecting to %s", backend.cluster_name, len(backend.nodes()), hub
+        "agent for cluster %s (%d nodes) connecting to %s%s",
+        backend.cluster_name,
+        len(backend.nodes()),
+        dial.target,
+        " over TLS" if dial.tls else "",
     )
     link.start()
     session = 0

@@ -19,6 +19,7 @@ from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_ty
 
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.api.v1 import agent_pb2_grpc as pb_grpc
+from vglobal.dial import Dial
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +33,14 @@ class StreamLost(Exception):
 class HubLink:
     def __init__(
         self,
-        target: str,
+        target: Dial | str,
         inbox: Inbox,
         *,
         backoff_max: float = 5.0,
         backoff_multiplier: float = 0.2,
     ) -> None:
-        self.target = target
+        self.dial = target if isinstance(target, Dial) else Dial(target)
+        self.target = self.dial.target
         self.inbox = inbox
         self.backoff_max = backoff_max
         self.backoff_multiplier = backoff_multiplier
@@ -93,7 +95,7 @@ class HubLink:
 
     def _run_stream(self) -> None:
         outbox: queue.Queue[pb.AgentMessage | None] = queue.Queue()
-        channel = grpc.insecure_channel(self.target)
+        channel = self.dial.channel()
         with self._lock:
             if self._stop.is_set():
                 channel.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from vglobal.cli.main import Ctx, fail, setup_logging
+from vglobal.dial import DialError
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -93,6 +94,10 @@ def agent(
     from vglobal.model.duration import parse_duration
 
     setup_logging(verbose)
+    try:
+        obj.dial.check()
+    except DialError as exc:
+        fail(str(exc))
     real = kubeconfig is not None or context is not None or in_cluster
     if sim_file is not None and real:
         fail("--sim and --kubeconfig/--context/--in-cluster are exclusive: one cluster, simulated or real")
@@ -105,7 +110,7 @@ def agent(
         from vglobal.agent.daemon import run_agent
 
         run_agent(
-            hub=obj.hub,
+            hub=obj.dial,
             sim_file=sim_file,
             name=name,
             scheduler_conf=scheduler_conf,
@@ -136,6 +141,6 @@ def agent(
         heartbeat_interval=heartbeat,
     )
     try:
-        run_kube_agent(obj.hub, settings)
+        run_kube_agent(obj.dial, settings)
     except (LeaseLost, ValueError, RuntimeError) as exc:
         fail(str(exc))

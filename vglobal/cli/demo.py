@@ -1,4 +1,8 @@
-"""`vglobal demo`: a hub with embedded Postgres, an agent per simulated cluster, the examples, a live view."""
+"""`vglobal demo`: a hub with embedded Postgres, an agent per simulated cluster, the examples, a live view.
+
+Secure as a real installation: TLS everywhere, each agent with its cluster's client certificate and
+the user with a bearer token (all made by `vglobal certs init` in the data directory).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +22,10 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
+from vglobal.cli.certs import UserSpec, init_certs
 from vglobal.cli.output import cluster_row, job_row, queue_row, table
 from vglobal.client import Client, VGlobalError
+from vglobal.dial import Dial
 
 FINISHED = {"Completed", "Failed", "Aborted", "Terminated"}
 
@@ -30,9 +36,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_healthy(target: str, timeout: float) -> None:
+def wait_healthy(dial: Dial, timeout: float) -> None:
+    target = dial.target
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(target) as ch:
+    with dial.channel() as ch:
         stub = health_pb2_grpc.HealthStub(ch)
         while time.monotonic() < deadline:
             try:
@@ -55,6 +62,12 @@ def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait(timeout=15)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+def cluster_names(clusters_dir: Path) -> dict[Path, str]:
+    from vglobal.agent.daemon import load_sim_cluster
+
+    return {f: load_sim_cluster(f).name for f in sorted(clusters_dir.glob("*.yaml"))}
 
 
 @click.command()
@@ -81,7 +94,12 @@ def demo(clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout:
     if data_dir is None:
         tmp = Path(tempfile.mkdtemp(prefix="vglobal-demo-"))
         data_dir = tmp
-    target = f"127.0.0.1:{free_port()}"
+    port, agent_port = free_port(), free_port()
+    certs = data_dir / "certs"
+    clusters = cluster_names(clusters_dir)
+    init_certs(certs, "localhost", sorted(set(clusters.values())), [UserSpec.parse("demo:admin")], days=30)
+    token = (certs / "token-demo").read_text().strip()
+    user = Dial(f"127.0.0.1:{port}", ca_file=certs / "ca.crt", token=token)
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = []
@@ -92,32 +110,57 @@ def demo(clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout:
         procs.append(subprocess.Popen([*exe, *args], stdout=out, stderr=subprocess.STDOUT))
 
     try:
-        console.print(f"starting the hub on {target} (embedded PostgreSQL in {data_dir})")
-        spawn(
-            "hub",
-            ["hub", "--listen", target, "--data-dir", str(data_dir / "hub"), "--heartbeat-interval", "1s"],
-        )
-        wait_healthy(target, 90)
-        for f in sorted(clusters_dir.glob("*.yaml")):
-            console.print(f"starting an agent for {f}")
-            spawn(
-                f"agent-{f.stem}", ["--hub", target, "agent", "--sim", str(f), "--heartbeat-interval", "1s"]
-            )
-        with Client(target) as client:
-            deadline = time.monotonic() + 60
-            want = len(list(clusters_dir.glob("*.yaml")))
-            while len(client.list_clusters()) < want and time.monotonic() < deadline:
-                time.sleep(0.3)
-            console.print(f"applying {examples_dir}")
-            result = subprocess.run([*exe, "--hub", target, "apply", "-f", str(examples_dir)], check=False)
-            if result.returncode != 0:
-                raise click.ClickException("applying the examples failed")
-            watch(client, console, timeout)
+        console.print(f"starting the hub on {user.target} with TLS (embedded PostgreSQL in {data_dir})")
+        spawn("hub", [
+            "hub", "--listen", user.target, "--data-dir", str(data_dir / "hub"), "--heartbeat-interval", "1s",
+            "--tls-cert", str(certs / "hub.crt"), "--tls-key", str(certs / "hub.key"),
+            "--client-ca", str(certs / "ca.crt"), "--agent-listen", f"127.0.0.1:{agent_port}",
+            "--auth-config", str(certs / "auth.yaml"),
+        ])  # fmt: skip
+        wait_healthy(user, 90)
+        for f, name in clusters.items():
+            console.print(f"starting an agent for {f} (client certificate of cluster {name})")
+            spawn(f"agent-{f.stem}", [
+                "--hub", f"127.0.0.1:{agent_port}", "--ca-file", str(certs / "ca.crt"),
+                "--cert", str(certs / f"agent-{name}.crt"), "--key", str(certs / f"agent-{name}.key"),
+                "agent", "--sim", str(f), "--heartbeat-interval", "1s",
+            ])  # fmt: skip
+        show_token(console, user, certs)
+        run_examples(user, exe, certs, examples_dir, len(clusters), console, timeout)
         console.print(f"logs are in {logs}" if tmp is None else "done; stopping everything")
     finally:
         stop_all(procs)
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def show_token(console: Console, user: Dial, certs: Path) -> None:
+    console.print("\n[bold]Use this hub from another shell while the demo runs:[/bold]", highlight=False)
+    console.print(
+        f"  export VGLOBAL_HUB={user.target} VGLOBAL_CA_FILE={certs / 'ca.crt'}\n"
+        f"  export VGLOBAL_TOKEN={user.token}\n"
+        "  vglobal get jobs\n",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def run_examples(
+    user: Dial, exe: list[str], certs: Path, examples: Path, clusters: int, console: Console, timeout: float
+) -> None:
+    with Client(dial=user) as client:
+        deadline = time.monotonic() + 60
+        while len(client.list_clusters()) < clusters and time.monotonic() < deadline:
+            time.sleep(0.3)
+        console.print(f"applying {examples}")
+        result = subprocess.run(
+            [*exe, "--hub", user.target, "--ca-file", str(certs / "ca.crt"),
+             "--token-file", str(certs / "token-demo"), "apply", "-f", str(examples)],
+            check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise click.ClickException("applying the examples failed")
+        watch(client, console, timeout)
 
 
 def watch(client: Client, console: Console, timeout: float) -> None:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from rich.console import Console
 
+from vglobal.api.v1 import common_pb2
 from vglobal.cli.output import short
 from vglobal.client import Client
+
+
+def _principal_of(events: Iterable[common_pb2.Event], reason: str) -> str:
+    return next((e.principal for e in events if e.reason == reason and e.principal), "-")
 
 
 def describe_job(client: Client, name: str, namespace: str, console: Console) -> None:
@@ -34,6 +40,7 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
         *([("Wait kind", explain.reason_kind)] if explain.reason_kind else []),
         ("Retries", str(job.retry_count)),
         ("Created", job.created_at.ToJsonString()),
+        ("Submitted by", _principal_of(explain.events, "Submitted")),
     ]
     if spec.get("networkTopology"):
         lines.append(("Network topology", json.dumps(spec["networkTopology"], sort_keys=True)))
@@ -56,8 +63,9 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
         console.print("  <none>", highlight=False)
     for e in explain.events:
         when = e.time.ToDatetime().strftime("%H:%M:%S")
+        by = f" (by {e.principal})" if e.principal else ""
         console.print(
-            f"  {when}  {e.kind:<7} {e.reason:<14} {e.source:<18} {e.message}",
+            f"  {when}  {e.kind:<7} {e.reason:<14} {e.source:<18} {e.message}{by}",
             highlight=False,
             soft_wrap=True,
         )

@@ -1,9 +1,9 @@
 """`vglobal health`: one standard gRPC health check, exit 0 when SERVING.
 
 Made for container probes: Kubernetes' own gRPC probe cannot speak TLS, so a probe runs this
-inside the hub's container against its loopback. With a CA the chain is checked as usual; the name
-checked is --server-name, or else the one the hub's own certificate carries, so the probe needs no
-setting that could drift from the certificate.
+inside the hub's container against its loopback. With a CA (the global --ca-file) the chain is
+checked as usual; the name checked is --server-name, or else the one the hub's own certificate
+carries, so the probe needs no setting that could drift from the certificate.
 """
 
 from __future__ import annotations
@@ -73,13 +73,6 @@ def check(address: str, ca_file: Path | None, server_name: str | None, service: 
 
 @click.command("health")
 @click.option(
-    "--ca-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    envvar="VGLOBAL_CA_FILE",
-    default=None,
-    help="Use TLS and verify the hub against this CA (env VGLOBAL_CA_FILE); without it, plaintext.",
-)
-@click.option(
     "--server-name",
     default=None,
     help="The name the hub's certificate must carry (default: the name it presents, chain verified).",
@@ -87,13 +80,15 @@ def check(address: str, ca_file: Path | None, server_name: str | None, service: 
 @click.option("--service", default="", help="A service to check (default: the whole server).")
 @click.option("--timeout", default="5s", show_default=True)
 @click.pass_context
-def health(
-    ctx: click.Context, ca_file: Path | None, server_name: str | None, service: str, timeout: str
-) -> None:
-    """Ask the hub's gRPC Health service; exit 0 when SERVING (for container probes)."""
+def health(ctx: click.Context, server_name: str | None, service: str, timeout: str) -> None:
+    """Ask the hub's gRPC Health service; exit 0 when SERVING (for container probes).
+
+    With the global --ca-file (or VGLOBAL_CA_FILE) over TLS, else plaintext; it needs no token.
+    """
     from vglobal.model.duration import parse_duration
 
-    address: str = ctx.obj.hub
+    address: str = ctx.obj.dial.target
+    ca_file: Path | None = ctx.obj.dial.ca_file
     try:
         status = check(address, ca_file, server_name, service, parse_duration(timeout))
     except (HealthError, ValueError) as exc:

@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 import grpc
@@ -18,7 +18,9 @@ from vglobal.api.v1 import queues_pb2
 from vglobal.cli import output
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
 from vglobal.cli.global_options import GlobalOptionsGroup
-from vglobal.client import Client, VGlobalError, default_hub
+from vglobal.cli.hub_flags import security_options, security_settings, settings_error
+from vglobal.client import Client, VGlobalError
+from vglobal.dial import Dial, DialError, read_token_file
 
 console = Console()
 err_console = Console(stderr=True)
@@ -26,20 +28,24 @@ FORMATS = click.Choice(["table", "wide", "json", "yaml"])
 T = TypeVar("T")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     sys.exit(1)
 
 
 class Ctx:
-    def __init__(self, hub: str) -> None:
-        self.hub = hub
+    def __init__(self, dial: Dial) -> None:
+        self.dial = dial
+        self.hub = dial.target
         self._client: Client | None = None
 
     @property
     def client(self) -> Client:
         if self._client is None:
-            self._client = Client(self.hub)
+            try:
+                self._client = Client(dial=self.dial)
+            except DialError as exc:
+                fail(str(exc))
         return self._client
 
 
@@ -63,12 +69,46 @@ def setup_logging(verbose: bool) -> None:
         logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=fmt, force=True)
 
 
+FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
 @click.group(cls=GlobalOptionsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--hub", default=None, help="Hub address HOST:PORT (env VGLOBAL_HUB, default 127.0.0.1:50051).")
+@click.option(
+    "--ca-file",
+    type=FILE,
+    default=None,
+    help="Reach the hub over TLS, trusting this CA (env VGLOBAL_CA_FILE).",
+)
+@click.option(
+    "--cert", type=FILE, default=None, help="Client certificate, e.g. an agent's (env VGLOBAL_CERT)."
+)
+@click.option("--key", type=FILE, default=None, help="The client certificate's key (env VGLOBAL_KEY).")
+@click.option("--token", default=None, help="Bearer token (env VGLOBAL_TOKEN; prefer --token-file).")
+@click.option(
+    "--token-file",
+    type=FILE,
+    default=None,
+    help="Read the bearer token from this file (env VGLOBAL_TOKEN_FILE).",
+)
 @click.pass_context
-def cli(ctx: click.Context, hub: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    hub: str | None,
+    ca_file: Path | None,
+    cert: Path | None,
+    key: Path | None,
+    token: str | None,
+    token_file: Path | None,
+) -> None:
     """vglobal: submit Volcano Jobs to many clusters through one hub."""
-    ctx.obj = Ctx(hub or default_hub())
+    try:
+        if token_file is not None:
+            token = read_token_file(token_file)
+        dial = Dial.from_env(hub, ca_file=ca_file, cert=cert, key=key, token=token)
+    except DialError as exc:
+        fail(str(exc))
+    ctx.obj = Ctx(dial)
 
 
 # ---------------------------------------------------------------- servers
@@ -115,6 +155,7 @@ def cli(ctx: click.Context, hub: str | None) -> None:
     show_default=True,
     help="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle at once (0 = all).",
 )
+@security_options
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
     listen: str,
@@ -132,6 +173,7 @@ def hub(
     queue_lookback: int,
     max_admissions_per_cycle: int,
     verbose: bool,
+    **security: Any,
 ) -> None:
     """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
     from vglobal.config import HubSettings
@@ -155,9 +197,10 @@ def hub(
             reclaim_min_runtime=parse_duration(reclaim_min_runtime),
             queue_lookback=queue_lookback,
             max_admissions_per_cycle=max_admissions_per_cycle,
+            **security_settings(security),
         )
     except ValueError as exc:
-        fail(str(exc))
+        fail(settings_error(exc))
     run_hub(settings)
 
 
@@ -263,16 +306,18 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str) -> None:
 @click.argument("kind", type=click.Choice(["job", "queue"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("--force", is_flag=True, help="Queue: also delete the records of its finished jobs.")
 @click.pass_obj
-def delete(obj: Ctx, kind: str, name: str, namespace: str) -> None:
-    """Delete a job (stopping it where it runs) or an empty queue."""
+def delete(obj: Ctx, kind: str, name: str, namespace: str, force: bool) -> None:
+    """Delete a job (stopping it where it runs) or a queue without unfinished jobs."""
     try:
         if kind == "job":
             obj.client.delete_job(name, namespace)
             console.print(f"job.batch.volcano.sh/{namespace}/{name} deleted", highlight=False)
         else:
-            obj.client.delete_queue(name)
-            console.print(f"queue.scheduling.volcano.sh/{name} deleted", highlight=False)
+            resp = obj.client.delete_queue(name, force=force)
+            gone = f" with the records of {resp.deleted_jobs} finished jobs" if resp.deleted_jobs else ""
+            console.print(f"queue.scheduling.volcano.sh/{name} deleted{gone}", highlight=False)
     except VGlobalError as exc:
         fail(str(exc))
 
@@ -347,11 +392,13 @@ name_command(
 
 def register_extras() -> None:
     from vglobal.cli.agent import agent
+    from vglobal.cli.certs import certs
     from vglobal.cli.demo import demo
     from vglobal.cli.health import health
     from vglobal.cli.sim import sim
 
     cli.add_command(agent)
+    cli.add_command(certs)
     cli.add_command(demo)
     cli.add_command(health)
     cli.add_command(sim)

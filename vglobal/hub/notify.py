@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import psycopg
 import sqlalchemy as sa
@@ -31,12 +31,19 @@ class Wakeups:
     def __init__(self, channels: Iterable[str]) -> None:
         self._conds = {c: threading.Condition() for c in channels}
         self._seq = dict.fromkeys(self._conds, 0)
+        self._callbacks: dict[str, list[Callable[[], None]]] = {c: [] for c in self._conds}
 
     def fire(self, channel: str) -> None:
         cond = self._conds[channel]
         with cond:
             self._seq[channel] += 1
             cond.notify_all()
+        for callback in self._callbacks[channel]:
+            callback()
+
+    def subscribe(self, channel: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from the firing thread; it must not block) on every fire of ``channel``."""
+        self._callbacks[channel].append(callback)
 
     def seq(self, channel: str) -> int:
         return self._seq[channel]

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from vglobal import convert
 from vglobal.api.v1 import agent_pb2
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
+from vglobal.hub.status import Superseded
 from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, reported
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
@@ -155,10 +156,18 @@ def job_uid(msg: agent_pb2.AgentMessage) -> str | None:
 
 
 def record(
-    cluster: str, messages: Sequence[agent_pb2.AgentMessage], *, exclude_for: float, session: Session
+    cluster: str,
+    messages: Sequence[agent_pb2.AgentMessage],
+    *,
+    stream: str,
+    exclude_for: float,
+    session: Session,
 ) -> Outcome:
-    """Record heartbeats, acknowledgements and job status of ``cluster``'s agent (a Register
-    is recorded on its own, before); the caller owns the transaction."""
+    """Record heartbeats, acknowledgements and job status of ``cluster``'s agent, sent on
+    ``stream`` (its Register was recorded before); the caller owns the transaction. Superseded
+    (nothing recorded) when another stream now speaks for the cluster."""
+    if not clusters_repo.speaks_for(cluster, stream, session=session):
+        raise Superseded(f'another agent stream now speaks for cluster "{cluster}"')
     heartbeat: dict[str, dict[str, int]] | None = None
     for msg in messages:
         if msg.WhichOneof("body") == "heartbeat":

@@ -1,4 +1,10 @@
-"""Starting a hub: database, migrations, gRPC server, loops; stopping it cleanly on a signal."""
+"""Starting a hub: database, migrations, gRPC server, loops; stopping it cleanly on a signal.
+
+The gRPC server is grpc.aio on a loop thread of its own (grpc_server.LoopServer): agent streams are
+coroutines there, the unary API runs in a bounded pool. Every call passes the Guard (decoding,
+credentials, roles, rate). With TLS and a client CA, agents with certificates connect to a port of
+their own that requires one; users and probes use the main port, where none is asked for.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,7 @@ from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from vglobal.api.v1 import (
     agent_pb2,
@@ -25,16 +29,22 @@ from vglobal.api.v1 import (
     queues_pb2_grpc,
 )
 from vglobal.config import HubSettings
+from vglobal.hub.auth.authenticator import Authenticator
+from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.loop import run_dispatcher
 from vglobal.hub.failover import run_failover
+from vglobal.hub.grpc_server import LoopServer, server_credentials
+from vglobal.hub.guard import Guard
 from vglobal.hub.leader import Leader
 from vglobal.hub.metrics import serve_metrics
 from vglobal.hub.notify import listen_forever
+from vglobal.hub.probes import HealthServicer, add_reflection
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
 from vglobal.hub.servicers.jobs import JobServicer
 from vglobal.hub.servicers.queues import QueueServicer
+from vglobal.model.errors import ManifestError
 from vglobal.store import migrate
 from vglobal.store.embedded import default_data_dir, start_embedded
 from vglobal.store.engine import make_engine, make_sessionmaker
@@ -61,6 +71,7 @@ class Hub:
     def __init__(self, settings: HubSettings) -> None:
         self.settings = settings
         self.stop = threading.Event()
+        self.auth = Authenticator(settings.auth_config)  # a bad file stops the hub before anything starts
         self._pg: Any = None
         url = settings.database_url
         if not url:
@@ -72,30 +83,45 @@ class Hub:
         if not settings.hub_id:
             settings.hub_id = f"{socket.gethostname()}:{settings.listen}"
         self.leader = Leader(engine)
-        self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=128, thread_name_prefix="grpc"),
+        limiter = RateLimiter(settings.rate_limit, settings.rate_burst) if settings.rate_limit > 0 else None
+        self.grpc = LoopServer(
+            workers=settings.grpc_workers,
+            interceptors=[Guard(self.auth, limiter)],
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE),
                 ("grpc.max_send_message_length", MAX_MESSAGE),
                 ("grpc.so_reuseport", 0),
             ],
         )
-        jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(self.ctx), self.server)
-        queues_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(self.ctx), self.server)
-        clusters_pb2_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(self.ctx), self.server)
-        agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(self.ctx), self.server)
-        self.health = health.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection.enable_server_reflection(
-            [*SERVICES, reflection.SERVICE_NAME, health.SERVICE_NAME], self.server
-        )
-        self.port = self.server.add_insecure_port(settings.listen)
-        if self.port == 0:
-            raise RuntimeError(f"cannot listen on {settings.listen}")
+        self.agent_pool = futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-db")
+        self.health = self._add_services()
+        self.port, self.agent_port = self._add_ports()
         self._threads: list[threading.Thread] = []
 
+    def _add_services(self) -> HealthServicer:
+        server = self.grpc.server
+        jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(self.ctx), server)
+        queues_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(self.ctx), server)
+        clusters_pb2_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(self.ctx), server)
+        agents = AgentServicer(self.ctx, self.grpc.loop, self.agent_pool)
+        agent_pb2_grpc.add_AgentServiceServicer_to_server(agents, server)
+        health = self.grpc.run(_new_health())
+        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+        add_reflection(server, SERVICES)
+        return health
+
+    def _add_ports(self) -> tuple[int, int | None]:
+        s = self.settings
+        if s.tls_cert is None or s.tls_key is None:
+            return self.grpc.add_port(s.listen), None
+        port = self.grpc.add_port(s.listen, server_credentials(s.tls_cert, s.tls_key))
+        if s.client_ca is None or s.agent_listen is None:
+            return port, None
+        agents = server_credentials(s.tls_cert, s.tls_key, client_ca=s.client_ca)
+        return port, self.grpc.add_port(s.agent_listen, agents)
+
     def start(self) -> None:
-        self.server.start()
+        self.grpc.start()
         loops: list[tuple[str, Callable[..., object], tuple[Any, ...]]] = [
             ("notify", listen_forever, (libpq_dsn(self.url), self.ctx.wakeups, self.stop)),
             ("dispatcher", run_dispatcher, (self.ctx, self.leader, self.stop)),
@@ -108,17 +134,38 @@ class Hub:
         if self.settings.metrics_listen:
             serve_metrics(self.settings.metrics_listen)
         for service in ["", *SERVICES]:
-            self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
-        log.info("hub listening on %s", self.settings.listen)
+            self.grpc.run(self.health.set(service, health_pb2.HealthCheckResponse.SERVING))
+        s = self.settings
+        log.info(
+            "hub listening on %s (%s, %s)%s",
+            s.listen,
+            "TLS" if s.tls else "plaintext",
+            "auth config " + str(s.auth_config) if s.auth_config else "open: no auth config",
+            f", agents with client certificates on {s.agent_listen}" if s.agent_listen else "",
+        )
+
+    def reload_auth(self) -> None:
+        """Read the auth config again (SIGHUP); a bad file is refused and the old one stays."""
+        try:
+            self.auth.reload()
+        except ManifestError as exc:
+            log.error("auth config not reloaded, the old one is kept: %s", exc)
+            return
+        log.info("auth config reloaded from %s", self.settings.auth_config)
 
     def shutdown(self) -> None:
-        self.health.enter_graceful_shutdown()
+        self.grpc.run(self.health.enter_graceful_shutdown())
         self.stop.set()
-        self.server.stop(grace=2.0).wait(5.0)
+        self.grpc.stop(grace=2.0)
+        self.agent_pool.shutdown(wait=False, cancel_futures=True)
         for t in self._threads:
             t.join(timeout=3.0)
         self.leader.release()
         self.ctx.engine.dispose()
+
+
+async def _new_health() -> HealthServicer:
+    return HealthServicer()  # its conditions belong to the server's loop
 
 
 def run_hub(settings: HubSettings) -> None:
@@ -132,5 +179,8 @@ def run_hub(settings: HubSettings) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(
+        signal.SIGHUP, lambda _s, _f: threading.Thread(target=hub.reload_auth, name="reload").start()
+    )
     done.wait()
     hub.shutdown()

@@ -8,7 +8,8 @@ from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
-from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from vglobal.config import HubSettings
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
@@ -29,6 +30,21 @@ def parse_one(text: str, kind: type[M], *, max_bytes: int) -> M:
     if not isinstance(doc, kind):
         raise InvalidArgument(f"kind: expected {kind.__name__}, got {type(doc).__name__}")
     return doc
+
+
+def check_limits(job: Job, settings: HubSettings) -> None:
+    """A job bigger than this hub takes is RESOURCE_EXHAUSTED, naming the field and the flag."""
+    if len(job.tasks) > settings.max_tasks_per_job:
+        raise TooLarge(
+            f"spec.tasks: {len(job.tasks)} tasks, more than the limit of {settings.max_tasks_per_job} "
+            "(--max-tasks-per-job)"
+        )
+    pods = job.total_pods()
+    if pods > settings.max_pods_per_job:
+        raise TooLarge(
+            f"spec.tasks[*].replicas: {pods} pods in all, more than the limit of {settings.max_pods_per_job} "
+            "(--max-pods-per-job)"
+        )
 
 
 def resolve_priority(job: Job, *, session: Session) -> int:

@@ -4,6 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+# An error message lists this many problems at most, so it stays far below gRPC's metadata limits.
+MAX_LISTED = 20
+MAX_MESSAGE_BYTES = 4000
+
+
+def bounded_list(items: Sequence[str], *, limit: int = MAX_LISTED, sep: str = "; ") -> str:
+    """The first ``limit`` items joined by ``sep``, then "and N more" for the rest."""
+    shown = sep.join(items[:limit])
+    rest = len(items) - limit
+    return f"{shown}{sep}and {rest} more" if rest > 0 else shown
+
+
+def clip_message(text: str, *, max_bytes: int = MAX_MESSAGE_BYTES) -> str:
+    """``text`` cut to at most ``max_bytes`` of UTF-8 (a "..." marks the cut), for status messages."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= max_bytes:
+        return text
+    return data[: max_bytes - 3].decode("utf-8", errors="ignore") + "..."
+
 
 def key_path(field: str, key: str) -> str:
     """``field.key``, or ``field[key]`` for a key with "." or "/" (``annotations[vglobal.io/clusters]``)."""
@@ -33,8 +52,8 @@ class ManifestError(ValueError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        text = "; ".join(f"{f}: {m}" if f else m for f, m in self.problems)
-        return f"{self.document}: {text}" if self.document else text
+        text = bounded_list([f"{f}: {m}" if f else m for f, m in self.problems])
+        return clip_message(f"{self.document}: {text}" if self.document else text)
 
     @classmethod
     def one(cls, field: str, message: str) -> ManifestError:

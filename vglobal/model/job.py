@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictStr
 
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import Problems, key_path
-from vglobal.model.k8s import Metadata, Model, check_name, pod_request, validate_model
+from vglobal.model.k8s import Int32, Metadata, Model, check_name, pod_request, validate_model
 from vglobal.model.policy import Policy, PolicySpec, build_policies
 from vglobal.model.resources import EMPTY, ResourceVector
 
@@ -125,25 +125,25 @@ class _Template(Model):
 
 class _TaskSpec(Model):
     name: StrictStr = ""
-    replicas: StrictInt = 0
-    min_available: StrictInt | None = None
-    max_retry: StrictInt | None = None
+    replicas: Int32 = 0
+    min_available: Int32 | None = None
+    max_retry: Int32 | None = None
     policies: list[PolicySpec] = Field(default_factory=list)
     template: _Template = Field(default_factory=_Template)
 
 
 class _NetworkTopologySpec(Model):
     mode: StrictStr = "hard"
-    highest_tier_allowed: StrictInt | None = None
+    highest_tier_allowed: Int32 | None = None
     highest_tier_name: StrictStr | None = None
 
 
 class _JobSpec(Model):
-    min_available: StrictInt = 0
+    min_available: Int32 = 0
     queue: StrictStr = ""
     priority_class_name: StrictStr | None = None
-    max_retry: StrictInt = 0
-    min_success: StrictInt | None = None
+    max_retry: Int32 = 0
+    min_success: Int32 | None = None
     scheduler_name: StrictStr | None = None
     network_topology: _NetworkTopologySpec | None = None
     policies: list[PolicySpec] = Field(default_factory=list)

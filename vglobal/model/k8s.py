@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from vglobal.model.errors import ManifestError, Problems, key_path, path_of
 from vglobal.model.quantity import QuantityError, parse_decimal, to_units
 from vglobal.model.resources import ResourceVector
+
+# Kubernetes' integer fields (replicas, minAvailable, priorities, ...) are 32-bit; so is the column
+# such a number is stored in.
+Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -43,9 +47,22 @@ _MESSAGES = {
     "dict_type": "must be a mapping",
     "model_type": "must be a mapping",
     "model_attributes_type": "must be a mapping",
+    "extra_forbidden": "unknown field",
 }
 
 M = TypeVar("M", bound=Model)
+
+
+_INT32: dict[Any, str] = {2**31 - 1: " (a 32-bit integer)", -(2**31): " (a 32-bit integer)"}
+
+
+def _message(error: Any) -> str:
+    ctx = error.get("ctx") or {}
+    if error["type"] == "less_than_equal":
+        return f"must be at most {ctx.get('le')}" + _INT32.get(ctx.get("le"), "")
+    if error["type"] == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}" + _INT32.get(ctx.get("ge"), "")
+    return str(_MESSAGES.get(error["type"], error["msg"]))
 
 
 def validate_model(cls: type[M], doc: Mapping[str, Any]) -> M:
@@ -59,7 +76,7 @@ def validate_model(cls: type[M], doc: Mapping[str, Any]) -> M:
             # A bad key of a str->str map is reported by pydantic as "[key]"; drop that marker.
             if loc and loc[-1] == "[key]":
                 loc = loc[:-1]
-            problems.append((path_of(loc), _MESSAGES.get(e["type"], e["msg"])))
+            problems.append((path_of(loc), _message(e)))
         raise ManifestError(problems) from None
 
 
@@ -97,7 +114,10 @@ def parse_resources(p: Problems, field: str, values: Any) -> ResourceVector:
         if amount < 0:
             p.add(where, f'quantity "{value}" must not be negative')
             continue
-        out[str(name)] = to_units(str(name), value)
+        try:
+            out[str(name)] = to_units(str(name), value)
+        except QuantityError as exc:
+            p.add(where, str(exc))
     return ResourceVector(out)
 
 

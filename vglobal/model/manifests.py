@@ -44,6 +44,8 @@ KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest]] = {
 DEFAULT_MAX_BYTES = 1_048_576
 # Anchors and aliases let a small text expand into a huge tree ("billion laughs"); refuse such trees.
 MAX_NODES = 200_000
+# Kubernetes objects nest a few dozen levels at most; deeper trees only serve to exhaust a parser's stack.
+MAX_DEPTH = 100
 
 
 # libyaml's parser when it is there (about ten times faster), with the safe constructor either way.
@@ -68,18 +70,27 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"malformed YAML{where}: {problem}" + (f" ({context})" if context else "")
 
 
+def _too_deep(where: str) -> ManifestError:
+    return ManifestError.one(where, f"the document nests deeper than {MAX_DEPTH} levels")
+
+
 def _check_expanded_size(doc: Any, where: str) -> None:
     budget = MAX_NODES
-    stack = [doc]
+    stack = [(doc, 1)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         budget -= 1
         if budget < 0:
             raise ManifestTooLarge.one(where, f"the document expands to more than {MAX_NODES} values")
+        if depth > MAX_DEPTH:
+            raise _too_deep(where)
+        if isinstance(node, str) and "\x00" in node:
+            raise ManifestError.one(where, "a string contains the NUL character")
         if isinstance(node, dict):
-            stack.extend(node.values())
+            stack.extend((k, depth + 1) for k in node if isinstance(k, str))
+            stack.extend((v, depth + 1) for v in node.values())
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend((v, depth + 1) for v in node)
 
 
 def _expand_list(doc: Any) -> list[Any]:
@@ -103,6 +114,8 @@ def load_documents(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[dic
             raise ManifestError.one(
                 "document[0]", f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
+        except RecursionError:
+            raise _too_deep("document[0]") from None
         raw = parsed if isinstance(parsed, list) else [parsed]
     else:
         stream = yaml.load_all(text, Loader=_Loader)  # _Loader is a SafeLoader
@@ -111,6 +124,8 @@ def load_documents(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[dic
                 raw.append(doc)
         except yaml.YAMLError as exc:
             raise ManifestError.one(f"document[{len(raw)}]", _yaml_problem(exc)) from None
+        except RecursionError:
+            raise _too_deep(f"document[{len(raw)}]") from None
     docs: list[dict[str, Any]] = []
     for i, doc in enumerate(d for d in raw if d is not None):
         _check_expanded_size(doc, f"document[{i}]")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictStr
 
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import Problems
-from vglobal.model.k8s import Model
+from vglobal.model.k8s import Int32, Model
 
 # Events and actions a user may put in a policy. Volcano's webhook also knows OutOfSync,
 # CommandIssued, SyncJob and EnqueueJob but refuses them: the controller raises them itself.
@@ -47,7 +47,7 @@ class Policy:
 class PolicySpec(Model):
     event: StrictStr = ""
     events: list[StrictStr] = Field(default_factory=list)
-    exit_code: StrictInt | None = None
+    exit_code: Int32 | None = None
     action: StrictStr = ""
     timeout: StrictStr | None = None
 

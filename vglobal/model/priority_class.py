@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictStr
 
 from vglobal.model.errors import Problems
-from vglobal.model.k8s import Metadata, Model, check_name, validate_model
+from vglobal.model.k8s import Int32, Metadata, Model, check_name, validate_model
 
 API_VERSION = "scheduling.k8s.io/v1"
 KIND = "PriorityClass"
@@ -31,7 +31,7 @@ class PriorityClass:
 
 class _PriorityClassManifest(Model):
     metadata: Metadata = Field(default_factory=Metadata)
-    value: StrictInt
+    value: Int32
     global_default: StrictBool = False
     preemption_policy: StrictStr = "PreemptLowerPriority"
     description: StrictStr = ""

@@ -14,6 +14,10 @@ from typing import Any
 # The API server's grammar: signed number, then a binary or decimal SI suffix or a decimal exponent.
 _GRAMMAR = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
 
+# One quantity in canonical units at most (a pebibyte, or 2^50 millicores): sums over the pods
+# of a job and the nodes of a cluster then stay far inside the 64-bit integers admission uses.
+MAX_UNITS = 2**50
+
 BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 COUNT_RESOURCES = frozenset({"pods"})
 
@@ -58,7 +62,10 @@ def to_units(resource: str, value: Any) -> int:
     amount = parse_decimal(value)
     if amount < 0:
         raise QuantityError(f"negative quantity {value!r}")
-    return int((amount * unit_scale(resource)).to_integral_value(rounding=ROUND_CEILING))
+    units = int((amount * unit_scale(resource)).to_integral_value(rounding=ROUND_CEILING))
+    if units > MAX_UNITS:
+        raise QuantityError(f"quantity {value!r} is too large (at most {format_units(resource, MAX_UNITS)})")
+    return units
 
 
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictStr
 
 from vglobal.model.errors import Problems
-from vglobal.model.k8s import Metadata, Model, check_name, parse_resources, validate_model
+from vglobal.model.k8s import Int32, Metadata, Model, check_name, parse_resources, validate_model
 from vglobal.model.resources import EMPTY, ResourceVector
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -41,8 +41,8 @@ class _Guarantee(Model):
 
 
 class _Spec(Model):
-    weight: StrictInt = 0
-    priority: StrictInt = 0
+    weight: Int32 = 0
+    priority: Int32 = 0
     capability: Any = None
     deserved: Any = None
     guarantee: _Guarantee | None = None

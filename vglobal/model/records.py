@@ -101,3 +101,5 @@ class EventRow:
     reason: str
     message: str
     source: str
+    principal: str | None = None
+    subject: str | None = None

@@ -125,6 +125,9 @@ clusters = sa.Table(
     sa.Column("last_heartbeat", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Column("not_ready_since", sa.DateTime(timezone=True), nullable=True),
     sa.Column("registered_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    # The agent stream that speaks for the cluster, and who opened it (see migration 0005).
+    sa.Column("stream", sa.Text, nullable=True),
+    sa.Column("stream_identity", sa.Text, nullable=True),
 )
 
 events = sa.Table(
@@ -138,5 +141,9 @@ events = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("message", sa.Text, nullable=False, server_default=""),
     sa.Column("source", sa.Text, nullable=False, server_default="hub"),
+    # Who made the call, and what a job-less event is about (see migration 0005).
+    sa.Column("principal", sa.Text, nullable=True),
+    sa.Column("subject", sa.Text, nullable=True),
     sa.Index("ix_events_job_uid", "job_uid"),
+    sa.Index("ix_events_subject", "subject", postgresql_where=sa.text("subject IS NOT NULL")),
 )

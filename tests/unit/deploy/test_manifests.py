@@ -360,18 +360,19 @@ def test_hub_serves_tls_on_its_port_and_reads_the_database_url_from_a_secret() -
     flags = dict(zip(args[1::2], args[2::2], strict=True))
     assert flags["--listen"] == "0.0.0.0:50051"
     assert {"--tls-cert", "--tls-key", "--client-ca", "--auth-config"} <= set(flags)
+    assert flags["--agent-listen"] == "0.0.0.0:50052"
     env = {e["name"]: e for e in c["env"]}
     assert env["VGLOBAL_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
         "name": "vglobal-database",
         "key": "url",
     }
     assert "--database-url" not in args, "the URL carries a password: never on the command line"
-    (port,) = c["ports"]
-    assert port["containerPort"] == 50051 and port["name"] == "grpc"
+    assert [(p["name"], p["containerPort"]) for p in c["ports"]] == [("grpc", 50051), ("grpc-agents", 50052)]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         command = c[probe]["exec"]["command"]
-        assert command[:4] == ["vglobal", "--hub", "127.0.0.1:50051", "health"], probe
-        assert "--ca-file" in command
+        assert command[:6] == [
+            "vglobal", "--hub", "127.0.0.1:50051", "--ca-file", "/etc/vglobal/tls/ca.crt", "health"
+        ], probe  # fmt: skip
         assert c[probe]["timeoutSeconds"] > 4, "the probe's own --timeout must end first"
 
 
@@ -383,7 +384,7 @@ def test_hub_service_pdb_and_network_policies_select_the_right_pods() -> None:
     service = find(docs, "Service", "vglobal-hub")
     assert selects(service["spec"]["selector"], hub_labels)
     assert not selects(service["spec"]["selector"], agent_labels)
-    assert service["spec"]["ports"][0]["targetPort"] == "grpc"
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["grpc", "grpc-agents"]
     assert selects(
         find(docs, "PodDisruptionBudget", "vglobal-hub")["spec"]["selector"]["matchLabels"], hub_labels
     )
@@ -396,7 +397,8 @@ def test_hub_service_pdb_and_network_policies_select_the_right_pods() -> None:
     assert selects(hub_policy["podSelector"]["matchLabels"], hub_labels)
     assert set(hub_policy["policyTypes"]) == {"Ingress", "Egress"}
     (ingress,) = hub_policy["ingress"]
-    assert "from" not in ingress and ingress["ports"] == [{"port": 50051, "protocol": "TCP"}]
+    assert "from" not in ingress
+    assert ingress["ports"] == [{"port": 50051, "protocol": "TCP"}, {"port": 50052, "protocol": "TCP"}]
     to_db, to_dns = hub_policy["egress"]
     assert selects(to_db["to"][0]["podSelector"]["matchLabels"], db_labels)
     assert to_db["ports"] == [{"port": 5432, "protocol": "TCP"}]

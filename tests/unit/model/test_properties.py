@@ -6,12 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vglobal.model.job import Job, Task
-from vglobal.model.quantity import format_units, to_units
+from vglobal.model.quantity import MAX_UNITS, format_units, to_units
 from vglobal.model.resources import ResourceVector
 
 
 @given(
-    st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu", "ephemeral-storage"]), st.integers(0, 2**62)
+    st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu", "ephemeral-storage"]), st.integers(0, MAX_UNITS)
 )
 def test_formatting_units_round_trips(resource: str, units: int) -> None:
     assert to_units(resource, format_units(resource, units)) == units

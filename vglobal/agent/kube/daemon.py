@@ -27,6 +27,7 @@ from vglobal.agent.kube.recovery import recover
 from vglobal.agent.kube.topology import load_discovery
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.clock import RealClock
+from vglobal.dial import Dial
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,9 @@ def identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{secrets.token_hex(4)}"
 
 
-def run_kube_agent(hub: str, settings: KubeAgentSettings, stop: threading.Event | None = None) -> None:
+def run_kube_agent(
+    hub: Dial | str, settings: KubeAgentSettings, stop: threading.Event | None = None
+) -> None:
     """Run until ``stop``, SIGTERM or SIGINT; LeaseLost if another replica took over."""
     stop = stop or threading.Event()
     install_signals(stop)

@@ -73,6 +73,7 @@ class Event(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     kind: _builtins.str
     """"Normal" or "Warning" """
@@ -81,6 +82,8 @@ class Event(_message.Message):
     message: _builtins.str
     source: _builtins.str
     """"hub" or "agent/<cluster>" """
+    principal: _builtins.str
+    """who made the call that caused it: a user, or "cluster:<name>" for an agent"""
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
@@ -92,10 +95,11 @@ class Event(_message.Message):
         reason: _builtins.str = ...,
         message: _builtins.str = ...,
         source: _builtins.str = ...,
+        principal: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "kind", b"kind", "message", b"message", "reason", b"reason", "source", b"source", "time", b"time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "kind", b"kind", "message", b"message", "principal", b"principal", "reason", b"reason", "source", b"source", "time", b"time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

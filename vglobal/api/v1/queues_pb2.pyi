@@ -162,19 +162,48 @@ class ListQueuesResponse(_message.Message):
 Global___ListQueuesResponse: _TypeAlias = ListQueuesResponse  # noqa: Y015
 
 @_typing.final
-class DeleteQueueResponse(_message.Message):
+class DeleteQueueRequest(_message.Message):
+    """Wire-compatible with QueueRef: field 1 is the name."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
+    FORCE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    force: _builtins.bool
+    """also delete the records of the queue's finished jobs"""
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
+        force: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["force", b"force", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteQueueRequest: _TypeAlias = DeleteQueueRequest  # noqa: Y015
+
+@_typing.final
+class DeleteQueueResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DELETED_JOBS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    deleted_jobs: _builtins.int
+    """finished jobs whose records went with the queue"""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        deleted_jobs: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_jobs", b"deleted_jobs", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

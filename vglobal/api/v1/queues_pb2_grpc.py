@@ -51,7 +51,7 @@ class QueueServiceStub:
                 _registered_method=True)
         self.DeleteQueue = channel.unary_unary(
                 '/vglobal.v1.QueueService/DeleteQueue',
-                request_serializer=vglobal_dot_v1_dot_queues__pb2.QueueRef.SerializeToString,
+                request_serializer=vglobal_dot_v1_dot_queues__pb2.DeleteQueueRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_queues__pb2.DeleteQueueResponse.FromString,
                 _registered_method=True)
         self.OpenQueue = channel.unary_unary(
@@ -99,7 +99,8 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteQueue(self, request, context):
-        """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues.
+        """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues, and while it
+        holds finished jobs unless force is set (their records go with it).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -150,7 +151,7 @@ def add_QueueServiceServicer_to_server(servicer, server):
             ),
             'DeleteQueue': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteQueue,
-                    request_deserializer=vglobal_dot_v1_dot_queues__pb2.QueueRef.FromString,
+                    request_deserializer=vglobal_dot_v1_dot_queues__pb2.DeleteQueueRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_queues__pb2.DeleteQueueResponse.SerializeToString,
             ),
             'OpenQueue': grpc.unary_unary_rpc_method_handler(
@@ -280,7 +281,7 @@ class QueueService:
             request,
             target,
             '/vglobal.v1.QueueService/DeleteQueue',
-            vglobal_dot_v1_dot_queues__pb2.QueueRef.SerializeToString,
+            vglobal_dot_v1_dot_queues__pb2.DeleteQueueRequest.SerializeToString,
             vglobal_dot_v1_dot_queues__pb2.DeleteQueueResponse.FromString,
             options,
             channel_credentials,

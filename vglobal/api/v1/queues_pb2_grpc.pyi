@@ -35,8 +35,10 @@ class QueueServiceStub:
     """Creates or updates a scheduling.volcano.sh/v1beta1 Queue from its manifest."""
     GetQueue: _grpc.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.Queue]
     ListQueues: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ListQueuesRequest, _queues_pb2.ListQueuesResponse]
-    DeleteQueue: _grpc.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.DeleteQueueResponse]
-    """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues."""
+    DeleteQueue: _grpc.UnaryUnaryMultiCallable[_queues_pb2.DeleteQueueRequest, _queues_pb2.DeleteQueueResponse]
+    """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues, and while it
+    holds finished jobs unless force is set (their records go with it).
+    """
     OpenQueue: _grpc.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.Queue]
     CloseQueue: _grpc.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.Queue]
     ApplyPriorityClass: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.PriorityClass]
@@ -50,8 +52,10 @@ class QueueServiceAsyncStub(QueueServiceStub):
     """Creates or updates a scheduling.volcano.sh/v1beta1 Queue from its manifest."""
     GetQueue: _aio.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.Queue]  # type: ignore[assignment]
     ListQueues: _aio.UnaryUnaryMultiCallable[_queues_pb2.ListQueuesRequest, _queues_pb2.ListQueuesResponse]  # type: ignore[assignment]
-    DeleteQueue: _aio.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.DeleteQueueResponse]  # type: ignore[assignment]
-    """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues."""
+    DeleteQueue: _aio.UnaryUnaryMultiCallable[_queues_pb2.DeleteQueueRequest, _queues_pb2.DeleteQueueResponse]  # type: ignore[assignment]
+    """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues, and while it
+    holds finished jobs unless force is set (their records go with it).
+    """
     OpenQueue: _aio.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.Queue]  # type: ignore[assignment]
     CloseQueue: _aio.UnaryUnaryMultiCallable[_queues_pb2.QueueRef, _queues_pb2.Queue]  # type: ignore[assignment]
     ApplyPriorityClass: _aio.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.PriorityClass]  # type: ignore[assignment]
@@ -84,10 +88,12 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
     def DeleteQueue(
         self,
-        request: _queues_pb2.QueueRef,
+        request: _queues_pb2.DeleteQueueRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_queues_pb2.DeleteQueueResponse, _abc.Awaitable[_queues_pb2.DeleteQueueResponse]]:
-        """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues."""
+        """Refused with FAILED_PRECONDITION while the queue has live jobs or child queues, and while it
+        holds finished jobs unless force is set (their records go with it).
+        """
 
     @_abc_1.abstractmethod
     def OpenQueue(

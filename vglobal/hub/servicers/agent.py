@@ -1,25 +1,39 @@
-"""AgentService.Connect: one bidirectional stream per member cluster.
+"""AgentService.Connect: one bidirectional stream per member cluster, a coroutine on the gRPC loop.
 
-The reader half takes what the agent says (inventory, heartbeats, acks, job status) and a recorder
-writes it, many reports per transaction; the writer half delivers what the database says this
-cluster should run, and fences off runs whose generation moved on. Nothing here decides
-placement: the dispatcher did that, in the database.
+An open stream holds no thread: it waits on the loop, and its database work runs in a small pool of
+its own, so agents cannot take the threads that serve the API. The stream must begin with Register
+within ``register_timeout`` and for the cluster its caller may speak for (its certificate's or agent
+token's); the cluster then has this stream as its one live stream (see StatusRecorder.register).
+
+The reader half takes what the agent says (heartbeats, acks, job status), each message checked
+first, and a recorder writes it, whatever arrived meanwhile in one transaction (see reports.py);
+the writer half delivers what the database says this cluster should run, and fences off runs whose
+generation moved on (see delivery.py). Nothing here decides placement: the dispatcher did that.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-import queue
 import threading
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import grpc
 
 from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.hub import reports
+from vglobal.hub.agent_reports import check_message, check_register
+from vglobal.hub.auth.authenticator import PermissionDenied
+from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
 from vglobal.hub.delivery import FENCE_INTERVAL, Courier
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
+from vglobal.hub.guard import current_principal
 from vglobal.hub.notify import DELIVER, FENCE
 from vglobal.hub.status import StatusRecorder
 from vglobal.model.binding import FINISHED, reported
@@ -27,120 +41,195 @@ from vglobal.store.engine import session_scope
 
 log = logging.getLogger(__name__)
 
+RELEASE_WAIT = 2.0  # how long a reconnecting agent waits for its previous stream to end here
+T = TypeVar("T")
 
-@dataclass
+
+@dataclass(eq=False)
 class StreamState:
-    cluster: str = ""
-    registered: threading.Event = field(default_factory=threading.Event)
-    closed: threading.Event = field(default_factory=threading.Event)
-    outbox: queue.Queue[agent_pb2.HubMessage] = field(default_factory=queue.Queue)
-    # What the reader received, for the recorder to write in batches (None: the stream ended).
-    inbox: queue.Queue[agent_pb2.AgentMessage | None] = field(default_factory=queue.Queue)
-    # What the agent says it runs: uid -> generation (unfinished runs only).
+    cluster: str
+    identity: str
+    stream: str = field(default_factory=lambda: uuid.uuid4().hex)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # What the agent says it runs: uid -> generation (unfinished runs only). The reader and the
+    # writer touch it from the pool's threads.
     runs: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # What the reader received, for the recorder (None: the agent hung up).
+    inbox: asyncio.Queue[agent_pb2.AgentMessage | None] = field(default_factory=asyncio.Queue)
     courier: Courier | None = None
     fence: bool = True  # the next sync checks every run (see delivery.py)
+    ending: bool = False  # the agent has gone; the cluster is released soon
+    released: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
-    def __init__(self, ctx: HubContext) -> None:
+    def __init__(self, ctx: HubContext, loop: asyncio.AbstractEventLoop, pool: ThreadPoolExecutor) -> None:
         self.ctx = ctx
         self.recorder = StatusRecorder(ctx)
+        self.loop = loop
+        self.pool = pool
+        self.open = 0
+        self.streams: set[StreamState] = set()
+        self.local: dict[str, StreamState] = {}  # cluster -> its latest stream on this hub
+        ctx.wakeups.subscribe(DELIVER, self._wake_threadsafe)
 
-    def Connect(
-        self, request_iterator: Iterator[agent_pb2.AgentMessage], context: grpc.ServicerContext
-    ) -> Iterator[agent_pb2.HubMessage]:
-        state = StreamState()
-        for target, name in ((self._read, "agent-reader"), (self._record_all, "agent-recorder")):
-            threading.Thread(target=target, args=(request_iterator, state), name=name, daemon=True).start()
-        context.add_callback(state.closed.set)
-        if not state.registered.wait(timeout=30.0) or state.closed.is_set():
-            if not state.closed.is_set():
-                context.abort(grpc.StatusCode.FAILED_PRECONDITION, "the first message must be Register")
-            return
-        wakeups = self.ctx.wakeups
-        seen, fences = wakeups.seq(DELIVER), wakeups.seq(FENCE)
-        while not state.closed.is_set():
-            fence, state.fence = state.fence or wakeups.seq(FENCE) != fences, False
-            fences = wakeups.seq(FENCE)
-            self._sync(state, fence)
-            while True:
-                try:
-                    yield state.outbox.get_nowait()
-                except queue.Empty:
-                    break
-            seen = wakeups.wait(DELIVER, seen, timeout=FENCE_INTERVAL)
+    def _wake_threadsafe(self) -> None:
+        self.loop.call_soon_threadsafe(self._wake_all)
+
+    def _wake_all(self) -> None:
+        for state in self.streams:
+            state.wake.set()
+
+    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self.loop.run_in_executor(self.pool, fn, *args)
+
+    async def Connect(
+        self,
+        request_iterator: AsyncIterator[agent_pb2.AgentMessage],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> AsyncIterator[agent_pb2.HubMessage]:
+        limit = self.ctx.settings.max_agent_streams
+        if self.open >= limit:
+            raise TooLarge(f"this hub serves {limit} agent streams at most (--max-agent-streams)")
+        self.open += 1
+        try:
+            messages = aiter(request_iterator)
+            reg = await self._first(messages)
+            if reg is None:
+                return
+            state = StreamState(reg.cluster, current_principal().audit_name)
+            await self._claim(reg, state)
+            try:
+                async for msg in self._serve(messages, state):
+                    yield msg
+            finally:
+                self._end(state)
+        finally:
+            self.open -= 1
+
+    async def _claim(self, reg: agent_pb2.Register, state: StreamState) -> None:
+        """Register ``state`` as the cluster's stream. An agent that reconnects at once may find its
+        previous stream here still ending: that one is waited for, briefly, instead of refused."""
+        try:
+            await self._db(self._register, reg, state)
+        except AlreadyExists:
+            old = self.local.get(reg.cluster)
+            if old is None or not old.ending:
+                raise
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(old.released.wait(), RELEASE_WAIT)
+            await self._db(self._register, reg, state)
+        self.local[reg.cluster] = state
+
+    def _end(self, state: StreamState) -> None:
+        """Release the cluster without awaiting (this may run while the call is being cancelled)."""
+        state.ending = True
+        self.streams.discard(state)
+        released = self.loop.run_in_executor(self.pool, self.recorder.release, state.cluster, state.stream)
+        released.add_done_callback(lambda _: state.released.set())
+        if self.local.get(state.cluster) is state:
+            released.add_done_callback(lambda _: self._forget(state))
+        self.ctx.wakeups.fire(DELIVER)
         log.info("agent stream of cluster %s closed", state.cluster)
 
-    def _read(self, messages: Iterator[agent_pb2.AgentMessage], state: StreamState) -> None:
-        try:
-            for msg in messages:
-                if not state.registered.is_set() and msg.WhichOneof("body") != "register":
-                    log.warning("agent sent %s before Register; closing", msg.WhichOneof("body"))
-                    break
-                state.inbox.put(msg)
-                if msg.WhichOneof("body") == "register":
-                    state.registered.wait()  # the recorder has it: the next reports are of this cluster
-        except grpc.RpcError:
-            pass
-        except Exception:
-            log.exception("agent stream of cluster %s failed", state.cluster or "?")
-        finally:
-            state.inbox.put(None)
+    def _forget(self, state: StreamState) -> None:
+        if self.local.get(state.cluster) is state:
+            del self.local[state.cluster]
 
-    def _record_all(self, _messages: object, state: StreamState) -> None:
-        """Record what the reader received: each Register on its own, the rest in batches of
-        whatever arrived meanwhile (see reports.py)."""
+    async def _first(self, messages: AsyncIterator[agent_pb2.AgentMessage]) -> agent_pb2.Register | None:
+        """The stream's Register, checked: sent in time, first, sound, and for a cluster the caller
+        may speak for. None when the agent hung up first."""
+        timeout = self.ctx.settings.register_timeout
         try:
-            while (batch := self._next_batch(state)) is not None:
-                if batch[0].WhichOneof("body") == "register":
-                    self._register(batch[0].register, state)
-                else:
-                    self._record(batch, state)
-        except Exception:
-            log.exception("recording the reports of cluster %s failed", state.cluster or "?")
+            first = await asyncio.wait_for(anext(messages), timeout)
+        except TimeoutError:
+            raise FailedPrecondition(
+                f"no Register within {timeout:g}s: a stream must begin with Register"
+            ) from None
+        except StopAsyncIteration:
+            return None
+        body = first.WhichOneof("body")
+        if body != "register":
+            raise FailedPrecondition(f"the first message must be Register, not {body or 'an empty message'}")
+        check_register(first.register)
+        denial = decide(current_principal(), Action.connect_agent, cluster=first.register.cluster)
+        if denial is not None:
+            raise PermissionDenied(denial)
+        return first.register
+
+    async def _serve(
+        self, messages: AsyncIterator[agent_pb2.AgentMessage], state: StreamState
+    ) -> AsyncIterator[agent_pb2.HubMessage]:
+        yield agent_pb2.HubMessage(
+            registered=agent_pb2.Registered(heartbeat_interval_seconds=self.ctx.settings.heartbeat_interval)
+        )
+        self.streams.add(state)
+        reader = asyncio.ensure_future(self._read(messages, state))
+        recorder = asyncio.ensure_future(self._record_all(state))
+        wakeups = self.ctx.wakeups
+        fences = wakeups.seq(FENCE)
+        try:
+            while True:
+                state.wake.clear()  # before the sync: a wake-up during it is not lost
+                fence, state.fence = state.fence or wakeups.seq(FENCE) != fences, False
+                fences = wakeups.seq(FENCE)
+                for msg in await self._db(self._sync, state, fence):
+                    yield msg
+                if reader.done() and reader.exception() is not None:
+                    reader.result()  # a refused message ends the stream with its status
+                if recorder.done():
+                    recorder.result()  # a take-over ends the stream with its status
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.wake.wait(), FENCE_INTERVAL)
         finally:
-            state.closed.set()
-            self.ctx.wakeups.fire(DELIVER)
+            reader.cancel()
+            recorder.cancel()
+
+    async def _read(self, messages: AsyncIterator[agent_pb2.AgentMessage], state: StreamState) -> None:
+        try:
+            async for msg in messages:
+                if check_message(msg) == "register":
+                    raise FailedPrecondition("register: this stream has registered already")
+                state.inbox.put_nowait(msg)
+        finally:
+            state.inbox.put_nowait(None)
+            state.wake.set()
+
+    async def _record_all(self, state: StreamState) -> None:
+        """Record what the reader received, in batches of whatever arrived meanwhile, until the
+        agent hung up and all it sent is recorded."""
+        try:
+            while (batch := await self._next_batch(state)) is not None:
+                await self._db(self._record, batch, state)
+        finally:
+            state.ending = True
+            state.wake.set()
 
     @staticmethod
-    def _next_batch(state: StreamState) -> list[agent_pb2.AgentMessage] | None:
-        """A Register alone, or the reports received up to the next one; None once the stream ended."""
-        first = state.inbox.get()
+    async def _next_batch(state: StreamState) -> list[agent_pb2.AgentMessage] | None:
+        """The reports received so far (at most ``reports.MAX_BATCH``); None once the agent hung up."""
+        first = await state.inbox.get()
         if first is None:
             return None
         batch = [first]
-        while first.WhichOneof("body") != "register" and len(batch) < reports.MAX_BATCH:
-            try:
-                msg = state.inbox.get_nowait()
-            except queue.Empty:
-                break
-            if msg is None or msg.WhichOneof("body") == "register":
-                state.inbox.queue.appendleft(msg)  # for the next batch
+        while len(batch) < reports.MAX_BATCH and not state.inbox.empty():
+            msg = state.inbox.get_nowait()
+            if msg is None:
+                state.inbox.put_nowait(None)  # for the next call, after this batch is recorded
                 break
             batch.append(msg)
         return batch
 
     def _register(self, reg: agent_pb2.Register, state: StreamState) -> None:
-        state.cluster = reg.cluster
-        self.recorder.register(reg)
+        self.recorder.register(reg, stream=state.stream, identity=state.identity)
         with state.lock:
             state.runs = {j.job_uid: j.generation for j in reg.jobs}
-            if state.courier is None:
-                state.courier = Courier(reg.cluster)
-            state.fence = True
-        state.outbox.put(
-            agent_pb2.HubMessage(
-                registered=agent_pb2.Registered(
-                    heartbeat_interval_seconds=self.ctx.settings.heartbeat_interval
-                )
-            )
-        )
         log.info(
-            "cluster %s registered with %d nodes, running %d jobs", reg.cluster, len(reg.nodes), len(reg.jobs)
-        )
-        state.registered.set()
+            "cluster %s registered (%s) with %d nodes, running %d jobs",
+            reg.cluster, state.identity, len(reg.nodes), len(reg.jobs),
+        )  # fmt: skip
         self.ctx.wakeups.fire(DELIVER)
 
     def _record(self, batch: list[agent_pb2.AgentMessage], state: StreamState) -> None:
@@ -159,16 +248,21 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                         state.runs[st.job_uid] = st.generation
         with session_scope(self.ctx.sessions) as session:
             outcome = reports.record(
-                state.cluster, batch, exclude_for=self.ctx.settings.exclude_for, session=session
+                state.cluster,
+                batch,
+                stream=state.stream,
+                exclude_for=self.ctx.settings.exclude_for,
+                session=session,
             )
         if outcome.stale:
             state.fence = True  # a run that is not current reported: it may have to be stopped
             self.ctx.wakeups.fire(DELIVER)
 
-    def _sync(self, state: StreamState, fence: bool) -> None:
-        """Queue a Dispatch for each binding this cluster should run that this stream has not
-        sent, and a Cancel for each run it must stop (see delivery.py)."""
-        assert state.courier is not None
+    def _sync(self, state: StreamState, fence: bool) -> list[agent_pb2.HubMessage]:
+        """A Dispatch for each binding this cluster should run that this stream has not sent, and
+        a Cancel for each run it must stop (see delivery.py)."""
+        if state.courier is None:
+            state.courier = Courier(state.cluster)
         with state.lock:
             runs = dict(state.runs)
         with session_scope(self.ctx.sessions) as session:
@@ -178,5 +272,4 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 for uid, gen in ended:
                     if state.runs.get(uid) == gen:
                         del state.runs[uid]
-        for msg in out:
-            state.outbox.put(msg)
+        return out

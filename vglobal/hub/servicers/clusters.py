@@ -10,6 +10,7 @@ from vglobal.api.v1 import clusters_pb2, clusters_pb2_grpc
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import look_up, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
+from vglobal.hub.servicers.access import who
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import ClusterRow
 from vglobal.store.engine import session_scope
@@ -51,7 +52,8 @@ class ClusterServicer(clusters_pb2_grpc.ClusterServiceServicer):
             self._get(name, session)
             clusters_repo.set_cordoned(name, cordoned, session=session)
             events_repo.add_events(
-                [NewEvent("Cordoned" if cordoned else "Uncordoned", cluster=name)], session=session
+                [NewEvent("Cordoned" if cordoned else "Uncordoned", cluster=name, principal=who())],
+                session=session,
             )
             notify(DISPATCH, session=session)
             return convert.cluster(self._get(name, session))
@@ -80,8 +82,11 @@ class ClusterServicer(clusters_pb2_grpc.ClusterServiceServicer):
                 uids, session=session, kind=WaitKind.Drained, reason=f"cluster {request.name} drained"
             )
             events_repo.add_events(
-                [NewEvent("Drained", f"re-queued {len(moved)} jobs", cluster=request.name)]
-                + [NewEvent("Requeued", f"cluster {request.name} drained", job_uid=u) for u, _, _ in moved],
+                [NewEvent("Drained", f"re-queued {len(moved)} jobs", cluster=request.name, principal=who())]
+                + [
+                    NewEvent("Requeued", f"cluster {request.name} drained", job_uid=u, principal=who())
+                    for u, _, _ in moved
+                ],
                 session=session,
             )
             notify(DELIVER, session=session)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+
 import grpc
 from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
-from vglobal.hub.submit import ItemFailed, parse_one, store_jobs
+from vglobal.hub.servicers.access import require, visible, who
+from vglobal.hub.submit import ItemFailed, check_limits, parse_one, store_jobs
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
@@ -19,6 +25,7 @@ from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
+from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
 
 MAX_PAGE = 5000
@@ -29,14 +36,47 @@ NOT_EXPLAINED_YET = (
 )
 
 
-def find_job(ref: jobs_pb2.JobRef, *, session: Session) -> JobRow:
+def find_job(ref: jobs_pb2.JobRef, *, session: Session, action: Action = Action.read_jobs) -> JobRow:
+    """The job, if the caller may ``action`` in its queue; a deleted one's NOT_FOUND says who deleted it."""
     namespace = ref.namespace or "default"
-    return look_up(
-        "job",
-        ref.uid or (ref.name and f"{namespace}/{ref.name}"),
-        lambda: jobs_repo.get_job(session=session, uid=ref.uid or None, namespace=namespace, name=ref.name),
-        wanted="a job name or uid",
-    )
+    try:
+        row = look_up(
+            "job",
+            ref.uid or (ref.name and f"{namespace}/{ref.name}"),
+            lambda: jobs_repo.get_job(
+                session=session, uid=ref.uid or None, namespace=namespace, name=ref.name
+            ),
+            wanted="a job name or uid",
+        )
+    except NotFound as exc:
+        deleted = (
+            None
+            if ref.uid
+            else events_repo.last_about(f"job {namespace}/{ref.name}", "Deleted", session=session)
+        )
+        if deleted is None:
+            raise
+        when = deleted.time.strftime("%Y-%m-%dT%H:%M:%SZ")
+        raise NotFound(f"{exc}: deleted by {deleted.principal or 'an unknown caller'} at {when}") from None
+    require(action, queue=row.queue)
+    return row
+
+
+def page_token(namespace: str, name: str) -> str:
+    """An opaque token for the page after (namespace, name)."""
+    return base64.urlsafe_b64encode(json.dumps([namespace, name]).encode()).decode().rstrip("=")
+
+
+def page_after(token: str) -> tuple[str, str] | None:
+    if not token:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (binascii.Error, ValueError):
+        key = None
+    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+        raise InvalidArgument("page_token: not a token this hub gave out (pass next_page_token as it came)")
+    return key[0], key[1]
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
@@ -50,11 +90,12 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         parsed = []
         for i, item in enumerate(items):
             try:
-                parsed.append(
-                    (parse_one(item.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes), item)
-                )
+                job = parse_one(item.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes)
+                check_limits(job, self.ctx.settings)
+                require(Action.submit_jobs, queue=job.queue)
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
+            parsed.append((job, item))
         with session_scope(self.ctx.sessions) as session:
             try:
                 stored = store_jobs([(job, item.request_id or None) for job, item in parsed], session=session)
@@ -67,6 +108,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                         "Submitted",
                         f"queue {row.queue}, {sum(t.replicas for t in row.tasks)} pods",
                         job_uid=row.uid,
+                        principal=who(),
                     )
                     for row in created
                 ],
@@ -102,12 +144,12 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def ListJobs(
         self, request: jobs_pb2.ListJobsRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.ListJobsResponse:
+        if request.page_size < 0:
+            raise InvalidArgument(f"page_size: must be between 0 (the default, 500) and {MAX_PAGE}")
         limit = min(request.page_size or 500, MAX_PAGE)
-        after = None
-        if request.page_token:
-            ns, _, name = request.page_token.partition("/")
-            after = (ns, name)
+        after = page_after(request.page_token)
         with session_scope(self.ctx.sessions) as session:
+            shown = visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
             rows = jobs_repo.list_jobs(
                 session=session,
                 queue=request.queue,
@@ -116,18 +158,20 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 cluster=request.cluster,
                 after=after,
                 limit=limit + 1,
+                queues=shown,
             )
-        token = f"{rows[limit - 1].namespace}/{rows[limit - 1].name}" if len(rows) > limit else ""
+        token = page_token(rows[limit - 1].namespace, rows[limit - 1].name) if len(rows) > limit else ""
         return jobs_pb2.ListJobsResponse(jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token)
 
     @rpc
     def CancelJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
-            row = find_job(request, session=session)
-            if bindings_repo.abort(row.uid, session=session, reason="cancelled by user") is not None:
+            row = find_job(request, session=session, action=Action.cancel_jobs)
+            if bindings_repo.abort(row.uid, session=session, reason=f"cancelled by {who()}") is not None:
                 jobs_repo.set_phase([row.uid], "Aborted", session=session)
                 events_repo.add_events(
-                    [NewEvent("Cancelled", "cancelled by user", job_uid=row.uid)], session=session
+                    [NewEvent("Cancelled", f"cancelled by {who()}", job_uid=row.uid, principal=who())],
+                    session=session,
                 )
                 notify(DELIVER, session=session)
                 notify(FENCE, session=session)
@@ -140,12 +184,18 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         self, request: jobs_pb2.JobRef, context: grpc.ServicerContext
     ) -> jobs_pb2.DeleteJobResponse:
         with session_scope(self.ctx.sessions) as session:
-            row = find_job(request, session=session)
+            row = find_job(request, session=session, action=Action.delete_jobs)
             if row.binding_phase in ADMITTED:
                 # Its agent learns on the next sync that the job is gone and stops it.
                 notify(DELIVER, session=session)
                 notify(FENCE, session=session)
             jobs_repo.delete_job(row.uid, session=session)
+            # The job's own events go with it; this one outlives it (no job_uid), naming it.
+            subject = f"job {row.namespace}/{row.name}"
+            events_repo.add_events(
+                [NewEvent("Deleted", f"uid {row.uid}, queue {row.queue}", subject=subject, principal=who())],
+                session=session,
+            )
             notify(DISPATCH, session=session)
         return jobs_pb2.DeleteJobResponse(uid=row.uid)
 

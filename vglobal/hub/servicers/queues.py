@@ -7,16 +7,21 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import queues_pb2, queues_pb2_grpc
+from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import FailedPrecondition, InvalidArgument, look_up, rpc
 from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.submit import parse_one
+from vglobal.model.errors import bounded_list
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
 from vglobal.model.records import QueueRow
 from vglobal.store.engine import session_scope
+from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
+from vglobal.store.repo.events import NewEvent
 
 ROOT = "root"
 
@@ -48,6 +53,11 @@ def check_tree(queue: Queue, *, session: Session) -> None:
         )
 
 
+def audit(reason: str, subject: str, message: str = "", *, session: Session) -> None:
+    """Record a change to a queue or priority class with who made it."""
+    events_repo.add_events([NewEvent(reason, message, subject=subject, principal=who())], session=session)
+
+
 class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
@@ -61,6 +71,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             check_tree(queue, session=session)
             queues_repo.upsert_queue(queue, session=session)
+            audit("QueueApplied", f"queue {queue.name}", session=session)
             notify(DISPATCH, session=session)
             row = queues_repo.get_queue(queue.name, session=session)
             assert row is not None
@@ -72,7 +83,9 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
     @rpc
     def GetQueue(self, request: queues_pb2.QueueRef, context: grpc.ServicerContext) -> queues_pb2.Queue:
         with session_scope(self.ctx.sessions) as session:
-            return self._view(self._get(request.name, session), session=session)
+            row = self._get(request.name, session)
+            require(Action.read_queues, queue=row.name)
+            return self._view(row, session=session)
 
     @rpc
     def ListQueues(
@@ -81,11 +94,14 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             rows = queues_repo.list_queues(session=session)
             usage = queues_repo.usage(session=session)
+        shown = visible(Action.read_queues, [r.name for r in rows])
+        if shown is not None:
+            rows = [r for r in rows if r.name in set(shown)]
         return queues_pb2.ListQueuesResponse(queues=[convert.queue(r, usage.get(r.name)) for r in rows])
 
     @rpc
     def DeleteQueue(
-        self, request: queues_pb2.QueueRef, context: grpc.ServicerContext
+        self, request: queues_pb2.DeleteQueueRequest, context: grpc.ServicerContext
     ) -> queues_pb2.DeleteQueueResponse:
         with session_scope(self.ctx.sessions) as session:
             row = self._get(request.name, session)
@@ -98,16 +114,28 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
                 )
             kids = queues_repo.children(row.name, session=session)
             if kids:
-                raise FailedPrecondition(f'queue "{row.name}" has child queues: {", ".join(sorted(kids))}')
-            # Its finished jobs (and their history) go with it.
-            jobs_repo.delete_finished_of_queue(row.name, session=session)
+                raise FailedPrecondition(
+                    f'queue "{row.name}" has child queues: {bounded_list(sorted(kids), sep=", ")}'
+                )
+            # Its finished jobs' records go with it, but only when asked: raising here rolls the
+            # deletion back.
+            finished = jobs_repo.delete_finished_of_queue(row.name, session=session)
+            if finished and not request.force:
+                raise FailedPrecondition(
+                    f'queue "{row.name}" holds the records of {finished} finished jobs; delete it with '
+                    "force to remove them too"
+                )
             queues_repo.delete_queue(row.name, session=session)
-        return queues_pb2.DeleteQueueResponse(name=row.name)
+            audit(
+                "QueueDeleted", f"queue {row.name}", f"with {finished} finished job records", session=session
+            )
+        return queues_pb2.DeleteQueueResponse(name=row.name, deleted_jobs=finished)
 
     def _set_state(self, name: str, state: str) -> queues_pb2.Queue:
         with session_scope(self.ctx.sessions) as session:
             self._get(name, session)
             queues_repo.set_state(name, state, session=session)
+            audit("QueueOpened" if state == "Open" else "QueueClosed", f"queue {name}", session=session)
             notify(DISPATCH, session=session)
             return self._view(self._get(name, session), session=session)
 
@@ -126,6 +154,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         pc = parse_one(request.manifest, PriorityClass, max_bytes=self.ctx.settings.max_manifest_bytes)
         with session_scope(self.ctx.sessions) as session:
             queues_repo.upsert_priority_class(pc, session=session)
+            audit("PriorityClassApplied", f"priorityclass {pc.name}", f"value {pc.value}", session=session)
             row = queues_repo.get_priority_class(pc.name, session=session)
             assert row is not None
             return convert.priority_class(row)

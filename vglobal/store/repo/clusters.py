@@ -27,6 +27,10 @@ def _row(r: sa.Row[Any]) -> ClusterRow:
     )
 
 
+def _seconds(value: float) -> sa.ColumnElement[Any]:
+    return sa.func.make_interval(0, 0, 0, 0, 0, 0, value)
+
+
 def register(
     name: str,
     *,
@@ -35,11 +39,29 @@ def register(
     nodes: list[dict[str, Any]],
     free: dict[str, dict[str, int]],
     hypernodes: list[dict[str, Any]] | None = None,
-) -> None:
+    stream: str | None = None,
+    identity: str | None = None,
+    stale_after: float = 0.0,
+    dead_after: float = 0.0,
+) -> bool:
+    """Record the cluster's inventory and make ``stream`` the one that speaks for it.
+
+    False (and nothing written) while another stream does: one that has heartbeated within
+    ``stale_after`` seconds, or, for a caller of another identity, within ``dead_after``.
+    """
     stmt = insert(clusters).values(
-        name=name, labels=labels, nodes=nodes, free=free, hypernodes=hypernodes or [], state="Ready"
+        name=name,
+        labels=labels,
+        nodes=nodes,
+        free=free,
+        hypernodes=hypernodes or [],
+        state="Ready",
+        stream=stream,
+        stream_identity=identity,
     )
-    stmt = stmt.on_conflict_do_update(
+    silent = clusters.c.last_heartbeat < sa.func.now() - _seconds(stale_after)
+    dead = clusters.c.last_heartbeat < sa.func.now() - _seconds(dead_after)
+    upsert = stmt.on_conflict_do_update(
         index_elements=[clusters.c.name],
         set_={
             "labels": stmt.excluded.labels,
@@ -50,17 +72,47 @@ def register(
             "not_ready_since": None,
             "last_heartbeat": sa.func.now(),
             "registered_at": sa.func.now(),
+            "stream": stmt.excluded.stream,
+            "stream_identity": stmt.excluded.stream_identity,
         },
+        where=sa.or_(
+            clusters.c.stream.is_(None),
+            clusters.c.stream == stmt.excluded.stream,
+            sa.and_(clusters.c.stream_identity == stmt.excluded.stream_identity, silent),
+            dead,
+        ),
     )
-    session.execute(stmt)
+    return session.execute(upsert.returning(clusters.c.name)).first() is not None
 
 
-def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Session) -> bool:
-    """Merge the changed nodes' free capacity and mark the cluster alive."""
+def speaks_for(name: str, stream: str, *, session: Session) -> bool:
+    """Whether ``stream`` is still the one that speaks for the cluster (locks the row: read and
+    record in one transaction, so a take-over cannot slip in between)."""
+    found = session.execute(
+        sa.select(clusters.c.name)
+        .where(clusters.c.name == name, clusters.c.stream == stream)
+        .with_for_update()
+    ).first()
+    return found is not None
+
+
+def release(name: str, stream: str, *, session: Session) -> None:
+    """The stream has ended: the cluster has no live stream until an agent registers again."""
+    session.execute(
+        sa.update(clusters).where(clusters.c.name == name, clusters.c.stream == stream).values(stream=None)
+    )
+
+
+def heartbeat(
+    name: str, free_patch: dict[str, dict[str, int]], *, session: Session, stream: str | None = None
+) -> bool:
+    """Merge the changed nodes' free capacity and mark the cluster alive; with ``stream``, only if it
+    still speaks for the cluster (False otherwise)."""
+    stmt = sa.update(clusters).where(clusters.c.name == name)
+    if stream is not None:
+        stmt = stmt.where(clusters.c.stream == stream)
     res = session.execute(
-        sa.update(clusters)
-        .where(clusters.c.name == name)
-        .values(
+        stmt.values(
             free=clusters.c.free.op("||")(sa.cast(free_patch, clusters.c.free.type)),
             last_heartbeat=sa.func.now(),
             state="Ready",

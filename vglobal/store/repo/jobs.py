@@ -209,11 +209,15 @@ def list_jobs(
     cluster: str = "",
     after: tuple[str, str] | None = None,
     limit: int = 500,
+    queues: Sequence[str] | None = None,
 ) -> list[JobRow]:
-    """Ordered by (namespace, name); ``after`` is the last key of the previous page."""
+    """Ordered by (namespace, name); ``after`` is the last key of the previous page; ``queues``
+    (when given) the only queues whose jobs may be listed."""
     stmt = _select()
     if queue:
         stmt = stmt.where(jobs.c.queue == queue)
+    if queues is not None:
+        stmt = stmt.where(jobs.c.queue.in_(list(queues)))
     if namespace:
         stmt = stmt.where(jobs.c.namespace == namespace)
     if phase:

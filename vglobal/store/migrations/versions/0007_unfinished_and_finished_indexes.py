@@ -8,7 +8,7 @@ Neither index holds a column that a binding's other writes change, so those stay
 (see 0003).
 
 Revision ID: 0007
-Revises: 0004
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0007"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

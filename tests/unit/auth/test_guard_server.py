@@ -1,0 +1,151 @@
+"""The guarded aio server on its own loop, with only the probes and one toy guarded method: health
+List, reflection v1 beside v1alpha, undecodable requests, credentials and rate limits (no database)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
+
+from tests.unit.auth.test_auth_config import ALICE, OPS, config_text
+from vglobal.api.v1 import queues_pb2
+from vglobal.hub.auth.authenticator import Authenticator
+from vglobal.hub.auth.ratelimit import RateLimiter
+from vglobal.hub.grpc_server import LoopServer
+from vglobal.hub.guard import RETRY_AFTER, Guard, current_principal
+from vglobal.hub.probes import HealthServicer, add_reflection
+
+LIST = "/vglobal.v1.QueueService/ListQueues"
+GET = "/vglobal.v1.QueueService/GetQueue"
+
+
+def _list(request: queues_pb2.ListQueuesRequest, context: Any) -> queues_pb2.ListQueuesResponse:
+    return queues_pb2.ListQueuesResponse(queues=[queues_pb2.Queue(name=current_principal().name)])
+
+
+def _get(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
+    raise ZeroDivisionError("a bug with a secret in its message")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, HealthServicer]]:
+    path = tmp_path / "auth.yaml"
+    path.write_text(config_text())
+    guard = Guard(Authenticator(path), RateLimiter(rate=0.001, burst=3))
+    server = LoopServer(workers=4, interceptors=[guard])
+    health = server.run(_make_health())
+    health_pb2_grpc.add_HealthServicer_to_server(health, server.server)
+    add_reflection(server.server, ["vglobal.v1.QueueService"])
+    handlers = {
+        "ListQueues": grpc.unary_unary_rpc_method_handler(
+            _list, queues_pb2.ListQueuesRequest.FromString, queues_pb2.ListQueuesResponse.SerializeToString
+        ),
+        "GetQueue": grpc.unary_unary_rpc_method_handler(
+            _get, queues_pb2.QueueRef.FromString, queues_pb2.Queue.SerializeToString
+        ),
+    }
+    server.server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("vglobal.v1.QueueService", handlers),)
+    )
+    port = server.add_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}", health
+    server.stop(0.5)
+
+
+async def _make_health() -> HealthServicer:
+    return HealthServicer()
+
+
+def _call(target: str, method: str, payload: bytes, token: str | None = None) -> Any:
+    with grpc.insecure_channel(target) as ch:
+        call = ch.unary_unary(method)
+        metadata = [("authorization", f"Bearer {token}")] if token else None
+        return call.with_call(payload, timeout=5, metadata=metadata)
+
+
+def test_health_list_and_check_need_no_token(served: tuple[str, HealthServicer]) -> None:
+    target, _ = served
+    with grpc.insecure_channel(target) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        listed = stub.List(health_pb2.HealthListRequest(), timeout=5)
+        assert listed.statuses[""].status == health_pb2.HealthCheckResponse.SERVING
+        assert (
+            stub.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+            == health_pb2.HealthCheckResponse.SERVING
+        )
+
+
+def test_reflection_v1_beside_v1alpha(served: tuple[str, HealthServicer]) -> None:
+    target, _ = served
+    with grpc.insecure_channel(target) as ch:
+        for version in ("v1", "v1alpha"):
+            stream = ch.stream_stream(
+                f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+                request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+            )
+            requests = [
+                reflection_pb2.ServerReflectionRequest(list_services=""),
+                reflection_pb2.ServerReflectionRequest(
+                    file_containing_symbol="grpc.reflection.v1.ServerReflection"
+                ),
+            ]
+            listed, described = list(stream(iter(requests), timeout=5))
+            names = {s.name for s in listed.list_services_response.service}
+            assert {
+                "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection",
+            } <= names
+            assert described.file_descriptor_response.file_descriptor_proto, version
+
+
+def test_undecodable_requests_are_invalid_argument(served: tuple[str, HealthServicer]) -> None:
+    target, _ = served
+    for method in (LIST, "/grpc.health.v1.Health/Check"):
+        with pytest.raises(grpc.RpcError) as err:
+            _call(target, method, b"\x0a\xff", ALICE)  # field 1, length 255, then nothing: truncated
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, method
+        assert "request: not a valid" in (err.value.details() or "")
+
+
+def test_credentials_are_checked_and_the_principal_reaches_the_handler(
+    served: tuple[str, HealthServicer],
+) -> None:
+    target, _ = served
+    with pytest.raises(grpc.RpcError) as err:
+        _call(target, LIST, b"")
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.RpcError) as err:
+        _call(target, LIST, b"", "wrong")
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    raw, _ = _call(target, LIST, b"", OPS)
+    assert queues_pb2.ListQueuesResponse.FromString(raw).queues[0].name == "olga"
+
+
+def test_a_bug_is_internal_without_its_message(served: tuple[str, HealthServicer]) -> None:
+    target, _ = served
+    with pytest.raises(grpc.RpcError) as err:
+        _call(target, GET, b"", OPS)
+    assert err.value.code() == grpc.StatusCode.INTERNAL
+    assert "secret" not in (err.value.details() or "") and "reference" in (err.value.details() or "")
+
+
+def test_over_the_rate_is_resource_exhausted_with_a_retry_delay(served: tuple[str, HealthServicer]) -> None:
+    target, _ = served
+    for _ in range(3):
+        _call(target, LIST, b"", ALICE)
+    with pytest.raises(grpc.RpcError) as err:
+        _call(target, LIST, b"", ALICE)
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    trailers = dict(err.value.trailing_metadata() or ())
+    assert int(trailers[RETRY_AFTER]) > 0
+    _call(target, LIST, b"", OPS)  # another principal has a bucket of its own
+    with grpc.insecure_channel(target) as ch:  # health is never limited
+        for _ in range(10):
+            health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=5)

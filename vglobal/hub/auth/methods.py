@@ -1,0 +1,72 @@
+"""What each RPC of the hub needs: the action it performs, and whether it changes anything (audit).
+
+A method not listed here is refused to every caller but the open hub; Health and reflection need no
+credentials, so probes and tools like grpcurl can ask what the hub serves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vglobal.hub.auth.policy import Action
+
+
+@dataclass(frozen=True)
+class Rule:
+    action: Action
+    mutating: bool = False
+
+
+def _service(name: str, rules: dict[str, Rule]) -> dict[str, Rule]:
+    return {f"/vglobal.v1.{name}/{method}": rule for method, rule in rules.items()}
+
+
+METHODS: dict[str, Rule] = {
+    **_service(
+        "JobService",
+        {
+            "SubmitJob": Rule(Action.submit_jobs, mutating=True),
+            "SubmitJobs": Rule(Action.submit_jobs, mutating=True),
+            "GetJob": Rule(Action.read_jobs),
+            "ListJobs": Rule(Action.read_jobs),
+            "CancelJob": Rule(Action.cancel_jobs, mutating=True),
+            "DeleteJob": Rule(Action.delete_jobs, mutating=True),
+            "ExplainJob": Rule(Action.read_jobs),
+        },
+    ),
+    **_service(
+        "QueueService",
+        {
+            "ApplyQueue": Rule(Action.manage_queues, mutating=True),
+            "GetQueue": Rule(Action.read_queues),
+            "ListQueues": Rule(Action.read_queues),
+            "DeleteQueue": Rule(Action.manage_queues, mutating=True),
+            "OpenQueue": Rule(Action.manage_queues, mutating=True),
+            "CloseQueue": Rule(Action.manage_queues, mutating=True),
+            "ApplyPriorityClass": Rule(Action.manage_priority_classes, mutating=True),
+            "ListPriorityClasses": Rule(Action.read_priority_classes),
+        },
+    ),
+    **_service(
+        "ClusterService",
+        {
+            "ListClusters": Rule(Action.read_clusters),
+            "GetCluster": Rule(Action.read_clusters),
+            "CordonCluster": Rule(Action.manage_clusters, mutating=True),
+            "UncordonCluster": Rule(Action.manage_clusters, mutating=True),
+            "DrainCluster": Rule(Action.manage_clusters, mutating=True),
+        },
+    ),
+    **_service("AgentService", {"Connect": Rule(Action.connect_agent, mutating=True)}),
+}
+
+AGENT_CONNECT = "/vglobal.v1.AgentService/Connect"
+PUBLIC_SERVICES = (
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+    "/grpc.reflection.v1.ServerReflection/",
+)
+
+
+def is_public(method: str) -> bool:
+    return method.startswith(PUBLIC_SERVICES)

@@ -1,0 +1,283 @@
+"""The gate every call passes: decode, authenticate, authorize, rate-limit, and answer errors cleanly.
+
+One grpc.aio server interceptor wraps each method's handler. A request that does not decode is
+answered INVALID_ARGUMENT; a caller without valid credentials UNAUTHENTICATED; a role that may not
+do the call at all PERMISSION_DENIED (the servicers check the queue or cluster itself); a caller
+over its rate RESOURCE_EXHAUSTED with ``retry-after-ms`` in the trailing metadata. Anything
+unexpected is logged once and answered INTERNAL without its traceback. Every status message is
+kept under 4 KiB. Health and reflection need no credentials and are not rate-limited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import grpc
+from google.protobuf.message import Message
+
+from vglobal.hub.auth.authenticator import Authenticator, PermissionDenied, bearer_token
+from vglobal.hub.auth.methods import AGENT_CONNECT, METHODS, is_public
+from vglobal.hub.auth.policy import Principal, decide
+from vglobal.hub.auth.ratelimit import RateLimiter
+from vglobal.hub.errors import HubError, status_of
+from vglobal.model.errors import clip_message
+
+log = logging.getLogger(__name__)
+
+_PRINCIPAL: ContextVar[Principal | None] = ContextVar("vglobal_principal", default=None)
+RETRY_AFTER = "retry-after-ms"
+Aborted = grpc.aio.AbortError
+if TYPE_CHECKING:
+    Handler = grpc.RpcMethodHandler[Any, Any]
+
+
+def current_principal() -> Principal:
+    """Who makes the call being served (set by the Guard for the handler's duration)."""
+    principal = _PRINCIPAL.get()
+    if principal is None:
+        raise RuntimeError("no principal: the call did not pass the Guard")
+    return principal
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """What a request that does not parse becomes, so the handler can refuse it."""
+
+    type_name: str
+
+
+class BadRequest(HubError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class RateLimited(HubError):
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, who: str, wait: float) -> None:
+        super().__init__(f"{who} is over its rate limit; retry in {max(1, math.ceil(wait * 1000))} ms")
+        self.wait = wait
+
+
+def safe_deserializer(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserialize is None:
+        return None
+    owner = getattr(deserialize, "__self__", None)
+    type_name = getattr(getattr(owner, "DESCRIPTOR", None), "full_name", "the request message")
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception:
+            return Undecodable(type_name)
+
+    return parse
+
+
+def nul_field(msg: Message, prefix: str = "") -> str | None:
+    """The path of the first string field (or map key) holding a NUL character, which PostgreSQL
+    cannot store; None when there is none."""
+    for field, value in msg.ListFields():
+        path = f"{prefix}{field.name}"
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            for key in value:
+                item = value[key]
+                if (isinstance(key, str) and "\x00" in key) or (isinstance(item, str) and "\x00" in item):
+                    return f"{path}[{key!r}]"
+                if isinstance(item, Message) and (found := nul_field(item, f"{path}[{key!r}].")):
+                    return found
+        elif field.message_type is not None:
+            items = value if field.is_repeated else [value]
+            for i, item in enumerate(items):
+                where = f"{path}[{i}]." if field.is_repeated else f"{path}."
+                if found := nul_field(item, where):
+                    return found
+        elif field.type == field.TYPE_STRING:
+            items = value if field.is_repeated else [value]
+            if any("\x00" in item for item in items):
+                return path
+    return None
+
+
+def _refuse_undecodable(request: Any) -> None:
+    if isinstance(request, Undecodable):
+        raise BadRequest(
+            f"request: not a valid {request.type_name} (truncated, malformed, or a string that is not UTF-8)"
+        )
+    if isinstance(request, Message) and (field := nul_field(request)):
+        raise BadRequest(f"{field}: contains the NUL character")
+
+
+def _peer_host(peer: str) -> str:
+    host = peer.split(":", 1)[1] if ":" in peer else peer
+    return host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
+
+
+class Guard(grpc.aio.ServerInterceptor):
+    def __init__(
+        self,
+        authenticator: Authenticator,
+        limiter: RateLimiter | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.authenticator = authenticator
+        self.limiter = limiter
+        self.clock = clock
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method
+        return _wrap(handler, method, self if not is_public(method) else None)
+
+    def admit(self, method: str, context: Any) -> Principal:
+        """Authenticate the caller, check its role may make this call at all, and take its rate."""
+        metadata = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
+        token = bearer_token(metadata.get("authorization"))
+        uris = [u.decode("utf-8", "replace") for u in (context.auth_context() or {}).get("peer_uri", [])]
+        principal = self.authenticator.authenticate(
+            token=token, cluster_uris=uris, agent_call=method == AGENT_CONNECT
+        )
+        rule = METHODS.get(method)
+        if rule is None:
+            raise PermissionDenied(f"{principal.describe()} may not call {method}")
+        denial = decide(principal, rule.action)
+        if denial is not None:
+            raise PermissionDenied(denial)
+        if self.limiter is not None:
+            key = principal.audit_name if principal.kind != "open" else "peer:" + _peer_host(context.peer())
+            wait = self.limiter.acquire(key, self.clock())
+            if wait > 0:
+                raise RateLimited(principal.describe(), wait)
+        return principal
+
+
+def _status(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str, tuple[tuple[str, str], ...]]:
+    mapped = status_of(exc)
+    if mapped is None:
+        ref = uuid.uuid4().hex[:12]
+        log.error("internal error %s in %s", ref, method, exc_info=exc)
+        return grpc.StatusCode.INTERNAL, f"internal error (reference {ref} in the hub's log)", ()
+    trailers: tuple[tuple[str, str], ...] = ()
+    if isinstance(exc, RateLimited):
+        trailers = ((RETRY_AFTER, str(max(1, math.ceil(exc.wait * 1000)))),)
+    return mapped[0], clip_message(mapped[1]), trailers
+
+
+def _wrap(handler: Handler, method: str, guard: Guard | None) -> Handler:
+    """The handler with each behavior run behind the guard (None: public, only decoding checked)."""
+    safe = safe_deserializer(handler.request_deserializer)
+    out = handler.response_serializer
+    if handler.unary_unary is not None:
+        fn = handler.unary_unary
+        wrapped = _async_unary(fn, method, guard) if _is_async(fn) else _sync_unary(fn, method, guard)
+        return grpc.unary_unary_rpc_method_handler(wrapped, safe, out)
+    streams: list[tuple[Any, bool, Callable[..., Handler]]] = [
+        (handler.stream_stream, True, grpc.stream_stream_rpc_method_handler),
+        (handler.unary_stream, False, grpc.unary_stream_rpc_method_handler),
+    ]
+    for behavior, streamed, make in streams:
+        if inspect.isasyncgenfunction(behavior):
+            return make(_async_stream(behavior, method, guard, streamed=streamed), safe, out)
+        if inspect.iscoroutinefunction(behavior):  # reader/writer style: responses go by context.write
+            return make(_async_unary(behavior, method, guard, streamed=streamed), safe, out)
+    # The hub serves no other kind of handler; refuse rather than serve one unguarded.
+    return grpc.unary_unary_rpc_method_handler(_unserved(method))
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
+
+
+def _unserved(method: str) -> Callable[[Any, Any], Any]:
+    async def refuse(_request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} is not served")
+
+    return refuse
+
+
+@contextlib.contextmanager
+def _admitted(guard: Guard | None, method: str, context: Any) -> Iterator[None]:
+    """The caller admitted by ``guard`` (None: a public method) and known to the handler meanwhile."""
+    token = _PRINCIPAL.set(guard.admit(method, context) if guard is not None else None)
+    try:
+        yield
+    finally:
+        _PRINCIPAL.reset(token)
+
+
+def _prepared(request: Any, streamed: bool) -> Any:
+    if streamed:
+        return _checked(request)
+    _refuse_undecodable(request)
+    return request
+
+
+async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for request in requests:
+        _refuse_undecodable(request)
+        yield request
+
+
+def _sync_unary(fn: Callable[..., Any], method: str, guard: Guard | None) -> Callable[..., Any]:
+    """Runs in the server's thread pool, like the handler it wraps."""
+
+    def behavior(request: Any, context: Any) -> Any:
+        try:
+            _refuse_undecodable(request)
+            with _admitted(guard, method, context):
+                return fn(request, context)
+        except Aborted:
+            raise
+        except Exception as exc:
+            context.abort(*_status(exc, method))
+
+    return behavior
+
+
+def _async_unary(
+    fn: Callable[..., Any], method: str, guard: Guard | None, *, streamed: bool = False
+) -> Callable[..., Any]:
+    """A coroutine handler: a unary one, or a streaming one that writes through its context."""
+
+    async def behavior(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            request = _prepared(request, streamed)
+            with _admitted(guard, method, context):
+                return await fn(request, context)
+        except Aborted:
+            raise
+        except Exception as exc:
+            await context.abort(*_status(exc, method))
+
+    return behavior
+
+
+def _async_stream(
+    fn: Callable[..., AsyncIterator[Any]], method: str, guard: Guard | None, *, streamed: bool
+) -> Callable[..., AsyncIterator[Any]]:
+    async def behavior(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        try:
+            request = _prepared(request, streamed)
+            with _admitted(guard, method, context):
+                async for response in fn(request, context):
+                    yield response
+        except Aborted:
+            raise
+        except Exception as exc:
+            await context.abort(*_status(exc, method))
+
+    return behavior
