@@ -14,8 +14,10 @@ from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.records import JobRow
+from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
+from vglobal.store.repo.events import NewEvent
 from vglobal.store.repo.jobs import NewJob
 
 M = TypeVar("M")
@@ -167,3 +169,19 @@ def store_jobs(items: Sequence[tuple[Job, str | None]], *, session: Session) -> 
         else:
             raise ItemFailed(i, AlreadyExists(f'job "{job.namespace}/{job.name}" already exists'))
     return out
+
+
+def submitted_events(created: Sequence[tuple[JobRow, str]], *, session: Session) -> None:
+    """Record a Submitted event for each job created, with who submitted it."""
+    events_repo.add_events(
+        [
+            NewEvent(
+                "Submitted",
+                f"queue {row.queue}, {sum(t.replicas for t in row.tasks)} pods",
+                job_uid=row.uid,
+                principal=principal,
+            )
+            for row, principal in created
+        ],
+        session=session,
+    )

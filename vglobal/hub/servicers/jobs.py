@@ -14,9 +14,10 @@ from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.group_commit import SubmitGroups
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.hub.servicers.access import require, visible, who
-from vglobal.hub.submit import ItemFailed, check_limits, parse_one, store_jobs
+from vglobal.hub.submit import ItemFailed, check_limits, parse_one, store_jobs, submitted_events
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
@@ -82,6 +83,7 @@ def page_after(token: str) -> tuple[str, str] | None:
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
+        self.groups = SubmitGroups(ctx.sessions)
 
     def _submit_all(
         self, items: list[jobs_pb2.SubmitJobRequest], *, prefix: bool
@@ -101,20 +103,8 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 stored = store_jobs([(job, item.request_id or None) for job, item in parsed], session=session)
             except ItemFailed as failed:
                 raise_prefixed(failed.error, f"jobs[{failed.index}]: " if prefix else "")
-            created = [row for row, new in stored if new]
-            events_repo.add_events(
-                [
-                    NewEvent(
-                        "Submitted",
-                        f"queue {row.queue}, {sum(t.replicas for t in row.tasks)} pods",
-                        job_uid=row.uid,
-                        principal=who(),
-                    )
-                    for row in created
-                ],
-                session=session,
-            )
-            if created:
+            submitted_events([(row, who()) for row, new in stored if new], session=session)
+            if any(new for _, new in stored):
                 notify(DISPATCH, session=session)
         return [jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
 
@@ -122,7 +112,12 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def SubmitJob(
         self, request: jobs_pb2.SubmitJobRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.SubmitJobResponse:
-        return self._submit_all([request], prefix=False)[0]
+        job = parse_one(request.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes)
+        check_limits(job, self.ctx.settings)
+        require(Action.submit_jobs, queue=job.queue)
+        # Stored with the calls that arrive meanwhile, in one transaction (see group_commit.py).
+        row, created = self.groups.submit(job, request.request_id or None, who())
+        return jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
 
     @rpc
     def SubmitJobs(
