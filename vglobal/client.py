@@ -8,7 +8,7 @@ with Client("hub.example.com:50051", ca_file="certs/ca.crt", token=os.environ["V
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -24,6 +24,7 @@ from vglobal.api.v1 import (
     queues_pb2,
     queues_pb2_grpc,
 )
+from vglobal.batches import BATCH_SIZE, batches
 from vglobal.dial import DEFAULT_HUB, Dial, DialError
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
@@ -148,25 +149,48 @@ class Client:
             self.jobs.SubmitJobs, jobs_pb2.SubmitJobsRequest(jobs=reqs), idempotent=all(r for _, r in items)
         )
 
+    def submit_many(
+        self,
+        items: Iterable[tuple[str, str]],
+        *,
+        batch_size: int = BATCH_SIZE,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[jobs_pb2.SubmitJobResponse]:
+        """Submit (manifest, request_id) pairs in SubmitJobs calls of ``batch_size``, in order;
+        ``progress`` hears how many jobs each stored call took. A batch is stored whole or not at
+        all: on an error, the batches before it are stored (give request ids, and submitting the
+        same items again returns those jobs instead of storing them twice)."""
+        out: list[jobs_pb2.SubmitJobResponse] = []
+        for batch in batches(items, size=batch_size):
+            out.extend(self.submit_jobs(batch).results)
+            if progress is not None:
+                progress(len(batch))
+        return out
+
     def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
     def list_jobs(self, **filters: str) -> list[jobs_pb2.Job]:
-        out: list[jobs_pb2.Job] = []
+        return [job for page in self.job_pages(0, **filters) for job in page]
+
+    def job_pages(self, page_size: int = 0, **filters: str) -> Iterator[list[jobs_pb2.Job]]:
+        """The jobs page by page (``page_size`` 0: the hub's default), so a million of them
+        need not be held at once. ``filters``: queue, namespace, phase, cluster."""
         token = ""
         while True:
             req = jobs_pb2.ListJobsRequest(
                 page_token=token,
+                page_size=page_size,
                 queue=filters.get("queue", ""),
                 namespace=filters.get("namespace", ""),
                 phase=filters.get("phase", ""),
                 cluster=filters.get("cluster", ""),
             )
             resp = self._call(self.jobs.ListJobs, req)
-            out.extend(resp.jobs)
+            yield list(resp.jobs)
             token = resp.next_page_token
             if not token:
-                return out
+                return
 
     def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))

@@ -25,6 +25,8 @@ from vglobal.dial import Dial, DialError, read_token_file
 console = Console()
 err_console = Console(stderr=True)
 FORMATS = click.Choice(["table", "wide", "json", "yaml"])
+# Jobs fetched per ListJobs call by `get jobs`: each page is printed before the next is fetched.
+JOB_PAGE = 2000
 T = TypeVar("T")
 
 
@@ -226,14 +228,10 @@ def apply(obj: Ctx, path: Path) -> None:
         fail(str(exc))
     failed = False
     for d in docs:
+        if d.kind == "Job":
+            continue  # after the queues and priority classes, in batches
         try:
-            if d.kind == "Job":
-                resp = obj.client.submit_job(d.text, request_id=request_id_for(d.kind, d.body))
-                verb = "created" if resp.created else "unchanged"
-                console.print(
-                    f"job.batch.volcano.sh/{resp.job.namespace}/{resp.job.name} {verb}", highlight=False
-                )
-            elif d.kind == "Queue":
+            if d.kind == "Queue":
                 q = obj.client.apply_queue(d.text)
                 console.print(f"queue.scheduling.volcano.sh/{q.name} configured", highlight=False)
             elif d.kind == "PriorityClass":
@@ -249,6 +247,11 @@ def apply(obj: Ctx, path: Path) -> None:
                 f"[red]error:[/red] {d.source} ({d.kind} {d.name}): {exc}", highlight=False, soft_wrap=True
             )
             failed = True
+    if jobs := [d for d in docs if d.kind == "Job"]:
+        from vglobal.cli.apply_jobs import apply_jobs
+
+        applied = apply_jobs(obj.client, jobs, lambda d: request_id_for(d.kind, d.body), console, err_console)
+        failed = failed or applied.failed > 0
     if failed:
         sys.exit(1)
 
@@ -277,8 +280,8 @@ def get(obj: Ctx, kind: str, fmt: str, namespace: str, queue: str, cluster: str)
             else:
                 print_hypernode_tree(msg, console)
         elif kind.startswith("job"):
-            rows = [output.job_row(j) for j in obj.client.list_jobs(namespace=namespace, queue=queue)]
-            output.emit("jobs", rows, fmt, console)
+            pages = obj.client.job_pages(namespace=namespace, queue=queue, page_size=JOB_PAGE)
+            output.emit_pages("jobs", ([output.job_row(j) for j in page] for page in pages), fmt, console)
         elif kind.startswith("queue"):
             output.emit("queues", [output.queue_row(q) for q in obj.client.list_queues()], fmt, console)
         else:
