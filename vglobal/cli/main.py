@@ -129,6 +129,12 @@ def cli(
 @click.option("--cluster-timeout", default="30s", show_default=True)
 @click.option("--failover-after", default="5m", show_default=True)
 @click.option("--heartbeat-interval", default="5s", show_default=True)
+@click.option(
+    "--finished-job-ttl",
+    default="168h",
+    show_default=True,
+    help="Remove jobs this long after they finished, with their events (0 = keep them).",
+)
 @click.option("--placement", type=click.Choice(["binpack", "spread"]), default="binpack", show_default=True)
 @click.option("--starvation-after", default="10m", show_default=True)
 @click.option(
@@ -168,6 +174,7 @@ def hub(
     cluster_timeout: str,
     failover_after: str,
     heartbeat_interval: str,
+    finished_job_ttl: str,
     placement: str,
     starvation_after: str,
     reclaim_after: str,
@@ -193,6 +200,7 @@ def hub(
             cluster_timeout=parse_duration(cluster_timeout),
             failover_after=parse_duration(failover_after),
             heartbeat_interval=parse_duration(heartbeat_interval),
+            finished_job_ttl=parse_duration(finished_job_ttl),
             placement=placement,
             starvation_after=parse_duration(starvation_after),
             reclaim_after=parse_duration(reclaim_after),

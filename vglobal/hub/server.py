@@ -40,6 +40,7 @@ from vglobal.hub.leader import Leader
 from vglobal.hub.metrics import serve_metrics
 from vglobal.hub.notify import listen_forever
 from vglobal.hub.probes import HealthServicer, add_reflection
+from vglobal.hub.retention import run_retention
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
 from vglobal.hub.servicers.jobs import JobServicer
@@ -126,6 +127,7 @@ class Hub:
             ("notify", listen_forever, (libpq_dsn(self.url), self.ctx.wakeups, self.stop)),
             ("dispatcher", run_dispatcher, (self.ctx, self.leader, self.stop)),
             ("failover", run_failover, (self.ctx, self.leader, self.stop)),
+            ("retention", run_retention, (self.ctx, self.leader, self.stop)),
         ]
         for name, target, args in loops:
             t = threading.Thread(target=target, args=args, name=name, daemon=True)
