@@ -56,14 +56,17 @@ BENCH = Path(__file__).resolve().parent
 class Run:
     """One phase's system, load and samples."""
 
-    def __init__(self, args: argparse.Namespace, pg: Postgres, name: str, workdir: Path) -> None:
+    def __init__(
+        self, args: argparse.Namespace, pg: Postgres, name: str, workdir: Path, certs: Path | None
+    ) -> None:
         self.args = args
         self.pg = pg
         self.phase = Phase(name)
         self.workdir = workdir / name
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.url = pg.fresh_database(f"bench_{name}")
-        self.system = System(self.url, self.workdir, hub_flags=list(args.hub_flag))
+        flags = ["--rate-limit", args.rate_limit, *args.hub_flag]
+        self.system = System(self.url, self.workdir, hub_flags=flags, certs=certs)
         self.loads: list[Proc] = []
         self.load_cpu: dict[int, float] = {}
         self._stop = threading.Event()
@@ -79,7 +82,7 @@ class Run:
         self.system.start_hub()
         nodes, per_node = self.args.nodes, self.args.pods_per_node
         self.system.start_agents(self.args.clusters, nodes, per_node, list(self.args.agent_flag))
-        with Client(self.system.target) as c:
+        with Client(dial=self.system.dial()) as c:
             deadline = time.monotonic() + 60
             while len([x for x in c.list_clusters() if x.state == "Ready"]) < self.args.clusters:
                 if time.monotonic() > deadline:
@@ -174,7 +177,7 @@ class Run:
         for w in range(workers):
             n = count // workers + (1 if w < count % workers else 0)
             out = self.workdir / f"load-{prefix}{w}.json"
-            args = [str(BENCH / "e2e_load.py"), "--target", self.system.target, "--prefix", f"{prefix}{w}"]
+            args = [str(BENCH / "e2e_load.py"), *self.system.dial_args(), "--prefix", f"{prefix}{w}"]
             args += ["--count", str(n), "--start-at", str(start_at), "--out", str(out)]
             for k, v in kw.items():
                 args += [f"--{k.replace('_', '-')}", str(v)]
@@ -290,7 +293,7 @@ def phase_history(run: Run) -> None:
 def get_jobs(run: Run) -> None:
     """`vglobal get jobs -o json` over the whole history: its time and peak RSS."""
     t = time.time()
-    cmd = [sys.executable, "-m", "vglobal", "--hub", run.system.target, "get", "jobs", "-o", "json"]
+    cmd = [sys.executable, "-m", "vglobal", *run.system.dial_args(), "get", "jobs", "-o", "json"]
     with open(os.devnull, "wb") as null:
         env = {**os.environ, "PYTHONPATH": str(CODE[0])}
         p = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE, cwd=CODE[0], env=env)
@@ -335,6 +338,12 @@ def parse() -> argparse.Namespace:
     p.add_argument("--history-rate", type=float, default=200.0)
     p.add_argument("--history-seconds", type=float, default=60.0)
     p.add_argument("--timeout", type=float, default=600.0, help="for the pipeline to finish")
+    p.add_argument(
+        "--insecure", action="store_true", help="plaintext and open hub (loopback) instead of TLS + token"
+    )
+    p.add_argument(
+        "--rate-limit", default="0", help="the hub's --rate-limit (default 100/s would cap one bench user)"
+    )
     p.add_argument("--hub-flag", action="append", default=[], help="extra hub flag (repeatable)")
     p.add_argument("--agent-flag", action="append", default=[], help="extra agent flag (repeatable)")
     p.add_argument("--profile", default="", help="py-spy the hub and one agent into this directory")
@@ -351,11 +360,19 @@ def main() -> None:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="vglobal-e2e-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"work directory {workdir}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    certs = None
+    if not args.insecure:
+        from vglobal.cli.certs import UserSpec, init_certs
+
+        certs = workdir / "certs"
+        clusters = [f"c{i}" for i in range(args.clusters)]
+        init_certs(certs, "localhost", clusters, [UserSpec.parse("bench:admin")], days=1)
+    print(f"hub: {'plaintext, open (--insecure)' if certs is None else 'TLS, token, agents on mTLS'}")
     pg = Postgres(workdir / "pgdata")
     results = []
     try:
         for name in args.phase or list(PHASES):
-            run = Run(args, pg, name, workdir)
+            run = Run(args, pg, name, workdir, certs)
             try:
                 run.start()
                 PHASES[name](run)

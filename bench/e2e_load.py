@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -25,6 +26,7 @@ import grpc
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.dial import Dial
 
 MANIFEST = (
     '{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{"name":"%s",'
@@ -86,7 +88,9 @@ class Load:
 
 async def main(args: argparse.Namespace) -> None:
     options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
-    async with grpc.aio.insecure_channel(args.target, options=options) as channel:
+    token = Path(args.token_file).read_text().strip() if args.token_file else None
+    ca = Path(args.ca_file) if args.ca_file else None
+    async with Dial(args.target, ca_file=ca, token=token).aio_channel(options) as channel:
         await channel.channel_ready()
         load = Load(args, jobs_pb2_grpc.JobServiceStub(channel))
         start = args.start_at or time.time()
@@ -102,7 +106,9 @@ async def main(args: argparse.Namespace) -> None:
 
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--target", required=True)
+    p.add_argument("--target", "--hub", dest="target", required=True)
+    p.add_argument("--ca-file", default="", help="the hub's CA: TLS")
+    p.add_argument("--token-file", default="", help="a file holding the bearer token")
     p.add_argument("--prefix", required=True, help="job names are PREFIX-0, PREFIX-1, ...")
     p.add_argument("--count", type=int, required=True, help="jobs to submit")
     p.add_argument("--concurrency", type=int, default=32, help="calls in flight (closed loop)")

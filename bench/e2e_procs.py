@@ -143,30 +143,61 @@ def sim_cluster(name: str, nodes: int, pods_per_node: int) -> str:
 
 @dataclass
 class System:
-    """A hub on ``database_url`` and its agents, all on loopback."""
+    """A hub on ``database_url`` and its agents, all on loopback. With ``certs`` (a directory
+    `vglobal certs init` wrote) as a user runs it: TLS, users with a token, agents with their
+    client certificates on a port of their own; without, plaintext and open (loopback only)."""
 
     database_url: str
     logdir: Path
     hub_flags: list[str] = field(default_factory=list)
+    certs: Path | None = None
     target: str = ""
+    agent_target: str = ""
     metrics: str = ""
     hub: Proc | None = None
     agents: list[Proc] = field(default_factory=list)
+
+    def dial(self) -> Any:
+        """The load's and the CLI's way in: the bench user's token over TLS."""
+        from vglobal.dial import Dial
+
+        if self.certs is None:
+            return Dial(self.target)
+        token = (self.certs / "token-bench").read_text().strip()
+        return Dial(self.target, ca_file=self.certs / "ca.crt", token=token)
+
+    def dial_args(self) -> list[str]:
+        """``dial()`` as the global options of `vglobal` and bench/e2e_load.py."""
+        if self.certs is None:
+            return ["--hub", self.target]
+        return ["--hub", self.target, "--ca-file", str(self.certs / "ca.crt"),
+                "--token-file", str(self.certs / "token-bench")]  # fmt: skip
 
     def start_hub(self) -> None:
         self.target = self.target or f"127.0.0.1:{free_port()}"
         self.metrics = self.metrics or f"127.0.0.1:{free_port()}"
         args = ["hub", "--listen", self.target, "--database-url", self.database_url]
-        args += ["--metrics-listen", self.metrics, *self.hub_flags]
-        self.hub = spawn("hub", args, self.logdir)
-        wait_healthy(self.target, self.hub)
+        args += ["--metrics-listen", self.metrics]
+        if self.certs is not None:
+            self.agent_target = self.agent_target or f"127.0.0.1:{free_port()}"
+            c = self.certs
+            args += ["--tls-cert", str(c / "hub.crt"), "--tls-key", str(c / "hub.key"),
+                     "--client-ca", str(c / "ca.crt"), "--agent-listen", self.agent_target,
+                     "--auth-config", str(c / "auth.yaml")]  # fmt: skip
+        self.hub = spawn("hub", [*args, *self.hub_flags], self.logdir)
+        wait_healthy(self.dial(), self.hub)
 
     def start_agents(self, clusters: int, nodes: int, pods_per_node: int, flags: list[str]) -> None:
         for i in range(clusters):
             name = f"c{i}"
             path = self.logdir / f"{name}.yaml"
             path.write_text(sim_cluster(name, nodes, pods_per_node))
-            args = ["--hub", self.target, "agent", "--sim", str(path), *flags]
+            dial = ["--hub", self.target]
+            if self.certs is not None:
+                c = self.certs
+                dial = ["--hub", self.agent_target, "--ca-file", str(c / "ca.crt"),
+                        "--cert", str(c / f"agent-{name}.crt"), "--key", str(c / f"agent-{name}.key")]  # fmt: skip
+            args = [*dial, "agent", "--sim", str(path), *flags]
             self.agents.append(spawn(f"agent-{name}", args, self.logdir))
 
     def procs(self) -> list[Proc]:
@@ -193,12 +224,12 @@ class System:
         return out
 
 
-def wait_healthy(target: str, proc: Proc, timeout: float = 120.0) -> None:
+def wait_healthy(dial: Any, proc: Proc, timeout: float = 120.0) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(target) as ch:
+    with dial.channel() as ch:
         stub = health_pb2_grpc.HealthStub(ch)
         while time.monotonic() < deadline:
             if proc.popen.poll() is not None:
