@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -30,6 +30,7 @@ from vglobal.api.v1 import (
     queues_pb2,
     queues_pb2_grpc,
 )
+from vglobal.batches import BATCH_SIZE, batches
 from vglobal.dial import DEFAULT_HUB, Dial, DialError
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
@@ -233,6 +234,24 @@ class Client:
             self.jobs.SubmitJobs, jobs_pb2.SubmitJobsRequest(jobs=reqs), idempotent=all(r for _, r in items)
         )
 
+    def submit_many(
+        self,
+        items: Iterable[tuple[str, str]],
+        *,
+        batch_size: int = BATCH_SIZE,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[jobs_pb2.SubmitJobResponse]:
+        """Submit (manifest, request_id) pairs in SubmitJobs calls of ``batch_size``, in order;
+        ``progress`` hears how many jobs each stored call took. A batch is stored whole or not at
+        all: on an error, the batches before it are stored (give request ids, and submitting the
+        same items again returns those jobs instead of storing them twice)."""
+        out: list[jobs_pb2.SubmitJobResponse] = []
+        for batch in batches(items, size=batch_size):
+            out.extend(self.submit_jobs(batch).results)
+            if progress is not None:
+                progress(len(batch))
+        return out
+
     def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
@@ -244,11 +263,29 @@ class Client:
     ) -> tuple[list[jobs_pb2.Job], int]:
         """The jobs, and a revision to watch them from (``watch_jobs(from_revision=...)``)."""
         out: list[jobs_pb2.Job] = []
-        token = ""
         revision = 0
+        for resp in self._job_pages(0, labels, filters):
+            out.extend(resp.jobs)
+            # The first page's: every later page shows at least the changes up to it.
+            revision = revision or resp.revision
+        return out, revision
+
+    def job_pages(
+        self, page_size: int = 0, *, labels: Mapping[str, str] | None = None, **filters: str
+    ) -> Iterator[list[jobs_pb2.Job]]:
+        """The jobs page by page (``page_size`` 0: the hub's default), so a million of them
+        need not be held at once. ``filters``: queue, namespace, phase, cluster."""
+        for resp in self._job_pages(page_size, labels, filters):
+            yield list(resp.jobs)
+
+    def _job_pages(
+        self, page_size: int, labels: Mapping[str, str] | None, filters: Mapping[str, str]
+    ) -> Iterator[jobs_pb2.ListJobsResponse]:
+        token = ""
         while True:
             req = jobs_pb2.ListJobsRequest(
                 page_token=token,
+                page_size=page_size,
                 queue=filters.get("queue", ""),
                 namespace=filters.get("namespace", ""),
                 phase=filters.get("phase", ""),
@@ -256,12 +293,10 @@ class Client:
                 labels=labels or {},
             )
             resp = self._call(self.jobs.ListJobs, req)
-            out.extend(resp.jobs)
-            # The first page's: every later page shows at least the changes up to it.
-            revision = revision or resp.revision
+            yield resp
             token = resp.next_page_token
             if not token:
-                return out, revision
+                return
 
     def watch_jobs(
         self,

@@ -33,6 +33,8 @@ class HubSettings(BaseSettings):
     dispatch_interval: float = Field(1.0, gt=0)
     cluster_timeout: float = Field(30.0, gt=0)
     failover_after: float = Field(300.0, ge=0)
+    # Finished jobs older than this are removed with their bindings and events (0: kept forever).
+    finished_job_ttl: float = Field(7 * 86400.0, ge=0)
     heartbeat_interval: float = Field(5.0, gt=0)
     exclude_for: float = Field(
         300.0, ge=0, description="how long a rejected or failed-over cluster is skipped"

@@ -99,6 +99,22 @@ class _BearerInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.StreamStreamClie
         return continuation(self._details(details), requests)
 
 
+class _AioBearerInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
+    """``_BearerInterceptor`` for asyncio channels (the async client's calls are all unary)."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    async def intercept_unary_unary(
+        self, continuation: Callable[..., Any], details: Any, request: Any
+    ) -> Any:
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), self._header)
+        new = grpc.aio.ClientCallDetails(
+            details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
+        )
+        return await continuation(new, request)
+
+
 @dataclass(frozen=True)
 class Dial:
     """Where the hub is and how to prove who we are. ``from_env`` fills what is not given."""
@@ -149,6 +165,10 @@ class Dial:
         if not self.tls:
             channel = grpc.insecure_channel(self.target, options=opts)
             return grpc.intercept_channel(channel, _BearerInterceptor(self.token)) if self.token else channel
+        return grpc.secure_channel(self.target, self._credentials(opts), options=opts)
+
+    def _credentials(self, opts: list[tuple[str, Any]]) -> grpc.ChannelCredentials:
+        """TLS (and the token as call credentials); a server name override goes into ``opts``."""
         credentials = grpc.ssl_channel_credentials(
             root_certificates=_read(self.ca_file, "--ca-file"),
             private_key=_read(self.key, "--key"),
@@ -160,4 +180,13 @@ class Dial:
             )
         if self.server_name:
             opts.append(("grpc.ssl_target_name_override", self.server_name))
-        return grpc.secure_channel(self.target, credentials, options=opts)
+        return credentials
+
+    def aio_channel(self, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+        """The same way in as ``channel``, for asyncio (grpc.aio)."""
+        self.check()
+        opts = list(options)
+        if not self.tls:
+            interceptors = [_AioBearerInterceptor(self.token)] if self.token else None
+            return grpc.aio.insecure_channel(self.target, options=opts, interceptors=interceptors)
+        return grpc.aio.secure_channel(self.target, self._credentials(opts), options=opts)

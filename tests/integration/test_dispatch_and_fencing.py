@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlalchemy as sa
 
 from tests.integration.agent_driver import ScriptedAgent, units
@@ -30,7 +32,7 @@ def test_dispatch_ack_status_finish(hub: Hub, client: Client) -> None:
         agent.connect()
         client.submit_job(JOB % "j1")
         d = agent.expect("dispatch").dispatch
-        assert d.generation == 1 and '"name":"j1"' in d.manifest
+        assert d.generation == 1 and json.loads(d.manifest)["metadata"]["name"] == "j1"
         assert client.get_job("j1").binding_phase == "Dispatched"
         agent.accept(d.job_uid, 1)
         wait(lambda: client.get_job("j1").binding_phase == "Bound")

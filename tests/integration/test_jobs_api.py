@@ -135,6 +135,27 @@ def test_batch_with_one_bad_document_stores_nothing(client: Client, engine: sa.E
     assert counts(engine)[:2] == (0, 0)
 
 
+def test_a_batch_is_stored_as_its_submissions_one_by_one(client: Client, engine: sa.Engine) -> None:
+    first = client.submit_job(job("old"), request_id="old")
+    got = client.submit_jobs(
+        [
+            (job("a"), "a"),
+            (job("old-again", queue="nope"), "old"),  # submitted before: that job, unchecked
+            (job("b"), ""),
+            (job("a-again"), "a"),  # earlier in this batch: that job
+        ]
+    ).results
+    assert [(r.job.name, r.created) for r in got] == [("a", True), ("old", False), ("b", True), ("a", False)]
+    assert got[1].job.uid == first.job.uid and got[3].job.uid == got[0].job.uid
+    assert got[0].job.binding_phase == "Suspended" and got[0].job.queue == "default"
+    assert counts(engine) == (3, 3, 3)
+    with pytest.raises(VGlobalError) as err:
+        client.submit_jobs([(job("c"), "c"), (job("a"), "another")])
+    assert err.value.code == grpc.StatusCode.ALREADY_EXISTS
+    assert err.value.message == 'jobs[1]: job "team-a/a" already exists'
+    assert counts(engine) == (3, 3, 3)
+
+
 def test_get_list_cancel_delete(client: Client) -> None:
     client.submit_job(job("a"), request_id="a")
     client.submit_job(job("b"), request_id="b")

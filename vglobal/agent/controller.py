@@ -117,9 +117,9 @@ class JobController:
         """Observe every run's pods, raise events, apply policies and due delayed actions."""
         pods = self.backend.pods()
         now = self.clock.now()
-        for run in sorted(self.runs.values(), key=lambda r: r.seq):
-            if run.finished and not run.pods:
-                continue
+        # A finished run is settled for good: what its pods do after the end changes nothing the
+        # hub is told (and an agent keeps thousands of them for a while after they end).
+        for run in sorted((r for r in self.runs.values() if not r.finished), key=lambda r: r.seq):
             for req in self._observe(run, pods):
                 self._handle(run, req, now)
             self._fire_delayed(run, now)

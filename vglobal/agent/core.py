@@ -184,10 +184,9 @@ class AgentCore:
         if self.runtime.backend.inventory_version() != self.link.inventory:
             log.info("the cluster's nodes or topology changed: registering again")
             out.insert(0, self._register())
-        for run in sorted(self.runs.values(), key=lambda r: r.seq):
-            if run.dirty:
-                run.dirty = False
-                out.append(report.job_status(run, run.take_events()))
+        for run in sorted((r for r in self.runs.values() if r.dirty), key=lambda r: r.seq):
+            run.dirty = False
+            out.append(report.job_status(run, run.take_events()))
         return out
 
     def _heartbeat(self, now: float) -> pb.AgentMessage | None:

@@ -10,6 +10,8 @@ from typing import Any
 import yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
+# libyaml when built in: a folder of 10,000 manifests reads in seconds, not a minute.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class DocumentError(ValueError):
@@ -40,7 +42,7 @@ def read_documents(path: Path) -> list[Document]:
     docs: list[Document] = []
     for f in files_of(path):
         try:
-            loaded = list(yaml.safe_load_all(f.read_text()))
+            loaded = list(yaml.load_all(f.read_text(), Loader=SAFE_LOADER))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

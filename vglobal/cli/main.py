@@ -27,6 +27,8 @@ from vglobal.dial import Dial, DialError, read_token_file
 console = Console()
 err_console = Console(stderr=True)
 FORMATS = click.Choice(["table", "wide", "json", "yaml"])
+# Jobs fetched per ListJobs call by `get jobs`: each page is printed before the next is fetched.
+JOB_PAGE = 2000
 T = TypeVar("T")
 
 
@@ -129,6 +131,12 @@ def cli(
 @click.option("--cluster-timeout", default="30s", show_default=True)
 @click.option("--failover-after", default="5m", show_default=True)
 @click.option("--heartbeat-interval", default="5s", show_default=True)
+@click.option(
+    "--finished-job-ttl",
+    default="168h",
+    show_default=True,
+    help="Remove jobs this long after they finished, with their events (0 = keep them).",
+)
 @click.option("--placement", type=click.Choice(["binpack", "spread"]), default="binpack", show_default=True)
 @click.option("--starvation-after", default="10m", show_default=True)
 @click.option(
@@ -183,6 +191,7 @@ def hub(
     cluster_timeout: str,
     failover_after: str,
     heartbeat_interval: str,
+    finished_job_ttl: str,
     placement: str,
     starvation_after: str,
     reclaim_after: str,
@@ -212,6 +221,7 @@ def hub(
             cluster_timeout=parse_duration(cluster_timeout),
             failover_after=parse_duration(failover_after),
             heartbeat_interval=parse_duration(heartbeat_interval),
+            finished_job_ttl=parse_duration(finished_job_ttl),
             placement=placement,
             starvation_after=parse_duration(starvation_after),
             reclaim_after=parse_duration(reclaim_after),
@@ -252,14 +262,10 @@ def apply(obj: Ctx, path: Path) -> None:
         fail(str(exc))
     failed = False
     for d in docs:
+        if d.kind == "Job":
+            continue  # after the queues and priority classes, in batches
         try:
-            if d.kind == "Job":
-                resp = obj.client.submit_job(d.text, request_id=request_id_for(d.kind, d.body))
-                verb = "created" if resp.created else "unchanged"
-                console.print(
-                    f"job.batch.volcano.sh/{resp.job.namespace}/{resp.job.name} {verb}", highlight=False
-                )
-            elif d.kind == "Queue":
+            if d.kind == "Queue":
                 q = obj.client.apply_queue(d.text)
                 console.print(f"queue.scheduling.volcano.sh/{q.name} configured", highlight=False)
             elif d.kind == "PriorityClass":
@@ -278,6 +284,11 @@ def apply(obj: Ctx, path: Path) -> None:
                 f"[red]error:[/red] {d.source} ({d.kind} {d.name}): {exc}", highlight=False, soft_wrap=True
             )
             failed = True
+    if jobs := [d for d in docs if d.kind == "Job"]:
+        from vglobal.cli.apply_jobs import apply_jobs
+
+        applied = apply_jobs(obj.client, jobs, lambda d: request_id_for(d.kind, d.body), console, err_console)
+        failed = failed or applied.failed > 0
     if failed:
         sys.exit(1)
 
@@ -331,9 +342,8 @@ def get(
             else:
                 print_hypernode_tree(msg, console)
         elif kind.startswith("job"):
-            jobs = obj.client.list_jobs(namespace=namespace, queue=queue, labels=labels)
-            rows = [output.job_row(j) for j in jobs]
-            output.emit("jobs", rows, fmt, console)
+            pages = obj.client.job_pages(JOB_PAGE, namespace=namespace, queue=queue, labels=labels)
+            output.emit_pages("jobs", ([output.job_row(j) for j in page] for page in pages), fmt, console)
         elif kind.startswith("queue"):
             output.emit("queues", [output.queue_row(q) for q in obj.client.list_queues()], fmt, console)
         else:

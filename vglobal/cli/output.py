@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -227,9 +228,9 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def table(kind: str, rows: Sequence[Mapping[str, Any]], wide: bool) -> Table:
+def table(kind: str, rows: Sequence[Mapping[str, Any]], wide: bool, header: bool = True) -> Table:
     cols = COLUMNS[kind]["wide" if wide else "table"]
-    t = Table(box=None, header_style="bold", pad_edge=False)
+    t = Table(box=None, header_style="bold", pad_edge=False, show_header=header)
     for c in cols:
         t.add_column(c.upper(), overflow="fold" if c == "reason" else "ellipsis")
     for r in rows:
@@ -244,3 +245,28 @@ def emit(kind: str, rows: list[dict[str, Any]], fmt: str, console: Console) -> N
         print(yaml.safe_dump(rows, sort_keys=False), end="")
     else:
         console.print(table(kind, rows, wide=fmt == "wide"))
+
+
+def emit_pages(kind: str, pages: Iterable[list[dict[str, Any]]], fmt: str, console: Console) -> None:
+    """``emit`` of rows that come page by page, each printed as it comes (the whole list is never
+    held): the same JSON and YAML as ``emit``; a table per page, aligned within its page, as
+    kubectl prints chunks."""
+    first = True
+    for rows in pages:
+        if fmt == "json":
+            for r in rows:
+                item = json.dumps(r, indent=2).replace("\n", "\n  ")
+                sys.stdout.write(("[\n  " if first else ",\n  ") + item)
+                first = False
+        elif fmt == "yaml":
+            if rows:
+                sys.stdout.write(yaml.safe_dump(rows, sort_keys=False))
+                first = False
+        elif rows or first:
+            console.print(table(kind, rows, wide=fmt == "wide", header=first))
+            first = False
+    if fmt == "json":
+        sys.stdout.write("[]\n" if first else "\n]\n")
+    elif fmt == "yaml" and first:
+        sys.stdout.write("[]\n")
+    sys.stdout.flush()

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
-from vglobal.hub.notify import DELIVER, DISPATCH, JOB_CHANGES, REVISIONS, WORKFLOWS, Wakeups
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, JOB_CHANGES, REVISIONS, WORKFLOWS, Wakeups
 
 
 @dataclass
@@ -19,7 +19,7 @@ class HubContext:
     engine: Engine
     sessions: sessionmaker[Session]
     wakeups: Wakeups = field(
-        default_factory=lambda: Wakeups([DISPATCH, DELIVER, JOB_CHANGES, REVISIONS, WORKFLOWS])
+        default_factory=lambda: Wakeups([DISPATCH, DELIVER, FENCE, JOB_CHANGES, REVISIONS, WORKFLOWS])
     )
     # What CronJob schedules are read by (tests give the hub a clock they move)
     clock: Clock = field(default_factory=RealClock)

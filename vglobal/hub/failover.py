@@ -8,7 +8,7 @@ import time
 
 from vglobal.hub.context import HubContext
 from vglobal.hub.leader import Leader
-from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
@@ -52,6 +52,7 @@ def failover_tick(ctx: HubContext) -> None:
         if new_events:
             notify(DISPATCH, session=session)
             notify(DELIVER, session=session)
+            notify(FENCE, session=session)
 
 
 def run_failover(ctx: HubContext, leader: Leader, stop: threading.Event, interval: float = 1.0) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.binding import ADMITTED
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
@@ -22,6 +22,7 @@ def cancel_job(uid: str, *, session: Session, reason: str, principal: str | None
     jobs_repo.set_phase([uid], "Aborted", session=session)
     events_repo.add_events([NewEvent("Cancelled", reason, job_uid=uid, principal=principal)], session=session)
     notify(DELIVER, session=session)
+    notify(FENCE, session=session)
     notify(DISPATCH, session=session)
     return True
 
@@ -43,6 +44,7 @@ def delete_job(
     if binding_phase in ADMITTED:
         # Its agent learns on the next sync that the job is gone and stops it.
         notify(DELIVER, session=session)
+        notify(FENCE, session=session)
     deleted = jobs_repo.delete_job(uid, session=session)
     if deleted:
         message = f"uid {uid}, queue {queue}" if queue else f"uid {uid}"

@@ -18,6 +18,9 @@ DELIVER = "vglobal_deliver"  # bindings to push to agents: dispatched, re-queued
 JOB_CHANGES = "vglobal_job_changes"  # a job changed (sent by the triggers of migration 0006)
 REVISIONS = "vglobal_job_revisions"  # job changes got their revisions: watchers have news
 WORKFLOWS = "vglobal_workflows"  # a CronJob or JobFlow was applied, changed or deleted
+# Besides DELIVER, from a writer that may have made a run stop being current (cancel, delete,
+# re-queue): agent streams check every run they know of, not only what is new to deliver.
+FENCE = "vglobal_fence"
 
 
 def notify(channel: str, *, session: Session) -> None:

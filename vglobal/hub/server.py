@@ -47,6 +47,7 @@ from vglobal.hub.leader import Leader
 from vglobal.hub.metrics import serve_metrics
 from vglobal.hub.notify import listen_forever
 from vglobal.hub.probes import HealthServicer, add_reflection
+from vglobal.hub.retention import run_retention
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
 from vglobal.hub.servicers.cronjobs import CronJobServicer
@@ -150,6 +151,7 @@ class Hub:
             ("jobflows", run_flows, (self.ctx, self.leader, self.stop)),
             ("watch-log", run_change_log, (self.ctx, self.leader, self.stop)),
             ("watch-feed", self.feed.run, (self.stop,)),
+            ("retention", run_retention, (self.ctx, self.leader, self.stop)),
         ]
         for name, target, args in loops:
             t = threading.Thread(target=target, args=args, name=name, daemon=True)

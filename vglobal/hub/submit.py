@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import TypeVar
 
 from sqlalchemy.orm import Session
@@ -17,7 +18,7 @@ from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
-from vglobal.store.repo.jobs import NameTaken, NewJob
+from vglobal.store.repo.jobs import NewJob
 
 M = TypeVar("M")
 
@@ -82,19 +83,18 @@ def check_references(job: Job, *, session: Session) -> int:
     return resolve_priority(job, session=session)
 
 
-def store_job(
-    job: Job, *, request_id: str | None, session: Session, owner_uid: str | None = None
-) -> tuple[JobRow, bool]:
-    """Validate references and store the job with a Suspended binding (the caller commits).
+class ItemFailed(Exception):
+    """Submission ``index`` of a batch was refused with ``error``: nothing of the batch is stored."""
 
-    ``owner_uid`` names the CronJob or JobFlow that makes the job."""
-    if request_id:
-        existing = jobs_repo.get_by_request_id(request_id, session=session)
-        if existing is not None:
-            return existing, False
-    priority = check_references(job, session=session)
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
+
+
+def new_job(job: Job, request_id: str | None, priority: int, owner_uid: str | None = None) -> NewJob:
     request = job.total_request() + POD_SLOT.scale(job.total_pods())
-    new = NewJob(
+    return NewJob(
         uid=str(uuid.uuid4()),
         namespace=job.namespace,
         name=job.name,
@@ -112,10 +112,92 @@ def store_job(
         labels=dict(job.labels),
         owner_uid=owner_uid,
     )
-    try:
-        return jobs_repo.insert_job(new, session=session)
-    except NameTaken:
-        raise AlreadyExists(f'job "{job.namespace}/{job.name}" already exists') from None
+
+
+class _References:
+    """Queue checks and priorities of one batch, each looked up once."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.queues: dict[str, Exception | None] = {}
+        self.priorities: dict[str | None, int] = {}
+
+    def check(self, job: Job) -> int:
+        """The job's priority, once its queue takes it (else the queue's error)."""
+        if job.queue not in self.queues:
+            try:
+                check_queue(job, session=self.session)
+                self.queues[job.queue] = None
+            except Exception as exc:
+                self.queues[job.queue] = exc
+        if (failed := self.queues[job.queue]) is not None:
+            raise failed
+        key = job.priority_class_name or None
+        if key not in self.priorities:
+            self.priorities[key] = resolve_priority(job, session=self.session)
+        return self.priorities[key]
+
+
+def store_jobs(
+    items: Sequence[tuple[Job, str | None]], *, session: Session, owner_uid: str | None = None
+) -> list[tuple[JobRow, bool]]:
+    """Validate references and store the jobs with Suspended bindings, in a few statements for all
+    (the caller commits); returns (job, created) for each, in order.
+
+    A submission whose request_id an earlier one (stored before, or earlier in ``items``) has gets
+    that job back (created=False), looked up before its references are validated against today's
+    state; a namespace/name taken under another request is ALREADY_EXISTS (``ItemFailed``).
+    ``owner_uid`` names the CronJob or JobFlow that makes the jobs.
+    """
+    earlier = jobs_repo.by_request_ids([r for _, r in items if r], session=session)
+    refs = _References(session)
+    news: list[NewJob | None] = []  # None: a request_id submitted before, or earlier in the batch
+    seen: set[str] = set()
+    for i, (job, request_id) in enumerate(items):
+        if request_id and (request_id in earlier or request_id in seen):
+            news.append(None)
+            continue
+        try:
+            news.append(new_job(job, request_id, refs.check(job), owner_uid))
+        except Exception as exc:
+            raise ItemFailed(i, exc) from None
+        if request_id:
+            seen.add(request_id)
+    to_store = [n for n in news if n is not None]
+    stored = jobs_repo.insert_jobs(to_store, session=session)
+    rows = jobs_repo.by_uids(sorted(stored), session=session)
+    for n in to_store:
+        if n.uid in stored and n.request_id:
+            earlier[n.request_id] = rows[n.uid]
+    # Not stored: a request_id committed meanwhile by another call, or a name taken.
+    missed = [n.request_id for n in to_store if n.uid not in stored and n.request_id]
+    earlier.update(jobs_repo.by_request_ids(missed, session=session))
+    out: list[tuple[JobRow, bool]] = []
+    for i, ((job, request_id), new) in enumerate(zip(items, news, strict=True)):
+        if new is not None and new.uid in stored:
+            out.append((rows[new.uid], True))
+        elif request_id and request_id in earlier:
+            out.append((earlier[request_id], False))
+        else:
+            raise ItemFailed(i, AlreadyExists(f'job "{job.namespace}/{job.name}" already exists'))
+    return out
+
+
+def submitted_events(created: Sequence[tuple[JobRow, str | None]], *, session: Session) -> None:
+    """Record a Submitted event for each job created, with who submitted it (None: the hub's own
+    loops)."""
+    events_repo.add_events(
+        [
+            NewEvent(
+                "Submitted",
+                f"queue {row.queue}, {sum(t.replicas for t in row.tasks)} pods",
+                job_uid=row.uid,
+                principal=principal,
+            )
+            for row, principal in created
+        ],
+        session=session,
+    )
 
 
 def submit_job(
@@ -126,13 +208,11 @@ def submit_job(
     owner_uid: str | None = None,
     principal: str | None = None,
 ) -> tuple[JobRow, bool]:
-    """``store_job`` and the new job's Submitted event naming who submitted it (None: the hub's own
-    loops); the caller wakes the dispatcher."""
-    row, created = store_job(job, request_id=request_id, session=session, owner_uid=owner_uid)
+    """One job through ``store_jobs`` and its Submitted event; the caller wakes the dispatcher."""
+    try:
+        ((row, created),) = store_jobs([(job, request_id)], session=session, owner_uid=owner_uid)
+    except ItemFailed as failed:
+        raise failed.error from None
     if created:
-        pods = sum(t.replicas for t in row.tasks)
-        events_repo.add_events(
-            [NewEvent("Submitted", f"queue {row.queue}, {pods} pods", job_uid=row.uid, principal=principal)],
-            session=session,
-        )
+        submitted_events([(row, principal)], session=session)
     return row, created

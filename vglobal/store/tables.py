@@ -99,6 +99,17 @@ resource_bindings = sa.Table(
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Index("ix_resource_bindings_phase_cluster", "phase", "cluster"),
+    # The dispatcher's reads and the retention loop stay off finished history: see migration 0007.
+    sa.Index(
+        "ix_resource_bindings_unfinished",
+        "job_uid",
+        postgresql_where=sa.text("phase IN ('Suspended', 'Dispatched', 'Bound', 'Running')"),
+    ),
+    sa.Index(
+        "ix_resource_bindings_finished_at",
+        "finished_at",
+        postgresql_where=sa.text("phase IN ('Succeeded', 'Failed', 'Aborted')"),
+    ),
     # Room for HOT updates: see migration 0003.
     postgresql_with={"fillfactor": 75},
 )

@@ -23,7 +23,7 @@ from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import live as live_repo
-from vglobal.store.repo.live import LiveBinding, Written
+from vglobal.store.repo.live import Horizon, LiveBinding, Written
 
 # The kept bindings are replaced by a full read this often (seconds). The change reads miss
 # nothing, so this only bounds what a fault in them could cost; a full read takes about 1 s at
@@ -58,7 +58,7 @@ class Entry:
 @dataclass
 class JobCache:
     entries: dict[str, Entry] = field(default_factory=dict)
-    horizon: int | None = None  # of the last read; None: nothing read yet
+    horizon: Horizon | None = None  # of the last read; None: nothing read yet
     # Transactions of this hub's own binding writes since that read, whose rows it applied as it
     # wrote them (see wrote()): the next read skips rows still at those versions.
     own_writes: set[int] = field(default_factory=set)
@@ -98,7 +98,7 @@ class JobCache:
         self._read_at(horizon)
         self.full_read_at = mono
 
-    def _read_at(self, horizon: int) -> None:
+    def _read_at(self, horizon: Horizon) -> None:
         self.horizon = horizon
         self.own_writes = set()
         self.suspect = set()

@@ -16,7 +16,7 @@ from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
 from vglobal.hub.dispatch.metrics import record_cycle
 from vglobal.hub.dispatch.snapshot import SnapshotReader
-from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import session_scope
 from vglobal.store.locks import AdvisoryLock, try_xact_lock
@@ -79,6 +79,8 @@ def write_admissions(
     events_repo.add_events(new_events, session=session)
     if done or result.reclaims:
         notify(DELIVER, session=session)
+    if result.reclaims:
+        notify(FENCE, session=session)
     return done, len(new_events), written
 
 

@@ -5,9 +5,10 @@ its own, so agents cannot take the threads that serve the API. The stream must b
 within ``register_timeout`` and for the cluster its caller may speak for (its certificate's or agent
 token's); the cluster then has this stream as its one live stream (see StatusRecorder.register).
 
-The reader half records what the agent says (inventory, heartbeats, acks, job status), each message
-checked first; the writer half delivers what the database says this cluster should run, and fences
-off runs whose generation moved on. Nothing here decides placement: the dispatcher did that.
+The reader half takes what the agent says (heartbeats, acks, job status), each message checked
+first, and a recorder writes it, whatever arrived meanwhile in one transaction (see reports.py);
+the writer half delivers what the database says this cluster should run, and fences off runs whose
+generation moved on (see delivery.py). Nothing here decides placement: the dispatcher did that.
 """
 
 from __future__ import annotations
@@ -25,23 +26,21 @@ from typing import Any, TypeVar
 import grpc
 
 from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
+from vglobal.hub import reports
 from vglobal.hub.agent_reports import check_message, check_register
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
+from vglobal.hub.delivery import FENCE_INTERVAL, Courier
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
 from vglobal.hub.guard import current_principal
-from vglobal.hub.notify import DELIVER
+from vglobal.hub.notify import DELIVER, FENCE
 from vglobal.hub.status import StatusRecorder
-from vglobal.model.binding import FINISHED, BindingRef, reported, stop_reason
+from vglobal.model.binding import FINISHED, reported
 from vglobal.store.engine import session_scope
-from vglobal.store.repo import bindings as bindings_repo
-from vglobal.store.repo import events as events_repo
-from vglobal.store.repo.events import NewEvent
 
 log = logging.getLogger(__name__)
 
-SYNC_INTERVAL = 1.0
 RELEASE_WAIT = 2.0  # how long a reconnecting agent waits for its previous stream to end here
 T = TypeVar("T")
 
@@ -56,8 +55,10 @@ class StreamState:
     # writer touch it from the pool's threads.
     runs: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    sent_dispatch: set[tuple[str, int]] = field(default_factory=set)
-    sent_cancel: set[tuple[str, int]] = field(default_factory=set)
+    # What the reader received, for the recorder (None: the agent hung up).
+    inbox: asyncio.Queue[agent_pb2.AgentMessage | None] = field(default_factory=asyncio.Queue)
+    courier: Courier | None = None
+    fence: bool = True  # the next sync checks every run (see delivery.py)
     ending: bool = False  # the agent has gone; the cluster is released soon
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -165,32 +166,61 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )
         self.streams.add(state)
         reader = asyncio.ensure_future(self._read(messages, state))
+        recorder = asyncio.ensure_future(self._record_all(state))
+        wakeups = self.ctx.wakeups
+        fences = wakeups.seq(FENCE)
         try:
             while True:
                 state.wake.clear()  # before the sync: a wake-up during it is not lost
-                for msg in await self._db(self._sync, state):
+                fence, state.fence = state.fence or wakeups.seq(FENCE) != fences, False
+                fences = wakeups.seq(FENCE)
+                for msg in await self._db(self._sync, state, fence):
                     yield msg
-                if reader.done():
-                    reader.result()  # a refused message or a take-over ends the stream with its status
+                if reader.done() and reader.exception() is not None:
+                    reader.result()  # a refused message ends the stream with its status
+                if recorder.done():
+                    recorder.result()  # a take-over ends the stream with its status
                     return
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(state.wake.wait(), SYNC_INTERVAL)
+                    await asyncio.wait_for(state.wake.wait(), FENCE_INTERVAL)
         finally:
             reader.cancel()
+            recorder.cancel()
 
     async def _read(self, messages: AsyncIterator[agent_pb2.AgentMessage], state: StreamState) -> None:
         try:
             async for msg in messages:
-                body = check_message(msg)
-                if body == "register":
+                if check_message(msg) == "register":
                     raise FailedPrecondition("register: this stream has registered already")
-                await self._db(self._record, body, msg, state)
-                if body in ("rejected", "status"):
-                    # What this cluster should run may differ now: let the writer half re-check.
-                    self.ctx.wakeups.fire(DELIVER)
+                state.inbox.put_nowait(msg)
+        finally:
+            state.inbox.put_nowait(None)
+            state.wake.set()
+
+    async def _record_all(self, state: StreamState) -> None:
+        """Record what the reader received, in batches of whatever arrived meanwhile, until the
+        agent hung up and all it sent is recorded."""
+        try:
+            while (batch := await self._next_batch(state)) is not None:
+                await self._db(self._record, batch, state)
         finally:
             state.ending = True
             state.wake.set()
+
+    @staticmethod
+    async def _next_batch(state: StreamState) -> list[agent_pb2.AgentMessage] | None:
+        """The reports received so far (at most ``reports.MAX_BATCH``); None once the agent hung up."""
+        first = await state.inbox.get()
+        if first is None:
+            return None
+        batch = [first]
+        while len(batch) < reports.MAX_BATCH and not state.inbox.empty():
+            msg = state.inbox.get_nowait()
+            if msg is None:
+                state.inbox.put_nowait(None)  # for the next call, after this batch is recorded
+                break
+            batch.append(msg)
+        return batch
 
     def _register(self, reg: agent_pb2.Register, state: StreamState) -> None:
         self.recorder.register(reg, stream=state.stream, identity=state.identity)
@@ -202,80 +232,44 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         )  # fmt: skip
         self.ctx.wakeups.fire(DELIVER)
 
-    def _record(self, body: str, msg: agent_pb2.AgentMessage, state: StreamState) -> None:
-        if body == "heartbeat":
-            self.recorder.heartbeat(state.cluster, msg.heartbeat, stream=state.stream)
-        elif body == "accepted":
-            self.recorder.accepted(state.cluster, msg.accepted, stream=state.stream)
-        elif body == "rejected":
-            with state.lock:  # first: see _status
-                state.runs.pop(msg.rejected.job_uid, None)
-            self.recorder.rejected(state.cluster, msg.rejected, stream=state.stream)
-        elif body == "status":
-            self._status(msg.status, state)
-
-    def _status(self, status: agent_pb2.JobStatus, state: StreamState) -> None:
-        # What the agent runs is noted before the report is recorded: a sync in between must not
-        # find the binding finished by this report while the run still shows here as running.
+    def _record(self, batch: list[agent_pb2.AgentMessage], state: StreamState) -> None:
+        # What the agent runs is noted before its reports are recorded: a sync in between must
+        # not find a binding finished by a report while the run still shows here as running.
         with state.lock:
-            if reported(status.phase) in FINISHED:
-                state.runs.pop(status.job_uid, None)
-            else:
-                state.runs[status.job_uid] = status.generation
-        self.recorder.status(state.cluster, status, stream=state.stream)
-
-    def _sync(self, state: StreamState) -> list[agent_pb2.HubMessage]:
-        """A Dispatch for each binding this cluster should run and a Cancel for each run it must stop."""
+            for msg in batch:
+                body = msg.WhichOneof("body")
+                if body == "rejected":
+                    state.runs.pop(msg.rejected.job_uid, None)
+                elif body == "status":
+                    st = msg.status
+                    if reported(st.phase) in FINISHED:
+                        state.runs.pop(st.job_uid, None)
+                    else:
+                        state.runs[st.job_uid] = st.generation
         with session_scope(self.ctx.sessions) as session:
-            wanted = bindings_repo.to_deliver(state.cluster, session=session)
-            with state.lock:
-                runs = dict(state.runs)
-            refs = bindings_repo.refs(list(runs), session=session)
-        out: list[agent_pb2.HubMessage] = []
-        for d in wanted:
-            if (d.job_uid, d.generation) in state.sent_dispatch:
-                continue
-            state.sent_dispatch.add((d.job_uid, d.generation))
-            dispatch = agent_pb2.Dispatch(
-                job_uid=d.job_uid,
-                generation=d.generation,
-                manifest=bindings_repo.manifest_json(d.manifest),
-                queue=d.queue,
-                priority=d.priority,
+            outcome = reports.record(
+                state.cluster,
+                batch,
+                stream=state.stream,
+                exclude_for=self.ctx.settings.exclude_for,
+                session=session,
             )
-            out.append(agent_pb2.HubMessage(dispatch=dispatch))
-        wanted_runs = {(d.job_uid, d.generation) for d in wanted}
-        fenced = [
-            self._fence(state, uid, gen, refs.get(uid), out)
-            for uid, gen in runs.items()
-            if (uid, gen) not in wanted_runs and (uid, gen) not in state.sent_cancel
-        ]
-        if events := [e for e in fenced if e is not None]:
-            with session_scope(self.ctx.sessions) as session:
-                events_repo.add_events(events, session=session)
-        return out
+        if outcome.stale:
+            state.fence = True  # a run that is not current reported: it may have to be stopped
+            self.ctx.wakeups.fire(DELIVER)
 
-    def _fence(
-        self, state: StreamState, uid: str, gen: int, ref: BindingRef | None, out: list[agent_pb2.HubMessage]
-    ) -> NewEvent | None:
-        """Tell the agent to stop its run ``gen`` of ``uid`` if it must (see ``stop_reason``);
-        returns the event that records it."""
-        reason = stop_reason(ref, state.cluster, gen)
-        if reason is None:
-            if ref is not None and ref.phase in FINISHED:
-                # The run ended by itself and the binding records it: this stream's record of
-                # what the agent runs only trails the database by a report.
-                with state.lock:
+    def _sync(self, state: StreamState, fence: bool) -> list[agent_pb2.HubMessage]:
+        """A Dispatch for each binding this cluster should run that this stream has not sent, and
+        a Cancel for each run it must stop (see delivery.py)."""
+        if state.courier is None:
+            state.courier = Courier(state.cluster)
+        with state.lock:
+            runs = dict(state.runs)
+        with session_scope(self.ctx.sessions) as session:
+            out, ended = state.courier.sync(runs, fence=fence, session=session)
+        if ended:
+            with state.lock:
+                for uid, gen in ended:
                     if state.runs.get(uid) == gen:
                         del state.runs[uid]
-            return None  # else current: its dispatch row changed phase between the two reads
-        state.sent_cancel.add((uid, gen))
-        log.info("fencing job %s generation %d on %s: %s", uid, gen, state.cluster, reason)
-        out.append(agent_pb2.HubMessage(cancel=agent_pb2.Cancel(job_uid=uid, generation=gen, reason=reason)))
-        return NewEvent(
-            "Fenced",
-            f"told cluster {state.cluster} to stop generation {gen}: {reason}",
-            job_uid=uid if ref is not None else None,
-            cluster=state.cluster,
-            kind="Warning",
-        )
+        return out

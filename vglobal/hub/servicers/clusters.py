@@ -9,7 +9,7 @@ from vglobal import convert
 from vglobal.api.v1 import clusters_pb2, clusters_pb2_grpc
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import look_up, rpc
-from vglobal.hub.notify import DELIVER, DISPATCH, notify
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.hub.servicers.access import who
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import ClusterRow
@@ -90,5 +90,6 @@ class ClusterServicer(clusters_pb2_grpc.ClusterServiceServicer):
                 session=session,
             )
             notify(DELIVER, session=session)
+            notify(FENCE, session=session)
             notify(DISPATCH, session=session)
             return convert.cluster(self._get(request.name, session))

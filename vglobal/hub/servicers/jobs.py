@@ -16,11 +16,12 @@ from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.group_commit import SubmitGroups
 from vglobal.hub.job_actions import cancel_job, delete_job
 from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
-from vglobal.hub.submit import check_limits, parse_one, submit_job
+from vglobal.hub.submit import ItemFailed, check_limits, parse_one, store_jobs, submitted_events
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
@@ -81,6 +82,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def __init__(self, ctx: HubContext, watches: WatchServer) -> None:
         self.ctx = ctx
         self.watches = watches
+        self.groups = SubmitGroups(ctx.sessions)
 
     def _submit_all(
         self, items: list[jobs_pb2.SubmitJobRequest], *, prefix: bool
@@ -95,25 +97,26 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
             parsed.append((job, item))
-        results = []
         with session_scope(self.ctx.sessions) as session:
-            for i, (job, item) in enumerate(parsed):
-                try:
-                    row, created = submit_job(
-                        job, request_id=item.request_id or None, session=session, principal=who()
-                    )
-                except Exception as exc:
-                    raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
-                results.append(jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created))
-            if any(r.created for r in results):
+            try:
+                stored = store_jobs([(job, item.request_id or None) for job, item in parsed], session=session)
+            except ItemFailed as failed:
+                raise_prefixed(failed.error, f"jobs[{failed.index}]: " if prefix else "")
+            submitted_events([(row, who()) for row, new in stored if new], session=session)
+            if any(new for _, new in stored):
                 notify(DISPATCH, session=session)
-        return results
+        return [jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
 
     @rpc
     def SubmitJob(
         self, request: jobs_pb2.SubmitJobRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.SubmitJobResponse:
-        return self._submit_all([request], prefix=False)[0]
+        job = parse_one(request.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes)
+        check_limits(job, self.ctx.settings)
+        require(Action.submit_jobs, queue=job.queue)
+        # Stored with the calls that arrive meanwhile, in one transaction (see group_commit.py).
+        row, created = self.groups.submit(job, request.request_id or None, who())
+        return jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
 
     @rpc
     def SubmitJobs(

@@ -4,7 +4,6 @@ generation, so a race between writers can never make a move the table refuses.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -273,20 +272,34 @@ class Delivery(NamedTuple):
 
     job_uid: str
     generation: int
-    manifest: dict[str, Any]
+    manifest: str  # the job manifest as JSON text
     queue: str
     priority: int
 
 
-def to_deliver(cluster: str, *, session: Session) -> list[Delivery]:
-    """Bindings this cluster's agent should run."""
-    rows = session.execute(
-        sa.select(_b.job_uid, _b.generation, jobs.c.manifest, jobs.c.queue, jobs.c.priority)
-        .select_from(resource_bindings.join(jobs, jobs.c.uid == _b.job_uid))
-        .where(_b.cluster == cluster, _b.phase.in_(_ADMITTED))
-    ).all()
-    return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4])) for r in rows]
+def runs_of(cluster: str, *, session: Session, unacknowledged: bool = False) -> dict[str, int]:
+    """The runs this cluster should have, uid -> generation: every admitted binding, or only those
+    its agent has not acknowledged yet (Dispatched)."""
+    phases = [BindingPhase.Dispatched.value] if unacknowledged else _ADMITTED
+    with cursor(session) as cur:
+        cur.execute(
+            "SELECT job_uid, generation FROM resource_bindings WHERE cluster = %(c)s AND phase = ANY(%(p)s)",
+            {"c": cluster, "p": phases},
+        )
+        return {uid: int(gen) for uid, gen in cur.fetchall()}
 
 
-def manifest_json(manifest: dict[str, Any]) -> str:
-    return json.dumps(manifest, separators=(",", ":"), sort_keys=True)
+def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[Delivery]:
+    """What the Dispatch of each of these jobs carries, for those still admitted to ``cluster``
+    (with the generation as it is now). The manifest goes out as the database prints it."""
+    if not uids:
+        return []
+    with cursor(session) as cur:
+        cur.execute(
+            "SELECT b.job_uid, b.generation, CAST(j.manifest AS text), j.queue, j.priority "
+            "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            "WHERE b.job_uid = ANY(string_to_array(%(u)s, ',')) AND b.cluster = %(c)s "
+            "AND b.phase = ANY(%(p)s)",
+            {"u": joined(uids), "c": cluster, "p": _ADMITTED},
+        )
+        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4])) for r in cur.fetchall()]

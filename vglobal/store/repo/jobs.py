@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from vglobal.model.forms import (
@@ -23,6 +24,7 @@ from vglobal.model.forms import (
 )
 from vglobal.model.records import JobRow, OwnedJob
 from vglobal.store.engine import rowcount
+from vglobal.store.repo.live import cursor
 from vglobal.store.tables import jobs, resource_bindings
 
 
@@ -102,6 +104,58 @@ def _row(r: sa.Row[Any]) -> JobRow:
     )
 
 
+_INSERT = (
+    "WITH d AS (SELECT * FROM unnest(CAST(%(uid)s AS text[]), CAST(%(ns)s AS text[]), "
+    "CAST(%(name)s AS text[]), CAST(%(rid)s AS text[]), CAST(%(queue)s AS text[]), CAST(%(pc)s AS text[]), "
+    "CAST(%(prio)s AS int[]), CAST(%(min)s AS int[]), CAST(%(req)s AS text[]), CAST(%(gang)s AS text[]), "
+    "CAST(%(pods)s AS text[]), CAST(%(where)s AS text[]), CAST(%(manifest)s AS text[]), "
+    "CAST(%(tasks)s AS text[]), CAST(%(labels)s AS text[]), CAST(%(owner)s AS text[])) "
+    "WITH ORDINALITY AS d(uid, ns, name, rid, queue, pc, prio, min, req, gang, "
+    "pods, place, manifest, tasks, labels, owner, k)), "
+    "j AS (INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, "
+    "min_available, request, gang, pod_requests, placement, manifest, tasks, labels, owner_uid) "
+    "SELECT uid, ns, name, rid, queue, pc, prio, min, CAST(req AS jsonb), CAST(gang AS jsonb), "
+    "CAST(pods AS jsonb), CAST(place AS jsonb), CAST(manifest AS jsonb), CAST(tasks AS jsonb), "
+    "CAST(labels AS jsonb), owner "
+    "FROM d ORDER BY k ON CONFLICT DO NOTHING RETURNING uid, request) "
+    "INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM j RETURNING job_uid"
+)
+
+
+def insert_jobs(news: Sequence[NewJob], *, session: Session) -> set[str]:
+    """Store each job with a Suspended binding, all in one statement; returns the uids stored.
+
+    A job whose request_id or namespace/name another job has (stored before, or earlier in
+    ``news``) is not stored: the caller tells which (see ``insert_job``).
+    """
+    if not news:
+        return set()
+    dumps = json.dumps
+    with cursor(session) as cur:
+        cur.execute(
+            _INSERT,
+            {
+                "uid": [n.uid for n in news],
+                "ns": [n.namespace for n in news],
+                "name": [n.name for n in news],
+                "rid": [n.request_id for n in news],
+                "queue": [n.queue for n in news],
+                "pc": [n.priority_class_name for n in news],
+                "prio": [n.priority for n in news],
+                "min": [n.min_available for n in news],
+                "req": [dumps(n.request) for n in news],
+                "gang": [dumps(n.gang.to_json()) for n in news],
+                "pods": [dumps(n.pod_requests) for n in news],
+                "where": [dumps(n.placement.to_json()) for n in news],
+                "manifest": [dumps(n.manifest) for n in news],
+                "tasks": [dumps(tasks_to_json(n.tasks)) for n in news],
+                "labels": [dumps(n.labels) for n in news],
+                "owner": [n.owner_uid for n in news],
+            },
+        )
+        return {r[0] for r in cur.fetchall()}
+
+
 def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
     """Store the job with a Suspended binding; returns (job, created).
 
@@ -109,38 +163,13 @@ def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
     it committed while this one ran; the same namespace/name under another request raises NameTaken.
     The caller looks the request_id up first, before validating references against today's state.
     """
-    stmt = (
-        insert(jobs)
-        .values(
-            uid=new.uid,
-            namespace=new.namespace,
-            name=new.name,
-            request_id=new.request_id,
-            queue=new.queue,
-            priority_class_name=new.priority_class_name,
-            priority=new.priority,
-            min_available=new.min_available,
-            request=new.request,
-            gang=new.gang.to_json(),
-            pod_requests=new.pod_requests,
-            placement=new.placement.to_json(),
-            manifest=new.manifest,
-            tasks=tasks_to_json(new.tasks),
-            labels=new.labels,
-            owner_uid=new.owner_uid,
-        )
-        .on_conflict_do_nothing()
-        .returning(jobs.c.uid)
-    )
-    inserted = session.execute(stmt).scalar()
-    if inserted is None:
+    if not insert_jobs([new], session=session):
         # Lost a race on request_id, or the name is taken: tell which.
         if new.request_id:
             existing = get_by_request_id(new.request_id, session=session)
             if existing is not None:
                 return existing, False
         raise NameTaken(f"{new.namespace}/{new.name}")
-    session.execute(sa.insert(resource_bindings).values(job_uid=new.uid, resources=new.request))
     job = get_job(uid=new.uid, session=session)
     assert job is not None
     return job, True
@@ -149,6 +178,21 @@ def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
 def get_by_request_id(request_id: str, *, session: Session) -> JobRow | None:
     r = session.execute(_select().where(jobs.c.request_id == request_id)).first()
     return _row(r) if r else None
+
+
+def by_request_ids(request_ids: Sequence[str], *, session: Session) -> dict[str, JobRow]:
+    """The jobs submitted with these request ids, by request id."""
+    if not request_ids:
+        return {}
+    rows = session.execute(_select().where(jobs.c.request_id.in_(list(set(request_ids))))).all()
+    return {job.request_id: job for job in map(_row, rows) if job.request_id is not None}
+
+
+def by_uids(uids: Sequence[str], *, session: Session) -> dict[str, JobRow]:
+    if not uids:
+        return {}
+    rows = session.execute(_select().where(jobs.c.uid.in_(list(uids)))).all()
+    return {job.uid: job for job in map(_row, rows)}
 
 
 def get_job(

@@ -39,6 +39,11 @@ class Written(NamedTuple):
 
 NOTHING_WRITTEN = Written([], set())
 UNFINISHED_PHASES = values(UNFINISHED)
+# As the partial indexes of migration 0007 spell them: the planner uses an index only for a
+# condition that is the index's own.
+UNFINISHED_SQL = "phase IN ('Suspended', 'Dispatched', 'Bound', 'Running')"
+FINISHED_SQL = "phase IN ('Succeeded', 'Failed', 'Aborted')"
+assert sorted(UNFINISHED_PHASES) == sorted(UNFINISHED_SQL[10:-1].replace("'", "").split(", "))
 
 BINDING_COLUMNS = (
     "b.job_uid, b.phase, b.cluster, CAST(extract(epoch FROM b.waiting_since) AS float8), "
@@ -63,8 +68,7 @@ def live(*, session: Session) -> list[LiveBinding]:
     with cursor(session) as cur:
         cur.execute(
             f"SELECT {_LIVE_COLUMNS} FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
-            "WHERE b.phase = ANY(%(phases)s)",
-            {"phases": UNFINISHED_PHASES},
+            f"WHERE b.{UNFINISHED_SQL}"
         )
         rows = cur.fetchall()
     return list(map(LiveBinding._make, rows))
@@ -84,21 +88,35 @@ def of_jobs(uids: Sequence[str], *, session: Session) -> list[LiveBinding]:
     return list(map(LiveBinding._make, rows))
 
 
-def read_horizon(*, session: Session) -> int:
-    """The oldest transaction a read starting now might not see (64-bit, never wraps).
+class Horizon(NamedTuple):
+    """Where a read of the bindings stood: what a later ``changed_since`` starts from."""
 
-    Every change a later read misses was made by a transaction at or above this id, so passing
-    it to ``changed_since`` next time finds every row changed since that read.
+    xid: int  # the oldest transaction the read might not see (64-bit, never wraps)
+    since: float  # epoch seconds: no transaction the read might not see started earlier
+
+
+def read_horizon(*, session: Session) -> Horizon:
+    """The horizon of a read starting now (in the caller's transaction, before the read).
+
+    Every change a later read misses was made by a transaction at or above ``xid``, which was
+    running now or started later: so it started at or after ``since``, the start of the oldest
+    transaction running now (the caller's own among them), and a binding it finished has a finish
+    time (its transaction's start) at or after it.
     """
     with cursor(session) as cur:
-        cur.execute("SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)")
+        cur.execute(
+            # Client backends only: autovacuum writes no finish times, and runs long.
+            "SELECT CAST(extract(epoch FROM (SELECT min(xact_start) FROM pg_stat_activity "
+            "  WHERE datname = current_database() AND backend_type = 'client backend')) AS float8), "
+            "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)"
+        )
         row = cur.fetchone()
     assert row is not None
-    return int(row[0])
+    return Horizon(int(row[1]), float(row[0]))
 
 
 def changed_since(
-    horizon: int, *, session: Session, skip: Sequence[int] = ()
+    horizon: Horizon, *, session: Session, skip: Sequence[int] = ()
 ) -> tuple[list[LiveBinding], int]:
     """Bindings written by a transaction at or above ``horizon`` (in any phase, so finished ones
     can be dropped), and how many bindings are unfinished now. A change of a job's placements
@@ -106,24 +124,29 @@ def changed_since(
     current version was written by a transaction in ``skip`` are left out (the caller wrote them
     and knows them: see ``bindings.set_reasons``); a later write gives a row another ``xmin``.
 
-    A row's ``xmin`` is the transaction that wrote its current version; ``age()`` compares those
-    32-bit ids modulo wraparound (a frozen row is as old as can be). Both results come from one
-    statement, so they describe the same moment: a caller whose count then differs missed a
-    deleted row.
+    Only unfinished bindings and those finished since the horizon are looked at (the indexes of
+    migration 0007), so the cost follows what is live and what changed, never the finished
+    history. A row's ``xmin`` is the transaction that wrote its current version; ``age()``
+    compares those 32-bit ids modulo wraparound (a frozen row is as old as can be). Both results
+    come from one statement, so they describe the same moment: a caller whose count then differs
+    missed a deleted row, or a finish.
     """
     with cursor(session) as cur:
         cur.execute(
-            # One pass over the bindings collects the changed uids (and the count); the rows are
-            # then fetched by key. A join on the changed set would be planned for far more rows.
+            # The changed uids (and the count) are collected first; the rows are then fetched by
+            # key. A join on the changed set would be planned for far more rows.
             "WITH edge AS (SELECT age(xid(CAST(CAST(%(h)s AS text) AS xid8))) AS a), "
-            "scan AS MATERIALIZED (SELECT count(*) FILTER (WHERE phase = ANY(%(phases)s)) AS live, "
+            "live AS MATERIALIZED (SELECT count(*) AS n, "
             "  coalesce(array_agg(job_uid) FILTER (WHERE age(xmin) <= (SELECT a FROM edge) "
             "    AND NOT xmin = ANY(CAST(%(skip)s AS xid[]))), '{}') AS ids "
-            "  FROM resource_bindings) "
-            f"SELECT scan.live, c.* FROM scan LEFT JOIN LATERAL (SELECT {_LIVE_COLUMNS} "
+            f"  FROM resource_bindings WHERE {UNFINISHED_SQL}), "
+            "ended AS MATERIALIZED (SELECT coalesce(array_agg(job_uid), '{}') AS ids "
+            f"  FROM resource_bindings WHERE {FINISHED_SQL} AND finished_at >= to_timestamp(%(since)s) "
+            "  AND age(xmin) <= (SELECT a FROM edge) AND NOT xmin = ANY(CAST(%(skip)s AS xid[]))) "
+            f"SELECT live.n, c.* FROM live CROSS JOIN ended LEFT JOIN LATERAL (SELECT {_LIVE_COLUMNS} "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
-            "WHERE b.job_uid = ANY(scan.ids)) c ON true",
-            {"h": horizon, "phases": UNFINISHED_PHASES, "skip": [str(x) for x in skip]},
+            "WHERE b.job_uid = ANY(live.ids || ended.ids)) c ON true",
+            {"h": horizon.xid, "since": horizon.since, "skip": [str(x) for x in skip]},
         )
         rows = cur.fetchall()
     count = int(rows[0][0])

@@ -1,0 +1,130 @@
+"""The Python SDK for asyncio: the job calls of ``Client`` as coroutines on one grpc.aio channel.
+
+from vglobal.aio import AsyncClient
+async with AsyncClient("hub.example.com:50051", ca_file="certs/ca.crt", token=token) as hub:
+    results = await hub.submit_many([(manifest, f"sweep-{i}") for i, manifest in enumerate(sweep)])
+    async for job in hub.list_jobs(queue="research"):
+        print(job.name, job.phase)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.batches import BATCH_SIZE, batches
+from vglobal.client import VGlobalError, _retryable, _wait
+from vglobal.dial import Dial
+
+__all__ = ["AsyncClient"]
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """Arguments as for ``Client``; use ``async with`` or ``await close()``."""
+
+    def __init__(
+        self,
+        hub: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 4,
+        ca_file: str | Path | None = None,
+        cert: str | Path | None = None,
+        key: str | Path | None = None,
+        token: str | None = None,
+        dial: Dial | None = None,
+    ) -> None:
+        def path(p: str | Path | None) -> Path | None:
+            return Path(p) if p is not None else None
+
+        self.dial = dial or Dial.from_env(
+            hub, ca_file=path(ca_file), cert=path(cert), key=path(key), token=token
+        )
+        self.timeout = timeout
+        self.retries = retries
+        self.channel = self.dial.aio_channel(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+        self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def _call(self, fn: Callable[..., Awaitable[T]], request: Any, *, idempotent: bool = True) -> T:
+        attempts = self.retries if idempotent else 1
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception(_retryable),
+                stop=stop_after_attempt(max(1, attempts)),
+                wait=_wait,
+                reraise=True,
+            ):
+                with attempt:
+                    return await fn(request, timeout=self.timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
+        raise AssertionError("unreachable: the last attempt raises")
+
+    async def submit_job(self, manifest: str, *, request_id: str = "") -> jobs_pb2.SubmitJobResponse:
+        request = jobs_pb2.SubmitJobRequest(manifest=manifest, request_id=request_id)
+        return await self._call(self.jobs.SubmitJob, request, idempotent=bool(request_id))
+
+    async def submit_jobs(self, items: list[tuple[str, str]]) -> jobs_pb2.SubmitJobsResponse:
+        reqs = [jobs_pb2.SubmitJobRequest(manifest=m, request_id=r) for m, r in items]
+        return await self._call(
+            self.jobs.SubmitJobs, jobs_pb2.SubmitJobsRequest(jobs=reqs), idempotent=all(r for _, r in items)
+        )
+
+    async def submit_many(
+        self, items: Iterable[tuple[str, str]], *, batch_size: int = BATCH_SIZE, concurrency: int = 4
+    ) -> list[jobs_pb2.SubmitJobResponse]:
+        """``Client.submit_many`` with up to ``concurrency`` SubmitJobs calls in flight; the
+        results in the order of ``items``. On an error the other calls in flight finish first."""
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(batch: list[tuple[str, str]]) -> list[jobs_pb2.SubmitJobResponse]:
+            async with gate:
+                return list((await self.submit_jobs(batch)).results)
+
+        parts = await asyncio.gather(*(one(b) for b in batches(items, size=batch_size)))
+        return [r for part in parts for r in part]
+
+    async def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
+        return await self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    async def list_jobs(
+        self, page_size: int = 0, *, labels: Mapping[str, str] | None = None, **filters: str
+    ) -> AsyncIterator[jobs_pb2.Job]:
+        """Every job that matches (queue, namespace, phase, cluster, labels), a page at a time."""
+        token = ""
+        while True:
+            req = jobs_pb2.ListJobsRequest(page_token=token, page_size=page_size, labels=labels or {}, **filters)
+            resp = await self._call(self.jobs.ListJobs, req)
+            for job in resp.jobs:
+                yield job
+            token = resp.next_page_token
+            if not token:
+                return
+
+    async def explain_job(self, name: str, namespace: str = "default") -> jobs_pb2.ExplainJobResponse:
+        return await self._call(self.jobs.ExplainJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    async def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
+        return await self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    async def delete_job(self, name: str, namespace: str = "default") -> jobs_pb2.DeleteJobResponse:
+        return await self._call(self.jobs.DeleteJob, jobs_pb2.JobRef(name=name, namespace=namespace))

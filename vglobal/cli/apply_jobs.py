@@ -1,0 +1,97 @@
+"""`vglobal apply` of many Jobs: SubmitJobs calls of a few hundred, with a progress bar.
+
+A call is stored whole or not at all; when the hub refuses one of its documents (``jobs[i]: ...``)
+that document is reported and the rest of its call sent again. Every Job carries a request id made
+from its manifest, so applying the same folder again returns the jobs already stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from vglobal.api.v1 import jobs_pb2
+from vglobal.batches import BATCH_SIZE, batches
+from vglobal.cli.documents import Document
+from vglobal.client import Client, VGlobalError
+
+# Above this many Jobs, apply prints a summary instead of a line per job.
+LINES_UP_TO = 50
+_ITEM = re.compile(r"^jobs\[(\d+)\]: ")
+
+
+@dataclass
+class Applied:
+    created: int = 0
+    unchanged: int = 0
+    failed: int = 0
+
+
+def apply_jobs(
+    client: Client,
+    docs: list[Document],
+    request_id: Callable[[Document], str],
+    console: Console,
+    err_console: Console,
+    batch_size: int = BATCH_SIZE,
+) -> Applied:
+    """Submit the Job documents in batches; report each refused one on ``err_console``."""
+    done = Applied()
+    by_key = {(d.text, request_id(d)): d for d in docs}
+    quiet = len(docs) > LINES_UP_TO
+    with Progress(
+        TextColumn("applying jobs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=not quiet,
+    ) as progress:
+        task = progress.add_task("jobs", total=len(docs))
+        for batch in batches(by_key, size=batch_size):
+            for item, outcome in _submit(client, list(batch)):
+                doc = by_key[item]
+                if isinstance(outcome, VGlobalError):
+                    done.failed += 1
+                    err_console.print(
+                        f"[red]error:[/red] {doc.source} (Job {doc.name}): {outcome}",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
+                    continue
+                done.created += outcome.created
+                done.unchanged += not outcome.created
+                if not quiet:
+                    verb = "created" if outcome.created else "unchanged"
+                    job = outcome.job
+                    console.print(f"job.batch.volcano.sh/{job.namespace}/{job.name} {verb}", highlight=False)
+            progress.advance(task, len(batch))
+    if quiet:
+        console.print(
+            f"{done.created} jobs created, {done.unchanged} unchanged, {done.failed} refused", highlight=False
+        )
+    return done
+
+
+def _submit(
+    client: Client, batch: list[tuple[str, str]]
+) -> list[tuple[tuple[str, str], jobs_pb2.SubmitJobResponse | VGlobalError]]:
+    """Each item with its SubmitJobResponse or its error."""
+    out: list[tuple[tuple[str, str], jobs_pb2.SubmitJobResponse | VGlobalError]] = []
+    while batch:
+        try:
+            results = client.submit_jobs(batch).results
+        except VGlobalError as exc:
+            m = _ITEM.match(exc.message)
+            if m is None or int(m.group(1)) >= len(batch):
+                return out + [(item, exc) for item in batch]  # the call itself failed
+            bad = batch.pop(int(m.group(1)))
+            out.append((bad, VGlobalError(exc.code, exc.message[m.end() :])))
+            continue
+        return out + list(zip(batch, results, strict=True))
+    return out

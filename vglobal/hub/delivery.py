@@ -1,0 +1,99 @@
+"""What one agent stream delivers: a Dispatch for each binding its cluster should run that the
+stream has not sent yet, and a Cancel for each run the agent reports that it must stop.
+
+A new stream is sent every admitted binding of its cluster (its agent may have lost some). After
+that a sync reads only the bindings the agent has not acknowledged yet, which stay few however many
+jobs run, and sends those it has not sent. Runs are checked against their bindings (fencing) on the
+first sync, whenever a writer that can stop a run says so (``FENCE``: cancel, delete, re-queue),
+after a report of a run that is not current, and at least every ``FENCE_INTERVAL`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
+
+from vglobal.api.v1 import agent_pb2
+from vglobal.model.binding import FINISHED, BindingRef, stop_reason
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import events as events_repo
+from vglobal.store.repo.events import NewEvent
+
+log = logging.getLogger(__name__)
+
+FENCE_INTERVAL = 1.0
+
+
+@dataclass
+class Courier:
+    """One stream's record of what it sent. Used by one sync at a time."""
+
+    cluster: str
+    sent: dict[str, int] = field(default_factory=dict)  # uid -> generation dispatched on this stream
+    sent_cancel: set[tuple[str, int]] = field(default_factory=set)
+    fenced_at: float = float("-inf")  # monotonic seconds of the last full sync
+
+    def due(self) -> bool:
+        return time.monotonic() - self.fenced_at >= FENCE_INTERVAL
+
+    def sync(
+        self, runs: dict[str, int], *, fence: bool, session: Session
+    ) -> tuple[list[agent_pb2.HubMessage], list[tuple[str, int]]]:
+        """The messages to send once the caller commits (the Cancels among them recorded as
+        events), and the runs found ended by themselves (to drop from ``runs``). ``runs`` is what
+        the agent says it runs (uid -> generation); ``fence`` asks for a full sync."""
+        full = fence or self.due()
+        wanted = bindings_repo.runs_of(self.cluster, session=session, unacknowledged=not full)
+        new = [uid for uid, gen in wanted.items() if self.sent.get(uid) != gen]
+        out = [self._dispatch(d) for d in bindings_repo.deliveries(self.cluster, new, session=session)]
+        if not full:
+            return out, []
+        self.fenced_at = time.monotonic()
+        # Forget what this cluster no longer runs: the record stays as big as what it runs.
+        self.sent = {uid: gen for uid, gen in self.sent.items() if wanted.get(uid) == gen}
+        self.sent_cancel = {k for k in self.sent_cancel if runs.get(k[0]) == k[1]}
+        strays = {u: g for u, g in runs.items() if wanted.get(u) != g and (u, g) not in self.sent_cancel}
+        refs = bindings_repo.refs(list(strays), session=session)
+        events: list[NewEvent] = []
+        ended: list[tuple[str, int]] = []
+        for uid, gen in strays.items():
+            ref = refs.get(uid)
+            reason = stop_reason(ref, self.cluster, gen)
+            if reason is not None:
+                out.append(self._cancel(uid, gen, reason))
+                events.append(self._fenced(uid, gen, reason, ref))
+            elif ref is not None and ref.phase in FINISHED:
+                # The run ended by itself and the binding records it: the stream's record of what
+                # the agent runs only trails the database by a report.
+                ended.append((uid, gen))
+        events_repo.add_events(events, session=session)
+        return out, ended
+
+    def _dispatch(self, d: bindings_repo.Delivery) -> agent_pb2.HubMessage:
+        self.sent[d.job_uid] = d.generation
+        return agent_pb2.HubMessage(
+            dispatch=agent_pb2.Dispatch(
+                job_uid=d.job_uid,
+                generation=d.generation,
+                manifest=d.manifest,
+                queue=d.queue,
+                priority=d.priority,
+            )
+        )
+
+    def _cancel(self, uid: str, gen: int, reason: str) -> agent_pb2.HubMessage:
+        self.sent_cancel.add((uid, gen))
+        log.info("fencing job %s generation %d on %s: %s", uid, gen, self.cluster, reason)
+        return agent_pb2.HubMessage(cancel=agent_pb2.Cancel(job_uid=uid, generation=gen, reason=reason))
+
+    def _fenced(self, uid: str, gen: int, reason: str, ref: BindingRef | None) -> NewEvent:
+        return NewEvent(
+            "Fenced",
+            f"told cluster {self.cluster} to stop generation {gen}: {reason}",
+            job_uid=uid if ref is not None else None,
+            cluster=self.cluster,
+            kind="Warning",
+        )

@@ -1,0 +1,197 @@
+"""Recording a batch of what one agent reported, in one transaction: heartbeats, acknowledgements
+and job status, in the order sent, with one statement per kind of write.
+
+Every report is checked against its binding as locked for the batch and as the batch's earlier
+reports left it, so the rules of one-at-a-time recording hold: a report of a run that is not
+current changes nothing; a move is made only from a phase it may start from. A status carries the
+whole of its job's state, so of several statuses of one run only the last is written, with the
+events of them all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from vglobal import convert
+from vglobal.api.v1 import agent_pb2
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
+from vglobal.hub.status import Superseded
+from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, reported
+from vglobal.model.reasons import WaitKind
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import clusters as clusters_repo
+from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import runs as runs_repo
+from vglobal.store.repo.events import NewEvent
+from vglobal.store.repo.runs import JobReport, Move
+
+log = logging.getLogger(__name__)
+
+# Reports recorded in one transaction at most: a long burst is written in several.
+MAX_BATCH = 2000
+
+
+@dataclass
+class Outcome:
+    """What a batch changed that the stream must act on."""
+
+    stale: int = 0  # reports of runs that are not current: the stream should check its runs
+    finished: int = 0
+    rejected: int = 0
+
+
+@dataclass
+class _Batch:
+    cluster: str
+    refs: dict[str, BindingRef]
+    exclude_for: float
+    moves: dict[str, Move] = field(default_factory=dict)
+    statuses: dict[str, JobReport] = field(default_factory=dict)
+    rejects: list[agent_pb2.BindingRejected] = field(default_factory=list)
+    events: list[NewEvent] = field(default_factory=list)
+    outcome: Outcome = field(default_factory=Outcome)
+
+    def current(self, uid: str, generation: int) -> BindingRef | None:
+        ref = self.refs.get(uid)
+        if ref is None or not ref.is_current(self.cluster, generation):
+            self.outcome.stale += 1
+            return None
+        return ref
+
+    def to(self, uid: str, ref: BindingRef, target: BindingPhase, reason: str | None) -> None:
+        """Move the binding, merged with an earlier move of this batch (from the phase read)."""
+        first = self.moves.get(uid)
+        source = first.source if first is not None else ref.phase
+        if first is not None and reason is None:
+            reason = first.reason
+        finished = target in FINISHED
+        self.moves[uid] = Move(uid, ref.generation, source, target, reason, finished)
+        self.refs[uid] = BindingRef(target, ref.cluster, ref.generation)
+
+    def accepted(self, msg: agent_pb2.BindingAccepted) -> None:
+        ref = self.current(msg.job_uid, msg.generation)
+        if ref is None or not allowed(ref.phase, BindingPhase.Bound):
+            return
+        self.to(msg.job_uid, ref, BindingPhase.Bound, None)
+        said = f"accepted by cluster {self.cluster}"
+        self.events.append(NewEvent("Bound", said, job_uid=msg.job_uid, cluster=self.cluster))
+
+    def rejected(self, msg: agent_pb2.BindingRejected) -> None:
+        ref = self.current(msg.job_uid, msg.generation)
+        if ref is None:
+            return
+        # Re-queued on its own below: a move this batch made of it is dropped (a re-queue may
+        # start from any admitted phase), and later reports of the run find it not current.
+        self.moves.pop(msg.job_uid, None)
+        self.refs[msg.job_uid] = BindingRef(BindingPhase.Suspended, None, ref.generation)
+        self.rejects.append(msg)
+
+    def status(self, st: agent_pb2.JobStatus) -> None:
+        ref = self.current(st.job_uid, st.generation)
+        if ref is None:
+            log.debug("ignoring status of stale run %s gen %d", st.job_uid, st.generation)
+            return
+        target = reported(st.phase)
+        finished = target in FINISHED
+        self.statuses[st.job_uid] = JobReport(
+            st.job_uid,
+            st.phase,
+            [convert.task_counts(t) for t in st.tasks],
+            [convert.pod_placement(p) for p in st.placements],
+            st.retry_count,
+            finished,
+        )
+        if target is not None and target is not ref.phase and allowed(ref.phase, target):
+            self.to(st.job_uid, ref, target, (st.message or f"job {st.phase}") if finished else "")
+            self.outcome.finished += finished
+        self.events += [
+            NewEvent(
+                e.reason,
+                e.message,
+                job_uid=st.job_uid,
+                cluster=self.cluster,
+                kind=e.kind or "Normal",
+                source=f"agent/{self.cluster}",
+                time=datetime.fromtimestamp(e.time, UTC) if e.time else None,
+            )
+            for e in st.events
+        ]
+
+    def write(self, session: Session) -> None:
+        # Job rows first: a change of placements touches the binding (migration 0002), which
+        # the binding's own move then writes over in the same transaction.
+        runs_repo.update_statuses(list(self.statuses.values()), session=session)
+        runs_repo.move(list(self.moves.values()), self.cluster, session=session)
+        for msg in self.rejects:
+            bindings_repo.requeue(
+                [msg.job_uid],
+                session=session,
+                kind=WaitKind.Rejected,
+                reason=f"cluster {self.cluster} rejected the binding: {msg.reason}",
+                exclude_until=time.time() + self.exclude_for,
+            )
+            self.events.append(
+                NewEvent("Rejected", msg.reason, job_uid=msg.job_uid, cluster=self.cluster, kind="Warning")
+            )
+        self.outcome.rejected = len(self.rejects)
+        events_repo.add_events(self.events, session=session)
+        if self.outcome.finished or self.rejects:
+            notify(DISPATCH, session=session)
+        if self.rejects:
+            notify(DELIVER, session=session)
+            notify(FENCE, session=session)
+
+
+def job_uid(msg: agent_pb2.AgentMessage) -> str | None:
+    body = msg.WhichOneof("body")
+    if body in ("accepted", "rejected", "status"):
+        return str(getattr(msg, body).job_uid)
+    return None
+
+
+def record(
+    cluster: str,
+    messages: Sequence[agent_pb2.AgentMessage],
+    *,
+    stream: str,
+    exclude_for: float,
+    session: Session,
+) -> Outcome:
+    """Record heartbeats, acknowledgements and job status of ``cluster``'s agent, sent on
+    ``stream`` (its Register was recorded before); the caller owns the transaction. Superseded
+    (nothing recorded) when another stream now speaks for the cluster."""
+    if not clusters_repo.speaks_for(cluster, stream, session=session):
+        raise Superseded(f'another agent stream now speaks for cluster "{cluster}"')
+    heartbeat: dict[str, dict[str, int]] | None = None
+    for msg in messages:
+        if msg.WhichOneof("body") == "heartbeat":
+            hb = msg.heartbeat
+            if hb.api_unreachable:
+                # The agent is alive but its cluster is not: recorded as no heartbeat at all, so
+                # the cluster turns NotReady after cluster_timeout and fails over.
+                log.warning("cluster %s: its agent cannot reach the API server: %s", cluster, hb.api_error)
+                continue
+            heartbeat = heartbeat or {}
+            heartbeat.update({n.name: convert.units_of(n.free) for n in hb.nodes})
+    if heartbeat is not None:
+        clusters_repo.heartbeat(cluster, heartbeat, session=session)
+        if heartbeat:
+            notify(DISPATCH, session=session)
+    uids = [u for m in messages if (u := job_uid(m)) is not None]
+    batch = _Batch(cluster, runs_repo.lock_refs(uids, session=session), exclude_for)
+    for msg in messages:
+        body = msg.WhichOneof("body")
+        if body == "accepted":
+            batch.accepted(msg.accepted)
+        elif body == "rejected":
+            batch.rejected(msg.rejected)
+        elif body == "status":
+            batch.status(msg.status)
+    batch.write(session)
+    return batch.outcome

@@ -1,0 +1,106 @@
+"""What the runs of one cluster report, written many at once: one statement per kind of write for
+a whole batch of reports (the caller decides, under the row locks taken here, what each moves)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from vglobal.model.binding import BindingPhase, BindingRef
+from vglobal.model.forms import PodPlacement, TaskCounts, placements_to_json, tasks_to_json
+from vglobal.store.engine import joined
+from vglobal.store.repo.live import cursor
+
+
+def lock_refs(uids: Sequence[str], *, session: Session) -> dict[str, BindingRef]:
+    """Where these jobs' bindings stand, each row locked until the caller commits (in uid order,
+    so two batches never wait on each other in a cycle); a job that is gone is missing."""
+    if not uids:
+        return {}
+    with cursor(session) as cur:
+        cur.execute(
+            "SELECT job_uid, phase, cluster, generation FROM resource_bindings "
+            "WHERE job_uid = ANY(string_to_array(%(u)s, ',')) ORDER BY job_uid FOR UPDATE",
+            {"u": joined(sorted(set(uids)))},
+        )
+        return {r[0]: BindingRef.of(r[1], r[2], r[3]) for r in cur.fetchall()}
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    """The last status a current run reported of its job."""
+
+    uid: str
+    phase: str  # the Volcano job phase
+    tasks: Sequence[TaskCounts]
+    placements: Sequence[PodPlacement]
+    retry_count: int
+    finished: bool
+
+
+def update_statuses(reports: Sequence[JobReport], *, session: Session) -> None:
+    """Each job's phase, task counts, pod placements and retries as reported, in one statement; a
+    finished report stamps the job's finish time."""
+    if not reports:
+        return
+    with cursor(session) as cur:
+        cur.execute(
+            "UPDATE jobs AS j SET phase = d.phase, tasks = CAST(d.tasks AS jsonb), "
+            "placements = CAST(d.placements AS jsonb), retry_count = d.retry, updated_at = now(), "
+            "finished_at = CASE WHEN d.fin THEN now() ELSE j.finished_at END "
+            "FROM unnest(CAST(%(u)s AS text[]), CAST(%(p)s AS text[]), CAST(%(t)s AS text[]), "
+            "CAST(%(pl)s AS text[]), CAST(%(r)s AS int[]), CAST(%(f)s AS bool[])) "
+            "AS d(uid, phase, tasks, placements, retry, fin) WHERE j.uid = d.uid",
+            {
+                "u": [r.uid for r in reports],
+                "p": [r.phase for r in reports],
+                "t": [json.dumps(tasks_to_json(r.tasks)) for r in reports],
+                "pl": [json.dumps(placements_to_json(r.placements)) for r in reports],
+                "r": [r.retry_count for r in reports],
+                "f": [r.finished for r in reports],
+            },
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """A binding's move as one run (cluster, generation) made it, from the phase read under lock."""
+
+    uid: str
+    generation: int
+    source: BindingPhase
+    target: BindingPhase
+    reason: str | None  # None: keep the binding's reason
+    finished: bool
+
+
+def move(moves: Sequence[Move], cluster: str, *, session: Session) -> int:
+    """Every move in one statement, each only if the binding is still as the caller read it;
+    returns how many moved."""
+    if not moves:
+        return 0
+    with cursor(session) as cur:
+        cur.execute(
+            "UPDATE resource_bindings AS b SET phase = d.target, updated_at = now(), "
+            "reason = coalesce(d.reason, b.reason), "
+            "reason_kind = CASE WHEN d.reason IS NULL THEN b.reason_kind ELSE '' END, "
+            "finished_at = CASE WHEN d.fin THEN now() ELSE b.finished_at END "
+            "FROM unnest(string_to_array(%(u)s, ','), CAST(%(g)s AS bigint[]), "
+            "string_to_array(%(s)s, ','), string_to_array(%(t)s, ','), CAST(%(r)s AS text[]), "
+            "CAST(%(f)s AS bool[])) AS d(uid, gen, source, target, reason, fin) "
+            "WHERE b.job_uid = d.uid AND b.cluster = %(c)s AND b.generation = d.gen "
+            "AND b.phase = d.source",
+            {
+                "u": joined([m.uid for m in moves]),
+                "g": [m.generation for m in moves],
+                "s": ",".join(m.source.value for m in moves),
+                "t": ",".join(m.target.value for m in moves),
+                "r": [m.reason for m in moves],
+                "f": [m.finished for m in moves],
+                "c": cluster,
+            },
+        )
+        return cur.rowcount
