@@ -112,7 +112,9 @@ class AsyncClient:
         """Every job that matches (queue, namespace, phase, cluster, labels), a page at a time."""
         token = ""
         while True:
-            req = jobs_pb2.ListJobsRequest(page_token=token, page_size=page_size, labels=labels or {}, **filters)
+            req = jobs_pb2.ListJobsRequest(
+                page_token=token, page_size=page_size, labels=labels or {}, **filters
+            )
             resp = await self._call(self.jobs.ListJobs, req)
             for job in resp.jobs:
                 yield job
