@@ -287,7 +287,8 @@ def phase_history(run: Run) -> None:
     run.phase.notes.append(
         f"{a.history_rows:,} finished jobs: mean dispatch cycle {full * 1000:.1f} ms over {n1:.0f} cycles"
     )
-    get_jobs(run)
+    if a.get_jobs:
+        get_jobs(run)
 
 
 def get_jobs(run: Run) -> None:
@@ -337,6 +338,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--history-rows", type=int, default=1_000_000)
     p.add_argument("--history-rate", type=float, default=200.0)
     p.add_argument("--history-seconds", type=float, default=60.0)
+    p.add_argument(
+        "--no-get-jobs", dest="get_jobs", action="store_false", help="history: skip `get jobs` over it"
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="for the pipeline to finish")
     p.add_argument(
         "--insecure", action="store_true", help="plaintext and open hub (loopback) instead of TLS + token"
