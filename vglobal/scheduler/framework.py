@@ -7,6 +7,7 @@ Vote results use Volcano's constants: PERMIT = 1, ABSTAIN = 0, REJECT = -1.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,7 +68,7 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
-class Plugin:
+class Plugin(abc.ABC):
     """Base class; subclasses set ``name`` and register functions in ``on_session_open``."""
 
     name = ""
@@ -76,8 +77,9 @@ class Plugin:
         self.option = option
         self.arguments: dict[str, Any] = dict(option.arguments)
 
+    @abc.abstractmethod
     def on_session_open(self, ssn: Session) -> None:
-        raise NotImplementedError
+        """Register this plugin's functions with the session."""
 
     def on_session_close(self, ssn: Session) -> None:
         return None
