@@ -121,7 +121,6 @@ def test_cli_errors_exit_non_zero_with_the_servers_message(system: System) -> No
     assert "created" in system.cli("apply", "-f", str(good)).stdout
 
 
-
 def _running_on_east_with_west_standing_by(system: System, duration: str) -> None:
     """The job runs on east and west is registered, cordoned until then, so that the job lands on
     east and the time between its start and the test's fault does not include an agent's start-up
@@ -136,6 +135,7 @@ def _running_on_east_with_west_standing_by(system: System, duration: str) -> Non
     with system.client() as c:  # polled in-process: a CLI process per look is slow on a busy machine
         wait_for(lambda: c.get_job("ps-worker").phase == "Running", 30, "running on east", system)
         c.uncordon_cluster("west")
+
 
 def test_agent_killed_mid_job_is_failed_over_and_never_runs_twice(system: System) -> None:
     system.start_hub("--cluster-timeout", "2s", "--failover-after", "1s")

@@ -39,7 +39,12 @@ def test_health_and_reflection_describe_the_hub(database_url: str) -> None:
         )
         names = sorted(s.name for s in listed.list_services_response.service)
         assert names == sorted(
-            [*API, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"]
+            [
+                *API,
+                "grpc.health.v1.Health",
+                "grpc.reflection.v1alpha.ServerReflection",
+                "grpc.reflection.v1.ServerReflection",
+            ]
         )
         # reflection also hands out the API's descriptors, e.g. for grpcurl
         (found,) = stub.ServerReflectionInfo(

@@ -152,7 +152,9 @@ def step(session: Session, rng: random.Random, k: str) -> str:
     elif action == "finish" and holding:
         session.execute(
             # As every writer that finishes a binding does: the change scan finds it by that time.
-            sa.text("UPDATE resource_bindings SET phase = 'Succeeded', finished_at = now() WHERE job_uid = :u"),
+            sa.text(
+                "UPDATE resource_bindings SET phase = 'Succeeded', finished_at = now() WHERE job_uid = :u"
+            ),
             {"u": rng.choice(holding)},
         )
     elif action == "requeue" and holding:

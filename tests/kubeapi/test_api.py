@@ -114,7 +114,10 @@ def test_errors_carry_the_apiservers_status_bodies(core: client.CoreV1Api) -> No
         core.create_namespaced_pod(
             "default", {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "Main_C", "image": "i"}]}}
         )
-    assert e.value.status == 422 and 'spec.containers[0].name: Invalid value: "Main_C"' in body(e.value)["message"]
+    assert (
+        e.value.status == 422
+        and 'spec.containers[0].name: Invalid value: "Main_C"' in body(e.value)["message"]
+    )
     with pytest.raises(ApiException) as e:
         core.list_namespaced_pod("default", field_selector="spec.bogus=1")
     assert e.value.status == 400 and body(e.value)["message"] == "field label not supported: spec.bogus"

@@ -35,4 +35,3 @@ def test_generated_code_is_fresh(tmp_path: Path) -> None:
     current = {p.name: p.read_text() for p in committed.iterdir() if p.is_file()}
     stale = sorted(n for n in fresh.keys() | current.keys() if fresh.get(n) != current.get(n))
     assert not stale, f"vglobal/api/v1 is stale ({', '.join(stale)}): run `make proto`"
-

@@ -76,7 +76,9 @@ def test_an_ip_address_hub_host_is_an_ip_san(tmp_path: Path) -> None:
 def test_existing_files_are_kept_unless_forced(tmp_path: Path) -> None:
     run("--dir", str(tmp_path), "--hub-host", "h", "--user", "a:admin")
     token = (tmp_path / "token-a").read_text()
-    again = CliRunner().invoke(certs, ["init", "--dir", str(tmp_path), "--hub-host", "h", "--user", "a:admin"])
+    again = CliRunner().invoke(
+        certs, ["init", "--dir", str(tmp_path), "--hub-host", "h", "--user", "a:admin"]
+    )
     assert again.exit_code != 0 and "--force" in again.output
     assert (tmp_path / "token-a").read_text() == token
     run("--dir", str(tmp_path), "--hub-host", "h", "--user", "a:admin", "--force")

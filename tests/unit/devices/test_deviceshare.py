@@ -77,7 +77,9 @@ tiers:
 
 
 def schedule(nodes: Sequence[NodeSpec], tasks: Sequence[TaskSpec], text: str | None = None) -> dict[str, str]:
-    state = ClusterSnapshot(tuple(nodes), tuple(job(t, i) for i, t in enumerate(tasks)), (QueueSpec("default"),))
+    state = ClusterSnapshot(
+        tuple(nodes), tuple(job(t, i) for i, t in enumerate(tasks)), (QueueSpec("default"),)
+    )
     return dict(run_cycle(state, parse_conf(text or conf())).binds)
 
 

@@ -29,4 +29,3 @@ def test_parse(text: str, seconds: float) -> None:
 def test_parse_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
-

@@ -11,7 +11,8 @@ from vglobal.model.resources import ResourceVector
 
 
 @given(
-    st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu", "ephemeral-storage"]), st.integers(0, MAX_UNITS)
+    st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu", "ephemeral-storage"]),
+    st.integers(0, MAX_UNITS),
 )
 def test_formatting_units_round_trips(resource: str, units: int) -> None:
     assert to_units(resource, format_units(resource, units)) == units

@@ -67,9 +67,7 @@ def identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{secrets.token_hex(4)}"
 
 
-def run_kube_agent(
-    hub: Dial | str, settings: KubeAgentSettings, stop: threading.Event | None = None
-) -> None:
+def run_kube_agent(hub: Dial | str, settings: KubeAgentSettings, stop: threading.Event | None = None) -> None:
     """Run until ``stop``, SIGTERM or SIGINT; LeaseLost if another replica took over."""
     stop = stop or threading.Event()
     install_signals(stop)
