@@ -8,7 +8,7 @@ Neither index holds a column that a binding's other writes change, so those stay
 (see 0003).
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 """
 
 from __future__ import annotations
