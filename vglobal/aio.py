@@ -21,7 +21,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.batches import BATCH_SIZE, batches
 from vglobal.client import VGlobalError, _retryable, _wait
-from vglobal.dial import Dial
+from vglobal.dial import CLIENT_OPTIONS, Dial
 
 __all__ = ["AsyncClient"]
 T = TypeVar("T")
@@ -42,15 +42,10 @@ class AsyncClient:
         token: str | None = None,
         dial: Dial | None = None,
     ) -> None:
-        def path(p: str | Path | None) -> Path | None:
-            return Path(p) if p is not None else None
-
-        self.dial = dial or Dial.from_env(
-            hub, ca_file=path(ca_file), cert=path(cert), key=path(key), token=token
-        )
+        self.dial = Dial.for_client(hub, dial=dial, ca_file=ca_file, cert=cert, key=key, token=token)
         self.timeout = timeout
         self.retries = retries
-        self.channel = self.dial.aio_channel(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+        self.channel = self.dial.aio_channel(options=CLIENT_OPTIONS)
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
 
     async def __aenter__(self) -> AsyncClient:

@@ -31,7 +31,7 @@ from vglobal.api.v1 import (
     queues_pb2_grpc,
 )
 from vglobal.batches import BATCH_SIZE, batches
-from vglobal.dial import DEFAULT_HUB, Dial, DialError
+from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
 T = TypeVar("T")
@@ -175,16 +175,11 @@ class Client:
         token: str | None = None,
         dial: Dial | None = None,
     ) -> None:
-        def path(p: str | Path | None) -> Path | None:
-            return Path(p) if p is not None else None
-
-        self.dial = dial or Dial.from_env(
-            hub, ca_file=path(ca_file), cert=path(cert), key=path(key), token=token
-        )
+        self.dial = Dial.for_client(hub, dial=dial, ca_file=ca_file, cert=cert, key=key, token=token)
         self.target = self.dial.target
         self.timeout = timeout
         self.retries = retries
-        self.channel = self.dial.channel(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+        self.channel = self.dial.channel(options=CLIENT_OPTIONS)
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
         self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
         self.clusters = clusters_pb2_grpc.ClusterServiceStub(self.channel)

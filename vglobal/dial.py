@@ -23,6 +23,9 @@ ENV_CA_FILE = "VGLOBAL_CA_FILE"
 ENV_CERT = "VGLOBAL_CERT"
 ENV_KEY = "VGLOBAL_KEY"
 
+# What the SDK's clients accept from the hub: a page of jobs with their manifests can be large.
+CLIENT_OPTIONS = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+
 
 class DialError(ValueError):
     """The dial settings cannot work (a missing file, a token that would go out in plaintext)."""
@@ -145,6 +148,26 @@ class Dial:
             key=key or _env_path(ENV_KEY),
             token=token or os.environ.get(ENV_TOKEN) or None,
         )
+
+    @classmethod
+    def for_client(
+        cls,
+        hub: str | None,
+        *,
+        dial: Dial | None = None,
+        ca_file: str | Path | None = None,
+        cert: str | Path | None = None,
+        key: str | Path | None = None,
+        token: str | None = None,
+    ) -> Dial:
+        """The SDK clients' arguments: ``dial`` as given, else ``from_env`` with the rest."""
+        if dial is not None:
+            return dial
+
+        def path(p: str | Path | None) -> Path | None:
+            return Path(p) if p is not None else None
+
+        return cls.from_env(hub, ca_file=path(ca_file), cert=path(cert), key=path(key), token=token)
 
     @property
     def tls(self) -> bool:
