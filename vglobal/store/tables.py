@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
+from vglobal.model.phases import ClusterState
+
 metadata = sa.MetaData(
     naming_convention={
         "ix": "ix_%(column_0_label)s",
@@ -119,7 +121,7 @@ clusters = sa.Table(
     metadata,
     sa.Column("name", sa.Text, primary_key=True),
     sa.Column("labels", JSONB, nullable=False, server_default="{}"),
-    sa.Column("state", sa.Text, nullable=False, server_default="Ready"),
+    sa.Column("state", sa.Text, nullable=False, server_default=ClusterState.Ready.value),
     sa.Column("cordoned", sa.Boolean, nullable=False, server_default=sa.false()),
     # [{name, labels, allocatable: units, taints, unschedulable}]
     sa.Column("nodes", JSONB, nullable=False, server_default="[]"),
