@@ -29,12 +29,12 @@ import psutil
 
 from tests.kubeapi import EmulatorProcess
 from vglobal.agent.backends.sim import SimBackend
+from vglobal.agent.backends.sim_cluster import parse_sim_cluster
 from vglobal.agent.kube.api import KubeApi, connect
 from vglobal.agent.kube.backend import KubeBackend, KubeOptions
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.clock import RealClock
 from vglobal.model.job import Job, parse_job
-from vglobal.model.sim_cluster import parse_sim_cluster
 
 ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 

@@ -22,9 +22,7 @@ from vglobal.api.v1 import (
     jobs_pb2,
     queues_pb2,
 )
-from vglobal.model.cron_decision import CronStatus
 from vglobal.model.cronjob import CronJob
-from vglobal.model.flow_progress import JobFlowStatus
 from vglobal.model.forms import PodPlacement, TaskCounts, tasks_from_json
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.jobflow import JobFlow, JobTemplate
@@ -41,6 +39,7 @@ from vglobal.model.records import (
     QueueUsage,
 )
 from vglobal.model.resources import ResourceVector
+from vglobal.model.workflow_status import CronStatus, JobFlowStatus
 
 # ---- resources and times
 

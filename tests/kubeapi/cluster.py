@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from tests.kubeapi.clock import rfc3339
-from vglobal.model.sim_cluster import SimCluster, SimNode, parse_sim_cluster
+from vglobal.agent.backends.sim_cluster import SimCluster, SimNode, parse_sim_cluster
 
 DEFAULT_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 GFD_PRODUCT, GFD_MEMORY, GFD_COUNT = "nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/gpu.count"

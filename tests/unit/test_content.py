@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.queue import Queue
-from vglobal.model.sim_cluster import SimCluster
 from vglobal.sim.run import run_simulation
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_clusters_and_examples_parse() -> None:
-    clusters = [m for f in sorted((ROOT / "clusters").glob("*.yaml")) for m in parse_manifests(f.read_text())]
+    clusters = [m for f in sorted((ROOT / "clusters").glob("*.yaml")) for m in parse_sim_manifests(f.read_text())]
     examples = [m for f in sorted((ROOT / "examples").glob("*.yaml")) for m in parse_manifests(f.read_text())]
     assert len(clusters) == 3 and all(isinstance(c, SimCluster) for c in clusters)
     assert {type(m) for m in examples} == {Job, Queue, CronJob, JobTemplate, JobFlow}

@@ -13,14 +13,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LINT = Path(sys.executable).parent / "lint-imports"
 
-# contract id -> (module to add, its one bad import). Each probe is a new module nothing imports, so
-# the bad import reaches no other module through an import chain.
+# "contract id[:variant]" -> (module to add, its one bad import). Each probe is a new module nothing
+# imports, so the bad import reaches no other module through an import chain.
 PROBES: dict[str, tuple[str, str]] = {
     "floors": ("vglobal/model/_probe.py", "import vglobal.api"),
+    "floors:workflows": ("vglobal/workflows/_probe.py", "import vglobal.hub"),
     "cores-independent": ("vglobal/scheduler/_probe.py", "import vglobal.admission"),
+    "cores-independent:workflows": ("vglobal/workflows/_probe.py", "import vglobal.admission"),
     "cores-only-model": ("vglobal/admission/_probe.py", "import vglobal.api"),
+    "cores-only-model:workflows": ("vglobal/workflows/_probe.py", "import vglobal.api"),
     "cores-pure": ("vglobal/admission/_probe.py", "import time"),
-    "cores-pure-third-party": ("vglobal/scheduler/_probe.py", "import sqlalchemy"),
+    "cores-pure:third-party": ("vglobal/scheduler/_probe.py", "import sqlalchemy"),
+    "cores-pure:workflows": ("vglobal/workflows/_probe.py", "import vglobal.clock"),
     "cores-no-datetime": ("vglobal/admission/_probe.py", "import datetime"),
     "store-only-model": ("vglobal/store/_probe.py", "import vglobal.api"),
     "hub-no-scheduler": ("vglobal/hub/_probe.py", "import vglobal.scheduler"),
@@ -55,7 +59,7 @@ def test_import_contracts_hold() -> None:
 
 def test_every_contract_fails_on_the_import_it_forbids(tmp_path: Path) -> None:
     contracts = _contracts()
-    targets = {probe: probe.removesuffix("-third-party") for probe in PROBES}
+    targets = {probe: probe.split(":")[0] for probe in PROBES}
     assert set(targets.values()) == set(contracts), "every contract needs a probe that breaks it"
     runs: dict[str, subprocess.Popen[str]] = {}
     for probe, (module, bad_import) in PROBES.items():

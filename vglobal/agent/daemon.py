@@ -15,21 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from vglobal.agent.backends.sim import SimBackend
+from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.agent.core import AgentCore
 from vglobal.agent.hub_link import HubLink, Inbox
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import RealClock
 from vglobal.dial import Dial
-from vglobal.model.manifests import parse_manifests
-from vglobal.model.sim_cluster import SimCluster
 from vglobal.scheduler import DEFAULT_AGENT_CONF, SchedulerConf, parse_conf
 
 log = logging.getLogger(__name__)
 
 
 def load_sim_cluster(path: Path) -> SimCluster:
-    found = [m for m in parse_manifests(path.read_text()) if isinstance(m, SimCluster)]
+    found = [m for m in parse_sim_manifests(path.read_text()) if isinstance(m, SimCluster)]
     if len(found) != 1:
         raise ValueError(f"{path}: expected one SimCluster document, found {len(found)}")
     return found[0]

@@ -1,21 +1,24 @@
-"""Multi-document YAML or JSON text to typed manifests, chosen by apiVersion and kind."""
+"""Multi-document YAML or JSON text to typed manifests, chosen by apiVersion and kind.
+
+``KINDS`` are the hub's kinds; a reader of other kinds passes its own table to ``parse_documents``
+(the simulator's SimCluster: ``vglobal.agent.backends.sim_cluster``).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, job, jobflow, priority_class, queue, sim_cluster
+from vglobal.model import cronjob, job, jobflow, priority_class, queue
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.job import Job, parse_job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
-from vglobal.model.sim_cluster import SimCluster, parse_sim_cluster
 
 __all__ = [
     "KINDS",
@@ -25,17 +28,20 @@ __all__ = [
     "load_documents",
     "manifest_to_json",
     "manifest_to_yaml",
+    "parse_document",
+    "parse_documents",
     "parse_manifest",
     "parse_manifests",
 ]
 
-Manifest = Job | Queue | PriorityClass | SimCluster | CronJob | JobTemplate | JobFlow
+Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow
+M = TypeVar("M")
+Kinds = Mapping[tuple[str, str], Callable[[Mapping[str, Any]], M]]  # (apiVersion, kind) -> parser
 
-KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest]] = {
+KINDS: Kinds[Manifest] = {
     (job.API_VERSION, job.KIND): parse_job,
     (queue.API_VERSION, queue.KIND): parse_queue,
     (priority_class.API_VERSION, priority_class.KIND): parse_priority_class,
-    (sim_cluster.API_VERSION, sim_cluster.KIND): parse_sim_cluster,
     (cronjob.API_VERSION, cronjob.KIND): parse_cron_job,
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
@@ -140,6 +146,11 @@ def load_documents(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[dic
 
 def parse_manifest(doc: Mapping[str, Any]) -> Manifest:
     """One document to its typed manifest; raises ManifestError."""
+    return parse_document(doc, KINDS)
+
+
+def parse_document(doc: Mapping[str, Any], kinds: Kinds[M]) -> M:
+    """One document to its typed manifest, by the given table of kinds; raises ManifestError."""
     if not isinstance(doc, Mapping):
         raise ManifestError.one("", f"a manifest must be a mapping, not {type(doc).__name__}")
     api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -147,15 +158,15 @@ def parse_manifest(doc: Mapping[str, Any]) -> Manifest:
         raise ManifestError.one("kind", "required")
     if not api or not isinstance(api, str):
         raise ManifestError.one("apiVersion", "required")
-    parser = KINDS.get((api, kind))
+    parser = kinds.get((api, kind))
     if parser is not None:
         return parser(doc)
-    versions = [a for a, k in KINDS if k == kind]
+    versions = [a for a, k in kinds if k == kind]
     if versions:
         raise ManifestError.one(
             "apiVersion", f'unsupported apiVersion "{api}" for kind {kind} (use {versions[0]})'
         )
-    known = ", ".join(f"{a} {k}" for a, k in KINDS)
+    known = ", ".join(f"{a} {k}" for a, k in kinds)
     raise ManifestError.one("kind", f'unknown kind "{kind}" (apiVersion "{api}"); supported: {known}')
 
 
@@ -171,11 +182,16 @@ def parse_manifests(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Ma
 
     With several documents the error's ``document`` names which one (``document[1] (Job "x")``).
     """
+    return parse_documents(text, KINDS, max_bytes=max_bytes)
+
+
+def parse_documents(text: str, kinds: Kinds[M], *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[M]:
+    """``parse_manifests`` by the given table of kinds."""
     docs = load_documents(text, max_bytes=max_bytes)
-    out: list[Manifest] = []
+    out: list[M] = []
     for i, doc in enumerate(docs):
         try:
-            out.append(parse_manifest(doc))
+            out.append(parse_document(doc, kinds))
         except ManifestError as exc:
             if len(docs) > 1:
                 exc.document = f"document[{i}] ({_describe(doc)})"

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from vglobal.model.forms import Gang, Placement, PodPlacement, TaskCounts
+from vglobal.model.phases import ClusterState
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,8 @@ class ClusterRow:
 
     @property
     def effective_state(self) -> str:
-        if self.state == "Ready" and self.cordoned:
-            return "Cordoned"
+        if self.state == ClusterState.Ready and self.cordoned:
+            return ClusterState.Cordoned
         return self.state
 
 

@@ -11,13 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import EMPTY, ResourceVector
-
-if TYPE_CHECKING:
-    from vglobal.scheduler.devices.table import Grant
 
 _NO_STRINGS: Mapping[str, str] = {}
 _NO_ANY: Mapping[str, Any] = {}
@@ -125,6 +122,27 @@ class ClusterSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class MigInstance:
+    """One MIG instance profile of a geometry (``1g.5gb``: its memory, how many a geometry has)."""
+
+    name: str
+    memory_mib: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """One device given to one task (an output of the cycle, read by the agent's backends)."""
+
+    device: int
+    memory_mib: int
+    cores: int
+    whole: bool = False
+    geometry: int | None = None
+    instance: MigInstance | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CycleResult:
     binds: Mapping[str, str]  # task uid -> node, to bind now
     pipelined: Mapping[str, str]  # task uid -> node, waiting for releasing resources
@@ -139,7 +157,9 @@ __all__ = [
     "EMPTY",
     "ClusterSnapshot",
     "CycleResult",
+    "Grant",
     "JobSpec",
+    "MigInstance",
     "NodeSpec",
     "QueueSpec",
     "ResourceVector",

@@ -1,19 +1,18 @@
 """The ``volcano-scheduler.conf`` YAML format: actions, tiers of plugins, action configurations.
 
-The caller reads the file; this module only parses text. Unknown actions and plugins are errors that
-name the offending field, so a typo never silently drops a plugin.
+The caller reads the file; this module only parses text. Actions and plugins not among the names
+the caller gives (the keys of its tables) are errors that name the offending field, so a typo never
+silently drops a plugin.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-
-from vglobal.scheduler import registry
 
 _FLAG = re.compile(r"^enabled?[A-Z][A-Za-z]*$")
 _NO_ARGS: Mapping[str, Any] = {}
@@ -50,7 +49,7 @@ def _bool(value: Any, where: str) -> bool:
     raise ValueError(f"{where}: expected true or false, got {value!r}")
 
 
-def _plugin(raw: Any, where: str, known: frozenset[str] | None) -> PluginOption:
+def _plugin(raw: Any, where: str, known: Collection[str] | None) -> PluginOption:
     if not isinstance(raw, Mapping):
         raise ValueError(f"{where}: expected a mapping with a name")
     name = raw.get("name")
@@ -71,12 +70,13 @@ def _plugin(raw: Any, where: str, known: frozenset[str] | None) -> PluginOption:
     return PluginOption(name=name, arguments=dict(arguments), flags=flags)
 
 
-def parse_conf(text: str) -> SchedulerConf:
-    """Parse a volcano-scheduler.conf document; ValueError names the bad field."""
-    return _parse(text, registry.plugin_names())
+def parse_conf(
+    text: str, *, actions: Collection[str] | None, plugins: Collection[str] | None
+) -> SchedulerConf:
+    """Parse a volcano-scheduler.conf document; ValueError names the bad field.
 
-
-def _parse(text: str, known: frozenset[str] | None) -> SchedulerConf:
+    ``actions`` and ``plugins`` are the names it may use (None: not checked).
+    """
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -86,26 +86,26 @@ def _parse(text: str, known: frozenset[str] | None) -> SchedulerConf:
     actions_raw = doc.get("actions", "")
     if not isinstance(actions_raw, str):
         raise ValueError("actions: expected a comma-separated string")
-    actions = tuple(a.strip() for a in actions_raw.split(",") if a.strip())
-    if not actions:
+    names = tuple(a.strip() for a in actions_raw.split(",") if a.strip())
+    if not names:
         raise ValueError("actions: no action configured")
-    for i, action in enumerate(actions):
-        if action not in registry.ACTION_NAMES:
+    for i, action in enumerate(names):
+        if actions is not None and action not in actions:
             raise ValueError(f"actions[{i}]: unknown action {action!r}")
     tiers_raw = doc.get("tiers") or []
     if not isinstance(tiers_raw, list):
         raise ValueError("tiers: expected a list")
     tiers: list[tuple[PluginOption, ...]] = []
     for t, tier in enumerate(tiers_raw):
-        plugins = tier.get("plugins") if isinstance(tier, Mapping) else None
-        if not isinstance(plugins, list):
+        entries = tier.get("plugins") if isinstance(tier, Mapping) else None
+        if not isinstance(entries, list):
             raise ValueError(f"tiers[{t}].plugins: expected a list")
-        tiers.append(tuple(_plugin(p, f"tiers[{t}].plugins[{i}]", known) for i, p in enumerate(plugins)))
+        tiers.append(tuple(_plugin(p, f"tiers[{t}].plugins[{i}]", plugins) for i, p in enumerate(entries)))
     configurations: dict[str, Mapping[str, Any]] = {}
     for c, item in enumerate(doc.get("configurations") or []):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise ValueError(f"configurations[{c}].name: missing action name")
-        if item["name"] not in registry.ACTION_NAMES:
+        if actions is not None and item["name"] not in actions:
             raise ValueError(f"configurations[{c}].name: unknown action {item['name']!r}")
         args = item.get("arguments") or {}
         if not isinstance(args, Mapping):
@@ -114,7 +114,7 @@ def _parse(text: str, known: frozenset[str] | None) -> SchedulerConf:
     for key in doc:
         if key not in ("actions", "tiers", "configurations"):
             raise ValueError(f"{key}: unknown scheduler conf field")
-    return SchedulerConf(actions=actions, tiers=tuple(tiers), configurations=configurations)
+    return SchedulerConf(actions=names, tiers=tuple(tiers), configurations=configurations)
 
 
 DEFAULT_AGENT_CONF_TEXT = """\
@@ -134,5 +134,5 @@ tiers:
 """
 
 # DESIGN.md section 6.3.
-# Not validated against the registry here: the plugins import this module (a test checks the names).
-DEFAULT_AGENT_CONF: SchedulerConf = _parse(DEFAULT_AGENT_CONF_TEXT, None)
+# Not checked against the tables here: the plugins import this module (a test checks the names).
+DEFAULT_AGENT_CONF: SchedulerConf = parse_conf(DEFAULT_AGENT_CONF_TEXT, actions=None, plugins=None)

@@ -3,6 +3,9 @@
 Plugins follow Volcano's life cycle: ``on_session_open`` registers functions (orders, votes,
 predicates, scores, event handlers) on the session; ``on_session_close`` writes back status.
 Vote results use Volcano's constants: PERMIT = 1, ABSTAIN = 0, REJECT = -1.
+
+``Plugin`` is generic in the session it opens on (each plugin is a ``Plugin[Session]``): the session
+module imports this one, so this one names no session type and the two form no import cycle.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from vglobal.scheduler.nodes import BoolArray, FloatArray, IntArray
 
@@ -18,7 +21,6 @@ if TYPE_CHECKING:
     from vglobal.scheduler.conf import PluginOption
     from vglobal.scheduler.heap import GoHeap
     from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
-    from vglobal.scheduler.session import Session
     from vglobal.scheduler.statement import Statement
 
 PERMIT = 1
@@ -55,9 +57,10 @@ VictimsFn = Callable[["TaskInfo", Sequence["TaskInfo"]], "tuple[list[TaskInfo], 
 VictimQueueOrderFn = Callable[["QueueInfo", "QueueInfo", "QueueInfo"], int]
 JobEnqueuedFn = Callable[["JobInfo"], None]
 HyperNodeOrderFn = Callable[["JobInfo", Mapping[str, IntArray]], Mapping[str, float]]
-# (session, pending-task heap, job, queue) -> None if not handled, else (statement, tasks left)
+# (pending-task heap, job, queue) -> None if not handled, else (statement, tasks left); the plugin
+# keeps the session it registered the function on
 JobAllocatorFn = Callable[
-    ["Session", "GoHeap[TaskInfo]", "JobInfo", "QueueInfo"],
+    ["GoHeap[TaskInfo]", "JobInfo", "QueueInfo"],
     "tuple[Statement | None, GoHeap[TaskInfo] | None] | None",
 ]
 
@@ -68,7 +71,10 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
-class Plugin(abc.ABC):
+SessionT = TypeVar("SessionT")
+
+
+class Plugin(abc.ABC, Generic[SessionT]):
     """Base class; subclasses set ``name`` and register functions in ``on_session_open``."""
 
     name = ""
@@ -78,10 +84,10 @@ class Plugin(abc.ABC):
         self.arguments: dict[str, Any] = dict(option.arguments)
 
     @abc.abstractmethod
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionT) -> None:
         """Register this plugin's functions with the session."""
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionT) -> None:
         return None
 
     # Argument helpers: Volcano reads conf arguments leniently (strings or numbers).

@@ -3,16 +3,18 @@
 The primitives here (``allocate_on`` / ``pipeline_on`` / ``evict`` and their undos) change task
 status, node arrays and plugin state at once, as Volcano's Statement and Session do; a Statement
 records them so a gang can be committed or discarded.
+
+The session is given the tables of actions and plugins its conf names (``vglobal.scheduler.tables``
+holds the built-in ones; a test or the simulator may pass its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vglobal.scheduler import registry
 from vglobal.scheduler.api import ClusterSnapshot, CycleResult, TaskStatus
-from vglobal.scheduler.conf import SchedulerConf
+from vglobal.scheduler.conf import PluginOption, SchedulerConf
 from vglobal.scheduler.framework import Plugin
 from vglobal.scheduler.hooks import PluginHooks
 from vglobal.scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo
@@ -20,6 +22,9 @@ from vglobal.scheduler.nodes import IntArray, NodeTable, ResourceIndex
 
 FINISHED = (TaskStatus.Succeeded, TaskStatus.Failed)
 DEVICE_GRANTS = "device-grants"  # session cache: task uid -> (node row, GPUs granted), by deviceshare
+
+ActionFn = Callable[["Session"], None]
+PluginFactory = Callable[[PluginOption], "Plugin[Session]"]
 
 
 def _resource_names(state: ClusterSnapshot) -> Iterable[str]:
@@ -37,9 +42,18 @@ def _resource_names(state: ClusterSnapshot) -> Iterable[str]:
 
 
 class Session(PluginHooks):
-    def __init__(self, state: ClusterSnapshot, conf: SchedulerConf, *, vectorized: bool = True) -> None:
+    def __init__(
+        self,
+        state: ClusterSnapshot,
+        conf: SchedulerConf,
+        *,
+        actions: Mapping[str, ActionFn],
+        plugins: Mapping[str, PluginFactory],
+        vectorized: bool = True,
+    ) -> None:
         super().__init__(conf.tiers)
         self.conf = conf
+        self.actions = actions
         self.vectorized = vectorized
         self.index = ResourceIndex(_resource_names(state))
         self.nodes = NodeTable(state.nodes, self.index)
@@ -56,7 +70,7 @@ class Session(PluginHooks):
         for job in self.jobs.values():
             for task in job.tasks.values():
                 self._place_existing(task)
-        self.plugins: list[list[Plugin]] = [[registry.build_plugin(o) for o in tier] for tier in conf.tiers]
+        self.plugins: list[list[Plugin[Session]]] = [[plugins[o.name](o) for o in t] for t in conf.tiers]
         self.binds: dict[str, str] = {}
         self.evictions: list[str] = []
         self.reasons: dict[str, str] = {}
@@ -86,7 +100,7 @@ class Session(PluginHooks):
 
     def run_actions(self) -> None:
         for name in self.conf.actions:
-            registry.action(name)(self)
+            self.actions[name](self)
 
     def close(self) -> CycleResult:
         for tier in self.plugins:

@@ -1,12 +1,29 @@
-"""A Statement: the operations of one gang, committed together or undone in reverse order."""
+"""A Statement: the operations of one gang, committed together or undone in reverse order.
+
+It works on the session's primitives, named here as a protocol: the session's hooks name Statement
+(a job allocator returns one), so this module must not import the session.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.info import TaskInfo
-from vglobal.scheduler.session import Session
+
+
+class Primitives(Protocol):
+    """What a Statement does and undoes on the session (``vglobal.scheduler.session.Session``)."""
+
+    def allocate_on(self, task: TaskInfo, row: int) -> None: ...
+    def unallocate(self, task: TaskInfo) -> None: ...
+    def pipeline_on(self, task: TaskInfo, row: int) -> None: ...
+    def unpipeline(self, task: TaskInfo) -> None: ...
+    def evict(self, task: TaskInfo) -> TaskStatus: ...
+    def unevict(self, task: TaskInfo, previous: TaskStatus) -> None: ...
+    def dispatch(self, task: TaskInfo) -> None: ...
+    def record_eviction(self, task: TaskInfo) -> None: ...
 
 
 @dataclass(slots=True)
@@ -19,7 +36,7 @@ class Operation:
 class Statement:
     __slots__ = ("operations", "ssn")
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Primitives) -> None:
         self.ssn = ssn
         self.operations: list[Operation] = []
 

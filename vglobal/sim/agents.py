@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap
 from vglobal.agent.backends.sim import SimBackend
+from vglobal.agent.backends.sim_cluster import SimCluster
 from vglobal.agent.core import AgentCore
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import Clock
 from vglobal.model.resources import ResourceVector
-from vglobal.model.sim_cluster import SimCluster
 from vglobal.scheduler import SchedulerConf
 
 _BLOCKING_TAINTS = ("NoSchedule", "NoExecute")

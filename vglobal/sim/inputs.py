@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vglobal.admission import PendingJob, QueueSnap
+from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
-from vglobal.model.manifests import Manifest, parse_manifests
+from vglobal.model.manifests import Manifest
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import ROOT, Queue, default_queue
 from vglobal.model.resources import ResourceVector
-from vglobal.model.sim_cluster import SimCluster
 
 SUFFIXES = (".yaml", ".yml", ".json")
 POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
@@ -30,7 +30,7 @@ class SimInputError(ValueError):
     """Bad input to a simulation; the message names the file and the field."""
 
 
-def _documents(path: Path) -> list[tuple[Path, Manifest]]:
+def _documents(path: Path) -> list[tuple[Path, Manifest | SimCluster]]:
     if not path.exists():
         raise SimInputError(f"{path}: no such file or directory")
     files = (
@@ -38,10 +38,10 @@ def _documents(path: Path) -> list[tuple[Path, Manifest]]:
         if path.is_dir()
         else [path]
     )
-    out: list[tuple[Path, Manifest]] = []
+    out: list[tuple[Path, Manifest | SimCluster]] = []
     for f in files:
         try:
-            out += [(f, m) for m in parse_manifests(f.read_text())]
+            out += [(f, m) for m in parse_sim_manifests(f.read_text())]
         except ManifestError as exc:
             raise SimInputError(f"{f}: {exc}") from None
     return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
+from vglobal.model.phases import ClusterState
+
 metadata = sa.MetaData(
     naming_convention={
         "ix": "ix_%(column_0_label)s",
@@ -119,7 +121,7 @@ clusters = sa.Table(
     metadata,
     sa.Column("name", sa.Text, primary_key=True),
     sa.Column("labels", JSONB, nullable=False, server_default="{}"),
-    sa.Column("state", sa.Text, nullable=False, server_default="Ready"),
+    sa.Column("state", sa.Text, nullable=False, server_default=ClusterState.Ready.value),
     sa.Column("cordoned", sa.Boolean, nullable=False, server_default=sa.false()),
     # [{name, labels, allocatable: units, taints, unschedulable}]
     sa.Column("nodes", JSONB, nullable=False, server_default="[]"),
@@ -163,7 +165,7 @@ cron_jobs = sa.Table(
     sa.Column("namespace", sa.Text, nullable=False),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("manifest", JSONB, nullable=False),
-    # model.cron_decision.CronStatus as JSON (vglobal/store/repo/cronjobs.py)
+    # model.workflow_status.CronStatus as JSON (vglobal/store/repo/cronjobs.py)
     sa.Column("status", JSONB, nullable=False, server_default="{}"),
     # When the schedule next asks the leader to look; null while suspended
     sa.Column("next_time", sa.DateTime(timezone=True), nullable=True),
@@ -193,7 +195,7 @@ job_flows = sa.Table(
     # {flow name: JobTemplate manifest}: the templates as they were when the JobFlow was applied
     sa.Column("templates", JSONB, nullable=False),
     sa.Column("phase", sa.Text, nullable=False, server_default="Pending"),
-    # model.flow_progress.JobFlowStatus as JSON (vglobal/store/repo/jobflows.py)
+    # model.workflow_status.JobFlowStatus as JSON (vglobal/store/repo/jobflows.py)
     sa.Column("status", JSONB, nullable=False, server_default="{}"),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),

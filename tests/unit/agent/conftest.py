@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from vglobal.agent.backends.sim import SimBackend
+from vglobal.agent.backends.sim_cluster import parse_sim_cluster
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.clock import VirtualClock
 from vglobal.model.job import Job, parse_job
-from vglobal.model.sim_cluster import parse_sim_cluster
 
 
 def sim_cluster_doc(nodes: int = 2, cpu: str = "8", gpus: int = 0, name: str = "test") -> dict[str, Any]:

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vglobal.agent.backends.sim import SimBackend
+from vglobal.agent.backends.sim_cluster import parse_sim_cluster
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.clock import VirtualClock
 from vglobal.model.job import parse_job
-from vglobal.model.sim_cluster import parse_sim_cluster
 
 CLUSTER = {
     "apiVersion": "vglobal.io/v1alpha1",

@@ -10,18 +10,18 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vglobal.model.cron_decision import (
+from vglobal.model.cronjob import CronJob, parse_cron_job, run_name
+from vglobal.model.workflow_status import CronStatus
+from vglobal.workflows.cron_decision import (
     CancelRun,
     CreateRun,
     CronDecision,
     CronRun,
-    CronStatus,
     DeleteRun,
     MissedRuns,
     SkipRun,
     decide_cron,
 )
-from vglobal.model.cronjob import CronJob, parse_cron_job, run_name
 
 TEMPLATE: dict[str, Any] = {
     "spec": {

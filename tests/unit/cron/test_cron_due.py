@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from vglobal.model.cron_due import DueRuns, due_runs
 from vglobal.model.cronjob import CronJob, parse_cron_job
+from vglobal.workflows.cron_due import DueRuns, due_runs
 
 TEMPLATE: dict[str, Any] = {
     "spec": {

@@ -10,17 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.model.jobflow_docs import DIAMOND
-from vglobal.model.flow_progress import (
-    SKIPPED,
-    WAITING,
-    FlowJob,
-    FlowProgress,
-    JobFlowPhase,
-    JobFlowStatus,
-    TaskCounts,
-    flow_progress,
-)
 from vglobal.model.jobflow import JobFlow, parse_job_flow
+from vglobal.model.workflow_status import SKIPPED, WAITING, JobFlowPhase, JobFlowStatus
+from vglobal.workflows.flow_progress import FlowJob, FlowProgress, TaskCounts, flow_progress
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.unit.model.job_docs import FIXTURES, base_doc, container, parse, pod, rv, spec, task
+from vglobal.agent.backends.sim_cluster import parse_sim_manifests
 from vglobal.model.job import Job, parse_job
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.resources import ResourceVector
@@ -200,7 +201,9 @@ def test_volcano_tensorflow_ps_worker_job() -> None:
 
 def test_repository_examples_and_clusters_parse() -> None:
     root = Path(__file__).resolve().parents[3]
-    files = sorted((root / "examples").glob("*.yaml")) + sorted((root / "clusters").glob("*.yaml"))
-    assert files
-    for f in files:
+    examples, clusters = sorted((root / "examples").glob("*.yaml")), sorted((root / "clusters").glob("*.yaml"))
+    assert examples and clusters
+    for f in examples:
         assert parse_manifests(f.read_text()), f
+    for f in clusters:  # the simulator's input: the hub's kinds and SimCluster
+        assert parse_sim_manifests(f.read_text()), f

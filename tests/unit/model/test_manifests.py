@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.job import Job
 from vglobal.model.manifests import (
@@ -19,7 +20,6 @@ from vglobal.model.manifests import (
 )
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
-from vglobal.model.sim_cluster import SimCluster
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "manifests"
 
@@ -36,9 +36,13 @@ spec:
 
 
 def test_multi_document_yaml_in_order_with_empty_documents_skipped() -> None:
-    out = parse_manifests((FIXTURES / "queues-and-priorities.yaml").read_text())
+    text = (FIXTURES / "queues-and-priorities.yaml").read_text()
+    out = parse_sim_manifests(text)
     assert [type(m) for m in out] == [Queue, PriorityClass, SimCluster]
     assert [m.name for m in out] == ["research", "high", "gpu-east"]
+    # the hub's kinds do not include the simulator's input
+    with pytest.raises(ManifestError, match='unknown kind "SimCluster"'):
+        parse_manifests(text)
 
 
 def test_json_object_array_and_list_kind() -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vglobal.model.cron_decision import CreateRun, CronStatus, decide_cron
 from vglobal.model.cronjob import CronJob
-from vglobal.model.flow_progress import flow_progress
 from vglobal.model.jobflow import JobFlow, JobTemplate, check_flow_templates
 from vglobal.model.manifests import parse_manifests
+from vglobal.model.workflow_status import CronStatus
+from vglobal.workflows.cron_decision import CreateRun, decide_cron
+from vglobal.workflows.flow_progress import flow_progress
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.scheduler.sched_table import Case, Group, build_state, conf, node, pod, queue
-from vglobal.scheduler import TaskStatus, parse_conf
+from vglobal.scheduler import ACTIONS, PLUGINS, TaskStatus, parse_conf
 
 DRF_PROPORTION = conf("allocate", ["drf", "proportion"])
 GANG = conf("allocate", ["priority", "gang"], ["drf", "predicates", "proportion", "nodeorder"])
@@ -166,7 +166,7 @@ def test_gang_unschedulable_condition(phase: str, fit_errors: bool, unschedulabl
         [pod("c1/p1", "c1/pg1"), pod("c1/p2", "c1/pg1")],
         [queue("c1")],
     )
-    ssn = Session(state, parse_conf(GANG))
+    ssn = Session(state, parse_conf(GANG), actions=ACTIONS, plugins=PLUGINS)
     ssn.open()
     job = ssn.jobs["c1/pg1"]
     if fit_errors:

@@ -8,11 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.unit.scheduler.sched_table import Group, build_state, node, pod, queue
-from vglobal.scheduler import DEFAULT_AGENT_CONF, PluginOption, SchedulerConf, TaskStatus, parse_conf
+from vglobal.scheduler import (
+    ACTIONS,
+    DEFAULT_AGENT_CONF,
+    PLUGINS,
+    PluginOption,
+    SchedulerConf,
+    TaskStatus,
+    parse_conf,
+)
 from vglobal.scheduler.framework import ABSTAIN, PERMIT, REJECT, JobVoteFn, Plugin, VictimsFn
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import JobInfo, TaskInfo
-from vglobal.scheduler.registry import plugin_names, register_plugin
 from vglobal.scheduler.selection import nodes_to_find
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
@@ -74,8 +81,9 @@ def test_parse_conf_errors_name_the_field(text: str, message: str) -> None:
         parse_conf(text)
 
 
-def test_default_agent_conf_uses_registered_plugins() -> None:
-    assert set(DEFAULT_AGENT_CONF.plugin_names()) <= plugin_names()
+def test_default_agent_conf_uses_built_in_actions_and_plugins() -> None:
+    assert set(DEFAULT_AGENT_CONF.plugin_names()) <= set(PLUGINS)
+    assert set(DEFAULT_AGENT_CONF.actions) <= set(ACTIONS)
     assert DEFAULT_AGENT_CONF.actions == ("enqueue", "allocate", "backfill")
     assert [p.name for p in DEFAULT_AGENT_CONF.tiers[1]] == [
         "drf",
@@ -113,16 +121,24 @@ def test_nodes_to_find_matches_volcano() -> None:
     assert nodes_to_find(10000) == 500  # 50 - 80 < 5 -> 5%
 
 
-class _Voter(Plugin):
+class _Voter(Plugin[Session]):
     """Registers nothing itself: each test adds the function whose combination it checks."""
 
     def on_session_open(self, ssn: Session) -> None:
         return None
 
 
-for _name in ("test-a", "test-b", "test-c", "test-x"):
-    if _name not in plugin_names():
-        register_plugin(_name, _Voter)
+# the built-in tables and this test's own plugins, given to the session (nothing global changes)
+TEST_PLUGINS = {**PLUGINS, **{name: _Voter for name in ("test-a", "test-b", "test-c", "test-x")}}
+
+
+def test_a_conf_may_name_the_plugins_of_the_tables_it_is_given() -> None:
+    text = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: test-a'
+    with pytest.raises(ValueError, match="unknown plugin 'test-a'"):
+        parse_conf(text)
+    assert parse_conf(text, plugins=TEST_PLUGINS).plugin_names() == ("test-a",)
+    with pytest.raises(ValueError, match=r"actions\[0\]: unknown action 'allocate'"):
+        parse_conf(text, actions={"enqueue": ACTIONS["enqueue"]}, plugins=TEST_PLUGINS)
 
 
 def _session(conf: SchedulerConf) -> Session:
@@ -132,7 +148,7 @@ def _session(conf: SchedulerConf) -> Session:
         [pod("c1/p-0", "c1/pg1"), pod("c1/p-1", "c1/pg1", status=TaskStatus.Running, node="n1")],
         [queue("c1")],
     )
-    ssn = Session(state, conf)
+    ssn = Session(state, conf, actions=ACTIONS, plugins=TEST_PLUGINS)
     return ssn
 
 
@@ -247,7 +263,7 @@ def test_predicate_candidates_restrict_the_nodes() -> None:
         [pod("c1/p-0", "c1/pg1", "2")],
         [queue("c1")],
     )
-    ssn = Session(state, DEFAULT_AGENT_CONF)
+    ssn = Session(state, DEFAULT_AGENT_CONF, actions=ACTIONS, plugins=PLUGINS)
     ssn.open()
     task = ssn.jobs["c1/pg1"].tasks["c1/p-0"]
     assert predicate_nodes(ssn, task).rows.tolist() == [0, 1]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.unit.scheduler.sched_table import Group, build_state, conf, node, pod, queue
-from vglobal.scheduler import TaskStatus, parse_conf
+from vglobal.scheduler import ACTIONS, PLUGINS, TaskStatus, parse_conf
 from vglobal.scheduler.session import Session
 
 B = TaskStatus.Bound
@@ -30,7 +30,7 @@ def _scores(
 ) -> dict[str, dict[str, tuple[float, float]]]:
     """task -> node -> (vectorised score, per-node loop score)."""
     state = build_state(nodes, [Group("c1/pg1", "c1")], pods, [queue("c1")])
-    ssn = Session(state, parse_conf(conf("allocate", [plugin])))
+    ssn = Session(state, parse_conf(conf("allocate", [plugin])), actions=ACTIONS, plugins=PLUGINS)
     ssn.open()
     out: dict[str, dict[str, tuple[float, float]]] = {}
     rows = np.arange(len(ssn.nodes))

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from vglobal.agent.backends.sim import SimBackend
+from vglobal.agent.backends.sim_cluster import parse_sim_cluster
 from vglobal.agent.pods import PodManifest, PodPhase
 from vglobal.model.resources import ResourceVector
-from vglobal.model.sim_cluster import parse_sim_cluster
 
 CLUSTER = {
     "apiVersion": "vglobal.io/v1alpha1",

@@ -11,7 +11,7 @@ import yaml
 
 from vglobal.agent import report
 from vglobal.agent.backends.sim import SimBackend
-from vglobal.model.sim_cluster import parse_sim_cluster
+from vglobal.agent.backends.sim_cluster import parse_sim_cluster
 from vglobal.sim.run import run_simulation
 
 

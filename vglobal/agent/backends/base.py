@@ -16,8 +16,7 @@ from vglobal.agent.pods import PodManifest, PodStatus
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.job import Job
 from vglobal.model.resources import ResourceVector
-from vglobal.scheduler.api import NodeSpec
-from vglobal.scheduler.devices.table import Grant
+from vglobal.scheduler.api import Grant, NodeSpec
 
 
 @dataclass(frozen=True, slots=True)

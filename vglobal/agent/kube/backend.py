@@ -30,8 +30,7 @@ from vglobal.agent.kube.writer import Op, Writer
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
-from vglobal.scheduler.api import NodeSpec
-from vglobal.scheduler.devices.table import Grant
+from vglobal.scheduler.api import Grant, NodeSpec
 
 log = logging.getLogger(__name__)
 

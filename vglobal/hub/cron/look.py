@@ -1,4 +1,4 @@
-"""One look at one CronJob, in one transaction: the pure decision (model.cron_decision) applied.
+"""One look at one CronJob, in one transaction: the pure decision (workflows.cron_decision) applied.
 
 The CronJob's row is locked for the look, so two hubs that both believe they lead take turns, and
 the second sees the runs the first made. A run is stored under its unique name through the same
@@ -17,25 +17,24 @@ from sqlalchemy.orm import Session
 from vglobal.hub.errors import AlreadyExists, HubError
 from vglobal.hub.job_actions import cancel_job, delete_job
 from vglobal.hub.submit import store_one
-from vglobal.model.cron_decision import (
+from vglobal.model.cronjob import CronJob, parse_cron_job
+from vglobal.model.errors import ManifestError
+from vglobal.model.records import CronJobRow, OwnedJob
+from vglobal.model.workflow_status import CronStatus, cron_status_from_json, cron_status_to_json
+from vglobal.store.repo import cronjobs as cron_repo
+from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import jobs as jobs_repo
+from vglobal.store.repo.events import NewEvent
+from vglobal.workflows.cron_decision import (
     CancelRun,
     CreateRun,
     CronAction,
     CronRun,
-    CronStatus,
     DeleteRun,
     MissedRuns,
     SkipRun,
     decide_cron,
 )
-from vglobal.model.cronjob import CronJob, parse_cron_job
-from vglobal.model.errors import ManifestError
-from vglobal.model.records import CronJobRow, OwnedJob
-from vglobal.model.workflow_status import cron_status_from_json, cron_status_to_json
-from vglobal.store.repo import cronjobs as cron_repo
-from vglobal.store.repo import events as events_repo
-from vglobal.store.repo import jobs as jobs_repo
-from vglobal.store.repo.events import NewEvent
 
 log = logging.getLogger(__name__)
 

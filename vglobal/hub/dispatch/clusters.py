@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from vglobal.admission import ClusterSnap, Gang, HyperNodeSnap, NodeSnap
+from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo import clusters as clusters_repo
@@ -86,7 +87,7 @@ class ClusterCache:
             name=row.name,
             labels=row.labels,
             nodes=snaps,
-            schedulable=row.effective_state == "Ready",
+            schedulable=row.effective_state == ClusterState.Ready,
             hypernodes=hypernodes,
             unplaced=tuple(unplaced),
         )

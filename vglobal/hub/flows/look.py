@@ -1,4 +1,4 @@
-"""One look at one JobFlow, in one transaction: the pure progress (model.flow_progress) applied.
+"""One look at one JobFlow, in one transaction: the pure progress (workflows.flow_progress) applied.
 
 The flows' Jobs are made from the JobTemplates as they were when the JobFlow was applied, under
 their unique names (``<jobflow>-<flow>``) through the same path as a submitted Job: a look that
@@ -16,14 +16,14 @@ from vglobal.hub.errors import AlreadyExists, HubError
 from vglobal.hub.job_actions import delete_job
 from vglobal.hub.submit import store_one
 from vglobal.model.errors import ManifestError
-from vglobal.model.flow_progress import FlowJob, JobFlowPhase, TaskCounts, flow_progress
 from vglobal.model.jobflow import JobFlow, flow_job, parse_job_flow, parse_job_template
 from vglobal.model.records import JobFlowRow, OwnedJob
-from vglobal.model.workflow_status import flow_status_from_json, flow_status_to_json
+from vglobal.model.workflow_status import JobFlowPhase, flow_status_from_json, flow_status_to_json
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobflows as flows_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo.events import NewEvent
+from vglobal.workflows.flow_progress import FlowJob, TaskCounts, flow_progress
 
 
 @dataclass

@@ -1,5 +1,1 @@
-"""Scheduler actions; importing this package registers them."""
-
-from vglobal.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
-
-__all__ = ["allocate", "backfill", "enqueue", "preempt", "reclaim"]
+"""Scheduler actions, one module each; ``vglobal.scheduler.tables.ACTIONS`` names them for the conf."""

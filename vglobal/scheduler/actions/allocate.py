@@ -8,7 +8,6 @@ from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo, need_continue_allocating
 from vglobal.scheduler.nodes import IntArray
-from vglobal.scheduler.registry import register_action
 from vglobal.scheduler.selection import best_row, predicate_nodes
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
@@ -136,7 +135,7 @@ def execute(ssn: Session) -> None:
             continue
         handled = None
         for allocator in ssn.job_allocators():
-            handled = allocator(ssn, tasks, job, queue)
+            handled = allocator(tasks, job, queue)
             if handled is not None:
                 break
         if handled is not None:
@@ -151,6 +150,3 @@ def execute(ssn: Session) -> None:
         if stmt is not None:
             stmt.commit()
         queues.push(queue)
-
-
-register_action("allocate", execute)

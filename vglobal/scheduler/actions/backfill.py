@@ -5,7 +5,6 @@ from __future__ import annotations
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import TaskInfo
-from vglobal.scheduler.registry import register_action
 from vglobal.scheduler.selection import best_row, predicate_nodes
 from vglobal.scheduler.session import Session
 
@@ -30,6 +29,3 @@ def execute(ssn: Session) -> None:
                 continue
             row = best_row(ssn, task, found.rows)[0]
             ssn.allocate(task, row)
-
-
-register_action("backfill", execute)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import JobInfo, QueueInfo
-from vglobal.scheduler.registry import register_action
 from vglobal.scheduler.session import Session
 
 
@@ -35,6 +34,3 @@ def execute(ssn: Session) -> None:
         else:
             ssn.reasons[job.uid] = f"queue {queue.name} has not enough resources to enqueue the job"
         queues.push(queue)
-
-
-register_action("enqueue", execute)

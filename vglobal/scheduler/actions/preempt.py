@@ -16,7 +16,6 @@ from vglobal.scheduler.actions.victims import (
 )
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.info import JobInfo, TaskInfo
-from vglobal.scheduler.registry import register_action
 from vglobal.scheduler.selection import nodes_to_find, preempt_predicate_rows, score_nodes
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
@@ -110,6 +109,3 @@ def execute(ssn: Session) -> None:
                 stmt.commit()
                 if not assigned:
                     break
-
-
-register_action("preempt", execute)

@@ -6,7 +6,6 @@ import numpy as np
 
 from vglobal.scheduler.actions.victims import fits_with, starving_jobs, victims_queue
 from vglobal.scheduler.api import TaskStatus
-from vglobal.scheduler.registry import register_action
 from vglobal.scheduler.selection import nodes_to_find, preempt_predicate_rows
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
@@ -70,6 +69,3 @@ def execute(ssn: Session) -> None:
         if assigned:
             jobs.push(job)
         queues.push(queue)
-
-
-register_action("reclaim", execute)

@@ -12,13 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True)
-class MigInstance:
-    name: str
-    memory_mib: int
-    count: int
-
+from vglobal.scheduler.api import MigInstance
 
 Geometry = tuple[MigInstance, ...]
 

@@ -10,28 +10,15 @@ A whole ``nvidia.com/gpu`` takes a device nobody uses.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from vglobal.scheduler.api import NodeSpec
+from vglobal.scheduler.api import Grant, MigInstance, NodeSpec
 from vglobal.scheduler.devices.inventory import GPUS_EXTENSION, DeviceRequest, GpuDevice, node_gpus
-from vglobal.scheduler.devices.mig import MigConfig, MigInstance, MigState, mig_choice
+from vglobal.scheduler.devices.mig import MigConfig, MigState, mig_choice
 from vglobal.scheduler.nodes import BoolArray, FloatArray, IntArray
 
 FREE, HAMI, MIG = 0, 1, 2  # what a device is used for
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """One device given to one task."""
-
-    device: int
-    memory_mib: int
-    cores: int
-    whole: bool = False
-    geometry: int | None = None
-    instance: MigInstance | None = None
 
 
 class DeviceTable:

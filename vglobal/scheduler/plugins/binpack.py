@@ -7,13 +7,12 @@ import numpy as np
 from vglobal.scheduler.framework import Plugin
 from vglobal.scheduler.info import TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 MAX_NODE_SCORE = 100
 
 
-class BinpackPlugin(Plugin):
+class BinpackPlugin(Plugin[Session]):
     name = "binpack"
 
     def weights(self) -> dict[str, int]:
@@ -74,6 +73,3 @@ class BinpackPlugin(Plugin):
             return score * scale
 
         ssn.add_node_order_fn(self.name, one, batch)
-
-
-register_plugin(BinpackPlugin.name, BinpackPlugin)

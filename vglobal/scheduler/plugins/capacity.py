@@ -12,7 +12,6 @@ from vglobal.scheduler.framework import PERMIT, REJECT, EventHandler, Plugin
 from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.plugins.proportion import QueueAttr, collect_usage
 from vglobal.scheduler.quota import Vec
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 ROOT = "root"
@@ -36,7 +35,7 @@ class CapacityAttr(QueueAttr):
             self.share = quota.share(self.allocated, self.deserved)
 
 
-class CapacityPlugin(Plugin):
+class CapacityPlugin(Plugin[Session]):
     name = "capacity"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -268,6 +267,3 @@ def _lca_depth(attrs: dict[str, CapacityAttr], a: str, b: str) -> int:
             break
         depth += 1
     return depth
-
-
-register_plugin(CapacityPlugin.name, CapacityPlugin)

@@ -6,13 +6,12 @@ from collections.abc import Sequence
 
 from vglobal.scheduler.framework import PERMIT, Plugin
 from vglobal.scheduler.info import TaskInfo
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-class ConformancePlugin(Plugin):
+class ConformancePlugin(Plugin[Session]):
     name = "conformance"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -26,6 +25,3 @@ class ConformancePlugin(Plugin):
 
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
-
-
-register_plugin(ConformancePlugin.name, ConformancePlugin)

@@ -17,14 +17,14 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
+from vglobal.scheduler.api import Grant
 from vglobal.scheduler.devices.fgd import DemandModel, cpu_stranded, fragmentation, task_type
 from vglobal.scheduler.devices.inventory import DeviceRequest, device_request
 from vglobal.scheduler.devices.mig import parse_mig_config
-from vglobal.scheduler.devices.table import DeviceTable, Grant
+from vglobal.scheduler.devices.table import DeviceTable
 from vglobal.scheduler.framework import EventHandler, NodeFilter, Plugin
 from vglobal.scheduler.info import ON_NODE, TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import DEVICE_GRANTS, Session
 
 POLICIES = ("binpack", "spread", "fgd", "bestfit", "random", "")
@@ -39,7 +39,7 @@ def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return out
 
 
-class DeviceSharePlugin(Plugin):
+class DeviceSharePlugin(Plugin[Session]):
     name = "deviceshare"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -212,6 +212,3 @@ class DeviceSharePlugin(Plugin):
             return float(batch(task, np.array([row], dtype=np.int64))[0])
 
         ssn.add_node_order_fn(self.name, one, batch)
-
-
-register_plugin(DeviceSharePlugin.name, DeviceSharePlugin)

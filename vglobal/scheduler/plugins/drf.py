@@ -9,7 +9,6 @@ import numpy as np
 from vglobal.scheduler.framework import PERMIT, EventHandler, Plugin
 from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.nodes import IntArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 _TOLERANCE = 1e-6
@@ -33,7 +32,7 @@ class _Attr:
         self.share = share
 
 
-class DrfPlugin(Plugin):
+class DrfPlugin(Plugin[Session]):
     name = "drf"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -147,6 +146,3 @@ class DrfPlugin(Plugin):
             queue_alloc[task.job.queue] -= task.req
 
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
-
-
-register_plugin(DrfPlugin.name, DrfPlugin)

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.framework import PERMIT, REJECT, Plugin
 from vglobal.scheduler.info import JobInfo, TaskInfo
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 _VALID_STATUSES = (
@@ -78,7 +77,7 @@ def job_starving(job: JobInfo) -> bool:
     return job.waiting_task_num() + job.ready_task_num() < job.min_available
 
 
-class GangPlugin(Plugin):
+class GangPlugin(Plugin[Session]):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -142,6 +141,3 @@ def _fit_error(job: JobInfo) -> str:
     if errors:
         msg += "; " + "; ".join(errors)
     return msg
-
-
-register_plugin(GangPlugin.name, GangPlugin)

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from vglobal.scheduler.actions.allocate import allocate_for_tasks
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.framework import Plugin
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
 from vglobal.scheduler.topology import TOP_HYPERNODE, HyperNodeTree
@@ -31,7 +31,7 @@ def _job_rows(job: JobInfo) -> list[int]:
     return [t.row for t in job.tasks.values() if t.row is not None and t.status in ON_NODE]
 
 
-class NetworkTopologyAwarePlugin(Plugin):
+class NetworkTopologyAwarePlugin(Plugin[Session]):
     name = "network-topology-aware"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -151,11 +151,11 @@ class NetworkTopologyAwarePlugin(Plugin):
             return float(node_score(task, np.array([row], dtype=np.int64))[0])
 
         def allocator(
-            s: Session, tasks: GoHeap[TaskInfo], job: JobInfo, queue: QueueInfo
+            tasks: GoHeap[TaskInfo], job: JobInfo, queue: QueueInfo
         ) -> tuple[Statement | None, GoHeap[TaskInfo] | None] | None:
             if job.spec.network_topology is None:
                 return None
-            return _allocate_with_topology(s, tree, tasks, job, queue)
+            return _allocate_with_topology(ssn, tree, tasks, job, queue)
 
         ssn.add_hyper_node_order_fn(self.name, hyper_node_order)
         ssn.add_node_order_fn(self.name, one, node_score)
@@ -208,8 +208,6 @@ def _undo(ssn: Session, job: JobInfo, before: dict[str, tuple[TaskStatus, int | 
 def _allocate_with_topology(
     ssn: Session, tree: HyperNodeTree, tasks: GoHeap[TaskInfo], job: JobInfo, queue: QueueInfo
 ) -> tuple[Statement | None, GoHeap[TaskInfo] | None]:
-    from vglobal.scheduler.actions.allocate import allocate_for_tasks
-
     limit = allowed_tier(tree, job)
     before = {t.uid: (t.status, t.row) for t in job.tasks.values()}
     roles = set(job.fit_error_roles)
@@ -233,6 +231,3 @@ def _allocate_with_topology(
             f"({job.min_available} tasks; {tried} HyperNodes tried)"
         )
     return None, None
-
-
-register_plugin(NetworkTopologyAwarePlugin.name, NetworkTopologyAwarePlugin)

@@ -12,7 +12,6 @@ import numpy as np
 from vglobal.scheduler.framework import NodeFilter, Plugin
 from vglobal.scheduler.info import QueueInfo, TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 NODE_GROUP_LABEL = "volcano.sh/nodegroup-name"
@@ -68,7 +67,7 @@ class GroupAffinity:
         return score
 
 
-class NodeGroupPlugin(Plugin):
+class NodeGroupPlugin(Plugin[Session]):
     name = "nodegroup"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -144,6 +143,3 @@ def _inherit(
         seen.add(parent)
         current = parent if parent in queues else None
     return None
-
-
-register_plugin(NodeGroupPlugin.name, NodeGroupPlugin)

@@ -11,14 +11,13 @@ from vglobal.scheduler import k8s
 from vglobal.scheduler.framework import Plugin
 from vglobal.scheduler.info import TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 MAX = 100
 _SOFT = frozenset({"PreferNoSchedule"})
 
 
-class NodeOrderPlugin(Plugin):
+class NodeOrderPlugin(Plugin[Session]):
     name = "nodeorder"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -159,6 +158,3 @@ def _balanced_batch(caps: IntArray, fractions: FloatArray) -> FloatArray:
     std = np.where(count == 2, (hi - lo) / 2, std)
     out = np.where(count >= 2, np.floor((1 - std) * MAX), float(MAX))
     return out
-
-
-register_plugin(NodeOrderPlugin.name, NodeOrderPlugin)

@@ -7,13 +7,12 @@ import numpy as np
 from vglobal.scheduler import quota
 from vglobal.scheduler.framework import PERMIT, REJECT, Plugin
 from vglobal.scheduler.info import JobInfo
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 DEFAULT_FACTOR = 1.2
 
 
-class OvercommitPlugin(Plugin):
+class OvercommitPlugin(Plugin[Session]):
     name = "overcommit"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -42,6 +41,3 @@ class OvercommitPlugin(Plugin):
 
         ssn.add_job_enqueueable_fn(self.name, enqueueable)
         ssn.add_job_enqueued_fn(self.name, enqueued)
-
-
-register_plugin(OvercommitPlugin.name, OvercommitPlugin)

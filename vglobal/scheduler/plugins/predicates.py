@@ -12,7 +12,6 @@ from vglobal.scheduler import k8s
 from vglobal.scheduler.framework import NodeFilter, Plugin
 from vglobal.scheduler.info import TaskInfo
 from vglobal.scheduler.nodes import BoolArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
@@ -23,7 +22,7 @@ UNTOLERATED_TAINT = "node(s) had untolerated taint"
 _HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(Plugin[Session]):
     name = "predicates"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -85,6 +84,3 @@ class PredicatesPlugin(Plugin):
             out.append(NodeFilter(UNTOLERATED_TAINT, ok))
         self._static[key] = out
         return out
-
-
-register_plugin(PredicatesPlugin.name, PredicatesPlugin)

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from vglobal.scheduler.framework import PERMIT, Plugin
 from vglobal.scheduler.info import JobInfo, TaskInfo
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 
@@ -14,7 +13,7 @@ def _cmp_desc(a: int, b: int) -> int:
     return -1 if a > b else (1 if a < b else 0)
 
 
-class PriorityPlugin(Plugin):
+class PriorityPlugin(Plugin[Session]):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -37,6 +36,3 @@ class PriorityPlugin(Plugin):
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.add_job_starving_fn(self.name, starving)
-
-
-register_plugin(PriorityPlugin.name, PriorityPlugin)

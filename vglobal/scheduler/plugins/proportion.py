@@ -12,7 +12,6 @@ from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.framework import PERMIT, REJECT, EventHandler, Plugin
 from vglobal.scheduler.info import ALLOCATED_STATUS, JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.quota import Vec
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 
@@ -67,7 +66,7 @@ def collect_usage(ssn: Session, attrs: dict[str, QueueAttr], job: JobInfo) -> No
     attr.elastic += quota.pos(job.allocated - min_res)
 
 
-class ProportionPlugin(Plugin):
+class ProportionPlugin(Plugin[Session]):
     name = "proportion"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -194,6 +193,3 @@ def water_fill(attrs: list[QueueAttr], total: Vec) -> None:
         remaining = quota.pos(remaining + decreased - increased)
         if quota.is_empty(remaining) or quota.equal(remaining, old_remaining):
             break
-
-
-register_plugin(ProportionPlugin.name, ProportionPlugin)

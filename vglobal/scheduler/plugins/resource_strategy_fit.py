@@ -13,7 +13,6 @@ import numpy as np
 from vglobal.scheduler.framework import BatchNodeOrderFn, NodeFilter, NodeOrderFn, Plugin
 from vglobal.scheduler.info import TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
-from vglobal.scheduler.registry import register_plugin
 from vglobal.scheduler.session import Session
 
 MOST, LEAST = "MostAllocated", "LeastAllocated"
@@ -84,7 +83,7 @@ def _names(value: Any) -> list[str]:
     return []
 
 
-class ResourceStrategyFitPlugin(Plugin):
+class ResourceStrategyFitPlugin(Plugin[Session]):
     name = "resource-strategy-fit"
 
     def on_session_open(self, ssn: Session) -> None:
@@ -214,6 +213,3 @@ class ResourceStrategyFitPlugin(Plugin):
 
 def _truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
-
-
-register_plugin(ResourceStrategyFitPlugin.name, ResourceStrategyFitPlugin)

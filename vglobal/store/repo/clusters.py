@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
 from vglobal.store.engine import rowcount
 from vglobal.store.tables import clusters
@@ -55,7 +56,7 @@ def register(
         nodes=nodes,
         free=free,
         hypernodes=hypernodes or [],
-        state="Ready",
+        state=ClusterState.Ready,
         stream=stream,
         stream_identity=identity,
     )
@@ -68,7 +69,7 @@ def register(
             "nodes": stmt.excluded.nodes,
             "free": stmt.excluded.free,
             "hypernodes": stmt.excluded.hypernodes,
-            "state": "Ready",
+            "state": ClusterState.Ready,
             "not_ready_since": None,
             "last_heartbeat": sa.func.now(),
             "registered_at": sa.func.now(),
@@ -111,7 +112,7 @@ def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Sess
         .values(
             free=clusters.c.free.op("||")(sa.cast(free_patch, clusters.c.free.type)),
             last_heartbeat=sa.func.now(),
-            state="Ready",
+            state=ClusterState.Ready,
             not_ready_since=None,
         )
     )
@@ -154,11 +155,11 @@ def mark_not_ready(timeout_seconds: float, *, session: Session) -> list[str]:
     rows = session.execute(
         sa.update(clusters)
         .where(
-            clusters.c.state == "Ready",
+            clusters.c.state == ClusterState.Ready,
             clusters.c.last_heartbeat
             < sa.func.now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, timeout_seconds),
         )
-        .values(state="NotReady", not_ready_since=sa.func.now())
+        .values(state=ClusterState.NotReady, not_ready_since=sa.func.now())
         .returning(clusters.c.name)
     ).all()
     return [r[0] for r in rows]
@@ -168,7 +169,7 @@ def failed_over(after_seconds: float, *, session: Session) -> list[str]:
     """NotReady clusters that have stayed NotReady for longer than the failover delay."""
     rows = session.execute(
         sa.select(clusters.c.name).where(
-            clusters.c.state == "NotReady",
+            clusters.c.state == ClusterState.NotReady,
             clusters.c.not_ready_since
             < sa.func.now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, after_seconds),
         )

@@ -1,9 +1,13 @@
-"""Simulated member clusters (``vglobal.io/v1alpha1`` SimCluster): node groups expanded into nodes."""
+"""Simulated member clusters (``vglobal.io/v1alpha1`` SimCluster): node groups expanded into nodes.
+
+The input of the sim backend (and so of ``vglobal sim``), not a kind the hub takes: its files are
+read with the hub's kinds plus this one (``parse_sim_manifests``).
+"""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +15,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from vglobal.model.errors import Problems, key_path
 from vglobal.model.k8s import Metadata, Model, check_name, parse_resources, validate_model
+from vglobal.model.manifests import KINDS, Manifest, parse_documents
 from vglobal.model.resources import ResourceVector
 
 API_VERSION = "vglobal.io/v1alpha1"
@@ -156,3 +161,14 @@ def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
         discovery=copy.deepcopy(discovery),
         raw=copy.deepcopy(dict(doc)),
     )
+
+
+SIM_KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest | SimCluster]] = {
+    **KINDS,
+    (API_VERSION, KIND): parse_sim_cluster,
+}
+
+
+def parse_sim_manifests(text: str) -> list[Manifest | SimCluster]:
+    """Every document of a file the simulator or the sim backend reads; raises ManifestError."""
+    return parse_documents(text, SIM_KINDS)

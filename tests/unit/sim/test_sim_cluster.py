@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
+from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_cluster, parse_sim_manifests
 from vglobal.model.errors import ManifestError
-from vglobal.model.manifests import parse_manifests
-from vglobal.model.sim_cluster import SimCluster, parse_sim_cluster
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "manifests"
 
@@ -26,7 +25,7 @@ def cluster_doc(*groups: dict[str, Any], **spec: Any) -> dict[str, Any]:
 def test_node_groups_expand_into_nodes() -> None:
     [c] = [
         m
-        for m in parse_manifests((FIXTURES / "queues-and-priorities.yaml").read_text())
+        for m in parse_sim_manifests((FIXTURES / "queues-and-priorities.yaml").read_text())
         if isinstance(m, SimCluster)
     ]
     assert c.name == "gpu-east" and c.labels == {"region": "east"}

@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
-from vglobal.model import job
-from vglobal.model.cron_due import DueRuns, due_runs
 from vglobal.model.cronjob import ConcurrencyPolicy, CronJob, run_job, run_name
 from vglobal.model.job import Job
 from vglobal.model.phases import JobPhase, is_finished
+from vglobal.model.workflow_status import CronStatus
+from vglobal.workflows.cron_due import DueRuns, due_runs
 
 __all__ = [
     "CancelRun",
@@ -24,7 +23,6 @@ __all__ = [
     "CronAction",
     "CronDecision",
     "CronRun",
-    "CronStatus",
     "DeleteRun",
     "MissedRuns",
     "SkipRun",
@@ -44,32 +42,6 @@ class CronRun:
     phase: str
     created: datetime
     finished: datetime | None = None  # when it reached a finished phase
-
-
-@dataclass(frozen=True, kw_only=True)
-class CronStatus:
-    active: tuple[str, ...] = ()  # names of the runs not finished, oldest first
-    last_schedule_time: datetime | None = None
-    last_successful_time: datetime | None = None
-    # Not in Volcano's status: the latest scheduled time given up as too late, kept by the hub
-    # so that each missed time is reported once and never started afterwards.
-    last_missed_time: datetime | None = None
-
-    def to_volcano(self, namespace: str) -> dict[str, Any]:
-        """As Volcano's CronJobStatus (``active`` as object references, times in RFC 3339)."""
-        out: dict[str, Any] = {}
-        if self.active:
-            out["active"] = [
-                {"apiVersion": job.API_VERSION, "kind": job.KIND, "namespace": namespace, "name": n}
-                for n in self.active
-            ]
-        for key, t in (
-            ("lastScheduleTime", self.last_schedule_time),
-            ("lastSuccessfulTime", self.last_successful_time),
-        ):
-            if t is not None:
-                out[key] = t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return out
 
 
 @dataclass(frozen=True, kw_only=True)

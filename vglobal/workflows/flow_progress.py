@@ -11,49 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any
+from datetime import datetime
 
 from vglobal.model.jobflow import Flow, JobFlow, RetainPolicy
 from vglobal.model.phases import JobPhase, is_finished
+from vglobal.model.workflow_status import SKIPPED, WAITING, FlowStatus, JobFlowPhase, JobFlowStatus
 
 __all__ = [
-    "SKIPPED",
-    "WAITING",
     "FlowJob",
     "FlowProgress",
-    "FlowStatus",
-    "JobFlowPhase",
-    "JobFlowStatus",
     "TaskCounts",
     "flow_progress",
 ]
 
-# A flow with no Job yet: it waits for its dependencies, or never runs (the JobFlow ended).
-WAITING = "Waiting"
-SKIPPED = "Skipped"
 # Volcano fails a JobFlow on a Failed or Terminated Job; a cancelled (Aborted) one never
 # completes either, so it fails the JobFlow too.
 FAILING_PHASES = frozenset({JobPhase.Failed, JobPhase.Terminated, JobPhase.Aborted})
-# Volcano's status lists of job names, by the job phases they hold.
-_STATUS_LISTS = {
-    JobPhase.Pending: "pendingJobs",
-    JobPhase.Running: "runningJobs",
-    JobPhase.Completed: "completedJobs",
-    JobPhase.Failed: "failedJobs",
-    JobPhase.Terminated: "terminatedJobs",
-}
-
-
-class JobFlowPhase(StrEnum):
-    Pending = "Pending"
-    Running = "Running"
-    Succeed = "Succeed"
-    Failed = "Failed"
-
-    def is_final(self) -> bool:
-        return self in (JobFlowPhase.Succeed, JobFlowPhase.Failed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,44 +54,6 @@ class FlowJob:
     created: datetime | None = None
     finished: datetime | None = None
     tasks: Mapping[str, TaskCounts] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class FlowStatus:
-    name: str
-    job: str
-    phase: str  # the Job's phase, or WAITING / SKIPPED while it has none
-    depends_on: tuple[str, ...] = ()
-    created: datetime | None = None
-    finished: datetime | None = None
-
-
-def _stamp(t: datetime | None) -> str | None:
-    return None if t is None else t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobFlowStatus:
-    phase: JobFlowPhase = JobFlowPhase.Pending
-    flows: tuple[FlowStatus, ...] = ()
-
-    def to_volcano(self) -> dict[str, Any]:
-        """As Volcano's JobFlowStatus: jobs listed by phase, one entry per created Job."""
-        out: dict[str, Any] = {"state": {"phase": self.phase.value}}
-        made = [f for f in self.flows if f.phase not in (WAITING, SKIPPED)]
-        for phase, key in _STATUS_LISTS.items():
-            out[key] = [f.job for f in made if f.phase == phase]
-        out["unKnowJobs"] = [f.job for f in made if f.phase not in _STATUS_LISTS]
-        out["jobStatusList"] = [
-            {
-                "name": f.job,
-                "state": f.phase,
-                "startTimestamp": _stamp(f.created),
-                "endTimestamp": _stamp(f.finished),
-            }
-            for f in made
-        ]
-        return out
 
 
 @dataclass(frozen=True, kw_only=True)
