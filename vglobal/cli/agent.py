@@ -8,10 +8,8 @@ from pathlib import Path
 
 import click
 
-from vglobal.cli.main import Ctx, fail, setup_logging
+from vglobal.cli.common import FILE, Ctx, fail, setup_logging
 from vglobal.dial import DialError
-
-FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _labels(values: tuple[str, ...]) -> dict[str, str]:
