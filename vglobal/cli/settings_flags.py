@@ -74,16 +74,16 @@ def _option(model: type[BaseSettings], field: str, info: FieldInfo) -> Callable[
     opts: dict[str, Any] = {"default": None, "help": text}
     if seconds:
         opts["metavar"] = "DURATION"
-    elif any(isinstance(m, BeforeValidator) for m in info.metadata):
-        opts["metavar"] = "TEXT"  # the model parses it (a rate such as 100/s)
     elif typing.get_origin(kind) is typing.Literal:
         opts["type"] = click.Choice(typing.get_args(kind))
     elif kind is Path:
         opts["type"] = _FILE if _extra(info).get("file") else click.Path(path_type=Path)
-    elif kind in (int, float):
-        opts["type"] = kind
     elif typing.get_origin(kind) is dict:
         opts.update(multiple=True, metavar="KEY=VALUE", default=())
+    elif any(isinstance(m, BeforeValidator) for m in info.metadata):
+        opts["metavar"] = "TEXT"  # the model parses it (a rate such as 100/s)
+    elif kind in (int, float):
+        opts["type"] = kind
     return click.option(flag, field, **opts)
 
 
