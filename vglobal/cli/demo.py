@@ -194,7 +194,9 @@ def watch(client: Client, console: Console, timeout: float) -> None:
             live.update(Group(*parts))
             # A CronJob never finishes: the demo ends once its Jobs and JobFlows have.
             if jobs and done == len(jobs) and all(f["phase"] in FLOW_FINAL for f in flows):
-                return
+                break
             if elapsed > timeout:
                 raise click.ClickException(f"jobs still running after {timeout:.0f}s")
             time.sleep(0.5)
+    if not console.is_terminal:
+        console.line()  # off a terminal Live leaves its last frame without a line end

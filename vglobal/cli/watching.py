@@ -37,10 +37,12 @@ class _Lines:
             max([len(c), *(len(cell(r.get(c))) for r in first)]) + 2 if c != "reason" else 0
             for c in self.columns
         ]
+        self.widths[0] = max(len(kind) for kind in (*EVENT_NAMES.values(), "LISTED")) + 2
 
     def line(self, row: Mapping[str, Any]) -> str:
+        # A value wider than the first rows' still leaves a space before the next column.
         return "".join(
-            f"{cell(row.get(c)):<{w}}" for c, w in zip(self.columns, self.widths, strict=True)
+            f"{cell(row.get(c)):<{max(w - 1, 0)}} " for c, w in zip(self.columns, self.widths, strict=True)
         ).rstrip()
 
     def header(self) -> str:
