@@ -24,8 +24,9 @@ lint: $(STAMP)
 	$(BIN)/mypy vglobal
 	$(BIN)/lint-imports
 
+# The fast lane: what needs no PostgreSQL and starts no hub or agent (markers db, e2e).
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q -m "not db and not e2e" tests/unit
 
 proto: $(STAMP)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python scripts/gen_protos.py

@@ -131,3 +131,14 @@ def kube_api_process(tmp_path: Path) -> Iterator[Any]:
 
     with EmulatorProcess(tmp_path / "kubeconfig", "--nodes", "4") as proc:
         yield proc
+
+
+# The fixtures that reach the PostgreSQL above: a test that uses any of them is marked `db`, so
+# `-m "not db"` (make unit) selects what runs without it.
+_PG_FIXTURES = frozenset({"pg_server", "template_db", "database_url", "empty_database_url", "engine"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _PG_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.db)

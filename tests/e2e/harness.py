@@ -143,6 +143,11 @@ class System:
         path = self.tmp / f"{name}.log"
         return path.read_text(errors="replace")[-6000:] if path.exists() else ""
 
+    def whole_log(self, name: str) -> str:
+        """All of a process's log so far (agents log each run they start and stop)."""
+        path = self.tmp / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
     def logs(self) -> str:
         return "\n".join(f"===== {n}\n{self.log(n)}" for n in self.procs)
 

@@ -1,6 +1,7 @@
 """Fuzzing a running hub: hypothesis-made and random-byte requests to every RPC, the agent stream
-included. Never INTERNAL (or UNKNOWN), never a traceback in the hub's log, Health answers within 1 s
-throughout, and nothing is stored by a refused call."""
+included. Never INTERNAL (or UNKNOWN), never a traceback in the hub's log, Health answers
+throughout, and nothing is stored by a refused call. How fast Health answers meanwhile, and how long
+the fuzzing takes, are figures for bench/api_under_load.py, not assertions."""
 
 from __future__ import annotations
 
@@ -39,12 +40,15 @@ EXAMPLES = 60  # per RPC: with the random bytes and the stream, the whole test s
 
 
 class Health:
-    """Asks Health/Check every 0.2 s with a 1 s deadline while the fuzzing runs."""
+    """Asks Health/Check every 0.2 s while the fuzzing runs; records what failed and how long each
+    answer took. The deadline is a hang's, not a latency bound (that is bench/api_under_load.py's)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, deadline: float = 30.0) -> None:
         self.target = target
+        self.deadline = deadline
         self.failures: list[str] = []
         self.checks = 0
+        self.took: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -54,8 +58,12 @@ class Health:
             while not self._stop.wait(0.2):
                 started = time.monotonic()
                 try:
-                    stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-                    self.checks += 1
+                    resp = stub.Check(health_pb2.HealthCheckRequest(), timeout=self.deadline)
+                    self.took.append(time.monotonic() - started)
+                    if resp.status == health_pb2.HealthCheckResponse.SERVING:
+                        self.checks += 1
+                    else:
+                        self.failures.append(f"status {resp.status}")
                 except grpc.RpcError as exc:
                     self.failures.append(f"{exc.code()} after {time.monotonic() - started:.2f}s")
 
@@ -136,17 +144,8 @@ def test_fuzzing_every_rpc_never_breaks_the_hub(fuzzed: tuple[System, grpc.Chann
     system, channel, engine = fuzzed
     outcomes = Outcomes()
     before = stored(engine)
-    rng = random.Random(20240613)
-    started = time.monotonic()
     with Health(system.target) as health:
-        for method, desc in UNARY:
-            _fuzz_unary(channel, method, desc.input_type, outcomes)
-            for _ in range(EXAMPLES):  # random bytes, and valid messages cut short
-                payload = rng.randbytes(rng.randint(0, 64))
-                outcomes.record(method, *unary(channel, method, payload), payload)
-        _fuzz_watch(channel, outcomes, rng)
-        _fuzz_stream(channel, outcomes, rng)
-    took = time.monotonic() - started
+        fuzz_everything(channel, outcomes)
     log = system.log("hub")
     assert not outcomes.bad, "\n".join(outcomes.bad[:20])
     assert "Traceback" not in (system.tmp / "hub.log").read_text(errors="replace"), log
@@ -160,7 +159,18 @@ def test_fuzzing_every_rpc_never_breaks_the_hub(fuzzed: tuple[System, grpc.Chann
         assert after["queues"] <= before["queues"]
     if "ApplyPriorityClass" not in writes:
         assert after["priority_classes"] == before["priority_classes"]
-    assert took < 90, f"the fuzzing took {took:.0f}s"
+
+
+def fuzz_everything(channel: grpc.Channel, outcomes: Outcomes) -> None:
+    """Every unary RPC, the watch and the agent stream, in a fixed order with fixed seeds."""
+    rng = random.Random(20240613)
+    for method, desc in UNARY:
+        _fuzz_unary(channel, method, desc.input_type, outcomes)
+        for _ in range(EXAMPLES):  # random bytes, and valid messages cut short
+            payload = rng.randbytes(rng.randint(0, 64))
+            outcomes.record(method, *unary(channel, method, payload), payload)
+    _fuzz_watch(channel, outcomes, rng)
+    _fuzz_stream(channel, outcomes, rng)
 
 
 def _fuzz_unary(channel: grpc.Channel, method: str, desc: d.Descriptor, outcomes: Outcomes) -> None:

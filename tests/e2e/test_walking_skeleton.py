@@ -32,6 +32,10 @@ spec:
 """
 
 
+# Longer than any test: such a job runs until it is stopped (cancelled, fenced).
+HELD = "1000h"
+
+
 def job_named(system: System, name: str) -> dict[str, object] | None:
     return next((j for j in system.get_json("jobs") if j["name"] == name), None)
 
@@ -160,33 +164,31 @@ def test_agent_killed_mid_job_is_failed_over_and_never_runs_twice(system: System
 def test_partitioned_agent_is_fenced_when_it_returns(system: System) -> None:
     """A frozen agent loses its job to another cluster; when it wakes up it is told to cancel it."""
     system.start_hub("--cluster-timeout", "2s", "--failover-after", "1s")
-    _running_on_east_with_west_standing_by(system, "4s")
+    # Held (it runs until stopped), so east is frozen mid-run however slow the
+    # machine; only the failover can end east's run.
+    _running_on_east_with_west_standing_by(system, HELD)
 
     system.kill("agent-east", signal.SIGSTOP)
-    wait_for(
-        lambda: (j := job_named(system, "ps-worker")) and j["cluster"] == "west" and j,
-        30,
-        "failover to west",
-        system,
-    )
-    system.kill("agent-east", signal.SIGCONT)
-    done = wait_for(
-        lambda: (j := job_named(system, "ps-worker")) and j["phase"] == "Completed" and j,
-        60,
-        "completion",
-        system,
-    )
-    assert (done["cluster"], done["generation"]) == ("west", 2)
     with system.client() as c:
-        job = c.get_job("ps-worker")
+        wait_for(
+            lambda: (j := c.get_job("ps-worker")).cluster == "west" and j.phase == "Running",
+            60,
+            "failover to west, running there",
+            system,
+        )
+        system.kill("agent-east", signal.SIGCONT)
         wait_for(
             lambda: any(e.reason == "Fenced" for e in c.explain_job("ps-worker").events),
-            20,
+            30,
             "east to be told to cancel its stale run",
             system,
         )
-    # The recorded run is west's alone: east's late reports of generation 1 changed nothing.
-    assert job.placements and all(p.node.startswith("west-") for p in job.placements)
+        uid = c.get_job("ps-worker").uid
+        wait_for(lambda: f"cancel job {uid} gen 1" in system.whole_log("agent-east"), 30, "east stops gen 1")
+        job = c.get_job("ps-worker")
+        # The recorded run is west's alone: east's late reports of generation 1 changed nothing.
+        assert (job.cluster, job.generation, job.phase) == ("west", 2, "Running")
+        assert job.placements and all(p.node.startswith("west-") for p in job.placements)
 
 
 def test_hub_killed_mid_flight_loses_nothing(system: System) -> None:
@@ -194,15 +196,20 @@ def test_hub_killed_mid_flight_loses_nothing(system: System) -> None:
     system.start_agent("east", sim_cluster("east", nodes=2))
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
     path = system.tmp / "job.yaml"
-    path.write_text(MULTI_TASK % {"duration": "4s"})
+    # Held (runs until stopped), so the kill finds it running however slow the machine.
+    path.write_text(MULTI_TASK % {"duration": HELD})
     system.cli("apply", "-f", str(path))
-    wait_for(lambda: (j := job_named(system, "ps-worker")) and j["phase"] == "Running", 30, "running", system)
+    with system.client() as c:
+        wait_for(lambda: c.get_job("ps-worker").phase == "Running", 30, "running", system)
+        uid = c.get_job("ps-worker").uid
     system.kill("hub", signal.SIGKILL)
     system.start_hub(name="hub-2")
-    done = wait_for(
-        lambda: (j := job_named(system, "ps-worker")) and j["phase"] == "Completed" and j,
-        60,
-        "completion",
-        system,
-    )
-    assert (done["cluster"], done["generation"]) == ("east", 1)
+    with system.client() as c:
+        # The new hub knows the run that went on without a hub, and it is still the hub's to stop.
+        c.cancel_job("ps-worker")
+        wait_for(lambda: f"cancel job {uid} gen 1" in system.whole_log("agent-east"), 60, "east stops it")
+        job = c.get_job("ps-worker")
+        assert (job.cluster, job.generation) == ("east", 1)
+        assert [e.reason for e in c.explain_job("ps-worker").events].count("Dispatched") == 1
+    # One run, started once, on east: the agent's own record.
+    assert system.whole_log("agent-east").count(f"({uid}) gen ") == 1

@@ -3,6 +3,7 @@ over a real socket, and lets a test decide every message."""
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 import time
@@ -106,16 +107,59 @@ class ScriptedAgent:
     def accept(self, uid: str, gen: int) -> None:
         self.send(accepted=agent_pb2.BindingAccepted(job_uid=uid, generation=gen))
 
-    def status(self, uid: str, gen: int, phase: str, *, node: str = "", pods: int = 1) -> None:
-        placements = (
-            [
-                agent_pb2.PodPlacement(pod=f"p-{i}", node=node or self.nodes[0].name, phase="Running")
-                for i in range(pods)
-            ]
-            if phase == "Running"
-            else []
+    def pods(self, uid: str) -> list[tuple[str, str]]:
+        """(pod, task) of every pod of the job, named as the real agent names them
+        (``<job>-<task>-<index>``), from the last Dispatch of it; one pod of a task "main" for a job
+        never dispatched here."""
+        for m in reversed(self.history):
+            if m.WhichOneof("body") == "dispatch" and m.dispatch.job_uid == uid:
+                manifest = json.loads(m.dispatch.manifest)
+                name = manifest["metadata"]["name"]
+                return [
+                    (f"{name}-{t['name']}-{i}", t["name"])
+                    for t in manifest["spec"]["tasks"]
+                    for i in range(int(t.get("replicas", 1)))
+                ]
+        return [(f"{uid}-main-0", "main")]
+
+    def status(self, uid: str, gen: int, phase: str, *, node: str = "", pods: int | None = None) -> None:
+        """A JobStatus as the real agent sends it (vglobal/agent/report.py): every pod with its task,
+        node and phase, and the counts per task. While Running, the first ``pods`` pods run on
+        ``node`` (default: all of them, on the first node) and the rest wait for a node; other phases
+        than Pending, Running, Completed and Failed report no pods."""
+        all_pods = self.pods(uid)
+        running = len(all_pods) if pods is None else pods
+        final = {"Completed": "Succeeded", "Failed": "Failed"}.get(phase)
+        placements = []
+        for i, (pod, task) in enumerate(all_pods):
+            if final is not None:
+                placements.append(
+                    agent_pb2.PodPlacement(pod=pod, task=task, node=node or self.nodes[0].name, phase=final)
+                )
+            elif phase == "Running" and i < running:
+                placements.append(
+                    agent_pb2.PodPlacement(
+                        pod=pod, task=task, node=node or self.nodes[0].name, phase="Running"
+                    )
+                )
+            elif phase in ("Running", "Pending"):
+                placements.append(agent_pb2.PodPlacement(pod=pod, task=task, phase="Pending"))
+        tasks: dict[str, agent_pb2.TaskStatus] = {}
+        for p in placements:
+            t = tasks.setdefault(p.task, agent_pb2.TaskStatus(name=p.task))
+            t.replicas += 1
+            field = {
+                "Pending": "pending",
+                "Running": "running",
+                "Succeeded": "succeeded",
+                "Failed": "failed",
+            }[p.phase]
+            setattr(t, field, getattr(t, field) + 1)
+        self.send(
+            status=agent_pb2.JobStatus(
+                job_uid=uid, generation=gen, phase=phase, tasks=list(tasks.values()), placements=placements
+            )
         )
-        self.send(status=agent_pb2.JobStatus(job_uid=uid, generation=gen, phase=phase, placements=placements))
 
     def close(self) -> None:
         self.out.put(None)
