@@ -10,7 +10,7 @@ import click
 
 from vglobal.cli.common import Ctx, fail, setup_logging
 from vglobal.cli.hub_cmd import PRINT_SETTINGS
-from vglobal.cli.settings_flags import load, settings_json, settings_options
+from vglobal.cli.settings_flags import run_or_print, settings_options
 from vglobal.config import AgentSettings
 from vglobal.dial import DialError
 
@@ -22,9 +22,8 @@ from vglobal.dial import DialError
 @click.pass_context
 def agent(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) -> None:
     """Run the agent of one member cluster."""
-    s = load(ctx, AgentSettings)
-    if print_settings:
-        click.echo(settings_json(s))
+    s = run_or_print(ctx, AgentSettings, print_settings)
+    if s is None:
         return
     obj: Ctx = ctx.obj
     setup_logging(verbose)

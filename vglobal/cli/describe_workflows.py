@@ -126,7 +126,7 @@ def describe_jobflow(client: Client, name: str, namespace: str, console: Console
     )
     console.print("DAG:", highlight=False)
     for line in dag_lines(f.steps):
-        console.print(f"  {line}", highlight=False)
+        console.print(f"  {line}", highlight=False, markup=False)
     console.print("Steps:", highlight=False)
     for s in f.steps:
         times = " -> ".join(t for t in (stamp(s, "created_at"), stamp(s, "finished_at")) if t)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from vglobal.cli.common import setup_logging
-from vglobal.cli.settings_flags import load, settings_json, settings_options
+from vglobal.cli.settings_flags import run_or_print, settings_options
 from vglobal.config import HubSettings
 
 PRINT_SETTINGS = click.option(
@@ -26,9 +26,8 @@ PRINT_SETTINGS = click.option(
 @click.pass_context
 def hub(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) -> None:
     """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
-    settings = load(ctx, HubSettings)
-    if print_settings:
-        click.echo(settings_json(settings))
+    settings = run_or_print(ctx, HubSettings, print_settings)
+    if settings is None:
         return
     from vglobal.hub.server import run_hub
 

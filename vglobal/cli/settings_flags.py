@@ -115,6 +115,15 @@ def load(ctx: click.Context, model: type[S]) -> S:
         fail(settings_error(exc, model))
 
 
+def run_or_print(ctx: click.Context, model: type[S], print_settings: bool) -> S | None:
+    """The settings to run with, or None once ``--print-settings`` has printed them."""
+    settings = load(ctx, model)
+    if not print_settings:
+        return settings
+    click.echo(settings_json(settings))
+    return None
+
+
 def settings_error(exc: ValueError, model: type[BaseSettings] | None = None) -> str:
     """One line per problem, without the input values pydantic would echo."""
     if not isinstance(exc, ValidationError):

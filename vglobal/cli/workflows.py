@@ -49,7 +49,8 @@ def _cron_command(action: str, doc: str, suspend: bool) -> None:
             c = call(name, namespace)
         except VGlobalError as exc:
             fail(str(exc))
-        console.print(f"cronjob.batch.volcano.sh/{c.namespace}/{c.name} {action}d", highlight=False)
+        done = action.removesuffix("e") + "ed"
+        console.print(f"cronjob.batch.volcano.sh/{c.namespace}/{c.name} {done}", highlight=False)
 
 
 _cron_command("suspend", "Suspend a CronJob: it makes no runs until resumed.", True)
