@@ -19,6 +19,9 @@ class JobPhase(StrEnum):
 
 
 FINISHED_JOB_PHASES = frozenset({JobPhase.Completed, JobPhase.Aborted, JobPhase.Terminated, JobPhase.Failed})
+# Finished without completing. Volcano counts only Failed (a CronJob's failed history) or Failed and
+# Terminated (a JobFlow fails); a cancelled (Aborted) Job never completes either, so it counts too.
+FAILED_JOB_PHASES = frozenset({JobPhase.Failed, JobPhase.Terminated, JobPhase.Aborted})
 
 
 def is_finished(phase: str) -> bool:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from vglobal.model.cronjob import ConcurrencyPolicy, CronJob, run_job, run_name
 from vglobal.model.job import Job
-from vglobal.model.phases import JobPhase, is_finished
+from vglobal.model.phases import FAILED_JOB_PHASES, JobPhase, is_finished
 from vglobal.model.workflow_status import CronStatus
 from vglobal.workflows.cron_due import DueRuns, due_runs
 
@@ -28,11 +28,6 @@ __all__ = [
     "SkipRun",
     "decide_cron",
 ]
-
-# Volcano counts only Failed jobs against failedJobsHistoryLimit; a Terminated or cancelled
-# (Aborted) run would then be kept for ever, so here they count as failed too.
-FAILED_RUN_PHASES = frozenset({JobPhase.Failed, JobPhase.Terminated, JobPhase.Aborted})
-
 
 @dataclass(frozen=True, kw_only=True)
 class CronRun:
@@ -117,7 +112,7 @@ def _oldest_beyond(runs: list[CronRun], limit: int) -> list[CronRun]:
 
 def _history(cron: CronJob, runs: Sequence[CronRun]) -> list[DeleteRun]:
     succeeded = [r for r in runs if r.phase == JobPhase.Completed]
-    failed = [r for r in runs if r.phase in FAILED_RUN_PHASES]
+    failed = [r for r in runs if r.phase in FAILED_JOB_PHASES]
     old = _oldest_beyond(succeeded, cron.successful_jobs_history_limit)
     old += _oldest_beyond(failed, cron.failed_jobs_history_limit)
     return [DeleteRun(name=r.name) for r in sorted(old, key=lambda r: (r.created, r.name))]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from vglobal.model.jobflow import Flow, JobFlow, RetainPolicy
-from vglobal.model.phases import JobPhase, is_finished
+from vglobal.model.phases import FAILED_JOB_PHASES, JobPhase, is_finished
 from vglobal.model.workflow_status import SKIPPED, WAITING, FlowStatus, JobFlowPhase, JobFlowStatus
 
 __all__ = [
@@ -23,11 +23,6 @@ __all__ = [
     "TaskCounts",
     "flow_progress",
 ]
-
-# Volcano fails a JobFlow on a Failed or Terminated Job; a cancelled (Aborted) one never
-# completes either, so it fails the JobFlow too.
-FAILING_PHASES = frozenset({JobPhase.Failed, JobPhase.Terminated, JobPhase.Aborted})
-
 
 @dataclass(frozen=True, kw_only=True)
 class TaskCounts:
@@ -98,7 +93,7 @@ def _phase(known: Mapping[str, FlowJob | None], previous: JobFlowPhase | None) -
     if previous is not None and previous.is_final():
         return previous
     phases = [j.phase for j in known.values() if j is not None]
-    if any(p in FAILING_PHASES for p in phases):
+    if any(p in FAILED_JOB_PHASES for p in phases):
         return JobFlowPhase.Failed
     if len(phases) == len(known) and all(p == JobPhase.Completed for p in phases):
         return JobFlowPhase.Succeed
