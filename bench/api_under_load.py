@@ -106,7 +106,9 @@ def fuzz_round(target: str) -> None:
         fuzz_everything(channel, outcomes)
     took = time.monotonic() - started
     print(f"  Health under fuzzing       {quantiles(health.took)}  ({health.checks} checks)")
-    print(f"  fuzzing took {took:.1f} s; {len(health.failures)} Health failures, {len(outcomes.bad)} bad answers")
+    print(
+        f"  fuzzing took {took:.1f} s; {len(health.failures)} Health failures, {len(outcomes.bad)} bad answers"
+    )
 
 
 def main() -> None:
