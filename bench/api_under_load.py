@@ -58,7 +58,7 @@ def start_hub(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def quantiles(took: list[float]) -> str:
-    q = statistics.quantiles(took, n=100)
+    q = statistics.quantiles(took, n=100, method="inclusive")
     return f"p50 {q[49] * 1000:6.1f} ms  p99 {q[98] * 1000:6.1f} ms  max {max(took) * 1000:6.1f} ms"
 
 
