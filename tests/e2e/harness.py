@@ -134,8 +134,8 @@ class System:
     def get_json(self, kind: str) -> list[dict[str, Any]]:
         return json.loads(self.cli("get", kind, "-o", "json").stdout)
 
-    def client(self) -> Client:
-        return Client(self.target, timeout=10)
+    def client(self, timeout: float = 10) -> Client:
+        return Client(self.target, timeout=timeout)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         self.procs[name].send_signal(sig)
