@@ -20,15 +20,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 
+from tests.e2e.harness import idle_agent_streams
 from tests.e2e.test_fuzz import Health, Outcomes, fuzz_everything
-from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.client import Client
 from vglobal.store.embedded import start_embedded
 
@@ -60,7 +58,7 @@ def start_hub(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def quantiles(took: list[float]) -> str:
-    q = statistics.quantiles(took, n=100)
+    q = statistics.quantiles(took, n=100, method="inclusive")
     return f"p50 {q[49] * 1000:6.1f} ms  p99 {q[98] * 1000:6.1f} ms  max {max(took) * 1000:6.1f} ms"
 
 
@@ -75,26 +73,12 @@ def list_jobs_for(client: Client, seconds: float) -> list[float]:
 
 
 def idle_streams_round(target: str, streams: int, seconds: float) -> None:
-    channels = [grpc.insecure_channel(target) for _ in range(20)]
-    release = threading.Event()
-
-    def silent() -> Iterator[agent_pb2.AgentMessage]:
-        release.wait(600)
-        yield from ()
-
     with Client(target, timeout=30, retries=1) as c:
         alone = list_jobs_for(c, seconds)
-        calls = [agent_pb2_grpc.AgentServiceStub(channels[i % 20]).Connect(silent()) for i in range(streams)]
-        try:
+        with idle_agent_streams(target, streams, 600) as calls:
             time.sleep(0.5)  # let the streams open
             beside = list_jobs_for(c, seconds)
             refused = sum(1 for call in calls if call.done())
-        finally:
-            release.set()
-            for call in calls:
-                call.cancel()
-            for ch in channels:
-                ch.close()
     print(f"  ListJobs alone             {quantiles(alone)}  ({len(alone)} calls)")
     print(f"  ListJobs, {streams} idle streams {quantiles(beside)}  ({len(beside)} calls, {refused} refused)")
 
@@ -106,7 +90,9 @@ def fuzz_round(target: str) -> None:
         fuzz_everything(channel, outcomes)
     took = time.monotonic() - started
     print(f"  Health under fuzzing       {quantiles(health.took)}  ({health.checks} checks)")
-    print(f"  fuzzing took {took:.1f} s; {len(health.failures)} Health failures, {len(outcomes.bad)} bad answers")
+    print(
+        f"  fuzzing took {took:.1f} s; {len(health.failures)} Health failures, {len(outcomes.bad)} bad answers"
+    )
 
 
 def main() -> None:

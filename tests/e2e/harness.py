@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.client import Client
 from vglobal.dial import Dial
 
@@ -131,8 +134,8 @@ class System:
     def get_json(self, kind: str) -> list[dict[str, Any]]:
         return json.loads(self.cli("get", kind, "-o", "json").stdout)
 
-    def client(self) -> Client:
-        return Client(self.target, timeout=10)
+    def client(self, timeout: float = 10) -> Client:
+        return Client(self.target, timeout=timeout)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         self.procs[name].send_signal(sig)
@@ -176,3 +179,25 @@ def wait_for(cond: Callable[[], Any], timeout: float, what: str, system: System 
         time.sleep(0.25)
     detail = f"\n{system.logs()}" if system is not None else ""
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last={last!r}{detail}")
+
+
+@contextlib.contextmanager
+def idle_agent_streams(target: str, n: int, hold: float) -> Iterator[list[Any]]:
+    """``n`` AgentService.Connect calls (on 20 channels) that send nothing, not even Register, for
+    up to ``hold`` seconds; yields the calls (``call.done()`` once the hub ends one)."""
+    channels = [grpc.insecure_channel(target) for _ in range(20)]
+    release = threading.Event()
+
+    def silent() -> Iterator[agent_pb2.AgentMessage]:
+        release.wait(hold)
+        yield from ()
+
+    calls = [agent_pb2_grpc.AgentServiceStub(channels[i % 20]).Connect(silent()) for i in range(n)]
+    try:
+        yield calls
+    finally:
+        release.set()
+        for call in calls:
+            call.cancel()
+        for ch in channels:
+            ch.close()

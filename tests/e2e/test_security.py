@@ -7,18 +7,15 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-import threading
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import psutil
 import pytest
 
-from tests.e2e.harness import System, free_port, sim_cluster, wait_for
+from tests.e2e.harness import System, free_port, idle_agent_streams, sim_cluster, wait_for
 from tests.integration.secure_hub import make_certs
-from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial
 
@@ -120,24 +117,12 @@ def test_200_idle_agent_streams_do_not_stop_the_api(system: System, monkeypatch:
     # within its register timeout (5 s by default).
     monkeypatch.setenv("VGLOBAL_REGISTER_TIMEOUT", "120")
     system.start_hub("--rate-limit", "0")
-    channels = [grpc.insecure_channel(system.target) for _ in range(20)]
-    release = threading.Event()
-
-    def silent() -> Iterator[agent_pb2.AgentMessage]:
-        release.wait(120)
-        yield from ()
-
-    with Client(system.target, timeout=30, retries=1) as c:
-        calls = [agent_pb2_grpc.AgentServiceStub(channels[i % 20]).Connect(silent()) for i in range(200)]
-        try:
-            for _ in range(50):
-                c.list_jobs()  # each answered within the client's deadline, or the test fails here
-            # Every stream is still open: none was refused to make room for the API.
-            refused = [call.code() for call in calls if call.done()]
-            assert refused == [], refused
-        finally:
-            release.set()
-            for call in calls:
-                call.cancel()
-            for ch in channels:
-                ch.close()
+    with (
+        Client(system.target, timeout=30, retries=1) as c,
+        idle_agent_streams(system.target, 200, 120) as calls,
+    ):
+        for _ in range(50):
+            c.list_jobs()  # each answered within the client's deadline, or the test fails here
+        # Every stream is still open: none was refused to make room for the API.
+        refused = [call.code() for call in calls if call.done()]
+        assert refused == [], refused
