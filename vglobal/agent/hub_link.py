@@ -145,8 +145,8 @@ class HubLink:
             if not registered:
                 raise
             code, details = _status(exc)
-            log.warning("hub stream to %s lost: %s; reconnecting", self.target,
-                        refusal.advice(code, details, self.dial, self.cluster))  # fmt: skip
+            log.warning("hub stream to %s lost (%s: %s); reconnecting", self.target,
+                        code.name if code else "error", details)  # fmt: skip
         finally:
             with self._lock:
                 self._outbox = None

@@ -13,7 +13,10 @@ import grpc
 from vglobal.dial import Dial
 
 REFUSED_MAX = 30.0  # seconds between attempts at most while the hub refuses this agent
-_TLS_WORDS = ("ssl", "tls", "handshake", "certificate", "wrong_version", "http1.x", "http/1")
+# What gRPC says when the two ends do not speak the same protocol: a TLS handshake that fails, or
+# (before a stream ever opened) a connection the hub accepts and then closes, as a TLS port does
+# to a plaintext client or the agents' port to a client without a certificate.
+_TLS_WORDS = ("ssl", "tls", "handshake", "certificate", "wrong_version", "http1.x", "http/1", "socket closed")
 
 _C = grpc.StatusCode
 REFUSALS = frozenset({_C.UNAUTHENTICATED, _C.PERMISSION_DENIED, _C.FAILED_PRECONDITION, _C.INVALID_ARGUMENT})
@@ -59,14 +62,17 @@ def advice(code: grpc.StatusCode | None, details: str, dial: Dial, cluster: str)
         return f"the hub refused what this agent sent{said}: the agent and hub versions may differ"
     if looks_like_tls(details):
         if dial.tls:
+            cert = (
+                "" if dial.cert is not None else "; the agents' port (hub --agent-listen) takes only "
+                "client certificates: give --cert/--key, or dial the hub's --listen port with a token"
+            )
             return (
                 f"TLS with the hub at {dial.target} failed{said}: check --ca-file (the CA that signed "
-                "the hub's certificate, whose names must include the host of --hub), and that the hub "
-                "listens with --tls-cert/--tls-key on this port (the agents' port is --agent-listen)"
+                f"the hub's certificate, whose names must include the host of --hub){cert}"
             )
         return (
-            f"the hub at {dial.target} speaks TLS and this agent dials in plaintext{said}: "
-            "add --ca-file (and --cert/--key or --token-file)"
+            f"the hub at {dial.target} closed the connection{said}: it serves TLS and this agent dials "
+            "in plaintext: add --ca-file (and --cert/--key or --token-file)"
         )
     if code is _C.UNAVAILABLE:
         return f"the hub at {dial.target} is not reachable{said}: check --hub (VGLOBAL_HUB) and that it runs"
