@@ -56,7 +56,9 @@ def test_refused_agents_are_explained_by_both_sides(system: System, tmp_path: Pa
 
     # Each agent tries again and again: wait until it has failed three times.
     for name in ("gpu-east", "gpu-west", "nocert", "plain"):
-        wait_for(lambda n=name: having(system, f"agent-{n}", "attempt 3 failed"), 60, f"{name} refused", system)
+        wait_for(
+            lambda n=name: having(system, f"agent-{n}", "attempt 3 failed"), 60, f"{name} refused", system
+        )
 
     east = having(system, "agent-gpu-east", "refused this agent's credentials")
     assert east and all("--token-file" in m and "--auth-config" in m for m in east), east

@@ -18,7 +18,9 @@ def stopped(uid: str, gen: int) -> pb.AgentMessage:
             generation=gen,
             phase="Aborted",
             tasks=[pb.TaskStatus(name="main", replicas=1)],
-            events=[pb.AgentEvent(kind="Normal", reason="JobAborted", message="Aborting -> Aborted", time=2.0)],
+            events=[
+                pb.AgentEvent(kind="Normal", reason="JobAborted", message="Aborting -> Aborted", time=2.0)
+            ],
         )
     )
 

@@ -63,7 +63,9 @@ def advice(code: grpc.StatusCode | None, details: str, dial: Dial, cluster: str)
     if looks_like_tls(details):
         if dial.tls:
             cert = (
-                "" if dial.cert is not None else "; the agents' port (hub --agent-listen) takes only "
+                ""
+                if dial.cert is not None
+                else "; the agents' port (hub --agent-listen) takes only "
                 "client certificates: give --cert/--key, or dial the hub's --listen port with a token"
             )
             return (

@@ -27,7 +27,10 @@ def test_one_line_per_peer_and_reason_each_interval(caplog: pytest.LogCaptureFix
         assert refusals.refused("10.0.0.1", UNAUTH, "the bearer token is not known to this hub")
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 4
-    assert lines[0] == "refused an agent from 10.0.0.1: UNAUTHENTICATED: the bearer token is not known to this hub"
+    assert (
+        lines[0]
+        == "refused an agent from 10.0.0.1: UNAUTHENTICATED: the bearer token is not known to this hub"
+    )
     assert lines[-1].endswith("(5 more since the last line)")
 
 
