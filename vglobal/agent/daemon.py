@@ -85,7 +85,7 @@ def serve(
     backend = core.runtime.backend
     dial = hub if isinstance(hub, Dial) else Dial(hub)
     inbox: Inbox = queue.Queue()
-    link = HubLink(dial, inbox)
+    link = HubLink(dial, inbox, cluster=backend.cluster_name)
     log.info(
         "agent for cluster %s (%d nodes) connecting to %s%s",
         backend.cluster_name,

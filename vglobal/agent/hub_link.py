@@ -3,7 +3,9 @@
 The thread only moves messages: what arrives goes to ``inbox`` as ``(kind, session, message)``
 tuples for the agent's main loop; what the loop sends goes out on the current stream. A broken
 stream is reopened with jittered exponential back-off (tenacity); the back-off starts afresh
-after a stream that got as far as ``Registered``.
+after a stream that got as far as ``Registered``. A hub that refuses the agent (its credentials,
+its identity, TLS) is retried less often, at most every ``refusal.REFUSED_MAX`` seconds, and each
+failure is logged with what it means and when the next attempt is (see ``refusal``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import grpc
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, wait_random_exponential
 
+from vglobal.agent import refusal
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.api.v1 import agent_pb2_grpc as pb_grpc
 from vglobal.dial import Dial
@@ -30,6 +33,12 @@ class StreamLost(Exception):
     """The stream failed or ended before the hub registered us."""
 
 
+def _status(exc: BaseException | None) -> tuple[grpc.StatusCode | None, str]:
+    if isinstance(exc, grpc.RpcError) and hasattr(exc, "code"):
+        return exc.code(), str(exc.details() or "")
+    return None, str(exc or "")
+
+
 class HubLink:
     def __init__(
         self,
@@ -38,12 +47,14 @@ class HubLink:
         *,
         backoff_max: float = 5.0,
         backoff_multiplier: float = 0.2,
+        cluster: str = "",
     ) -> None:
         self.dial = target if isinstance(target, Dial) else Dial(target)
         self.target = self.dial.target
         self.inbox = inbox
         self.backoff_max = backoff_max
         self.backoff_multiplier = backoff_multiplier
+        self.cluster = cluster
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._session = 0
@@ -77,15 +88,32 @@ class HubLink:
         while not self._stop.is_set():
             try:
                 for attempt in Retrying(
-                    wait=wait_random_exponential(multiplier=self.backoff_multiplier, max=self.backoff_max),
+                    wait=self._wait,
                     retry=retry_if_exception_type((StreamLost, grpc.RpcError, OSError)),
                     stop=self._stopped,
                     sleep=self._sleep,
+                    before_sleep=self._log_retry,
                 ):
                     with attempt:
                         self._run_stream()
             except RetryError:
                 return
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Seconds until the next attempt: longer, up to a cap, while the hub refuses us."""
+        code, details = _status(state.outcome.exception() if state.outcome else None)
+        if refusal.is_refusal(code, details):
+            cap = max(self.backoff_max, refusal.REFUSED_MAX)
+            return float(wait_random_exponential(multiplier=1.0, max=cap)(state))
+        return float(wait_random_exponential(multiplier=self.backoff_multiplier, max=self.backoff_max)(state))
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        code, details = _status(state.outcome.exception() if state.outcome else None)
+        wait = state.next_action.sleep if state.next_action else 0.0
+        what = refusal.advice(code, details, self.dial, self.cluster)
+        log.warning(
+            "hub %s: %s; attempt %d failed, retrying in %.1fs", self.target, what, state.attempt_number, wait
+        )
 
     def _stopped(self, _state: RetryCallState) -> bool:
         return self._stop.is_set()
@@ -114,9 +142,11 @@ class HubLink:
         except grpc.RpcError as exc:
             if self._stop.is_set():
                 return
-            log.warning("hub stream to %s lost: %s", self.target, exc.code() if hasattr(exc, "code") else exc)
             if not registered:
                 raise
+            code, details = _status(exc)
+            log.warning("hub stream to %s lost (%s: %s); reconnecting", self.target,
+                        code.name if code else "error", details)  # fmt: skip
         finally:
             with self._lock:
                 self._outbox = None
@@ -126,7 +156,7 @@ class HubLink:
             channel.close()
             self.inbox.put(("disconnected", session, None))
         if not registered and not self._stop.is_set():
-            raise StreamLost(f"hub {self.target} closed the stream before registering")
+            raise StreamLost("the hub closed the stream before registering this agent")
 
     @staticmethod
     def _requests(outbox: queue.Queue[pb.AgentMessage | None]) -> Iterator[pb.AgentMessage]:

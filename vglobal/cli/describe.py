@@ -7,13 +7,23 @@ from collections.abc import Iterable
 
 from rich.console import Console
 
-from vglobal.api.v1 import common_pb2
+from vglobal.api.v1 import common_pb2, jobs_pb2
 from vglobal.cli.output import short
 from vglobal.client import Client
+from vglobal.model.forms import FINISHED_POD_PHASES
 
 
 def _principal_of(events: Iterable[common_pb2.Event], reason: str) -> str:
     return next((e.principal for e in events if e.reason == reason and e.principal), "-")
+
+
+def _pods_heading(job: jobs_pb2.Job) -> str:
+    """Whose word the pods are: what the cluster last reported, which after a cancel may still
+    show pods its agent has not confirmed stopped."""
+    said = f"Pods (as cluster {job.cluster or '-'} last reported"
+    if job.binding_phase == "Aborted" and any(p.phase not in FINISHED_POD_PHASES for p in job.placements):
+        return said + "; cancelled, not confirmed stopped yet):"
+    return said + "):"
 
 
 def describe_job(client: Client, name: str, namespace: str, console: Console) -> None:
@@ -55,7 +65,7 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
             highlight=False,
         )
     if job.placements:
-        console.print("Pods:", highlight=False)
+        console.print(_pods_heading(job), highlight=False)
         for p in job.placements:
             console.print(f"  {p.pod}  {p.task or '-'}  {p.node or '-'}  {p.phase}", highlight=False)
     console.print("Events:", highlight=False)

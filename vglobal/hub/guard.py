@@ -28,6 +28,7 @@ from vglobal.hub.auth.authenticator import Authenticator, PermissionDenied, bear
 from vglobal.hub.auth.methods import AGENT_CONNECT, METHODS, is_public
 from vglobal.hub.auth.policy import Principal, decide
 from vglobal.hub.auth.ratelimit import RateLimiter
+from vglobal.hub.auth.refusals import RefusalLog
 from vglobal.hub.errors import HubError, status_of
 from vglobal.model.errors import clip_message
 
@@ -131,6 +132,7 @@ class Guard(grpc.aio.ServerInterceptor):
         self.authenticator = authenticator
         self.limiter = limiter
         self.clock = clock
+        self.refusals = RefusalLog()  # agents refused, logged per peer and reason now and then
 
     async def intercept_service(
         self,
@@ -226,6 +228,12 @@ def _prepared(request: Any, streamed: bool) -> Any:
     return request
 
 
+def _refused(guard: Guard | None, method: str, context: Any, code: grpc.StatusCode, message: str) -> None:
+    """An agent stream refused: the operator learns why from the hub's log too."""
+    if guard is not None and method == AGENT_CONNECT:
+        guard.refusals.refused(_peer_host(context.peer() or ""), code, message)
+
+
 async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
     async for request in requests:
         _refuse_undecodable(request)
@@ -278,6 +286,8 @@ def _async_stream(
         except Aborted:
             raise
         except Exception as exc:
-            await context.abort(*_status(exc, method))
+            code, message, trailers = _status(exc, method)
+            _refused(guard, method, context, code, message)
+            await context.abort(code, message, trailers)
 
     return behavior

@@ -5,14 +5,16 @@ reads or writes those columns' insides."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vglobal.model.job import Job, NetworkTopology, Task
 from vglobal.model.resources import ResourceVector
 
 POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
-FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
+# A pod its cluster confirmed stopped and gone (a cancelled job's): what the hub shows in its place.
+TERMINATED = "Terminated"
+FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed", TERMINATED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,14 @@ class PodPlacement:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PodPlacement:
         return cls(data["pod"], data.get("task") or "", data.get("node") or "", data.get("phase") or "")
+
+
+def after_stop(known: Iterable[PodPlacement], reported: Iterable[PodPlacement]) -> list[PodPlacement]:
+    """The pods of a run its cluster confirmed stopped: what it still reports (finished pods it
+    keeps), and every pod known before that it no longer reports, as Terminated on its node."""
+    now: dict[str, PodPlacement | None] = {p.pod: p for p in reported}
+    out = [now.pop(p.pod, None) or replace(p, phase=TERMINATED) for p in known]
+    return out + [p for p in now.values() if p is not None]
 
 
 def tasks_to_json(tasks: Iterable[TaskCounts]) -> list[dict[str, Any]]:

@@ -129,10 +129,16 @@ tiers:
   - name: predicates
   - name: nodeorder
   - name: binpack
+    arguments:
+      binpack.weight: 10
+      binpack.resources: nvidia.com/gpu
+      binpack.resources.nvidia.com/gpu: 8
   - name: network-topology-aware
   - name: deviceshare
 """
 
-# DESIGN.md section 6.3.
+# DESIGN.md section 6.3. binpack outweighs nodeorder's least-requested and balanced scores (at most
+# 100 each) and weighs GPUs above cpu and memory: the agent fills the nodes a gang's GPUs already
+# use before it opens an empty one, as the hub's fit assumed when it admitted the next gang there.
 # Not checked against the tables here: the plugins import this module (a test checks the names).
 DEFAULT_AGENT_CONF: SchedulerConf = parse_conf(DEFAULT_AGENT_CONF_TEXT, actions=None, plugins=None)

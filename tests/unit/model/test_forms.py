@@ -105,3 +105,22 @@ def test_a_pod_placement_names_its_task_and_holds_its_node_until_it_ends() -> No
 def test_units_round_trip_through_the_agent_message() -> None:
     vec = ResourceVector({"cpu": 1500, "nvidia.com/gpu": 2000})
     assert convert.units_of(convert.units(vec)) == dict(vec)
+
+
+def test_after_stop_marks_the_pods_gone_terminated_and_keeps_the_finished() -> None:
+    from vglobal.model.forms import TERMINATED, PodPlacement, after_stop
+
+    known = [
+        PodPlacement("j-a-0", "a", "n1", "Running"),
+        PodPlacement("j-a-1", "a", "n2", "Succeeded"),
+        PodPlacement("j-b-0", "b", "", "Pending"),
+    ]
+    reported = [PodPlacement("j-a-1", "a", "n2", "Succeeded")]
+    assert after_stop(known, reported) == [
+        PodPlacement("j-a-0", "a", "n1", TERMINATED),
+        PodPlacement("j-a-1", "a", "n2", "Succeeded"),
+        PodPlacement("j-b-0", "b", "", TERMINATED),
+    ]
+    assert not any(p.holds_node for p in after_stop(known, reported))
+    # The same report sent again (after a reconnect) changes nothing.
+    assert after_stop(after_stop(known, reported), reported) == after_stop(known, reported)

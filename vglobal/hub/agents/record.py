@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import grpc
@@ -24,6 +24,7 @@ from vglobal.api.v1 import agent_pb2
 from vglobal.hub.errors import HubError
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, reported
+from vglobal.model.forms import TERMINATED, after_stop
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
@@ -60,6 +61,8 @@ class _Batch:
     exclude_for: float
     moves: dict[str, Move] = field(default_factory=dict)
     statuses: dict[str, JobReport] = field(default_factory=dict)
+    # The final reports of cancelled runs (see stopped()), written only where they change the pods.
+    stops: dict[str, tuple[int, JobReport]] = field(default_factory=dict)
     rejects: list[agent_pb2.BindingRejected] = field(default_factory=list)
     events: list[NewEvent] = field(default_factory=list)
     outcome: Outcome = field(default_factory=Outcome)
@@ -99,7 +102,64 @@ class _Batch:
         self.refs[msg.job_uid] = BindingRef(BindingPhase.Suspended, None, ref.generation)
         self.rejects.append(msg)
 
+    def stopped(self, st: agent_pb2.JobStatus) -> bool:
+        """A cancelled run's agent confirms it stopped: a finished report of the very run (cluster,
+        generation) its Aborted binding names. Its pods and counts are kept for the user to see;
+        the binding stays as the cancel left it. Any other run of the job is fenced as before."""
+        ref = self.refs.get(st.job_uid)
+        if ref is None or ref.phase is not BindingPhase.Aborted:
+            return False
+        if not ref.names_run(self.cluster, st.generation):
+            return False
+        if reported(st.phase) not in FINISHED:
+            return False  # still stopping: reported as a run that is not current (a fence check)
+        report = JobReport(
+            st.job_uid,
+            BindingPhase.Aborted.value,
+            [convert.task_counts(t) for t in st.tasks],
+            [convert.pod_placement(p) for p in st.placements],
+            st.retry_count,
+            False,  # finished when cancelled
+        )
+        self.stops[st.job_uid] = (st.generation, report)
+        self.events += self._agent_events(st)
+        return True
+
+    def _agent_events(self, st: agent_pb2.JobStatus) -> list[NewEvent]:
+        return [
+            NewEvent(
+                e.reason,
+                e.message,
+                job_uid=st.job_uid,
+                cluster=self.cluster,
+                kind=e.kind or "Normal",
+                source=f"agent/{self.cluster}",
+                time=datetime.fromtimestamp(e.time, UTC) if e.time else None,
+            )
+            for e in st.events
+        ]
+
+    def _write_stops(self, session: Session) -> None:
+        """The confirmed stops whose pods the job row does not show stopped yet (a report sent again
+        after a reconnect changes nothing), each pod gone from the cluster marked Terminated."""
+        known = runs_repo.placements_of(list(self.stops), session=session)
+        reports: list[JobReport] = []
+        for uid, (gen, rep) in self.stops.items():
+            before = known.get(uid)
+            if before is None:
+                continue  # the job was deleted meanwhile
+            pods = after_stop(before, rep.placements)
+            if pods == list(before):
+                continue
+            reports.append(replace(rep, placements=pods))
+            gone = sum(1 for p in pods if p.phase == TERMINATED)
+            said = f"cluster {self.cluster} confirmed generation {gen} stopped: {gone} pods terminated"
+            self.events.append(NewEvent("Stopped", said, job_uid=uid, cluster=self.cluster))
+        runs_repo.update_statuses(reports, session=session)
+
     def status(self, st: agent_pb2.JobStatus) -> None:
+        if self.stopped(st):
+            return
         ref = self.current(st.job_uid, st.generation)
         if ref is None:
             log.debug("ignoring status of stale run %s gen %d", st.job_uid, st.generation)
@@ -117,23 +177,13 @@ class _Batch:
         if target is not None and target is not ref.phase and allowed(ref.phase, target):
             self.to(st.job_uid, ref, target, (st.message or f"job {st.phase}") if finished else "")
             self.outcome.finished += finished
-        self.events += [
-            NewEvent(
-                e.reason,
-                e.message,
-                job_uid=st.job_uid,
-                cluster=self.cluster,
-                kind=e.kind or "Normal",
-                source=f"agent/{self.cluster}",
-                time=datetime.fromtimestamp(e.time, UTC) if e.time else None,
-            )
-            for e in st.events
-        ]
+        self.events += self._agent_events(st)
 
     def write(self, session: Session) -> None:
         # Job rows first: a change of placements touches the binding (migration 0002), which
         # the binding's own move then writes over in the same transaction.
         runs_repo.update_statuses(list(self.statuses.values()), session=session)
+        self._write_stops(session)
         runs_repo.move(list(self.moves.values()), self.cluster, session=session)
         for msg in self.rejects:
             bindings_repo.requeue(

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from vglobal.model.binding import BindingPhase, BindingRef
-from vglobal.model.forms import PodPlacement, TaskCounts, placements_to_json, tasks_to_json
+from vglobal.model.forms import (
+    PodPlacement,
+    TaskCounts,
+    placements_from_json,
+    placements_to_json,
+    tasks_to_json,
+)
 from vglobal.store.engine import joined
 from vglobal.store.repo.live import cursor
 
@@ -104,3 +110,15 @@ def move(moves: Sequence[Move], cluster: str, *, session: Session) -> int:
             },
         )
         return cur.rowcount
+
+
+def placements_of(uids: Sequence[str], *, session: Session) -> dict[str, tuple[PodPlacement, ...]]:
+    """The pods these jobs' rows hold, as last written."""
+    if not uids:
+        return {}
+    with cursor(session) as cur:
+        cur.execute(
+            "SELECT uid, placements FROM jobs WHERE uid = ANY(string_to_array(%(u)s, ','))",
+            {"u": joined(sorted(set(uids)))},
+        )
+        return {r[0]: placements_from_json(r[1]) for r in cur.fetchall()}
