@@ -72,13 +72,20 @@ class System:
         self._spawn(
             name, ["hub", "--listen", self.target, "--database-url", self.database_url, *FAST, *extra]
         )
-        self.wait_healthy(ca_file=ca_file)
+        self.wait_healthy(ca_file=ca_file, name=name)
 
-    def wait_healthy(self, timeout: float = 60.0, ca_file: Path | None = None) -> None:
+    def wait_healthy(
+        self, timeout: float = 180.0, ca_file: Path | None = None, name: str = "hub"
+    ) -> None:
+        # Generous: a loaded machine can take a minute to import and migrate; a hub that died is
+        # reported at once instead.
         deadline = time.monotonic() + timeout
+        hub = self.procs.get(name)
         with Dial(self.target, ca_file=ca_file).channel() as ch:
             stub = health_pb2_grpc.HealthStub(ch)
             while time.monotonic() < deadline:
+                if hub is not None and hub.poll() is not None:
+                    raise AssertionError(f"hub exited with {hub.returncode}; log:\n{self.log(name)}")
                 try:
                     resp = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
                     if resp.status == health_pb2.HealthCheckResponse.SERVING:
