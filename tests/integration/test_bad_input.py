@@ -80,9 +80,10 @@ def test_bad_paging_is_invalid_argument(client: Client) -> None:
     assert [j.name for j in [*first.jobs, *rest.jobs]] == ["a", "b"]
 
 
-def test_ten_thousand_bad_tasks_give_one_short_error(client: Client, engine: sa.Engine) -> None:
+def test_ten_thousand_bad_tasks_give_one_short_error(hub: Hub, engine: sa.Engine) -> None:
     tasks = ", ".join(f"{{name: t{i}, replicas: 1, template: {{spec: {{}}}}}}" for i in range(10_000))
-    with pytest.raises(VGlobalError) as err:
+    # What is checked is the error's size, not the time 10,000 problems take on a loaded machine.
+    with Client(f"127.0.0.1:{hub.port}", timeout=120, retries=1) as client, pytest.raises(VGlobalError) as err:
         client.submit_job(job(tasks=tasks))
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert len(err.value.message.encode()) < 4096 and "and 9980 more" in err.value.message
