@@ -11,8 +11,10 @@ import yaml
 from vglobal.model import cronjob, job, jobflow, priority_class, queue, sim_cluster
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
+from vglobal.model.fields import FieldValidation, unknown_fields
 from vglobal.model.job import Job, parse_job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
+from vglobal.model.k8s import Model
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
 from vglobal.model.sim_cluster import SimCluster, parse_sim_cluster
@@ -21,6 +23,7 @@ __all__ = [
     "KINDS",
     "Manifest",
     "ManifestTooLarge",
+    "field_warnings",
     "job_to_json",
     "load_documents",
     "manifest_to_json",
@@ -39,6 +42,17 @@ KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest]] = {
     (cronjob.API_VERSION, cronjob.KIND): parse_cron_job,
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
+}
+
+# Each kind's schema, for strict field validation.
+SCHEMAS: dict[tuple[str, str], type[Model]] = {
+    (job.API_VERSION, job.KIND): job.JobManifest,
+    (queue.API_VERSION, queue.KIND): queue.QueueManifest,
+    (priority_class.API_VERSION, priority_class.KIND): priority_class.PriorityClassManifest,
+    (sim_cluster.API_VERSION, sim_cluster.KIND): sim_cluster.SimClusterManifest,
+    (cronjob.API_VERSION, cronjob.KIND): cronjob.CronJobManifest,
+    (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): jobflow.JobTemplateManifest,
+    (jobflow.API_VERSION, jobflow.FLOW_KIND): jobflow.JobFlowManifest,
 }
 
 DEFAULT_MAX_BYTES = 1_048_576
@@ -138,8 +152,18 @@ def load_documents(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[dic
     return docs
 
 
-def parse_manifest(doc: Mapping[str, Any]) -> Manifest:
-    """One document to its typed manifest; raises ManifestError."""
+def field_warnings(doc: Mapping[str, Any]) -> list[str]:
+    """``path: unknown field`` for each field of ``doc`` its kind does not define (none for a kind
+    we do not know: parsing says so)."""
+    schema = SCHEMAS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
+    return [] if schema is None else [f"{path}: unknown field" for path in unknown_fields(schema, doc)]
+
+
+def parse_manifest(
+    doc: Mapping[str, Any], *, validation: FieldValidation = FieldValidation.STRICT
+) -> Manifest:
+    """One document to its typed manifest; raises ManifestError, also for an unknown field unless
+    ``validation`` is Warn or Ignore."""
     if not isinstance(doc, Mapping):
         raise ManifestError.one("", f"a manifest must be a mapping, not {type(doc).__name__}")
     api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -149,6 +173,10 @@ def parse_manifest(doc: Mapping[str, Any]) -> Manifest:
         raise ManifestError.one("apiVersion", "required")
     parser = KINDS.get((api, kind))
     if parser is not None:
+        if validation == FieldValidation.STRICT:
+            unknown = unknown_fields(SCHEMAS[(api, kind)], doc)
+            if unknown:
+                raise ManifestError([(path, "unknown field") for path in unknown])
         return parser(doc)
     versions = [a for a, k in KINDS if k == kind]
     if versions:
@@ -166,7 +194,9 @@ def _describe(doc: Mapping[str, Any]) -> str:
     return f'{kind} "{name}"' if name else str(kind)
 
 
-def parse_manifests(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Manifest]:
+def parse_manifests(
+    text: str, *, max_bytes: int = DEFAULT_MAX_BYTES, validation: FieldValidation = FieldValidation.STRICT
+) -> list[Manifest]:
     """Every document of ``text``, in order; the first bad one raises ManifestError.
 
     With several documents the error's ``document`` names which one (``document[1] (Job "x")``).
@@ -175,7 +205,7 @@ def parse_manifests(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Ma
     out: list[Manifest] = []
     for i, doc in enumerate(docs):
         try:
-            out.append(parse_manifest(doc))
+            out.append(parse_manifest(doc, validation=validation))
         except ManifestError as exc:
             if len(docs) > 1:
                 exc.document = f"document[{i}] ({_describe(doc)})"
