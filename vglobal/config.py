@@ -1,15 +1,18 @@
-"""Typed settings for the hub and the agent, read from flags and VGLOBAL_* environment variables."""
+"""Typed settings for the hub and the agent: each declared once here (name, type, description,
+default); the CLI derives its flags from these fields. A flag beats a VGLOBAL_* environment
+variable, which beats the default."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from vglobal.dial import is_loopback
+from vglobal.model.duration import parse_duration
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|m|h))?\s*$")
 _PER = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -23,57 +26,143 @@ def parse_rate(text: str) -> float:
     return float(m.group(1)) / _PER[m.group(2) or "s"]
 
 
+def _seconds(value: Any) -> Any:
+    """``"30s"``, ``"1h30m"`` or plain seconds (``"7"``, as an environment variable gives them)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        return parse_duration(value)
+
+
+def _per_second(value: Any) -> Any:
+    return parse_rate(value) if isinstance(value, str) else value
+
+
+def _key_values(value: Any) -> Any:
+    """``a=b,c=d`` (the environment) or ``("a=b", "c=d")`` (repeated flags) as a mapping."""
+    if not isinstance(value, str | list | tuple):
+        return value
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = {}
+    for item in (i.strip() for i in items):
+        key, sep, val = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"expected KEY=VALUE, not {item!r}")
+        out[key] = val
+    return out
+
+
+# The CLI derives each command's flags from these fields: a duration is given as "30s", "5m" or
+# plain seconds; "file" marks a path that must name an existing file; "flag" a flag name other than
+# the field's; "secret" a value --print-settings redacts.
+AS_SECONDS = BeforeValidator(_seconds)
+Seconds = Annotated[float, AS_SECONDS]
+PerSecond = Annotated[float, BeforeValidator(_per_second)]
+FILE: dict[str, Any] = {"file": True}
+
+
 class HubSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="VGLOBAL_", extra="ignore")
 
-    listen: str = "127.0.0.1:50051"
-    database_url: str | None = None
-    data_dir: Path | None = None
-    metrics_listen: str | None = None
-    dispatch_interval: float = Field(1.0, gt=0)
-    cluster_timeout: float = Field(30.0, gt=0)
-    failover_after: float = Field(300.0, ge=0)
-    # Finished jobs older than this are removed with their bindings and events (0: kept forever).
-    finished_job_ttl: float = Field(7 * 86400.0, ge=0)
-    heartbeat_interval: float = Field(5.0, gt=0)
-    exclude_for: float = Field(
-        300.0, ge=0, description="how long a rejected or failed-over cluster is skipped"
+    listen: str = Field("127.0.0.1:50051", description="HOST:PORT of the gRPC API.")
+    database_url: str | None = Field(
+        None, description="Use this Postgres instead of an embedded one.", json_schema_extra={"secret": True}
     )
-    placement: str = Field("binpack", pattern="^(binpack|spread)$")
-    starvation_after: float = Field(600.0, ge=0)
-    reclaim_after: float = Field(0.0, ge=0, description="how long a job waits before it may reclaim")
-    reclaim_min_runtime: float = Field(
-        0.0, ge=0, description="how long a job must have run before it may be reclaimed"
+    data_dir: Path | None = Field(None, description="Embedded Postgres data directory.")
+    metrics_listen: str | None = Field(None, description="Serve Prometheus metrics on HOST:PORT.")
+    dispatch_interval: Seconds = Field(1.0, gt=0, description="How often the dispatcher admits jobs.")
+    cluster_timeout: Seconds = Field(
+        30.0, gt=0, description="A cluster without a heartbeat this long is NotReady."
+    )
+    failover_after: Seconds = Field(
+        300.0, ge=0, description="A cluster NotReady this long has its jobs re-queued elsewhere."
+    )
+    finished_job_ttl: Seconds = Field(
+        7 * 86400.0,
+        ge=0,
+        description="Remove jobs this long after they finished, with their events (0 = keep them).",
+    )
+    heartbeat_interval: Seconds = Field(5.0, gt=0, description="How often agents report to the hub.")
+    exclude_for: Seconds = Field(
+        300.0, ge=0, description="How long a rejected or failed-over cluster is skipped."
+    )
+    placement: Literal["binpack", "spread"] = Field(
+        "binpack", description="Which fitting cluster a job goes to."
+    )
+    starvation_after: Seconds = Field(
+        600.0,
+        ge=0,
+        description="A gang waiting this long holds the capacity it needs against its own queue's "
+        "later jobs.",
+    )
+    reclaim_after: Seconds = Field(
+        0.0,
+        ge=0,
+        description="A job must have waited this long before it may take capacity back from other queues.",
+    )
+    reclaim_min_runtime: Seconds = Field(
+        0.0,
+        ge=0,
+        description="A job must have run this long before another queue may take it back (guards long jobs).",
     )
     queue_lookback: int = Field(
-        1000, ge=0, description="jobs per leaf queue examined each cycle, in queue order (0 = all)"
+        1000,
+        ge=0,
+        description="Jobs per leaf queue examined each cycle, in queue order; the rest wait a turn "
+        "(0 = all).",
     )
     max_admissions_per_cycle: int = Field(
-        5000, ge=0, description="admissions per dispatch cycle at most; the rest go next cycle (0 = all)"
+        5000,
+        ge=0,
+        description="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle "
+        "(0 = all).",
     )
-    max_manifest_bytes: int = Field(1_048_576, gt=0)
-    max_batch: int = Field(1000, gt=0)
-    max_tasks_per_job: int = Field(1000, gt=0)
-    max_pods_per_job: int = Field(20_000, gt=0)
-    watch_keep_for: float = Field(900.0, gt=0, description="how long job changes stay in the watch log (s)")
-    watch_keep_changes: int = Field(500_000, gt=0, description="job changes the watch log keeps at most")
+    max_manifest_bytes: int = Field(1_048_576, gt=0, description="Largest manifest accepted (bytes).")
+    max_batch: int = Field(1000, gt=0, description="Jobs one SubmitJobs call may hold.")
+    max_tasks_per_job: int = Field(1000, gt=0, description="Tasks one job may have.")
+    max_pods_per_job: int = Field(20_000, gt=0, description="Pods one job may have.")
+    watch_keep_for: Seconds = Field(
+        900.0,
+        gt=0,
+        description="Job changes stay this long in the watch log; a watch resuming from older gets "
+        "OUT_OF_RANGE.",
+    )
+    watch_keep_changes: int = Field(500_000, gt=0, description="Job changes the watch log keeps at most.")
     watch_buffer: int = Field(
-        10_000, gt=0, description="events a watcher may fall behind by before it is cut off"
+        10_000,
+        gt=0,
+        description="Changes a watcher may fall behind by before it is cut off (RESOURCE_EXHAUSTED).",
     )
-    max_watches: int = Field(32, gt=0, description="watch streams one hub serves at a time")
-    hub_id: str = ""
+    max_watches: int = Field(32, gt=0, description="Watch streams one hub serves at a time.")
+    hub_id: str = Field(
+        "", description="This replica's name in logs and leader records (default: generated)."
+    )
     # Security: TLS, client certificates for agents, the auth config, limits.
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    client_ca: Path | None = None
-    agent_listen: str | None = None
-    auth_config: Path | None = None
-    insecure: bool = False
-    rate_limit: float = Field(100.0, ge=0, description="calls a second per principal on average (0 = off)")
-    rate_burst: int = Field(500, ge=1)
-    max_agent_streams: int = Field(1000, ge=1)
-    register_timeout: float = Field(5.0, gt=0, description="an agent stream must Register within this")
-    grpc_workers: int = Field(32, ge=1, description="threads serving the unary API")
+    tls_cert: Path | None = Field(
+        None, description="The hub's certificate (PEM); serve TLS.", json_schema_extra=FILE
+    )
+    tls_key: Path | None = Field(None, description="The key of --tls-cert.", json_schema_extra=FILE)
+    client_ca: Path | None = Field(
+        None,
+        description="CA of agents' client certificates (URI SAN spiffe://vglobal/cluster/NAME).",
+        json_schema_extra=FILE,
+    )
+    agent_listen: str | None = Field(
+        None, description="HOST:PORT where agents connect with client certificates (mutual TLS)."
+    )
+    auth_config: Path | None = Field(
+        None, description="Users, tokens and roles (kind AuthConfig); SIGHUP reloads.", json_schema_extra=FILE
+    )
+    insecure: bool = Field(False, description="Allow plaintext or open access beyond loopback.")
+    rate_limit: PerSecond = Field(
+        100.0, ge=0, description="Calls per principal (N/s, N/m, N/h or a number a second; 0 = off)."
+    )
+    rate_burst: int = Field(500, ge=1, description="Calls a principal may make in a burst above the rate.")
+    max_agent_streams: int = Field(1000, ge=1, description="Open agent streams.")
+    register_timeout: Seconds = Field(5.0, gt=0, description="An agent stream must Register within this.")
+    grpc_workers: int = Field(32, ge=1, description="Threads serving the unary API.")
 
     @property
     def tls(self) -> bool:
@@ -104,3 +193,52 @@ class HubSettings(BaseSettings):
                 "roles), or --insecure to let anyone who reaches it do anything"
             )
         return self
+
+
+class AgentSettings(BaseSettings):
+    """The agent of one member cluster, simulated (``sim``) or real (``kubeconfig``/``in_cluster``)."""
+
+    model_config = SettingsConfigDict(env_prefix="VGLOBAL_AGENT_", extra="ignore")
+
+    sim: Path | None = Field(
+        None, description="Simulated cluster file (kind SimCluster).", json_schema_extra=FILE
+    )
+    kubeconfig: Path | None = Field(
+        None, description="A real cluster, reached through this kubeconfig.", json_schema_extra=FILE
+    )
+    context: str | None = Field(None, description="The kubeconfig context (default: its current context).")
+    in_cluster: bool = Field(
+        False,
+        description="The cluster the agent runs in, through its service account "
+        "(the default where KUBERNETES_SERVICE_HOST is set).",
+    )
+    name: str | None = Field(
+        None, description="Cluster name at the hub (default: the sim file's name or the context's)."
+    )
+    labels: Annotated[dict[str, str], NoDecode, BeforeValidator(_key_values)] = Field(
+        default_factory=dict,
+        description="KEY=VALUE label of the cluster at the hub (kube; repeatable; env a=b,c=d).",
+        json_schema_extra={"flag": "label"},
+    )
+    scheduler_conf: Path | None = Field(
+        None, description="The local scheduler's configuration (Volcano's format).", json_schema_extra=FILE
+    )
+    bind_timeout: Seconds = Field(60.0, gt=0, description="How long a job may take to bind its pods.")
+    heartbeat_interval: Seconds = Field(5.0, gt=0, description="How often the agent reports to the hub.")
+    scheduler_name: str = Field("vglobal", description="schedulerName of the pods the agent creates.")
+    kube_qps: float = Field(50.0, ge=0, description="API requests per second (0 = no limit).")
+    kube_burst: int = Field(100, ge=1, description="API requests in a burst.")
+    namespaces: str = Field("", description="Run jobs only in these namespaces (a,b; default all).")
+    create_namespaces: bool = Field(False, description="Create a job's namespace when the cluster lacks it.")
+    lease_duration: Seconds = Field(15.0, ge=0, description="Leader election Lease (0 = no election).")
+    lease_namespace: str | None = Field(
+        None, description="Namespace of the Lease (default: the agent's own)."
+    )
+    hypernode_discovery: Path | None = Field(
+        None, description="HyperNodes from node labels (Volcano's discovery config).", json_schema_extra=FILE
+    )
+
+    @property
+    def namespace_set(self) -> frozenset[str] | None:
+        """The namespaces to run jobs in, None for all."""
+        return frozenset(n.strip() for n in self.namespaces.split(",") if n.strip()) or None

@@ -4,76 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 import grpc
-from rich.console import Console
 
 from vglobal.api.v1 import queues_pb2
 from vglobal.cli import output
+from vglobal.cli.common import FILE, Ctx, console, err_console, fail
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
 from vglobal.cli.global_options import GlobalOptionsGroup
-from vglobal.cli.hub_flags import security_options, security_settings, settings_error
+from vglobal.cli.hub_cmd import hub
 from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
 from vglobal.cli.workflows import apply_workflow, create_group, cronjob_group
 from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial, DialError, read_token_file
 
-console = Console()
-err_console = Console(stderr=True)
+__all__ = ["Ctx", "cli", "fail", "main", "register_extras"]
+
 FORMATS = click.Choice(["table", "wide", "json", "yaml"])
 # Jobs fetched per ListJobs call by `get jobs`: each page is printed before the next is fetched.
 JOB_PAGE = 2000
 T = TypeVar("T")
-
-
-def fail(message: str) -> NoReturn:
-    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    sys.exit(1)
-
-
-class Ctx:
-    def __init__(self, dial: Dial) -> None:
-        self.dial = dial
-        self.hub = dial.target
-        self._client: Client | None = None
-
-    @property
-    def client(self) -> Client:
-        if self._client is None:
-            try:
-                self._client = Client(dial=self.dial)
-            except DialError as exc:
-                fail(str(exc))
-        return self._client
-
-
-def setup_logging(verbose: bool) -> None:
-    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    if not sys.stderr.isatty():
-        fmt = (
-            '{"time": "%(asctime)s", "level": "%(levelname)s", "logger": "%(name)s", '
-            '"message": %(message_json)s}'
-        )
-
-        class JsonMessage(logging.Formatter):
-            def format(self, record: logging.LogRecord) -> str:
-                record.message_json = json.dumps(record.getMessage())
-                return super().format(record)
-
-        handler = logging.StreamHandler()
-        handler.setFormatter(JsonMessage(fmt))
-        logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler], force=True)
-    else:
-        logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=fmt, force=True)
-
-
-FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @click.group(cls=GlobalOptionsGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -115,128 +70,7 @@ def cli(
     ctx.obj = Ctx(dial)
 
 
-# ---------------------------------------------------------------- servers
-
-
-@cli.command()
-@click.option("--listen", default="127.0.0.1:50051", show_default=True)
-@click.option(
-    "--data-dir", type=click.Path(path_type=Path), default=None, help="Embedded Postgres data directory."
-)
-@click.option(
-    "--database-url", envvar="VGLOBAL_DATABASE_URL", default=None, help="Use this Postgres instead."
-)
-@click.option("--metrics-listen", default=None, help="Serve Prometheus metrics on HOST:PORT.")
-@click.option("--dispatch-interval", default="1s", show_default=True)
-@click.option("--cluster-timeout", default="30s", show_default=True)
-@click.option("--failover-after", default="5m", show_default=True)
-@click.option("--heartbeat-interval", default="5s", show_default=True)
-@click.option(
-    "--finished-job-ttl",
-    default="168h",
-    show_default=True,
-    help="Remove jobs this long after they finished, with their events (0 = keep them).",
-)
-@click.option("--placement", type=click.Choice(["binpack", "spread"]), default="binpack", show_default=True)
-@click.option("--starvation-after", default="10m", show_default=True)
-@click.option(
-    "--reclaim-after",
-    default="0s",
-    show_default=True,
-    help="A job must have waited this long before it may take capacity back from other queues.",
-)
-@click.option(
-    "--reclaim-min-runtime",
-    default="0s",
-    show_default=True,
-    help="A job must have run this long before another queue may take it back (guards long jobs).",
-)
-@click.option(
-    "--queue-lookback",
-    type=int,
-    default=1000,
-    show_default=True,
-    help="Jobs per leaf queue examined each cycle, in queue order; the rest wait a turn (0 = all).",
-)
-@click.option(
-    "--max-admissions-per-cycle",
-    type=int,
-    default=5000,
-    show_default=True,
-    help="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle at once (0 = all).",
-)
-@click.option(
-    "--watch-keep-for",
-    default="15m",
-    show_default=True,
-    help="Job changes stay this long in the watch log; a watch resuming from older gets OUT_OF_RANGE.",
-)
-@click.option("--watch-keep-changes", type=click.IntRange(min=1), default=500_000, show_default=True)
-@click.option(
-    "--watch-buffer",
-    type=click.IntRange(min=1),
-    default=10_000,
-    show_default=True,
-    help="Changes a watcher may fall behind by before it is cut off (RESOURCE_EXHAUSTED).",
-)
-@click.option("--max-watches", type=click.IntRange(min=1), default=32, show_default=True)
-@security_options
-@click.option("-v", "--verbose", is_flag=True)
-def hub(
-    listen: str,
-    data_dir: Path | None,
-    database_url: str | None,
-    metrics_listen: str | None,
-    dispatch_interval: str,
-    cluster_timeout: str,
-    failover_after: str,
-    heartbeat_interval: str,
-    finished_job_ttl: str,
-    placement: str,
-    starvation_after: str,
-    reclaim_after: str,
-    reclaim_min_runtime: str,
-    queue_lookback: int,
-    max_admissions_per_cycle: int,
-    watch_keep_for: str,
-    watch_keep_changes: int,
-    watch_buffer: int,
-    max_watches: int,
-    verbose: bool,
-    **security: Any,
-) -> None:
-    """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
-    from vglobal.config import HubSettings
-    from vglobal.hub.server import run_hub
-    from vglobal.model.duration import parse_duration
-
-    setup_logging(verbose)
-    try:
-        settings = HubSettings(
-            listen=listen,
-            data_dir=data_dir,
-            database_url=database_url,
-            metrics_listen=metrics_listen,
-            dispatch_interval=parse_duration(dispatch_interval),
-            cluster_timeout=parse_duration(cluster_timeout),
-            failover_after=parse_duration(failover_after),
-            heartbeat_interval=parse_duration(heartbeat_interval),
-            finished_job_ttl=parse_duration(finished_job_ttl),
-            placement=placement,
-            starvation_after=parse_duration(starvation_after),
-            reclaim_after=parse_duration(reclaim_after),
-            reclaim_min_runtime=parse_duration(reclaim_min_runtime),
-            queue_lookback=queue_lookback,
-            max_admissions_per_cycle=max_admissions_per_cycle,
-            watch_keep_for=parse_duration(watch_keep_for),
-            watch_keep_changes=watch_keep_changes,
-            watch_buffer=watch_buffer,
-            max_watches=max_watches,
-            **security_settings(security),
-        )
-    except ValueError as exc:
-        fail(settings_error(exc))
-    run_hub(settings)
+cli.add_command(hub)
 
 
 # ---------------------------------------------------------------- resources

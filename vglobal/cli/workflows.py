@@ -3,23 +3,19 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Protocol
 
 import click
-from rich.console import Console
 
+from vglobal.cli.common import console, fail
 from vglobal.cli.documents import Document
 from vglobal.client import Client, VGlobalError
 
 KINDS = ("CronJob", "JobTemplate", "JobFlow")
 
-console = Console()
-err_console = Console(stderr=True)
-
 
 class WithClient(Protocol):
-    """What the CLI's context object gives these commands (cli.main.Ctx)."""
+    """What the CLI's context object gives these commands (cli.common.Ctx)."""
 
     @property
     def client(self) -> Client: ...
@@ -37,11 +33,6 @@ def apply_workflow(client: Client, d: Document) -> str:
     return f"jobflow.flow.volcano.sh/{f.job_flow.namespace}/{f.job_flow.name} {f.result}"
 
 
-def _fail(message: str) -> None:
-    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    sys.exit(1)
-
-
 @click.group("cronjob")
 def cronjob_group() -> None:
     """Suspend or resume a CronJob."""
@@ -57,7 +48,7 @@ def _cron_command(action: str, doc: str, suspend: bool) -> None:
             call = obj.client.suspend_cron_job if suspend else obj.client.resume_cron_job
             c = call(name, namespace)
         except VGlobalError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         console.print(f"cronjob.batch.volcano.sh/{c.namespace}/{c.name} {action}d", highlight=False)
 
 
@@ -83,9 +74,9 @@ def create_job(obj: WithClient, name: str, source: str, namespace: str) -> None:
     """Create the Job NAME now from a CronJob's template (as kubectl create job --from=cronjob/CRON)."""
     kind, _, cron = source.partition("/")
     if kind.lower() not in ("cronjob", "cronjobs", "cj") or not cron:
-        _fail(f'--from: expected cronjob/NAME, got "{source}"')
+        fail(f'--from: expected cronjob/NAME, got "{source}"')
     try:
         j = obj.client.create_job_from_cron_job(name, cron, namespace)
     except VGlobalError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     console.print(f"job.batch.volcano.sh/{j.namespace}/{j.name} created", highlight=False)

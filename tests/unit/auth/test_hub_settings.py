@@ -50,7 +50,7 @@ def test_a_bad_rate_names_the_flag() -> None:
 
 
 def test_a_refused_setting_is_told_without_echoing_the_database_password() -> None:
-    from vglobal.cli.hub_flags import settings_error
+    from vglobal.cli.settings_flags import settings_error
 
     with pytest.raises(ValidationError) as err:
         HubSettings(listen="0.0.0.0:1", database_url="postgresql://u:hunter2@db/x")

@@ -1,0 +1,36 @@
+"""``vglobal hub``: run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres.
+Its flags are HubSettings' fields (vglobal.config)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from vglobal.cli.common import setup_logging
+from vglobal.cli.settings_flags import load, settings_json, settings_options
+from vglobal.config import HubSettings
+
+PRINT_SETTINGS = click.option(
+    "--print-settings",
+    is_flag=True,
+    help="Print the effective settings (flags, then VGLOBAL_* environment, then defaults) as JSON, "
+    "secrets redacted, and exit.",
+)
+
+
+@click.command()
+@settings_options(HubSettings)
+@PRINT_SETTINGS
+@click.option("-v", "--verbose", is_flag=True)
+@click.pass_context
+def hub(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) -> None:
+    """Run a hub (gRPC API, dispatcher, failover) on an embedded or external Postgres."""
+    settings = load(ctx, HubSettings)
+    if print_settings:
+        click.echo(settings_json(settings))
+        return
+    from vglobal.hub.server import run_hub
+
+    setup_logging(verbose)
+    run_hub(settings)
