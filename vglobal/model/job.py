@@ -332,7 +332,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         tasks.append(task)
 
     total = sum(t.replicas for t in tasks)
-    if tasks and total == 0:
+    if tasks and total == 0 and all(t.replicas >= 0 for t in spec.tasks):
         # A job of no pod would neither run nor finish.
         p.add("spec.tasks", "the tasks have 0 replicas in all: at least one pod is required")
     min_available = spec.min_available
