@@ -15,9 +15,17 @@ from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    TooLarge,
+    look_up,
+    raise_prefixed,
+    rpc,
+)
 from vglobal.hub.group_commit import SubmitGroups
-from vglobal.hub.job_actions import cancel_job, delete_job
+from vglobal.hub.job_actions import cancel_job, delete_job, resume_job
 from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
@@ -25,6 +33,7 @@ from vglobal.hub.submit import ItemFailed, check_limits, parse_one, store_jobs, 
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job import Job
+from vglobal.model.job_template import OWNER_REFERENCES
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
@@ -175,6 +184,38 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             if cancel_job(row.uid, session=session, reason=f"cancelled by {who()}", principal=who()):
                 row = find_job(request, session=session)
         return convert.job(row)
+
+    def _owned(self, row: JobRow, verb: str) -> None:
+        if (row.manifest.get("metadata") or {}).get(OWNER_REFERENCES):
+            raise FailedPrecondition(
+                f"job {row.namespace}/{row.name} belongs to a CronJob or JobFlow, which decides its runs: "
+                f"it cannot be {verb} on its own"
+            )
+
+    @rpc
+    def SuspendJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session, action=Action.cancel_jobs)
+            self._owned(row, "suspended")
+            reason = f"suspended by {who()}"
+            if not cancel_job(row.uid, session=session, reason=reason, principal=who(), event="Suspended"):
+                raise FailedPrecondition(
+                    f"job {row.namespace}/{row.name} has finished ({row.phase}): only an unfinished job "
+                    "can be suspended"
+                )
+            return convert.job(find_job(request, session=session))
+
+    @rpc
+    def ResumeJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session, action=Action.submit_jobs)
+            self._owned(row, "resumed")
+            if not resume_job(row.uid, session=session, reason=f"resumed by {who()}", principal=who()):
+                raise FailedPrecondition(
+                    f"job {row.namespace}/{row.name} is {row.phase}, binding {row.binding_phase}: only a "
+                    "suspended (Aborted) job can be resumed"
+                )
+            return convert.job(find_job(request, session=session))
 
     @rpc
     def DeleteJob(

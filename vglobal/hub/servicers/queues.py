@@ -160,6 +160,21 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
             return convert.priority_class(row)
 
     @rpc
+    def DeletePriorityClass(
+        self, request: queues_pb2.PriorityClassRef, context: grpc.ServicerContext
+    ) -> queues_pb2.PriorityClass:
+        with session_scope(self.ctx.sessions) as session:
+            # Jobs keep the priority they were given, as Kubernetes' pods do.
+            row = look_up(
+                "priority class",
+                request.name,
+                lambda: queues_repo.delete_priority_class(request.name, session=session),
+                wanted="a priority class name",
+            )
+            audit("PriorityClassDeleted", f"priorityclass {row.name}", f"value {row.value}", session=session)
+            return convert.priority_class(row)
+
+    @rpc
     def ListPriorityClasses(
         self, request: queues_pb2.ListPriorityClassesRequest, context: grpc.ServicerContext
     ) -> queues_pb2.ListPriorityClassesResponse:
