@@ -140,6 +140,15 @@ def jobtemplate_row(t: jobflows_pb2.JobTemplate) -> dict[str, Any]:
     }
 
 
+def priority_class_row(pc: queues_pb2.PriorityClass) -> dict[str, Any]:
+    return {
+        "name": pc.name,
+        "value": pc.value,
+        "globalDefault": pc.global_default,
+        "preemptionPolicy": pc.preemption_policy,
+    }
+
+
 def hypernode_row(h: common_pb2.HyperNode) -> dict[str, Any]:
     return {
         "name": h.name,
@@ -209,6 +218,10 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
         "table": ["namespace", "name", "queue", "tasks", "age"],
         "wide": ["namespace", "name", "queue", "tasks", "age"],
     },
+    "priorityclasses": {
+        "table": ["name", "value", "globalDefault"],
+        "wide": ["name", "value", "globalDefault", "preemptionPolicy"],
+    },
     "clusters": {
         "table": ["name", "state", "nodes", "capacity", "free", "runningJobs"],
         "wide": ["name", "state", "labels", "nodes", "capacity", "free", "runningJobs", "lastHeartbeat"],
@@ -251,13 +264,21 @@ RESOURCE_NAMES = {
 }
 
 
-def plain_table(kind: str, rows: Sequence[Mapping[str, Any]], wide: bool, header: bool = True) -> str:
+def plain_table(
+    kind: str,
+    rows: Sequence[Mapping[str, Any]],
+    wide: bool,
+    header: bool = True,
+    widths: Sequence[int] | None = None,
+) -> str:
     """The table as text as wide as its cells need, nothing cut (kubectl's layout: columns three
-    spaces apart): for pipes, logs and ``-o wide``."""
+    spaces apart): for pipes, logs and ``-o wide``. ``widths``: at least these (a watch keeps the
+    first listing's)."""
     cols = COLUMNS[kind]["wide" if wide else "table"]
     lines = [[c.upper() for c in cols]] if header else []
     lines += [[cell(r.get(c)).replace("\n", " ") for c in cols] for r in rows]
-    widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(cols))]
+    least = widths or [0] * len(cols)
+    widths = [max([least[i], *(len(line[i]) for line in lines)]) for i in range(len(cols))]
     return "".join(
         "   ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() + "\n" for line in lines
     )
