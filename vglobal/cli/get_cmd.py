@@ -90,8 +90,8 @@ def get(
         fail(str(exc))
     if all_namespaces and namespace:
         fail("-A/--all-namespaces and -n/--namespace: give one")
-    kind = SHORT.get(kind, kind)
-    base = kind.removesuffix("s")
+    base = SHORT.get(kind, kind)
+    base = base if base in LISTED else base.removesuffix("s")
     if watch and (names or not (base == "job" or base in WATCHED_BY_POLL)):
         fail("--watch: only lists of jobs, queues and clusters can be watched")
     missing = False
