@@ -11,6 +11,7 @@ looked into.
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -66,6 +67,7 @@ def _model_of(annotation: Any) -> tuple[type[Model] | None, bool]:
     return None, False
 
 
+@functools.cache
 def _children(cls: type[Model]) -> dict[str, tuple[type[Model] | None, bool]]:
     out: dict[str, tuple[type[Model] | None, bool]] = {}
     for name, info in cls.model_fields.items():
