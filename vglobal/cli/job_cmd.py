@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
+from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.common import Ctx, console, fail
-from vglobal.client import VGlobalError
+from vglobal.client import Client, VGlobalError
 
 
 @click.group("job")
@@ -13,27 +16,28 @@ def job_group() -> None:
     """Suspend or resume a job (as `vcctl job suspend|resume`)."""
 
 
-@job_group.command()
-@click.argument("name")
-@click.option("-n", "--namespace", default="default", show_default=True)
-@click.pass_obj
-def suspend(obj: Ctx, name: str, namespace: str) -> None:
-    """Stop a job where it runs and keep it, Aborted, until `vglobal job resume`."""
-    try:
-        j = obj.client.suspend_job(name, namespace)
-    except VGlobalError as exc:
-        fail(str(exc))
-    console.print(f"job.batch.volcano.sh/{j.namespace}/{j.name} suspended ({j.phase})", highlight=False)
+def _job_command(action: str, doc: str, call: Callable[[Client, str, str], jobs_pb2.Job], said: str) -> None:
+    @job_group.command(action, help=doc)
+    @click.argument("name")
+    @click.option("-n", "--namespace", default="default", show_default=True)
+    @click.pass_obj
+    def command(obj: Ctx, name: str, namespace: str) -> None:
+        try:
+            j = call(obj.client, name, namespace)
+        except VGlobalError as exc:
+            fail(str(exc))
+        console.print(f"job.batch.volcano.sh/{j.namespace}/{j.name} {said} ({j.phase})", highlight=False)
 
 
-@job_group.command()
-@click.argument("name")
-@click.option("-n", "--namespace", default="default", show_default=True)
-@click.pass_obj
-def resume(obj: Ctx, name: str, namespace: str) -> None:
-    """Put a suspended job back in its queue; it runs again as a new run (a new generation)."""
-    try:
-        j = obj.client.resume_job(name, namespace)
-    except VGlobalError as exc:
-        fail(str(exc))
-    console.print(f"job.batch.volcano.sh/{j.namespace}/{j.name} resumed ({j.phase})", highlight=False)
+_job_command(
+    "suspend",
+    "Stop a job where it runs and keep it, Aborted, until `vglobal job resume`.",
+    Client.suspend_job,
+    "suspended",
+)
+_job_command(
+    "resume",
+    "Put a suspended job back in its queue; it runs again as a new run (a new generation).",
+    Client.resume_job,
+    "resumed",
+)
