@@ -293,7 +293,7 @@ def print_table(
     if console.is_terminal and not wide:
         console.print(table(kind, rows, wide=False, header=header))
     else:
-        sys.stdout.write(plain_table(kind, rows, wide, header))
+        console.file.write(plain_table(kind, rows, wide, header))
 
 
 def emit(kind: str, rows: list[dict[str, Any]], fmt: str, console: Console) -> None:
