@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vglobal.sim.openb import POLICIES, load_nodes, load_pods, run_openb
+from vglobal.sim.traces import TraceMissing, need
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "openb"
 # Published in the FGD paper on this file (mean of 10 seeds), allocation % at 100% / 130% demand.
@@ -47,6 +48,11 @@ def main() -> None:
     ap.add_argument("--memory", choices=["both", "yes", "no"], default="both")
     ap.add_argument("--policies", default=",".join(POLICIES), help="comma list (default: all)")
     args = ap.parse_args()
+    try:
+        need(DATA / "openb_node_list_gpu_node.csv", "openb")
+        need(DATA / "openb_pod_list_default.csv", "openb")
+    except TraceMissing as exc:
+        sys.exit(f"bench/openb.py: {exc}")
     if "-" in args.seeds:
         lo, hi = (int(x) for x in args.seeds.split("-"))
         seeds = list(range(lo, hi + 1))

@@ -37,6 +37,7 @@ from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.rounds import AdmissionRounds
+from vglobal.sim.traces import TraceMissing, need
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "philly"
 GPU = "nvidia.com/gpu"
@@ -380,6 +381,11 @@ def main(argv: list[str] | None = None) -> int:
         help="cluster size as a fraction of the sum of VC nodes (below 1 adds contention)",
     )
     args = parser.parse_args(argv)
+    try:
+        need(DATA / "helios_philly_vc.csv", "philly")
+        need(DATA / "pollux_philly.csv", "philly")
+    except TraceMissing as exc:
+        sys.exit(f"bench/philly.py: {exc}")
     runs, seconds = [], []
     for name in args.policies.split(","):
         jobs, weights = load(args.limit)

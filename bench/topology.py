@@ -31,6 +31,7 @@ from vglobal.scheduler import (
     run_cycle,
 )
 from vglobal.scheduler.topology import HyperNodeTree
+from vglobal.sim.traces import TraceMissing, need
 
 TOPO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "topology" / "crux_topo.csv"
 GI = 1024**3
@@ -140,6 +141,10 @@ def measure(
 
 
 def main() -> None:
+    try:
+        need(TOPO, "topology")
+    except TraceMissing as exc:
+        sys.exit(f"bench/topology.py: {exc}")
     nodes, hns = load()
     print("command: .venv/bin/python bench/topology.py")
     print(

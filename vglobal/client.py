@@ -32,6 +32,7 @@ from vglobal.api.v1 import (
 )
 from vglobal.batches import BATCH_SIZE, batches
 from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
+from vglobal.tls_hint import plaintext_hint
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
 T = TypeVar("T")
@@ -212,21 +213,39 @@ class Client:
         try:
             return once()
         except grpc.RpcError as exc:
-            raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
+            message = exc.details() or str(exc)
+            if exc.code() == grpc.StatusCode.UNAVAILABLE and not self.dial.tls:
+                message += plaintext_hint(self.target)
+            raise VGlobalError(exc.code(), message) from None
 
     # Jobs
-    def submit_job(self, manifest: str, *, request_id: str = "") -> jobs_pb2.SubmitJobResponse:
+    def submit_job(
+        self, manifest: str, *, request_id: str = "", field_validation: str = "", dry_run: bool = False
+    ) -> jobs_pb2.SubmitJobResponse:
+        """``field_validation``: "Strict" (default), "Warn" or "Ignore" unknown fields; ``dry_run``:
+        the hub validates and authorizes, stores nothing."""
         # Safe to retry only with a request_id: the hub then returns the first submission.
         return self._call(
             self.jobs.SubmitJob,
-            jobs_pb2.SubmitJobRequest(manifest=manifest, request_id=request_id),
-            idempotent=bool(request_id),
+            jobs_pb2.SubmitJobRequest(
+                manifest=manifest, request_id=request_id, field_validation=field_validation, dry_run=dry_run
+            ),
+            idempotent=bool(request_id) or dry_run,
         )
 
-    def submit_jobs(self, items: list[tuple[str, str]]) -> jobs_pb2.SubmitJobsResponse:
-        reqs = [jobs_pb2.SubmitJobRequest(manifest=m, request_id=r) for m, r in items]
+    def submit_jobs(
+        self, items: list[tuple[str, str]], *, field_validation: str = "", dry_run: bool = False
+    ) -> jobs_pb2.SubmitJobsResponse:
+        reqs = [
+            jobs_pb2.SubmitJobRequest(
+                manifest=m, request_id=r, field_validation=field_validation, dry_run=dry_run
+            )
+            for m, r in items
+        ]
         return self._call(
-            self.jobs.SubmitJobs, jobs_pb2.SubmitJobsRequest(jobs=reqs), idempotent=all(r for _, r in items)
+            self.jobs.SubmitJobs,
+            jobs_pb2.SubmitJobsRequest(jobs=reqs),
+            idempotent=all(r for _, r in items) or dry_run,
         )
 
     def submit_many(
@@ -319,6 +338,14 @@ class Client:
     def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
+    def suspend_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
+        """Take a job off its cluster, kept Aborted until ``resume_job`` (``vcctl job suspend``)."""
+        return self._call(self.jobs.SuspendJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    def resume_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
+        """Put a suspended (Aborted) job back in its queue."""
+        return self._call(self.jobs.ResumeJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
     def delete_job(self, name: str, namespace: str = "default") -> jobs_pb2.DeleteJobResponse:
         return self._call(self.jobs.DeleteJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
@@ -326,8 +353,13 @@ class Client:
         return self._call(self.jobs.ExplainJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
     # Queues and priority classes
-    def apply_queue(self, manifest: str) -> queues_pb2.Queue:
-        return self._call(self.queues.ApplyQueue, queues_pb2.ApplyRequest(manifest=manifest))
+    def apply_queue(
+        self, manifest: str, *, field_validation: str = "", dry_run: bool = False
+    ) -> queues_pb2.Queue:
+        request = queues_pb2.ApplyRequest(
+            manifest=manifest, field_validation=field_validation, dry_run=dry_run
+        )
+        return self._call(self.queues.ApplyQueue, request)
 
     def get_queue(self, name: str) -> queues_pb2.Queue:
         return self._call(self.queues.GetQueue, queues_pb2.QueueRef(name=name))
@@ -345,8 +377,20 @@ class Client:
     def close_queue(self, name: str) -> queues_pb2.Queue:
         return self._call(self.queues.CloseQueue, queues_pb2.QueueRef(name=name))
 
-    def apply_priority_class(self, manifest: str) -> queues_pb2.PriorityClass:
-        return self._call(self.queues.ApplyPriorityClass, queues_pb2.ApplyRequest(manifest=manifest))
+    def apply_priority_class(
+        self, manifest: str, *, field_validation: str = "", dry_run: bool = False
+    ) -> queues_pb2.PriorityClass:
+        request = queues_pb2.ApplyRequest(
+            manifest=manifest, field_validation=field_validation, dry_run=dry_run
+        )
+        return self._call(self.queues.ApplyPriorityClass, request)
+
+    def list_priority_classes(self) -> list[queues_pb2.PriorityClass]:
+        reply = self._call(self.queues.ListPriorityClasses, queues_pb2.ListPriorityClassesRequest())
+        return list(reply.priority_classes)
+
+    def delete_priority_class(self, name: str) -> queues_pb2.PriorityClass:
+        return self._call(self.queues.DeletePriorityClass, queues_pb2.PriorityClassRef(name=name))
 
     # Clusters
     def list_clusters(self) -> list[clusters_pb2.Cluster]:
@@ -365,8 +409,11 @@ class Client:
         return self._call(self.clusters.DrainCluster, clusters_pb2.ClusterRef(name=name))
 
     # CronJobs
-    def apply_cron_job(self, manifest: str) -> cronjobs_pb2.ApplyCronJobResponse:
-        return self._call(self.cronjobs.ApplyCronJob, cronjobs_pb2.ApplyCronJobRequest(manifest=manifest))
+    def apply_cron_job(
+        self, manifest: str, *, field_validation: str = ""
+    ) -> cronjobs_pb2.ApplyCronJobResponse:
+        request = cronjobs_pb2.ApplyCronJobRequest(manifest=manifest, field_validation=field_validation)
+        return self._call(self.cronjobs.ApplyCronJob, request)
 
     def get_cron_job(self, name: str, namespace: str = "default") -> cronjobs_pb2.CronJob:
         return self._call(self.cronjobs.GetCronJob, cronjobs_pb2.CronJobRef(name=name, namespace=namespace))
@@ -403,10 +450,11 @@ class Client:
         return self._call(self.cronjobs.CreateJobFromCronJob, req, idempotent=False)
 
     # JobTemplates and JobFlows
-    def apply_job_template(self, manifest: str) -> jobflows_pb2.ApplyJobTemplateResponse:
-        return self._call(
-            self.jobflows.ApplyJobTemplate, jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest)
-        )
+    def apply_job_template(
+        self, manifest: str, *, field_validation: str = ""
+    ) -> jobflows_pb2.ApplyJobTemplateResponse:
+        request = jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest, field_validation=field_validation)
+        return self._call(self.jobflows.ApplyJobTemplate, request)
 
     def get_job_template(self, name: str, namespace: str = "default") -> jobflows_pb2.JobTemplate:
         return self._call(
@@ -423,8 +471,11 @@ class Client:
         ref = jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
         return self._call(self.jobflows.DeleteJobTemplate, ref)
 
-    def apply_job_flow(self, manifest: str) -> jobflows_pb2.ApplyJobFlowResponse:
-        return self._call(self.jobflows.ApplyJobFlow, jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest))
+    def apply_job_flow(
+        self, manifest: str, *, field_validation: str = ""
+    ) -> jobflows_pb2.ApplyJobFlowResponse:
+        request = jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest, field_validation=field_validation)
+        return self._call(self.jobflows.ApplyJobFlow, request)
 
     def get_job_flow(self, name: str, namespace: str = "default") -> jobflows_pb2.JobFlow:
         return self._call(

@@ -38,8 +38,13 @@ def apply_jobs(
     console: Console,
     err_console: Console,
     batch_size: int = BATCH_SIZE,
+    *,
+    field_validation: str = "",
+    dry_run: bool = False,
 ) -> Applied:
-    """Submit the Job documents in batches; report each refused one on ``err_console``."""
+    """Submit the Job documents in batches; report each refused one on ``err_console``. With
+    ``dry_run`` the hub checks them and stores nothing."""
+    suffix = " (server dry run)" if dry_run else ""
     done = Applied()
     by_key = {(d.text, request_id(d)): d for d in docs}
     quiet = len(docs) > LINES_UP_TO
@@ -54,7 +59,7 @@ def apply_jobs(
     ) as progress:
         task = progress.add_task("jobs", total=len(docs))
         for batch in batches(by_key, size=batch_size):
-            for item, outcome in _submit(client, list(batch)):
+            for item, outcome in _submit(client, list(batch), field_validation, dry_run):
                 doc = by_key[item]
                 if isinstance(outcome, VGlobalError):
                     done.failed += 1
@@ -69,23 +74,26 @@ def apply_jobs(
                 if not quiet:
                     verb = "created" if outcome.created else "unchanged"
                     job = outcome.job
-                    console.print(f"job.batch.volcano.sh/{job.namespace}/{job.name} {verb}", highlight=False)
+                    console.print(
+                        f"job.batch.volcano.sh/{job.namespace}/{job.name} {verb}{suffix}", highlight=False
+                    )
             progress.advance(task, len(batch))
     if quiet:
         console.print(
-            f"{done.created} jobs created, {done.unchanged} unchanged, {done.failed} refused", highlight=False
+            f"{done.created} jobs created, {done.unchanged} unchanged, {done.failed} refused{suffix}",
+            highlight=False,
         )
     return done
 
 
 def _submit(
-    client: Client, batch: list[tuple[str, str]]
+    client: Client, batch: list[tuple[str, str]], field_validation: str, dry_run: bool
 ) -> list[tuple[tuple[str, str], jobs_pb2.SubmitJobResponse | VGlobalError]]:
     """Each item with its SubmitJobResponse or its error."""
     out: list[tuple[tuple[str, str], jobs_pb2.SubmitJobResponse | VGlobalError]] = []
     while batch:
         try:
-            results = client.submit_jobs(batch).results
+            results = client.submit_jobs(batch, field_validation=field_validation, dry_run=dry_run).results
         except VGlobalError as exc:
             m = _ITEM.match(exc.message)
             if m is None or int(m.group(1)) >= len(batch):

@@ -12,7 +12,7 @@ import datetime
 import ipaddress
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,10 +130,17 @@ def _sign(
     return builder.sign(signer, hashes.SHA256())
 
 
-def hub_names(host: str) -> list[x509.GeneralName]:
-    """HOST (as an IP address or a DNS name) plus the loopback names the hub's own probes dial."""
+def default_dir() -> Path:
+    """Where `certs init` writes without --dir: outside any checkout, as other tools keep their
+    credentials ($XDG_CONFIG_HOME/vglobal/certs, else ~/.config/vglobal/certs)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "vglobal" / "certs"
+
+
+def hub_names(*hosts: str) -> list[x509.GeneralName]:
+    """Each host (as an IP address or a DNS name) plus the loopback names the hub's own probes dial."""
     names: list[x509.GeneralName] = []
-    for value in (host, "localhost", "127.0.0.1", "::1"):
+    for value in (*hosts, "localhost", "127.0.0.1", "::1"):
         try:
             entry: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(value))
         except ValueError:
@@ -179,7 +186,12 @@ def planned_files(clusters: list[str], users: list[UserSpec]) -> list[str]:
     return files + [f"token-{n}" for n in dict.fromkeys(u.name for u in users)]
 
 
-def init_certs(directory: Path, hub_host: str, clusters: list[str], users: list[UserSpec], days: int) -> None:
+def init_certs(
+    directory: Path, hub_host: str | Sequence[str], clusters: list[str], users: list[UserSpec], days: int
+) -> None:
+    """Write the files into ``directory``; the hub's certificate names every one of ``hub_host``
+    (the first is its common name)."""
+    hosts = [hub_host] if isinstance(hub_host, str) else list(dict.fromkeys(hub_host))
     tokens = {u.name: new_token() for u in users}
     config = build_auth_config(users, tokens)  # checked before anything is written
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -187,7 +199,7 @@ def init_certs(directory: Path, hub_host: str, clusters: list[str], users: list[
     ca = _sign("vglobal trial CA", ca_key, None, days, [], None)
     _write(directory / "ca.crt", _pem_cert(ca), secret=False)
     hub_key = _key()
-    hub = _sign(hub_host, hub_key, (ca, ca_key), days, hub_names(hub_host), ExtendedKeyUsageOID.SERVER_AUTH)
+    hub = _sign(hosts[0], hub_key, (ca, ca_key), days, hub_names(*hosts), ExtendedKeyUsageOID.SERVER_AUTH)
     _write(directory / "hub.crt", _pem_cert(hub), secret=False)
     _write(directory / "hub.key", _pem_key(hub_key), secret=True)
     for cluster in clusters:
@@ -207,16 +219,34 @@ def certs() -> None:
 
 
 @certs.command("init")
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), required=True)
-@click.option("--hub-host", required=True, help="The DNS name or IP address the hub is dialled at.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to write (default $XDG_CONFIG_HOME/vglobal/certs, else ~/.config/vglobal/certs).",
+)
+@click.option(
+    "--hub-host",
+    "hub_hosts",
+    multiple=True,
+    required=True,
+    help="A DNS name or IP address the hub is dialled at; repeat for each (all go in its certificate).",
+)
 @click.option("--cluster", "clusters", multiple=True, help="A member cluster to make a certificate for.")
 @click.option("--user", "users", multiple=True, help="NAME:ROLE[:QUEUE_GLOB], or NAME:agent:CLUSTER.")
 @click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True)
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 def init(
-    directory: Path, hub_host: str, clusters: tuple[str, ...], users: tuple[str, ...], days: int, force: bool
+    directory: Path | None,
+    hub_hosts: tuple[str, ...],
+    clusters: tuple[str, ...],
+    users: tuple[str, ...],
+    days: int,
+    force: bool,
 ) -> None:
     """Write ca.crt, hub.crt/key, agent-CLUSTER.crt/key, token-USER and auth.yaml into --dir."""
+    directory = directory or default_dir()
     specs = [UserSpec.parse(u) for u in users]
     p = Problems()
     for i, cluster in enumerate(clusters):
@@ -228,7 +258,7 @@ def init(
             raise click.ClickException(
                 f"{directory} already holds {', '.join(existing)}; use --force to overwrite"
             )
-        init_certs(directory, hub_host, list(dict.fromkeys(clusters)), specs, days)
+        init_certs(directory, hub_hosts, list(dict.fromkeys(clusters)), specs, days)
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"wrote {', '.join(planned_files(list(clusters), specs))} to {directory}")

@@ -15,8 +15,9 @@ from rich.console import Console
 from vglobal.client import Client
 from vglobal.dial import Dial, DialError
 
-console = Console()
-err_console = Console(stderr=True)
+# Lines are never folded at 80 columns in pipes and logs (rich's width when not on a terminal).
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 

@@ -1,8 +1,11 @@
-"""Reading manifests for `vglobal apply`: files or directories of multi-document YAML or JSON."""
+"""Reading manifests for `vglobal apply`: files, directories (their YAML and JSON files, sorted,
+sub-directories included) and standard input (``-``), each multi-document YAML or JSON."""
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,19 +33,35 @@ class Document:
         return json.dumps(self.body, sort_keys=True)
 
 
+STDIN = Path("-")
+
+
 def files_of(path: Path) -> list[Path]:
+    if path == STDIN:
+        return [path]
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+        found = sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+        if not found:
+            raise DocumentError(f"{path}: no .yaml, .yml or .json file in this directory")
+        return found
     if not path.exists():
         raise DocumentError(f"{path}: no such file or directory")
     return [path]
 
 
-def read_documents(path: Path) -> list[Document]:
+def _text(f: Path) -> str:
+    return sys.stdin.read() if f == STDIN else f.read_text()
+
+
+def read_documents(paths: Path | Sequence[Path]) -> list[Document]:
+    """The documents of every file named (``-``: standard input, read once), in the order given."""
+    files = [f for path in ([paths] if isinstance(paths, Path) else paths) for f in files_of(path)]
+    if files.count(STDIN) > 1:
+        raise DocumentError("-: standard input can be read only once")
     docs: list[Document] = []
-    for f in files_of(path):
+    for f in files:
         try:
-            loaded = list(yaml.load_all(f.read_text(), Loader=SAFE_LOADER))
+            loaded = list(yaml.load_all(_text(f), Loader=SAFE_LOADER))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -56,7 +75,7 @@ def read_documents(path: Path) -> list[Document]:
             meta = body.get("metadata") or {}
             docs.append(
                 Document(
-                    source=f"{f}#{i}",
+                    source=f"{'<stdin>' if f == STDIN else f}#{i}",
                     kind=str(body.get("kind", "")),
                     name=str(meta.get("name", "")) if isinstance(meta, dict) else "",
                     body=body,

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import click
-import grpc
 
 from vglobal.api.v1 import queues_pb2
-from vglobal.cli import output
-from vglobal.cli.common import FILE, Ctx, console, err_console, fail
-from vglobal.cli.documents import DocumentError, apply_order, read_documents
+from vglobal.cli.apply_cmd import apply
+from vglobal.cli.common import FILE, Ctx, console, fail
+from vglobal.cli.get_cmd import get
 from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_cmd import hub
-from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
-from vglobal.cli.workflows import apply_workflow, create_group, cronjob_group
+from vglobal.cli.job_cmd import job_group
+from vglobal.cli.workflows import create_group, cronjob_group
 from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial, DialError, read_token_file
 
@@ -76,114 +72,9 @@ cli.add_command(hub)
 # ---------------------------------------------------------------- resources
 
 
-def request_id_for(kind: str, body: dict[str, Any]) -> str:
-    """Re-applying the same manifest returns the same job instead of failing."""
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
-    return f"apply-{kind.lower()}-{digest}"
-
-
-@cli.command()
-@click.option(
-    "-f", "--filename", "path", type=click.Path(path_type=Path), required=True, help="File or directory."
-)
-@click.pass_obj
-def apply(obj: Ctx, path: Path) -> None:
-    """Create or update Jobs, Queues, PriorityClasses, CronJobs, JobTemplates and JobFlows from
-    YAML/JSON manifests."""
-    try:
-        docs = apply_order(read_documents(path))
-    except DocumentError as exc:
-        fail(str(exc))
-    failed = False
-    for d in docs:
-        if d.kind == "Job":
-            continue  # after the queues and priority classes, in batches
-        try:
-            if d.kind == "Queue":
-                q = obj.client.apply_queue(d.text)
-                console.print(f"queue.scheduling.volcano.sh/{q.name} configured", highlight=False)
-            elif d.kind == "PriorityClass":
-                pc = obj.client.apply_priority_class(d.text)
-                console.print(f"priorityclass.scheduling.k8s.io/{pc.name} configured", highlight=False)
-            elif d.kind in WORKFLOW_KINDS:
-                console.print(apply_workflow(obj.client, d), highlight=False)
-            else:
-                raise VGlobalError(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f'kind: unknown kind "{d.kind}" (supported: Job, Queue, PriorityClass, '
-                    f"{', '.join(WORKFLOW_KINDS)})",
-                )
-        except VGlobalError as exc:
-            err_console.print(
-                f"[red]error:[/red] {d.source} ({d.kind} {d.name}): {exc}", highlight=False, soft_wrap=True
-            )
-            failed = True
-    if jobs := [d for d in docs if d.kind == "Job"]:
-        from vglobal.cli.apply_jobs import apply_jobs
-
-        applied = apply_jobs(obj.client, jobs, lambda d: request_id_for(d.kind, d.body), console, err_console)
-        failed = failed or applied.failed > 0
-    if failed:
-        sys.exit(1)
-
-
-# Kinds `get` lists besides jobs, queues, clusters and hypernodes: (SDK call, row, table).
-LISTED: dict[str, tuple[Callable[[Client, str], list[Any]], Callable[[Any], dict[str, Any]], str]] = {
-    "cronjob": (Client.list_cron_jobs, output.cronjob_row, "cronjobs"),
-    "jobflow": (Client.list_job_flows, output.jobflow_row, "jobflows"),
-    "jobtemplate": (Client.list_job_templates, output.jobtemplate_row, "jobtemplates"),
-}
-GET_KINDS = ["jobs", "job", "queues", "queue", "clusters", "cluster", "hypernodes", "hypernode"]
-GET_KINDS += [k for name in LISTED for k in (name + "s", name)] + ["cj"]
-
-
-@cli.command()
-@click.argument("kind", type=click.Choice(GET_KINDS))
-@click.option("-o", "--output", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("-n", "--namespace", default="", help="Only objects of this namespace.")
-@click.option("-q", "--queue", default="", help="Only jobs of this queue.")
-@click.option("-l", "--selector", default="", help="Only jobs with these labels: key=value,...")
-@click.option("-w", "--watch", is_flag=True, help="Jobs: after the list, print every change as it happens.")
-@click.option("--cluster", default="", help="The cluster whose HyperNodes to show.")
-@click.pass_obj
-def get(
-    obj: Ctx, kind: str, fmt: str, namespace: str, queue: str, selector: str, watch: bool, cluster: str
-) -> None:
-    """List jobs, queues, clusters, cronjobs, jobflows, jobtemplates, or one cluster's HyperNode tree."""
-    from vglobal.cli.watching import parse_selector, watch_jobs
-
-    try:
-        labels = parse_selector(selector)
-    except ValueError as exc:
-        fail(str(exc))
-    if watch and not kind.startswith("job"):
-        fail("--watch: only jobs can be watched")
-    kind = "cronjob" if kind == "cj" else kind
-    try:
-        if kind.rstrip("s") in LISTED:
-            call, row, table_kind = LISTED[kind.rstrip("s")]
-            output.emit(table_kind, [row(x) for x in call(obj.client, namespace)], fmt, console)
-        elif watch:
-            watch_jobs(obj.client, fmt=fmt, namespace=namespace, queue=queue, labels=labels)
-        elif kind.startswith("hypernode"):
-            if not cluster:
-                fail("get hypernodes needs --cluster NAME")
-            from vglobal.cli.hypernodes import print_hypernode_tree
-
-            msg = obj.client.get_cluster(cluster)
-            if fmt in ("json", "yaml"):
-                output.emit("hypernodes", [output.hypernode_row(h) for h in msg.hypernodes], fmt, console)
-            else:
-                print_hypernode_tree(msg, console)
-        elif kind.startswith("job"):
-            pages = obj.client.job_pages(JOB_PAGE, namespace=namespace, queue=queue, labels=labels)
-            output.emit_pages("jobs", ([output.job_row(j) for j in page] for page in pages), fmt, console)
-        elif kind.startswith("queue"):
-            output.emit("queues", [output.queue_row(q) for q in obj.client.list_queues()], fmt, console)
-        else:
-            output.emit("clusters", [output.cluster_row(c) for c in obj.client.list_clusters()], fmt, console)
-    except VGlobalError as exc:
-        fail(str(exc))
+cli.add_command(apply)
+cli.add_command(get)
+cli.add_command(job_group)
 
 
 @cli.command()
@@ -214,7 +105,10 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "jobtemplate"]))
+@click.argument(
+    "kind",
+    type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "jobtemplate", "priorityclass", "pc"]),
+)
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("--cascade", is_flag=True, help="CronJob: delete its Jobs too (stopping those that run).")
@@ -222,10 +116,14 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
 @click.pass_obj
 def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force: bool) -> None:
     """Delete a job (stopping it where it runs), a queue without unfinished jobs, a cronjob (its
-    jobs stay unless --cascade), a jobflow (and its jobs) or a jobtemplate."""
+    jobs stay unless --cascade), a jobflow (and its jobs), a jobtemplate or a priorityclass."""
     if cascade and kind not in ("cronjob", "cj"):
         fail("--cascade: only for a cronjob (a jobflow's jobs always go with it)")
     try:
+        if kind in ("priorityclass", "pc"):
+            obj.client.delete_priority_class(name)
+            console.print(f"priorityclass.scheduling.k8s.io/{name} deleted", highlight=False)
+            return
         if kind in ("cronjob", "cj"):
             gone = obj.client.delete_cron_job(name, namespace, cascade=cascade).deleted_jobs
             console.print(f"cronjob.batch.volcano.sh/{namespace}/{name} deleted", highlight=False)

@@ -140,6 +140,15 @@ def jobtemplate_row(t: jobflows_pb2.JobTemplate) -> dict[str, Any]:
     }
 
 
+def priority_class_row(pc: queues_pb2.PriorityClass) -> dict[str, Any]:
+    return {
+        "name": pc.name,
+        "value": pc.value,
+        "globalDefault": pc.global_default,
+        "preemptionPolicy": pc.preemption_policy,
+    }
+
+
 def hypernode_row(h: common_pb2.HyperNode) -> dict[str, Any]:
     return {
         "name": h.name,
@@ -209,6 +218,10 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
         "table": ["namespace", "name", "queue", "tasks", "age"],
         "wide": ["namespace", "name", "queue", "tasks", "age"],
     },
+    "priorityclasses": {
+        "table": ["name", "value", "globalDefault"],
+        "wide": ["name", "value", "globalDefault", "preemptionPolicy"],
+    },
     "clusters": {
         "table": ["name", "state", "nodes", "capacity", "free", "runningJobs"],
         "wide": ["name", "state", "labels", "nodes", "capacity", "free", "runningJobs", "lastHeartbeat"],
@@ -238,13 +251,60 @@ def table(kind: str, rows: Sequence[Mapping[str, Any]], wide: bool, header: bool
     return t
 
 
+# What `-o name` prints before each name, as kubectl does (resource.group/name).
+RESOURCE_NAMES = {
+    "jobs": "job.batch.volcano.sh",
+    "queues": "queue.scheduling.volcano.sh",
+    "priorityclasses": "priorityclass.scheduling.k8s.io",
+    "clusters": "cluster.vglobal.io",
+    "cronjobs": "cronjob.batch.volcano.sh",
+    "jobflows": "jobflow.flow.volcano.sh",
+    "jobtemplates": "jobtemplate.flow.volcano.sh",
+    "hypernodes": "hypernode.topology.volcano.sh",
+}
+
+
+def plain_table(
+    kind: str,
+    rows: Sequence[Mapping[str, Any]],
+    wide: bool,
+    header: bool = True,
+    widths: Sequence[int] | None = None,
+) -> str:
+    """The table as text as wide as its cells need, nothing cut (kubectl's layout: columns three
+    spaces apart): for pipes, logs and ``-o wide``. ``widths``: at least these (a watch keeps the
+    first listing's)."""
+    cols = COLUMNS[kind]["wide" if wide else "table"]
+    lines = [[c.upper() for c in cols]] if header else []
+    lines += [[cell(r.get(c)).replace("\n", " ") for c in cols] for r in rows]
+    least = widths or [0] * len(cols)
+    widths = [max([least[i], *(len(line[i]) for line in lines)]) for i in range(len(cols))]
+    return "".join(
+        "   ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() + "\n" for line in lines
+    )
+
+
+def print_table(
+    kind: str, rows: Sequence[Mapping[str, Any]], fmt: str, console: Console, header: bool = True
+) -> None:
+    """On a terminal a table fits its width (long reasons fold); elsewhere, and always with
+    ``-o wide``, nothing is cut."""
+    wide = fmt == "wide"
+    if console.is_terminal and not wide:
+        console.print(table(kind, rows, wide=False, header=header))
+    else:
+        console.file.write(plain_table(kind, rows, wide, header))
+
+
 def emit(kind: str, rows: list[dict[str, Any]], fmt: str, console: Console) -> None:
     if fmt == "json":
         print(json.dumps(rows, indent=2))
     elif fmt == "yaml":
         print(yaml.safe_dump(rows, sort_keys=False), end="")
+    elif fmt == "name":
+        sys.stdout.write("".join(f"{RESOURCE_NAMES[kind]}/{r['name']}\n" for r in rows))
     else:
-        console.print(table(kind, rows, wide=fmt == "wide"))
+        print_table(kind, rows, fmt, console)
 
 
 def emit_pages(kind: str, pages: Iterable[list[dict[str, Any]]], fmt: str, console: Console) -> None:
@@ -262,8 +322,10 @@ def emit_pages(kind: str, pages: Iterable[list[dict[str, Any]]], fmt: str, conso
             if rows:
                 sys.stdout.write(yaml.safe_dump(rows, sort_keys=False))
                 first = False
+        elif fmt == "name":
+            sys.stdout.write("".join(f"{RESOURCE_NAMES[kind]}/{r['name']}\n" for r in rows))
         elif rows or first:
-            console.print(table(kind, rows, wide=fmt == "wide", header=first))
+            print_table(kind, rows, fmt, console, header=first)
             first = False
     if fmt == "json":
         sys.stdout.write("[]\n" if first else "\n]\n")

@@ -92,6 +92,13 @@ def sim_run(
         )
     except (SimInputError, SimulationError) as exc:
         raise click.ClickException(str(exc)) from None
+    if skipped := result.get("skipped"):
+        click.echo(
+            f"skipped {len(skipped)} objects a simulation does not replay (it runs Jobs, Queues and "
+            f"PriorityClasses; CronJobs, JobTemplates and JobFlows make their Jobs at the hub): "
+            + "; ".join(skipped),
+            err=True,
+        )
     click.echo(json.dumps(result, indent=2))
 
 

@@ -21,15 +21,15 @@ class WithClient(Protocol):
     def client(self) -> Client: ...
 
 
-def apply_workflow(client: Client, d: Document) -> str:
+def apply_workflow(client: Client, d: Document, *, field_validation: str = "") -> str:
     """Apply one CronJob, JobTemplate or JobFlow; the line to print."""
     if d.kind == "CronJob":
-        c = client.apply_cron_job(d.text)
+        c = client.apply_cron_job(d.text, field_validation=field_validation)
         return f"cronjob.batch.volcano.sh/{c.cron_job.namespace}/{c.cron_job.name} {c.result}"
     if d.kind == "JobTemplate":
-        t = client.apply_job_template(d.text)
+        t = client.apply_job_template(d.text, field_validation=field_validation)
         return f"jobtemplate.flow.volcano.sh/{t.job_template.namespace}/{t.job_template.name} {t.result}"
-    f = client.apply_job_flow(d.text)
+    f = client.apply_job_flow(d.text, field_validation=field_validation)
     return f"jobflow.flow.volcano.sh/{f.job_flow.namespace}/{f.job_flow.name} {f.result}"
 
 

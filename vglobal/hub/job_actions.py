@@ -15,14 +15,27 @@ from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo.events import NewEvent
 
 
-def cancel_job(uid: str, *, session: Session, reason: str, principal: str | None = None) -> bool:
-    """An unfinished job becomes Aborted (its agent stops it); False if it had finished already."""
+def cancel_job(
+    uid: str, *, session: Session, reason: str, principal: str | None = None, event: str = "Cancelled"
+) -> bool:
+    """An unfinished job becomes Aborted (its agent stops it); False if it had finished already.
+    A suspend is the same move recorded as ``event`` "Suspended" (``resume_job`` undoes it)."""
     if bindings_repo.abort(uid, session=session, reason=reason) is None:
         return False
     jobs_repo.set_phase([uid], "Aborted", session=session)
-    events_repo.add_events([NewEvent("Cancelled", reason, job_uid=uid, principal=principal)], session=session)
+    events_repo.add_events([NewEvent(event, reason, job_uid=uid, principal=principal)], session=session)
     notify(DELIVER, session=session)
     notify(FENCE, session=session)
+    notify(DISPATCH, session=session)
+    return True
+
+
+def resume_job(uid: str, *, session: Session, reason: str, principal: str | None = None) -> bool:
+    """An Aborted job (suspended, cancelled or aborted by its policies, as Volcano resumes any
+    Aborted job) goes back to its queue; False if it was not Aborted."""
+    if bindings_repo.resume(uid, session=session, reason=reason) is None:
+        return False
+    events_repo.add_events([NewEvent("Resumed", reason, job_uid=uid, principal=principal)], session=session)
     notify(DISPATCH, session=session)
     return True
 

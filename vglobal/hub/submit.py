@@ -20,6 +20,7 @@ from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
 from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers.access import require
+from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
@@ -33,9 +34,18 @@ from vglobal.store.repo.jobs import NewJob
 M = TypeVar("M")
 
 
-def parse_one(text: str, kind: type[M], *, max_bytes: int) -> M:
-    """Exactly one manifest of ``kind``; the model refuses text over ``max_bytes`` (RESOURCE_EXHAUSTED)."""
-    docs = parse_manifests(text, max_bytes=max_bytes)
+def field_validation(text: str) -> FieldValidation:
+    """A request's ``field_validation`` ("" is Strict), or INVALID_ARGUMENT naming the choices."""
+    try:
+        return parse_validation(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"field_validation: {exc}") from None
+
+
+def parse_one(text: str, kind: type[M], *, max_bytes: int, validation: str = "") -> M:
+    """Exactly one manifest of ``kind``; the model refuses text over ``max_bytes`` (RESOURCE_EXHAUSTED)
+    and, unless ``validation`` is Warn or Ignore, fields the kind does not define."""
+    docs = parse_manifests(text, max_bytes=max_bytes, validation=field_validation(validation))
     if len(docs) != 1:
         raise InvalidArgument(f"manifest: expected exactly one {kind.__name__}, got {len(docs)} documents")
     doc = docs[0]
@@ -59,10 +69,10 @@ def check_limits(job: Job, settings: HubSettings) -> None:
         )
 
 
-def accept(manifest: str, settings: HubSettings) -> Job:
+def accept(manifest: str, settings: HubSettings, validation: str = "") -> Job:
     """The Job a caller submits: exactly one Job manifest, within this hub's limits, to a queue
     the caller may submit to. Nothing is read or written: its references are checked by ``store``."""
-    job = parse_one(manifest, Job, max_bytes=settings.max_manifest_bytes)
+    job = parse_one(manifest, Job, max_bytes=settings.max_manifest_bytes, validation=validation)
     check_limits(job, settings)
     require(Action.submit_jobs, queue=job.queue)
     return job

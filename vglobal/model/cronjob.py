@@ -22,7 +22,7 @@ from vglobal.model.cron_schedule import CronSchedule, load_time_zone, parse_sche
 from vglobal.model.errors import ManifestError, Problems
 from vglobal.model.job import Job, spec_queue
 from vglobal.model.job_template import check_namespace, job_document, parse_embedded_job
-from vglobal.model.k8s import DNS1123_LABEL, Metadata, Model, check_name, validate_model
+from vglobal.model.k8s import DNS1123_LABEL, OBJECT_FIELDS, Metadata, Model, check_name, validate_model
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -93,6 +93,7 @@ class CronJob:
 
 
 class _JobTemplateSpec(Model):
+    shapes = {"spec": job.JOB_SPEC}
     metadata: Metadata = Field(default_factory=Metadata)
     # ``spec`` is read from the raw document by the Job parser.
 
@@ -108,7 +109,8 @@ class _CronJobSpec(Model):
     job_template: _JobTemplateSpec
 
 
-class _CronJobManifest(Model):
+class CronJobManifest(Model):
+    passthrough = OBJECT_FIELDS
     metadata: Metadata = Field(default_factory=Metadata)
     spec: _CronJobSpec
 
@@ -154,7 +156,7 @@ def _raw_template_spec(doc: Mapping[str, Any]) -> Any:
     return template.get("spec") if isinstance(template, Mapping) else None
 
 
-def _template(p: Problems, doc: Mapping[str, Any], m: _CronJobManifest, name: str, ns: str) -> None:
+def _template(p: Problems, doc: Mapping[str, Any], m: CronJobManifest, name: str, ns: str) -> None:
     """Validate the jobTemplate as the Job a run would be (with a run-length name)."""
     raw_spec = _raw_template_spec(doc)
     meta = m.spec.job_template.metadata
@@ -170,7 +172,7 @@ def _template(p: Problems, doc: Mapping[str, Any], m: _CronJobManifest, name: st
 
 def parse_cron_job(doc: Mapping[str, Any]) -> CronJob:
     """Validate and default one CronJob document; raises ManifestError naming every bad field."""
-    m = validate_model(_CronJobManifest, doc)
+    m = validate_model(CronJobManifest, doc)
     p = Problems()
     meta, spec = m.metadata, m.spec
     _check_cron_name(p, meta.name)

@@ -11,7 +11,8 @@ from pydantic import Field, StrictStr
 
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import Problems, key_path
-from vglobal.model.k8s import Int32, Metadata, Model, check_name, pod_request, validate_model
+from vglobal.model.k8s import OBJECT_FIELDS, Int32, Metadata, Model, check_name, pod_request, validate_model
+from vglobal.model.pod_fields import POD_SPEC_FIELDS, PodSpecFields
 from vglobal.model.policy import Policy, PolicySpec, build_policies
 from vglobal.model.resources import EMPTY, ResourceVector
 
@@ -115,6 +116,8 @@ class Job:
 
 
 class _TemplateSpec(Model):
+    passthrough = POD_SPEC_FIELDS
+    shapes = PodSpecFields.shapes
     priority_class_name: StrictStr | None = None
 
 
@@ -124,6 +127,7 @@ class _Template(Model):
 
 
 class _TaskSpec(Model):
+    passthrough = frozenset({"topologyPolicy", "dependsOn", "partitionPolicy"})
     name: StrictStr = ""
     replicas: Int32 = 0
     min_available: Int32 | None = None
@@ -139,6 +143,7 @@ class _NetworkTopologySpec(Model):
 
 
 class _JobSpec(Model):
+    passthrough = frozenset({"volumes", "ttlSecondsAfterFinished", "runningEstimate"})
     min_available: Int32 = 0
     queue: StrictStr = ""
     priority_class_name: StrictStr | None = None
@@ -151,7 +156,14 @@ class _JobSpec(Model):
     tasks: list[_TaskSpec] = Field(default_factory=list)
 
 
-class _JobManifest(Model):
+# A Job's spec where another kind embeds one (a CronJob's jobTemplate, a JobTemplate).
+JOB_SPEC: tuple[type[Model], bool] = (_JobSpec, False)
+
+
+class JobManifest(Model):
+    """A Job's schema (``fields.unknown_fields`` checks a manifest against it)."""
+
+    passthrough = OBJECT_FIELDS
     metadata: Metadata = Field(default_factory=Metadata)
     spec: _JobSpec = Field(default_factory=_JobSpec)
 
@@ -298,7 +310,7 @@ def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[
 
 def parse_job(doc: Mapping[str, Any]) -> Job:
     """Validate and default one Job document; raises ManifestError naming every bad field."""
-    m = validate_model(_JobManifest, doc)
+    m = validate_model(JobManifest, doc)
     p = Problems()
     meta, spec = m.metadata, m.spec
     check_name(p, "metadata.name", meta.name, label=True)
@@ -309,6 +321,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
     raw_tasks = _mapping(doc.get("spec")).get("tasks") or []
     if not spec.tasks:
         p.add("spec.tasks", "at least one task is required")
+
     tasks: list[Task] = []
     seen: set[str] = set()
     for i, task_spec in enumerate(spec.tasks):
@@ -319,6 +332,9 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         tasks.append(task)
 
     total = sum(t.replicas for t in tasks)
+    if tasks and total == 0 and all(t.replicas >= 0 for t in spec.tasks):
+        # A job of no pod would neither run nor finish.
+        p.add("spec.tasks", "the tasks have 0 replicas in all: at least one pod is required")
     min_available = spec.min_available
     if min_available < 0:
         p.add("spec.minAvailable", "must be >= 0")

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from vglobal.model.errors import ManifestError, Problems
-from vglobal.model.job import Job, spec_queue
+from vglobal.model.job import JOB_SPEC, Job, spec_queue
 from vglobal.model.job_template import check_namespace, job_document, parse_embedded_job
-from vglobal.model.k8s import DNS1123_LABEL, Metadata, Model, check_name, validate_model
+from vglobal.model.k8s import DNS1123_LABEL, OBJECT_FIELDS, Metadata, Model, check_name, validate_model
 
 __all__ = [
     "POD_PHASES",
@@ -117,7 +117,12 @@ class _DependsOn(Model):
     probe: _Probe | None = None
 
 
+class _Patch(Model):
+    shapes = {"spec": JOB_SPEC}
+
+
 class _Flow(Model):
+    shapes = {"patch": (_Patch, False)}
     name: StrictStr = ""
     depends_on: _DependsOn | None = None
     patch: Any = None
@@ -128,12 +133,15 @@ class _JobFlowSpec(Model):
     job_retain_policy: StrictStr = ""
 
 
-class _JobFlowManifest(Model):
+class JobFlowManifest(Model):
+    passthrough = OBJECT_FIELDS
     metadata: Metadata = Field(default_factory=Metadata)
     spec: _JobFlowSpec = Field(default_factory=_JobFlowSpec)
 
 
-class _TemplateManifest(Model):
+class JobTemplateManifest(Model):
+    passthrough = OBJECT_FIELDS
+    shapes = {"spec": JOB_SPEC}
     metadata: Metadata = Field(default_factory=Metadata)
 
 
@@ -142,7 +150,7 @@ class _TemplateManifest(Model):
 
 def parse_job_template(doc: Mapping[str, Any]) -> JobTemplate:
     """Validate one JobTemplate; its ``spec`` is a Job spec, checked as a submitted Job's."""
-    meta = validate_model(_TemplateManifest, doc).metadata
+    meta = validate_model(JobTemplateManifest, doc).metadata
     p = Problems()
     check_name(p, "metadata.name", meta.name, label=True)
     namespace = check_namespace(p, meta)
@@ -233,7 +241,7 @@ def _cycle(flows: Sequence[Flow]) -> tuple[int, list[str]] | None:
 
 def parse_job_flow(doc: Mapping[str, Any]) -> JobFlow:
     """Validate one JobFlow: names, targets, probes and that the dependencies form a DAG."""
-    m = validate_model(_JobFlowManifest, doc)
+    m = validate_model(JobFlowManifest, doc)
     p = Problems()
     meta, spec = m.metadata, m.spec
     check_name(p, "metadata.name", meta.name, label=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
@@ -22,12 +22,36 @@ DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 
 
 class Model(BaseModel):
-    """camelCase on the wire; fields we do not model are ignored (the raw manifest keeps them)."""
+    """camelCase on the wire; fields we do not model are ignored here (the raw manifest keeps them)
+    and refused or not by strict field validation (``vglobal.model.fields``)."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+    # Fields the Kubernetes or Volcano type defines that we pass through without reading.
+    passthrough: ClassVar[frozenset[str]] = frozenset()
+    # Sub-trees read from the raw manifest rather than modelled: name -> (schema, is a list).
+    shapes: ClassVar[Mapping[str, tuple[type[Model], bool]]] = {}
+
+
+# Fields of every top-level object besides the ones a kind models; status is written by servers.
+OBJECT_FIELDS = frozenset({"apiVersion", "kind", "status"})
 
 
 class Metadata(Model):
+    passthrough = frozenset(
+        {
+            "generateName",
+            "selfLink",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "ownerReferences",
+            "finalizers",
+            "managedFields",
+        }
+    )
     name: StrictStr = ""
     namespace: StrictStr = ""
     labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)

@@ -15,15 +15,19 @@ import yaml
 from vglobal.model import cronjob, job, jobflow, priority_class, queue
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
+from vglobal.model.fields import FieldValidation, unknown_fields
 from vglobal.model.job import Job, parse_job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
+from vglobal.model.k8s import Model
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
 
 __all__ = [
     "KINDS",
     "Manifest",
+    "SCHEMAS",
     "ManifestTooLarge",
+    "field_warnings",
     "job_to_json",
     "load_documents",
     "manifest_to_json",
@@ -37,6 +41,7 @@ __all__ = [
 Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow
 M = TypeVar("M")
 Kinds = Mapping[tuple[str, str], Callable[[Mapping[str, Any]], M]]  # (apiVersion, kind) -> parser
+Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema, for field validation
 
 KINDS: Kinds[Manifest] = {
     (job.API_VERSION, job.KIND): parse_job,
@@ -45,6 +50,16 @@ KINDS: Kinds[Manifest] = {
     (cronjob.API_VERSION, cronjob.KIND): parse_cron_job,
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
+}
+
+# Each kind's schema, for strict field validation.
+SCHEMAS: Schemas = {
+    (job.API_VERSION, job.KIND): job.JobManifest,
+    (queue.API_VERSION, queue.KIND): queue.QueueManifest,
+    (priority_class.API_VERSION, priority_class.KIND): priority_class.PriorityClassManifest,
+    (cronjob.API_VERSION, cronjob.KIND): cronjob.CronJobManifest,
+    (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): jobflow.JobTemplateManifest,
+    (jobflow.API_VERSION, jobflow.FLOW_KIND): jobflow.JobFlowManifest,
 }
 
 DEFAULT_MAX_BYTES = 1_048_576
@@ -144,13 +159,29 @@ def load_documents(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[dic
     return docs
 
 
-def parse_manifest(doc: Mapping[str, Any]) -> Manifest:
-    """One document to its typed manifest; raises ManifestError."""
-    return parse_document(doc, KINDS)
+def field_warnings(doc: Mapping[str, Any], schemas: Schemas = SCHEMAS) -> list[str]:
+    """``path: unknown field`` for each field of ``doc`` its kind does not define (none for a kind
+    we do not know: parsing says so)."""
+    schema = schemas.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
+    return [] if schema is None else [f"{path}: unknown field" for path in unknown_fields(schema, doc)]
 
 
-def parse_document(doc: Mapping[str, Any], kinds: Kinds[M]) -> M:
-    """One document to its typed manifest, by the given table of kinds; raises ManifestError."""
+def parse_manifest(
+    doc: Mapping[str, Any], *, validation: FieldValidation = FieldValidation.STRICT
+) -> Manifest:
+    """One document to its typed manifest; raises ManifestError, also for an unknown field unless
+    ``validation`` is Warn or Ignore."""
+    return parse_document(doc, KINDS, schemas=SCHEMAS, validation=validation)
+
+
+def parse_document(
+    doc: Mapping[str, Any],
+    kinds: Kinds[M],
+    *,
+    schemas: Schemas,
+    validation: FieldValidation = FieldValidation.STRICT,
+) -> M:
+    """One document to its typed manifest, by the given tables of kinds and their schemas."""
     if not isinstance(doc, Mapping):
         raise ManifestError.one("", f"a manifest must be a mapping, not {type(doc).__name__}")
     api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -160,6 +191,10 @@ def parse_document(doc: Mapping[str, Any], kinds: Kinds[M]) -> M:
         raise ManifestError.one("apiVersion", "required")
     parser = kinds.get((api, kind))
     if parser is not None:
+        if validation == FieldValidation.STRICT:
+            unknown = unknown_fields(schemas[(api, kind)], doc)
+            if unknown:
+                raise ManifestError([(path, "unknown field") for path in unknown])
         return parser(doc)
     versions = [a for a, k in kinds if k == kind]
     if versions:
@@ -177,21 +212,30 @@ def _describe(doc: Mapping[str, Any]) -> str:
     return f'{kind} "{name}"' if name else str(kind)
 
 
-def parse_manifests(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Manifest]:
+def parse_manifests(
+    text: str, *, max_bytes: int = DEFAULT_MAX_BYTES, validation: FieldValidation = FieldValidation.STRICT
+) -> list[Manifest]:
     """Every document of ``text``, in order; the first bad one raises ManifestError.
 
     With several documents the error's ``document`` names which one (``document[1] (Job "x")``).
     """
-    return parse_documents(text, KINDS, max_bytes=max_bytes)
+    return parse_documents(text, KINDS, schemas=SCHEMAS, max_bytes=max_bytes, validation=validation)
 
 
-def parse_documents(text: str, kinds: Kinds[M], *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[M]:
-    """``parse_manifests`` by the given table of kinds."""
+def parse_documents(
+    text: str,
+    kinds: Kinds[M],
+    *,
+    schemas: Schemas,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    validation: FieldValidation = FieldValidation.STRICT,
+) -> list[M]:
+    """``parse_manifests`` by the given tables of kinds and schemas."""
     docs = load_documents(text, max_bytes=max_bytes)
     out: list[M] = []
     for i, doc in enumerate(docs):
         try:
-            out.append(parse_document(doc, kinds))
+            out.append(parse_document(doc, kinds, schemas=schemas, validation=validation))
         except ManifestError as exc:
             if len(docs) > 1:
                 exc.document = f"document[{i}] ({_describe(doc)})"

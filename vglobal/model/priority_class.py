@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field, StrictBool, StrictStr
 
 from vglobal.model.errors import Problems
-from vglobal.model.k8s import Int32, Metadata, Model, check_name, validate_model
+from vglobal.model.k8s import OBJECT_FIELDS, Int32, Metadata, Model, check_name, validate_model
 
 API_VERSION = "scheduling.k8s.io/v1"
 KIND = "PriorityClass"
@@ -29,7 +29,8 @@ class PriorityClass:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
-class _PriorityClassManifest(Model):
+class PriorityClassManifest(Model):
+    passthrough = OBJECT_FIELDS
     metadata: Metadata = Field(default_factory=Metadata)
     value: Int32
     global_default: StrictBool = False
@@ -39,7 +40,7 @@ class _PriorityClassManifest(Model):
 
 def parse_priority_class(doc: Mapping[str, Any]) -> PriorityClass:
     """Validate one PriorityClass document; raises ManifestError naming every bad field."""
-    m = validate_model(_PriorityClassManifest, doc)
+    m = validate_model(PriorityClassManifest, doc)
     p = Problems()
     name = m.metadata.name
     check_name(p, "metadata.name", name, label=False)

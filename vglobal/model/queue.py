@@ -10,7 +10,15 @@ from typing import Any
 from pydantic import Field, StrictBool, StrictStr
 
 from vglobal.model.errors import Problems
-from vglobal.model.k8s import Int32, Metadata, Model, check_name, parse_resources, validate_model
+from vglobal.model.k8s import (
+    OBJECT_FIELDS,
+    Int32,
+    Metadata,
+    Model,
+    check_name,
+    parse_resources,
+    validate_model,
+)
 from vglobal.model.resources import EMPTY, ResourceVector
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -41,6 +49,7 @@ class _Guarantee(Model):
 
 
 class _Spec(Model):
+    passthrough = frozenset({"extendClusters", "affinity", "type"})
     weight: Int32 = 0
     priority: Int32 = 0
     capability: Any = None
@@ -52,10 +61,14 @@ class _Spec(Model):
 
 
 class _Status(Model):
+    passthrough = frozenset(
+        {"unknown", "pending", "running", "inqueue", "completed", "reservation", "allocated"}
+    )
     state: StrictStr | None = None
 
 
-class _QueueManifest(Model):
+class QueueManifest(Model):
+    passthrough = OBJECT_FIELDS
     metadata: Metadata = Field(default_factory=Metadata)
     spec: _Spec = Field(default_factory=_Spec)
     status: _Status = Field(default_factory=_Status)
@@ -79,7 +92,7 @@ def _check_order(
 
 def parse_queue(doc: Mapping[str, Any]) -> Queue:
     """Validate and default one Queue document; raises ManifestError naming every bad field."""
-    m = validate_model(_QueueManifest, doc)
+    m = validate_model(QueueManifest, doc)
     p = Problems()
     name = m.metadata.name
     check_name(p, "metadata.name", name, label=False)

@@ -99,6 +99,8 @@ class Submission:
 class Workload:
     queues: tuple[Queue, ...]  # parents before children; "default" first
     submissions: tuple[Submission, ...]  # in file order (uids sort the same way)
+    # The objects passed over, as "CronJob default/nightly (file)": the hub's loops make their Jobs.
+    skipped: tuple[str, ...] = ()
 
     def queue_snaps(self) -> tuple[QueueSnap, ...]:
         return tuple(
@@ -127,6 +129,7 @@ def load_workload(path: Path) -> Workload:
     queues: dict[str, tuple[Path, Queue]] = {"default": (path, default_queue())}
     classes: dict[str, PriorityClass] = {}
     jobs: list[tuple[Path, Job]] = []
+    skipped: list[str] = []
     for f, m in docs:
         if isinstance(m, Queue):
             queues[m.name] = (f, m)
@@ -136,6 +139,7 @@ def load_workload(path: Path) -> Workload:
             jobs.append((f, m))
         elif isinstance(m, CronJob | JobTemplate | JobFlow):
             # The hub's loops make their Jobs over time; a simulation replays Jobs only.
+            skipped.append(f"{type(m).__name__} {m.namespace}/{m.name} ({f})")
             continue
         else:
             raise SimInputError(
@@ -152,7 +156,7 @@ def load_workload(path: Path) -> Workload:
         _check_queue(where, job, {n: q for n, (_, q) in queues.items()})
         uid = f"{i:06d}-{job.namespace}-{job.name}"
         out.append(Submission(uid, job, _priority(where, job, classes), _submit_at(where, job)))
-    return Workload(_parents_first(q for _, q in queues.values()), tuple(out))
+    return Workload(_parents_first(q for _, q in queues.values()), tuple(out), tuple(skipped))
 
 
 def _check_tree(queues: dict[str, tuple[Path, Queue]]) -> None:

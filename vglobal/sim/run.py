@@ -74,7 +74,10 @@ def run_simulation(
         fed.dirty = bool(fed.dispatcher.pending)  # waits crossed a threshold, exclusions ran out
     else:
         raise SimulationError(f"still changing after {MAX_STEPS} events (t={clock.now():g}s); pass --until")
-    return report(fed, clock.now(), samples.by_queue)
+    result = report(fed, clock.now(), samples.by_queue)
+    if workload.skipped:
+        result["skipped"] = list(workload.skipped)
+    return result
 
 
 class _Arrivals:

@@ -61,3 +61,19 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+@contextmanager
+def dry_run_scope(factory: sessionmaker[Session], dry_run: bool) -> Iterator[Session]:
+    """``session_scope``, or with ``dry_run`` one whose writes are all rolled back: a dry run does
+    every check and write the real call does and keeps none (its notifications go with them)."""
+    if not dry_run:
+        with session_scope(factory) as session:
+            yield session
+        return
+    session = factory()
+    try:
+        yield session
+    finally:
+        session.rollback()
+        session.close()

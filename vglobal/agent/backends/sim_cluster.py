@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from vglobal.model.errors import Problems, key_path
-from vglobal.model.k8s import Metadata, Model, check_name, parse_resources, validate_model
-from vglobal.model.manifests import KINDS, Manifest, parse_documents
+from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, parse_resources, validate_model
+from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, parse_documents
 from vglobal.model.resources import ResourceVector
 
 API_VERSION = "vglobal.io/v1alpha1"
@@ -82,7 +82,8 @@ class _Spec(Model):
     network_topology_types: dict[str, Any] | None = None
 
 
-class _SimClusterManifest(Model):
+class SimClusterManifest(Model):
+    passthrough = OBJECT_FIELDS
     metadata: Metadata = Field(default_factory=Metadata)
     spec: _Spec = Field(default_factory=_Spec)
 
@@ -138,7 +139,7 @@ def _group_nodes(p: Problems, base: str, g: _Group) -> list[SimNode]:
 
 def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
     """Expand node groups into nodes (``<group>-<index>``); raises ManifestError naming every bad field."""
-    m = validate_model(_SimClusterManifest, doc)
+    m = validate_model(SimClusterManifest, doc)
     p = Problems()
     check_name(p, "metadata.name", m.metadata.name, label=False)
     nodes: list[SimNode] = []
@@ -169,6 +170,9 @@ SIM_KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest | SimClu
 }
 
 
+SIM_SCHEMAS = {**SCHEMAS, (API_VERSION, KIND): SimClusterManifest}
+
+
 def parse_sim_manifests(text: str) -> list[Manifest | SimCluster]:
     """Every document of a file the simulator or the sim backend reads; raises ManifestError."""
-    return parse_documents(text, SIM_KINDS)
+    return parse_documents(text, SIM_KINDS, schemas=SIM_SCHEMAS)

@@ -27,7 +27,7 @@ from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 from vglobal.api.v1 import jobs_pb2 as vglobal_dot_v1_dot_jobs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19vglobal/v1/cronjobs.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\x1a\x15vglobal/v1/jobs.proto\"-\n\nCronJobRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\'\n\x13\x41pplyCronJobRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\"M\n\x14\x41pplyCronJobResponse\x12%\n\x08\x63ron_job\x18\x01 \x01(\x0b\x32\x13.vglobal.v1.CronJob\x12\x0e\n\x06result\x18\x02 \x01(\t\"\xe6\x04\n\x07\x43ronJob\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x10\n\x08schedule\x18\x04 \x01(\t\x12\x11\n\ttime_zone\x18\x05 \x01(\t\x12\x0f\n\x07suspend\x18\x06 \x01(\x08\x12\x1a\n\x12\x63oncurrency_policy\x18\x07 \x01(\t\x12&\n\x19starting_deadline_seconds\x18\x08 \x01(\x03H\x00\x88\x01\x01\x12%\n\x1dsuccessful_jobs_history_limit\x18\t \x01(\x05\x12!\n\x19\x66\x61iled_jobs_history_limit\x18\n \x01(\x05\x12\r\n\x05queue\x18\x0b \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x0c \x03(\t\x12\x36\n\x12last_schedule_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x38\n\x14last_successful_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x36\n\x12next_schedule_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x11 \x01(\t\x12\x1d\n\x04jobs\x18\x12 \x03(\x0b\x32\x0f.vglobal.v1.Job\x12!\n\x06\x65vents\x18\x13 \x03(\x0b\x32\x11.vglobal.v1.EventB\x1c\n\x1a_starting_deadline_seconds\"(\n\x13ListCronJobsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\">\n\x14ListCronJobsResponse\x12&\n\tcron_jobs\x18\x01 \x03(\x0b\x32\x13.vglobal.v1.CronJob\"L\n\x14\x44\x65leteCronJobRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.vglobal.v1.CronJobRef\x12\x0f\n\x07\x63\x61scade\x18\x02 \x01(\x08\":\n\x15\x44\x65leteCronJobResponse\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65leted_jobs\x18\x02 \x03(\t\"Y\n\x1b\x43reateJobFromCronJobRequest\x12(\n\x08\x63ron_job\x18\x01 \x01(\x0b\x32\x16.vglobal.v1.CronJobRef\x12\x10\n\x08job_name\x18\x02 \x01(\t2\x96\x04\n\x0e\x43ronJobService\x12Q\n\x0c\x41pplyCronJob\x12\x1f.vglobal.v1.ApplyCronJobRequest\x1a .vglobal.v1.ApplyCronJobResponse\x12\x39\n\nGetCronJob\x12\x16.vglobal.v1.CronJobRef\x1a\x13.vglobal.v1.CronJob\x12Q\n\x0cListCronJobs\x12\x1f.vglobal.v1.ListCronJobsRequest\x1a .vglobal.v1.ListCronJobsResponse\x12T\n\rDeleteCronJob\x12 .vglobal.v1.DeleteCronJobRequest\x1a!.vglobal.v1.DeleteCronJobResponse\x12=\n\x0eSuspendCronJob\x12\x16.vglobal.v1.CronJobRef\x1a\x13.vglobal.v1.CronJob\x12<\n\rResumeCronJob\x12\x16.vglobal.v1.CronJobRef\x1a\x13.vglobal.v1.CronJob\x12P\n\x14\x43reateJobFromCronJob\x12\'.vglobal.v1.CreateJobFromCronJobRequest\x1a\x0f.vglobal.v1.Jobb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19vglobal/v1/cronjobs.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\x1a\x15vglobal/v1/jobs.proto\"-\n\nCronJobRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"A\n\x13\x41pplyCronJobRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x18\n\x10\x66ield_validation\x18\x02 \x01(\t\"M\n\x14\x41pplyCronJobResponse\x12%\n\x08\x63ron_job\x18\x01 \x01(\x0b\x32\x13.vglobal.v1.CronJob\x12\x0e\n\x06result\x18\x02 \x01(\t\"\xe6\x04\n\x07\x43ronJob\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x10\n\x08schedule\x18\x04 \x01(\t\x12\x11\n\ttime_zone\x18\x05 \x01(\t\x12\x0f\n\x07suspend\x18\x06 \x01(\x08\x12\x1a\n\x12\x63oncurrency_policy\x18\x07 \x01(\t\x12&\n\x19starting_deadline_seconds\x18\x08 \x01(\x03H\x00\x88\x01\x01\x12%\n\x1dsuccessful_jobs_history_limit\x18\t \x01(\x05\x12!\n\x19\x66\x61iled_jobs_history_limit\x18\n \x01(\x05\x12\r\n\x05queue\x18\x0b \x01(\t\x12\x0e\n\x06\x61\x63tive\x18\x0c \x03(\t\x12\x36\n\x12last_schedule_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x38\n\x14last_successful_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x36\n\x12next_schedule_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x11 \x01(\t\x12\x1d\n\x04jobs\x18\x12 \x03(\x0b\x32\x0f.vglobal.v1.Job\x12!\n\x06\x65vents\x18\x13 \x03(\x0b\x32\x11.vglobal.v1.EventB\x1c\n\x1a_starting_deadline_seconds\"(\n\x13ListCronJobsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\">\n\x14ListCronJobsResponse\x12&\n\tcron_jobs\x18\x01 \x03(\x0b\x32\x13.vglobal.v1.CronJob\"L\n\x14\x44\x65leteCronJobRequest\x12#\n\x03ref\x18\x01 \x01(\x0b\x32\x16.vglobal.v1.CronJobRef\x12\x0f\n\x07\x63\x61scade\x18\x02 \x01(\x08\":\n\x15\x44\x65leteCronJobResponse\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65leted_jobs\x18\x02 \x03(\t\"Y\n\x1b\x43reateJobFromCronJobRequest\x12(\n\x08\x63ron_job\x18\x01 \x01(\x0b\x32\x16.vglobal.v1.CronJobRef\x12\x10\n\x08job_name\x18\x02 \x01(\t2\x96\x04\n\x0e\x43ronJobService\x12Q\n\x0c\x41pplyCronJob\x12\x1f.vglobal.v1.ApplyCronJobRequest\x1a .vglobal.v1.ApplyCronJobResponse\x12\x39\n\nGetCronJob\x12\x16.vglobal.v1.CronJobRef\x1a\x13.vglobal.v1.CronJob\x12Q\n\x0cListCronJobs\x12\x1f.vglobal.v1.ListCronJobsRequest\x1a .vglobal.v1.ListCronJobsResponse\x12T\n\rDeleteCronJob\x12 .vglobal.v1.DeleteCronJobRequest\x1a!.vglobal.v1.DeleteCronJobResponse\x12=\n\x0eSuspendCronJob\x12\x16.vglobal.v1.CronJobRef\x1a\x13.vglobal.v1.CronJob\x12<\n\rResumeCronJob\x12\x16.vglobal.v1.CronJobRef\x1a\x13.vglobal.v1.CronJob\x12P\n\x14\x43reateJobFromCronJob\x12\'.vglobal.v1.CreateJobFromCronJobRequest\x1a\x0f.vglobal.v1.Jobb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,21 +37,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CRONJOBREF']._serialized_start=122
   _globals['_CRONJOBREF']._serialized_end=167
   _globals['_APPLYCRONJOBREQUEST']._serialized_start=169
-  _globals['_APPLYCRONJOBREQUEST']._serialized_end=208
-  _globals['_APPLYCRONJOBRESPONSE']._serialized_start=210
-  _globals['_APPLYCRONJOBRESPONSE']._serialized_end=287
-  _globals['_CRONJOB']._serialized_start=290
-  _globals['_CRONJOB']._serialized_end=904
-  _globals['_LISTCRONJOBSREQUEST']._serialized_start=906
-  _globals['_LISTCRONJOBSREQUEST']._serialized_end=946
-  _globals['_LISTCRONJOBSRESPONSE']._serialized_start=948
-  _globals['_LISTCRONJOBSRESPONSE']._serialized_end=1010
-  _globals['_DELETECRONJOBREQUEST']._serialized_start=1012
-  _globals['_DELETECRONJOBREQUEST']._serialized_end=1088
-  _globals['_DELETECRONJOBRESPONSE']._serialized_start=1090
-  _globals['_DELETECRONJOBRESPONSE']._serialized_end=1148
-  _globals['_CREATEJOBFROMCRONJOBREQUEST']._serialized_start=1150
-  _globals['_CREATEJOBFROMCRONJOBREQUEST']._serialized_end=1239
-  _globals['_CRONJOBSERVICE']._serialized_start=1242
-  _globals['_CRONJOBSERVICE']._serialized_end=1776
+  _globals['_APPLYCRONJOBREQUEST']._serialized_end=234
+  _globals['_APPLYCRONJOBRESPONSE']._serialized_start=236
+  _globals['_APPLYCRONJOBRESPONSE']._serialized_end=313
+  _globals['_CRONJOB']._serialized_start=316
+  _globals['_CRONJOB']._serialized_end=930
+  _globals['_LISTCRONJOBSREQUEST']._serialized_start=932
+  _globals['_LISTCRONJOBSREQUEST']._serialized_end=972
+  _globals['_LISTCRONJOBSRESPONSE']._serialized_start=974
+  _globals['_LISTCRONJOBSRESPONSE']._serialized_end=1036
+  _globals['_DELETECRONJOBREQUEST']._serialized_start=1038
+  _globals['_DELETECRONJOBREQUEST']._serialized_end=1114
+  _globals['_DELETECRONJOBRESPONSE']._serialized_start=1116
+  _globals['_DELETECRONJOBRESPONSE']._serialized_end=1174
+  _globals['_CREATEJOBFROMCRONJOBREQUEST']._serialized_start=1176
+  _globals['_CREATEJOBFROMCRONJOBREQUEST']._serialized_end=1265
+  _globals['_CRONJOBSERVICE']._serialized_start=1268
+  _globals['_CRONJOBSERVICE']._serialized_end=1802
 # @@protoc_insertion_point(module_scope)

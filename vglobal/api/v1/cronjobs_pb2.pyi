@@ -49,16 +49,20 @@ class ApplyCronJobRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MANIFEST_FIELD_NUMBER: _builtins.int
+    FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
     manifest: _builtins.str
     """YAML or JSON text of one CronJob"""
+    field_validation: _builtins.str
+    """as SubmitJobRequest.field_validation"""
     def __init__(
         self,
         *,
         manifest: _builtins.str = ...,
+        field_validation: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["manifest", b"manifest"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["field_validation", b"field_validation", "manifest", b"manifest"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19vglobal/v1/jobflows.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"0\n\rFlowObjectRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"*\n\x16\x41pplyFlowObjectRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\"+\n\x16ListFlowObjectsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"0\n\x18\x44\x65leteFlowObjectResponse\x12\x14\n\x0c\x64\x65leted_jobs\x18\x01 \x03(\t\"\x8e\x01\n\x0bJobTemplate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\r\n\x05tasks\x18\x04 \x03(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x06 \x01(\t\"Y\n\x18\x41pplyJobTemplateResponse\x12-\n\x0cjob_template\x18\x01 \x01(\x0b\x32\x17.vglobal.v1.JobTemplate\x12\x0e\n\x06result\x18\x02 \x01(\t\"J\n\x18ListJobTemplatesResponse\x12.\n\rjob_templates\x18\x01 \x03(\x0b\x32\x17.vglobal.v1.JobTemplate\"\xa9\x01\n\x08\x46lowStep\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03job\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x12\n\ndepends_on\x18\x04 \x03(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xeb\x01\n\x07JobFlow\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x19\n\x11job_retain_policy\x18\x05 \x01(\t\x12#\n\x05steps\x18\x06 \x03(\x0b\x32\x14.vglobal.v1.FlowStep\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x08 \x01(\t\x12!\n\x06\x65vents\x18\t \x03(\x0b\x32\x11.vglobal.v1.Event\"M\n\x14\x41pplyJobFlowResponse\x12%\n\x08job_flow\x18\x01 \x01(\x0b\x32\x13.vglobal.v1.JobFlow\x12\x0e\n\x06result\x18\x02 \x01(\t\">\n\x14ListJobFlowsResponse\x12&\n\tjob_flows\x18\x01 \x03(\x0b\x32\x13.vglobal.v1.JobFlow2\xa4\x05\n\x0eJobFlowService\x12\\\n\x10\x41pplyJobTemplate\x12\".vglobal.v1.ApplyFlowObjectRequest\x1a$.vglobal.v1.ApplyJobTemplateResponse\x12\x44\n\x0eGetJobTemplate\x12\x19.vglobal.v1.FlowObjectRef\x1a\x17.vglobal.v1.JobTemplate\x12\\\n\x10ListJobTemplates\x12\".vglobal.v1.ListFlowObjectsRequest\x1a$.vglobal.v1.ListJobTemplatesResponse\x12T\n\x11\x44\x65leteJobTemplate\x12\x19.vglobal.v1.FlowObjectRef\x1a$.vglobal.v1.DeleteFlowObjectResponse\x12T\n\x0c\x41pplyJobFlow\x12\".vglobal.v1.ApplyFlowObjectRequest\x1a .vglobal.v1.ApplyJobFlowResponse\x12<\n\nGetJobFlow\x12\x19.vglobal.v1.FlowObjectRef\x1a\x13.vglobal.v1.JobFlow\x12T\n\x0cListJobFlows\x12\".vglobal.v1.ListFlowObjectsRequest\x1a .vglobal.v1.ListJobFlowsResponse\x12P\n\rDeleteJobFlow\x12\x19.vglobal.v1.FlowObjectRef\x1a$.vglobal.v1.DeleteFlowObjectResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19vglobal/v1/jobflows.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"0\n\rFlowObjectRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"D\n\x16\x41pplyFlowObjectRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x18\n\x10\x66ield_validation\x18\x02 \x01(\t\"+\n\x16ListFlowObjectsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"0\n\x18\x44\x65leteFlowObjectResponse\x12\x14\n\x0c\x64\x65leted_jobs\x18\x01 \x03(\t\"\x8e\x01\n\x0bJobTemplate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\r\n\x05tasks\x18\x04 \x03(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x06 \x01(\t\"Y\n\x18\x41pplyJobTemplateResponse\x12-\n\x0cjob_template\x18\x01 \x01(\x0b\x32\x17.vglobal.v1.JobTemplate\x12\x0e\n\x06result\x18\x02 \x01(\t\"J\n\x18ListJobTemplatesResponse\x12.\n\rjob_templates\x18\x01 \x03(\x0b\x32\x17.vglobal.v1.JobTemplate\"\xa9\x01\n\x08\x46lowStep\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03job\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x12\n\ndepends_on\x18\x04 \x03(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xeb\x01\n\x07JobFlow\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x19\n\x11job_retain_policy\x18\x05 \x01(\t\x12#\n\x05steps\x18\x06 \x03(\x0b\x32\x14.vglobal.v1.FlowStep\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x08 \x01(\t\x12!\n\x06\x65vents\x18\t \x03(\x0b\x32\x11.vglobal.v1.Event\"M\n\x14\x41pplyJobFlowResponse\x12%\n\x08job_flow\x18\x01 \x01(\x0b\x32\x13.vglobal.v1.JobFlow\x12\x0e\n\x06result\x18\x02 \x01(\t\">\n\x14ListJobFlowsResponse\x12&\n\tjob_flows\x18\x01 \x03(\x0b\x32\x13.vglobal.v1.JobFlow2\xa4\x05\n\x0eJobFlowService\x12\\\n\x10\x41pplyJobTemplate\x12\".vglobal.v1.ApplyFlowObjectRequest\x1a$.vglobal.v1.ApplyJobTemplateResponse\x12\x44\n\x0eGetJobTemplate\x12\x19.vglobal.v1.FlowObjectRef\x1a\x17.vglobal.v1.JobTemplate\x12\\\n\x10ListJobTemplates\x12\".vglobal.v1.ListFlowObjectsRequest\x1a$.vglobal.v1.ListJobTemplatesResponse\x12T\n\x11\x44\x65leteJobTemplate\x12\x19.vglobal.v1.FlowObjectRef\x1a$.vglobal.v1.DeleteFlowObjectResponse\x12T\n\x0c\x41pplyJobFlow\x12\".vglobal.v1.ApplyFlowObjectRequest\x1a .vglobal.v1.ApplyJobFlowResponse\x12<\n\nGetJobFlow\x12\x19.vglobal.v1.FlowObjectRef\x1a\x13.vglobal.v1.JobFlow\x12T\n\x0cListJobFlows\x12\".vglobal.v1.ListFlowObjectsRequest\x1a .vglobal.v1.ListJobFlowsResponse\x12P\n\rDeleteJobFlow\x12\x19.vglobal.v1.FlowObjectRef\x1a$.vglobal.v1.DeleteFlowObjectResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,25 +36,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FLOWOBJECTREF']._serialized_start=99
   _globals['_FLOWOBJECTREF']._serialized_end=147
   _globals['_APPLYFLOWOBJECTREQUEST']._serialized_start=149
-  _globals['_APPLYFLOWOBJECTREQUEST']._serialized_end=191
-  _globals['_LISTFLOWOBJECTSREQUEST']._serialized_start=193
-  _globals['_LISTFLOWOBJECTSREQUEST']._serialized_end=236
-  _globals['_DELETEFLOWOBJECTRESPONSE']._serialized_start=238
-  _globals['_DELETEFLOWOBJECTRESPONSE']._serialized_end=286
-  _globals['_JOBTEMPLATE']._serialized_start=289
-  _globals['_JOBTEMPLATE']._serialized_end=431
-  _globals['_APPLYJOBTEMPLATERESPONSE']._serialized_start=433
-  _globals['_APPLYJOBTEMPLATERESPONSE']._serialized_end=522
-  _globals['_LISTJOBTEMPLATESRESPONSE']._serialized_start=524
-  _globals['_LISTJOBTEMPLATESRESPONSE']._serialized_end=598
-  _globals['_FLOWSTEP']._serialized_start=601
-  _globals['_FLOWSTEP']._serialized_end=770
-  _globals['_JOBFLOW']._serialized_start=773
-  _globals['_JOBFLOW']._serialized_end=1008
-  _globals['_APPLYJOBFLOWRESPONSE']._serialized_start=1010
-  _globals['_APPLYJOBFLOWRESPONSE']._serialized_end=1087
-  _globals['_LISTJOBFLOWSRESPONSE']._serialized_start=1089
-  _globals['_LISTJOBFLOWSRESPONSE']._serialized_end=1151
-  _globals['_JOBFLOWSERVICE']._serialized_start=1154
-  _globals['_JOBFLOWSERVICE']._serialized_end=1830
+  _globals['_APPLYFLOWOBJECTREQUEST']._serialized_end=217
+  _globals['_LISTFLOWOBJECTSREQUEST']._serialized_start=219
+  _globals['_LISTFLOWOBJECTSREQUEST']._serialized_end=262
+  _globals['_DELETEFLOWOBJECTRESPONSE']._serialized_start=264
+  _globals['_DELETEFLOWOBJECTRESPONSE']._serialized_end=312
+  _globals['_JOBTEMPLATE']._serialized_start=315
+  _globals['_JOBTEMPLATE']._serialized_end=457
+  _globals['_APPLYJOBTEMPLATERESPONSE']._serialized_start=459
+  _globals['_APPLYJOBTEMPLATERESPONSE']._serialized_end=548
+  _globals['_LISTJOBTEMPLATESRESPONSE']._serialized_start=550
+  _globals['_LISTJOBTEMPLATESRESPONSE']._serialized_end=624
+  _globals['_FLOWSTEP']._serialized_start=627
+  _globals['_FLOWSTEP']._serialized_end=796
+  _globals['_JOBFLOW']._serialized_start=799
+  _globals['_JOBFLOW']._serialized_end=1034
+  _globals['_APPLYJOBFLOWRESPONSE']._serialized_start=1036
+  _globals['_APPLYJOBFLOWRESPONSE']._serialized_end=1113
+  _globals['_LISTJOBFLOWSRESPONSE']._serialized_start=1115
+  _globals['_LISTJOBFLOWSRESPONSE']._serialized_end=1177
+  _globals['_JOBFLOWSERVICE']._serialized_start=1180
+  _globals['_JOBFLOWSERVICE']._serialized_end=1856
 # @@protoc_insertion_point(module_scope)

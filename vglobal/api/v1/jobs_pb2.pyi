@@ -238,19 +238,29 @@ class SubmitJobRequest(_message.Message):
 
     MANIFEST_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
     manifest: _builtins.str
     """YAML or JSON text of one batch.volcano.sh/v1alpha1 Job"""
     request_id: _builtins.str
     """optional; the same id returns the same job"""
+    field_validation: _builtins.str
+    """What to do with fields a Job does not define: "Strict" (default: INVALID_ARGUMENT naming
+    them), "Warn" or "Ignore" (accepted; the manifest keeps them), as Kubernetes' fieldValidation.
+    """
+    dry_run: _builtins.bool
+    """Validate and authorize, store nothing; the response shows the job as it would be stored."""
     def __init__(
         self,
         *,
         manifest: _builtins.str = ...,
         request_id: _builtins.str = ...,
+        field_validation: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["manifest", b"manifest", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "field_validation", b"field_validation", "manifest", b"manifest", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

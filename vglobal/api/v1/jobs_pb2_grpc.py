@@ -74,6 +74,16 @@ class JobServiceStub:
                 request_serializer=vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobEvent.FromString,
                 _registered_method=True)
+        self.SuspendJob = channel.unary_unary(
+                '/vglobal.v1.JobService/SuspendJob',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.Job.FromString,
+                _registered_method=True)
+        self.ResumeJob = channel.unary_unary(
+                '/vglobal.v1.JobService/ResumeJob',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.Job.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -137,6 +147,20 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SuspendJob(self, request, context):
+        """Takes a job off its cluster as a cancel does but keeps it, its binding Suspended and its
+        phase Aborted, until ResumeJob puts it back in its queue (Volcano's `vcctl job suspend`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeJob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -179,6 +203,16 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.WatchJobs,
                     request_deserializer=vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_jobs__pb2.JobEvent.SerializeToString,
+            ),
+            'SuspendJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.SuspendJob,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.Job.SerializeToString,
+            ),
+            'ResumeJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeJob,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.Job.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -397,6 +431,60 @@ class JobService:
             '/vglobal.v1.JobService/WatchJobs',
             vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.SerializeToString,
             vglobal_dot_v1_dot_jobs__pb2.JobEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SuspendJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.JobService/SuspendJob',
+            vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.Job.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.JobService/ResumeJob',
+            vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.Job.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,6 +50,11 @@ class JobServiceStub:
     again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
     last revision it read.
     """
+    SuspendJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]
+    """Takes a job off its cluster as a cancel does but keeps it, its binding Suspended and its
+    phase Aborted, until ResumeJob puts it back in its queue (Volcano's `vcctl job suspend`).
+    """
+    ResumeJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -73,6 +78,11 @@ class JobServiceAsyncStub(JobServiceStub):
     again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
     last revision it read.
     """
+    SuspendJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]  # type: ignore[assignment]
+    """Takes a job off its cluster as a cancel does but keeps it, its binding Suspended and its
+    phase Aborted, until ResumeJob puts it back in its queue (Volcano's `vcctl job suspend`).
+    """
+    ResumeJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]  # type: ignore[assignment]
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -141,5 +151,22 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
         last revision it read.
         """
+
+    @_abc_1.abstractmethod
+    def SuspendJob(
+        self,
+        request: _jobs_pb2.JobRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.Job, _abc.Awaitable[_jobs_pb2.Job]]:
+        """Takes a job off its cluster as a cancel does but keeps it, its binding Suspended and its
+        phase Aborted, until ResumeJob puts it back in its queue (Volcano's `vcctl job suspend`).
+        """
+
+    @_abc_1.abstractmethod
+    def ResumeJob(
+        self,
+        request: _jobs_pb2.JobRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.Job, _abc.Awaitable[_jobs_pb2.Job]]: ...
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

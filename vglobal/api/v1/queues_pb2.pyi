@@ -24,16 +24,24 @@ class ApplyRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MANIFEST_FIELD_NUMBER: _builtins.int
+    FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
     manifest: _builtins.str
     """YAML or JSON text of one object"""
+    field_validation: _builtins.str
+    """as SubmitJobRequest.field_validation"""
+    dry_run: _builtins.bool
+    """validate and authorize, store nothing"""
     def __init__(
         self,
         *,
         manifest: _builtins.str = ...,
+        field_validation: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["manifest", b"manifest"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "field_validation", b"field_validation", "manifest", b"manifest"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -271,3 +279,22 @@ class ListPriorityClassesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListPriorityClassesResponse: _TypeAlias = ListPriorityClassesResponse  # noqa: Y015
+
+@_typing.final
+class PriorityClassRef(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PriorityClassRef: _TypeAlias = PriorityClassRef  # noqa: Y015

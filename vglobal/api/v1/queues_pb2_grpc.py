@@ -74,6 +74,11 @@ class QueueServiceStub:
                 request_serializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesResponse.FromString,
                 _registered_method=True)
+        self.DeletePriorityClass = channel.unary_unary(
+                '/vglobal.v1.QueueService/DeletePriorityClass',
+                request_serializer=vglobal_dot_v1_dot_queues__pb2.PriorityClassRef.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_queues__pb2.PriorityClass.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -131,6 +136,13 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeletePriorityClass(self, request, context):
+        """Removes a priority class; jobs keep the priority they were given.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +185,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.ListPriorityClasses,
                     request_deserializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesResponse.SerializeToString,
+            ),
+            'DeletePriorityClass': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeletePriorityClass,
+                    request_deserializer=vglobal_dot_v1_dot_queues__pb2.PriorityClassRef.FromString,
+                    response_serializer=vglobal_dot_v1_dot_queues__pb2.PriorityClass.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -391,6 +408,33 @@ class QueueService:
             '/vglobal.v1.QueueService/ListPriorityClasses',
             vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesRequest.SerializeToString,
             vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeletePriorityClass(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.QueueService/DeletePriorityClass',
+            vglobal_dot_v1_dot_queues__pb2.PriorityClassRef.SerializeToString,
+            vglobal_dot_v1_dot_queues__pb2.PriorityClass.FromString,
             options,
             channel_credentials,
             insecure,

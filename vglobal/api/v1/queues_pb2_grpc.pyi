@@ -44,6 +44,8 @@ class QueueServiceStub:
     ApplyPriorityClass: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.PriorityClass]
     """Creates or updates a scheduling.k8s.io/v1 PriorityClass."""
     ListPriorityClasses: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ListPriorityClassesRequest, _queues_pb2.ListPriorityClassesResponse]
+    DeletePriorityClass: _grpc.UnaryUnaryMultiCallable[_queues_pb2.PriorityClassRef, _queues_pb2.PriorityClass]
+    """Removes a priority class; jobs keep the priority they were given."""
 
 @_typing.type_check_only
 class QueueServiceAsyncStub(QueueServiceStub):
@@ -61,6 +63,8 @@ class QueueServiceAsyncStub(QueueServiceStub):
     ApplyPriorityClass: _aio.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.PriorityClass]  # type: ignore[assignment]
     """Creates or updates a scheduling.k8s.io/v1 PriorityClass."""
     ListPriorityClasses: _aio.UnaryUnaryMultiCallable[_queues_pb2.ListPriorityClassesRequest, _queues_pb2.ListPriorityClassesResponse]  # type: ignore[assignment]
+    DeletePriorityClass: _aio.UnaryUnaryMultiCallable[_queues_pb2.PriorityClassRef, _queues_pb2.PriorityClass]  # type: ignore[assignment]
+    """Removes a priority class; jobs keep the priority they were given."""
 
 class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -123,5 +127,13 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _queues_pb2.ListPriorityClassesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_queues_pb2.ListPriorityClassesResponse, _abc.Awaitable[_queues_pb2.ListPriorityClassesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeletePriorityClass(
+        self,
+        request: _queues_pb2.PriorityClassRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_queues_pb2.PriorityClass, _abc.Awaitable[_queues_pb2.PriorityClass]]:
+        """Removes a priority class; jobs keep the priority they were given."""
 
 def add_QueueServiceServicer_to_server(servicer: QueueServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -73,7 +73,12 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
     def ApplyCronJob(
         self, request: cronjobs_pb2.ApplyCronJobRequest, context: grpc.ServicerContext
     ) -> cronjobs_pb2.ApplyCronJobResponse:
-        cron = parse_one(request.manifest, CronJob, max_bytes=self.ctx.settings.max_manifest_bytes)
+        cron = parse_one(
+            request.manifest,
+            CronJob,
+            max_bytes=self.ctx.settings.max_manifest_bytes,
+            validation=request.field_validation,
+        )
         require(Action.submit_jobs, queue=cron.queue)
         with session_scope(self.ctx.sessions) as session:
             row, result = apply_cron(cron, principal=who(), now=self.ctx.now(), session=session)

@@ -59,7 +59,12 @@ class JobFlowServicer(jobflows_pb2_grpc.JobFlowServiceServicer):
     def ApplyJobTemplate(
         self, request: jobflows_pb2.ApplyFlowObjectRequest, context: grpc.ServicerContext
     ) -> jobflows_pb2.ApplyJobTemplateResponse:
-        t = parse_one(request.manifest, JobTemplate, max_bytes=self.ctx.settings.max_manifest_bytes)
+        t = parse_one(
+            request.manifest,
+            JobTemplate,
+            max_bytes=self.ctx.settings.max_manifest_bytes,
+            validation=request.field_validation,
+        )
         require(Action.submit_jobs, queue=t.queue)
         with session_scope(self.ctx.sessions) as session:
             old = flows_repo.get_template(t.namespace, t.name, session=session)
@@ -147,7 +152,12 @@ class JobFlowServicer(jobflows_pb2_grpc.JobFlowServiceServicer):
     def ApplyJobFlow(
         self, request: jobflows_pb2.ApplyFlowObjectRequest, context: grpc.ServicerContext
     ) -> jobflows_pb2.ApplyJobFlowResponse:
-        flow = parse_one(request.manifest, JobFlow, max_bytes=self.ctx.settings.max_manifest_bytes)
+        flow = parse_one(
+            request.manifest,
+            JobFlow,
+            max_bytes=self.ctx.settings.max_manifest_bytes,
+            validation=request.field_validation,
+        )
         with session_scope(self.ctx.sessions) as session:
             row, result = apply_flow(flow, principal=who(), now=self.ctx.now(), session=session)
             return jobflows_pb2.ApplyJobFlowResponse(job_flow=self._view(row, session=session), result=result)

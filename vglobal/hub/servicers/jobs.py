@@ -15,17 +15,26 @@ from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    TooLarge,
+    look_up,
+    raise_prefixed,
+    rpc,
+)
 from vglobal.hub.group_commit import SubmitGroups
-from vglobal.hub.job_actions import cancel_job, delete_job
+from vglobal.hub.job_actions import cancel_job, delete_job, resume_job
 from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import ItemFailed, Submission, accept, store
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
+from vglobal.model.job_template import OWNER_REFERENCES
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
-from vglobal.store.engine import session_scope
+from vglobal.store.engine import dry_run_scope, session_scope
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import job_changes as changes_repo
 from vglobal.store.repo import jobs as jobs_repo
@@ -86,10 +95,21 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def SubmitJob(
         self, request: jobs_pb2.SubmitJobRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.SubmitJobResponse:
-        job = accept(request.manifest, self.ctx.settings)
+        job = accept(request.manifest, self.ctx.settings, request.field_validation)
+        if request.dry_run:
+            return self._dry_run([Submission(job, request.request_id or None, who())], prefix=False)[0]
         # Stored with the calls that arrive meanwhile, in one transaction (see group_commit.py).
         row, created = self.groups.submit(Submission(job, request.request_id or None, who()))
         return jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
+
+    def _dry_run(self, accepted: list[Submission], *, prefix: bool) -> list[jobs_pb2.SubmitJobResponse]:
+        """Every check and write of a real submission, all rolled back: the jobs as they would be."""
+        with dry_run_scope(self.ctx.sessions, True) as session:
+            try:
+                stored = store(accepted, session=session)
+            except ItemFailed as failed:
+                raise_prefixed(failed.error, f"jobs[{failed.index}]: " if prefix else "")
+            return [jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
 
     @rpc
     def SubmitJobs(
@@ -102,12 +122,17 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             )
         # Every document accepted, then all stored in one transaction: a bad one stores nothing.
         accepted = []
+        dry = {item.dry_run for item in request.jobs}
+        if len(dry) > 1:
+            raise InvalidArgument("jobs[*].dry_run: a batch is a dry run as a whole or not at all")
         for i, item in enumerate(request.jobs):
             try:
-                job = accept(item.manifest, self.ctx.settings)
+                job = accept(item.manifest, self.ctx.settings, item.field_validation)
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: ")
             accepted.append(Submission(job, item.request_id or None, who()))
+        if dry == {True}:
+            return jobs_pb2.SubmitJobsResponse(results=self._dry_run(accepted, prefix=True))
         with session_scope(self.ctx.sessions) as session:
             try:
                 stored = store(accepted, session=session)
@@ -163,6 +188,38 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             if cancel_job(row.uid, session=session, reason=f"cancelled by {who()}", principal=who()):
                 row = find_job(request, session=session)
         return convert.job(row)
+
+    def _owned(self, row: JobRow, verb: str) -> None:
+        if (row.manifest.get("metadata") or {}).get(OWNER_REFERENCES):
+            raise FailedPrecondition(
+                f"job {row.namespace}/{row.name} belongs to a CronJob or JobFlow, which decides its runs: "
+                f"it cannot be {verb} on its own"
+            )
+
+    @rpc
+    def SuspendJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session, action=Action.cancel_jobs)
+            self._owned(row, "suspended")
+            reason = f"suspended by {who()}"
+            if not cancel_job(row.uid, session=session, reason=reason, principal=who(), event="Suspended"):
+                raise FailedPrecondition(
+                    f"job {row.namespace}/{row.name} has finished ({row.phase}): only an unfinished job "
+                    "can be suspended"
+                )
+            return convert.job(find_job(request, session=session))
+
+    @rpc
+    def ResumeJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session, action=Action.submit_jobs)
+            self._owned(row, "resumed")
+            if not resume_job(row.uid, session=session, reason=f"resumed by {who()}", principal=who()):
+                raise FailedPrecondition(
+                    f"job {row.namespace}/{row.name} is {row.phase}, binding {row.binding_phase}: only a "
+                    "suspended (Aborted) job can be resumed"
+                )
+            return convert.job(find_job(request, session=session))
 
     @rpc
     def DeleteJob(

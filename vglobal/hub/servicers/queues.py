@@ -17,7 +17,7 @@ from vglobal.model.errors import bounded_list
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
 from vglobal.model.records import QueueRow
-from vglobal.store.engine import session_scope
+from vglobal.store.engine import dry_run_scope, session_scope
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
@@ -67,8 +67,13 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
 
     @rpc
     def ApplyQueue(self, request: queues_pb2.ApplyRequest, context: grpc.ServicerContext) -> queues_pb2.Queue:
-        queue = parse_one(request.manifest, Queue, max_bytes=self.ctx.settings.max_manifest_bytes)
-        with session_scope(self.ctx.sessions) as session:
+        queue = parse_one(
+            request.manifest,
+            Queue,
+            max_bytes=self.ctx.settings.max_manifest_bytes,
+            validation=request.field_validation,
+        )
+        with dry_run_scope(self.ctx.sessions, request.dry_run) as session:
             check_tree(queue, session=session)
             queues_repo.upsert_queue(queue, session=session)
             audit("QueueApplied", f"queue {queue.name}", session=session)
@@ -151,12 +156,32 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
     def ApplyPriorityClass(
         self, request: queues_pb2.ApplyRequest, context: grpc.ServicerContext
     ) -> queues_pb2.PriorityClass:
-        pc = parse_one(request.manifest, PriorityClass, max_bytes=self.ctx.settings.max_manifest_bytes)
-        with session_scope(self.ctx.sessions) as session:
+        pc = parse_one(
+            request.manifest,
+            PriorityClass,
+            max_bytes=self.ctx.settings.max_manifest_bytes,
+            validation=request.field_validation,
+        )
+        with dry_run_scope(self.ctx.sessions, request.dry_run) as session:
             queues_repo.upsert_priority_class(pc, session=session)
             audit("PriorityClassApplied", f"priorityclass {pc.name}", f"value {pc.value}", session=session)
             row = queues_repo.get_priority_class(pc.name, session=session)
             assert row is not None
+            return convert.priority_class(row)
+
+    @rpc
+    def DeletePriorityClass(
+        self, request: queues_pb2.PriorityClassRef, context: grpc.ServicerContext
+    ) -> queues_pb2.PriorityClass:
+        with session_scope(self.ctx.sessions) as session:
+            # Jobs keep the priority they were given, as Kubernetes' pods do.
+            row = look_up(
+                "priority class",
+                request.name,
+                lambda: queues_repo.delete_priority_class(request.name, session=session),
+                wanted="a priority class name",
+            )
+            audit("PriorityClassDeleted", f"priorityclass {row.name}", f"value {row.value}", session=session)
             return convert.priority_class(row)
 
     @rpc

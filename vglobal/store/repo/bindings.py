@@ -237,6 +237,34 @@ def abort(uid: str, *, session: Session, reason: str) -> BindingRef | None:
     return BindingRef.of(*r) if r else None
 
 
+def resume(uid: str, *, session: Session, reason: str) -> BindingRef | None:
+    """An Aborted binding waits again for admission (``vcctl job resume``): Suspended, with no
+    cluster, so its old run stays fenced off and the next admission gives a new generation; the
+    job is Pending again with no pods. None if the binding was not Aborted."""
+    r = session.execute(
+        sa.update(resource_bindings)
+        .where(_b.job_uid == uid, _b.phase == BindingPhase.Aborted.value)
+        .values(
+            phase=BindingPhase.Suspended.value,
+            cluster=None,
+            reason=reason,
+            reason_kind="",
+            finished_at=None,
+            waiting_since=sa.func.now(),
+            updated_at=sa.func.now(),
+        )
+        .returning(*_REF)
+    ).first()
+    if r is None:
+        return None
+    session.execute(
+        sa.update(jobs)
+        .where(jobs.c.uid == uid)
+        .values(phase="Pending", placements=[], finished_at=None, updated_at=sa.func.now())
+    )
+    return BindingRef.of(*r)
+
+
 class Delivery(NamedTuple):
     """A binding a cluster's agent should run, with what its Dispatch message carries."""
 

@@ -163,6 +163,14 @@ def list_priority_classes(*, session: Session) -> list[PriorityClassRow]:
     return [PriorityClassRow(r.name, r.value, r.global_default, r.preemption_policy) for r in rows]
 
 
+def delete_priority_class(name: str, *, session: Session) -> PriorityClassRow | None:
+    """Remove a priority class; returns it as it was (None: there was none)."""
+    r = session.execute(
+        sa.delete(priority_classes).where(priority_classes.c.name == name).returning(priority_classes)
+    ).first()
+    return PriorityClassRow(r.name, r.value, r.global_default, r.preemption_policy) if r else None
+
+
 def get_priority_class(name: str, *, session: Session) -> PriorityClassRow | None:
     r = session.execute(sa.select(priority_classes).where(priority_classes.c.name == name)).first()
     return PriorityClassRow(r.name, r.value, r.global_default, r.preemption_policy) if r else None

@@ -1,0 +1,158 @@
+"""`vglobal apply`: manifests from files, directories and stdin, checked as kubectl checks them.
+
+``--validate`` says what to do with fields a kind does not define (kubectl's ``--validate``): the
+value goes to the hub in each request and the hub decides; with ``warn`` each such field is also
+printed here. ``--dry-run=client`` checks the manifests here and sends nothing; ``--dry-run=server``
+has the hub check and authorize them without storing anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import grpc
+
+from vglobal.cli.common import Ctx, console, err_console, fail
+from vglobal.cli.documents import Document, DocumentError, apply_order, read_documents
+from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
+from vglobal.cli.workflows import apply_workflow
+from vglobal.client import VGlobalError
+from vglobal.model.errors import ManifestError
+from vglobal.model.fields import FieldValidation, parse_validation
+from vglobal.model.manifests import field_warnings, parse_manifest
+
+# What a kind is called in the lines apply prints (kubectl's resource.group).
+RESOURCES = {
+    "Job": "job.batch.volcano.sh",
+    "Queue": "queue.scheduling.volcano.sh",
+    "PriorityClass": "priorityclass.scheduling.k8s.io",
+    "CronJob": "cronjob.batch.volcano.sh",
+    "JobTemplate": "jobtemplate.flow.volcano.sh",
+    "JobFlow": "jobflow.flow.volcano.sh",
+}
+# Kinds whose apply the hub can dry-run; the others are checked here under --dry-run=server.
+SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass")
+
+
+def request_id_for(kind: str, body: dict[str, Any]) -> str:
+    """Re-applying the same manifest returns the same job instead of failing."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+    return f"apply-{kind.lower()}-{digest}"
+
+
+def _unknown_kind(d: Document) -> VGlobalError:
+    return VGlobalError(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f'kind: unknown kind "{d.kind}" (supported: Job, Queue, PriorityClass, {", ".join(WORKFLOW_KINDS)})',
+    )
+
+
+def _named(d: Document) -> str:
+    meta = d.body.get("metadata")
+    namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
+    scoped = d.kind not in ("Queue", "PriorityClass")
+    return f"{RESOURCES.get(d.kind, d.kind)}/{namespace + '/' if scoped else ''}{d.name}"
+
+
+def _check_here(d: Document, validation: FieldValidation) -> str:
+    """Validate one document as the hub would (its references aside); the line to print."""
+    if d.kind not in RESOURCES:
+        raise _unknown_kind(d)
+    try:
+        parse_manifest(d.body, validation=validation)
+    except ManifestError as exc:
+        raise VGlobalError(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+    return f"{_named(d)} {'created' if d.kind == 'Job' else 'configured'} (dry run)"
+
+
+def _apply_one(obj: Ctx, d: Document, validation: str, dry_run: bool) -> str:
+    if d.kind == "Queue":
+        q = obj.client.apply_queue(d.text, field_validation=validation, dry_run=dry_run)
+        return f"queue.scheduling.volcano.sh/{q.name} configured"
+    if d.kind == "PriorityClass":
+        pc = obj.client.apply_priority_class(d.text, field_validation=validation, dry_run=dry_run)
+        return f"priorityclass.scheduling.k8s.io/{pc.name} configured"
+    if d.kind in WORKFLOW_KINDS:
+        return apply_workflow(obj.client, d, field_validation=validation)
+    raise _unknown_kind(d)
+
+
+def _error(d: Document, exc: Exception) -> None:
+    err_console.print(
+        f"[red]error:[/red] {d.source} ({d.kind} {d.name}): {exc}", highlight=False, soft_wrap=True
+    )
+
+
+@click.command()
+@click.option(
+    "-f",
+    "--filename",
+    "paths",
+    type=click.Path(path_type=Path, allow_dash=True),
+    multiple=True,
+    required=True,
+    help="A file, a directory (its .yaml/.yml/.json files, sorted) or - for stdin; repeat for more.",
+)
+@click.option(
+    "--validate",
+    default="strict",
+    show_default=True,
+    metavar="strict|warn|ignore",
+    help="Fields a kind does not define: refuse the object (strict), warn, or ignore them.",
+)
+@click.option(
+    "--dry-run",
+    "dry_run",
+    type=click.Choice(["none", "client", "server"]),
+    default="none",
+    show_default=True,
+    help="client: check here, send nothing; server: the hub checks and authorizes, stores nothing.",
+)
+@click.pass_obj
+def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> None:
+    """Create or update Jobs, Queues, PriorityClasses, CronJobs, JobTemplates and JobFlows from
+    YAML/JSON manifests."""
+    try:
+        validation = parse_validation(validate)
+        docs = apply_order(read_documents(list(paths)))
+    except (ValueError, DocumentError) as exc:
+        fail(f"--validate: {exc}" if not isinstance(exc, DocumentError) else str(exc))
+    if validation == FieldValidation.WARN:
+        for d in docs:
+            for warning in field_warnings(d.body):
+                err_console.print(f"Warning: {d.source} ({d.kind} {d.name}): {warning}", highlight=False)
+    failed = False
+    on_server = dry_run == "server"
+    for d in docs:
+        if d.kind == "Job" and dry_run != "client":
+            continue  # after the queues and priority classes, in batches
+        try:
+            if dry_run == "client" or (on_server and d.kind not in SERVER_DRY_RUN):
+                line = _check_here(d, validation)
+            else:
+                line = _apply_one(obj, d, validation.value, on_server)
+                line += " (server dry run)" if on_server else ""
+            console.print(line, highlight=False)
+        except VGlobalError as exc:
+            _error(d, exc)
+            failed = True
+    if dry_run != "client" and (jobs := [d for d in docs if d.kind == "Job"]):
+        from vglobal.cli.apply_jobs import apply_jobs
+
+        applied = apply_jobs(
+            obj.client,
+            jobs,
+            lambda d: request_id_for(d.kind, d.body),
+            console,
+            err_console,
+            field_validation=validation.value,
+            dry_run=on_server,
+        )
+        failed = failed or applied.failed > 0
+    if failed:
+        sys.exit(1)
