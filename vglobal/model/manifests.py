@@ -24,8 +24,8 @@ from vglobal.model.queue import Queue, parse_queue
 
 __all__ = [
     "KINDS",
-    "Manifest",
     "SCHEMAS",
+    "Manifest",
     "ManifestTooLarge",
     "field_warnings",
     "job_to_json",

@@ -170,7 +170,7 @@ SIM_KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest | SimClu
 }
 
 
-SIM_SCHEMAS = {**SCHEMAS, (API_VERSION, KIND): SimClusterManifest}
+SIM_SCHEMAS: dict[tuple[str, str], type[Model]] = {**SCHEMAS, (API_VERSION, KIND): SimClusterManifest}
 
 
 def parse_sim_manifests(text: str) -> list[Manifest | SimCluster]:
