@@ -106,9 +106,11 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         request_id=row.request_id or "",
         retry_count=row.retry_count,
         labels=dict(row.labels),
+        submitted_by=row.submitted_by or "",
     )
     set_time(msg.created_at, row.created_at)
     set_time(msg.updated_at, row.updated_at)
+    set_time(msg.finished_at, row.finished_at)
     if with_manifest:
         msg.manifest = json.dumps(row.manifest, sort_keys=True)
     return msg

@@ -72,6 +72,8 @@ class JobRow:
     reason_kind: str  # a WaitKind while the job waits; empty when the reason is no wait
     waiting_since: datetime
     labels: Mapping[str, str] = field(default_factory=dict)
+    submitted_by: str | None = None  # the audit's principal of its Submitted event
+    finished_at: datetime | None = None  # when its binding finished
 
 
 @dataclass(frozen=True)
