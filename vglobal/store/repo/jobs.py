@@ -15,10 +15,8 @@ from sqlalchemy.orm import Session
 from vglobal.model.forms import (
     Gang,
     Placement,
-    PodPlacement,
     TaskCounts,
     placements_from_json,
-    placements_to_json,
     tasks_from_json,
     tasks_to_json,
 )
@@ -279,28 +277,6 @@ def delete_job(uid: str, *, session: Session) -> bool:
 
 def delete_finished_of_queue(queue: str, *, session: Session) -> int:
     return rowcount(session.execute(sa.delete(jobs).where(jobs.c.queue == queue)))
-
-
-def update_status(
-    uid: str,
-    *,
-    session: Session,
-    phase: str,
-    tasks: Sequence[TaskCounts],
-    placements: Sequence[PodPlacement],
-    retry_count: int,
-    finished: bool,
-) -> None:
-    values: dict[str, Any] = {
-        "phase": phase,
-        "tasks": tasks_to_json(tasks),
-        "placements": placements_to_json(placements),
-        "retry_count": retry_count,
-        "updated_at": sa.func.now(),
-    }
-    if finished:
-        values["finished_at"] = sa.func.now()
-    session.execute(sa.update(jobs).where(jobs.c.uid == uid).values(values))
 
 
 def set_phase(uids: list[str], phase: str, *, session: Session) -> None:
