@@ -166,3 +166,27 @@ class JobChange:
     labels: Mapping[str, str]
     state: Mapping[str, Any]  # the fields of job_watch_state() (migration 0006)
     time: datetime
+
+
+@dataclass(frozen=True)
+class DispatchRow:
+    generation: int
+    cluster: str
+    dispatched_at: datetime
+    ended_at: datetime | None  # None while it is the current run
+    outcome: str  # empty while it runs; see the JobDispatch message
+    fenced: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class QueueSample:
+    queue: str
+    time: datetime
+    allocated: dict[str, int]  # units (model/resources)
+    deserved: dict[str, int]
+    capability: dict[str, int]
+    guarantee: dict[str, int]
+    pending: int
+    running: int
+    share: float

@@ -185,7 +185,8 @@ class Job(_message.Message):
     """
     submitted_by: _builtins.str
     """Who submitted the job, as the audit names the caller (Event.principal of its Submitted event);
-    empty for jobs the hub's own loops made (CronJob and JobFlow runs) and on an open hub.
+    "open:anonymous" on a hub without an auth config; empty for the runs the hub's own loops
+    made (scheduled CronJob runs, JobFlow steps) and for jobs stored before hub version 0009.
     """
     @_builtins.property
     def request(self) -> _common_pb2.ResourceList:
@@ -205,7 +206,9 @@ class Job(_message.Message):
 
     @_builtins.property
     def finished_at(self) -> _timestamp_pb2.Timestamp:
-        """When the job finished (the hub's clock, as it recorded the final phase); unset until then."""
+        """When the job's binding finished (Succeeded, Failed or Aborted, by the hub's clock); unset
+        while it has not.
+        """
 
     def __init__(
         self,
@@ -383,8 +386,8 @@ class ListJobsRequest(_message.Message):
     """Only jobs submitted by this caller, exactly as Job.submitted_by names it (empty: anyone)."""
     sort_by: _builtins.str
     """The order of the list: one of "name" (metadata.name, then namespace), "created" (created_at),
-    "phase" (Job.phase), "queue", "cluster" (Job.cluster; jobs on no cluster first), "finished"
-    (finished_at; unfinished jobs last). Empty: by namespace, then name (as before these keys).
+    "phase" (Job.phase), "queue", "cluster" (Job.cluster; jobs on no cluster first). Empty: by
+    namespace, then name (as before these keys).
     Ties are broken by the job's uid, so paging is exact. Another value is INVALID_ARGUMENT.
     """
     descending: _builtins.bool
@@ -403,8 +406,8 @@ class ListJobsRequest(_message.Message):
 
     @_builtins.property
     def finished_after(self) -> _timestamp_pb2.Timestamp:
-        """Only jobs that finished at or after this time (unset: no bound; set, unfinished jobs are
-        left out). With phase, e.g. how many failed in the last hour.
+        """Only jobs that finished (Job.finished_at) at or after this time; unset: no bound. Set, the
+        unfinished jobs are left out: with phase, e.g. the jobs that failed in the last hour.
         """
 
     def __init__(

@@ -105,14 +105,6 @@ class Page:
     after: tuple[Any, str] | None = None  # (sort value, uid), or (namespace, name) for ""
 
 
-def sort_value(row_mapping: Any, sort_by: str) -> Any:
-    """The value a row sorts by, as a page token carries it."""
-    if sort_by == "cluster":
-        return row_mapping["cluster"] or ""
-    column = {"name": "name", "created": "created_at", "phase": "phase", "queue": "queue"}[sort_by]
-    return row_mapping[column]
-
-
 def ordered(stmt: sa.Select[Any], page: Page, limit: int) -> sa.Select[Any]:
     """``stmt`` in the page's order, from after its key, at most ``limit`` rows."""
     if page.sort_by:
@@ -126,7 +118,9 @@ def ordered(stmt: sa.Select[Any], page: Page, limit: int) -> sa.Select[Any]:
     return stmt.order_by(*order).limit(limit)
 
 
-def count_jobs(f: JobFilter, group_by: Sequence[str], *, session: Session) -> list[tuple[tuple[str, ...], int]]:
+def count_jobs(
+    f: JobFilter, group_by: Sequence[str], *, session: Session
+) -> list[tuple[tuple[str, ...], int]]:
     """(the group's values in ``group_by`` order, its count) per group, ordered by the values.
     The bindings are joined only when a filter or a group needs them."""
     cols = [GROUP_KEYS[g][0].label(f"g{i}") for i, g in enumerate(group_by)]
@@ -134,6 +128,6 @@ def count_jobs(f: JobFilter, group_by: Sequence[str], *, session: Session) -> li
     stmt = sa.select(*cols, sa.func.count()).select_from(_JOINED if joined else jobs)
     stmt = stmt.where(*conditions(f))
     if cols:
-        positions = [sa.literal_column(str(i + 1)) for i in range(len(cols))]
+        positions: list[Any] = [sa.literal_column(str(i + 1)) for i in range(len(cols))]
         stmt = stmt.group_by(*positions).order_by(*positions)
     return [(tuple(r[:-1]), int(r[-1])) for r in session.execute(stmt).all()]
