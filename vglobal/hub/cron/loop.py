@@ -12,6 +12,7 @@ import threading
 import time
 from datetime import datetime
 
+from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.cron.look import look_at_cron
 from vglobal.hub.leader import Leader
@@ -64,6 +65,8 @@ class CronLoop:
             self.skipped[uid] = look.skipped
         for e in look.events if look is not None else ():
             log.info("cronjob %s: %s: %s", look.cron.key if look else uid, e.reason, e.message)
+            if look is not None and e.reason == "SuccessfulCreate":  # committed
+                metrics.CRON_RUNS.labels(look.row.namespace, look.row.name).inc()
 
 
 def run_cron(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.flows.look import look_at_flow
 from vglobal.hub.leader import Leader
@@ -31,6 +32,8 @@ def flows_tick(ctx: HubContext, woken: bool) -> float:
             continue
         for e in look.events if look is not None else ():
             log.info("jobflow %s: %s: %s", look.flow.key if look else uid, e.reason, e.message)
+            if look is not None and e.reason == "Created":  # committed
+                metrics.FLOW_RUNS.labels(look.row.namespace, look.row.name).inc()
     return MAX_WAIT
 
 

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import cronjobs_pb2, cronjobs_pb2_grpc, jobs_pb2
+from vglobal.hub import metrics
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import NotFound, look_up, raise_prefixed, rpc
@@ -209,4 +210,5 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
             )
             notify(DISPATCH, session=session)
             notify(WORKFLOWS, session=session)
-            return convert.job(made)
+        metrics.CRON_RUNS.labels(row.namespace, row.name).inc()  # committed
+        return convert.job(made)

@@ -1,0 +1,83 @@
+"""The queue history loop (leader only): once every --queue-history-interval it samples each
+queue's allocation, share and job counts into Postgres, and prunes samples older than
+--queue-history-keep a batch at a time (one short transaction each)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+
+from vglobal.hub.context import HubContext
+from vglobal.hub.leader import Leader
+from vglobal.model.records import QueueSample
+from vglobal.model.resources import queue_share
+from vglobal.store.engine import session_scope
+from vglobal.store.repo import queue_samples as samples_repo
+from vglobal.store.repo import queues as queues_repo
+
+log = logging.getLogger(__name__)
+
+PRUNE_BATCH = 5000
+# Batches per pass at most: the rest of a backlog waits for the next pass.
+MAX_BATCHES = 100
+
+
+def slot(now: datetime, interval: float) -> datetime:
+    """The start of the sampling interval ``now`` falls in: a replica that takes over within it
+    writes the same time, which the table holds once per queue."""
+    epoch = now.timestamp()
+    return now - timedelta(seconds=epoch - (epoch // interval) * interval)
+
+
+def sample_queues(ctx: HubContext) -> int:
+    """One sample of every queue, all in one statement; returns how many were taken."""
+    at = slot(ctx.now(), ctx.settings.queue_history_interval)
+    with session_scope(ctx.sessions) as session:
+        usage = queues_repo.usage(session=session)
+        samples = []
+        for row in queues_repo.list_queues(session=session):
+            used = usage.get(row.name)
+            allocated = used.allocated if used else {}
+            deserved = row.status.get("deserved") or row.deserved or {}
+            samples.append(
+                QueueSample(
+                    queue=row.name,
+                    time=at,
+                    allocated=allocated,
+                    deserved=deserved,
+                    capability=row.status.get("capability") or row.capability or {},
+                    guarantee=row.guarantee,
+                    pending=used.pending if used else 0,
+                    running=used.running if used else 0,
+                    share=queue_share(allocated, deserved),
+                )
+            )
+        samples_repo.add_samples(samples, session=session)
+    return len(samples)
+
+
+def prune_queue_history(ctx: HubContext, batch: int = PRUNE_BATCH) -> int:
+    """Delete samples older than --queue-history-keep, ``batch`` at a time; returns how many."""
+    before = ctx.now() - timedelta(seconds=ctx.settings.queue_history_keep)
+    total = 0
+    for _ in range(MAX_BATCHES):
+        with session_scope(ctx.sessions) as session:
+            n = samples_repo.prune(before, session=session, batch=batch)
+        total += n
+        if n < batch:
+            break
+    return total
+
+
+def run_queue_history(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
+    """The loop's one entry point: sample and prune each interval while this replica leads."""
+    interval = ctx.settings.queue_history_interval
+    while not stop.wait(interval):
+        if not leader.leading:
+            continue
+        try:
+            sample_queues(ctx)
+            prune_queue_history(ctx)
+        except Exception:
+            log.exception("sampling the queues' history failed")
