@@ -12,11 +12,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from vglobal.model.binding import FINISHED, values
+from vglobal.model.binding import FINISHED, BindingPhase, values
+from vglobal.model.phases import JobPhase
 from vglobal.store.tables import jobs, resource_bindings
 
 _j = jobs.c
 _b = resource_bindings.c
+JOB_PHASES = frozenset(p.value for p in JobPhase)
+BINDING_PHASES = frozenset(p.value for p in BindingPhase)
 
 # Sort key -> the column it orders by (ties broken by uid). "" is (namespace, name), unique.
 SORT_KEYS: dict[str, Any] = {
@@ -55,7 +58,7 @@ class JobFilter:
     queues: Sequence[str] | None = None  # when given, the only queues whose jobs may be seen
 
     def needs_binding(self) -> bool:
-        return bool(self.phase or self.cluster or self.finished_after)
+        return self.phase in BINDING_PHASES or bool(self.cluster or self.finished_after)
 
 
 def _like_escaped(text: str) -> str:
@@ -83,7 +86,13 @@ def conditions(f: JobFilter) -> list[sa.ColumnElement[bool]]:
     if f.created_before is not None:
         out.append(_j.created_at < f.created_before)
     if f.phase:
-        out.append(sa.or_(_j.phase == f.phase, _b.phase == f.phase))
+        # The job's phase or its binding's: only the side that has a phase of that name.
+        sides = [
+            c == f.phase
+            for c, names in ((_j.phase, JOB_PHASES), (_b.phase, BINDING_PHASES))
+            if f.phase in names
+        ]
+        out.append(sa.or_(*sides) if sides else sa.false())
     if f.cluster:
         out.append(_b.cluster == f.cluster)
     if f.finished_after is not None:
