@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seeded {args.jobs} jobs in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         hub = Hub(HubSettings(listen="127.0.0.1:0", database_url=url))
         with engine.connect() as leader:
-            assert try_session_lock(leader, AdvisoryLock.DISPATCHER_LEADER)
+            assert try_session_lock(leader, AdvisoryLock.HUB_LEADER)
             hub.start()
             try:
                 with Client(f"127.0.0.1:{hub.port}", timeout=60) as c:

@@ -5,6 +5,7 @@ in batches."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
@@ -15,6 +16,8 @@ from vglobal.config import HubSettings
 from vglobal.hub import queue_history
 from vglobal.hub.context import HubContext
 from vglobal.hub.leader import Leader
+from vglobal.hub.loop_runner import LoopState, run_leader_loop
+from vglobal.hub.queue_history import QueueHistoryLoop
 from vglobal.hub.server import Hub
 from vglobal.model.records import QueueSample
 from vglobal.store.engine import make_sessionmaker, session_scope
@@ -33,27 +36,29 @@ def test_only_the_leader_samples(engine: sa.Engine, database_url: str) -> None:
     ctx = HubContext(
         HubSettings(database_url=database_url, queue_history_interval=0.05), engine, make_sessionmaker(engine)
     )
-    leader, stop = Leader(engine), threading.Event()
-    loop = threading.Thread(target=queue_history.run_queue_history, args=(ctx, leader, stop))
+    leader, stop, state = Leader(engine), threading.Event(), LoopState("queue-history")
+    loop = QueueHistoryLoop(ctx)
+    thread = threading.Thread(target=run_leader_loop, args=(loop, ctx, leader, stop, state))
     with engine.connect() as other:
-        assert try_session_lock(other, AdvisoryLock.DISPATCHER_LEADER)  # another replica leads
-        assert not leader.check()
-        loop.start()
+        assert try_session_lock(other, AdvisoryLock.HUB_LEADER)  # another replica leads
+        other.commit()
+        thread.start()
         try:
-            stop.wait(0.5)  # ten intervals
+            assert state.wait_checks(3, timeout=30)  # it asked, and was told no, three times
             assert count(engine) == 0
-        finally:
-            other.rollback()
+        except BaseException:
+            stop.set()
+            raise
         other.execute(sa.text("SELECT pg_advisory_unlock_all()"))
+        other.commit()
     try:
-        assert leader.check()
-        deadline = datetime.now(UTC) + timedelta(seconds=20)
-        while count(engine) < 3 and datetime.now(UTC) < deadline:
+        deadline = time.monotonic() + 30
+        while count(engine) < 3 and time.monotonic() < deadline:
             stop.wait(0.05)
         assert count(engine) >= 3  # the "default" queue, one sample per interval
     finally:
         stop.set()
-        loop.join(timeout=10)
+        thread.join(timeout=10)
 
 
 def test_samples_hold_the_queue_figures_and_read_back_by_range(

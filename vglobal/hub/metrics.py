@@ -52,7 +52,7 @@ CLUSTER_READY = Gauge(
 CLUSTER_FREE = Gauge(
     "vglobal_cluster_free", "Free capacity of a cluster", ["cluster", "resource"], registry=REGISTRY
 )
-LEADER = Gauge("vglobal_leader", "1 on the hub replica that runs the dispatcher", registry=REGISTRY)
+LEADER = Gauge("vglobal_leader", "1 on the hub replica that runs the leader loops", registry=REGISTRY)
 
 
 def _volcano_queue_gauges(what: str, help_: str) -> tuple[Gauge, Gauge, Gauge]:

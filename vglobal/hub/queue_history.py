@@ -4,19 +4,15 @@ queue's allocation, share and job counts into Postgres, and prunes samples older
 
 from __future__ import annotations
 
-import logging
-import threading
 from datetime import datetime, timedelta
 
 from vglobal.hub.context import HubContext
-from vglobal.hub.leader import Leader
+from vglobal.hub.loop_runner import LeaderLoop
 from vglobal.model.records import QueueSample
 from vglobal.model.resources import queue_share
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import queue_samples as samples_repo
 from vglobal.store.repo import queues as queues_repo
-
-log = logging.getLogger(__name__)
 
 PRUNE_BATCH = 5000
 # Batches per pass at most: the rest of a backlog waits for the next pass.
@@ -70,14 +66,16 @@ def prune_queue_history(ctx: HubContext, batch: int = PRUNE_BATCH) -> int:
     return total
 
 
-def run_queue_history(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
-    """The loop's one entry point: sample and prune each interval while this replica leads."""
-    interval = ctx.settings.queue_history_interval
-    while not stop.wait(interval):
-        if not leader.leading:
-            continue
-        try:
-            sample_queues(ctx)
-            prune_queue_history(ctx)
-        except Exception:
-            log.exception("sampling the queues' history failed")
+class QueueHistoryLoop(LeaderLoop):
+    """A sample of every queue and a prune each --queue-history-interval, while this hub leads."""
+
+    name = "queue-history"
+
+    def __init__(self, ctx: HubContext) -> None:
+        self.ctx = ctx
+        self.min_gap = self.max_wait = ctx.settings.queue_history_interval
+
+    def tick(self, woken: bool) -> float:
+        sample_queues(self.ctx)
+        prune_queue_history(self.ctx)
+        return self.max_wait

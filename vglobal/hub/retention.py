@@ -5,10 +5,9 @@ backlog never holds locks or a transaction for long."""
 from __future__ import annotations
 
 import logging
-import threading
 
 from vglobal.hub.context import HubContext
-from vglobal.hub.leader import Leader
+from vglobal.hub.loop_runner import LeaderLoop
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import retention as retention_repo
 
@@ -17,6 +16,7 @@ log = logging.getLogger(__name__)
 BATCH = 5000
 # Batches per pass at most: the rest of a backlog waits for the next pass.
 MAX_BATCHES = 100
+INTERVAL = 30.0  # seconds between passes at most
 
 
 def remove_old_jobs(ctx: HubContext) -> int:
@@ -34,13 +34,16 @@ def remove_old_jobs(ctx: HubContext) -> int:
     return total
 
 
-def run_retention(ctx: HubContext, leader: Leader, stop: threading.Event, interval: float = 30.0) -> None:
-    if ctx.settings.finished_job_ttl <= 0:
-        return  # kept forever
-    while not stop.wait(min(interval, ctx.settings.finished_job_ttl)):
-        if not leader.leading:
-            continue
-        try:
-            remove_old_jobs(ctx)
-        except Exception:
-            log.exception("removing old finished jobs failed")
+class RetentionLoop(LeaderLoop):
+    """A pass every ``INTERVAL`` seconds, or every --finished-job-ttl if that is shorter; none at
+    all while the TTL is 0 (finished jobs are kept forever)."""
+
+    name = "retention"
+
+    def __init__(self, ctx: HubContext) -> None:
+        self.ctx = ctx
+        self.min_gap = self.max_wait = min(INTERVAL, ctx.settings.finished_job_ttl)
+
+    def tick(self, woken: bool) -> float:
+        remove_old_jobs(self.ctx)
+        return self.max_wait
