@@ -22,7 +22,7 @@ JOB_PHASES = frozenset(p.value for p in JobPhase)
 BINDING_PHASES = frozenset(p.value for p in BindingPhase)
 
 # A literal, not a parameter: the expression is the one its index holds (migration 0009).
-NO_CLUSTER = sa.literal_column("''")
+NO_CLUSTER: sa.ColumnElement[str] = sa.literal_column("''")
 # Sort key -> the column it orders by (ties broken by uid). "" is (namespace, name), unique.
 SORT_KEYS: dict[str, Any] = {
     "name": _j.name,
