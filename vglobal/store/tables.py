@@ -88,7 +88,6 @@ jobs = sa.Table(
     sa.Index("ix_jobs_name", "name", "uid"),
     sa.Index("ix_jobs_phase", "phase", "uid"),
     sa.Index("ix_jobs_queue_phase", "queue", "phase", "uid", postgresql_include=["namespace"]),
-    sa.Index("ix_jobs_counts", "uid", postgresql_include=["queue", "namespace", "phase"]),
     sa.Index(
         "ix_jobs_submitted_by",
         "submitted_by",

@@ -86,13 +86,12 @@ def upgrade() -> None:
     op.drop_index("ix_jobs_queue", table_name="jobs")
     op.create_index("ix_jobs_queue", "jobs", ["queue", "uid"])
     # Phase changes: these two are the only ones a job's update writes (sorting by phase, and
-    # counts by queue, phase and namespace read from the index alone).
+    # counts by queue, phase and namespace read from the index alone, which holds the uid a
+    # count joined with the bindings needs too).
     op.create_index("ix_jobs_phase", "jobs", ["phase", "uid"])
     op.create_index(
         "ix_jobs_queue_phase", "jobs", ["queue", "phase", "uid"], postgresql_include=["namespace"]
     )
-    # Counts joined with the bindings read the jobs' side from this index alone.
-    op.create_index("ix_jobs_counts", "jobs", ["uid"], postgresql_include=["queue", "namespace", "phase"])
     op.create_index(
         "ix_jobs_submitted_by",
         "jobs",
@@ -178,7 +177,6 @@ def downgrade() -> None:
     op.execute("DROP INDEX IF EXISTS ix_resource_bindings_cluster_sort")
     op.execute("DROP INDEX IF EXISTS ix_jobs_name_trgm")
     for name in (
-        "ix_jobs_counts",
         "ix_jobs_queue_phase",
         "ix_jobs_phase",
         "ix_jobs_queue",
