@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from vglobal.hub.context import HubContext
 from vglobal.hub.loop_runner import LeaderLoop
+from vglobal.hub.retention import in_batches
 from vglobal.model.records import QueueSample
 from vglobal.model.resources import queue_share
 from vglobal.store.engine import session_scope
@@ -15,8 +16,6 @@ from vglobal.store.repo import queue_samples as samples_repo
 from vglobal.store.repo import queues as queues_repo
 
 PRUNE_BATCH = 5000
-# Batches per pass at most: the rest of a backlog waits for the next pass.
-MAX_BATCHES = 100
 
 
 def slot(now: datetime, interval: float) -> datetime:
@@ -56,14 +55,7 @@ def sample_queues(ctx: HubContext) -> int:
 def prune_queue_history(ctx: HubContext, batch: int = PRUNE_BATCH) -> int:
     """Delete samples older than --queue-history-keep, ``batch`` at a time; returns how many."""
     before = ctx.now() - timedelta(seconds=ctx.settings.queue_history_keep)
-    total = 0
-    for _ in range(MAX_BATCHES):
-        with session_scope(ctx.sessions) as session:
-            n = samples_repo.prune(before, session=session, batch=batch)
-        total += n
-        if n < batch:
-            break
-    return total
+    return in_batches(ctx, lambda session, n: samples_repo.prune(before, session=session, batch=n), batch)
 
 
 class QueueHistoryLoop(LeaderLoop):
