@@ -154,7 +154,8 @@ def upgrade() -> None:
         "ON CONFLICT DO NOTHING"
     )
     op.execute(_FUNCTION)
-    op.execute("ALTER FUNCTION log_dispatches() SET enable_seqscan = off")  # as 0008
+    # Not 0008's enable_seqscan = off: with it the planner hashed the whole history table through
+    # its index for each re-queue instead of looking the moved rows up by key.
     # The history goes with its job. Not a foreign key: its check would cost a lookup per row the
     # dispatcher's admissions insert; one statement per deleting statement instead.
     op.execute(_FORGET)
