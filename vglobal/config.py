@@ -139,6 +139,14 @@ class HubSettings(BaseSettings):
     hub_id: str = Field(
         "", description="This replica's name in logs and leader records (default: generated)."
     )
+    queue_history_keep: Seconds = Field(
+        7 * 86400.0,
+        gt=0,
+        description="Keep each queue's sampled share history this long (GetQueueHistory, the dashboard's plots).",
+    )
+    queue_history_interval: Seconds = Field(
+        60.0, gt=0, description="How often the leader samples each queue's share history."
+    )
     # Security: TLS, client certificates for agents, the auth config, limits.
     tls_cert: Path | None = Field(
         None, description="The hub's certificate (PEM); serve TLS.", json_schema_extra=FILE
@@ -236,6 +244,12 @@ class AgentSettings(BaseSettings):
     )
     hypernode_discovery: Path | None = Field(
         None, description="HyperNodes from node labels (Volcano's discovery config).", json_schema_extra=FILE
+    )
+    metrics_listen: str | None = Field(
+        None, description="Serve Prometheus metrics on [HOST:]PORT (127.0.0.1 unless a host is given)."
+    )
+    metrics_public: bool = Field(
+        False, description="Allow --metrics-listen beyond loopback (plain HTTP, no authentication)."
     )
 
     @property

@@ -75,6 +75,7 @@ EFFECTS: dict[str, Callable[[sa.Engine], bool]] = {
     "jobflows": lambda e: bool(_scalar(e, "SELECT count(*) FROM jobs WHERE name = 'f-t'")),
     "watch-log": lambda e: bool(_scalar(e, "SELECT last_revision FROM job_watch WHERE id = 1")),
     "retention": lambda e: not _scalar(e, "SELECT count(*) FROM jobs WHERE uid = 'long-done'"),
+    "queue-history": lambda e: bool(_scalar(e, "SELECT count(*) FROM queue_samples")),
 }
 
 

@@ -12,7 +12,21 @@ from vglobal.cli.common import Ctx, fail, setup_logging
 from vglobal.cli.hub_cmd import PRINT_SETTINGS
 from vglobal.cli.settings_flags import run_or_print, settings_options
 from vglobal.config import AgentSettings
-from vglobal.dial import DialError
+from vglobal.dial import DialError, is_loopback
+
+
+def metrics_address(listen: str, *, public: bool) -> str:
+    """``[HOST:]PORT`` as HOST:PORT; a host beyond loopback only with --metrics-public."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit():
+        fail(f"--metrics-listen {listen}: expected [HOST:]PORT")
+    address = f"{host or '127.0.0.1'}:{port}"
+    if not public and not is_loopback(address):
+        fail(
+            f"--metrics-listen {listen}: the agent's metrics are plain, unauthenticated HTTP and stay on "
+            "loopback; give --metrics-public to serve them beyond it"
+        )
+    return address
 
 
 @click.command()
@@ -31,6 +45,7 @@ def agent(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) 
         obj.dial.check()
     except DialError as exc:
         fail(str(exc))
+    metrics_listen = s.metrics_listen and metrics_address(s.metrics_listen, public=s.metrics_public)
     real = s.kubeconfig is not None or s.context is not None or s.in_cluster
     if s.sim is not None and real:
         fail("--sim and --kubeconfig/--context/--in-cluster are exclusive: one cluster, simulated or real")
@@ -44,6 +59,7 @@ def agent(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) 
             scheduler_conf=s.scheduler_conf,
             bind_timeout=s.bind_timeout,
             heartbeat_interval=s.heartbeat_interval,
+            metrics_listen=metrics_listen,
         )
         return
     if not real and not os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -67,6 +83,7 @@ def agent(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) 
         scheduler_conf=s.scheduler_conf,
         bind_timeout=s.bind_timeout,
         heartbeat_interval=s.heartbeat_interval,
+        metrics_listen=metrics_listen,
     )
     try:
         run_kube_agent(obj.dial, settings)

@@ -19,6 +19,7 @@ from vglobal.hub.flows.loop import FlowLoop
 from vglobal.hub.leader import Leader
 from vglobal.hub.loop_runner import LeaderLoop, LoopState, run_leader_loop
 from vglobal.hub.notify import listen_forever
+from vglobal.hub.queue_history import QueueHistoryLoop
 from vglobal.hub.retention import RetentionLoop
 from vglobal.hub.watch.feed import WatchFeed
 from vglobal.hub.watch.log_loop import ChangeLog
@@ -63,6 +64,7 @@ LOOPS: tuple[LoopDef, ...] = (
     LoopDef("watch-log", _leader_loop(ChangeLog), leader_only=True),
     LoopDef("watch-feed", lambda env, _: env.feed.run(env.stop), leader_only=False),
     LoopDef("retention", _retention, leader_only=True),
+    LoopDef("queue-history", _leader_loop(QueueHistoryLoop), leader_only=True),
 )
 
 

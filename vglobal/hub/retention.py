@@ -5,6 +5,9 @@ backlog never holds locks or a transaction for long."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
 
 from vglobal.hub.context import HubContext
 from vglobal.hub.loop_runner import LeaderLoop
@@ -19,16 +22,25 @@ MAX_BATCHES = 100
 INTERVAL = 30.0  # seconds between passes at most
 
 
-def remove_old_jobs(ctx: HubContext) -> int:
-    """One pass: delete expired jobs a batch at a time until none is left; returns how many."""
-    ttl = ctx.settings.finished_job_ttl
+def in_batches(ctx: HubContext, delete: Callable[[Session, int], int], batch: int) -> int:
+    """``delete(session, batch)`` in a transaction of its own each, until it deletes fewer than
+    ``batch`` (at most MAX_BATCHES times a pass); returns how many it deleted."""
     total = 0
     for _ in range(MAX_BATCHES):
         with session_scope(ctx.sessions) as session:
-            n = retention_repo.delete_finished_before(ttl, limit=BATCH, session=session)
+            n = delete(session, batch)
         total += n
-        if n < BATCH:
+        if n < batch:
             break
+    return total
+
+
+def remove_old_jobs(ctx: HubContext) -> int:
+    """One pass: delete expired jobs a batch at a time until none is left; returns how many."""
+    ttl = ctx.settings.finished_job_ttl
+    total = in_batches(
+        ctx, lambda session, n: retention_repo.delete_finished_before(ttl, limit=n, session=session), BATCH
+    )
     if total:
         log.info("removed %d jobs finished more than %gs ago (--finished-job-ttl)", total, ttl)
     return total

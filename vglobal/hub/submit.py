@@ -121,7 +121,13 @@ class ItemFailed(Exception):
         self.error = error
 
 
-def new_job(job: Job, request_id: str | None, priority: int, owner_uid: str | None = None) -> NewJob:
+def new_job(
+    job: Job,
+    request_id: str | None,
+    priority: int,
+    owner_uid: str | None = None,
+    submitted_by: str | None = None,
+) -> NewJob:
     request = job.total_request() + POD_SLOT.scale(job.total_pods())
     return NewJob(
         uid=str(uuid.uuid4()),
@@ -140,6 +146,7 @@ def new_job(job: Job, request_id: str | None, priority: int, owner_uid: str | No
         tasks=tuple(TaskCounts.submitted(t) for t in job.tasks),
         labels=dict(job.labels),
         owner_uid=owner_uid,
+        submitted_by=submitted_by,
     )
 
 
@@ -168,7 +175,11 @@ class _References:
 
 
 def store_jobs(
-    items: Sequence[tuple[Job, str | None]], *, session: Session, owner_uid: str | None = None
+    items: Sequence[tuple[Job, str | None]],
+    *,
+    session: Session,
+    owner_uid: str | None = None,
+    principals: Sequence[str | None] | None = None,
 ) -> list[tuple[JobRow, bool]]:
     """Validate references and store the jobs with Suspended bindings, in a few statements for all
     (the caller commits); returns (job, created) for each, in order.
@@ -176,7 +187,8 @@ def store_jobs(
     A submission whose request_id an earlier one (stored before, or earlier in ``items``) has gets
     that job back (created=False), looked up before its references are validated against today's
     state; a namespace/name taken under another request is ALREADY_EXISTS (``ItemFailed``).
-    ``owner_uid`` names the CronJob or JobFlow that makes the jobs.
+    ``owner_uid`` names the CronJob or JobFlow that makes the jobs; ``principals`` (one per item)
+    who submits each, stored with the job.
     """
     earlier = jobs_repo.by_request_ids([r for _, r in items if r], session=session)
     refs = _References(session)
@@ -187,7 +199,8 @@ def store_jobs(
             news.append(None)
             continue
         try:
-            news.append(new_job(job, request_id, refs.check(job), owner_uid))
+            by = principals[i] if principals is not None else None
+            news.append(new_job(job, request_id, refs.check(job), owner_uid, by))
         except Exception as exc:
             raise ItemFailed(i, exc) from None
         if request_id:
@@ -227,7 +240,12 @@ def store(
 ) -> list[tuple[JobRow, bool]]:
     """Store the jobs (``store_jobs``), a Submitted event for each created, and wake the
     dispatcher if any was; the caller owns the transaction. ``ItemFailed`` names a refused one."""
-    stored = store_jobs([(s.job, s.request_id) for s in items], session=session, owner_uid=owner_uid)
+    stored = store_jobs(
+        [(s.job, s.request_id) for s in items],
+        session=session,
+        owner_uid=owner_uid,
+        principals=[s.principal for s in items],
+    )
     created = [(row, s.principal) for (row, new), s in zip(stored, items, strict=True) if new]
     events_repo.add_events(
         [

@@ -55,6 +55,15 @@ class JobServiceStub:
     phase Aborted, until ResumeJob puts it back in its queue (Volcano's `vcctl job suspend`).
     """
     ResumeJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]
+    CountJobs: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.CountJobsRequest, _jobs_pb2.CountJobsResponse]
+    """How many jobs match the filters (those of ListJobs), in groups of equal values of the
+    `group_by` fields: e.g. group_by ["queue", "phase"] gives one count per (queue, phase) seen.
+    Only jobs in queues the caller may read are counted. One query over the whole table.
+    """
+    ListJobDispatches: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.ListJobDispatchesResponse]
+    """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
+    and how it ended. The same roles as GetJob.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -83,6 +92,15 @@ class JobServiceAsyncStub(JobServiceStub):
     phase Aborted, until ResumeJob puts it back in its queue (Volcano's `vcctl job suspend`).
     """
     ResumeJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]  # type: ignore[assignment]
+    CountJobs: _aio.UnaryUnaryMultiCallable[_jobs_pb2.CountJobsRequest, _jobs_pb2.CountJobsResponse]  # type: ignore[assignment]
+    """How many jobs match the filters (those of ListJobs), in groups of equal values of the
+    `group_by` fields: e.g. group_by ["queue", "phase"] gives one count per (queue, phase) seen.
+    Only jobs in queues the caller may read are counted. One query over the whole table.
+    """
+    ListJobDispatches: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.ListJobDispatchesResponse]  # type: ignore[assignment]
+    """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
+    and how it ended. The same roles as GetJob.
+    """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -168,5 +186,26 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _jobs_pb2.JobRef,
         context: _ServicerContext,
     ) -> _typing.Union[_jobs_pb2.Job, _abc.Awaitable[_jobs_pb2.Job]]: ...
+
+    @_abc_1.abstractmethod
+    def CountJobs(
+        self,
+        request: _jobs_pb2.CountJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.CountJobsResponse, _abc.Awaitable[_jobs_pb2.CountJobsResponse]]:
+        """How many jobs match the filters (those of ListJobs), in groups of equal values of the
+        `group_by` fields: e.g. group_by ["queue", "phase"] gives one count per (queue, phase) seen.
+        Only jobs in queues the caller may read are counted. One query over the whole table.
+        """
+
+    @_abc_1.abstractmethod
+    def ListJobDispatches(
+        self,
+        request: _jobs_pb2.JobRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.ListJobDispatchesResponse, _abc.Awaitable[_jobs_pb2.ListJobDispatchesResponse]]:
+        """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
+        and how it ended. The same roles as GetJob.
+        """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

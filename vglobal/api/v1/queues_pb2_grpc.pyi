@@ -46,6 +46,10 @@ class QueueServiceStub:
     ListPriorityClasses: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ListPriorityClassesRequest, _queues_pb2.ListPriorityClassesResponse]
     DeletePriorityClass: _grpc.UnaryUnaryMultiCallable[_queues_pb2.PriorityClassRef, _queues_pb2.PriorityClass]
     """Removes a priority class; jobs keep the priority they were given."""
+    GetQueueHistory: _grpc.UnaryUnaryMultiCallable[_queues_pb2.QueueHistoryRequest, _queues_pb2.QueueHistoryResponse]
+    """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
+    --queue-history-keep, 7 days by default). The same roles as GetQueue.
+    """
 
 @_typing.type_check_only
 class QueueServiceAsyncStub(QueueServiceStub):
@@ -65,6 +69,10 @@ class QueueServiceAsyncStub(QueueServiceStub):
     ListPriorityClasses: _aio.UnaryUnaryMultiCallable[_queues_pb2.ListPriorityClassesRequest, _queues_pb2.ListPriorityClassesResponse]  # type: ignore[assignment]
     DeletePriorityClass: _aio.UnaryUnaryMultiCallable[_queues_pb2.PriorityClassRef, _queues_pb2.PriorityClass]  # type: ignore[assignment]
     """Removes a priority class; jobs keep the priority they were given."""
+    GetQueueHistory: _aio.UnaryUnaryMultiCallable[_queues_pb2.QueueHistoryRequest, _queues_pb2.QueueHistoryResponse]  # type: ignore[assignment]
+    """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
+    --queue-history-keep, 7 days by default). The same roles as GetQueue.
+    """
 
 class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -135,5 +143,15 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_queues_pb2.PriorityClass, _abc.Awaitable[_queues_pb2.PriorityClass]]:
         """Removes a priority class; jobs keep the priority they were given."""
+
+    @_abc_1.abstractmethod
+    def GetQueueHistory(
+        self,
+        request: _queues_pb2.QueueHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_queues_pb2.QueueHistoryResponse, _abc.Awaitable[_queues_pb2.QueueHistoryResponse]]:
+        """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
+        --queue-history-keep, 7 days by default). The same roles as GetQueue.
+        """
 
 def add_QueueServiceServicer_to_server(servicer: QueueServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -35,6 +35,8 @@ METHODS: dict[str, Rule] = {
             "WatchJobs": Rule(Action.read_jobs),
             "SuspendJob": Rule(Action.cancel_jobs, mutating=True),
             "ResumeJob": Rule(Action.submit_jobs, mutating=True),
+            "CountJobs": Rule(Action.read_jobs),
+            "ListJobDispatches": Rule(Action.read_jobs),
         },
     ),
     # CronJobs, JobTemplates and JobFlows act as the Jobs they make: the servicers check the queue
@@ -76,6 +78,7 @@ METHODS: dict[str, Rule] = {
             "ApplyPriorityClass": Rule(Action.manage_priority_classes, mutating=True),
             "ListPriorityClasses": Rule(Action.read_priority_classes),
             "DeletePriorityClass": Rule(Action.manage_priority_classes, mutating=True),
+            "GetQueueHistory": Rule(Action.read_queues),
         },
     ),
     **_service(

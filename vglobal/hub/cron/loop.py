@@ -11,6 +11,7 @@ import logging
 import time
 from datetime import datetime
 
+from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.cron.look import look_at_cron
 from vglobal.hub.loop_runner import LeaderLoop
@@ -67,3 +68,5 @@ class CronLoop(LeaderLoop):
             self.skipped[uid] = look.skipped
         for e in look.events if look is not None else ():
             log.info("cronjob %s: %s: %s", look.cron.key if look else uid, e.reason, e.message)
+            if look is not None and e.reason == "SuccessfulCreate":  # committed
+                metrics.CRON_RUNS.labels(look.row.namespace, look.row.name).inc()

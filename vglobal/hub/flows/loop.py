@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.flows.look import look_at_flow
 from vglobal.hub.loop_runner import LeaderLoop
@@ -39,4 +40,6 @@ class FlowLoop(LeaderLoop):
                 continue
             for e in look.events if look is not None else ():
                 log.info("jobflow %s: %s: %s", look.flow.key if look else uid, e.reason, e.message)
+                if look is not None and e.reason == "Created":  # committed
+                    metrics.FLOW_RUNS.labels(look.row.namespace, look.row.name).inc()
         return MAX_WAIT

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import cronjobs_pb2, cronjobs_pb2_grpc, jobs_pb2
+from vglobal.hub import metrics
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.cron.apply import apply_cron, audit, run_by_hand
@@ -173,4 +174,5 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             row = self._find(request.cron_job, session, action=Action.submit_jobs)
             made = run_by_hand(row, request.job_name, principal=who(), now=self.ctx.now(), session=session)
-            return convert.job(made)
+        metrics.CRON_RUNS.labels(row.namespace, row.name).inc()  # committed
+        return convert.job(made)
