@@ -142,7 +142,8 @@ class HubSettings(BaseSettings):
     queue_history_keep: Seconds = Field(
         7 * 86400.0,
         gt=0,
-        description="Keep each queue's sampled share history this long (GetQueueHistory, the dashboard's plots).",
+        description="Keep each queue's sampled share history this long (GetQueueHistory, the "
+        "dashboard's plots).",
     )
     queue_history_interval: Seconds = Field(
         60.0, gt=0, description="How often the leader samples each queue's share history."

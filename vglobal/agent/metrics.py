@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from vglobal.agent.backends.base import Backend
+from vglobal.scheduler.api import Grant
 from vglobal.scheduler.devices.mig import MigConfig
-from vglobal.scheduler.devices.table import DeviceTable, Grant
+from vglobal.scheduler.devices.table import DeviceTable
 
 REGISTRY = CollectorRegistry()
 

@@ -18,7 +18,7 @@ from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.clock import Clock
 from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, run_cycle
-from vglobal.scheduler.devices.table import Grant
+from vglobal.scheduler.api import Grant
 
 log = logging.getLogger(__name__)
 _LISTED_BINDS = 8  # pods named in one "Scheduled" event; the rest are counted
