@@ -1,0 +1,38 @@
+"""Job counts by phase and a grouping field, in one CountJobs call over the whole table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vglobal.dashboard.gateway import Gateway
+from vglobal.dashboard.jobs_query import JobQuery
+
+
+@dataclass
+class Summary:
+    total: int
+    by_phase: dict[str, int]
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one per group value
+
+    def groups(self, key: str) -> list[dict[str, Any]]:
+        """Per value of ``key``: its total and its per-phase counts, the biggest group first."""
+        out: dict[str, dict[str, Any]] = {}
+        for row in self.rows:
+            group = out.setdefault(row[key], {"value": row[key], "total": 0, "phases": {}})
+            group["total"] += row["count"]
+            group["phases"][row["phase"]] = group["phases"].get(row["phase"], 0) + row["count"]
+        return sorted(out.values(), key=lambda g: (-g["total"], g["value"]))
+
+
+async def summary(gw: Gateway, token: str | None, query: JobQuery) -> Summary:
+    group_by = ["phase"] if not query.group or query.group == "phase" else [query.group, "phase"]
+    resp = await gw.call(gw.jobs.CountJobs, query.count_request(group_by), token)
+    rows = [
+        {"phase": g.phase, "queue": g.queue, "cluster": g.cluster, "namespace": g.namespace, "count": g.count}
+        for g in resp.groups
+    ]
+    by_phase: dict[str, int] = {}
+    for row in rows:
+        by_phase[row["phase"]] = by_phase.get(row["phase"], 0) + row["count"]
+    return Summary(total=resp.total, by_phase=by_phase, rows=rows)

@@ -1,0 +1,92 @@
+"""/: jobs by phase with completion rates, queue utilisation, cluster health and capacity, recent
+failures and the jobs waiting longest."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from starlette.requests import Request
+from starlette.responses import Response
+
+from vglobal.api.v1 import clusters_pb2, jobs_pb2, queues_pb2
+from vglobal.dashboard import rows
+from vglobal.dashboard.fmt import PHASES, resources
+from vglobal.dashboard.session import Caller
+from vglobal.dashboard.web import gateway, page, render
+
+SUCCESS = "Completed"
+UNSUCCESSFUL = ("Failed", "Aborted", "Terminated")
+
+
+def _ago(delta: timedelta) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(datetime.now(UTC) - delta)
+    return stamp
+
+
+def rate(resp: jobs_pb2.CountJobsResponse) -> dict[str, Any]:
+    """Of the jobs that finished in the window: how many, and the share that completed."""
+    done = {g.phase: int(g.count) for g in resp.groups}
+    ok = done.get(SUCCESS, 0)
+    finished = ok + sum(done.get(p, 0) for p in UNSUCCESSFUL)
+    return {"finished": finished, "completed": ok, "rate": (ok / finished) if finished else None}
+
+
+async def overview_data(request: Request, caller: Caller) -> dict[str, Any]:
+    gw, token = gateway(request), caller.token
+    count = gw.jobs.CountJobs
+    (phases, hour, day, queues, clusters, failed, waiting) = await asyncio.gather(
+        gw.call(count, jobs_pb2.CountJobsRequest(group_by=["phase"]), token),
+        gw.call(
+            count,
+            jobs_pb2.CountJobsRequest(group_by=["phase"], finished_after=_ago(timedelta(hours=1))),
+            token,
+        ),
+        gw.call(
+            count,
+            jobs_pb2.CountJobsRequest(group_by=["phase"], finished_after=_ago(timedelta(days=1))),
+            token,
+        ),
+        gw.call(gw.queues.ListQueues, queues_pb2.ListQueuesRequest(), token),
+        gw.call(gw.clusters.ListClusters, clusters_pb2.ListClustersRequest(), token),
+        gw.call(
+            gw.jobs.ListJobs,
+            jobs_pb2.ListJobsRequest(
+                phase="Failed",
+                finished_after=_ago(timedelta(days=1)),
+                sort_by="created",
+                descending=True,
+                page_size=5,
+            ),
+            token,
+        ),
+        gw.call(
+            gw.jobs.ListJobs, jobs_pb2.ListJobsRequest(phase="Pending", sort_by="created", page_size=5), token
+        ),
+    )
+    by_phase = {g.phase: int(g.count) for g in phases.groups}
+    order = [p for p in PHASES if p in by_phase] + sorted(set(by_phase) - set(PHASES))
+    cluster_rows = [rows.cluster(c) for c in clusters.clusters]
+    for c in cluster_rows:
+        c["resources"] = resources(c["capacity"])
+    queue_rows = [rows.queue(q) for q in queues.queues]
+    for q in queue_rows:
+        q["resources"] = resources(q["deserved"], q["allocated"])
+    return {
+        "total": phases.total,
+        "by_phase": [(p, by_phase[p]) for p in order],
+        "hour": rate(hour),
+        "day": rate(day),
+        "queues": queue_rows,
+        "clusters": cluster_rows,
+        "failed": [rows.job(j) for j in failed.jobs],
+        "waiting": [rows.job(j) for j in waiting.jobs],
+    }
+
+
+@page()
+async def overview_page(request: Request, caller: Caller) -> Response:
+    return render(request, caller, "overview.html", await overview_data(request, caller))
