@@ -10,7 +10,8 @@ async with AsyncClient("hub.example.com:50051", ca_file="certs/ca.crt", token=to
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -18,10 +19,11 @@ from typing import Any, TypeVar
 import grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc, queues_pb2, queues_pb2_grpc
 from vglobal.batches import BATCH_SIZE, batches
 from vglobal.client import VGlobalError, _retryable, _wait
 from vglobal.dial import CLIENT_OPTIONS, Dial
+from vglobal.job_filters import Filter, count_request, history_request, list_request
 
 __all__ = ["AsyncClient"]
 T = TypeVar("T")
@@ -47,6 +49,7 @@ class AsyncClient:
         self.retries = retries
         self.channel = self.dial.aio_channel(options=CLIENT_OPTIONS)
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
+        self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -102,20 +105,52 @@ class AsyncClient:
         return await self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
     async def list_jobs(
-        self, page_size: int = 0, *, labels: Mapping[str, str] | None = None, **filters: str
+        self, page_size: int = 0, *, labels: Mapping[str, str] | None = None, **query: Filter
     ) -> AsyncIterator[jobs_pb2.Job]:
-        """Every job that matches (queue, namespace, phase, cluster, labels), a page at a time."""
+        """Every job that matches, a page at a time; ``query`` as ``Client.list_jobs``."""
         token = ""
         while True:
-            req = jobs_pb2.ListJobsRequest(
-                page_token=token, page_size=page_size, labels=labels or {}, **filters
-            )
-            resp = await self._call(self.jobs.ListJobs, req)
+            resp = await self.job_page(page_size, token, labels=labels, **query)
             for job in resp.jobs:
                 yield job
             token = resp.next_page_token
             if not token:
                 return
+
+    async def job_page(
+        self,
+        page_size: int = 0,
+        page_token: str = "",
+        *,
+        labels: Mapping[str, str] | None = None,
+        **query: Filter,
+    ) -> jobs_pb2.ListJobsResponse:
+        """One page, as ``Client.job_page``."""
+        req = list_request(page_size=page_size, page_token=page_token, labels=labels, query=query)
+        return await self._call(self.jobs.ListJobs, req)
+
+    async def count_jobs(
+        self, group_by: Sequence[str] = (), *, labels: Mapping[str, str] | None = None, **filters: Filter
+    ) -> jobs_pb2.CountJobsResponse:
+        """As ``Client.count_jobs``."""
+        return await self._call(self.jobs.CountJobs, count_request(group_by, labels=labels, filters=filters))
+
+    async def job_dispatches(self, name: str, namespace: str = "default") -> list[jobs_pb2.JobDispatch]:
+        """As ``Client.job_dispatches``."""
+        ref = jobs_pb2.JobRef(name=name, namespace=namespace)
+        return list((await self._call(self.jobs.ListJobDispatches, ref)).dispatches)
+
+    async def queue_history(
+        self,
+        name: str = "",
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        max_samples: int = 0,
+    ) -> list[queues_pb2.QueueHistory]:
+        """As ``Client.queue_history``."""
+        req = history_request(name, since=since, until=until, max_samples=max_samples)
+        return list((await self._call(self.queues.GetQueueHistory, req)).queues)
 
     async def explain_job(self, name: str, namespace: str = "default") -> jobs_pb2.ExplainJobResponse:
         return await self._call(self.jobs.ExplainJob, jobs_pb2.JobRef(name=name, namespace=namespace))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -32,6 +33,7 @@ from vglobal.api.v1 import (
 )
 from vglobal.batches import BATCH_SIZE, batches
 from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
+from vglobal.job_filters import Filter, count_request, history_request, list_request
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
 T = TypeVar("T")
@@ -250,48 +252,67 @@ class Client:
     def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
-    def list_jobs(self, *, labels: Mapping[str, str] | None = None, **filters: str) -> list[jobs_pb2.Job]:
-        return self.list_jobs_at(labels=labels, **filters)[0]
+    def list_jobs(self, *, labels: Mapping[str, str] | None = None, **query: Filter) -> list[jobs_pb2.Job]:
+        """Every job that matches, in the order asked. ``query``: the filters queue, namespace,
+        phase, cluster, name_contains, submitted_by (text) and created_after, created_before,
+        finished_after (datetimes), and sort_by and descending, as ListJobsRequest has them."""
+        return self.list_jobs_at(labels=labels, **query)[0]
 
     def list_jobs_at(
-        self, *, labels: Mapping[str, str] | None = None, **filters: str
+        self, *, labels: Mapping[str, str] | None = None, **query: Filter
     ) -> tuple[list[jobs_pb2.Job], int]:
         """The jobs, and a revision to watch them from (``watch_jobs(from_revision=...)``)."""
         out: list[jobs_pb2.Job] = []
         revision = 0
-        for resp in self._job_pages(0, labels, filters):
+        for resp in self._job_pages(0, labels, query):
             out.extend(resp.jobs)
             # The first page's: every later page shows at least the changes up to it.
             revision = revision or resp.revision
         return out, revision
 
     def job_pages(
-        self, page_size: int = 0, *, labels: Mapping[str, str] | None = None, **filters: str
+        self, page_size: int = 0, *, labels: Mapping[str, str] | None = None, **query: Filter
     ) -> Iterator[list[jobs_pb2.Job]]:
         """The jobs page by page (``page_size`` 0: the hub's default), so a million of them
-        need not be held at once. ``filters``: queue, namespace, phase, cluster."""
-        for resp in self._job_pages(page_size, labels, filters):
+        need not be held at once. ``query`` as ``list_jobs``."""
+        for resp in self._job_pages(page_size, labels, query):
             yield list(resp.jobs)
 
+    def job_page(
+        self,
+        page_size: int = 0,
+        page_token: str = "",
+        *,
+        labels: Mapping[str, str] | None = None,
+        **query: Filter,
+    ) -> jobs_pb2.ListJobsResponse:
+        """One page from ``page_token`` (a page's next_page_token; empty: the first), for a table
+        that pages on the server. ``query`` as ``list_jobs``."""
+        req = list_request(page_size=page_size, page_token=page_token, labels=labels, query=query)
+        return self._call(self.jobs.ListJobs, req)
+
     def _job_pages(
-        self, page_size: int, labels: Mapping[str, str] | None, filters: Mapping[str, str]
+        self, page_size: int, labels: Mapping[str, str] | None, query: Mapping[str, Filter]
     ) -> Iterator[jobs_pb2.ListJobsResponse]:
         token = ""
         while True:
-            req = jobs_pb2.ListJobsRequest(
-                page_token=token,
-                page_size=page_size,
-                queue=filters.get("queue", ""),
-                namespace=filters.get("namespace", ""),
-                phase=filters.get("phase", ""),
-                cluster=filters.get("cluster", ""),
-                labels=labels or {},
-            )
-            resp = self._call(self.jobs.ListJobs, req)
+            resp = self.job_page(page_size, token, labels=labels, **query)
             yield resp
             token = resp.next_page_token
             if not token:
                 return
+
+    def count_jobs(
+        self, group_by: Sequence[str] = (), *, labels: Mapping[str, str] | None = None, **filters: Filter
+    ) -> jobs_pb2.CountJobsResponse:
+        """How many jobs match, per group of ``group_by`` values (phase, binding_phase, queue,
+        cluster, namespace); ``filters`` as ``list_jobs``."""
+        return self._call(self.jobs.CountJobs, count_request(group_by, labels=labels, filters=filters))
+
+    def job_dispatches(self, name: str, namespace: str = "default") -> list[jobs_pb2.JobDispatch]:
+        """Every dispatch of the job, one per generation, oldest first."""
+        ref = jobs_pb2.JobRef(name=name, namespace=namespace)
+        return list(self._call(self.jobs.ListJobDispatches, ref).dispatches)
 
     def watch_jobs(
         self,
@@ -334,6 +355,19 @@ class Client:
 
     def list_queues(self) -> list[queues_pb2.Queue]:
         return list(self._call(self.queues.ListQueues, queues_pb2.ListQueuesRequest()).queues)
+
+    def queue_history(
+        self,
+        name: str = "",
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        max_samples: int = 0,
+    ) -> list[queues_pb2.QueueHistory]:
+        """The queue's samples (``name`` empty: every queue's) in [since, until); by default the
+        last 24 hours, each sample (one a minute) or ``max_samples`` of them evenly spread."""
+        req = history_request(name, since=since, until=until, max_samples=max_samples)
+        return list(self._call(self.queues.GetQueueHistory, req).queues)
 
     def delete_queue(self, name: str, *, force: bool = False) -> queues_pb2.DeleteQueueResponse:
         """Delete a queue without unfinished jobs; ``force`` also removes its finished jobs' records."""

@@ -31,6 +31,7 @@ from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.records import (
     ClusterRow,
     CronJobRow,
+    DispatchRow,
     EventRow,
     JobChange,
     JobFlowRow,
@@ -38,6 +39,7 @@ from vglobal.model.records import (
     JobTemplateRow,
     PriorityClassRow,
     QueueRow,
+    QueueSample,
     QueueUsage,
 )
 from vglobal.model.resources import ResourceVector
@@ -106,9 +108,11 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         request_id=row.request_id or "",
         retry_count=row.retry_count,
         labels=dict(row.labels),
+        submitted_by=row.submitted_by or "",
     )
     set_time(msg.created_at, row.created_at)
     set_time(msg.updated_at, row.updated_at)
+    set_time(msg.finished_at, row.finished_at)
     if with_manifest:
         msg.manifest = json.dumps(row.manifest, sort_keys=True)
     return msg
@@ -357,4 +361,34 @@ def job_flow(row: JobFlowRow, flow: JobFlow, status: JobFlowStatus | None) -> jo
             set_time(step.finished_at, st.finished)
         msg.steps.append(step)
     set_time(msg.created_at, row.created_at)
+    return msg
+
+
+# ---- the dashboard's reads
+
+
+def dispatch(row: DispatchRow) -> jobs_pb2.JobDispatch:
+    msg = jobs_pb2.JobDispatch(
+        generation=row.generation,
+        cluster=row.cluster,
+        outcome=row.outcome,
+        fenced=row.fenced,
+        reason=row.reason,
+    )
+    set_time(msg.dispatched_at, row.dispatched_at)
+    set_time(msg.ended_at, row.ended_at)
+    return msg
+
+
+def queue_sample(s: QueueSample) -> queues_pb2.QueueSample:
+    msg = queues_pb2.QueueSample(
+        allocated=resource_list(s.allocated),
+        deserved=resource_list(s.deserved),
+        capability=resource_list(s.capability),
+        guarantee=resource_list(s.guarantee),
+        pending_jobs=s.pending,
+        running_jobs=s.running,
+        share=s.share,
+    )
+    set_time(msg.time, s.time)
     return msg

@@ -1,6 +1,6 @@
-"""An agent's reports recorded many per transaction (hub/reports.py) move bindings exactly as one
-at a time would: in the order sent, only for the current run, only where the life-cycle table
-allows, with every report's events kept."""
+"""An agent's reports recorded many per transaction (hub/agents/record.py) move bindings exactly
+as one at a time would: in the order sent, only for the current run, only where the life-cycle
+table allows, with every report's events kept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from tests.integration.test_snapshot_reads import new_job
 from vglobal.api.v1 import agent_pb2 as pb
-from vglobal.hub import reports
+from vglobal.hub.agents import record as recorder
 from vglobal.model.binding import BindingPhase, allowed, reported
 from vglobal.model.phases import JobPhase
 from vglobal.store.engine import make_sessionmaker, session_scope
@@ -68,9 +68,9 @@ def seed(engine: sa.Engine, phases: dict[str, str]) -> None:
             )
 
 
-def record(engine: sa.Engine, messages: list[pb.AgentMessage]) -> reports.Outcome:
+def record(engine: sa.Engine, messages: list[pb.AgentMessage]) -> recorder.Outcome:
     with session_scope(make_sessionmaker(engine)) as session:
-        return reports.record("east", messages, stream="s", exclude_for=60.0, session=session)
+        return recorder.record("east", messages, stream="s", exclude_for=60.0, session=session)
 
 
 def bindings(engine: sa.Engine) -> dict[str, tuple[str, str | None, str]]:

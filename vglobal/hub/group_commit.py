@@ -76,7 +76,11 @@ class SubmitGroups:
         while group:
             try:
                 with session_scope(self.sessions) as session:
-                    stored = store_jobs([(p.job, p.request_id) for p in group], session=session)
+                    stored = store_jobs(
+                        [(p.job, p.request_id) for p in group],
+                        session=session,
+                        principals=[p.principal for p in group],
+                    )
                     created = [(row, p.principal) for (row, new), p in zip(stored, group, strict=True) if new]
                     submitted_events(created, session=session)
                     if created:

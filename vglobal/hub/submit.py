@@ -92,7 +92,13 @@ class ItemFailed(Exception):
         self.error = error
 
 
-def new_job(job: Job, request_id: str | None, priority: int, owner_uid: str | None = None) -> NewJob:
+def new_job(
+    job: Job,
+    request_id: str | None,
+    priority: int,
+    owner_uid: str | None = None,
+    submitted_by: str | None = None,
+) -> NewJob:
     request = job.total_request() + POD_SLOT.scale(job.total_pods())
     return NewJob(
         uid=str(uuid.uuid4()),
@@ -111,6 +117,7 @@ def new_job(job: Job, request_id: str | None, priority: int, owner_uid: str | No
         tasks=tuple(TaskCounts.submitted(t) for t in job.tasks),
         labels=dict(job.labels),
         owner_uid=owner_uid,
+        submitted_by=submitted_by,
     )
 
 
@@ -139,7 +146,11 @@ class _References:
 
 
 def store_jobs(
-    items: Sequence[tuple[Job, str | None]], *, session: Session, owner_uid: str | None = None
+    items: Sequence[tuple[Job, str | None]],
+    *,
+    session: Session,
+    owner_uid: str | None = None,
+    principals: Sequence[str | None] | None = None,
 ) -> list[tuple[JobRow, bool]]:
     """Validate references and store the jobs with Suspended bindings, in a few statements for all
     (the caller commits); returns (job, created) for each, in order.
@@ -147,7 +158,8 @@ def store_jobs(
     A submission whose request_id an earlier one (stored before, or earlier in ``items``) has gets
     that job back (created=False), looked up before its references are validated against today's
     state; a namespace/name taken under another request is ALREADY_EXISTS (``ItemFailed``).
-    ``owner_uid`` names the CronJob or JobFlow that makes the jobs.
+    ``owner_uid`` names the CronJob or JobFlow that makes the jobs; ``principals`` (one per item)
+    who submits each, stored with the job.
     """
     earlier = jobs_repo.by_request_ids([r for _, r in items if r], session=session)
     refs = _References(session)
@@ -158,7 +170,8 @@ def store_jobs(
             news.append(None)
             continue
         try:
-            news.append(new_job(job, request_id, refs.check(job), owner_uid))
+            by = principals[i] if principals is not None else None
+            news.append(new_job(job, request_id, refs.check(job), owner_uid, by))
         except Exception as exc:
             raise ItemFailed(i, exc) from None
         if request_id:
@@ -210,7 +223,9 @@ def submit_job(
 ) -> tuple[JobRow, bool]:
     """One job through ``store_jobs`` and its Submitted event; the caller wakes the dispatcher."""
     try:
-        ((row, created),) = store_jobs([(job, request_id)], session=session, owner_uid=owner_uid)
+        ((row, created),) = store_jobs(
+            [(job, request_id)], session=session, owner_uid=owner_uid, principals=[principal]
+        )
     except ItemFailed as failed:
         raise failed.error from None
     if created:

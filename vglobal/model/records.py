@@ -72,6 +72,8 @@ class JobRow:
     reason_kind: str  # a WaitKind while the job waits; empty when the reason is no wait
     waiting_since: datetime
     labels: Mapping[str, str] = field(default_factory=dict)
+    submitted_by: str | None = None  # the audit's principal of its Submitted event
+    finished_at: datetime | None = None  # when its binding finished
 
 
 @dataclass(frozen=True)
@@ -164,3 +166,27 @@ class JobChange:
     labels: Mapping[str, str]
     state: Mapping[str, Any]  # the fields of job_watch_state() (migration 0006)
     time: datetime
+
+
+@dataclass(frozen=True)
+class DispatchRow:
+    generation: int
+    cluster: str
+    dispatched_at: datetime
+    ended_at: datetime | None  # None while it is the current run
+    outcome: str  # empty while it runs; see the JobDispatch message
+    fenced: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class QueueSample:
+    queue: str
+    time: datetime
+    allocated: dict[str, int]  # units (model/resources)
+    deserved: dict[str, int]
+    capability: dict[str, int]
+    guarantee: dict[str, int]
+    pending: int
+    running: int
+    share: float

@@ -76,9 +76,23 @@ jobs = sa.Table(
     sa.Column("labels", JSONB, nullable=False, server_default="{}"),
     # The CronJob or JobFlow that made the job (its uid), if one did (migration 0006)
     sa.Column("owner_uid", sa.Text, nullable=True),
+    # Who submitted it: the audit's principal of its Submitted event (migration 0009)
+    sa.Column("submitted_by", sa.Text, nullable=True),
     sa.UniqueConstraint("namespace", "name", name="uq_jobs_namespace_name"),
     sa.Index("ix_jobs_queue", "queue"),
     sa.Index("ix_jobs_owner_uid", "owner_uid"),
+    # The job list's sort orders and filters (migration 0009)
+    sa.Index("ix_jobs_created_at", "created_at", "uid"),
+    sa.Index("ix_jobs_queue_created_at", "queue", "created_at", "uid"),
+    sa.Index("ix_jobs_name", "name", "uid"),
+    sa.Index(
+        "ix_jobs_submitted_by",
+        "submitted_by",
+        "created_at",
+        "uid",
+        postgresql_where=sa.text("submitted_by IS NOT NULL"),
+    ),
+    sa.Index("ix_jobs_name_trgm", "name", postgresql_using="gin", postgresql_ops={"name": "gin_trgm_ops"}),
 )
 
 resource_bindings = sa.Table(
@@ -230,4 +244,36 @@ job_watch = sa.Table(
     sa.Column("id", sa.SmallInteger, primary_key=True, autoincrement=False),
     sa.Column("last_revision", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("pruned_through", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+# One row per generation of a job's binding: where it was dispatched and how the run ended.
+# Written by a trigger on resource_bindings in the changing statement (migration 0009).
+job_dispatches = sa.Table(
+    "job_dispatches",
+    metadata,
+    sa.Column("job_uid", sa.Text, sa.ForeignKey("jobs.uid", ondelete="CASCADE"), primary_key=True),
+    sa.Column("generation", sa.BigInteger, primary_key=True),
+    sa.Column("cluster", sa.Text, nullable=False),
+    sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True),
+    # Completed | Failed | Cancelled | FailedOver | Drained | Rejected | Reclaimed | Requeued | Unknown
+    sa.Column("outcome", sa.Text, nullable=False, server_default=""),
+    sa.Column("fenced", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+)
+
+# What the leader samples of each queue once a minute (migration 0009); amounts in units.
+queue_samples = sa.Table(
+    "queue_samples",
+    metadata,
+    sa.Column("queue", sa.Text, primary_key=True),
+    sa.Column("time", sa.DateTime(timezone=True), primary_key=True),
+    sa.Column("allocated", JSONB, nullable=False, server_default="{}"),
+    sa.Column("deserved", JSONB, nullable=False, server_default="{}"),
+    sa.Column("capability", JSONB, nullable=False, server_default="{}"),
+    sa.Column("guarantee", JSONB, nullable=False, server_default="{}"),
+    sa.Column("pending", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("running", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("share", sa.Float, nullable=False, server_default="0"),
+    sa.Index("ix_queue_samples_time", "time"),
 )

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vglobal/v1/jobs.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"6\n\x06JobRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\"q\n\nTaskCounts\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x0f\n\x07pending\x18\x03 \x01(\x05\x12\x0f\n\x07running\x18\x04 \x01(\x05\x12\x11\n\tsucceeded\x18\x05 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x06 \x01(\x05\"C\n\tPlacement\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0c\n\x04task\x18\x04 \x01(\t\"\xfe\x04\n\x03Job\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x1b\n\x13priority_class_name\x18\x05 \x01(\t\x12\x10\n\x08priority\x18\x06 \x01(\x05\x12\r\n\x05phase\x18\x07 \x01(\t\x12\x15\n\rbinding_phase\x18\x08 \x01(\t\x12\x0f\n\x07\x63luster\x18\t \x01(\t\x12\x12\n\ngeneration\x18\n \x01(\x03\x12\x0e\n\x06reason\x18\x0b \x01(\t\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\x05\x12\x15\n\rmin_available\x18\r \x01(\x05\x12)\n\x07request\x18\x0e \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12%\n\x05tasks\x18\x0f \x03(\x0b\x32\x16.vglobal.v1.TaskCounts\x12)\n\nplacements\x18\x10 \x03(\x0b\x32\x15.vglobal.v1.Placement\x12.\n\ncreated_at\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x13 \x01(\t\x12\x12\n\nrequest_id\x18\x14 \x01(\t\x12\x13\n\x0bretry_count\x18\x15 \x01(\x05\x12\x13\n\x0breason_kind\x18\x16 \x01(\t\x12+\n\x06labels\x18\x17 \x03(\x0b\x32\x1b.vglobal.v1.Job.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\x10SubmitJobRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"B\n\x11SubmitJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"?\n\x11SubmitJobsRequest\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.vglobal.v1.SubmitJobRequest\"D\n\x12SubmitJobsResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.vglobal.v1.SubmitJobResponse\"\xe2\x01\n\x0fListJobsRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0f\n\x07\x63luster\x18\x04 \x01(\t\x12\x11\n\tpage_size\x18\x05 \x01(\x05\x12\x12\n\npage_token\x18\x06 \x01(\t\x12\x37\n\x06labels\x18\x07 \x03(\x0b\x32\'.vglobal.v1.ListJobsRequest.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\\\n\x10ListJobsResponse\x12\x1d\n\x04jobs\x18\x01 \x03(\x0b\x32\x0f.vglobal.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x10\n\x08revision\x18\x03 \x01(\x03\"\xc2\x01\n\x10WatchJobsRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x38\n\x06labels\x18\x03 \x03(\x0b\x32(.vglobal.v1.WatchJobsRequest.LabelsEntry\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x15\n\rfrom_revision\x18\x05 \x01(\x03\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xdf\x01\n\x08JobEvent\x12\'\n\x04type\x18\x01 \x01(\x0e\x32\x19.vglobal.v1.JobEvent.Type\x12\x10\n\x08revision\x18\x02 \x01(\x03\x12\x1c\n\x03job\x18\x03 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12(\n\x04time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"P\n\x04Type\x12\x14\n\x10TYPE_UNSPECIFIED\x10\x00\x12\t\n\x05\x41\x44\x44\x45\x44\x10\x01\x12\x0c\n\x08MODIFIED\x10\x02\x12\x0b\n\x07\x44\x45LETED\x10\x03\x12\x0c\n\x08\x42OOKMARK\x10\x04\" \n\x11\x44\x65leteJobResponse\x12\x0b\n\x03uid\x18\x01 \x01(\t\"\x8c\x01\n\x12\x45xplainJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x10\n\x08\x64\x65\x63ision\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12!\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x11.vglobal.v1.Event\x12\x13\n\x0breason_kind\x18\x05 \x01(\t2\x90\x04\n\nJobService\x12H\n\tSubmitJob\x12\x1c.vglobal.v1.SubmitJobRequest\x1a\x1d.vglobal.v1.SubmitJobResponse\x12K\n\nSubmitJobs\x12\x1d.vglobal.v1.SubmitJobsRequest\x1a\x1e.vglobal.v1.SubmitJobsResponse\x12-\n\x06GetJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12\x45\n\x08ListJobs\x12\x1b.vglobal.v1.ListJobsRequest\x1a\x1c.vglobal.v1.ListJobsResponse\x12\x30\n\tCancelJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12>\n\tDeleteJob\x12\x12.vglobal.v1.JobRef\x1a\x1d.vglobal.v1.DeleteJobResponse\x12@\n\nExplainJob\x12\x12.vglobal.v1.JobRef\x1a\x1e.vglobal.v1.ExplainJobResponse\x12\x41\n\tWatchJobs\x12\x1c.vglobal.v1.WatchJobsRequest\x1a\x14.vglobal.v1.JobEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vglobal/v1/jobs.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"6\n\x06JobRef\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\"q\n\nTaskCounts\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08replicas\x18\x02 \x01(\x05\x12\x0f\n\x07pending\x18\x03 \x01(\x05\x12\x0f\n\x07running\x18\x04 \x01(\x05\x12\x11\n\tsucceeded\x18\x05 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x06 \x01(\x05\"C\n\tPlacement\x12\x0b\n\x03pod\x18\x01 \x01(\t\x12\x0c\n\x04node\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0c\n\x04task\x18\x04 \x01(\t\"\xc5\x05\n\x03Job\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x1b\n\x13priority_class_name\x18\x05 \x01(\t\x12\x10\n\x08priority\x18\x06 \x01(\x05\x12\r\n\x05phase\x18\x07 \x01(\t\x12\x15\n\rbinding_phase\x18\x08 \x01(\t\x12\x0f\n\x07\x63luster\x18\t \x01(\t\x12\x12\n\ngeneration\x18\n \x01(\x03\x12\x0e\n\x06reason\x18\x0b \x01(\t\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\x05\x12\x15\n\rmin_available\x18\r \x01(\x05\x12)\n\x07request\x18\x0e \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12%\n\x05tasks\x18\x0f \x03(\x0b\x32\x16.vglobal.v1.TaskCounts\x12)\n\nplacements\x18\x10 \x03(\x0b\x32\x15.vglobal.v1.Placement\x12.\n\ncreated_at\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08manifest\x18\x13 \x01(\t\x12\x12\n\nrequest_id\x18\x14 \x01(\t\x12\x13\n\x0bretry_count\x18\x15 \x01(\x05\x12\x13\n\x0breason_kind\x18\x16 \x01(\t\x12+\n\x06labels\x18\x17 \x03(\x0b\x32\x1b.vglobal.v1.Job.LabelsEntry\x12\x14\n\x0csubmitted_by\x18\x18 \x01(\t\x12/\n\x0b\x66inished_at\x18\x19 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\x10SubmitJobRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"B\n\x11SubmitJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"?\n\x11SubmitJobsRequest\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.vglobal.v1.SubmitJobRequest\"D\n\x12SubmitJobsResponse\x12.\n\x07results\x18\x01 \x03(\x0b\x32\x1d.vglobal.v1.SubmitJobResponse\"\xcf\x03\n\x0fListJobsRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0f\n\x07\x63luster\x18\x04 \x01(\t\x12\x11\n\tpage_size\x18\x05 \x01(\x05\x12\x12\n\npage_token\x18\x06 \x01(\t\x12\x37\n\x06labels\x18\x07 \x03(\x0b\x32\'.vglobal.v1.ListJobsRequest.LabelsEntry\x12\x15\n\rname_contains\x18\x08 \x01(\t\x12\x14\n\x0csubmitted_by\x18\t \x01(\t\x12\x31\n\rcreated_after\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07sort_by\x18\x0c \x01(\t\x12\x12\n\ndescending\x18\r \x01(\x08\x12\x32\n\x0e\x66inished_after\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\\\n\x10ListJobsResponse\x12\x1d\n\x04jobs\x18\x01 \x03(\x0b\x32\x0f.vglobal.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x10\n\x08revision\x18\x03 \x01(\x03\"\xc2\x01\n\x10WatchJobsRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x38\n\x06labels\x18\x03 \x03(\x0b\x32(.vglobal.v1.WatchJobsRequest.LabelsEntry\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x15\n\rfrom_revision\x18\x05 \x01(\x03\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xdf\x01\n\x08JobEvent\x12\'\n\x04type\x18\x01 \x01(\x0e\x32\x19.vglobal.v1.JobEvent.Type\x12\x10\n\x08revision\x18\x02 \x01(\x03\x12\x1c\n\x03job\x18\x03 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12(\n\x04time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"P\n\x04Type\x12\x14\n\x10TYPE_UNSPECIFIED\x10\x00\x12\t\n\x05\x41\x44\x44\x45\x44\x10\x01\x12\x0c\n\x08MODIFIED\x10\x02\x12\x0b\n\x07\x44\x45LETED\x10\x03\x12\x0c\n\x08\x42OOKMARK\x10\x04\" \n\x11\x44\x65leteJobResponse\x12\x0b\n\x03uid\x18\x01 \x01(\t\"\x8c\x01\n\x12\x45xplainJobResponse\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.vglobal.v1.Job\x12\x10\n\x08\x64\x65\x63ision\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12!\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x11.vglobal.v1.Event\x12\x13\n\x0breason_kind\x18\x05 \x01(\t\"\x97\x03\n\x10\x43ountJobsRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05phase\x18\x03 \x01(\t\x12\x0f\n\x07\x63luster\x18\x04 \x01(\t\x12\x38\n\x06labels\x18\x05 \x03(\x0b\x32(.vglobal.v1.CountJobsRequest.LabelsEntry\x12\x15\n\rname_contains\x18\x06 \x01(\t\x12\x14\n\x0csubmitted_by\x18\x07 \x01(\t\x12\x31\n\rcreated_after\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x66inished_after\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08group_by\x18\x0b \x03(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"r\n\x08JobCount\x12\r\n\x05phase\x18\x01 \x01(\t\x12\x15\n\rbinding_phase\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07\x63luster\x18\x04 \x01(\t\x12\x11\n\tnamespace\x18\x05 \x01(\t\x12\r\n\x05\x63ount\x18\x06 \x01(\x03\"Z\n\x11\x43ountJobsResponse\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.vglobal.v1.JobCount\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x10\n\x08revision\x18\x03 \x01(\x03\"\xc4\x01\n\x0bJobDispatch\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x0f\n\x07\x63luster\x18\x02 \x01(\t\x12\x31\n\rdispatched_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x05 \x01(\t\x12\x0e\n\x06\x66\x65nced\x18\x06 \x01(\x08\x12\x0e\n\x06reason\x18\x07 \x01(\t\"U\n\x19ListJobDispatchesResponse\x12\x0b\n\x03uid\x18\x01 \x01(\t\x12+\n\ndispatches\x18\x02 \x03(\x0b\x32\x17.vglobal.v1.JobDispatch2\xaa\x05\n\nJobService\x12H\n\tSubmitJob\x12\x1c.vglobal.v1.SubmitJobRequest\x1a\x1d.vglobal.v1.SubmitJobResponse\x12K\n\nSubmitJobs\x12\x1d.vglobal.v1.SubmitJobsRequest\x1a\x1e.vglobal.v1.SubmitJobsResponse\x12-\n\x06GetJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12\x45\n\x08ListJobs\x12\x1b.vglobal.v1.ListJobsRequest\x1a\x1c.vglobal.v1.ListJobsResponse\x12\x30\n\tCancelJob\x12\x12.vglobal.v1.JobRef\x1a\x0f.vglobal.v1.Job\x12>\n\tDeleteJob\x12\x12.vglobal.v1.JobRef\x1a\x1d.vglobal.v1.DeleteJobResponse\x12@\n\nExplainJob\x12\x12.vglobal.v1.JobRef\x1a\x1e.vglobal.v1.ExplainJobResponse\x12\x41\n\tWatchJobs\x12\x1c.vglobal.v1.WatchJobsRequest\x1a\x14.vglobal.v1.JobEvent0\x01\x12H\n\tCountJobs\x12\x1c.vglobal.v1.CountJobsRequest\x1a\x1d.vglobal.v1.CountJobsResponse\x12N\n\x11ListJobDispatches\x12\x12.vglobal.v1.JobRef\x1a%.vglobal.v1.ListJobDispatchesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,6 +39,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTJOBSREQUEST_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_WATCHJOBSREQUEST_LABELSENTRY']._loaded_options = None
   _globals['_WATCHJOBSREQUEST_LABELSENTRY']._serialized_options = b'8\001'
+  _globals['_COUNTJOBSREQUEST_LABELSENTRY']._loaded_options = None
+  _globals['_COUNTJOBSREQUEST_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_JOBREF']._serialized_start=95
   _globals['_JOBREF']._serialized_end=149
   _globals['_TASKCOUNTS']._serialized_start=151
@@ -46,35 +48,47 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PLACEMENT']._serialized_start=266
   _globals['_PLACEMENT']._serialized_end=333
   _globals['_JOB']._serialized_start=336
-  _globals['_JOB']._serialized_end=974
-  _globals['_JOB_LABELSENTRY']._serialized_start=929
-  _globals['_JOB_LABELSENTRY']._serialized_end=974
-  _globals['_SUBMITJOBREQUEST']._serialized_start=976
-  _globals['_SUBMITJOBREQUEST']._serialized_end=1032
-  _globals['_SUBMITJOBRESPONSE']._serialized_start=1034
-  _globals['_SUBMITJOBRESPONSE']._serialized_end=1100
-  _globals['_SUBMITJOBSREQUEST']._serialized_start=1102
-  _globals['_SUBMITJOBSREQUEST']._serialized_end=1165
-  _globals['_SUBMITJOBSRESPONSE']._serialized_start=1167
-  _globals['_SUBMITJOBSRESPONSE']._serialized_end=1235
-  _globals['_LISTJOBSREQUEST']._serialized_start=1238
-  _globals['_LISTJOBSREQUEST']._serialized_end=1464
-  _globals['_LISTJOBSREQUEST_LABELSENTRY']._serialized_start=929
-  _globals['_LISTJOBSREQUEST_LABELSENTRY']._serialized_end=974
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1466
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1558
-  _globals['_WATCHJOBSREQUEST']._serialized_start=1561
-  _globals['_WATCHJOBSREQUEST']._serialized_end=1755
-  _globals['_WATCHJOBSREQUEST_LABELSENTRY']._serialized_start=929
-  _globals['_WATCHJOBSREQUEST_LABELSENTRY']._serialized_end=974
-  _globals['_JOBEVENT']._serialized_start=1758
-  _globals['_JOBEVENT']._serialized_end=1981
-  _globals['_JOBEVENT_TYPE']._serialized_start=1901
-  _globals['_JOBEVENT_TYPE']._serialized_end=1981
-  _globals['_DELETEJOBRESPONSE']._serialized_start=1983
-  _globals['_DELETEJOBRESPONSE']._serialized_end=2015
-  _globals['_EXPLAINJOBRESPONSE']._serialized_start=2018
-  _globals['_EXPLAINJOBRESPONSE']._serialized_end=2158
-  _globals['_JOBSERVICE']._serialized_start=2161
-  _globals['_JOBSERVICE']._serialized_end=2689
+  _globals['_JOB']._serialized_end=1045
+  _globals['_JOB_LABELSENTRY']._serialized_start=1000
+  _globals['_JOB_LABELSENTRY']._serialized_end=1045
+  _globals['_SUBMITJOBREQUEST']._serialized_start=1047
+  _globals['_SUBMITJOBREQUEST']._serialized_end=1103
+  _globals['_SUBMITJOBRESPONSE']._serialized_start=1105
+  _globals['_SUBMITJOBRESPONSE']._serialized_end=1171
+  _globals['_SUBMITJOBSREQUEST']._serialized_start=1173
+  _globals['_SUBMITJOBSREQUEST']._serialized_end=1236
+  _globals['_SUBMITJOBSRESPONSE']._serialized_start=1238
+  _globals['_SUBMITJOBSRESPONSE']._serialized_end=1306
+  _globals['_LISTJOBSREQUEST']._serialized_start=1309
+  _globals['_LISTJOBSREQUEST']._serialized_end=1772
+  _globals['_LISTJOBSREQUEST_LABELSENTRY']._serialized_start=1000
+  _globals['_LISTJOBSREQUEST_LABELSENTRY']._serialized_end=1045
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1774
+  _globals['_LISTJOBSRESPONSE']._serialized_end=1866
+  _globals['_WATCHJOBSREQUEST']._serialized_start=1869
+  _globals['_WATCHJOBSREQUEST']._serialized_end=2063
+  _globals['_WATCHJOBSREQUEST_LABELSENTRY']._serialized_start=1000
+  _globals['_WATCHJOBSREQUEST_LABELSENTRY']._serialized_end=1045
+  _globals['_JOBEVENT']._serialized_start=2066
+  _globals['_JOBEVENT']._serialized_end=2289
+  _globals['_JOBEVENT_TYPE']._serialized_start=2209
+  _globals['_JOBEVENT_TYPE']._serialized_end=2289
+  _globals['_DELETEJOBRESPONSE']._serialized_start=2291
+  _globals['_DELETEJOBRESPONSE']._serialized_end=2323
+  _globals['_EXPLAINJOBRESPONSE']._serialized_start=2326
+  _globals['_EXPLAINJOBRESPONSE']._serialized_end=2466
+  _globals['_COUNTJOBSREQUEST']._serialized_start=2469
+  _globals['_COUNTJOBSREQUEST']._serialized_end=2876
+  _globals['_COUNTJOBSREQUEST_LABELSENTRY']._serialized_start=1000
+  _globals['_COUNTJOBSREQUEST_LABELSENTRY']._serialized_end=1045
+  _globals['_JOBCOUNT']._serialized_start=2878
+  _globals['_JOBCOUNT']._serialized_end=2992
+  _globals['_COUNTJOBSRESPONSE']._serialized_start=2994
+  _globals['_COUNTJOBSRESPONSE']._serialized_end=3084
+  _globals['_JOBDISPATCH']._serialized_start=3087
+  _globals['_JOBDISPATCH']._serialized_end=3283
+  _globals['_LISTJOBDISPATCHESRESPONSE']._serialized_start=3285
+  _globals['_LISTJOBDISPATCHESRESPONSE']._serialized_end=3370
+  _globals['_JOBSERVICE']._serialized_start=3373
+  _globals['_JOBSERVICE']._serialized_end=4055
 # @@protoc_insertion_point(module_scope)

@@ -157,6 +157,8 @@ class Job(_message.Message):
     RETRY_COUNT_FIELD_NUMBER: _builtins.int
     REASON_KIND_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
+    SUBMITTED_BY_FIELD_NUMBER: _builtins.int
+    FINISHED_AT_FIELD_NUMBER: _builtins.int
     uid: _builtins.str
     name: _builtins.str
     namespace: _builtins.str
@@ -181,6 +183,11 @@ class Job(_message.Message):
     """What kind of wait `reason` describes while the job waits (QueueClosed, Capability, NoFit,
     Rejected, ...: the WaitKind names); empty when the job does not wait.
     """
+    submitted_by: _builtins.str
+    """Who submitted the job, as the audit names the caller (Event.principal of its Submitted event);
+    "open:anonymous" on a hub without an auth config; empty for the runs the hub's own loops
+    made (scheduled CronJob runs, JobFlow steps) and for jobs stored before hub version 0009.
+    """
     @_builtins.property
     def request(self) -> _common_pb2.ResourceList:
         """whole job: all tasks x replicas"""
@@ -196,6 +203,12 @@ class Job(_message.Message):
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """metadata.labels"""
+
+    @_builtins.property
+    def finished_at(self) -> _timestamp_pb2.Timestamp:
+        """When the job's binding finished (Succeeded, Failed or Aborted, by the hub's clock); unset
+        while it has not.
+        """
 
     def __init__(
         self,
@@ -223,10 +236,12 @@ class Job(_message.Message):
         retry_count: _builtins.int = ...,
         reason_kind: _builtins.str = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        submitted_by: _builtins.str = ...,
+        finished_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "finished_at", b"finished_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "generation", b"generation", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "finished_at", b"finished_at", "generation", b"generation", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "submitted_by", b"submitted_by", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -351,6 +366,13 @@ class ListJobsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
+    NAME_CONTAINS_FIELD_NUMBER: _builtins.int
+    SUBMITTED_BY_FIELD_NUMBER: _builtins.int
+    CREATED_AFTER_FIELD_NUMBER: _builtins.int
+    CREATED_BEFORE_FIELD_NUMBER: _builtins.int
+    SORT_BY_FIELD_NUMBER: _builtins.int
+    DESCENDING_FIELD_NUMBER: _builtins.int
+    FINISHED_AFTER_FIELD_NUMBER: _builtins.int
     queue: _builtins.str
     namespace: _builtins.str
     phase: _builtins.str
@@ -358,9 +380,35 @@ class ListJobsRequest(_message.Message):
     page_size: _builtins.int
     """default 500, at most 5000"""
     page_token: _builtins.str
+    name_contains: _builtins.str
+    """Only jobs whose metadata.name contains this text, ignoring case (empty: any name)."""
+    submitted_by: _builtins.str
+    """Only jobs submitted by this caller, exactly as Job.submitted_by names it (empty: anyone)."""
+    sort_by: _builtins.str
+    """The order of the list: one of "name" (metadata.name, then namespace), "created" (created_at),
+    "phase" (Job.phase), "queue", "cluster" (Job.cluster; jobs on no cluster first). Empty: by
+    namespace, then name (as before these keys).
+    Ties are broken by the job's uid, so paging is exact. Another value is INVALID_ARGUMENT.
+    """
+    descending: _builtins.bool
+    """Reverse the order of sort_by (and of its tie-break), e.g. sort_by "created" newest first."""
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """every one must match metadata.labels"""
+
+    @_builtins.property
+    def created_after(self) -> _timestamp_pb2.Timestamp:
+        """Only jobs created at or after this time (unset: no lower bound)."""
+
+    @_builtins.property
+    def created_before(self) -> _timestamp_pb2.Timestamp:
+        """Only jobs created before this time (unset: no upper bound)."""
+
+    @_builtins.property
+    def finished_after(self) -> _timestamp_pb2.Timestamp:
+        """Only jobs that finished (Job.finished_at) at or after this time; unset: no bound. Set, the
+        unfinished jobs are left out: with phase, e.g. the jobs that failed in the last hour.
+        """
 
     def __init__(
         self,
@@ -372,10 +420,17 @@ class ListJobsRequest(_message.Message):
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        name_contains: _builtins.str = ...,
+        submitted_by: _builtins.str = ...,
+        created_after: _timestamp_pb2.Timestamp | None = ...,
+        created_before: _timestamp_pb2.Timestamp | None = ...,
+        sort_by: _builtins.str = ...,
+        descending: _builtins.bool = ...,
+        finished_after: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before", "finished_after", b"finished_after"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "labels", b"labels", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token", "phase", b"phase", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "created_after", b"created_after", "created_before", b"created_before", "descending", b"descending", "finished_after", b"finished_after", "labels", b"labels", "name_contains", b"name_contains", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token", "phase", b"phase", "queue", b"queue", "sort_by", b"sort_by", "submitted_by", b"submitted_by"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -574,3 +629,239 @@ class ExplainJobResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ExplainJobResponse: _TypeAlias = ExplainJobResponse  # noqa: Y015
+
+@_typing.final
+class CountJobsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    NAME_CONTAINS_FIELD_NUMBER: _builtins.int
+    SUBMITTED_BY_FIELD_NUMBER: _builtins.int
+    CREATED_AFTER_FIELD_NUMBER: _builtins.int
+    CREATED_BEFORE_FIELD_NUMBER: _builtins.int
+    FINISHED_AFTER_FIELD_NUMBER: _builtins.int
+    GROUP_BY_FIELD_NUMBER: _builtins.int
+    queue: _builtins.str
+    """The filters, with the meaning of the ListJobsRequest fields of the same names."""
+    namespace: _builtins.str
+    phase: _builtins.str
+    cluster: _builtins.str
+    name_contains: _builtins.str
+    submitted_by: _builtins.str
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def created_after(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def created_before(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def finished_after(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def group_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The fields to group by, each at most once, in any order: "phase" (Job.phase), "binding_phase",
+        "queue", "cluster", "namespace". Empty: one group, the total. Another value is
+        INVALID_ARGUMENT naming it.
+        """
+
+    def __init__(
+        self,
+        *,
+        queue: _builtins.str = ...,
+        namespace: _builtins.str = ...,
+        phase: _builtins.str = ...,
+        cluster: _builtins.str = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        name_contains: _builtins.str = ...,
+        submitted_by: _builtins.str = ...,
+        created_after: _timestamp_pb2.Timestamp | None = ...,
+        created_before: _timestamp_pb2.Timestamp | None = ...,
+        finished_after: _timestamp_pb2.Timestamp | None = ...,
+        group_by: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_after", b"created_after", "created_before", b"created_before", "finished_after", b"finished_after"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "created_after", b"created_after", "created_before", b"created_before", "finished_after", b"finished_after", "group_by", b"group_by", "labels", b"labels", "name_contains", b"name_contains", "namespace", b"namespace", "phase", b"phase", "queue", b"queue", "submitted_by", b"submitted_by"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountJobsRequest: _TypeAlias = CountJobsRequest  # noqa: Y015
+
+@_typing.final
+class JobCount(_message.Message):
+    """One group of CountJobs: the jobs whose grouped fields have these values."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PHASE_FIELD_NUMBER: _builtins.int
+    BINDING_PHASE_FIELD_NUMBER: _builtins.int
+    QUEUE_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    phase: _builtins.str
+    """The group's value of each field named in group_by; a field not grouped by is empty. A grouped
+    "cluster" is empty for jobs on no cluster (waiting, or finished before admission).
+    """
+    binding_phase: _builtins.str
+    queue: _builtins.str
+    cluster: _builtins.str
+    namespace: _builtins.str
+    count: _builtins.int
+    """how many jobs the group has (never 0: empty groups are not listed)"""
+    def __init__(
+        self,
+        *,
+        phase: _builtins.str = ...,
+        binding_phase: _builtins.str = ...,
+        queue: _builtins.str = ...,
+        cluster: _builtins.str = ...,
+        namespace: _builtins.str = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding_phase", b"binding_phase", "cluster", b"cluster", "count", b"count", "namespace", b"namespace", "phase", b"phase", "queue", b"queue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JobCount: _TypeAlias = JobCount  # noqa: Y015
+
+@_typing.final
+class CountJobsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUPS_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    total: _builtins.int
+    """the sum of the groups' counts: every matching job the caller may read"""
+    revision: _builtins.int
+    """The counts hold every change up to this revision (as ListJobsResponse.revision)."""
+    @_builtins.property
+    def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___JobCount]:
+        """Ordered by the group_by fields' values, in group_by order."""
+
+    def __init__(
+        self,
+        *,
+        groups: _abc.Iterable[Global___JobCount] | None = ...,
+        total: _builtins.int = ...,
+        revision: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups", "revision", b"revision", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountJobsResponse: _TypeAlias = CountJobsResponse  # noqa: Y015
+
+@_typing.final
+class JobDispatch(_message.Message):
+    """One dispatch of a job: a generation of its ResourceBinding, from admission to where it ended."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GENERATION_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
+    DISPATCHED_AT_FIELD_NUMBER: _builtins.int
+    ENDED_AT_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    FENCED_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    generation: _builtins.int
+    """1 for the first admission; each re-admission adds one"""
+    cluster: _builtins.str
+    """the cluster it was admitted to"""
+    outcome: _builtins.str
+    """How it ended; empty while it runs. "Completed" and "Failed": the run finished so;
+    "Cancelled": stopped by CancelJob or DeleteJob; re-queued to wait for another admission:
+    "FailedOver" (its cluster went silent), "Drained" (its cluster was drained), "Rejected" (the
+    cluster's agent refused it), "Reclaimed" (stopped to give capacity back to a queue below its
+    share), "Requeued" (another reason; "Unknown" for runs ended before the hub kept this history).
+    """
+    fenced: _builtins.bool
+    """The hub took the binding away from this run while it could still be live on its cluster (a
+    re-queue or a cancel): every later report of this generation is refused and its agent is told
+    to stop it. False for runs that completed or failed by themselves, and for the current run.
+    """
+    reason: _builtins.str
+    """The sentence the hub recorded when the run ended (the binding's reason then), e.g.
+    "cluster c1 rejected the binding: no room"; empty while it runs.
+    """
+    @_builtins.property
+    def dispatched_at(self) -> _timestamp_pb2.Timestamp:
+        """when the hub admitted it there"""
+
+    @_builtins.property
+    def ended_at(self) -> _timestamp_pb2.Timestamp:
+        """unset while this is the job's current run"""
+
+    def __init__(
+        self,
+        *,
+        generation: _builtins.int = ...,
+        cluster: _builtins.str = ...,
+        dispatched_at: _timestamp_pb2.Timestamp | None = ...,
+        ended_at: _timestamp_pb2.Timestamp | None = ...,
+        outcome: _builtins.str = ...,
+        fenced: _builtins.bool = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["dispatched_at", b"dispatched_at", "ended_at", b"ended_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cluster", b"cluster", "dispatched_at", b"dispatched_at", "ended_at", b"ended_at", "fenced", b"fenced", "generation", b"generation", "outcome", b"outcome", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JobDispatch: _TypeAlias = JobDispatch  # noqa: Y015
+
+@_typing.final
+class ListJobDispatchesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    UID_FIELD_NUMBER: _builtins.int
+    DISPATCHES_FIELD_NUMBER: _builtins.int
+    uid: _builtins.str
+    """the job's uid"""
+    @_builtins.property
+    def dispatches(self) -> _containers.RepeatedCompositeFieldContainer[Global___JobDispatch]:
+        """oldest (generation 1) first"""
+
+    def __init__(
+        self,
+        *,
+        uid: _builtins.str = ...,
+        dispatches: _abc.Iterable[Global___JobDispatch] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatches", b"dispatches", "uid", b"uid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListJobDispatchesResponse: _TypeAlias = ListJobDispatchesResponse  # noqa: Y015

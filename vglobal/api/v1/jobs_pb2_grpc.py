@@ -74,6 +74,16 @@ class JobServiceStub:
                 request_serializer=vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobEvent.FromString,
                 _registered_method=True)
+        self.CountJobs = channel.unary_unary(
+                '/vglobal.v1.JobService/CountJobs',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.CountJobsRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.CountJobsResponse.FromString,
+                _registered_method=True)
+        self.ListJobDispatches = channel.unary_unary(
+                '/vglobal.v1.JobService/ListJobDispatches',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.ListJobDispatchesResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -137,6 +147,23 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CountJobs(self, request, context):
+        """How many jobs match the filters (those of ListJobs), in groups of equal values of the
+        `group_by` fields: e.g. group_by ["queue", "phase"] gives one count per (queue, phase) seen.
+        Only jobs in queues the caller may read are counted. One query over the whole table.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListJobDispatches(self, request, context):
+        """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
+        and how it ended. The same roles as GetJob.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -179,6 +206,16 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.WatchJobs,
                     request_deserializer=vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_jobs__pb2.JobEvent.SerializeToString,
+            ),
+            'CountJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.CountJobs,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.CountJobsRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.CountJobsResponse.SerializeToString,
+            ),
+            'ListJobDispatches': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListJobDispatches,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.ListJobDispatchesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -397,6 +434,60 @@ class JobService:
             '/vglobal.v1.JobService/WatchJobs',
             vglobal_dot_v1_dot_jobs__pb2.WatchJobsRequest.SerializeToString,
             vglobal_dot_v1_dot_jobs__pb2.JobEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CountJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.JobService/CountJobs',
+            vglobal_dot_v1_dot_jobs__pb2.CountJobsRequest.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.CountJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListJobDispatches(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.JobService/ListJobDispatches',
+            vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.ListJobDispatchesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,6 +50,15 @@ class JobServiceStub:
     again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
     last revision it read.
     """
+    CountJobs: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.CountJobsRequest, _jobs_pb2.CountJobsResponse]
+    """How many jobs match the filters (those of ListJobs), in groups of equal values of the
+    `group_by` fields: e.g. group_by ["queue", "phase"] gives one count per (queue, phase) seen.
+    Only jobs in queues the caller may read are counted. One query over the whole table.
+    """
+    ListJobDispatches: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.ListJobDispatchesResponse]
+    """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
+    and how it ended. The same roles as GetJob.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -72,6 +81,15 @@ class JobServiceAsyncStub(JobServiceStub):
     hub restarts and leader changes. A revision older than the hub keeps is OUT_OF_RANGE: list
     again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
     last revision it read.
+    """
+    CountJobs: _aio.UnaryUnaryMultiCallable[_jobs_pb2.CountJobsRequest, _jobs_pb2.CountJobsResponse]  # type: ignore[assignment]
+    """How many jobs match the filters (those of ListJobs), in groups of equal values of the
+    `group_by` fields: e.g. group_by ["queue", "phase"] gives one count per (queue, phase) seen.
+    Only jobs in queues the caller may read are counted. One query over the whole table.
+    """
+    ListJobDispatches: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.ListJobDispatchesResponse]  # type: ignore[assignment]
+    """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
+    and how it ended. The same roles as GetJob.
     """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -140,6 +158,27 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         hub restarts and leader changes. A revision older than the hub keeps is OUT_OF_RANGE: list
         again. A client that reads too slowly is cut off with RESOURCE_EXHAUSTED: resume from the
         last revision it read.
+        """
+
+    @_abc_1.abstractmethod
+    def CountJobs(
+        self,
+        request: _jobs_pb2.CountJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.CountJobsResponse, _abc.Awaitable[_jobs_pb2.CountJobsResponse]]:
+        """How many jobs match the filters (those of ListJobs), in groups of equal values of the
+        `group_by` fields: e.g. group_by ["queue", "phase"] gives one count per (queue, phase) seen.
+        Only jobs in queues the caller may read are counted. One query over the whole table.
+        """
+
+    @_abc_1.abstractmethod
+    def ListJobDispatches(
+        self,
+        request: _jobs_pb2.JobRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.ListJobDispatchesResponse, _abc.Awaitable[_jobs_pb2.ListJobDispatchesResponse]]:
+        """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
+        and how it ended. The same roles as GetJob.
         """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from vglobal.api.v1 import common_pb2 as _common_pb2
 import builtins as _builtins
@@ -271,3 +272,147 @@ class ListPriorityClassesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListPriorityClassesResponse: _TypeAlias = ListPriorityClassesResponse  # noqa: Y015
+
+@_typing.final
+class QueueHistoryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    SINCE_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    MAX_SAMPLES_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The queue; empty: every queue (samples of all queues, in one response)."""
+    max_samples: _builtins.int
+    """At most this many samples per queue, evenly thinned over the range (each kept sample is an
+    actual one); 0: every sample (one a minute). More than 20000 is INVALID_ARGUMENT.
+    """
+    @_builtins.property
+    def since(self) -> _timestamp_pb2.Timestamp:
+        """samples at or after; unset: 24 hours before `until`"""
+
+    @_builtins.property
+    def until(self) -> _timestamp_pb2.Timestamp:
+        """samples before; unset: now"""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        since: _timestamp_pb2.Timestamp | None = ...,
+        until: _timestamp_pb2.Timestamp | None = ...,
+        max_samples: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["since", b"since", "until", b"until"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_samples", b"max_samples", "name", b"name", "since", b"since", "until", b"until"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueHistoryRequest: _TypeAlias = QueueHistoryRequest  # noqa: Y015
+
+@_typing.final
+class QueueSample(_message.Message):
+    """A queue as the leader saw it at one sampling: the figures of Queue at that time."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIME_FIELD_NUMBER: _builtins.int
+    ALLOCATED_FIELD_NUMBER: _builtins.int
+    DESERVED_FIELD_NUMBER: _builtins.int
+    CAPABILITY_FIELD_NUMBER: _builtins.int
+    GUARANTEE_FIELD_NUMBER: _builtins.int
+    PENDING_JOBS_FIELD_NUMBER: _builtins.int
+    RUNNING_JOBS_FIELD_NUMBER: _builtins.int
+    SHARE_FIELD_NUMBER: _builtins.int
+    pending_jobs: _builtins.int
+    """jobs waiting for admission"""
+    running_jobs: _builtins.int
+    """admitted, unfinished jobs"""
+    share: _builtins.float
+    """allocated / deserved of its dominant resource (the largest ratio over the resources it
+    deserves), as Volcano's proportion plugin compares queues: 1.0 = exactly its share; 0 when it
+    deserves nothing.
+    """
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def allocated(self) -> _common_pb2.ResourceList:
+        """held by its admitted, unfinished jobs"""
+
+    @_builtins.property
+    def deserved(self) -> _common_pb2.ResourceList:
+        """its fair share (the dispatcher's last cycle before `time`)"""
+
+    @_builtins.property
+    def capability(self) -> _common_pb2.ResourceList:
+        """its effective capability (realCap), else the spec's; may be empty"""
+
+    @_builtins.property
+    def guarantee(self) -> _common_pb2.ResourceList: ...
+    def __init__(
+        self,
+        *,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        allocated: _common_pb2.ResourceList | None = ...,
+        deserved: _common_pb2.ResourceList | None = ...,
+        capability: _common_pb2.ResourceList | None = ...,
+        guarantee: _common_pb2.ResourceList | None = ...,
+        pending_jobs: _builtins.int = ...,
+        running_jobs: _builtins.int = ...,
+        share: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "pending_jobs", b"pending_jobs", "running_jobs", b"running_jobs", "share", b"share", "time", b"time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueSample: _TypeAlias = QueueSample  # noqa: Y015
+
+@_typing.final
+class QueueHistory(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    SAMPLES_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def samples(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueSample]:
+        """oldest first"""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        samples: _abc.Iterable[Global___QueueSample] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "samples", b"samples"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueHistory: _TypeAlias = QueueHistory  # noqa: Y015
+
+@_typing.final
+class QueueHistoryResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueHistory]:
+        """One per queue with samples in the range (only queues the caller may read), by name."""
+
+    def __init__(
+        self,
+        *,
+        queues: _abc.Iterable[Global___QueueHistory] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["queues", b"queues"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueHistoryResponse: _TypeAlias = QueueHistoryResponse  # noqa: Y015

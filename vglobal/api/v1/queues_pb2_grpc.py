@@ -74,6 +74,11 @@ class QueueServiceStub:
                 request_serializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesResponse.FromString,
                 _registered_method=True)
+        self.GetQueueHistory = channel.unary_unary(
+                '/vglobal.v1.QueueService/GetQueueHistory',
+                request_serializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -131,6 +136,14 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetQueueHistory(self, request, context):
+        """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
+        --queue-history-keep, 7 days by default). The same roles as GetQueue.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +186,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.ListPriorityClasses,
                     request_deserializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesResponse.SerializeToString,
+            ),
+            'GetQueueHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetQueueHistory,
+                    request_deserializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -391,6 +409,33 @@ class QueueService:
             '/vglobal.v1.QueueService/ListPriorityClasses',
             vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesRequest.SerializeToString,
             vglobal_dot_v1_dot_queues__pb2.ListPriorityClassesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetQueueHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.QueueService/GetQueueHistory',
+            vglobal_dot_v1_dot_queues__pb2.QueueHistoryRequest.SerializeToString,
+            vglobal_dot_v1_dot_queues__pb2.QueueHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

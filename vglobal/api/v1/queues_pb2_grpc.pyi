@@ -44,6 +44,10 @@ class QueueServiceStub:
     ApplyPriorityClass: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.PriorityClass]
     """Creates or updates a scheduling.k8s.io/v1 PriorityClass."""
     ListPriorityClasses: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ListPriorityClassesRequest, _queues_pb2.ListPriorityClassesResponse]
+    GetQueueHistory: _grpc.UnaryUnaryMultiCallable[_queues_pb2.QueueHistoryRequest, _queues_pb2.QueueHistoryResponse]
+    """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
+    --queue-history-keep, 7 days by default). The same roles as GetQueue.
+    """
 
 @_typing.type_check_only
 class QueueServiceAsyncStub(QueueServiceStub):
@@ -61,6 +65,10 @@ class QueueServiceAsyncStub(QueueServiceStub):
     ApplyPriorityClass: _aio.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.PriorityClass]  # type: ignore[assignment]
     """Creates or updates a scheduling.k8s.io/v1 PriorityClass."""
     ListPriorityClasses: _aio.UnaryUnaryMultiCallable[_queues_pb2.ListPriorityClassesRequest, _queues_pb2.ListPriorityClassesResponse]  # type: ignore[assignment]
+    GetQueueHistory: _aio.UnaryUnaryMultiCallable[_queues_pb2.QueueHistoryRequest, _queues_pb2.QueueHistoryResponse]  # type: ignore[assignment]
+    """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
+    --queue-history-keep, 7 days by default). The same roles as GetQueue.
+    """
 
 class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -123,5 +131,15 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _queues_pb2.ListPriorityClassesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_queues_pb2.ListPriorityClassesResponse, _abc.Awaitable[_queues_pb2.ListPriorityClassesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def GetQueueHistory(
+        self,
+        request: _queues_pb2.QueueHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_queues_pb2.QueueHistoryResponse, _abc.Awaitable[_queues_pb2.QueueHistoryResponse]]:
+        """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
+        --queue-history-keep, 7 days by default). The same roles as GetQueue.
+        """
 
 def add_QueueServiceServicer_to_server(servicer: QueueServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

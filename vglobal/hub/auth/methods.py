@@ -33,6 +33,8 @@ METHODS: dict[str, Rule] = {
             "DeleteJob": Rule(Action.delete_jobs, mutating=True),
             "ExplainJob": Rule(Action.read_jobs),
             "WatchJobs": Rule(Action.read_jobs),
+            "CountJobs": Rule(Action.read_jobs),
+            "ListJobDispatches": Rule(Action.read_jobs),
         },
     ),
     # CronJobs, JobTemplates and JobFlows act as the Jobs they make: the servicers check the queue
@@ -73,6 +75,7 @@ METHODS: dict[str, Rule] = {
             "CloseQueue": Rule(Action.manage_queues, mutating=True),
             "ApplyPriorityClass": Rule(Action.manage_priority_classes, mutating=True),
             "ListPriorityClasses": Rule(Action.read_priority_classes),
+            "GetQueueHistory": Rule(Action.read_queues),
         },
     ),
     **_service(

@@ -3,12 +3,12 @@
 An open stream holds no thread: it waits on the loop, and its database work runs in a small pool of
 its own, so agents cannot take the threads that serve the API. The stream must begin with Register
 within ``register_timeout`` and for the cluster its caller may speak for (its certificate's or agent
-token's); the cluster then has this stream as its one live stream (see StatusRecorder.register).
+token's); the cluster then has this stream as its one live stream (see agents/register.py).
 
 The reader half takes what the agent says (heartbeats, acks, job status), each message checked
-first, and a recorder writes it, whatever arrived meanwhile in one transaction (see reports.py);
+first, and a recorder writes it, whatever arrived meanwhile in one transaction (agents/record.py);
 the writer half delivers what the database says this cluster should run, and fences off runs whose
-generation moved on (see delivery.py). Nothing here decides placement: the dispatcher did that.
+generation moved on (agents/deliver.py). Nothing here decides placement: the dispatcher did that.
 """
 
 from __future__ import annotations
@@ -26,16 +26,15 @@ from typing import Any, TypeVar
 import grpc
 
 from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
-from vglobal.hub import reports
-from vglobal.hub.agent_reports import check_message, check_register
+from vglobal.hub.agents import record, register
+from vglobal.hub.agents.check import check_message, check_register
+from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
-from vglobal.hub.delivery import FENCE_INTERVAL, Courier
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
 from vglobal.hub.guard import current_principal
 from vglobal.hub.notify import DELIVER, FENCE
-from vglobal.hub.status import StatusRecorder
 from vglobal.model.binding import FINISHED, reported
 from vglobal.store.engine import session_scope
 
@@ -58,7 +57,7 @@ class StreamState:
     # What the reader received, for the recorder (None: the agent hung up).
     inbox: asyncio.Queue[agent_pb2.AgentMessage | None] = field(default_factory=asyncio.Queue)
     courier: Courier | None = None
-    fence: bool = True  # the next sync checks every run (see delivery.py)
+    fence: bool = True  # the next sync checks every run (see agents/deliver.py)
     ending: bool = False  # the agent has gone; the cluster is released soon
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -66,7 +65,6 @@ class StreamState:
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, ctx: HubContext, loop: asyncio.AbstractEventLoop, pool: ThreadPoolExecutor) -> None:
         self.ctx = ctx
-        self.recorder = StatusRecorder(ctx)
         self.loop = loop
         self.pool = pool
         self.open = 0
@@ -126,7 +124,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         """Release the cluster without awaiting (this may run while the call is being cancelled)."""
         state.ending = True
         self.streams.discard(state)
-        released = self.loop.run_in_executor(self.pool, self.recorder.release, state.cluster, state.stream)
+        released = self.loop.run_in_executor(self.pool, self._release, state)
         released.add_done_callback(lambda _: state.released.set())
         if self.local.get(state.cluster) is state:
             released.add_done_callback(lambda _: self._forget(state))
@@ -209,12 +207,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
     @staticmethod
     async def _next_batch(state: StreamState) -> list[agent_pb2.AgentMessage] | None:
-        """The reports received so far (at most ``reports.MAX_BATCH``); None once the agent hung up."""
+        """The reports received so far (at most ``record.MAX_BATCH``); None once the agent hung up."""
         first = await state.inbox.get()
         if first is None:
             return None
         batch = [first]
-        while len(batch) < reports.MAX_BATCH and not state.inbox.empty():
+        while len(batch) < record.MAX_BATCH and not state.inbox.empty():
             msg = state.inbox.get_nowait()
             if msg is None:
                 state.inbox.put_nowait(None)  # for the next call, after this batch is recorded
@@ -223,7 +221,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return batch
 
     def _register(self, reg: agent_pb2.Register, state: StreamState) -> None:
-        self.recorder.register(reg, stream=state.stream, identity=state.identity)
+        with session_scope(self.ctx.sessions) as session:
+            register.register(
+                reg, stream=state.stream, identity=state.identity, settings=self.ctx.settings, session=session
+            )
         with state.lock:
             state.runs = {j.job_uid: j.generation for j in reg.jobs}
         log.info(
@@ -231,6 +232,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             reg.cluster, state.identity, len(reg.nodes), len(reg.jobs),
         )  # fmt: skip
         self.ctx.wakeups.fire(DELIVER)
+
+    def _release(self, state: StreamState) -> None:
+        with session_scope(self.ctx.sessions) as session:
+            register.release(state.cluster, state.stream, session=session)
 
     def _record(self, batch: list[agent_pb2.AgentMessage], state: StreamState) -> None:
         # What the agent runs is noted before its reports are recorded: a sync in between must
@@ -247,7 +252,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     else:
                         state.runs[st.job_uid] = st.generation
         with session_scope(self.ctx.sessions) as session:
-            outcome = reports.record(
+            outcome = record.record(
                 state.cluster,
                 batch,
                 stream=state.stream,
@@ -260,7 +265,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
     def _sync(self, state: StreamState, fence: bool) -> list[agent_pb2.HubMessage]:
         """A Dispatch for each binding this cluster should run that this stream has not sent, and
-        a Cancel for each run it must stop (see delivery.py)."""
+        a Cancel for each run it must stop (see agents/deliver.py)."""
         if state.courier is None:
             state.courier = Courier(state.cluster)
         with state.lock:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,10 +12,11 @@ from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import InvalidArgument, NotFound, TooLarge, look_up, raise_prefixed, rpc
+from vglobal.hub.errors import NotFound, TooLarge, look_up, raise_prefixed, rpc
 from vglobal.hub.group_commit import SubmitGroups
 from vglobal.hub.job_actions import cancel_job, delete_job
 from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import ItemFailed, check_limits, parse_one, store_jobs, submitted_events
@@ -28,12 +26,13 @@ from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
+from vglobal.store.repo import dispatches as dispatches_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import job_changes as changes_repo
+from vglobal.store.repo import job_queries
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
 
-MAX_PAGE = 5000
 # What ExplainJob says of a waiting job whose reason the dispatcher has not written yet.
 NOT_EXPLAINED_YET = (
     "waiting for the dispatcher: no reason recorded yet (after a burst of submissions, reasons are "
@@ -61,23 +60,6 @@ def find_job(ref: jobs_pb2.JobRef, *, session: Session, action: Action = Action.
     return row
 
 
-def page_token(namespace: str, name: str) -> str:
-    """An opaque token for the page after (namespace, name)."""
-    return base64.urlsafe_b64encode(json.dumps([namespace, name]).encode()).decode().rstrip("=")
-
-
-def page_after(token: str) -> tuple[str, str] | None:
-    if not token:
-        return None
-    try:
-        key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-    except (binascii.Error, ValueError):
-        key = None
-    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
-        raise InvalidArgument("page_token: not a token this hub gave out (pass next_page_token as it came)")
-    return key[0], key[1]
-
-
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def __init__(self, ctx: HubContext, watches: WatchServer) -> None:
         self.ctx = ctx
@@ -99,7 +81,11 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             parsed.append((job, item))
         with session_scope(self.ctx.sessions) as session:
             try:
-                stored = store_jobs([(job, item.request_id or None) for job, item in parsed], session=session)
+                stored = store_jobs(
+                    [(job, item.request_id or None) for job, item in parsed],
+                    session=session,
+                    principals=[who()] * len(parsed),
+                )
             except ItemFailed as failed:
                 raise_prefixed(failed.error, f"jobs[{failed.index}]: " if prefix else "")
             submitted_events([(row, who()) for row, new in stored if new], session=session)
@@ -138,29 +124,45 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def ListJobs(
         self, request: jobs_pb2.ListJobsRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.ListJobsResponse:
-        if request.page_size < 0:
-            raise InvalidArgument(f"page_size: must be between 0 (the default, 500) and {MAX_PAGE}")
-        limit = min(request.page_size or 500, MAX_PAGE)
-        after = page_after(request.page_token)
+        limit = job_lists.page_size(request)
+        page = job_lists.page_of(request)
         with session_scope(self.ctx.sessions) as session:
             # Read before the jobs: the list then holds every change up to it (and maybe more).
             revision = changes_repo.last_revision(session=session)
-            shown = visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
-            rows = jobs_repo.list_jobs(
-                session=session,
-                queue=request.queue,
-                namespace=request.namespace,
-                phase=request.phase,
-                cluster=request.cluster,
-                labels=dict(request.labels),
-                after=after,
-                limit=limit + 1,
-                queues=shown,
-            )
-        token = page_token(rows[limit - 1].namespace, rows[limit - 1].name) if len(rows) > limit else ""
+            f = job_lists.job_filter(request, self._readable(session))
+            rows = jobs_repo.find_jobs(f, page, limit + 1, session=session)
+        token = job_lists.next_token(page, rows[limit - 1]) if len(rows) > limit else ""
         return jobs_pb2.ListJobsResponse(
             jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token, revision=revision
         )
+
+    def _readable(self, session: Session) -> list[str] | None:
+        """The queues whose jobs the caller may read; None: every queue."""
+        return visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
+
+    @rpc
+    def CountJobs(
+        self, request: jobs_pb2.CountJobsRequest, context: grpc.ServicerContext
+    ) -> jobs_pb2.CountJobsResponse:
+        keys = job_lists.group_keys(request)
+        with session_scope(self.ctx.sessions) as session:
+            revision = changes_repo.last_revision(session=session)
+            f = job_lists.job_filter(request, self._readable(session))
+            groups = job_queries.count_jobs(f, keys, session=session)
+        out = jobs_pb2.CountJobsResponse(revision=revision)
+        for values, n in groups:
+            out.groups.append(jobs_pb2.JobCount(count=n, **dict(zip(keys, values, strict=True))))
+            out.total += n
+        return out
+
+    @rpc
+    def ListJobDispatches(
+        self, request: jobs_pb2.JobRef, context: grpc.ServicerContext
+    ) -> jobs_pb2.ListJobDispatchesResponse:
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request, session=session)
+            runs = dispatches_repo.of_job(row.uid, session=session)
+        return jobs_pb2.ListJobDispatchesResponse(uid=row.uid, dispatches=[convert.dispatch(d) for d in runs])
 
     async def WatchJobs(
         self, request: jobs_pb2.WatchJobsRequest, context: grpc.aio.ServicerContext[Any, Any]

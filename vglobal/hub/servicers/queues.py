@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+from datetime import UTC, timedelta
+from typing import TypeVar
+
 import grpc
 from sqlalchemy.orm import Session
 
@@ -20,10 +24,14 @@ from vglobal.model.records import QueueRow
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
+from vglobal.store.repo import queue_samples as samples_repo
 from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
 
 ROOT = "root"
+MAX_SAMPLES = 20000
+DAY = timedelta(days=1)
+T = TypeVar("T")
 
 
 def check_tree(queue: Queue, *, session: Session) -> None:
@@ -168,3 +176,39 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         return queues_pb2.ListPriorityClassesResponse(
             priority_classes=[convert.priority_class(r) for r in rows]
         )
+
+    @rpc
+    def GetQueueHistory(
+        self, request: queues_pb2.QueueHistoryRequest, context: grpc.ServicerContext
+    ) -> queues_pb2.QueueHistoryResponse:
+        if not 0 <= request.max_samples <= MAX_SAMPLES:
+            raise InvalidArgument(f"max_samples: must be between 0 (every sample) and {MAX_SAMPLES}")
+        until = request.until.ToDatetime(tzinfo=UTC) if request.HasField("until") else self.ctx.now()
+        since = request.since.ToDatetime(tzinfo=UTC) if request.HasField("since") else until - DAY
+        if since >= until:
+            raise InvalidArgument("since: must be earlier than until")
+        with session_scope(self.ctx.sessions) as session:
+            if request.name:
+                require(Action.read_queues, queue=self._get(request.name, session).name)
+                shown: list[str] | None = [request.name]
+            else:
+                names = [q.name for q in queues_repo.list_queues(session=session)]
+                shown = visible(Action.read_queues, names)
+            samples = samples_repo.read(session=session, since=since, until=until, queues=shown)
+        out = queues_pb2.QueueHistoryResponse()
+        for name, group in itertools.groupby(samples, key=lambda s: s.queue):
+            kept = thinned(list(group), request.max_samples)
+            out.queues.append(
+                queues_pb2.QueueHistory(name=name, samples=[convert.queue_sample(s) for s in kept])
+            )
+        return out
+
+
+def thinned(samples: list[T], at_most: int) -> list[T]:
+    """At most ``at_most`` of ``samples`` (0: all), evenly spread, the first and last kept."""
+    if at_most <= 0 or len(samples) <= at_most:
+        return samples
+    if at_most == 1:
+        return samples[-1:]
+    step = (len(samples) - 1) / (at_most - 1)
+    return [samples[round(i * step)] for i in range(at_most)]

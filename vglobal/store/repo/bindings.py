@@ -5,12 +5,12 @@ generation, so a race between writers can never make a move the table refuses.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from vglobal.model.binding import ADMITTED, FINISHED, BindingPhase, BindingRef, sources, values
+from vglobal.model.binding import ADMITTED, BindingPhase, BindingRef, sources, values
 from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import joined, rowcount
 from vglobal.store.repo.live import (
@@ -217,36 +217,6 @@ def refs(uids: Sequence[str], *, session: Session) -> dict[str, BindingRef]:
         return {}
     rows = session.execute(sa.select(_b.job_uid, *_REF).where(_b.job_uid.in_(list(uids)))).all()
     return {r[0]: BindingRef.of(r[1], r[2], r[3]) for r in rows}
-
-
-def transition(
-    uid: str,
-    *,
-    session: Session,
-    cluster: str,
-    generation: int,
-    to_phase: BindingPhase,
-    reason: str | None = None,
-) -> bool:
-    """Move a binding to ``to_phase`` if it is still this run's (cluster, generation) and in a
-    phase it may move there from; returns whether it moved."""
-    values_: dict[str, Any] = {"phase": to_phase.value, "updated_at": sa.func.now()}
-    if reason is not None:
-        values_["reason"] = reason
-        values_["reason_kind"] = ""  # an admitted run's reason is never a wait
-    if to_phase in FINISHED:
-        values_["finished_at"] = sa.func.now()
-    res = session.execute(
-        sa.update(resource_bindings)
-        .where(
-            _b.job_uid == uid,
-            _b.cluster == cluster,
-            _b.generation == generation,
-            _b.phase.in_(sources(to_phase)),
-        )
-        .values(values_)
-    )
-    return bool(rowcount(res))
 
 
 def abort(uid: str, *, session: Session, reason: str) -> BindingRef | None:

@@ -103,16 +103,12 @@ def release(name: str, stream: str, *, session: Session) -> None:
     )
 
 
-def heartbeat(
-    name: str, free_patch: dict[str, dict[str, int]], *, session: Session, stream: str | None = None
-) -> bool:
-    """Merge the changed nodes' free capacity and mark the cluster alive; with ``stream``, only if it
-    still speaks for the cluster (False otherwise)."""
-    stmt = sa.update(clusters).where(clusters.c.name == name)
-    if stream is not None:
-        stmt = stmt.where(clusters.c.stream == stream)
+def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Session) -> bool:
+    """Merge the changed nodes' free capacity and mark the cluster alive (False: no such cluster)."""
     res = session.execute(
-        stmt.values(
+        sa.update(clusters)
+        .where(clusters.c.name == name)
+        .values(
             free=clusters.c.free.op("||")(sa.cast(free_patch, clusters.c.free.type)),
             last_heartbeat=sa.func.now(),
             state="Ready",

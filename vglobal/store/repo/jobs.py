@@ -15,15 +15,14 @@ from sqlalchemy.orm import Session
 from vglobal.model.forms import (
     Gang,
     Placement,
-    PodPlacement,
     TaskCounts,
     placements_from_json,
-    placements_to_json,
     tasks_from_json,
     tasks_to_json,
 )
 from vglobal.model.records import JobRow, OwnedJob
 from vglobal.store.engine import rowcount
+from vglobal.store.repo.job_queries import JobFilter, Page, conditions, ordered
 from vglobal.store.repo.live import cursor
 from vglobal.store.tables import jobs, resource_bindings
 
@@ -46,6 +45,7 @@ class NewJob:
     tasks: tuple[TaskCounts, ...]
     labels: dict[str, str] = field(default_factory=dict)
     owner_uid: str | None = None  # the CronJob or JobFlow that makes the job
+    submitted_by: str | None = None  # the caller, as the audit names it
 
 
 class NameTaken(Exception):
@@ -62,6 +62,7 @@ _COLUMNS: list[Any] = [
     resource_bindings.c.reason,
     resource_bindings.c.reason_kind,
     resource_bindings.c.waiting_since,
+    resource_bindings.c.finished_at.label("binding_finished_at"),
 ]
 
 
@@ -101,6 +102,8 @@ def _row(r: sa.Row[Any]) -> JobRow:
         reason_kind=m["reason_kind"],
         waiting_since=m["waiting_since"],
         labels=m["labels"] or {},
+        submitted_by=m["submitted_by"],
+        finished_at=m["binding_finished_at"],
     )
 
 
@@ -109,14 +112,16 @@ _INSERT = (
     "CAST(%(name)s AS text[]), CAST(%(rid)s AS text[]), CAST(%(queue)s AS text[]), CAST(%(pc)s AS text[]), "
     "CAST(%(prio)s AS int[]), CAST(%(min)s AS int[]), CAST(%(req)s AS text[]), CAST(%(gang)s AS text[]), "
     "CAST(%(pods)s AS text[]), CAST(%(where)s AS text[]), CAST(%(manifest)s AS text[]), "
-    "CAST(%(tasks)s AS text[]), CAST(%(labels)s AS text[]), CAST(%(owner)s AS text[])) "
+    "CAST(%(tasks)s AS text[]), CAST(%(labels)s AS text[]), CAST(%(owner)s AS text[]), "
+    "CAST(%(by)s AS text[])) "
     "WITH ORDINALITY AS d(uid, ns, name, rid, queue, pc, prio, min, req, gang, "
-    "pods, place, manifest, tasks, labels, owner, k)), "
+    "pods, place, manifest, tasks, labels, owner, by, k)), "
     "j AS (INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, "
-    "min_available, request, gang, pod_requests, placement, manifest, tasks, labels, owner_uid) "
+    "min_available, request, gang, pod_requests, placement, manifest, tasks, labels, owner_uid, "
+    "submitted_by) "
     "SELECT uid, ns, name, rid, queue, pc, prio, min, CAST(req AS jsonb), CAST(gang AS jsonb), "
     "CAST(pods AS jsonb), CAST(place AS jsonb), CAST(manifest AS jsonb), CAST(tasks AS jsonb), "
-    "CAST(labels AS jsonb), owner "
+    "CAST(labels AS jsonb), owner, by "
     "FROM d ORDER BY k ON CONFLICT DO NOTHING RETURNING uid, request) "
     "INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM j RETURNING job_uid"
 )
@@ -151,6 +156,7 @@ def insert_jobs(news: Sequence[NewJob], *, session: Session) -> set[str]:
                 "tasks": [dumps(tasks_to_json(n.tasks)) for n in news],
                 "labels": [dumps(n.labels) for n in news],
                 "owner": [n.owner_uid for n in news],
+                "by": [n.submitted_by for n in news],
             },
         )
         return {r[0] for r in cur.fetchall()}
@@ -222,24 +228,21 @@ def list_jobs(
 ) -> list[JobRow]:
     """Ordered by (namespace, name); ``after`` is the last key of the previous page; ``queues``
     (when given) the only queues whose jobs may be listed."""
-    stmt = _select()
-    if labels:
-        stmt = stmt.where(jobs.c.labels.contains(labels))
-    if owner_uid:
-        stmt = stmt.where(jobs.c.owner_uid == owner_uid)
-    if queue:
-        stmt = stmt.where(jobs.c.queue == queue)
-    if queues is not None:
-        stmt = stmt.where(jobs.c.queue.in_(list(queues)))
-    if namespace:
-        stmt = stmt.where(jobs.c.namespace == namespace)
-    if phase:
-        stmt = stmt.where(sa.or_(jobs.c.phase == phase, resource_bindings.c.phase == phase))
-    if cluster:
-        stmt = stmt.where(resource_bindings.c.cluster == cluster)
-    if after is not None:
-        stmt = stmt.where(sa.tuple_(jobs.c.namespace, jobs.c.name) > sa.tuple_(*after))
-    stmt = stmt.order_by(jobs.c.namespace, jobs.c.name).limit(limit)
+    f = JobFilter(
+        queue=queue,
+        namespace=namespace,
+        phase=phase,
+        cluster=cluster,
+        labels=labels or {},
+        owner_uid=owner_uid,
+        queues=queues,
+    )
+    return find_jobs(f, Page("", after=after), limit, session=session)
+
+
+def find_jobs(f: JobFilter, page: Page, limit: int, *, session: Session) -> list[JobRow]:
+    """The jobs ``f`` matches, in the page's order, from after its key."""
+    stmt = ordered(_select().where(*conditions(f)), page, limit)
     return [_row(r) for r in session.execute(stmt).all()]
 
 
@@ -274,28 +277,6 @@ def delete_job(uid: str, *, session: Session) -> bool:
 
 def delete_finished_of_queue(queue: str, *, session: Session) -> int:
     return rowcount(session.execute(sa.delete(jobs).where(jobs.c.queue == queue)))
-
-
-def update_status(
-    uid: str,
-    *,
-    session: Session,
-    phase: str,
-    tasks: Sequence[TaskCounts],
-    placements: Sequence[PodPlacement],
-    retry_count: int,
-    finished: bool,
-) -> None:
-    values: dict[str, Any] = {
-        "phase": phase,
-        "tasks": tasks_to_json(tasks),
-        "placements": placements_to_json(placements),
-        "retry_count": retry_count,
-        "updated_at": sa.func.now(),
-    }
-    if finished:
-        values["finished_at"] = sa.func.now()
-    session.execute(sa.update(jobs).where(jobs.c.uid == uid).values(values))
 
 
 def set_phase(uids: list[str], phase: str, *, session: Session) -> None:

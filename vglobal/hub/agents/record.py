@@ -16,12 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import grpc
 from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import agent_pb2
+from vglobal.hub.errors import HubError
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
-from vglobal.hub.status import Superseded
 from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, reported
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
@@ -35,6 +36,12 @@ log = logging.getLogger(__name__)
 
 # Reports recorded in one transaction at most: a long burst is written in several.
 MAX_BATCH = 2000
+
+
+class Superseded(HubError):
+    """Another stream now speaks for the cluster: this one is closed."""
+
+    code = grpc.StatusCode.ABORTED
 
 
 @dataclass
