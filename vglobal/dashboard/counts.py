@@ -28,11 +28,11 @@ class Summary:
 async def summary(gw: Gateway, token: str | None, query: JobQuery) -> Summary:
     group_by = ["phase"] if not query.group or query.group == "phase" else [query.group, "phase"]
     resp = await gw.call(gw.jobs.CountJobs, query.count_request(group_by), token)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"phase": g.phase, "queue": g.queue, "cluster": g.cluster, "namespace": g.namespace, "count": g.count}
         for g in resp.groups
     ]
     by_phase: dict[str, int] = {}
-    for row in rows:
-        by_phase[row["phase"]] = by_phase.get(row["phase"], 0) + row["count"]
+    for g in resp.groups:
+        by_phase[g.phase] = by_phase.get(g.phase, 0) + int(g.count)
     return Summary(total=resp.total, by_phase=by_phase, rows=rows)

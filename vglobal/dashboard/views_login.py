@@ -27,13 +27,9 @@ def _same_origin(request: Request) -> bool:
     return origin is None or urlsplit(origin).netloc == request.headers.get("host", "")
 
 
-def _form(request: Request, message: str = "", status: int = 200) -> Response:
-    context = {
-        "request": request,
-        "caller": None,
-        "message": message,
-        "next": _next(request.query_params.get("next", "/")),
-    }
+def _form(request: Request, message: str = "", status: int = 200, after: str | None = None) -> Response:
+    after = _next(after if after is not None else request.query_params.get("next", "/"))
+    context = {"request": request, "caller": None, "message": message, "next": after}
     return templates.TemplateResponse(request, "login.html", context, status_code=status)
 
 
@@ -44,16 +40,17 @@ async def login(request: Request) -> Response:
         return _form(request, "the login came from another site", 403)
     form = await request.form()
     token = str(form.get("token", "")).strip()
+    after = str(form.get("next", "/"))
     if not token:
-        return _form(request, "token: give the bearer token the hub's auth config knows you by", 400)
+        return _form(request, "token: give the bearer token the hub's auth config knows you by", 400, after)
     gw = gateway(request)
     try:
         await gw.call(gw.queues.ListQueues, queues_pb2.ListQueuesRequest(), token)
     except VGlobalError as exc:
         if exc.code == grpc.StatusCode.UNAUTHENTICATED:
-            return _form(request, "the hub does not accept this token", 401)
+            return _form(request, "the hub does not accept this token", 401, after)
         if exc.code != grpc.StatusCode.PERMISSION_DENIED:  # a role without queue reads may still log in
-            return _form(request, f"the hub could not be asked: {exc.message}", 502)
+            return _form(request, f"the hub could not be asked: {exc.message}", 502, after)
     caller = await sessions(request).login(token)
     response = RedirectResponse(_next(str(form.get("next", "/"))), 303)
     set_session_cookie(request, response, caller)
