@@ -122,7 +122,8 @@ def browser() -> Iterator[Any]:
 
 def login(browser: Any, site: Site, user: str) -> Any:
     """A fresh browser context logged in as ``user`` through the login form; its page."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    # CSP bypassed only so the test can inject axe-core; the pages themselves run no inline script.
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
     page = context.new_page()
     page.goto(site.url + "/")
     assert page.url.startswith(site.url + "/login")
@@ -189,3 +190,16 @@ def wait_phase(site: Site, name: str, phase: str, timeout: float = 60) -> None:
         wait_for(lambda: ada.get_job(name).phase == phase, timeout, f"{name} to be {phase}", site.system)
 
 
+
+
+def apply_files(site: Site, user: str, *paths: Path) -> None:
+    """``vglobal apply -f`` as ``user`` (queues, jobs, CronJobs, JobFlows in one go)."""
+    import subprocess
+    import sys
+
+    for path in paths:
+        subprocess.run(
+            [sys.executable, "-m", "vglobal", "--hub", site.system.target, "--ca-file",
+             str(site.certs / "ca.crt"), "--token", site.token(user), "apply", "-f", str(path)],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
