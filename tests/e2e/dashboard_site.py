@@ -4,7 +4,6 @@ own process, and Chromium driven by Playwright: what the dashboard's browser tes
 from __future__ import annotations
 
 import os
-import time
 import urllib.error
 import urllib.request
 import uuid

@@ -166,7 +166,7 @@ def test_operators_manage_queues_and_clusters_from_the_pages(site: Site, browser
     page.click("button:has-text('Cordon')")
     assert "Cordoned" in (page.text_content("h1") or "")
     page.click("button:has-text('Uncordon')")
-    wait_for(lambda: "Cordoned" not in (page.reload() and page.text_content("h1") or ""), 20, "uncordoned")
+    wait_for(lambda: "Cordoned" not in ((page.reload() and page.text_content("h1")) or ""), 20, "uncordoned")
     page.context.close()
     # alice (a submitter) sees no such buttons.
     page = login(browser, site, "alice")
