@@ -39,14 +39,14 @@ JOBS = """
 INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, min_available,
     request, gang, pod_requests, placement, manifest, phase, retry_count, tasks, placements,
     created_at, updated_at, finished_at, submitted_by)
-SELECT 'h-' || g, 'ns-' || (g % 10), 'hist-' || g, 'h-' || g, 'q' || (g % 4), t.priority_class_name,
+SELECT 'h-' || g, 'ns-' || (g %% 10), 'hist-' || g, 'h-' || g, 'q' || (g %% 4), t.priority_class_name,
     t.priority, t.min_available, t.request, t.gang, t.pod_requests, t.placement,
     jsonb_set(t.manifest, '{metadata,name}', to_jsonb('hist-' || g)),
-    CASE WHEN g % 7 = 0 THEN 'Failed' ELSE 'Completed' END, 0, t.tasks, t.placements,
+    CASE WHEN g %% 7 = 0 THEN 'Failed' ELSE 'Completed' END, 0, t.tasks, t.placements,
     now() - interval '6 days' + g * (interval '6 days' / %(rows)s),
     now() - interval '6 days' + g * (interval '6 days' / %(rows)s) + interval '30 s',
     now() - interval '6 days' + g * (interval '6 days' / %(rows)s) + interval '30 s',
-    'user-' || (g % 20)
+    'user-' || (g %% 20)
 FROM generate_series(%(lo)s, %(hi)s) AS g, (SELECT * FROM jobs WHERE uid = %(uid)s) AS t
 """
 
