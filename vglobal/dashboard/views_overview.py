@@ -44,7 +44,11 @@ async def overview_data(request: Request, caller: Caller) -> dict[str, Any]:
     ]
     lists = [
         jobs_pb2.ListJobsRequest(
-            phase="Failed", finished_after=_ago(timedelta(days=1)), sort_by="created", descending=True, page_size=5
+            phase="Failed",
+            finished_after=_ago(timedelta(days=1)),
+            sort_by="created",
+            descending=True,
+            page_size=5,
         ),
         jobs_pb2.ListJobsRequest(phase="Pending", sort_by="created", page_size=5),
     ]
