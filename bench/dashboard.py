@@ -228,11 +228,15 @@ def main() -> None:
             procs.append(spawn(["--hub", hub_addr, "dashboard", "--listen", web], work / "dashboard.log"))
             base = f"http://{web}"
             wait_http(base + "/healthz")
+            # Each page, then the part it loads after its first paint (the counts over every job).
             pages = {
-                "/jobs?queue=q1&phase=Failed": "jobs, two filters",
-                "/jobs?queue=q2&namespace=ns-3&sort=-created": "jobs, two filters, newest first",
-                "/jobs?q=hist-12345&by=user-5": "jobs, name substring + submitted by",
-                "/": "overview",
+                "/jobs?queue=q1&phase=Failed": "jobs page, two filters",
+                "/jobs-counts?queue=q1&phase=Failed": "  its counts",
+                "/jobs?queue=q2&namespace=ns-3&sort=-created": "jobs page, two filters, newest first",
+                "/jobs-counts?queue=q2&namespace=ns-3": "  its counts",
+                "/jobs?q=hist-12345&by=user-5": "jobs page, name contains + submitted by",
+                "/": "overview page",
+                "/overview-jobs": "  its job figures",
             }
             for path, label in pages.items():
                 timed(base + path, 5)  # warm

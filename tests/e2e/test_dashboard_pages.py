@@ -52,6 +52,8 @@ def test_every_page_shows_real_data_and_passes_axe(site: Site, browser: Any) -> 
     }
     for path, texts in checks.items():
         page.goto(site.url + path)
+        if path in ("/", "/jobs"):  # their counts arrive just after the page
+            page.wait_for_selector("[data-testid=total]")
         body = page.text_content("main") or ""
         if path == "/jobs/default/llm-finetune":
             page.click("text=Show the manifest as YAML")
@@ -66,6 +68,7 @@ def test_every_page_shows_real_data_and_passes_axe(site: Site, browser: Any) -> 
         since = datetime.now(UTC) - timedelta(hours=1)
         done = {g.phase: g.count for g in ada.count_jobs(["phase"], finished_after=since).groups}
     page.goto(site.url + "/")
+    page.wait_for_selector("[data-testid=total]")
     assert done.get("Failed") == 1
     finished = done.get("Completed", 0) + done.get("Failed", 0) + done.get("Aborted", 0)
     assert f"{done['Completed']} of {finished} finished" in (page.text_content("main") or "")

@@ -80,7 +80,9 @@ def routes() -> list[Route | Mount]:
     out += [
         Route("/login", views_login.login, methods=["GET", "POST"]),
         Route("/logout", views_login.logout, methods=["POST"]),
+        Route("/overview-jobs", views_overview.overview_jobs),
         Route("/jobs-results", views_jobs.jobs_results),
+        Route("/jobs-counts", views_jobs.jobs_counts),
         Route("/jobs-live", live.jobs_live),
         Route("/jobs/cancel", views_jobs.bulk_cancel, methods=["POST"]),
         Route("/api/jobs/cancel", views_jobs.bulk_cancel, methods=["POST"]),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import time
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vglobal.dashboard.gateway import Gateway
@@ -36,3 +38,22 @@ async def summary(gw: Gateway, token: str | None, query: JobQuery) -> Summary:
     for g in resp.groups:
         by_phase[g.phase] = by_phase.get(g.phase, 0) + int(g.count)
     return Summary(total=resp.total, by_phase=by_phase, rows=rows)
+
+
+# A page under live updates asks again every few hundred milliseconds: within this many seconds
+# the same caller's same query is answered from here instead of counting millions of rows again.
+CACHE_SECONDS = 2.0
+_cache: dict[tuple[str, JobQuery], tuple[float, Summary]] = {}
+
+
+async def cached_summary(gw: Gateway, token: str | None, query: JobQuery) -> Summary:
+    key = (hashlib.sha256((token or "").encode()).hexdigest(), replace(query, page="", sort="", size=50))
+    now = time.monotonic()
+    hit = _cache.get(key)
+    if hit is not None and now - hit[0] < CACHE_SECONDS:
+        return hit[1]
+    result = await summary(gw, token, query)
+    if len(_cache) > 1000:
+        _cache.clear()
+    _cache[key] = (time.monotonic(), result)
+    return result

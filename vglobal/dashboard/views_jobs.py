@@ -27,26 +27,32 @@ def _query(request: Request, caller: Caller) -> JobQuery | Response:
         return error(request, caller, 400, str(exc))
 
 
-async def jobs_data(request: Request, caller: Caller, query: JobQuery) -> dict[str, Any]:
+async def jobs_data(
+    request: Request, caller: Caller, query: JobQuery, *, with_counts: bool
+) -> dict[str, Any]:
+    """The page of jobs; with ``with_counts`` also the totals and groups (a CountJobs over every
+    matching job, which over millions takes longer than the page: the HTML page loads it apart)."""
     gw = gateway(request)
-    resp, summary = await asyncio.gather(
-        gw.call(gw.jobs.ListJobs, query.request(page_token=query.page), caller.token),
-        counts.summary(gw, caller.token, query),
-    )
+    listing = gw.call(gw.jobs.ListJobs, query.request(page_token=query.page), caller.token)
+    if with_counts:
+        resp, summary = await asyncio.gather(listing, counts.summary(gw, caller.token, query))
+    else:
+        resp, summary = await listing, None
     data: dict[str, Any] = {
         "query": query,
         "filters": query.filters(),
         "jobs": [rows.job(j) for j in resp.jobs],
         "next_page": resp.next_page_token,
         "revision": resp.revision,
-        "groups": [],
-        "total": None,
     }
-    data["total"] = summary.total
-    data["by_phase"] = summary.by_phase
-    if query.group:
-        data["groups"] = summary.groups(query.group)
+    if summary is not None:
+        data.update(counts_data(query, summary))
     return data
+
+
+def counts_data(query: JobQuery, summary: counts.Summary) -> dict[str, Any]:
+    groups = summary.groups(query.group) if query.group else []
+    return {"total": summary.total, "by_phase": summary.by_phase, "groups": groups}
 
 
 def _context(data: dict[str, Any]) -> dict[str, Any]:
@@ -58,10 +64,11 @@ async def jobs_page(request: Request, caller: Caller) -> Response:
     query = _query(request, caller)
     if isinstance(query, Response):
         return query
-    data = await jobs_data(request, caller, query)
     if request.url.path.startswith("/api/"):
+        data = await jobs_data(request, caller, query, with_counts=True)
         data.pop("query")
         return render(request, caller, "", data)
+    data = await jobs_data(request, caller, query, with_counts=False)
     return render(request, caller, "jobs.html", _context(data))
 
 
@@ -71,8 +78,19 @@ async def jobs_results(request: Request, caller: Caller) -> Response:
     query = _query(request, caller)
     if isinstance(query, Response):
         return query
-    data = await jobs_data(request, caller, query)
+    data = await jobs_data(request, caller, query, with_counts=False)
     return fragment(request, "_jobs_results.html", {"caller": caller, **_context(data)})
+
+
+@page()
+async def jobs_counts(request: Request, caller: Caller) -> Response:
+    """The totals, per-phase counts and groups of /jobs, loaded by the page after its rows."""
+    query = _query(request, caller)
+    if isinstance(query, Response):
+        return query
+    summary = await counts.cached_summary(gateway(request), caller.token, query)
+    context = {"caller": caller, "query": query, **counts_data(query, summary)}
+    return fragment(request, "_jobs_counts.html", context)
 
 
 async def _matching(request: Request, caller: Caller, query: JobQuery) -> list[jobs_pb2.Job]:

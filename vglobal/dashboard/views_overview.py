@@ -15,7 +15,7 @@ from vglobal.api.v1 import clusters_pb2, jobs_pb2, queues_pb2
 from vglobal.dashboard import rows
 from vglobal.dashboard.fmt import PHASES, resources
 from vglobal.dashboard.session import Caller
-from vglobal.dashboard.web import gateway, page, render
+from vglobal.dashboard.web import fragment, gateway, page, render
 
 SUCCESS = "Completed"
 UNSUCCESSFUL = ("Failed", "Aborted", "Terminated")
@@ -35,51 +35,61 @@ def rate(resp: jobs_pb2.CountJobsResponse) -> dict[str, Any]:
     return {"finished": finished, "completed": ok, "rate": (ok / finished) if finished else None}
 
 
-async def overview_data(request: Request, caller: Caller) -> dict[str, Any]:
+async def jobs_part(request: Request, caller: Caller) -> dict[str, Any]:
+    """The job figures: counts over every job, so the page loads them after its first paint."""
     gw, token = gateway(request), caller.token
     counts = [
         jobs_pb2.CountJobsRequest(group_by=["phase"]),
         jobs_pb2.CountJobsRequest(group_by=["phase"], finished_after=_ago(timedelta(hours=1))),
         jobs_pb2.CountJobsRequest(group_by=["phase"], finished_after=_ago(timedelta(days=1))),
     ]
+    day = _ago(timedelta(days=1))
     lists = [
         jobs_pb2.ListJobsRequest(
-            phase="Failed",
-            finished_after=_ago(timedelta(days=1)),
-            sort_by="created",
-            descending=True,
-            page_size=5,
+            phase="Failed", finished_after=day, sort_by="created", descending=True, page_size=5
         ),
         jobs_pb2.ListJobsRequest(phase="Pending", sort_by="created", page_size=5),
     ]
-    # Seven calls at once: the page takes as long as the slowest, not their sum.
-    count_task = asyncio.gather(*(gw.call(gw.jobs.CountJobs, r, token) for r in counts))
-    list_task = asyncio.gather(*(gw.call(gw.jobs.ListJobs, r, token) for r in lists))
-    queues_task = gw.call(gw.queues.ListQueues, queues_pb2.ListQueuesRequest(), token)
-    clusters_task = gw.call(gw.clusters.ListClusters, clusters_pb2.ListClustersRequest(), token)
-    (phases, hour, day), (failed, waiting), queues, clusters = await asyncio.gather(
-        count_task, list_task, queues_task, clusters_task
+    # Five calls at once: the part takes as long as the slowest, not their sum.
+    (phases, hour, last_day), (failed, waiting) = await asyncio.gather(
+        asyncio.gather(*(gw.call(gw.jobs.CountJobs, r, token) for r in counts)),
+        asyncio.gather(*(gw.call(gw.jobs.ListJobs, r, token) for r in lists)),
     )
     by_phase = {g.phase: int(g.count) for g in phases.groups}
     order = [p for p in PHASES if p in by_phase] + sorted(set(by_phase) - set(PHASES))
+    return {
+        "total": phases.total,
+        "by_phase": [(p, by_phase[p]) for p in order],
+        "hour": rate(hour),
+        "day": rate(last_day),
+        "failed": [rows.job(j) for j in failed.jobs],
+        "waiting": [rows.job(j) for j in waiting.jobs],
+    }
+
+
+async def overview_data(request: Request, caller: Caller) -> dict[str, Any]:
+    gw, token = gateway(request), caller.token
+    queues, clusters = await asyncio.gather(
+        gw.call(gw.queues.ListQueues, queues_pb2.ListQueuesRequest(), token),
+        gw.call(gw.clusters.ListClusters, clusters_pb2.ListClustersRequest(), token),
+    )
     cluster_rows = [rows.cluster(c) for c in clusters.clusters]
     for c in cluster_rows:
         c["resources"] = resources(c["capacity"])
     queue_rows = [rows.queue(q) for q in queues.queues]
     for q in queue_rows:
         q["resources"] = resources(q["deserved"], q["allocated"])
-    return {
-        "total": phases.total,
-        "by_phase": [(p, by_phase[p]) for p in order],
-        "hour": rate(hour),
-        "day": rate(day),
-        "queues": queue_rows,
-        "clusters": cluster_rows,
-        "failed": [rows.job(j) for j in failed.jobs],
-        "waiting": [rows.job(j) for j in waiting.jobs],
-    }
+    return {"queues": queue_rows, "clusters": cluster_rows}
 
 
 @page()
 async def overview_page(request: Request, caller: Caller) -> Response:
+    if request.url.path.startswith("/api/"):
+        data = {**await overview_data(request, caller), **await jobs_part(request, caller)}
+        return render(request, caller, "", data)
     return render(request, caller, "overview.html", await overview_data(request, caller))
+
+
+@page()
+async def overview_jobs(request: Request, caller: Caller) -> Response:
+    return fragment(request, "_overview_jobs.html", {"caller": caller, **await jobs_part(request, caller)})

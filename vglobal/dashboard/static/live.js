@@ -16,7 +16,7 @@
       fetch(el.dataset.src, { credentials: "same-origin", headers: { "HX-Request": "true" } })
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
-          if (html !== null) { keepChecked(el, html); el.dataset.refreshed = String(Number(el.dataset.refreshed || 0) + 1); }
+          if (html !== null) { keepChecked(el, html); if (window.htmx) window.htmx.process(el); el.dataset.refreshed = String(Number(el.dataset.refreshed || 0) + 1); }
         })
         .finally(function () { busy = false; if (again) { again = false; refresh(); } });
     }
