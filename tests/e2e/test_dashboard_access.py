@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import subprocess
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from typing import Any
 
 import pytest
 
 from tests.e2e.dashboard_site import Site, browser, job_manifest, login, queue_manifest, site, wait_phase
-from tests.e2e.harness import wait_for
+from tests.e2e.harness import free_port, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("dashboard")]
 __all__ = ["browser", "site"]
@@ -156,3 +160,36 @@ def test_bulk_cancel_of_everything_matching_asks_first_and_each_job_is_checked(s
     with site.client("ada") as ada:
         assert ada.get_job("bulk-b0").phase == "Running"
     page.context.close()
+
+
+def test_over_https_the_session_cookie_is_secure(site: Site) -> None:
+    """A second dashboard serving HTTPS with a certificate from the same CA: login works and the
+    cookie it sets carries Secure (besides HttpOnly and SameSite=Strict)."""
+    port = free_port()
+    certs = site.certs
+    site.system._spawn(
+        "dashboard-tls",
+        ["--hub", site.system.target, "--ca-file", str(certs / "ca.crt"), "dashboard", "--listen",
+         f"127.0.0.1:{port}", "--tls-cert", str(certs / "hub.crt"), "--tls-key", str(certs / "hub.key")],
+    )  # fmt: skip
+    tls = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *_: Any, **__: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=tls), NoRedirect)
+    body = urllib.parse.urlencode({"token": site.token("vic"), "next": "/"}).encode()
+
+    def login_answer() -> Any:
+        try:
+            return opener.open(f"https://localhost:{port}/login", data=body, timeout=5)
+        except urllib.error.HTTPError as exc:
+            return exc
+        except OSError:
+            return None
+
+    answer = wait_for(login_answer, 30, "the HTTPS dashboard", site.system)
+    assert answer.code == 303
+    cookie = answer.headers["set-cookie"]
+    assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
