@@ -27,6 +27,29 @@ AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
+# Two racks under one spine, with the GPU model on the nodes: the cluster page's HyperNode tree.
+RACKED = """
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {name: gpu-west, labels: {region: west}}
+spec:
+  nodeGroups:
+  - name: gpu-west-r0
+    count: 1
+    allocatable: {cpu: "64", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
+    labels: {example.com/tor: tor0, example.com/spine: sp0, nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+  - name: gpu-west-r1
+    count: 1
+    allocatable: {cpu: "64", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
+    labels: {example.com/tor: tor1, example.com/spine: sp0, nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+  hyperNodeDiscovery:
+    networkTopologyTypes:
+      dc:
+      - nodeLabel: example.com/spine
+      - nodeLabel: example.com/tor
+"""
+
+
 @dataclass
 class Site:
     system: System
@@ -89,9 +112,9 @@ def site(tmp_path_factory: pytest.TempPathFactory, pg_server: str, template_db: 
             "--auth-config", str(certs / "auth.yaml"), "--rate-limit", "0", "--max-watches", "256",
             ca_file=certs / "ca.crt",
         )  # fmt: skip
-        for cluster, region in (("gpu-east", "east"), ("gpu-west", "west")):
+        for cluster, spec in (("gpu-east", sim_cluster("gpu-east", 2)), ("gpu-west", RACKED)):
             system.start_agent(
-                cluster, sim_cluster(cluster, 2, region=region),
+                cluster, spec,
                 dial_args=["--hub", f"127.0.0.1:{agent_port}", "--ca-file", str(certs / "ca.crt"),
                            "--cert", str(certs / f"agent-{cluster}.crt"),
                            "--key", str(certs / f"agent-{cluster}.key")],

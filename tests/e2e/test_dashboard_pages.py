@@ -47,6 +47,7 @@ def test_every_page_shows_real_data_and_passes_axe(site: Site, browser: Any) -> 
         "/queues": ["training", "research"],
         "/clusters": ["gpu-east", "gpu-west"],
         "/clusters/gpu-east": ["gpu-east-0", "nvidia.com/gpu"],
+        "/clusters/gpu-west": ["NVIDIA-A100-SXM4-80GB", "HyperNodes", "gpu-west-r1"],
         "/cronjobs": ["eval-latest", "*/2 * * * *"],
         "/jobflows": ["bakeoff", "fetch", "compare"],
     }
@@ -60,6 +61,9 @@ def test_every_page_shows_real_data_and_passes_axe(site: Site, browser: Any) -> 
             body += page.text_content("pre.yaml") or ""
         for text in texts:
             assert text in body, f"{path} lacks {text!r}"
+        if path == "/clusters/gpu-west":  # a spine above two racks
+            tiers = page.locator("[data-testid=hypernodes] tbody tr").all_text_contents()
+            assert len(tiers) == 3, tiers
         name = {"/": "overview", "/jobs/default/llm-finetune": "job"}.get(path, path.strip("/").replace("/", "-"))
         screenshot(page, name)
         assert axe_violations(page) == [], path
