@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from vglobal.api.v1 import clusters_pb2, common_pb2, jobs_pb2, queues_pb2
+from vglobal.convert import hypernode_records
 from vglobal.dashboard.fmt import FINISHED, amount, ts
 
 
@@ -118,15 +119,5 @@ def cluster(c: clusters_pb2.Cluster) -> dict[str, Any]:
         "last_heartbeat": ts(c.last_heartbeat),
         "running_jobs": c.running_jobs,
         "node_list": [node(n) for n in c.node_list],
-        "hypernodes": [
-            {
-                "name": h.name,
-                "tier": h.tier,
-                "tier_name": h.tier_name,
-                "parent": h.parent,
-                "nodes": list(h.nodes),
-                "children": list(h.children),
-            }
-            for h in c.hypernodes
-        ],
+        "hypernodes": hypernode_records(c.hypernodes),
     }
