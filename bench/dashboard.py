@@ -232,8 +232,8 @@ def main() -> None:
             pages = {
                 "/jobs?queue=q1&phase=Failed": "jobs page, two filters",
                 "/jobs-counts?queue=q1&phase=Failed": "  its counts",
-                "/jobs?queue=q2&namespace=ns-3&sort=-created": "jobs page, two filters, newest first",
-                "/jobs-counts?queue=q2&namespace=ns-3": "  its counts",
+                "/jobs?queue=q2&namespace=ns-4&sort=-created": "jobs page, two filters, newest first",
+                "/jobs-counts?queue=q2&namespace=ns-4": "  its counts",
                 "/jobs?q=hist-12345&by=user-5": "jobs page, name contains + submitted by",
                 "/": "overview page",
                 "/overview-jobs": "  its job figures",

@@ -81,8 +81,8 @@ class Sessions:
         self._open: tuple[float, bool] | None = None
 
     async def login(self, token: str | None) -> Caller:
-        may = await probe(self.gateway, token)
         sid = secrets.token_urlsafe(32)
+        may = await self._may(token)
         caller = Caller(token=token, csrf=secrets.token_urlsafe(32), session_id=sid, may=may)
         self._sessions[sid] = caller
         while len(self._sessions) > MAX_SESSIONS:
@@ -105,7 +105,11 @@ class Sessions:
         self._sessions.pop(sid or "", None)
 
     async def bearer(self, token: str) -> Caller:
-        key = hashlib.sha256(token.encode()).hexdigest()
+        return Caller(token=token, may=await self._may(token))
+
+    async def _may(self, token: str | None) -> frozenset[str]:
+        """What the token's role may do, asked of the hub at most once a PROBE_SECONDS."""
+        key = hashlib.sha256((token or "").encode()).hexdigest()
         now = time.monotonic()
         cached = self._bearers.get(key)
         if cached is None or now - cached[0] > PROBE_SECONDS:
@@ -113,7 +117,7 @@ class Sessions:
                 self._bearers.clear()
             cached = (now, await probe(self.gateway, token))
             self._bearers[key] = cached
-        return Caller(token=token, may=cached[1])
+        return cached[1]
 
     async def hub_is_open(self) -> bool:
         now = time.monotonic()
