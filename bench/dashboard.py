@@ -237,6 +237,7 @@ def main() -> None:
                 "/jobs?q=hist-12345&by=user-5": "jobs page, name contains + submitted by",
                 "/": "overview page",
                 "/overview-jobs": "  its job figures",
+                "/overview-queues": "  its queues",
             }
             for path, label in pages.items():
                 timed(base + path, 5)  # warm

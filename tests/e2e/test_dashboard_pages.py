@@ -55,6 +55,8 @@ def test_every_page_shows_real_data_and_passes_axe(site: Site, browser: Any) -> 
         page.goto(site.url + path)
         if path in ("/", "/jobs"):  # their counts arrive just after the page
             page.wait_for_selector("[data-testid=total]")
+        if path == "/":
+            page.wait_for_selector("#overview-queues table")
         body = page.text_content("main") or ""
         if path == "/jobs/default/llm-finetune":
             page.click("text=Show the manifest as YAML")

@@ -81,6 +81,7 @@ def routes() -> list[Route | Mount]:
         Route("/login", views_login.login, methods=["GET", "POST"]),
         Route("/logout", views_login.logout, methods=["POST"]),
         Route("/overview-jobs", views_overview.overview_jobs),
+        Route("/overview-queues", views_overview.overview_queues),
         Route("/jobs-results", views_jobs.jobs_results),
         Route("/jobs-counts", views_jobs.jobs_counts),
         Route("/jobs-live", live.jobs_live),
