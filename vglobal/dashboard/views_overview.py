@@ -11,10 +11,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.requests import Request
 from starlette.responses import Response
 
-from vglobal.api.v1 import clusters_pb2, jobs_pb2, queues_pb2
+from vglobal.api.v1 import jobs_pb2, queues_pb2
 from vglobal.dashboard import rows
 from vglobal.dashboard.fmt import PHASES, resources
 from vglobal.dashboard.session import Caller
+from vglobal.dashboard.views_clusters import clusters_data
 from vglobal.dashboard.web import fragment, gateway, page, render
 
 SUCCESS = "Completed"
@@ -67,15 +68,6 @@ async def jobs_part(request: Request, caller: Caller) -> dict[str, Any]:
     }
 
 
-async def clusters_part(request: Request, caller: Caller) -> dict[str, Any]:
-    gw = gateway(request)
-    clusters = await gw.call(gw.clusters.ListClusters, clusters_pb2.ListClustersRequest(), caller.token)
-    cluster_rows = [rows.cluster(c) for c in clusters.clusters]
-    for c in cluster_rows:
-        c["resources"] = resources(c["capacity"])
-    return {"clusters": cluster_rows}
-
-
 async def queues_part(request: Request, caller: Caller) -> dict[str, Any]:
     """Queues with their usage (the hub counts their jobs: slower than a page over millions)."""
     gw = gateway(request)
@@ -90,10 +82,10 @@ async def queues_part(request: Request, caller: Caller) -> dict[str, Any]:
 async def overview_page(request: Request, caller: Caller) -> Response:
     if request.url.path.startswith("/api/"):
         parts = await asyncio.gather(
-            clusters_part(request, caller), queues_part(request, caller), jobs_part(request, caller)
+            clusters_data(request, caller), queues_part(request, caller), jobs_part(request, caller)
         )
         return render(request, caller, "", {k: v for part in parts for k, v in part.items()})
-    return render(request, caller, "overview.html", await clusters_part(request, caller))
+    return render(request, caller, "overview.html", await clusters_data(request, caller))
 
 
 @page()
