@@ -61,6 +61,12 @@ class HubSettings(BaseSettings):
         10_000, gt=0, description="events a watcher may fall behind by before it is cut off"
     )
     max_watches: int = Field(32, gt=0, description="watch streams one hub serves at a time")
+    queue_history_keep: float = Field(
+        7 * 86400.0, gt=0, description="how long each queue's sampled share history is kept (s)"
+    )
+    queue_history_interval: float = Field(
+        60.0, gt=0, description="how often the leader samples each queue's share history (s)"
+    )
     hub_id: str = ""
     # Security: TLS, client certificates for agents, the auth config, limits.
     tls_cert: Path | None = None

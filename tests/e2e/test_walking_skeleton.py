@@ -154,7 +154,13 @@ def test_agent_killed_mid_job_is_failed_over_and_never_runs_twice(system: System
     assert east["state"] == "NotReady"
     with system.client() as c:
         events = [e.reason for e in c.explain_job("ps-worker").events]
+        history = [(d.generation, d.cluster, d.outcome, d.fenced) for d in c.job_dispatches("ps-worker")]
+        dispatches = c.job_dispatches("ps-worker")
     assert events.count("Dispatched") == 2 and "Requeued" in events
+    # Its dispatch history: east's run failed over and was fenced off, west's completed.
+    assert history == [(1, "east", "FailedOver", True), (2, "west", "Completed", False)]
+    assert all(d.HasField("ended_at") for d in dispatches)
+    assert dispatches[0].ended_at.ToDatetime() <= dispatches[1].dispatched_at.ToDatetime()
 
 
 def test_partitioned_agent_is_fenced_when_it_returns(system: System) -> None:

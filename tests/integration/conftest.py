@@ -37,7 +37,7 @@ def follower(database_url: str) -> Iterator[tuple[Hub, sa.Engine]]:
     engine = make_engine(database_url, pool_size=2)
     hub = Hub(HubSettings(listen="127.0.0.1:0", database_url=database_url, dispatch_interval=0.1))
     with engine.connect() as leader:
-        assert try_session_lock(leader, AdvisoryLock.DISPATCHER_LEADER)
+        assert try_session_lock(leader, AdvisoryLock.HUB_LEADER)
         hub.start()
         try:
             yield hub, engine

@@ -152,6 +152,8 @@ class QueueStatus:
     running: int
     # Admitted in this cycle (already included in `allocated`).
     admitted: int = 0
+    # Volcano's queue request: `allocated` before this cycle plus what its waiting jobs ask for.
+    request: ResourceVector = EMPTY
 
 
 @dataclass(frozen=True)

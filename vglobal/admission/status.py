@@ -53,5 +53,6 @@ def queue_statuses(
             pending=pending[i],
             running=running[i] + admitted[i],
             admitted=admitted[i],
+            request=index.vector(tree.demand[i].tolist()),
         )
     return out

@@ -17,6 +17,7 @@ from typing import Any
 from vglobal.agent.backends.sim import SimBackend
 from vglobal.agent.core import AgentCore
 from vglobal.agent.hub_link import HubLink, Inbox
+from vglobal.agent.metrics import Observer, serve_metrics
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import RealClock
@@ -61,6 +62,7 @@ def run_agent(
     heartbeat_interval: float = 5.0,
     cycle_interval: float = 0.2,
     stop: threading.Event | None = None,
+    metrics_listen: str | None = None,
 ) -> None:
     """Run until ``stop`` is set or SIGTERM/SIGINT arrives; jobs keep running while the hub is away."""
     stop = stop or threading.Event()
@@ -69,7 +71,7 @@ def run_agent(
     backend = SimBackend(cluster, name=name)
     runtime = ClusterRuntime(backend, RealClock(), load_conf(scheduler_conf), bind_timeout=bind_timeout)
     core = AgentCore(runtime, heartbeat_interval=heartbeat_interval)
-    serve(core, hub, stop=stop, cycle_interval=cycle_interval)
+    serve(core, hub, stop=stop, cycle_interval=cycle_interval, metrics_listen=metrics_listen)
 
 
 def serve(
@@ -79,9 +81,11 @@ def serve(
     stop: threading.Event,
     cycle_interval: float = 0.2,
     lost: threading.Event | None = None,
+    metrics_listen: str | None = None,
 ) -> None:
     """The agent's main loop over any backend: hub messages in, one cluster cycle every
-    ``cycle_interval``, messages out; until ``stop`` (or ``lost``: another replica took over)."""
+    ``cycle_interval``, messages out; until ``stop`` (or ``lost``: another replica took over).
+    With ``metrics_listen`` it serves Prometheus metrics there (the caller checked the host)."""
     clock = core.runtime.clock
     backend = core.runtime.backend
     dial = hub if isinstance(hub, Dial) else Dial(hub)
@@ -94,6 +98,11 @@ def serve(
         dial.target,
         " over TLS" if dial.tls else "",
     )
+    observer: Observer | None = None
+    if metrics_listen:
+        serve_metrics(metrics_listen)
+        observer = Observer()
+        log.info("metrics on http://%s/metrics", metrics_listen)
     link.start()
     session = 0
     try:
@@ -118,6 +127,8 @@ def serve(
                     break  # a flood of hub messages must not starve the cluster cycle
             for m in core.tick():
                 link.send(session, m)
+            if observer is not None:
+                observer.observe(backend, core.runtime.live_grants())
     finally:
         link.close()
         log.info("agent for cluster %s stopped", backend.cluster_name)

@@ -7,15 +7,18 @@ time of a virtual clock. Same code either way.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
+from vglobal.agent import metrics
 from vglobal.agent.backends.base import Backend, JobProblem
 from vglobal.agent.controller import JobController
-from vglobal.agent.pods import PodPhase
+from vglobal.agent.pods import FINISHED_POD_PHASES, PodPhase
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.clock import Clock
 from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, run_cycle
+from vglobal.scheduler.devices.table import Grant
 
 log = logging.getLogger(__name__)
 _LISTED_BINDS = 8  # pods named in one "Scheduled" event; the rest are counted
@@ -49,6 +52,8 @@ class ClusterRuntime:
         self.controller = JobController(backend, clock)
         self._last_key: tuple[object, ...] | None = None
         self._mirrored: dict[str, int] = {}  # run uid -> events already given to the backend
+        # pod uid -> (node, the GPUs it was granted), while the pod lives: the metrics' device table
+        self.grants: dict[str, tuple[str, tuple[Grant, ...]]] = {}
 
     @property
     def runs(self) -> dict[str, JobRun]:
@@ -113,8 +118,10 @@ class ClusterRuntime:
         state = cluster_snapshot(
             self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes(), self.backend.reserved()
         )
+        started = time.perf_counter()
         result = run_cycle(state, self.conf)
         self._apply(result)
+        metrics.record_cycle(time.perf_counter() - started, len(result.binds))
 
     def _apply(self, result: CycleResult) -> None:
         now = self.clock.now()
@@ -129,7 +136,10 @@ class ClusterRuntime:
             if uid not in owner:
                 continue
             run, name = owner[uid]
-            self.backend.bind_pod(uid, node, result.devices.get(uid, ()))
+            devices = result.devices.get(uid, ())
+            self.backend.bind_pod(uid, node, devices)
+            if devices:
+                self.grants[uid] = (node, devices)
             run.pipelined.pop(uid, None)
             bound.setdefault(run.uid, []).append(f"{name}->{node}")
         for run in self.runs.values():
@@ -180,3 +190,10 @@ class ClusterRuntime:
                 r.accepted_at + self.bind_timeout for r in self.runs.values() if not (r.started or r.finished)
             ]
         return min((t for t in times if t is not None), default=None)
+
+    def live_grants(self) -> dict[str, tuple[str, tuple[Grant, ...]]]:
+        """The GPUs granted to pods that still hold them (running or bound, not ended)."""
+        pods = self.backend.pods()
+        for uid in [u for u in self.grants if u not in pods or pods[u].phase in FINISHED_POD_PHASES]:
+            del self.grants[uid]
+        return self.grants

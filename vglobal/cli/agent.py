@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from vglobal.cli.common import FILE, Ctx, fail, setup_logging
-from vglobal.dial import DialError
+from vglobal.dial import DialError, is_loopback
 
 
 def _labels(values: tuple[str, ...]) -> dict[str, str]:
@@ -20,6 +20,20 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
             fail(f"--label: expected KEY=VALUE, not {item!r}")
         out[key] = value
     return out
+
+
+def metrics_address(listen: str, *, public: bool) -> str:
+    """``[HOST:]PORT`` as HOST:PORT; a host beyond loopback only with --metrics-public."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit():
+        fail(f"--metrics-listen {listen}: expected [HOST:]PORT")
+    address = f"{host or '127.0.0.1'}:{port}"
+    if not public and not is_loopback(address):
+        fail(
+            f"--metrics-listen {listen}: the agent's metrics are plain, unauthenticated HTTP and stay on "
+            "loopback; give --metrics-public to serve them beyond it"
+        )
+    return address
 
 
 @click.command()
@@ -65,6 +79,16 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
     default=None,
     help="HyperNodes from node labels (Volcano's discovery config).",
 )
+@click.option(
+    "--metrics-listen",
+    default=None,
+    help="Serve Prometheus metrics on [HOST:]PORT (127.0.0.1 unless a host is given).",
+)
+@click.option(
+    "--metrics-public",
+    is_flag=True,
+    help="Allow --metrics-listen beyond loopback (plain HTTP, no authentication).",
+)
 @click.option("-v", "--verbose", is_flag=True)
 @click.pass_obj
 def agent(
@@ -86,6 +110,8 @@ def agent(
     lease_duration: str,
     lease_namespace: str | None,
     hypernode_discovery: Path | None,
+    metrics_listen: str | None,
+    metrics_public: bool,
     verbose: bool,
 ) -> None:
     """Run the agent of one member cluster."""
@@ -96,6 +122,8 @@ def agent(
         obj.dial.check()
     except DialError as exc:
         fail(str(exc))
+    if metrics_listen:
+        metrics_listen = metrics_address(metrics_listen, public=metrics_public)
     real = kubeconfig is not None or context is not None or in_cluster
     if sim_file is not None and real:
         fail("--sim and --kubeconfig/--context/--in-cluster are exclusive: one cluster, simulated or real")
@@ -114,6 +142,7 @@ def agent(
             scheduler_conf=scheduler_conf,
             bind_timeout=bind,
             heartbeat_interval=heartbeat,
+            metrics_listen=metrics_listen,
         )
         return
     if not real and not os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -137,6 +166,7 @@ def agent(
         scheduler_conf=scheduler_conf,
         bind_timeout=bind,
         heartbeat_interval=heartbeat,
+        metrics_listen=metrics_listen,
     )
     try:
         run_kube_agent(obj.dial, settings)

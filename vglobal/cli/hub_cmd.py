@@ -73,6 +73,15 @@ from vglobal.cli.hub_flags import security_options, security_settings, settings_
     help="Changes a watcher may fall behind by before it is cut off (RESOURCE_EXHAUSTED).",
 )
 @click.option("--max-watches", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option(
+    "--queue-history-keep",
+    default="168h",
+    show_default=True,
+    help="Keep each queue's sampled share history this long (GetQueueHistory, the dashboard's plots).",
+)
+@click.option(
+    "--queue-history-interval", default="1m", show_default=True, help="Sample each queue's share this often."
+)
 @security_options
 @click.option("-v", "--verbose", is_flag=True)
 def hub(
@@ -95,6 +104,8 @@ def hub(
     watch_keep_changes: int,
     watch_buffer: int,
     max_watches: int,
+    queue_history_keep: str,
+    queue_history_interval: str,
     verbose: bool,
     **security: Any,
 ) -> None:
@@ -125,6 +136,8 @@ def hub(
             watch_keep_changes=watch_keep_changes,
             watch_buffer=watch_buffer,
             max_watches=max_watches,
+            queue_history_keep=parse_duration(queue_history_keep),
+            queue_history_interval=parse_duration(queue_history_interval),
             **security_settings(security),
         )
     except ValueError as exc:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 from vglobal.hub.context import HubContext
-from vglobal.hub.leader import Leader
+from vglobal.hub.loop_runner import LeaderLoop
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import session_scope
@@ -17,6 +16,8 @@ from vglobal.store.repo import events as events_repo
 from vglobal.store.repo.events import NewEvent
 
 log = logging.getLogger(__name__)
+
+INTERVAL = 1.0  # seconds between looks at the clusters' heartbeats
 
 
 def failover_tick(ctx: HubContext) -> None:
@@ -55,11 +56,14 @@ def failover_tick(ctx: HubContext) -> None:
             notify(FENCE, session=session)
 
 
-def run_failover(ctx: HubContext, leader: Leader, stop: threading.Event, interval: float = 1.0) -> None:
-    while not stop.wait(interval):
-        if not leader.check():
-            continue
-        try:
-            failover_tick(ctx)
-        except Exception:
-            log.exception("failover tick failed")
+class FailoverLoop(LeaderLoop):
+    name = "failover"
+    min_gap = INTERVAL
+    max_wait = INTERVAL
+
+    def __init__(self, ctx: HubContext) -> None:
+        self.ctx = ctx
+
+    def tick(self, woken: bool) -> float:
+        failover_tick(self.ctx)
+        return INTERVAL

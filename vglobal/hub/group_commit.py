@@ -3,7 +3,7 @@ wait, and are then stored together, in one transaction with one NOTIFY.
 
 Each call still gets its own answer: a submission the hub refuses (its queue is missing, its name
 is taken under another request) fails alone, and the rest of its group is stored without it. A
-request_id submitted twice in one group, or before, gives one job (``store_jobs``). A caller's
+request_id submitted twice in one group, or before, gives one job (``submit.store``). A caller's
 answer is sent only once its group is committed, so a job acknowledged is durable.
 """
 
@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from vglobal.hub.notify import DISPATCH, notify
-from vglobal.hub.submit import ItemFailed, store_jobs, submitted_events
-from vglobal.model.job import Job
+from vglobal.hub.submit import ItemFailed, Submission, store
 from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
 
@@ -32,9 +30,7 @@ COMMITTERS = 2
 
 @dataclass
 class Pending:
-    job: Job
-    request_id: str | None
-    principal: str
+    submission: Submission
     answer: Future[tuple[JobRow, bool]] = field(default_factory=Future)
 
 
@@ -47,9 +43,9 @@ class SubmitGroups:
         self._ready = threading.Condition()
         self._threads: list[threading.Thread] = []
 
-    def submit(self, job: Job, request_id: str | None, principal: str) -> tuple[JobRow, bool]:
+    def submit(self, submission: Submission) -> tuple[JobRow, bool]:
         """The stored job and whether this call created it, once its group is committed."""
-        pending = Pending(job, request_id, principal)
+        pending = Pending(submission)
         with self._ready:
             if not self._threads:
                 self._start()
@@ -76,15 +72,7 @@ class SubmitGroups:
         while group:
             try:
                 with session_scope(self.sessions) as session:
-                    stored = store_jobs(
-                        [(p.job, p.request_id) for p in group],
-                        session=session,
-                        principals=[p.principal for p in group],
-                    )
-                    created = [(row, p.principal) for (row, new), p in zip(stored, group, strict=True) if new]
-                    submitted_events(created, session=session)
-                    if created:
-                        notify(DISPATCH, session=session)
+                    stored = store([p.submission for p in group], session=session)
             except ItemFailed as failed:
                 group[failed.index].answer.set_exception(failed.error)
                 del group[failed.index]

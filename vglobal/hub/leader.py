@@ -1,4 +1,5 @@
-"""Leader election: a session-level advisory lock held on one dedicated connection."""
+"""Leader election: a session-level advisory lock (``HUB_LEADER``) held on one dedicated connection.
+Every leader loop asks ``check()`` itself before each tick (see loop_runner.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 
 import sqlalchemy as sa
 
+from vglobal.hub import metrics
 from vglobal.store.locks import AdvisoryLock, holds_lock, try_session_lock
 
 log = logging.getLogger(__name__)
@@ -19,7 +21,7 @@ class Leader:
     next check sees it gone and this replica stops leading until it wins the lock again.
     """
 
-    def __init__(self, engine: sa.Engine, lock: AdvisoryLock = AdvisoryLock.DISPATCHER_LEADER) -> None:
+    def __init__(self, engine: sa.Engine, lock: AdvisoryLock = AdvisoryLock.HUB_LEADER) -> None:
         self.engine = engine
         self.lock = lock
         self._conn: sa.Connection | None = None
@@ -45,11 +47,8 @@ class Leader:
                     log.warning("lost the leader lock: %s", exc)
                 self._leading = False
                 self._drop()
+            metrics.LEADER.set(1 if self._leading else 0)
             return self._leading
-
-    @property
-    def leading(self) -> bool:
-        return self._leading
 
     def _drop(self) -> None:
         if self._conn is not None:
@@ -64,3 +63,4 @@ class Leader:
         with self._mutex:
             self._leading = False
             self._drop()
+            metrics.LEADER.set(0)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from vglobal.model.quantity import unit_scale
 
 REGISTRY = CollectorRegistry()
 
@@ -49,7 +52,68 @@ CLUSTER_READY = Gauge(
 CLUSTER_FREE = Gauge(
     "vglobal_cluster_free", "Free capacity of a cluster", ["cluster", "resource"], registry=REGISTRY
 )
-LEADER = Gauge("vglobal_leader", "1 on the hub replica that runs the dispatcher", registry=REGISTRY)
+LEADER = Gauge("vglobal_leader", "1 on the hub replica that runs the leader loops", registry=REGISTRY)
+
+
+def _volcano_queue_gauges(what: str, help_: str) -> tuple[Gauge, Gauge, Gauge]:
+    """Volcano's three gauges of one queue figure: milli-CPU, memory bytes, and the other
+    resources by name (in their own units: GPUs, pods), labelled as Volcano labels them."""
+    return (
+        Gauge(
+            f"volcano_queue_{what}_milli_cpu", f"{help_}: CPU (millicores)", ["queue_name"], registry=REGISTRY
+        ),
+        Gauge(
+            f"volcano_queue_{what}_memory_bytes",
+            f"{help_}: memory (bytes)",
+            ["queue_name"],
+            registry=REGISTRY,
+        ),
+        Gauge(
+            f"volcano_queue_{what}_scalar_resources",
+            f"{help_}: other resources",
+            ["queue_name", "resource"],
+            registry=REGISTRY,
+        ),
+    )
+
+
+# Set by the leader's dispatch cycle, as Volcano's scheduler sets them each session.
+VOLCANO_ALLOCATED = _volcano_queue_gauges("allocated", "Held by a queue's admitted, unfinished jobs")
+VOLCANO_REQUEST = _volcano_queue_gauges(
+    "request", "A queue's request: allocated plus what its waiting jobs ask"
+)
+VOLCANO_DESERVED = _volcano_queue_gauges("deserved", "A queue's fair share")
+VOLCANO_CAPACITY = _volcano_queue_gauges("capacity", "A queue's spec.capability")
+QUEUE_GUARANTEE = Gauge(
+    "vglobal_queue_guarantee", "A queue's spec.guarantee", ["queue", "resource"], registry=REGISTRY
+)
+QUEUE_SHARE = Gauge(
+    "volcano_queue_share",
+    "allocated / deserved of a queue's dominant resource",
+    ["queue_name"],
+    registry=REGISTRY,
+)
+QUEUE_WEIGHT = Gauge("volcano_queue_weight", "A queue's weight", ["queue_name"], registry=REGISTRY)
+# Counted by the replica that records an agent's report, once its transaction commits. Volcano's
+# counters also carry job_name; here one series per queue (millions of jobs would mean as many series).
+JOBS_COMPLETED = Counter(
+    "volcano_job_completed_phase_count", "Jobs that reached Completed", ["queue_name"], registry=REGISTRY
+)
+JOBS_FAILED = Counter(
+    "volcano_job_failed_phase_count", "Jobs that reached Failed", ["queue_name"], registry=REGISTRY
+)
+CRON_RUNS = Counter(
+    "vglobal_cronjob_runs_total",
+    "Jobs a CronJob made (scheduled or by hand)",
+    ["namespace", "cronjob"],
+    registry=REGISTRY,
+)
+FLOW_RUNS = Counter(
+    "vglobal_jobflow_runs_total",
+    "Jobs a JobFlow made for its steps",
+    ["namespace", "jobflow"],
+    registry=REGISTRY,
+)
 
 
 # (gauge, label values) -> [child, last value set]
@@ -73,3 +137,23 @@ def set_gauge(gauge: Gauge, value: float, *labels: str) -> None:
 def serve_metrics(listen: str) -> None:
     host, _, port = listen.rpartition(":")
     start_http_server(int(port), addr=host or "127.0.0.1", registry=REGISTRY)
+
+
+def set_volcano_resources(gauges: tuple[Gauge, Gauge, Gauge], queue: str, units: Mapping[str, int]) -> None:
+    """A queue's figure in Volcano's three gauges; CPU units are millicores, memory units bytes,
+    other resources' units their own (a resource absent from ``units`` is 0)."""
+    cpu, memory, scalar = gauges
+    set_gauge(cpu, units.get("cpu", 0), queue)
+    set_gauge(memory, units.get("memory", 0), queue)
+    for r, v in units.items():
+        if r not in ("cpu", "memory"):
+            set_gauge(scalar, v / unit_scale(r), queue, r)
+
+
+def count_finished(ended: Iterable[tuple[str, str]]) -> None:
+    """Count committed runs that ended Succeeded or Failed, per queue."""
+    for queue, phase in ended:
+        if phase == "Succeeded":
+            JOBS_COMPLETED.labels(queue).inc()
+        elif phase == "Failed":
+            JOBS_FAILED.labels(queue).inc()

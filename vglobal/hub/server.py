@@ -12,7 +12,6 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -37,17 +36,12 @@ from vglobal.config import HubSettings
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.context import HubContext
-from vglobal.hub.cron.loop import run_cron
-from vglobal.hub.dispatch.loop import run_dispatcher
-from vglobal.hub.failover import run_failover
-from vglobal.hub.flows.loop import run_flows
 from vglobal.hub.grpc_server import LoopServer, server_credentials
 from vglobal.hub.guard import Guard
 from vglobal.hub.leader import Leader
+from vglobal.hub.loops import LoopEnv, RunningLoop, start_loops
 from vglobal.hub.metrics import serve_metrics
-from vglobal.hub.notify import listen_forever
 from vglobal.hub.probes import HealthServicer, add_reflection
-from vglobal.hub.retention import run_retention
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
 from vglobal.hub.servicers.cronjobs import CronJobServicer
@@ -55,7 +49,6 @@ from vglobal.hub.servicers.jobflows import JobFlowServicer
 from vglobal.hub.servicers.jobs import JobServicer
 from vglobal.hub.servicers.queues import QueueServicer
 from vglobal.hub.watch.feed import WatchFeed
-from vglobal.hub.watch.log_loop import run_change_log
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.errors import ManifestError
 from vglobal.store import migrate
@@ -115,7 +108,7 @@ class Hub:
         self.agent_pool = futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-db")
         self.health = self._add_services()
         self.port, self.agent_port = self._add_ports()
-        self._threads: list[threading.Thread] = []
+        self.loops: list[RunningLoop] = []
 
     def _add_services(self) -> HealthServicer:
         server = self.grpc.server
@@ -143,20 +136,7 @@ class Hub:
 
     def start(self) -> None:
         self.grpc.start()
-        loops: list[tuple[str, Callable[..., object], tuple[Any, ...]]] = [
-            ("notify", listen_forever, (libpq_dsn(self.url), self.ctx.wakeups, self.stop)),
-            ("dispatcher", run_dispatcher, (self.ctx, self.leader, self.stop)),
-            ("failover", run_failover, (self.ctx, self.leader, self.stop)),
-            ("cron", run_cron, (self.ctx, self.leader, self.stop)),
-            ("jobflows", run_flows, (self.ctx, self.leader, self.stop)),
-            ("watch-log", run_change_log, (self.ctx, self.leader, self.stop)),
-            ("watch-feed", self.feed.run, (self.stop,)),
-            ("retention", run_retention, (self.ctx, self.leader, self.stop)),
-        ]
-        for name, target, args in loops:
-            t = threading.Thread(target=target, args=args, name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
+        self.loops = start_loops(LoopEnv(self.ctx, self.leader, self.stop, self.feed, libpq_dsn(self.url)))
         if self.settings.metrics_listen:
             serve_metrics(self.settings.metrics_listen)
         for service in ["", *SERVICES]:
@@ -188,8 +168,8 @@ class Hub:
         self.grpc.stop(grace=2.0)
         self.watches.shutdown()
         self.agent_pool.shutdown(wait=False, cancel_futures=True)
-        for t in self._threads:
-            t.join(timeout=3.0)
+        for running in self.loops:
+            running.thread.join(timeout=3.0)
         self.leader.release()
         self.ctx.engine.dispose()
 

@@ -1,15 +1,25 @@
-"""Turning a submitted Volcano Job manifest into stored rows, with every check before any write."""
+"""Turning a submitted Volcano Job manifest into stored rows, with every check before any write.
+
+Every job the hub stores goes the same way: ``accept`` turns a caller's manifest into a Job (parsed,
+within this hub's limits, in a queue the caller may submit to); ``store`` writes accepted jobs
+(SubmitJob's groups, SubmitJobs, and the jobs CronJobs and JobFlows make) with their Submitted
+events and wakes the dispatcher, in the caller's transaction.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
 from vglobal.config import HubSettings
+from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
+from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.servicers.access import require
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
@@ -47,6 +57,15 @@ def check_limits(job: Job, settings: HubSettings) -> None:
             f"spec.tasks[*].replicas: {pods} pods in all, more than the limit of {settings.max_pods_per_job} "
             "(--max-pods-per-job)"
         )
+
+
+def accept(manifest: str, settings: HubSettings) -> Job:
+    """The Job a caller submits: exactly one Job manifest, within this hub's limits, to a queue
+    the caller may submit to. Nothing is read or written: its references are checked by ``store``."""
+    job = parse_one(manifest, Job, max_bytes=settings.max_manifest_bytes)
+    check_limits(job, settings)
+    require(Action.submit_jobs, queue=job.queue)
+    return job
 
 
 def resolve_priority(job: Job, *, session: Session) -> int:
@@ -196,9 +215,28 @@ def store_jobs(
     return out
 
 
-def submitted_events(created: Sequence[tuple[JobRow, str | None]], *, session: Session) -> None:
-    """Record a Submitted event for each job created, with who submitted it (None: the hub's own
-    loops)."""
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """A job to store, the request_id it was submitted under, and who submitted it (None: the
+    hub's own loops)."""
+
+    job: Job
+    request_id: str | None = None
+    principal: str | None = None
+
+
+def store(
+    items: Sequence[Submission], *, session: Session, owner_uid: str | None = None
+) -> list[tuple[JobRow, bool]]:
+    """Store the jobs (``store_jobs``), a Submitted event for each created, and wake the
+    dispatcher if any was; the caller owns the transaction. ``ItemFailed`` names a refused one."""
+    stored = store_jobs(
+        [(s.job, s.request_id) for s in items],
+        session=session,
+        owner_uid=owner_uid,
+        principals=[s.principal for s in items],
+    )
+    created = [(row, s.principal) for (row, new), s in zip(stored, items, strict=True) if new]
     events_repo.add_events(
         [
             NewEvent(
@@ -211,23 +249,17 @@ def submitted_events(created: Sequence[tuple[JobRow, str | None]], *, session: S
         ],
         session=session,
     )
+    if created:
+        notify(DISPATCH, session=session)
+    return stored
 
 
-def submit_job(
-    job: Job,
-    *,
-    request_id: str | None,
-    session: Session,
-    owner_uid: str | None = None,
-    principal: str | None = None,
-) -> tuple[JobRow, bool]:
-    """One job through ``store_jobs`` and its Submitted event; the caller wakes the dispatcher."""
+def store_one(
+    job: Job, *, session: Session, owner_uid: str | None = None, principal: str | None = None
+) -> JobRow:
+    """One job the hub makes (no request_id) through ``store``; its refusal is raised as is."""
     try:
-        ((row, created),) = store_jobs(
-            [(job, request_id)], session=session, owner_uid=owner_uid, principals=[principal]
-        )
+        ((row, _),) = store([Submission(job, None, principal)], session=session, owner_uid=owner_uid)
     except ItemFailed as failed:
         raise failed.error from None
-    if created:
-        submitted_events([(row, principal)], session=session)
-    return row, created
+    return row

@@ -132,6 +132,12 @@ class ResourceVector(Mapping[str, int]):
 EMPTY = ResourceVector()
 
 
+def queue_share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:
+    """allocated / deserved of the dominant resource, over the resources deserved names (Volcano's
+    proportion plugin's share); 0 when it deserves nothing."""
+    return max((allocated.get(r, 0) / d for r, d in deserved.items() if d > 0), default=0.0)
+
+
 def total(vectors: Iterable[Mapping[str, int]]) -> ResourceVector:
     out: dict[str, int] = {}
     for vec in vectors:

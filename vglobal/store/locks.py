@@ -9,7 +9,10 @@ import sqlalchemy as sa
 
 class AdvisoryLock(enum.IntEnum):
     MIGRATIONS = 0x76670001
-    DISPATCHER_LEADER = 0x76670002
+    # Held by the one replica that runs the leader loops (dispatcher, failover, cron, JobFlows, the
+    # change log, retention); the key is unchanged since it guarded the dispatcher alone, so hubs
+    # of either version exclude each other.
+    HUB_LEADER = 0x76670002
     # Taken per transaction by a dispatch cycle, so two hubs that both think they lead never overlap.
     DISPATCH_CYCLE = 0x76670003
 

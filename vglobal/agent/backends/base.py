@@ -72,6 +72,10 @@ class Backend(Protocol):
         pods, daemon sets, pods being deleted); the scheduler cannot use it."""
         ...
 
+    def binds_waiting(self) -> int:
+        """Pods bound that the cluster does not show on their node yet (a sim binds at once)."""
+        return 0
+
     def api_problem(self) -> str:
         """Why the cluster cannot be reached now ("" when it can)."""
         ...

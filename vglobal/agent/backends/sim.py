@@ -109,6 +109,9 @@ class SimBackend:
     def reserved(self) -> Mapping[str, ResourceVector]:
         return {}  # every simulated pod is the agent's
 
+    def binds_waiting(self) -> int:
+        return 0  # a simulated bind lands at once
+
     def api_problem(self) -> str:
         return ""
 

@@ -140,6 +140,9 @@ class KubeBackend:
             pending[t.bind_to] = pending.get(t.bind_to, ResourceVector()) + t.manifest.request + POD_SLOT
         return self.cache.free(pending)
 
+    def binds_waiting(self) -> int:
+        return len(self.tracker.pending_binds())
+
     def reserved(self) -> Mapping[str, ResourceVector]:
         return self.cache.reserved(self.tracker.pods, self.tracker.version)
 

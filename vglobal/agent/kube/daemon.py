@@ -56,6 +56,7 @@ class KubeAgentSettings:
     heartbeat_interval: float = 5.0
     cycle_interval: float = 0.2
     writers: int = 8
+    metrics_listen: str | None = None  # [HOST:]PORT of /metrics; the CLI checks the host
 
 
 def lease_name(cluster: str) -> str:
@@ -107,7 +108,14 @@ def run_kube_agent(hub: Dial | str, settings: KubeAgentSettings, stop: threading
             runtime.controller.adopt(found)
         core = AgentCore(runtime, heartbeat_interval=s.heartbeat_interval, purge_stopped=True)
         core.adopted()
-        serve(core, hub, stop=stop, cycle_interval=s.cycle_interval, lost=elector.lost if elector else None)
+        serve(
+            core,
+            hub,
+            stop=stop,
+            cycle_interval=s.cycle_interval,
+            lost=elector.lost if elector else None,
+            metrics_listen=s.metrics_listen,
+        )
     finally:
         backend.stop()
         if elector is not None and not elector.lost.is_set():

@@ -51,6 +51,7 @@ class Outcome:
     stale: int = 0  # reports of runs that are not current: the stream should check its runs
     finished: int = 0
     rejected: int = 0
+    ended: list[tuple[str, str]] = field(default_factory=list)  # (queue, phase) of each run that finished
 
 
 @dataclass
@@ -134,7 +135,7 @@ class _Batch:
         # Job rows first: a change of placements touches the binding (migration 0002), which
         # the binding's own move then writes over in the same transaction.
         runs_repo.update_statuses(list(self.statuses.values()), session=session)
-        runs_repo.move(list(self.moves.values()), self.cluster, session=session)
+        self.outcome.ended = runs_repo.move(list(self.moves.values()), self.cluster, session=session)
         for msg in self.rejects:
             bindings_repo.requeue(
                 [msg.job_uid],

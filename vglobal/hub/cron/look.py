@@ -16,8 +16,7 @@ from sqlalchemy.orm import Session
 
 from vglobal.hub.errors import AlreadyExists, HubError
 from vglobal.hub.job_actions import cancel_job, delete_job
-from vglobal.hub.notify import DISPATCH, notify
-from vglobal.hub.submit import submit_job
+from vglobal.hub.submit import store_one
 from vglobal.model.cron_decision import (
     CancelRun,
     CreateRun,
@@ -57,7 +56,6 @@ class Look:
     runs: dict[str, OwnedJob]
     events: list[NewEvent] = field(default_factory=list)
     skipped: datetime | None = None  # a scheduled time Forbid held back in this look
-    wake_dispatcher: bool = False
 
     def note(self, reason: str, message: str, *, warning: bool = False) -> None:
         self.events.append(
@@ -74,7 +72,7 @@ class Look:
 def _create(look: Look, action: CreateRun, *, session: Session) -> None:
     before = look.status
     try:
-        submit_job(action.job, request_id=None, session=session, owner_uid=look.row.uid)
+        store_one(action.job, session=session, owner_uid=look.row.uid)
     except AlreadyExists:
         # A job of that name that this CronJob did not make: the scheduled time is spent.
         look.status = replace(before, active=tuple(n for n in before.active if n != action.name))
@@ -93,7 +91,6 @@ def _create(look: Look, action: CreateRun, *, session: Session) -> None:
         look.next_time = min(look.next_time, retry) if look.next_time else retry
         look.note("FailedCreate", f'job "{action.name}": {exc}', warning=True)
         return
-    look.wake_dispatcher = True
     look.note("SuccessfulCreate", f"created job {action.name}")
 
 
@@ -157,6 +154,4 @@ def look_at_cron(
         uid, cron_status_to_json(look.status), look.next_time, looked_at=now, session=session
     )
     events_repo.add_events(look.events, session=session)
-    if look.wake_dispatcher:
-        notify(DISPATCH, session=session)
     return look

@@ -8,15 +8,14 @@ finishing frees a Forbid CronJob and may push one over its history limit).
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from datetime import datetime
 
+from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.cron.look import look_at_cron
-from vglobal.hub.leader import Leader
+from vglobal.hub.loop_runner import LeaderLoop
 from vglobal.hub.notify import JOB_CHANGES, WORKFLOWS
-from vglobal.hub.woken_loop import run_woken
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import cronjobs as cron_repo
 
@@ -27,7 +26,12 @@ MAX_WAIT = 10.0  # a clock that jumps is noticed at most this late
 FAILED_BACKOFF = 30.0  # a look that failed is not tried again for this long (seconds)
 
 
-class CronLoop:
+class CronLoop(LeaderLoop):
+    name = "cron"
+    channels = (WORKFLOWS, JOB_CHANGES)
+    min_gap = MIN_GAP
+    max_wait = MAX_WAIT
+
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
         # The scheduled time of each CronJob reported held back by Forbid, reported once.
@@ -64,17 +68,5 @@ class CronLoop:
             self.skipped[uid] = look.skipped
         for e in look.events if look is not None else ():
             log.info("cronjob %s: %s: %s", look.cron.key if look else uid, e.reason, e.message)
-
-
-def run_cron(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
-    loop = CronLoop(ctx)
-    run_woken(
-        ctx,
-        leader,
-        stop,
-        name="cron",
-        channels=[WORKFLOWS, JOB_CHANGES],
-        tick=loop.tick,
-        min_gap=MIN_GAP,
-        max_wait=MAX_WAIT,
-    )
+            if look is not None and e.reason == "SuccessfulCreate":  # committed
+                metrics.CRON_RUNS.labels(look.row.namespace, look.row.name).inc()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 
 from vglobal.admission import AdmissionResult, Snapshot
+from vglobal.admission.snapshot import QueueSnap, QueueStatus
 from vglobal.hub import metrics
+from vglobal.model.resources import queue_share
 
 log = logging.getLogger("vglobal.hub.dispatch")
 
@@ -43,6 +45,7 @@ def record_cycle(
     metrics.RECLAIMS.inc(reclaimed)
     metrics.PENDING.set(len(snapshot.pending) - len(done))
     set_gauge = metrics.set_gauge
+    specs = {q.name: q for q in snapshot.queues}
     for name, q in result.queues.items():
         for r, v in q.allocated.items():
             set_gauge(metrics.QUEUE_ALLOCATED, v, name, r)
@@ -52,6 +55,7 @@ def record_cycle(
             set_gauge(metrics.QUEUE_CAPABILITY, v, name, r)
         set_gauge(metrics.QUEUE_PENDING, q.pending, name)
         set_gauge(metrics.QUEUE_RUNNING, q.running, name)
+        record_volcano_queue(q, specs.get(name))
     for c in snapshot.clusters:
         set_gauge(metrics.CLUSTER_READY, 1 if c.schedulable else 0, c.name)
         free: dict[str, int] = {}
@@ -60,3 +64,17 @@ def record_cycle(
                 free[r] = free.get(r, 0) + v
         for r, v in free.items():
             set_gauge(metrics.CLUSTER_FREE, v, c.name, r)
+
+
+def record_volcano_queue(q: QueueStatus, spec: QueueSnap | None) -> None:
+    """A queue's figures under Volcano's names; ``spec`` None for the root, which has no spec."""
+    set_volcano = metrics.set_volcano_resources
+    set_volcano(metrics.VOLCANO_ALLOCATED, q.name, q.allocated)
+    set_volcano(metrics.VOLCANO_REQUEST, q.name, q.request)
+    set_volcano(metrics.VOLCANO_DESERVED, q.name, q.deserved)
+    metrics.set_gauge(metrics.QUEUE_SHARE, queue_share(q.allocated, q.deserved), q.name)
+    for r, v in q.guarantee.items():
+        metrics.set_gauge(metrics.QUEUE_GUARANTEE, v, q.name, r)
+    if spec is not None:
+        set_volcano(metrics.VOLCANO_CAPACITY, q.name, spec.capability or {})
+        metrics.set_gauge(metrics.QUEUE_WEIGHT, spec.weight, q.name)

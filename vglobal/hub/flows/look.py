@@ -14,8 +14,7 @@ from sqlalchemy.orm import Session
 
 from vglobal.hub.errors import AlreadyExists, HubError
 from vglobal.hub.job_actions import delete_job
-from vglobal.hub.notify import DISPATCH, notify
-from vglobal.hub.submit import submit_job
+from vglobal.hub.submit import store_one
 from vglobal.model.errors import ManifestError
 from vglobal.model.flow_progress import FlowJob, JobFlowPhase, TaskCounts, flow_progress
 from vglobal.model.jobflow import JobFlow, flow_job, parse_job_flow, parse_job_template
@@ -57,21 +56,20 @@ def _flow_job(j: OwnedJob) -> FlowJob:
     )
 
 
-def _create(look: FlowLook, name: str, *, now: datetime, session: Session) -> bool:
+def _create(look: FlowLook, name: str, *, now: datetime, session: Session) -> None:
     template = parse_job_template(look.row.templates[name])
     job = flow_job(look.flow, name, template)
     try:
-        submit_job(job, request_id=None, session=session, owner_uid=look.row.uid)
+        store_one(job, session=session, owner_uid=look.row.uid)
     except AlreadyExists:
         look.note(
             "FailedCreate", f'job "{job.name}" exists and was not made by this JobFlow', now=now, warning=True
         )
-        return False
+        return
     except (HubError, ManifestError) as exc:
         look.note("FailedCreate", f'job "{job.name}": {exc}', now=now, warning=True)
-        return False
+        return
     look.note("Created", f"created job {job.name} for flow {name}", now=now)
-    return True
 
 
 def look_at_flow(uid: str, *, now: datetime, session: Session) -> FlowLook | None:
@@ -85,7 +83,8 @@ def look_at_flow(uid: str, *, now: datetime, session: Session) -> FlowLook | Non
     previous = flow_status_from_json(row.status)
     progress = flow_progress(flow, {n: _flow_job(j) for n, j in owned.items()}, previous)
     look = FlowLook(flow=flow, row=row, phase=progress.status.phase)
-    made = [name for name in progress.create if _create(look, name, now=now, session=session)]
+    for name in progress.create:
+        _create(look, name, now=now, session=session)
     for job_name in progress.delete:
         j = owned[job_name]
         if delete_job(j.uid, j.binding_phase, session=session, namespace=row.namespace, name=j.name):
@@ -94,6 +93,4 @@ def look_at_flow(uid: str, *, now: datetime, session: Session) -> FlowLook | Non
         look.note(look.phase.value, f"JobFlow is {look.phase.value}", now=now, warning=look.phase == "Failed")
     flows_repo.save_status(uid, look.phase.value, flow_status_to_json(progress.status), session=session)
     events_repo.add_events(look.events, session=session)
-    if made:
-        notify(DISPATCH, session=session)
     return look

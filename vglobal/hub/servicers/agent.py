@@ -34,6 +34,7 @@ from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
 from vglobal.hub.guard import current_principal
+from vglobal.hub.metrics import count_finished
 from vglobal.hub.notify import DELIVER, FENCE
 from vglobal.model.binding import FINISHED, reported
 from vglobal.store.engine import session_scope
@@ -259,6 +260,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 exclude_for=self.ctx.settings.exclude_for,
                 session=session,
             )
+        count_finished(outcome.ended)  # committed now
         if outcome.stale:
             state.fence = True  # a run that is not current reported: it may have to be stopped
             self.ctx.wakeups.fire(DELIVER)

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import uuid
-
 import grpc
 from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import cronjobs_pb2, cronjobs_pb2_grpc, jobs_pb2
+from vglobal.hub import metrics
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import NotFound, look_up, raise_prefixed, rpc
+from vglobal.hub.cron.apply import apply_cron, audit, run_by_hand
+from vglobal.hub.errors import NotFound, look_up, rpc
 from vglobal.hub.job_actions import delete_job
-from vglobal.hub.notify import DISPATCH, WORKFLOWS, notify
+from vglobal.hub.notify import WORKFLOWS, notify
 from vglobal.hub.servicers.access import can, require, who
 from vglobal.hub.servicers.gone import explained
-from vglobal.hub.submit import check_references, parse_one, submit_job
-from vglobal.model.cronjob import CronJob, manual_run_job, parse_cron_job, run_job
+from vglobal.hub.submit import parse_one
+from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.records import CronJobRow
 from vglobal.model.workflow_status import cron_status_from_json
 from vglobal.store.engine import session_scope
@@ -55,10 +55,7 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
         return row
 
     def _audit(self, row: CronJobRow, reason: str, message: str, *, session: Session) -> None:
-        events_repo.add_events(
-            [NewEvent(reason, message, owner_uid=row.uid, principal=who(), time=self.ctx.now())],
-            session=session,
-        )
+        audit(row, reason, message, principal=who(), now=self.ctx.now(), session=session)
 
     def _view(self, row: CronJobRow, *, session: Session, full: bool = False) -> cronjobs_pb2.CronJob:
         cron = parse_cron_job(row.manifest)
@@ -73,31 +70,6 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
             msg.events.extend(convert.event(e) for e in events_repo.owner_events(row.uid, session=session))
         return msg
 
-    def _store(self, cron: CronJob, *, session: Session) -> tuple[CronJobRow, str]:
-        now = self.ctx.now()
-        try:
-            # What a run would name must exist now, as for a submitted Job.
-            check_references(run_job(cron, now), session=session)
-        except Exception as exc:
-            raise_prefixed(exc, "spec.jobTemplate.")
-        uid = str(uuid.uuid4())
-        if cron_repo.insert_cron(uid, cron.namespace, cron.name, cron.raw, created_at=now, session=session):
-            result = "created"
-        else:
-            old = cron_repo.get_cron(
-                namespace=cron.namespace, name=cron.name, for_update=True, session=session
-            )
-            assert old is not None
-            uid = old.uid
-            result = "unchanged" if old.manifest == cron.raw else "configured"
-            # Taking over another's CronJob needs the right to submit where its runs go now.
-            require(Action.submit_jobs, queue=parse_cron_job(old.manifest).queue)
-            if result == "configured":
-                cron_repo.replace_manifest(uid, cron.raw, look_at=now, session=session)
-        row = cron_repo.get_cron(uid=uid, session=session)
-        assert row is not None
-        return row, result
-
     @rpc
     def ApplyCronJob(
         self, request: cronjobs_pb2.ApplyCronJobRequest, context: grpc.ServicerContext
@@ -105,10 +77,7 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
         cron = parse_one(request.manifest, CronJob, max_bytes=self.ctx.settings.max_manifest_bytes)
         require(Action.submit_jobs, queue=cron.queue)
         with session_scope(self.ctx.sessions) as session:
-            row, result = self._store(cron, session=session)
-            if result != "unchanged":
-                self._audit(row, "Applied", f"{result} by {who()}", session=session)
-                notify(WORKFLOWS, session=session)
+            row, result = apply_cron(cron, principal=who(), now=self.ctx.now(), session=session)
             return cronjobs_pb2.ApplyCronJobResponse(cron_job=self._view(row, session=session), result=result)
 
     @rpc
@@ -199,14 +168,6 @@ class CronJobServicer(cronjobs_pb2_grpc.CronJobServiceServicer):
     ) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
             row = self._find(request.cron_job, session, action=Action.submit_jobs)
-            try:
-                job = manual_run_job(parse_cron_job(row.manifest), request.job_name)
-            except Exception as exc:
-                raise_prefixed(exc, "job_name: ")
-            made, _ = submit_job(job, request_id=None, session=session, owner_uid=row.uid, principal=who())
-            self._audit(
-                row, "SuccessfulCreate", f"created job {made.name} by hand ({who()})", session=session
-            )
-            notify(DISPATCH, session=session)
-            notify(WORKFLOWS, session=session)
-            return convert.job(made)
+            made = run_by_hand(row, request.job_name, principal=who(), now=self.ctx.now(), session=session)
+        metrics.CRON_RUNS.labels(row.namespace, row.name).inc()  # committed
+        return convert.job(made)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import grpc
 from sqlalchemy.orm import Session
 
@@ -11,20 +9,14 @@ from vglobal import convert
 from vglobal.api.v1 import jobflows_pb2, jobflows_pb2_grpc
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import FailedPrecondition, NotFound, look_up, raise_prefixed, rpc
+from vglobal.hub.errors import NotFound, look_up, rpc
+from vglobal.hub.flows.apply import apply_flow
 from vglobal.hub.job_actions import delete_job
 from vglobal.hub.notify import WORKFLOWS, notify
 from vglobal.hub.servicers.access import can, require, who
 from vglobal.hub.servicers.gone import explained
-from vglobal.hub.submit import check_references, parse_one
-from vglobal.model.jobflow import (
-    JobFlow,
-    JobTemplate,
-    check_flow_templates,
-    flow_job,
-    parse_job_flow,
-    parse_job_template,
-)
+from vglobal.hub.submit import parse_one
+from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.records import JobFlowRow, JobTemplateRow
 from vglobal.model.workflow_status import flow_status_from_json
 from vglobal.store.engine import session_scope
@@ -52,21 +44,6 @@ def require_all(action: Action, queues: list[str]) -> None:
 def gone(kind: str, namespace: str, name: str, message: str) -> NewEvent:
     """What outlives a deleted object: its deletion, naming it and who deleted it."""
     return NewEvent("Deleted", message, subject=f"{kind} {namespace}/{name}", principal=who())
-
-
-def check_flow(flow: JobFlow, *, session: Session) -> dict[str, JobTemplate]:
-    """Everything a JobFlow names must exist: its templates, and what their Jobs name (queue,
-    priority class). Returns the templates by flow name."""
-    names = [f.name for f in flow.flows]
-    rows = flows_repo.templates_of(flow.namespace, names, session=session)
-    templates = {name: parse_job_template(r.manifest) for name, r in rows.items()}
-    check_flow_templates(flow, templates)
-    for i, f in enumerate(flow.flows):
-        try:
-            check_references(flow_job(flow, f.name, templates[f.name]), session=session)
-        except Exception as exc:
-            raise_prefixed(exc, f'spec.flows[{i}].name: JobTemplate "{f.name}": ')
-    return templates
 
 
 class JobFlowServicer(jobflows_pb2_grpc.JobFlowServiceServicer):
@@ -172,38 +149,8 @@ class JobFlowServicer(jobflows_pb2_grpc.JobFlowServiceServicer):
     ) -> jobflows_pb2.ApplyJobFlowResponse:
         flow = parse_one(request.manifest, JobFlow, max_bytes=self.ctx.settings.max_manifest_bytes)
         with session_scope(self.ctx.sessions) as session:
-            old = flows_repo.get_flow(namespace=flow.namespace, name=flow.name, session=session)
-            if old is not None:
-                if old.manifest != flow.raw:
-                    raise FailedPrecondition(
-                        f'jobflow "{flow.key}" exists with another spec: a JobFlow cannot be changed, '
-                        "delete it first"
-                    )
-                return jobflows_pb2.ApplyJobFlowResponse(
-                    job_flow=self._view(old, session=session), result="unchanged"
-                )
-            templates = check_flow(flow, session=session)
-            require_all(Action.submit_jobs, sorted({t.queue for t in templates.values()}))
-            snapshot = {name: t.raw for name, t in templates.items()}
-            uid = str(uuid.uuid4())
-            if not flows_repo.insert_flow(
-                uid, flow.namespace, flow.name, flow.raw, snapshot, session=session
-            ):
-                raise FailedPrecondition(f'jobflow "{flow.key}" was created meanwhile: apply again')
-            events_repo.add_events(
-                [
-                    NewEvent(
-                        "Applied", f"created by {who()}", owner_uid=uid, principal=who(), time=self.ctx.now()
-                    )
-                ],
-                session=session,
-            )
-            notify(WORKFLOWS, session=session)
-            row = flows_repo.get_flow(uid=uid, session=session)
-            assert row is not None
-            return jobflows_pb2.ApplyJobFlowResponse(
-                job_flow=self._view(row, session=session), result="created"
-            )
+            row, result = apply_flow(flow, principal=who(), now=self.ctx.now(), session=session)
+            return jobflows_pb2.ApplyJobFlowResponse(job_flow=self._view(row, session=session), result=result)
 
     @rpc
     def GetJobFlow(

@@ -15,14 +15,12 @@ from vglobal.hub.context import HubContext
 from vglobal.hub.errors import NotFound, TooLarge, look_up, raise_prefixed, rpc
 from vglobal.hub.group_commit import SubmitGroups
 from vglobal.hub.job_actions import cancel_job, delete_job
-from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
-from vglobal.hub.submit import ItemFailed, check_limits, parse_one, store_jobs, submitted_events
+from vglobal.hub.submit import ItemFailed, Submission, accept, store
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
-from vglobal.model.job import Job
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
@@ -66,42 +64,13 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         self.watches = watches
         self.groups = SubmitGroups(ctx.sessions)
 
-    def _submit_all(
-        self, items: list[jobs_pb2.SubmitJobRequest], *, prefix: bool
-    ) -> list[jobs_pb2.SubmitJobResponse]:
-        """Validate every document, then store them all in one transaction: a bad one stores nothing."""
-        parsed = []
-        for i, item in enumerate(items):
-            try:
-                job = parse_one(item.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes)
-                check_limits(job, self.ctx.settings)
-                require(Action.submit_jobs, queue=job.queue)
-            except Exception as exc:
-                raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
-            parsed.append((job, item))
-        with session_scope(self.ctx.sessions) as session:
-            try:
-                stored = store_jobs(
-                    [(job, item.request_id or None) for job, item in parsed],
-                    session=session,
-                    principals=[who()] * len(parsed),
-                )
-            except ItemFailed as failed:
-                raise_prefixed(failed.error, f"jobs[{failed.index}]: " if prefix else "")
-            submitted_events([(row, who()) for row, new in stored if new], session=session)
-            if any(new for _, new in stored):
-                notify(DISPATCH, session=session)
-        return [jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
-
     @rpc
     def SubmitJob(
         self, request: jobs_pb2.SubmitJobRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.SubmitJobResponse:
-        job = parse_one(request.manifest, Job, max_bytes=self.ctx.settings.max_manifest_bytes)
-        check_limits(job, self.ctx.settings)
-        require(Action.submit_jobs, queue=job.queue)
+        job = accept(request.manifest, self.ctx.settings)
         # Stored with the calls that arrive meanwhile, in one transaction (see group_commit.py).
-        row, created = self.groups.submit(job, request.request_id or None, who())
+        row, created = self.groups.submit(Submission(job, request.request_id or None, who()))
         return jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
 
     @rpc
@@ -113,7 +82,22 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 f"jobs: {len(request.jobs)} jobs in one batch, "
                 f"more than the limit of {self.ctx.settings.max_batch}"
             )
-        return jobs_pb2.SubmitJobsResponse(results=self._submit_all(list(request.jobs), prefix=True))
+        # Every document accepted, then all stored in one transaction: a bad one stores nothing.
+        accepted = []
+        for i, item in enumerate(request.jobs):
+            try:
+                job = accept(item.manifest, self.ctx.settings)
+            except Exception as exc:
+                raise_prefixed(exc, f"jobs[{i}]: ")
+            accepted.append(Submission(job, item.request_id or None, who()))
+        with session_scope(self.ctx.sessions) as session:
+            try:
+                stored = store(accepted, session=session)
+            except ItemFailed as failed:
+                raise_prefixed(failed.error, f"jobs[{failed.index}]: ")
+        return jobs_pb2.SubmitJobsResponse(
+            results=[jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
+        )
 
     @rpc
     def GetJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:

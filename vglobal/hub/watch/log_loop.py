@@ -8,14 +8,12 @@ replica's watch feed. Only the leader numbers, but numbering is safe from anywhe
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from datetime import timedelta
 
 from vglobal.hub.context import HubContext
-from vglobal.hub.leader import Leader
+from vglobal.hub.loop_runner import LeaderLoop
 from vglobal.hub.notify import JOB_CHANGES, REVISIONS, notify
-from vglobal.hub.woken_loop import run_woken
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import job_changes as changes_repo
 
@@ -26,7 +24,12 @@ MAX_WAIT = 1.0  # a NOTIFY lost while the listener reconnects delays events this
 PRUNE_EVERY = 30.0  # seconds
 
 
-class ChangeLog:
+class ChangeLog(LeaderLoop):
+    name = "watch log"
+    channels = (JOB_CHANGES,)
+    min_gap = MIN_GAP
+    max_wait = MAX_WAIT
+
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
         self.pruned_at = 0.0  # monotonic
@@ -48,16 +51,3 @@ class ChangeLog:
         self.pruned_at = time.monotonic()
         if n:
             log.info("pruned %d job changes from the watch log", n)
-
-
-def run_change_log(ctx: HubContext, leader: Leader, stop: threading.Event) -> None:
-    run_woken(
-        ctx,
-        leader,
-        stop,
-        name="watch log",
-        channels=[JOB_CHANGES],
-        tick=ChangeLog(ctx).tick,
-        min_gap=MIN_GAP,
-        max_wait=MAX_WAIT,
-    )

@@ -12,12 +12,17 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from vglobal.model.binding import FINISHED, values
+from vglobal.model.binding import FINISHED, BindingPhase, values
+from vglobal.model.phases import JobPhase
 from vglobal.store.tables import jobs, resource_bindings
 
 _j = jobs.c
 _b = resource_bindings.c
+JOB_PHASES = frozenset(p.value for p in JobPhase)
+BINDING_PHASES = frozenset(p.value for p in BindingPhase)
 
+# A literal, not a parameter: the expression is the one its index holds (migration 0009).
+NO_CLUSTER: sa.ColumnElement[str] = sa.literal_column("''")
 # Sort key -> the column it orders by (ties broken by uid). "" is (namespace, name), unique.
 SORT_KEYS: dict[str, Any] = {
     "name": _j.name,
@@ -25,14 +30,14 @@ SORT_KEYS: dict[str, Any] = {
     "phase": _j.phase,
     "queue": _j.queue,
     # Jobs on no cluster sort as the empty name: a keyset compares no NULLs.
-    "cluster": sa.func.coalesce(_b.cluster, ""),
+    "cluster": sa.func.coalesce(_b.cluster, NO_CLUSTER),
 }
 # Group-by field -> the column it groups by, and whether it is the binding's.
 GROUP_KEYS: dict[str, tuple[Any, bool]] = {
     "phase": (_j.phase, False),
     "binding_phase": (_b.phase, True),
     "queue": (_j.queue, False),
-    "cluster": (sa.func.coalesce(_b.cluster, ""), True),
+    "cluster": (sa.func.coalesce(_b.cluster, NO_CLUSTER), True),
     "namespace": (_j.namespace, False),
 }
 
@@ -55,7 +60,7 @@ class JobFilter:
     queues: Sequence[str] | None = None  # when given, the only queues whose jobs may be seen
 
     def needs_binding(self) -> bool:
-        return bool(self.phase or self.cluster or self.finished_after)
+        return self.phase in BINDING_PHASES or bool(self.cluster or self.finished_after)
 
 
 def _like_escaped(text: str) -> str:
@@ -83,7 +88,13 @@ def conditions(f: JobFilter) -> list[sa.ColumnElement[bool]]:
     if f.created_before is not None:
         out.append(_j.created_at < f.created_before)
     if f.phase:
-        out.append(sa.or_(_j.phase == f.phase, _b.phase == f.phase))
+        # The job's phase or its binding's: only the side that has a phase of that name.
+        sides = [
+            c == f.phase
+            for c, names in ((_j.phase, JOB_PHASES), (_b.phase, BINDING_PHASES))
+            if f.phase in names
+        ]
+        out.append(sa.or_(*sides) if sides else sa.false())
     if f.cluster:
         out.append(_b.cluster == f.cluster)
     if f.finished_after is not None:

@@ -16,7 +16,7 @@ from vglobal.store.tables import queue_samples
 
 
 def add_samples(samples: Sequence[QueueSample], *, session: Session) -> None:
-    """One statement for all; a queue sampled twice at the same time keeps the first."""
+    """One statement for all; a queue sampled again in the same slot keeps the later figures."""
     if not samples:
         return
     dumps = json.dumps
@@ -28,7 +28,9 @@ def add_samples(samples: Sequence[QueueSample], *, session: Session) -> None:
             "FROM unnest(CAST(:q AS text[]), CAST(:t AS timestamptz[]), CAST(:a AS text[]), "
             "CAST(:d AS text[]), CAST(:c AS text[]), CAST(:g AS text[]), CAST(:p AS int[]), "
             "CAST(:r AS int[]), CAST(:s AS float8[])) AS x(q, t, a, d, c, g, p, r, s) "
-            "ON CONFLICT DO NOTHING"
+            "ON CONFLICT (queue, time) DO UPDATE SET allocated = EXCLUDED.allocated, "
+            "deserved = EXCLUDED.deserved, capability = EXCLUDED.capability, guarantee = EXCLUDED.guarantee, "
+            "pending = EXCLUDED.pending, running = EXCLUDED.running, share = EXCLUDED.share"
         ),
         {
             "q": [s.queue for s in samples],

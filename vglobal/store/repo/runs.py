@@ -77,11 +77,11 @@ class Move:
     finished: bool
 
 
-def move(moves: Sequence[Move], cluster: str, *, session: Session) -> int:
+def move(moves: Sequence[Move], cluster: str, *, session: Session) -> list[tuple[str, str]]:
     """Every move in one statement, each only if the binding is still as the caller read it;
-    returns how many moved."""
+    returns (queue, phase) of each that moved to a finished phase (for the metrics)."""
     if not moves:
-        return 0
+        return []
     with cursor(session) as cur:
         cur.execute(
             "UPDATE resource_bindings AS b SET phase = d.target, updated_at = now(), "
@@ -92,7 +92,10 @@ def move(moves: Sequence[Move], cluster: str, *, session: Session) -> int:
             "string_to_array(%(s)s, ','), string_to_array(%(t)s, ','), CAST(%(r)s AS text[]), "
             "CAST(%(f)s AS bool[])) AS d(uid, gen, source, target, reason, fin) "
             "WHERE b.job_uid = d.uid AND b.cluster = %(c)s AND b.generation = d.gen "
-            "AND b.phase = d.source",
+            "AND b.phase = d.source "
+            # Only a finished move looks its job's queue up.
+            "RETURNING CASE WHEN d.fin THEN (SELECT j.queue FROM jobs j WHERE j.uid = b.job_uid) END, "
+            "b.phase",
             {
                 "u": joined([m.uid for m in moves]),
                 "g": [m.generation for m in moves],
@@ -103,4 +106,4 @@ def move(moves: Sequence[Move], cluster: str, *, session: Session) -> int:
                 "c": cluster,
             },
         )
-        return cur.rowcount
+        return [(q, phase) for q, phase in cur.fetchall() if q is not None]
