@@ -30,6 +30,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "hub-no-scheduler": ("vglobal/hub/_probe.py", "import vglobal.scheduler"),
     "agent-no-admission-store": ("vglobal/agent/_probe.py", "import vglobal.store"),
     "convert-only-model-api": ("vglobal/convert.py", "import vglobal.store"),
+    "dashboard-client-only": ("vglobal/dashboard/_probe.py", "import vglobal.hub"),
 }
 
 

@@ -65,6 +65,16 @@ def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
             p.kill()
 
 
+def port_or_free(port: int) -> int:
+    """``port`` when nothing listens on it on loopback, else any free port."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return free_port()
+    return port
+
+
 def cluster_names(clusters_dir: Path) -> dict[Path, str]:
     from vglobal.agent.daemon import load_sim_cluster
 
@@ -88,7 +98,12 @@ def cluster_names(clusters_dir: Path) -> dict[Path, str]:
 )
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="Keep the database here.")
 @click.option("--timeout", default=600.0, show_default=True, help="Give up after this many seconds.")
-def demo(clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout: float) -> None:
+@click.option(
+    "--dashboard-port", default=8080, show_default=True, help="The web dashboard's port (another if busy)."
+)
+def demo(
+    clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout: float, dashboard_port: int
+) -> None:
     """Run the whole system locally and watch the sample jobs run to completion."""
     console = Console()
     tmp = None
@@ -126,7 +141,10 @@ def demo(clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout:
                 "--cert", str(certs / f"agent-{name}.crt"), "--key", str(certs / f"agent-{name}.key"),
                 "agent", "--sim", str(f), "--heartbeat-interval", "1s",
             ])  # fmt: skip
-        show_token(console, user, certs)
+        web = f"127.0.0.1:{port_or_free(dashboard_port)}"
+        ca = str(certs / "ca.crt")
+        spawn("dashboard", ["--hub", user.target, "--ca-file", ca, "dashboard", "--listen", web])
+        show_token(console, user, certs, web)
         run_examples(user, exe, certs, examples_dir, len(clusters), console, timeout)
         console.print(f"logs are in {logs}" if tmp is None else "done; stopping everything")
     finally:
@@ -135,12 +153,18 @@ def demo(clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def show_token(console: Console, user: Dial, certs: Path) -> None:
+def show_token(console: Console, user: Dial, certs: Path, web: str) -> None:
     console.print("\n[bold]Use this hub from another shell while the demo runs:[/bold]", highlight=False)
     console.print(
         f"  export VGLOBAL_HUB={user.target} VGLOBAL_CA_FILE={certs / 'ca.crt'}\n"
         f"  export VGLOBAL_TOKEN={user.token}\n"
         "  vglobal get jobs\n",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(
+        f"[bold]The dashboard:[/bold] http://{web}/ — log in with the token above "
+        f"(also in {certs / 'token-demo'}).\n",
         highlight=False,
         soft_wrap=True,
     )

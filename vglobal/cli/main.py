@@ -219,6 +219,7 @@ name_command(
 def register_extras() -> None:
     from vglobal.cli.agent import agent
     from vglobal.cli.certs import certs
+    from vglobal.cli.dashboard import dashboard
     from vglobal.cli.demo import demo
     from vglobal.cli.health import health
     from vglobal.cli.sim import sim
@@ -227,6 +228,7 @@ def register_extras() -> None:
     cli.add_command(certs)
     cli.add_command(cronjob_group)
     cli.add_command(create_group)
+    cli.add_command(dashboard)
     cli.add_command(demo)
     cli.add_command(health)
     cli.add_command(sim)

@@ -1,0 +1,132 @@
+"""The /jobs page's state, read from and written back to the query string (so a link can be shared)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from starlette.datastructures import QueryParams
+
+from vglobal.api.v1 import jobs_pb2
+
+SORTS = ("name", "created", "phase", "queue", "cluster")
+GROUPS = ("queue", "phase", "cluster", "namespace")
+PAGE_SIZES = (25, 50, 100, 200)
+
+
+class QueryError(ValueError):
+    """A query-string value the page cannot use; the message names the field."""
+
+
+def parse_time(name: str, text: str) -> Timestamp | None:
+    """An ISO time (``2026-12-04T10:00``, UTC unless it says otherwise) as a Timestamp."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise QueryError(f"{name}: {text!r} is not an ISO time such as 2026-12-04T10:00") from None
+    stamp = Timestamp()
+    stamp.FromDatetime(value if value.tzinfo else value.replace(tzinfo=UTC))
+    return stamp
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise QueryError(f"label: {part!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class JobQuery:
+    queue: str = ""
+    namespace: str = ""
+    phase: str = ""
+    cluster: str = ""
+    label: str = ""
+    q: str = ""  # name substring
+    by: str = ""  # submitted by
+    since: str = ""  # submitted at or after (ISO time)
+    until: str = ""  # submitted before (ISO time)
+    sort: str = ""  # a key of SORTS, "-" first for descending
+    group: str = ""
+    size: int = 50
+    page: str = ""  # the hub's page token
+
+    @classmethod
+    def of(cls, params: QueryParams) -> JobQuery:
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = params.get(f.name, "").strip()
+            if f.name == "size":
+                if raw and (not raw.isdigit() or int(raw) not in PAGE_SIZES):
+                    raise QueryError(f"size: one of {', '.join(map(str, PAGE_SIZES))}")
+                values["size"] = int(raw) if raw else 50
+            else:
+                values[f.name] = raw
+        query = cls(**values)  # type: ignore[arg-type]
+        if query.sort and query.sort.lstrip("-") not in SORTS:
+            raise QueryError(f"sort: one of {', '.join(SORTS)} (with - first to reverse)")
+        if query.group and query.group not in GROUPS:
+            raise QueryError(f"group: one of {', '.join(GROUPS)}")
+        parse_labels(query.label)
+        parse_time("since", query.since)
+        parse_time("until", query.until)
+        return query
+
+    def filters(self) -> dict[str, str]:
+        """The filters only (what bulk cancel and the live stream match)."""
+        keys = ("queue", "namespace", "phase", "cluster", "label", "q", "by", "since", "until")
+        return {k: getattr(self, k) for k in keys if getattr(self, k)}
+
+    def url(self, **changes: object) -> str:
+        """This page's URL with ``changes`` (a change of filter or sort starts from the first page)."""
+        if "page" not in changes:
+            changes["page"] = ""
+        query = replace(self, **changes)  # type: ignore[arg-type]
+        items = [(f.name, getattr(query, f.name)) for f in fields(query)]
+        kept = [(k, v) for k, v in items if v and not (k == "size" and v == 50)]
+        return "/jobs" + ("?" + urlencode(kept) if kept else "")
+
+    def _filter_fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "queue": self.queue,
+            "namespace": self.namespace,
+            "phase": self.phase,
+            "cluster": self.cluster,
+            "labels": parse_labels(self.label),
+            "name_contains": self.q,
+            "submitted_by": self.by,
+        }
+        for key, text in (("created_after", self.since), ("created_before", self.until)):
+            stamp = parse_time(key, text)
+            if stamp is not None:
+                out[key] = stamp
+        return out
+
+    def request(self, *, page_token: str = "", page_size: int | None = None) -> jobs_pb2.ListJobsRequest:
+        return jobs_pb2.ListJobsRequest(
+            **self._filter_fields(),
+            page_size=page_size or self.size,
+            page_token=page_token,
+            sort_by=self.sort.lstrip("-"),
+            descending=self.sort.startswith("-"),
+        )
+
+    def count_request(self, group_by: list[str]) -> jobs_pb2.CountJobsRequest:
+        return jobs_pb2.CountJobsRequest(**self._filter_fields(), group_by=group_by)
+
+    def watch(self, from_revision: int) -> jobs_pb2.WatchJobsRequest:
+        return jobs_pb2.WatchJobsRequest(
+            queue=self.queue,
+            namespace=self.namespace,
+            labels=parse_labels(self.label),
+            from_revision=from_revision,
+        )

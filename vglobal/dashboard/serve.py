@@ -1,0 +1,53 @@
+"""Serving the dashboard with uvicorn: plaintext only on loopback, HTTPS with --tls-cert/--tls-key."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import uvicorn
+
+from vglobal.dashboard.app import create_app
+from vglobal.dial import Dial, is_loopback, split_host
+
+
+class ServeError(ValueError):
+    """Settings the dashboard will not serve with; the message names the flag."""
+
+
+def check(listen: str, tls_cert: Path | None, tls_key: Path | None, dial: Dial) -> tuple[str, int]:
+    """The host and port to bind, after the refusals: TLS files in pairs, no plaintext beyond
+    loopback, no callers' tokens in plaintext to a remote hub."""
+    if (tls_cert is None) != (tls_key is None):
+        raise ServeError("--tls-cert and --tls-key go together")
+    if tls_cert is None and not is_loopback(listen):
+        raise ServeError(
+            f"refusing to serve the dashboard in plaintext on {listen}: sessions and tokens would "
+            "cross the network in the clear; give --tls-cert and --tls-key, or listen on 127.0.0.1"
+        )
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit():
+        raise ServeError(f"--listen: {listen!r} is not HOST:PORT")
+    if not dial.tls and not is_loopback(dial.target):
+        raise ServeError(
+            f"--hub {dial.target}: callers' tokens would go to the hub in plaintext; give --ca-file"
+        )
+    return split_host(host) if host else "127.0.0.1", int(port)
+
+
+def serve(listen: str, dial: Dial, *, tls_cert: Path | None = None, tls_key: Path | None = None) -> None:
+    host, port = check(listen, tls_cert, tls_key, dial)
+    app = create_app(dial, tls=tls_cert is not None)
+    # The access log names paths and query strings, which hold no secret (tokens travel only in
+    # request bodies and headers); uvicorn never logs headers.
+    logging.getLogger("uvicorn.access").setLevel(logging.INFO)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        ssl_certfile=str(tls_cert) if tls_cert else None,
+        ssl_keyfile=str(tls_key) if tls_key else None,
+        log_level="info",
+        proxy_headers=False,
+        server_header=False,
+    )

@@ -1,0 +1,72 @@
+"""/clusters and /clusters/{name}: state, capacity and free per resource, nodes, GPUs, HyperNodes;
+cordon, uncordon and drain for operators."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from vglobal.api.v1 import clusters_pb2
+from vglobal.dashboard import rows
+from vglobal.dashboard.fmt import resources
+from vglobal.dashboard.session import Caller
+from vglobal.dashboard.web import gateway, page, render, wants_json
+
+VERBS = {"cordon": "CordonCluster", "uncordon": "UncordonCluster", "drain": "DrainCluster"}
+GPU_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/mig.strategy")
+
+
+async def clusters_data(request: Request, caller: Caller) -> dict[str, Any]:
+    gw = gateway(request)
+    listed = await gw.call(gw.clusters.ListClusters, clusters_pb2.ListClustersRequest(), caller.token)
+    clusters = [rows.cluster(c) for c in listed.clusters]
+    for c in clusters:
+        c["resources"] = resources(c["capacity"])
+    return {"clusters": clusters}
+
+
+def hypernode_tree(hypernodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """HyperNodes depth-first from the roots, each with its ``depth``."""
+    by_name = {h["name"]: h for h in hypernodes}
+    out: list[dict[str, Any]] = []
+
+    def walk(h: dict[str, Any], depth: int, seen: frozenset[str]) -> None:
+        out.append({**h, "depth": depth})
+        for child in sorted(h["children"]):
+            if child in by_name and child not in seen:
+                walk(by_name[child], depth + 1, seen | {child})
+
+    for root in sorted((h for h in hypernodes if h["parent"] not in by_name), key=lambda h: h["name"]):
+        walk(root, 0, frozenset({root["name"]}))
+    return out
+
+
+@page()
+async def clusters_page(request: Request, caller: Caller) -> Response:
+    return render(request, caller, "clusters.html", await clusters_data(request, caller))
+
+
+@page()
+async def cluster_page(request: Request, caller: Caller) -> Response:
+    gw = gateway(request)
+    ref = clusters_pb2.ClusterRef(name=request.path_params["name"])
+    cluster = rows.cluster(await gw.call(gw.clusters.GetCluster, ref, caller.token))
+    cluster["resources"] = resources(cluster["capacity"])
+    for n in cluster["node_list"]:
+        n["gpus"] = {r: v for r, v in n["allocatable"].items() if "gpu" in r or "mig" in r}
+        n["gpu_labels"] = {k: v for k, v in n["labels"].items() if k in GPU_LABELS}
+    data = {"cluster": cluster, "hypernodes": hypernode_tree(cluster["hypernodes"])}
+    return render(request, caller, "cluster.html", data)
+
+
+@page(action=True)
+async def cluster_action(request: Request, caller: Caller) -> Response:
+    gw = gateway(request)
+    verb = request.path_params["verb"]
+    ref = clusters_pb2.ClusterRef(name=request.path_params["name"])
+    cluster = await gw.call(getattr(gw.clusters, VERBS[verb]), ref, caller.token)
+    if wants_json(request):
+        return render(request, caller, "", {"cluster": rows.cluster(cluster)})
+    return RedirectResponse(f"/clusters/{cluster.name}", 303)
