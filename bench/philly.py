@@ -13,6 +13,8 @@ see the same events; only the dispatch rule differs:
 - fair: vglobal admit() (weighted fair share, gang fit, starvation guard, reclaim). A reclaimed job
   restarts from scratch when it runs again (no checkpoints), which we count as lost GPU-time.
 - fair-noreclaim: the same admit() given no running jobs to reclaim.
+- decayed: admit() with fair share over time (--fair-share-half-life) and reclaim rate-limited
+  (--reclaim-limit per --reclaim-interval), the flags of `vglobal hub` and `vglobal sim run`.
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.rounds import AdmissionRounds
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "philly"
+# Next to the checkout (/work/main -> /work/shared), or one level up from a worktree (/work/wt/NAME).
+DATA = next(
+    (d for p in Path(__file__).resolve().parents[2:4] if (d := p / "shared" / "data" / "philly").is_dir()),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "philly",
+)
 GPU = "nvidia.com/gpu"
 PER_NODE = 8
 
@@ -158,6 +164,9 @@ class Run:
     reclaim: bool = True
     reclaim_after: float = 0.0
     reclaim_min_runtime: float = 0.0
+    half_life: float = 0.0
+    reclaim_limit: float = 0.0
+    reclaim_interval: float = 600.0
     cluster: PhillyNodes = field(init=False)
     rounds: AdmissionRounds = field(init=False)
     attempt_start: dict[str, float] = field(default_factory=dict)
@@ -175,7 +184,12 @@ class Run:
         self.cluster = PhillyNodes(self.nodes)
         queues = [QueueSnap(q, weight=w) for q, w in sorted(self.weights.items())]
         rules = Rules(
-            reclaim_after=self.reclaim_after, reclaim_min_runtime=self.reclaim_min_runtime, max_admissions=0
+            reclaim_after=self.reclaim_after,
+            reclaim_min_runtime=self.reclaim_min_runtime,
+            max_admissions=0,
+            fair_share_half_life=self.half_life,
+            reclaim_limit=self.reclaim_limit,
+            reclaim_interval=self.reclaim_interval,
         )
         dispatcher = (Dispatcher if self.reclaim else NoReclaimDispatcher)(queues, rules)
         self.rounds = AdmissionRounds(dispatcher, self.cluster)
@@ -371,7 +385,24 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds a job must have run before it may be reclaimed (fair)",
     )
     parser.add_argument(
-        "--policies", default="fifo,fair,fair-noreclaim", help="any of fifo, fair, fair-noreclaim"
+        "--fair-share-half-life",
+        type=float,
+        default=4 * 3600.0,
+        help="seconds; the half-life of queue usage (decayed)",
+    )
+    parser.add_argument(
+        "--reclaim-limit",
+        type=float,
+        default=0.1,
+        help="fraction of a queue's running capacity reclaim may take per interval, 0 = no limit (decayed)",
+    )
+    parser.add_argument(
+        "--reclaim-interval", type=float, default=600.0, help="seconds; the rate limit's interval (decayed)"
+    )
+    parser.add_argument(
+        "--policies",
+        default="fifo,fair,fair-noreclaim,decayed",
+        help="any of fifo, fair, fair-noreclaim, decayed",
     )
     parser.add_argument(
         "--scale",
@@ -393,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
             reclaim=not args.no_reclaim and name != "fair-noreclaim",
             reclaim_after=args.reclaim_after,
             reclaim_min_runtime=args.reclaim_min_runtime,
+            half_life=args.fair_share_half_life if name == "decayed" else 0.0,
+            reclaim_limit=args.reclaim_limit if name == "decayed" else 0.0,
+            reclaim_interval=args.reclaim_interval,
         )
         seconds.append(replay(run))
         runs.append(run)

@@ -105,8 +105,10 @@ class ReclaimPlanner:
         clusters: Clusters,
         index: ResourceIndex,
         protected_after: float | None = None,
+        limit: float = 0.0,
     ) -> None:
-        """`protected_after`: runs admitted after this time (epoch seconds) are not victims."""
+        """`protected_after`: runs admitted after this time (epoch seconds) are not victims.
+        `limit`: the reclaim rate limit (Snapshot.reclaim_limit), 0 = none."""
         self.tree = tree
         self.clusters = clusters
         deserved = np.array(tree.deserved).reshape(len(tree.names), index.size)
@@ -117,6 +119,14 @@ class ReclaimPlanner:
         self._contended = np.array(tree.demand).reshape(deserved.shape) > deserved + 0.5
         self._floor: FloatArray = np.where(self._contended, np.maximum(deserved, guarantee), guarantee)
         self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
+        # The rate limit as a second floor: what a queue may still lose in this interval (Armada's
+        # fair-share preemption limit): `limit` of what it ran at the interval's start, less what
+        # reclaim took from it since.
+        self._budget: FloatArray | None = None
+        if limit > 0:
+            taken = np.array([index.known_row(q.reclaimed) for q in tree.snaps], dtype=np.float64)
+            ran = np.array(tree.initial_alloc, dtype=np.float64).reshape(deserved.shape) + taken
+            self._budget = limit * ran - taken
         # Only queues above their deserved on a resource they are short of can lose jobs at all.
         over = (self.slack() > 0) & self._contended
         donors = {
@@ -198,7 +208,10 @@ class ReclaimPlanner:
     def slack(self) -> FloatArray:
         """Per queue: how much it may still lose before reaching its floor (see __init__)."""
         alloc = np.array(self.tree.alloc, dtype=np.float64).reshape(self._floor.shape)
-        return alloc - self._given - self._floor
+        slack = alloc - self._given - self._floor
+        if self._budget is not None:
+            slack = np.minimum(slack, self._budget - self._given)
+        return slack
 
     def plan(
         self, reclaimer: int, cand: Sequence[int], gang: PreparedGang
@@ -405,7 +418,9 @@ class Reclaims:
         if self._planner is None:
             snap = self.snap
             protected = snap.now - snap.reclaim_min_runtime if snap.reclaim_min_runtime > 0 else None
-            self._planner = ReclaimPlanner(snap.running, self.tree, clusters, self.index, protected)
+            self._planner = ReclaimPlanner(
+                snap.running, self.tree, clusters, self.index, protected, snap.reclaim_limit
+            )
         plan = self._planner.plan(job.leaf, cand, job.gang)
         if plan is None:
             return None

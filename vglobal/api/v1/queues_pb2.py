@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vglobal/v1/queues.proto\x12\nvglobal.v1\x1a\x17vglobal/v1/common.proto\" \n\x0c\x41pplyRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\"\x18\n\x08QueueRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x90\x03\n\x05Queue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06parent\x18\x02 \x01(\t\x12\x0e\n\x06weight\x18\x03 \x01(\x05\x12\x10\n\x08priority\x18\x04 \x01(\x05\x12\r\n\x05state\x18\x05 \x01(\t\x12\x13\n\x0breclaimable\x18\x06 \x01(\x08\x12,\n\ncapability\x18\x07 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08\x64\x65served\x18\x08 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tguarantee\x18\t \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tallocated\x18\n \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x14\n\x0cpending_jobs\x18\x0b \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x0c \x01(\x05\x12\x31\n\x0fspec_capability\x18\r \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x10\n\x08manifest\x18\x0e \x01(\t\"\x13\n\x11ListQueuesRequest\"7\n\x12ListQueuesResponse\x12!\n\x06queues\x18\x01 \x03(\x0b\x32\x11.vglobal.v1.Queue\"1\n\x12\x44\x65leteQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"9\n\x13\x44\x65leteQueueResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65leted_jobs\x18\x02 \x01(\x05\"_\n\rPriorityClass\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05\x12\x16\n\x0eglobal_default\x18\x03 \x01(\x08\x12\x19\n\x11preemption_policy\x18\x04 \x01(\t\"\x1c\n\x1aListPriorityClassesRequest\"R\n\x1bListPriorityClassesResponse\x12\x33\n\x10priority_classes\x18\x01 \x03(\x0b\x32\x19.vglobal.v1.PriorityClass2\xbb\x04\n\x0cQueueService\x12\x39\n\nApplyQueue\x12\x18.vglobal.v1.ApplyRequest\x1a\x11.vglobal.v1.Queue\x12\x33\n\x08GetQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12K\n\nListQueues\x12\x1d.vglobal.v1.ListQueuesRequest\x1a\x1e.vglobal.v1.ListQueuesResponse\x12N\n\x0b\x44\x65leteQueue\x12\x1e.vglobal.v1.DeleteQueueRequest\x1a\x1f.vglobal.v1.DeleteQueueResponse\x12\x34\n\tOpenQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12\x35\n\nCloseQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12I\n\x12\x41pplyPriorityClass\x12\x18.vglobal.v1.ApplyRequest\x1a\x19.vglobal.v1.PriorityClass\x12\x66\n\x13ListPriorityClasses\x12&.vglobal.v1.ListPriorityClassesRequest\x1a\'.vglobal.v1.ListPriorityClassesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vglobal/v1/queues.proto\x12\nvglobal.v1\x1a\x17vglobal/v1/common.proto\" \n\x0c\x41pplyRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\"\x18\n\x08QueueRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xce\x03\n\x05Queue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06parent\x18\x02 \x01(\t\x12\x0e\n\x06weight\x18\x03 \x01(\x05\x12\x10\n\x08priority\x18\x04 \x01(\x05\x12\r\n\x05state\x18\x05 \x01(\t\x12\x13\n\x0breclaimable\x18\x06 \x01(\x08\x12,\n\ncapability\x18\x07 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08\x64\x65served\x18\x08 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tguarantee\x18\t \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tallocated\x18\n \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x14\n\x0cpending_jobs\x18\x0b \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x0c \x01(\x05\x12\x31\n\x0fspec_capability\x18\r \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x10\n\x08manifest\x18\x0e \x01(\t\x12\'\n\x05usage\x18\x0f \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x13\n\x0busage_share\x18\x10 \x01(\x01\"\x13\n\x11ListQueuesRequest\"7\n\x12ListQueuesResponse\x12!\n\x06queues\x18\x01 \x03(\x0b\x32\x11.vglobal.v1.Queue\"1\n\x12\x44\x65leteQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"9\n\x13\x44\x65leteQueueResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65leted_jobs\x18\x02 \x01(\x05\"_\n\rPriorityClass\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05\x12\x16\n\x0eglobal_default\x18\x03 \x01(\x08\x12\x19\n\x11preemption_policy\x18\x04 \x01(\t\"\x1c\n\x1aListPriorityClassesRequest\"R\n\x1bListPriorityClassesResponse\x12\x33\n\x10priority_classes\x18\x01 \x03(\x0b\x32\x19.vglobal.v1.PriorityClass2\xbb\x04\n\x0cQueueService\x12\x39\n\nApplyQueue\x12\x18.vglobal.v1.ApplyRequest\x1a\x11.vglobal.v1.Queue\x12\x33\n\x08GetQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12K\n\nListQueues\x12\x1d.vglobal.v1.ListQueuesRequest\x1a\x1e.vglobal.v1.ListQueuesResponse\x12N\n\x0b\x44\x65leteQueue\x12\x1e.vglobal.v1.DeleteQueueRequest\x1a\x1f.vglobal.v1.DeleteQueueResponse\x12\x34\n\tOpenQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12\x35\n\nCloseQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12I\n\x12\x41pplyPriorityClass\x12\x18.vglobal.v1.ApplyRequest\x1a\x19.vglobal.v1.PriorityClass\x12\x66\n\x13ListPriorityClasses\x12&.vglobal.v1.ListPriorityClassesRequest\x1a\'.vglobal.v1.ListPriorityClassesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,21 +37,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUEUEREF']._serialized_start=98
   _globals['_QUEUEREF']._serialized_end=122
   _globals['_QUEUE']._serialized_start=125
-  _globals['_QUEUE']._serialized_end=525
-  _globals['_LISTQUEUESREQUEST']._serialized_start=527
-  _globals['_LISTQUEUESREQUEST']._serialized_end=546
-  _globals['_LISTQUEUESRESPONSE']._serialized_start=548
-  _globals['_LISTQUEUESRESPONSE']._serialized_end=603
-  _globals['_DELETEQUEUEREQUEST']._serialized_start=605
-  _globals['_DELETEQUEUEREQUEST']._serialized_end=654
-  _globals['_DELETEQUEUERESPONSE']._serialized_start=656
-  _globals['_DELETEQUEUERESPONSE']._serialized_end=713
-  _globals['_PRIORITYCLASS']._serialized_start=715
-  _globals['_PRIORITYCLASS']._serialized_end=810
-  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_start=812
-  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_end=840
-  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_start=842
-  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_end=924
-  _globals['_QUEUESERVICE']._serialized_start=927
-  _globals['_QUEUESERVICE']._serialized_end=1498
+  _globals['_QUEUE']._serialized_end=587
+  _globals['_LISTQUEUESREQUEST']._serialized_start=589
+  _globals['_LISTQUEUESREQUEST']._serialized_end=608
+  _globals['_LISTQUEUESRESPONSE']._serialized_start=610
+  _globals['_LISTQUEUESRESPONSE']._serialized_end=665
+  _globals['_DELETEQUEUEREQUEST']._serialized_start=667
+  _globals['_DELETEQUEUEREQUEST']._serialized_end=716
+  _globals['_DELETEQUEUERESPONSE']._serialized_start=718
+  _globals['_DELETEQUEUERESPONSE']._serialized_end=775
+  _globals['_PRIORITYCLASS']._serialized_start=777
+  _globals['_PRIORITYCLASS']._serialized_end=872
+  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_start=874
+  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_end=902
+  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_start=904
+  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_end=986
+  _globals['_QUEUESERVICE']._serialized_start=989
+  _globals['_QUEUESERVICE']._serialized_end=1560
 # @@protoc_insertion_point(module_scope)
