@@ -39,7 +39,7 @@ class _Cycle:
         self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)
-        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index)
+        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets)
         self.starvation = Starvation(snapshot, self.clusters, self.tree, prep.index)
         self.decisions: dict[str, Admit | Wait] = {}
         self.admitted: list[str] = []
