@@ -26,6 +26,7 @@ import math
 import sys
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -332,7 +333,7 @@ def jain(xs: list[float]) -> float:
     return (sum(xs) ** 2) / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else 0.0
 
 
-def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
+def report(runs: list[Outcome], seconds: list[float], cmd: str) -> None:
     print(f"`{cmd}`\n")
     weights = runs[0].weights
     wsum = sum(weights.values())
@@ -366,6 +367,54 @@ def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
             waits = [j.start - j.submit for j in run.jobs if j.queue == q and j.start is not None]
             cells.append(f"{run.contended[q] / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}")
         print(f"| {q} | {w} | {w / wsum:.1%} | {' | '.join(cells)} |")
+
+
+@dataclass
+class Outcome:
+    """What the report reads of a replay (picklable, so a replay may run in another process)."""
+
+    name: str
+    jobs: list[TraceJob]
+    weights: dict[str, int]
+    reclaimed: int
+    lost: float
+    rejected: int
+    cycles: int
+    contended: dict[str, float]
+    jain_time: float
+    busy_time: float
+
+
+def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]:
+    jobs, weights = load(args.limit)
+    nodes = max(1, round(sum(weights.values()) * args.scale))
+    run = Run(
+        name,
+        jobs,
+        weights,
+        nodes,
+        args.tick,
+        reclaim=not args.no_reclaim and name != "fair-noreclaim",
+        reclaim_after=args.reclaim_after,
+        reclaim_min_runtime=args.reclaim_min_runtime,
+        half_life=args.fair_share_half_life if name == "decayed" else 0.0,
+        reclaim_limit=args.reclaim_limit if name == "decayed" else 0.0,
+        reclaim_interval=args.reclaim_interval,
+    )
+    seconds = replay(run)
+    out = Outcome(
+        run.name,
+        run.jobs,
+        run.weights,
+        run.reclaimed,
+        run.lost,
+        run.rejected,
+        run.cycles,
+        dict(run.contended),
+        run.jain_time,
+        run.busy_time,
+    )
+    return out, seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -410,26 +459,17 @@ def main(argv: list[str] | None = None) -> int:
         default=1.0,
         help="cluster size as a fraction of the sum of VC nodes (below 1 adds contention)",
     )
+    parser.add_argument(
+        "--parallel", action="store_true", help="replay the policies in parallel processes (one each)"
+    )
     args = parser.parse_args(argv)
-    runs, seconds = [], []
-    for name in args.policies.split(","):
-        jobs, weights = load(args.limit)
-        nodes = max(1, round(sum(weights.values()) * args.scale))
-        run = Run(
-            name,
-            jobs,
-            weights,
-            nodes,
-            args.tick,
-            reclaim=not args.no_reclaim and name != "fair-noreclaim",
-            reclaim_after=args.reclaim_after,
-            reclaim_min_runtime=args.reclaim_min_runtime,
-            half_life=args.fair_share_half_life if name == "decayed" else 0.0,
-            reclaim_limit=args.reclaim_limit if name == "decayed" else 0.0,
-            reclaim_interval=args.reclaim_interval,
-        )
-        seconds.append(replay(run))
-        runs.append(run)
+    names = args.policies.split(",")
+    if args.parallel:
+        with ProcessPoolExecutor(max_workers=len(names)) as pool:
+            done = list(pool.map(_replay_policy, [args] * len(names), names))
+    else:
+        done = [_replay_policy(args, name) for name in names]
+    runs, seconds = [r for r, _ in done], [t for _, t in done]
     cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)
     report(runs, seconds, cmd.strip())
     return 0
