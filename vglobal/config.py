@@ -120,9 +120,7 @@ class HubSettings(BaseSettings):
         description="Reclaim takes from a queue at most this fraction of what it runs per "
         "--reclaim-interval (0 = no limit).",
     )
-    reclaim_interval: Seconds = Field(
-        600.0, gt=0, description="The interval of --reclaim-limit."
-    )
+    reclaim_interval: Seconds = Field(600.0, gt=0, description="The interval of --reclaim-limit.")
     queue_lookback: int = Field(
         1000,
         ge=0,

@@ -63,7 +63,9 @@ def test_a_new_leader_continues_the_stored_usage(engine: sa.Engine, database_url
     hub.start()
     try:
         resumed = wait(
-            lambda: (s := stored(engine)) is not None and s[1] > at and s, timeout=30, what="the new leader's store"
+            lambda: (s := stored(engine)) is not None and s[1] > at and s,
+            timeout=30,
+            what="the new leader's store",
         )
         assert resumed[0] == pytest.approx(STEADY, rel=0.01)  # the same 4 cpus still run
         with Client(f"127.0.0.1:{hub.port}", timeout=10, retries=1) as client:

@@ -80,7 +80,10 @@ class FairOrder:
         if self.offsets is not None:
             off = self.offsets[i]
             return max(
-                [max(a + o, 0.0) * w + q * w for a, o, q, w in zip(alloc, off, req, self.inv[i], strict=True)],
+                [
+                    max(a + o, 0.0) * w + q * w
+                    for a, o, q, w in zip(alloc, off, req, self.inv[i], strict=True)
+                ],
                 default=0.0,
             )
         return max([(a + q) * w for a, q, w in zip(alloc, req, self.inv[i], strict=True)], default=0.0)

@@ -1,6 +1,6 @@
 """Fair share over time: per-queue usage in resource-seconds, decayed with a half-life.
 
-Usage follows ``u(t + Δt) = u(t)·2^(−Δt/H) + a·∫₀^Δt 2^(−s/H) ds`` for an allocation ``a`` held over
+Usage follows ``u(t + Δt) = u(t)·2^(-Δt/H) + a·∫₀^Δt 2^(-s/H) ds`` for an allocation ``a`` held over
 the interval (the exact integral of Volcano's and Slurm's "charge a·Δt, then decay"), so a queue
 that held ``a`` forever settles at ``a·H/ln 2``: ``usage·ln 2/H`` is the queue's *decayed
 allocation*, in the allocation's own units, which admission orders by against the deserved share.
@@ -23,7 +23,7 @@ Usage = dict[str, float]  # resource -> decayed resource-seconds (canonical unit
 
 
 def decay_factor(elapsed: float, half_life: float) -> float:
-    """``2^(−elapsed/H)``; 1 when no time passed (or it went back) or there is no half-life."""
+    """``2^(-elapsed/H)``; 1 when no time passed (or it went back) or there is no half-life."""
     if half_life <= 0 or elapsed <= 0:
         return 1.0
     return float(2.0 ** (-elapsed / half_life))
@@ -35,7 +35,7 @@ def accrue(usage: Mapping[str, float], held: Mapping[str, int], elapsed: float, 
     if half_life <= 0 or elapsed <= 0:
         return dict(usage)
     factor = decay_factor(elapsed, half_life)
-    gain = half_life / LN2 * (1.0 - factor)  # ∫₀^Δt 2^(−s/H) ds
+    gain = half_life / LN2 * (1.0 - factor)  # ∫₀^Δt 2^(-s/H) ds
     out = {r: u * factor for r, u in usage.items()}
     for r, a in held.items():
         if a > 0:
@@ -79,7 +79,9 @@ class UsageLedger:
             return  # the clock went back (or stood still): nothing to charge, keep the later time
         queues = set(self.usage) | {q for q, a in held.items() if a}
         empty: dict[str, int] = {}
-        updated = {q: accrue(self.usage.get(q, {}), held.get(q, empty), elapsed, self.half_life) for q in queues}
+        updated = {
+            q: accrue(self.usage.get(q, {}), held.get(q, empty), elapsed, self.half_life) for q in queues
+        }
         self.usage = {q: u for q, u in updated.items() if u}
         self.at = now
 

@@ -173,7 +173,16 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
         ],
     },
     "queues": {
-        "table": ["name", "parent", "weight", "state", "allocated", "usageShare", "pendingJobs", "runningJobs"],
+        "table": [
+            "name",
+            "parent",
+            "weight",
+            "state",
+            "allocated",
+            "usageShare",
+            "pendingJobs",
+            "runningJobs",
+        ],
         "wide": [
             "name",
             "parent",

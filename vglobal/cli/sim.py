@@ -59,7 +59,8 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     type=click.FloatRange(0, 1),
     default=0.0,
     show_default=True,
-    help="Reclaim takes from a queue at most this fraction of what it runs per --reclaim-interval (0 = no limit).",
+    help="Reclaim takes from a queue at most this fraction of what it runs per --reclaim-interval "
+    "(0 = no limit).",
 )
 @click.option("--reclaim-interval", callback=_duration, default="10m", show_default=True)
 @click.option(

@@ -24,8 +24,8 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
-from vglobal.admission.usage import UsageLedger
 from vglobal.admission.reclaim_window import RecentReclaims
+from vglobal.admission.usage import UsageLedger
 from vglobal.model.resources import EMPTY, ResourceVector
 
 

@@ -103,7 +103,9 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         shown = visible(Action.read_queues, [r.name for r in rows])
         if shown is not None:
             rows = [r for r in rows if r.name in set(shown)]
-        return queues_pb2.ListQueuesResponse(queues=[convert.queue(r, usage.get(r.name), decayed.get(r.name)) for r in rows])
+        return queues_pb2.ListQueuesResponse(
+            queues=[convert.queue(r, usage.get(r.name), decayed.get(r.name)) for r in rows]
+        )
 
     @rpc
     def DeleteQueue(
