@@ -116,9 +116,8 @@ class HubSettings(BaseSettings):
     reclaim_limit: float = Field(
         0.0,
         ge=0,
-        le=1,
         description="Reclaim takes from a queue at most this fraction of what it runs per "
-        "--reclaim-interval (0 = no limit).",
+        "--reclaim-interval (0 = no limit; 1 or more limits nothing).",
     )
     reclaim_interval: Seconds = Field(600.0, gt=0, description="The interval of --reclaim-limit.")
     queue_lookback: int = Field(

@@ -56,7 +56,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option(
     "--reclaim-limit",
-    type=click.FloatRange(0, 1),
+    type=click.FloatRange(min=0),
     default=0.0,
     show_default=True,
     help="Reclaim takes from a queue at most this fraction of what it runs per --reclaim-interval "

@@ -94,6 +94,6 @@ def test_sim_run_takes_the_hub_flags(tmp_path: Path) -> None:
     )  # fmt: skip
     assert out.exit_code == 0, out.output
     bad = CliRunner().invoke(
-        sim, ["run", "--cluster", str(cluster), "--jobs", str(jobs), "--reclaim-limit", "2"]
+        sim, ["run", "--cluster", str(cluster), "--jobs", str(jobs), "--reclaim-limit", "-1"]
     )
     assert bad.exit_code == 2 and "--reclaim-limit" in bad.output
