@@ -365,7 +365,9 @@ def report(runs: list[Outcome], seconds: list[float], cmd: str) -> None:
         for run in runs:
             total = sum(run.contended.values()) or 1.0
             waits = [j.start - j.submit for j in run.jobs if j.queue == q and j.start is not None]
-            cells.append(f"{run.contended[q] / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}")
+            cells.append(
+                f"{run.contended.get(q, 0.0) / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}"
+            )
         print(f"| {q} | {w} | {w / wsum:.1%} | {' | '.join(cells)} |")
 
 
