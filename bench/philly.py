@@ -13,6 +13,8 @@ see the same events; only the dispatch rule differs:
 - fair: vglobal admit() (weighted fair share, gang fit, starvation guard, reclaim). A reclaimed job
   restarts from scratch when it runs again (no checkpoints), which we count as lost GPU-time.
 - fair-noreclaim: the same admit() given no running jobs to reclaim.
+- decayed: admit() with fair share over time (--fair-share-half-life) and reclaim rate-limited
+  (--reclaim-limit per --reclaim-interval), the flags of `vglobal hub` and `vglobal sim run`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +42,11 @@ from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.rounds import AdmissionRounds
 from vglobal.sim.traces import TraceMissing, need
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "philly"
+# Next to the checkout (/work/main -> /work/shared), or one level up from a worktree (/work/wt/NAME).
+DATA = next(
+    (d for p in Path(__file__).resolve().parents[2:4] if (d := p / "shared" / "data" / "philly").is_dir()),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "philly",
+)
 GPU = "nvidia.com/gpu"
 PER_NODE = 8
 
@@ -159,6 +166,9 @@ class Run:
     reclaim: bool = True
     reclaim_after: float = 0.0
     reclaim_min_runtime: float = 0.0
+    half_life: float = 0.0
+    reclaim_limit: float = 0.0
+    reclaim_interval: float = 600.0
     cluster: PhillyNodes = field(init=False)
     rounds: AdmissionRounds = field(init=False)
     attempt_start: dict[str, float] = field(default_factory=dict)
@@ -176,7 +186,12 @@ class Run:
         self.cluster = PhillyNodes(self.nodes)
         queues = [QueueSnap(q, weight=w) for q, w in sorted(self.weights.items())]
         rules = Rules(
-            reclaim_after=self.reclaim_after, reclaim_min_runtime=self.reclaim_min_runtime, max_admissions=0
+            reclaim_after=self.reclaim_after,
+            reclaim_min_runtime=self.reclaim_min_runtime,
+            max_admissions=0,
+            fair_share_half_life=self.half_life,
+            reclaim_limit=self.reclaim_limit,
+            reclaim_interval=self.reclaim_interval,
         )
         dispatcher = (Dispatcher if self.reclaim else NoReclaimDispatcher)(queues, rules)
         self.rounds = AdmissionRounds(dispatcher, self.cluster)
@@ -319,7 +334,7 @@ def jain(xs: list[float]) -> float:
     return (sum(xs) ** 2) / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else 0.0
 
 
-def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
+def report(runs: list[Outcome], seconds: list[float], cmd: str) -> None:
     print(f"`{cmd}`\n")
     weights = runs[0].weights
     wsum = sum(weights.values())
@@ -351,8 +366,58 @@ def report(runs: list[Run], seconds: list[float], cmd: str) -> None:
         for run in runs:
             total = sum(run.contended.values()) or 1.0
             waits = [j.start - j.submit for j in run.jobs if j.queue == q and j.start is not None]
-            cells.append(f"{run.contended[q] / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}")
+            cells.append(
+                f"{run.contended.get(q, 0.0) / total:.1%} | {np.mean(waits) / 3600 if waits else 0:.2f}"
+            )
         print(f"| {q} | {w} | {w / wsum:.1%} | {' | '.join(cells)} |")
+
+
+@dataclass
+class Outcome:
+    """What the report reads of a replay (picklable, so a replay may run in another process)."""
+
+    name: str
+    jobs: list[TraceJob]
+    weights: dict[str, int]
+    reclaimed: int
+    lost: float
+    rejected: int
+    cycles: int
+    contended: dict[str, float]
+    jain_time: float
+    busy_time: float
+
+
+def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]:
+    jobs, weights = load(args.limit)
+    nodes = max(1, round(sum(weights.values()) * args.scale))
+    run = Run(
+        name,
+        jobs,
+        weights,
+        nodes,
+        args.tick,
+        reclaim=not args.no_reclaim and name != "fair-noreclaim",
+        reclaim_after=args.reclaim_after,
+        reclaim_min_runtime=args.reclaim_min_runtime,
+        half_life=args.fair_share_half_life if name == "decayed" else 0.0,
+        reclaim_limit=args.reclaim_limit if name == "decayed" else 0.0,
+        reclaim_interval=args.reclaim_interval,
+    )
+    seconds = replay(run)
+    out = Outcome(
+        run.name,
+        run.jobs,
+        run.weights,
+        run.reclaimed,
+        run.lost,
+        run.rejected,
+        run.cycles,
+        dict(run.contended),
+        run.jain_time,
+        run.busy_time,
+    )
+    return out, seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,7 +437,24 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds a job must have run before it may be reclaimed (fair)",
     )
     parser.add_argument(
-        "--policies", default="fifo,fair,fair-noreclaim", help="any of fifo, fair, fair-noreclaim"
+        "--fair-share-half-life",
+        type=float,
+        default=4 * 3600.0,
+        help="seconds; the half-life of queue usage (decayed)",
+    )
+    parser.add_argument(
+        "--reclaim-limit",
+        type=float,
+        default=0.1,
+        help="fraction of a queue's running capacity reclaim may take per interval, 0 = no limit (decayed)",
+    )
+    parser.add_argument(
+        "--reclaim-interval", type=float, default=600.0, help="seconds; the rate limit's interval (decayed)"
+    )
+    parser.add_argument(
+        "--policies",
+        default="fifo,fair,fair-noreclaim,decayed",
+        help="any of fifo, fair, fair-noreclaim, decayed",
     )
     parser.add_argument(
         "--scale",
@@ -380,28 +462,22 @@ def main(argv: list[str] | None = None) -> int:
         default=1.0,
         help="cluster size as a fraction of the sum of VC nodes (below 1 adds contention)",
     )
+    parser.add_argument(
+        "--parallel", action="store_true", help="replay the policies in parallel processes (one each)"
+    )
     args = parser.parse_args(argv)
     try:
         need(DATA / "helios_philly_vc.csv", "philly")
         need(DATA / "pollux_philly.csv", "philly")
     except TraceMissing as exc:
         sys.exit(f"bench/philly.py: {exc}")
-    runs, seconds = [], []
-    for name in args.policies.split(","):
-        jobs, weights = load(args.limit)
-        nodes = max(1, round(sum(weights.values()) * args.scale))
-        run = Run(
-            name,
-            jobs,
-            weights,
-            nodes,
-            args.tick,
-            reclaim=not args.no_reclaim and name != "fair-noreclaim",
-            reclaim_after=args.reclaim_after,
-            reclaim_min_runtime=args.reclaim_min_runtime,
-        )
-        seconds.append(replay(run))
-        runs.append(run)
+    names = args.policies.split(",")
+    if args.parallel:
+        with ProcessPoolExecutor(max_workers=len(names)) as pool:
+            done = list(pool.map(_replay_policy, [args] * len(names), names))
+    else:
+        done = [_replay_policy(args, name) for name in names]
+    runs, seconds = [r for r, _ in done], [t for _, t in done]
     cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)
     report(runs, seconds, cmd.strip())
     return 0

@@ -107,6 +107,19 @@ class HubSettings(BaseSettings):
         ge=0,
         description="A job must have run this long before another queue may take it back (guards long jobs).",
     )
+    fair_share_half_life: Seconds = Field(
+        0.0,
+        ge=0,
+        description="Fair share over time: queues are ordered by their usage decayed with this "
+        "half-life against their deserved share (0 = by what they hold now).",
+    )
+    reclaim_limit: float = Field(
+        0.0,
+        ge=0,
+        description="Reclaim takes from a queue at most this fraction of what it runs per "
+        "--reclaim-interval (0 = no limit; 1 or more limits nothing).",
+    )
+    reclaim_interval: Seconds = Field(600.0, gt=0, description="The interval of --reclaim-limit.")
     queue_lookback: int = Field(
         1000,
         ge=0,

@@ -39,6 +39,7 @@ from vglobal.model.records import (
     QueueRow,
     QueueSample,
     QueueUsage,
+    StoredUsage,
 )
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workflow_status import CronStatus, JobFlowStatus
@@ -172,8 +173,9 @@ def event(row: EventRow) -> common_pb2.Event:
 # ---- queues
 
 
-def queue(row: QueueRow, usage: QueueUsage | None) -> queues_pb2.Queue:
-    """Deserved and effective capability come from the dispatcher's last cycle (row.status)."""
+def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None = None) -> queues_pb2.Queue:
+    """Deserved and effective capability come from the dispatcher's last cycle (row.status), the
+    decayed usage from what the leader last stored."""
     usage = usage or QueueUsage()
     cap = row.status.get("capability", row.capability)
     deserved = row.status.get("deserved")
@@ -192,6 +194,8 @@ def queue(row: QueueRow, usage: QueueUsage | None) -> queues_pb2.Queue:
         running_jobs=usage.running,
         spec_capability=resource_list(row.capability),
         manifest=json.dumps(row.manifest, sort_keys=True),
+        usage=resource_list({r: round(u) for r, u in decayed.rolled.items()} if decayed else None),
+        usage_share=decayed.share if decayed else 0.0,
     )
 
 

@@ -18,7 +18,7 @@ from itertools import repeat
 
 from vglobal.admission.checks import Checks
 from vglobal.admission.explain import budget_wait, no_fit_reason, no_hypernode_reason
-from vglobal.admission.order import FairOrder
+from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.placement import FailureCache
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
@@ -34,10 +34,12 @@ class _Cycle:
         self.snap = snapshot
         self.prep = prep = Prepared(snapshot)
         self.tree, self.clusters = prep.tree, prep.clusters
-        self.order = FairOrder(self.tree)
+        half_life = snapshot.fair_share_half_life
+        offsets = decayed_offsets(self.tree, snapshot.queues, half_life) if half_life > 0 else None
+        self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)
-        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index)
+        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets)
         self.starvation = Starvation(snapshot, self.clusters, self.tree, prep.index)
         self.decisions: dict[str, Admit | Wait] = {}
         self.admitted: list[str] = []

@@ -6,6 +6,11 @@ AFTER the child's next job, older, name). A child's next job is the one its own 
 so comparing the children of a parent compares the ancestors just below the common ancestor, as
 Volcano's hierarchical capacity plugin does. Only the path of the queue that changed is re-keyed;
 outdated heap entries are skipped by a version number.
+
+With a fair-share half-life the share a queue is keyed by starts from its decayed allocation
+(usage.py: its usage over time, rolled up the tree) instead of what it holds now; what the cycle
+admits counts in full on top, so one queue far below its share still alternates within a cycle
+once it has caught up.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ import heapq
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
-from vglobal.admission.snapshot import PendingJob
+from vglobal.admission.snapshot import PendingJob, QueueSnap
 from vglobal.admission.tree import QueueTree
+from vglobal.admission.usage import decayed_allocation
 
 # A dimension the queue deserves none of: any use of it ranks the queue after every finite share.
 _NO_SHARE = 1e12
@@ -36,18 +42,50 @@ def queue_order(jobs: Iterable[PendingJob]) -> list[PendingJob]:
     return out
 
 
+def decayed_offsets(tree: QueueTree, queues: Iterable[QueueSnap], half_life: float) -> list[list[float]]:
+    """Per tree node: its decayed allocation minus its allocation at the start of the cycle, so
+    ``alloc + offset`` is the decayed allocation plus what the cycle admitted (rolled up)."""
+    index, n = tree.index, len(tree.names)
+    own = [[0.0] * index.size for _ in range(n)]
+    for q in queues:
+        i = tree.idx.get(q.name)
+        if i is None or i == 0:
+            continue
+        for r, a in decayed_allocation(q.usage, half_life).items():
+            c = index.col.get(r)
+            if c is not None:
+                own[i][c] += a
+    for i in reversed(tree.order):  # bottom-up, as the allocation is rolled up
+        p = tree.parent[i]
+        if p >= 0:
+            own[p] = [a + b for a, b in zip(own[p], own[i], strict=True)]
+    return [[d - a for d, a in zip(own[i], tree.initial_alloc[i], strict=True)] for i in range(n)]
+
+
 class FairOrder:
-    def __init__(self, tree: QueueTree) -> None:
+    def __init__(self, tree: QueueTree, offsets: list[list[float]] | None = None) -> None:
+        """``offsets`` (decayed_offsets) move each queue's share from its allocation now to its
+        decayed one; None = instantaneous fair share."""
         self.tree = tree
         n = len(tree.names)
         self.inv = [[(1.0 / d) if d > 0 else _NO_SHARE for d in des.tolist()] for des in tree.deserved]
         self.heaps: list[list[Key]] = [[] for _ in range(n)]
         self.version = [0] * n
         self.next_req: list[Sequence[int] | None] = [None] * n
+        self.offsets = offsets
 
     def share_after(self, i: int, req: Sequence[int]) -> float:
         # A resource neither used nor asked for adds 0 whatever its inverse deserved.
         alloc = self.tree.alloc[i]
+        if self.offsets is not None:
+            off = self.offsets[i]
+            return max(
+                [
+                    max(a + o, 0.0) * w + q * w
+                    for a, o, q, w in zip(alloc, off, req, self.inv[i], strict=True)
+                ],
+                default=0.0,
+            )
         return max([(a + q) * w for a, q, w in zip(alloc, req, self.inv[i], strict=True)], default=0.0)
 
     def _best_child(self, p: int) -> int:

@@ -105,9 +105,15 @@ class ReclaimPlanner:
         clusters: Clusters,
         index: ResourceIndex,
         protected_after: float | None = None,
+        limit: float = 0.0,
+        used: FloatArray | None = None,
     ) -> None:
-        """`protected_after`: runs admitted after this time (epoch seconds) are not victims."""
+        """`protected_after`: runs admitted after this time (epoch seconds) are not victims.
+        `limit`: the reclaim rate limit (Snapshot.reclaim_limit), 0 = none. `used`: per queue, its
+        decayed share (fair share over time); a queue then takes only from queues that used as
+        much or more, else what it takes back the order would hand back again at once."""
         self.tree = tree
+        self._used = used
         self.clusters = clusters
         deserved = np.array(tree.deserved).reshape(len(tree.names), index.size)
         guarantee = np.array(tree.guarantee, dtype=np.float64).reshape(deserved.shape)
@@ -117,6 +123,14 @@ class ReclaimPlanner:
         self._contended = np.array(tree.demand).reshape(deserved.shape) > deserved + 0.5
         self._floor: FloatArray = np.where(self._contended, np.maximum(deserved, guarantee), guarantee)
         self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
+        # The rate limit as a second floor: what a queue may still lose in this interval (Armada's
+        # fair-share preemption limit): `limit` of what it ran at the interval's start, less what
+        # reclaim took from it since.
+        self._budget: FloatArray | None = None
+        if limit > 0:
+            taken = np.array([index.known_row(q.reclaimed) for q in tree.snaps], dtype=np.float64)
+            ran = np.array(tree.initial_alloc, dtype=np.float64).reshape(deserved.shape) + taken
+            self._budget = limit * ran - taken
         # Only queues above their deserved on a resource they are short of can lose jobs at all.
         over = (self.slack() > 0) & self._contended
         donors = {
@@ -198,7 +212,10 @@ class ReclaimPlanner:
     def slack(self) -> FloatArray:
         """Per queue: how much it may still lose before reaching its floor (see __init__)."""
         alloc = np.array(self.tree.alloc, dtype=np.float64).reshape(self._floor.shape)
-        return alloc - self._given - self._floor
+        slack = alloc - self._given - self._floor
+        if self._budget is not None:
+            slack = np.minimum(slack, self._budget - self._given)
+        return slack
 
     def plan(
         self, reclaimer: int, cand: Sequence[int], gang: PreparedGang
@@ -220,6 +237,8 @@ class ReclaimPlanner:
                 & (cv.queue != reclaimer)
                 & ~cv.taken
             )
+            if self._used is not None:
+                ok &= self._used[cv.queue] >= self._used[reclaimer]
             if not ok.any():
                 continue
             tried += 1
@@ -367,8 +386,17 @@ def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack:
 class Reclaims:
     """A cycle's reclaims: whether a job may plan one now, and the victims of the plans made."""
 
-    def __init__(self, snapshot: Snapshot, tree: QueueTree, clusters: Clusters, index: ResourceIndex) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        tree: QueueTree,
+        clusters: Clusters,
+        index: ResourceIndex,
+        offsets: list[list[float]] | None = None,
+    ) -> None:
+        """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none."""
         self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
+        self._used = None if offsets is None else _decayed_shares(tree, offsets)
         self.des_rows = [[float(x) for x in d.tolist()] for d in tree.deserved]
         self.plans = 0
         self.victims: list[Reclaim] = []
@@ -405,7 +433,9 @@ class Reclaims:
         if self._planner is None:
             snap = self.snap
             protected = snap.now - snap.reclaim_min_runtime if snap.reclaim_min_runtime > 0 else None
-            self._planner = ReclaimPlanner(snap.running, self.tree, clusters, self.index, protected)
+            self._planner = ReclaimPlanner(
+                snap.running, self.tree, clusters, self.index, protected, snap.reclaim_limit, self._used
+            )
         plan = self._planner.plan(job.leaf, cand, job.gang)
         if plan is None:
             return None
@@ -421,3 +451,12 @@ class Reclaims:
             WaitKind.Reclaiming,
             reclaiming_reason(queue, cluster, [v.uid for v in victims], clusters.describe(job.gang)),
         )
+
+
+def _decayed_shares(tree: QueueTree, offsets: list[list[float]]) -> FloatArray:
+    """Per queue: max over resources of its decayed allocation over its deserved."""
+    decayed = np.array(tree.initial_alloc, dtype=np.float64) + np.array(offsets, dtype=np.float64)
+    deserved = np.array(tree.deserved, dtype=np.float64).reshape(decayed.shape)
+    ratio = np.where(deserved > 0, np.maximum(decayed, 0.0) / np.maximum(deserved, 1.0), 0.0)
+    out: FloatArray = ratio.max(axis=1, initial=0.0)
+    return out

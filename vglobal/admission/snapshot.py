@@ -18,6 +18,7 @@ PLACEMENTS = ("binpack", "spread")
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 _NO_PLACEMENTS: Mapping[str, ResourceVector] = MappingProxyType({})
+_NO_USAGE: Mapping[str, float] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,11 @@ class QueueSnap:
     # Usage of this queue's OWN admitted, unfinished jobs; admission rolls it up to the ancestors.
     allocated: ResourceVector = EMPTY
     created: int = 0  # ordering key for ties (e.g. creation epoch seconds)
+    # Decayed usage of the queue's OWN jobs in resource-seconds (admission/usage.py); read only
+    # when the snapshot's fair_share_half_life is above 0. Rolled up to the ancestors like allocated.
+    usage: Mapping[str, float] = field(default_factory=lambda: _NO_USAGE)
+    # What reclaim took from this queue within the dispatcher's rate-limit interval.
+    reclaimed: ResourceVector = EMPTY
 
 
 Gang = tuple[tuple[ResourceVector, int], ...]
@@ -128,6 +134,12 @@ class Snapshot:
     # burst over cycles; what it buys is a bounded cycle: the leader lock is checked, new jobs are
     # looked at and the first admissions of a burst reach their clusters a cycle apart.
     max_admissions: int = 0
+    # Seconds (0 = instantaneous fair share, as without it): queues are ordered by their usage
+    # decayed with this half-life (QueueSnap.usage) plus what this cycle admits, against deserved.
+    fair_share_half_life: float = 0.0
+    # Reclaim takes from a queue, per resource, at most this fraction of what it ran at the start
+    # of the rate-limit interval (its allocation plus QueueSnap.reclaimed); 0 = no limit.
+    reclaim_limit: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -154,6 +166,10 @@ class QueueStatus:
     admitted: int = 0
     # Volcano's queue request: `allocated` before this cycle plus what its waiting jobs ask for.
     request: ResourceVector = EMPTY
+    # Decayed usage (resource-seconds, rolled up) and its dominant share of deserved; empty and 0
+    # with no half-life.
+    usage: Mapping[str, float] = field(default_factory=lambda: _NO_USAGE)
+    usage_share: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from operator import attrgetter
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.snapshot import QueueStatus, Snapshot
 from vglobal.admission.tree import QueueTree
+from vglobal.admission.usage import Usage, dominant_share
 
 _QUEUE = attrgetter("queue")
 
@@ -39,13 +40,16 @@ def queue_statuses(
             pending[p] += pending[i]
             running[p] += running[i]
             admitted[p] += admitted[i]
+    usage = _rolled_usage(tree, snapshot)
+    half_life = snapshot.fair_share_half_life
     out: dict[str, QueueStatus] = {}
     for i, name in enumerate(tree.names):
         cap = tree.real_cap[i].tolist()
+        deserved = index.vector(tree.deserved[i].tolist())
         out[name] = QueueStatus(
             name=name,
             allocated=index.vector(tree.alloc[i]),
-            deserved=index.vector(tree.deserved[i].tolist()),
+            deserved=deserved,
             real_capability=None
             if all(c == float("inf") for c in cap)
             else index.vector([c if c != float("inf") else 0 for c in cap]),
@@ -54,5 +58,25 @@ def queue_statuses(
             running=running[i] + admitted[i],
             admitted=admitted[i],
             request=index.vector(tree.demand[i].tolist()),
+            usage=usage[i],
+            usage_share=dominant_share(usage[i], deserved, half_life),
         )
+    return out
+
+
+def _rolled_usage(tree: QueueTree, snapshot: Snapshot) -> list[Usage]:
+    """Per tree node: the decayed usage of its own and its descendants' jobs (none without a half-life)."""
+    out: list[Usage] = [{} for _ in tree.names]
+    if snapshot.fair_share_half_life <= 0:
+        return out
+    for q in snapshot.queues:
+        i = tree.idx.get(q.name)
+        if i:
+            out[i] = dict(q.usage)
+    for i in reversed(tree.order):
+        p = tree.parent[i]
+        if p >= 0:
+            acc = out[p]
+            for r, u in out[i].items():
+                acc[r] = acc.get(r, 0.0) + u
     return out

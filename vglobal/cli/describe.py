@@ -1,4 +1,4 @@
-"""`vglobal describe job`: everything a person needs to know about one job."""
+"""`vglobal describe job`: everything a person needs to know about one job; `describe queue` too."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from rich.console import Console
 
 from vglobal.api.v1 import common_pb2, jobs_pb2
-from vglobal.cli.output import short
+from vglobal.cli.output import queue_row, short
 from vglobal.client import Client
 from vglobal.model.forms import FINISHED_POD_PHASES
 
@@ -24,6 +24,14 @@ def _pods_heading(job: jobs_pb2.Job) -> str:
     if job.binding_phase == "Aborted" and any(p.phase not in FINISHED_POD_PHASES for p in job.placements):
         return said + "; cancelled, not confirmed stopped yet):"
     return said + "):"
+
+
+def describe_queue(client: Client, name: str, console: Console) -> None:
+    row = queue_row(client.get_queue(name))
+    width = max(len(k) for k in row) + 1
+    for k, v in row.items():
+        shown = short(v) if isinstance(v, dict) else str(v)
+        console.print(f"{k + ':':<{width}} {shown or '-'}", highlight=False, soft_wrap=True)
 
 
 def describe_job(client: Client, name: str, namespace: str, console: Console) -> None:

@@ -78,21 +78,24 @@ cli.add_command(job_group)
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["job", "cronjob", "cj", "jobflow"]))
+@click.argument("kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("-w", "--watch", is_flag=True, help="Job: then follow its changes and events.")
 @click.pass_obj
 def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> None:
-    """Show a job (binding, cluster, why it waits, events), a cronjob (its runs) or a jobflow (its DAG)."""
-    from vglobal.cli.describe import describe_job
+    """Show a job (binding, cluster, why it waits, events), a queue (its shares and decayed usage), a
+    cronjob (its runs) or a jobflow (its DAG)."""
+    from vglobal.cli.describe import describe_job, describe_queue
     from vglobal.cli.describe_workflows import describe_cronjob, describe_jobflow
     from vglobal.cli.watching import follow_job
 
     if watch and kind != "job":
         fail("--watch: only a job can be followed")
     try:
-        if kind in ("cronjob", "cj"):
+        if kind == "queue":
+            describe_queue(obj.client, name, console)
+        elif kind in ("cronjob", "cj"):
             describe_cronjob(obj.client, name, namespace, console)
         elif kind == "jobflow":
             describe_jobflow(obj.client, name, namespace, console)

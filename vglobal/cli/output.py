@@ -62,6 +62,10 @@ def queue_row(q: queues_pb2.Queue) -> dict[str, Any]:
         "allocated": quantities(q.allocated),
         "pendingJobs": q.pending_jobs,
         "runningJobs": q.running_jobs,
+        # Fair share over time: decayed resource-seconds, and max over resources of that as an
+        # allocation (usage·ln2/half-life) over deserved; 1 = at its share.
+        "usage": quantities(q.usage),
+        "usageShare": round(q.usage_share, 3),
     }
 
 
@@ -178,7 +182,16 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
         ],
     },
     "queues": {
-        "table": ["name", "parent", "weight", "state", "allocated", "pendingJobs", "runningJobs"],
+        "table": [
+            "name",
+            "parent",
+            "weight",
+            "state",
+            "allocated",
+            "usageShare",
+            "pendingJobs",
+            "runningJobs",
+        ],
         "wide": [
             "name",
             "parent",
@@ -189,6 +202,8 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
             "deserved",
             "guarantee",
             "allocated",
+            "usage",
+            "usageShare",
             "pendingJobs",
             "runningJobs",
         ],

@@ -48,6 +48,22 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--reclaim-after", callback=_duration, default="0s", show_default=True)
 @click.option("--reclaim-min-runtime", callback=_duration, default="0s", show_default=True)
 @click.option(
+    "--fair-share-half-life",
+    callback=_duration,
+    default="0s",
+    show_default=True,
+    help="Order queues by their usage decayed with this half-life (0 = by what they hold now).",
+)
+@click.option(
+    "--reclaim-limit",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Reclaim takes from a queue at most this fraction of what it runs per --reclaim-interval "
+    "(0 = no limit).",
+)
+@click.option("--reclaim-interval", callback=_duration, default="10m", show_default=True)
+@click.option(
     "--bind-timeout",
     callback=_duration,
     default=None,
@@ -64,6 +80,9 @@ def sim_run(
     starvation_after: float,
     reclaim_after: float,
     reclaim_min_runtime: float,
+    fair_share_half_life: float,
+    reclaim_limit: float,
+    reclaim_interval: float,
     bind_timeout: float | None,
     fmt: str,
 ) -> None:
@@ -79,6 +98,9 @@ def sim_run(
         starvation_after=starvation_after,
         reclaim_after=reclaim_after,
         reclaim_min_runtime=reclaim_min_runtime,
+        fair_share_half_life=fair_share_half_life,
+        reclaim_limit=reclaim_limit,
+        reclaim_interval=reclaim_interval,
     )
     try:
         result = run_simulation(

@@ -39,6 +39,18 @@ QUEUE_CAPABILITY = Gauge(
     ["queue", "resource"],
     registry=REGISTRY,
 )
+QUEUE_USAGE = Gauge(
+    "vglobal_queue_usage",
+    "A queue's usage in resource-seconds decayed with --fair-share-half-life (canonical units)",
+    ["queue", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_USAGE_SHARE = Gauge(
+    "vglobal_queue_usage_share",
+    "A queue's decayed usage as an allocation over its deserved share, dominant resource (1 = at share)",
+    ["queue"],
+    registry=REGISTRY,
+)
 QUEUE_PENDING = Gauge("vglobal_queue_pending_jobs", "Jobs waiting in a queue", ["queue"], registry=REGISTRY)
 QUEUE_RUNNING = Gauge(
     "vglobal_queue_running_jobs", "Admitted, unfinished jobs of a queue", ["queue"], registry=REGISTRY

@@ -36,6 +36,17 @@ class QueueUsage:
 
 
 @dataclass(frozen=True)
+class StoredUsage:
+    """A queue's decayed usage (fair share over time) as the leader last stored it."""
+
+    queue: str
+    usage: dict[str, float]  # its own jobs' resource-seconds, decayed to `at`
+    rolled: dict[str, float]  # with its descendants'
+    share: float  # dominant decayed share of deserved
+    at: float  # the database's clock, epoch seconds
+
+
+@dataclass(frozen=True)
 class PriorityClassRow:
     name: str
     value: int

@@ -24,6 +24,8 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
+from vglobal.admission.reclaim_window import RecentReclaims
+from vglobal.admission.usage import UsageLedger
 from vglobal.model.resources import EMPTY, ResourceVector
 
 
@@ -38,6 +40,9 @@ class Rules:
     queue_lookback: int = 1000
     max_admissions: int = 5000
     exclude_for: float = 300.0  # a cluster that rejected a job is skipped for it this long
+    fair_share_half_life: float = 0.0
+    reclaim_limit: float = 0.0
+    reclaim_interval: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,15 @@ class Dispatcher:
     unplaced: dict[str, dict[str, Gang]] = field(default_factory=dict)
     excluded: dict[str, dict[str, float]] = field(default_factory=dict)  # uid -> cluster -> until
     _usage: dict[str, ResourceVector] = field(default_factory=dict)
+    # Decayed usage per queue, charged up to each snapshot's time with what each queue held after
+    # the cycle before (time jumps from event to event, so that is what it held in between).
+    ledger: UsageLedger = field(init=False)
+    _held: dict[str, ResourceVector] = field(default_factory=dict)
+    reclaim_log: RecentReclaims = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ledger = UsageLedger(self.rules.fair_share_half_life)
+        self.reclaim_log = RecentReclaims(self.rules.reclaim_interval)
 
     def submit(self, *jobs: PendingJob) -> None:
         for job in jobs:
@@ -79,9 +93,21 @@ class Dispatcher:
 
     def snapshot(self, now: float, clusters: Iterable[ClusterSnap]) -> Snapshot:
         rules = self.rules
+        ledger = self.ledger
+        if rules.fair_share_half_life > 0:
+            ledger.advance(now, self._held)
+        recent = self.reclaim_log.by_queue(now) if rules.reclaim_limit > 0 else {}
         return Snapshot(
             now=now,
-            queues=tuple(replace(q, allocated=self.allocated(q.name)) for q in self.queues),
+            queues=tuple(
+                replace(
+                    q,
+                    allocated=self.allocated(q.name),
+                    usage=ledger.of(q.name),
+                    reclaimed=recent.get(q.name, EMPTY),
+                )
+                for q in self.queues
+            ),
             clusters=tuple(
                 replace(c, unplaced=tuple(self.unplaced.get(c.name, {}).values())) for c in clusters
             ),
@@ -93,6 +119,8 @@ class Dispatcher:
             reclaim_min_runtime=rules.reclaim_min_runtime,
             queue_lookback=rules.queue_lookback,
             max_admissions=rules.max_admissions,
+            fair_share_half_life=rules.fair_share_half_life,
+            reclaim_limit=rules.reclaim_limit,
         )
 
     def _waiting(self, now: float) -> Iterable[PendingJob]:
@@ -108,7 +136,9 @@ class Dispatcher:
         admitted = [self._admit(uid, d.cluster, now) for uid, d in _admits(result)]
         reclaimed = [self.running[r.victim_uid] for r in result.reclaims if r.victim_uid in self.running]
         for victim in reclaimed:
+            self.reclaim_log.add(victim.queue, victim.request, now)
             self.requeue(victim.uid, now)
+        self._held = dict(self._usage)
         return Cycle(result, tuple(admitted), tuple(reclaimed))
 
     def _admit(self, uid: str, cluster: str, now: float) -> Admission:
@@ -155,6 +185,7 @@ class Dispatcher:
         """The admission did not take (the gang found no room after all): the job waits on as before."""
         self._release(uid)
         self.pending[uid] = self.jobs[uid]
+        self._held = dict(self._usage)
 
     def _release(self, uid: str) -> RunningJob | None:
         run = self.running.pop(uid, None)
@@ -180,6 +211,8 @@ class Dispatcher:
                 if r.running_since is not None
             ]
         times += [t for uid in self.pending for t in self.excluded.get(uid, {}).values()]
+        if rules.reclaim_limit > 0:
+            times += self.reclaim_log.expiries()
         later = [t for t in times if t > now]
         return min(later) if later else None
 

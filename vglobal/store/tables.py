@@ -38,6 +38,18 @@ queues = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
 )
 
+# Fair share over time (admission/usage.py): each queue's decayed usage as of `at` (the database's
+# clock, epoch seconds), upserted by the leader every few seconds so the next leader continues it.
+queue_usage = sa.Table(
+    "queue_usage",
+    metadata,
+    sa.Column("queue", sa.Text, primary_key=True),
+    sa.Column("usage", JSONB, nullable=False),  # the queue's own jobs: resource -> resource-seconds
+    sa.Column("rolled", JSONB, nullable=False),  # with its descendants', as shown
+    sa.Column("share", sa.Float, nullable=False),  # dominant decayed share of deserved
+    sa.Column("at", sa.Float, nullable=False),
+)
+
 priority_classes = sa.Table(
     "priority_classes",
     metadata,

@@ -85,6 +85,8 @@ class Queue(_message.Message):
     RUNNING_JOBS_FIELD_NUMBER: _builtins.int
     SPEC_CAPABILITY_FIELD_NUMBER: _builtins.int
     MANIFEST_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    USAGE_SHARE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     weight: _builtins.int
@@ -95,6 +97,7 @@ class Queue(_message.Message):
     pending_jobs: _builtins.int
     running_jobs: _builtins.int
     manifest: _builtins.str
+    usage_share: _builtins.float
     @_builtins.property
     def capability(self) -> _common_pb2.ResourceList:
         """effective capability (realCap) when known, else the spec's"""
@@ -108,6 +111,13 @@ class Queue(_message.Message):
     @_builtins.property
     def spec_capability(self) -> _common_pb2.ResourceList:
         """as written in the manifest"""
+
+    @_builtins.property
+    def usage(self) -> _common_pb2.ResourceList:
+        """Fair share over time (hub --fair-share-half-life; empty and 0 without it): usage of the
+        queue's and its descendants' jobs in resource-seconds, decayed with the half-life, and its
+        dominant share: max over resources of usage·ln2/half-life over deserved (1 = at its share).
+        """
 
     def __init__(
         self,
@@ -126,10 +136,12 @@ class Queue(_message.Message):
         running_jobs: _builtins.int = ...,
         spec_capability: _common_pb2.ResourceList | None = ...,
         manifest: _builtins.str = ...,
+        usage: _common_pb2.ResourceList | None = ...,
+        usage_share: _builtins.float = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "spec_capability", b"spec_capability"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "spec_capability", b"spec_capability", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "state", b"state", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "state", b"state", "usage", b"usage", "usage_share", b"usage_share", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -162,6 +162,7 @@ class Dispatcher:
                 result = admit(snapshot)
                 t_admit = time.perf_counter()
                 done, reclaimed, admitted = write_admissions(result, session=session)
+                self.reader.fair_usage(ctx.settings).note(snapshot, result, session=session)
                 if result.reclaims:
                     notify(DISPATCH, session=session)
         except BaseException:

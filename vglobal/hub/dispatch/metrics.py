@@ -53,6 +53,10 @@ def record_cycle(
             set_gauge(metrics.QUEUE_DESERVED, v, name, r)
         for r, v in (q.real_capability or {}).items():
             set_gauge(metrics.QUEUE_CAPABILITY, v, name, r)
+        if snapshot.fair_share_half_life > 0:
+            for r, u in q.usage.items():
+                set_gauge(metrics.QUEUE_USAGE, u, name, r)
+            set_gauge(metrics.QUEUE_USAGE_SHARE, q.usage_share, name)
         set_gauge(metrics.QUEUE_PENDING, q.pending, name)
         set_gauge(metrics.QUEUE_RUNNING, q.running, name)
         record_volcano_queue(q, specs.get(name))

@@ -16,7 +16,8 @@ from vglobal.admission import QueueSnap, Snapshot
 from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
 from vglobal.hub.dispatch.clusters import ClusterCache
-from vglobal.model.resources import ResourceVector
+from vglobal.hub.dispatch.fair_usage import FairUsage
+from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import queues as queues_repo
 
@@ -33,6 +34,12 @@ class SnapshotReader:
     clusters: ClusterCache = field(default_factory=ClusterCache)
     # Per queue, the figures stored with it when the last snapshot was read.
     queue_status: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fair: FairUsage | None = None  # made on the first read, from the settings
+
+    def fair_usage(self, settings: HubSettings) -> FairUsage:
+        if self.fair is None:
+            self.fair = FairUsage(settings.fair_share_half_life, settings.reclaim_interval)
+        return self.fair
 
     def read(self, settings: HubSettings, *, session: Session) -> Snapshot:
         jobs = self.jobs
@@ -40,6 +47,9 @@ class SnapshotReader:
         jobs.refresh(now, session=session)
         queue_rows = queues_repo.list_queues(session=session)
         self.queue_status = {q.name: q.status for q in queue_rows}
+        fair = self.fair_usage(settings)
+        fair.charge(now, {q.name: jobs.allocated(q.name) for q in queue_rows}, session=session)
+        reclaimed = fair.reclaimed(now) if settings.reclaim_limit > 0 else {}
         queues = tuple(
             QueueSnap(
                 name=q.name,
@@ -53,6 +63,8 @@ class SnapshotReader:
                 open=q.state == "Open",
                 allocated=jobs.allocated(q.name),
                 created=int(q.created_at.timestamp()),
+                usage=fair.usage(q.name),
+                reclaimed=reclaimed.get(q.name, EMPTY),
             )
             for q in queue_rows
         )
@@ -72,4 +84,6 @@ class SnapshotReader:
             queue_lookback=settings.queue_lookback,
             max_admissions=settings.max_admissions_per_cycle,
             reclaim_min_runtime=settings.reclaim_min_runtime,
+            fair_share_half_life=settings.fair_share_half_life,
+            reclaim_limit=settings.reclaim_limit,
         )

@@ -25,6 +25,7 @@ from vglobal.store.engine import dry_run_scope, session_scope
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queue_samples as samples_repo
+from vglobal.store.repo import queue_usage as queue_usage_repo
 from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
 
@@ -71,7 +72,11 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         self.ctx = ctx
 
     def _view(self, row: QueueRow, *, session: Session) -> queues_pb2.Queue:
-        return convert.queue(row, queues_repo.usage(session=session).get(row.name))
+        return convert.queue(
+            row,
+            queues_repo.usage(session=session).get(row.name),
+            queue_usage_repo.load(session=session).get(row.name),
+        )
 
     @rpc
     def ApplyQueue(self, request: queues_pb2.ApplyRequest, context: grpc.ServicerContext) -> queues_pb2.Queue:
@@ -107,10 +112,13 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             rows = queues_repo.list_queues(session=session)
             usage = queues_repo.usage(session=session)
+            decayed = queue_usage_repo.load(session=session)
         shown = visible(Action.read_queues, [r.name for r in rows])
         if shown is not None:
             rows = [r for r in rows if r.name in set(shown)]
-        return queues_pb2.ListQueuesResponse(queues=[convert.queue(r, usage.get(r.name)) for r in rows])
+        return queues_pb2.ListQueuesResponse(
+            queues=[convert.queue(r, usage.get(r.name), decayed.get(r.name)) for r in rows]
+        )
 
     @rpc
     def DeleteQueue(
@@ -139,6 +147,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
                     "force to remove them too"
                 )
             queues_repo.delete_queue(row.name, session=session)
+            queue_usage_repo.forget(row.name, session=session)
             audit(
                 "QueueDeleted", f"queue {row.name}", f"with {finished} finished job records", session=session
             )
