@@ -115,3 +115,18 @@ def test_delete_queue_with_finished_jobs_needs_force(client: Client, engine: sa.
     resp = client._call(client.queues.DeleteQueue, queues_pb2.DeleteQueueRequest(name="old", force=True))
     assert resp.deleted_jobs == 1
     assert stored_jobs(engine) == 0
+
+
+def test_timestamps_out_of_range_are_invalid_argument_naming_the_field(hub: Hub) -> None:
+    """Found by the fuzz test: a Timestamp beyond what it may hold was a ValueError (INTERNAL)."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    huge = jobs_pb2.ListJobsRequest(created_before=Timestamp(seconds=9_223_372_036_854_775_807))
+    err = raw_call(hub, "/vglobal.v1.JobService/ListJobs", huge.SerializeToString())
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "created_before" in (err.details() or "")
+    negative = jobs_pb2.CountJobsRequest(created_after=Timestamp(seconds=-1, nanos=-1))
+    err = raw_call(hub, "/vglobal.v1.JobService/CountJobs", negative.SerializeToString())
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "created_after" in (err.details() or "")
+    since = queues_pb2.QueueHistoryRequest(since=Timestamp(seconds=730, nanos=-1))
+    err = raw_call(hub, "/vglobal.v1.QueueService/GetQueueHistory", since.SerializeToString())
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "since" in (err.details() or "")

@@ -52,7 +52,11 @@ CRON = json.dumps(
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "CronJob",
         "metadata": {"name": "every-minute"},
-        "spec": {"schedule": "* * * * *", "jobTemplate": json.loads(JOB)},
+        # A JobTemplateSpec: the Job's metadata and spec, no apiVersion or kind of its own.
+        "spec": {
+            "schedule": "* * * * *",
+            "jobTemplate": {k: v for k, v in json.loads(JOB).items() if k in ("metadata", "spec")},
+        },
     }
 )
 

@@ -60,7 +60,8 @@ def plot(
     if not points:
         return Markup(f'<p class="muted">{escape(label)}: no samples yet</p>')
     x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
-    y1 = max([p[1] for p in points] + [1e-9])
+    # At least 1.0, a queue's fair share, so a plot of small shares is not blown up to full height.
+    y1 = max([p[1] for p in points] + [1.0])
     pad = 30
     sx = (width - pad - 8) / ((x1 - x0) or 1.0)
     sy = (height - 20) / y1

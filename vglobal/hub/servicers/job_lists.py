@@ -5,24 +5,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
-
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from vglobal.api.v1 import jobs_pb2
 from vglobal.hub.errors import InvalidArgument
+from vglobal.hub.servicers.times import time_field
 from vglobal.model.records import JobRow
 from vglobal.store.repo.job_queries import GROUP_KEYS, SORT_KEYS, JobFilter, Page
 
 MAX_PAGE = 5000
-
-
-def _time(request: Any, name: str) -> datetime | None:
-    if not request.HasField(name):
-        return None
-    ts: Timestamp = getattr(request, name)
-    return ts.ToDatetime(tzinfo=UTC)
 
 
 def job_filter(
@@ -37,9 +29,9 @@ def job_filter(
         labels=dict(request.labels),
         name_contains=request.name_contains,
         submitted_by=request.submitted_by,
-        created_after=_time(request, "created_after"),
-        created_before=_time(request, "created_before"),
-        finished_after=_time(request, "finished_after"),
+        created_after=time_field(request, "created_after"),
+        created_before=time_field(request, "created_before"),
+        finished_after=time_field(request, "finished_after"),
         queues=queues,
     )
     if f.created_after and f.created_before and f.created_before <= f.created_after:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, timedelta
+from datetime import timedelta
 from typing import TypeVar
 
 import grpc
@@ -16,6 +16,7 @@ from vglobal.hub.context import HubContext
 from vglobal.hub.errors import FailedPrecondition, InvalidArgument, look_up, rpc
 from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers.access import require, visible, who
+from vglobal.hub.servicers.times import time_field
 from vglobal.hub.submit import parse_one
 from vglobal.model.errors import bounded_list
 from vglobal.model.priority_class import PriorityClass
@@ -217,8 +218,8 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
     ) -> queues_pb2.QueueHistoryResponse:
         if not 0 <= request.max_samples <= MAX_SAMPLES:
             raise InvalidArgument(f"max_samples: must be between 0 (every sample) and {MAX_SAMPLES}")
-        until = request.until.ToDatetime(tzinfo=UTC) if request.HasField("until") else self.ctx.now()
-        since = request.since.ToDatetime(tzinfo=UTC) if request.HasField("since") else until - DAY
+        until = time_field(request, "until") or self.ctx.now()
+        since = time_field(request, "since") or until - DAY
         if since >= until:
             raise InvalidArgument("since: must be earlier than until")
         with session_scope(self.ctx.sessions) as session:
