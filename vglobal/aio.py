@@ -21,9 +21,9 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc, queues_pb2, queues_pb2_grpc
 from vglobal.batches import BATCH_SIZE, batches
-from vglobal.client import VGlobalError, _retryable, _wait
 from vglobal.dial import CLIENT_OPTIONS, Dial
 from vglobal.job_filters import Filter, count_request, history_request, list_request
+from vglobal.retries import VGlobalError, retryable, wait_retry
 
 __all__ = ["AsyncClient"]
 T = TypeVar("T")
@@ -66,9 +66,9 @@ class AsyncClient:
         attempts = self.retries if idempotent else 1
         try:
             async for attempt in AsyncRetrying(
-                retry=retry_if_exception(_retryable),
+                retry=retry_if_exception(retryable),
                 stop=stop_after_attempt(max(1, attempts)),
-                wait=_wait,
+                wait=wait_retry,
                 reraise=True,
             ):
                 with attempt:

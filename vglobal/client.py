@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import retry, retry_if_exception, stop_after_attempt
 
 from vglobal.api.v1 import (
     clusters_pb2,
@@ -34,51 +34,11 @@ from vglobal.api.v1 import (
 from vglobal.batches import BATCH_SIZE, batches
 from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
 from vglobal.job_filters import Filter, count_request, history_request, list_request
+from vglobal.retries import VGlobalError, retry_after, retryable, wait_retry
 from vglobal.tls_hint import plaintext_hint
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
 T = TypeVar("T")
-
-
-class VGlobalError(Exception):
-    """A failed call: ``code`` is the gRPC status code, the message is the hub's."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.code.name}: {self.message}"
-
-
-def retry_after(exc: BaseException | None) -> float | None:
-    """The delay a rate-limited call was told to wait (RESOURCE_EXHAUSTED with ``retry-after-ms``)."""
-    if not isinstance(exc, grpc.RpcError) or exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return None
-    trailers = getattr(exc, "trailing_metadata", lambda: None)() or ()
-    for key, value in trailers:
-        if key == "retry-after-ms" and str(value).isdigit():
-            return int(value) / 1000
-    return None
-
-
-def _retryable(exc: BaseException) -> bool:
-    if retry_after(exc) is not None:
-        return True
-    return isinstance(exc, grpc.RpcError) and exc.code() in (
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-    )
-
-
-def _wait(state: RetryCallState) -> float:
-    """The hub's own delay after a rate limit (at most 10 s), else jittered exponential back-off."""
-    told = retry_after(state.outcome.exception()) if state.outcome is not None else None
-    return min(told, 10.0) if told is not None else _BACKOFF(state)
-
-
-_BACKOFF = wait_exponential_jitter(multiplier=0.2, max=3.0)
 
 
 # A watch stream broken by these is opened again from the last revision it delivered.
@@ -204,9 +164,9 @@ class Client:
         attempts = self.retries if idempotent else 1
 
         @retry(
-            retry=retry_if_exception(_retryable),
+            retry=retry_if_exception(retryable),
             stop=stop_after_attempt(max(1, attempts)),
-            wait=_wait,
+            wait=wait_retry,
             reraise=True,
         )
         def once() -> T:
