@@ -76,6 +76,9 @@ def test_a_failed_background_explanation_is_repaired_by_the_hub(
         with Client(f"127.0.0.1:{hub.port}", timeout=10, retries=1) as client:
             client.submit_job(JOB % "j1")
             d = agent.expect("dispatch").dispatch
+            # The explanation is written on a thread after the admission commits, so the agent may
+            # hear of the job first: wait for the failure (it stays recorded), then check it.
+            wait(lambda: failed, timeout=60, what="the failed explanation")
             assert failed == [d.job_uid]  # the explanation of the cycle that admitted it failed
             wait(lambda: dispatched(engine, d.job_uid))
             client.submit_job(JOB % "j2")  # cycles go on: the next one's explanation is written
