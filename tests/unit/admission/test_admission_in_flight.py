@@ -1,6 +1,6 @@
 """Gangs dispatched to a cluster whose agent has not reported their pods yet (Dispatched, Bound):
 the nodes' free capacity as last heartbeated does not show them, so admission takes their room
-first and the next gang goes where it really fits (issue 26, item 5)."""
+first and the next gang goes where it really fits."""
 
 from __future__ import annotations
 
