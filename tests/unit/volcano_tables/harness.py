@@ -34,7 +34,7 @@ from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.job import Job, parse_job
-from vglobal.model.queue import ROOT, parse_queue
+from vglobal.model.queue import parse_queue
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.scheduler import NodeSpec, Taint, parse_conf, run_cycle
 from vglobal.sim.dispatch import Dispatcher, Rules
@@ -283,9 +283,7 @@ class _Federation:
             job = parse_job(_job_manifest(case, group))
             uid = f"{i:04d}-{group.namespace}-{group.name}"
             priority = case.classes.get(group.priority_class or "", 0)
-            refs = {
-                p.ref: (task, k) for task, pods in _tasks(case, group) for k, p in enumerate(pods)
-            }
+            refs = {p.ref: (task, k) for task, pods in _tasks(case, group) for k, p in enumerate(pods)}
             m = self.members[uid] = _Member(uid, group, job, priority, refs)
             self.by_ref.update({ref: m for ref in refs})
             self.dispatcher.submit(Submission(uid, job, priority).pending(float(i)))
@@ -345,9 +343,7 @@ class _Federation:
             )
             for n in sorted(self.nodes, key=lambda n: n.name)
         )
-        hyper = tuple(
-            HyperNodeSnap(h.name, h.tier, h.parent, tuple(sorted(h.nodes))) for h in self.hyper
-        )
+        hyper = tuple(HyperNodeSnap(h.name, h.tier, h.parent, tuple(sorted(h.nodes))) for h in self.hyper)
         return ClusterSnap(CLUSTER, {}, nodes, True, hyper)
 
     def session(self, out: Outcome) -> None:
@@ -362,8 +358,11 @@ class _Federation:
             self._set(self.by_ref[ref], ref, PodPhase.Pending, None)  # its controller makes it anew
             out.evicted.append(ref)
         for run in runs:
-            run.pipelined = {uid: node for uid, node in result.pipelined.items() if uid in self.by_ref
-                             and self.by_ref[uid].uid == run.uid}
+            run.pipelined = {
+                uid: node
+                for uid, node in result.pipelined.items()
+                if uid in self.by_ref and self.by_ref[uid].uid == run.uid
+            }
             run.podgroup_phase = result.podgroup_phases.get(run.uid, run.podgroup_phase)
         out.pipelined = dict(result.pipelined)
         for m in self.members.values():
@@ -417,12 +416,14 @@ def check(case: Case) -> Outcome:
     return out
 
 
-
-
 def params(cases: Sequence[Case]) -> list[Any]:
     """pytest params, one per case, named after its Go test and case; pending ones strictly xfail."""
     out = []
     for c in cases:
-        marks = [pytest.mark.volcano_pending, pytest.mark.xfail(strict=True, reason=c.pending)] if c.pending else []
+        marks = (
+            [pytest.mark.volcano_pending, pytest.mark.xfail(strict=True, reason=c.pending)]
+            if c.pending
+            else []
+        )
         out.append(pytest.param(c, id=c.id, marks=marks))
     return out

@@ -28,7 +28,10 @@ CASES = [
     Case(
         GO,
         "prepredicate failed and tasks are not used up, continue on until min member meet",
-        nodes=[Node("n1", "1", "2Gi", pods=10, labels=MASTER), Node("n2", "1", "2Gi", pods=10, labels=WORKER)],
+        nodes=[
+            Node("n1", "1", "2Gi", pods=10, labels=MASTER),
+            Node("n2", "1", "2Gi", pods=10, labels=WORKER),
+        ],
         groups=[Group("pg1", min_member=2, task_min={"master": 1, "worker": 1})],
         pods=[
             Pod("c1/p0", "pg1", role="master", selector=MASTER),
@@ -44,7 +47,10 @@ CASES = [
     Case(
         GO,
         "master's min member can not be allocated, break from allocating",
-        nodes=[Node("n1", "1", "2Gi", pods=10, labels=MASTER), Node("n2", "2", "2Gi", pods=10, labels=WORKER)],
+        nodes=[
+            Node("n1", "1", "2Gi", pods=10, labels=MASTER),
+            Node("n2", "2", "2Gi", pods=10, labels=WORKER),
+        ],
         groups=[Group("pg1", min_member=2, task_min={"master": 2, "worker": 0})],
         pods=[
             Pod("c1/p0", "pg1", role="master", selector=MASTER),
