@@ -105,7 +105,7 @@ class Group:
     task_min: Mapping[str, int] = field(default_factory=dict)  # minTaskMember by role
     priority_class: str | None = None
     phase: str = "Inqueue"  # of a PodGroup with pods on nodes already (Inqueue or Running)
-    topology: tuple[str, int] | None = None  # (mode, highestTierAllowed)
+    topology: tuple[str, int | None] | None = None  # (mode, highestTierAllowed)
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,7 @@ class Case:
     evicted: Sequence[str] | None = None
     pipelined: Mapping[str, str] | None = None
     waiting: Sequence[str] | None = None  # PodGroups the hub keeps waiting at the end
+    binds_count: int | None = None  # Volcano's MinimalBindCheck: how many binds, wherever
     classes: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     hyper_nodes: Sequence[HyperNode] = ()
     rules: Rules = field(default_factory=lambda: Rules(max_admissions=0))
@@ -228,7 +229,10 @@ def _job_manifest(case: Case, group: Group) -> dict[str, Any]:
     if group.priority_class:
         spec["priorityClassName"] = group.priority_class
     if group.topology is not None:
-        spec["networkTopology"] = {"mode": group.topology[0], "highestTierAllowed": group.topology[1]}
+        mode, tier = group.topology
+        spec["networkTopology"] = (
+            {"mode": mode} if tier is None else {"mode": mode, "highestTierAllowed": tier}
+        )
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -416,6 +420,8 @@ def check(case: Case) -> Outcome:
     why = f"{case.id}: hub waits: {out.waiting}; admitted {out.admitted}"
     if case.binds is not None:
         assert out.binds == dict(case.binds), f"binds {out.binds} != {dict(case.binds)}; {why}"
+    if case.binds_count is not None:
+        assert len(out.binds) == case.binds_count, f"binds {out.binds}: not {case.binds_count}; {why}"
     if case.evicted is not None:
         assert sorted(out.evicted) == sorted(case.evicted), f"evicted {out.evicted}; {why}"
     if case.pipelined is not None:
