@@ -291,7 +291,9 @@ class _Federation:
         self.members: dict[str, _Member] = {}
         self.by_ref: dict[str, _Member] = {}
         self.seq = 0
-        for i, group in enumerate(case.groups):
+        # Volcano's test PodGroups carry no creation time, so its ties go by UID (namespace/name):
+        # the groups are submitted in that order.
+        for i, group in enumerate(sorted(case.groups, key=lambda g: f"{g.namespace}/{g.name}")):
             job = parse_job(_job_manifest(case, group))
             uid = f"{i:04d}-{group.namespace}-{group.name}"
             priority = case.classes.get(group.priority_class or "", 0)

@@ -99,6 +99,71 @@ CASES = [
     ),
 ]
 
+FAIR = "allocate_test.go TestFareShareAllocate"
+FAIR_TIERS = conf(
+    "allocate",
+    [
+        {"name": "drf"},
+        {"name": "proportion", "enableAllocatable": False},
+        {"name": "predicates"},
+        {"name": "nodeorder"},
+    ],
+)
+NODE_1 = [Node("node-1", "5", "5G", pods=10)]
+
+
+def ns1(name: str, queue: str, phase: str = "Inqueue") -> Group:
+    return Group(name, namespace="ns-1", queue=queue, phase=phase)
+
+
+CASES += [
+    Case(
+        FAIR,
+        "queue with low DRF share value has high priority, should allocate first",
+        nodes=NODE_1,
+        groups=[ns1("pg-small-1", "q-1", "Running"), ns1("pg-large-1", "q-1"), ns1("pg-large-2", "q-2")],
+        pods=[
+            Pod("ns-1/pod-small-1", "pg-small-1", node="node-1"),
+            Pod("ns-1/pod-large-1", "pg-large-1", "2", "2G"),
+            Pod("ns-1/pod-large-2", "pg-large-2", "3", "2G"),
+        ],
+        queues=[Queue("q-1"), Queue("q-2")],
+        conf=FAIR_TIERS,
+        binds={"ns-1/pod-large-2": "node-1"},
+    ),
+    Case(
+        FAIR,
+        "queue's DRF share value will be updated and its priority will change before it is put back "
+        "into the priority queue",
+        nodes=NODE_1,
+        groups=[
+            ns1("pg-small-1", "q-1", "Running"),
+            ns1("pg-large-1", "q-1"),
+            ns1("pg-small-2", "q-2"),
+            ns1("pg-large-2", "q-2"),
+        ],
+        pods=[
+            Pod("ns-1/pod-small-1", "pg-small-1", node="node-1"),
+            Pod("ns-1/pod-large-1", "pg-large-1", "2", "2G"),
+            Pod("ns-1/pod-large-2", "pg-large-2", "2", "2G"),
+            Pod("ns-1/pod-small-2", "pg-small-2", "1", "1G"),
+        ],
+        queues=[Queue("q-1"), Queue("q-2")],
+        conf=FAIR_TIERS,
+        binds={"ns-1/pod-large-1": "node-1", "ns-1/pod-large-2": "node-1"},
+    ),
+    Case(
+        FAIR,
+        "queue's one jobs has no pending tasks, should be put back to queues for next job",
+        nodes=NODE_1,
+        groups=[ns1("pg-1", "q-1", "Running"), ns1("pg-2", "q-1")],
+        pods=[Pod("ns-1/pod-1", "pg-1", node="node-1"), Pod("ns-1/pod-2", "pg-2", "2", "2G")],
+        queues=[Queue("q-1")],
+        conf=FAIR_TIERS,
+        binds={"ns-1/pod-2": "node-1"},
+    ),
+]
+
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_allocate(case: Case) -> None:
