@@ -73,6 +73,7 @@ class Pod:
     role: str = ""  # volcano.sh/task-spec
     selector: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)  # BuildPod's labels (volcano.sh/preemptable)
     annotations: Mapping[str, str] = field(default_factory=dict)
     priority_class: str | None = None  # the pod's own priorityClassName
     preemption_policy: str | None = None  # the pod's spec.preemptionPolicy
@@ -90,6 +91,7 @@ class Pod:
             self.role,
             tuple(sorted(self.request().items())),
             tuple(sorted(self.selector.items())),
+            tuple(sorted(self.labels.items())),
             tuple(sorted(self.annotations.items())),
             self.priority_class,
             self.preemption_policy,
@@ -222,7 +224,10 @@ def _job_manifest(case: Case, group: Group) -> dict[str, Any]:
                 "replicas": len(pods),
                 # Volcano's PodGroup carries minTaskMember only for the roles it names.
                 "minAvailable": min(group.task_min.get(p.role, 0), len(pods)),
-                "template": {"metadata": {"annotations": dict(p.annotations)}, "spec": spec},
+                "template": {
+                    "metadata": {"labels": dict(p.labels), "annotations": dict(p.annotations)},
+                    "spec": spec,
+                },
             }
         )
     spec = {"queue": group.queue, "minAvailable": group.min_member, "tasks": tasks}

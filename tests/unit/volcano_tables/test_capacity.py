@@ -81,7 +81,7 @@ CASES = [
         nodes=[N1, N2],
         groups=[pg("pg5", "q3", "Running"), pg("pg6", "q4")],
         pods=[
-            pod("p5", "pg5", "2", "4Gi", "n1", annotations=NO),
+            pod("p5", "pg5", "2", "4Gi", "n1", labels=NO),
             pod("p6", "pg5", "2", "4Gi", "n2"),
             pod("p7", "pg6", "2", "4Gi"),
         ],
@@ -100,7 +100,7 @@ CASES = [
         ],
         groups=[pg("pg7", "q5", "Running"), pg("pg8", "q6", "Running"), pg("pg9", "q6")],
         pods=[
-            pod("p8", "pg7", "0", "0", "n3", annotations=NO, extra={A100: "10"}),
+            pod("p8", "pg7", "0", "0", "n3", labels=NO, extra={A100: "10"}),
             pod("p9", "pg7", "0", "0", "n4", extra={A100: "10"}),
             pod("p10", "pg8", "2", "4Gi", "n3"),
             pod("p11", "pg8", "2", "4Gi", "n4"),

@@ -74,8 +74,8 @@ CASES = [
         nodes=[Node("n1", "2", "2G", pods=10)],
         groups=[low("pg1", task_min={"": 2}), high("pg2", task_min={"": 2})],
         pods=[
-            Pod("c1/preemptee1", "pg1", node="n1", annotations=YES),
-            Pod("c1/preemptee2", "pg1", node="n1", annotations=NO),
+            Pod("c1/preemptee1", "pg1", node="n1", labels=YES),
+            Pod("c1/preemptee2", "pg1", node="n1", labels=NO),
             Pod("c1/preemptor1", "pg2"),
             Pod("c1/preemptor2", "pg2"),
         ],
@@ -88,9 +88,9 @@ CASES = [
         nodes=[Node("n1", "6", "6G", pods=10)],
         groups=[low("pg1", task_min={"": 3}), high("pg2", task_min={"": 1})],
         pods=[
-            Pod("c1/preemptee1", "pg1", node="n1", annotations=YES),
-            Pod("c1/preemptee2", "pg1", node="n1", annotations=YES),
-            Pod("c1/preemptee3", "pg1", node="n1", annotations=NO),
+            Pod("c1/preemptee1", "pg1", node="n1", labels=YES),
+            Pod("c1/preemptee2", "pg1", node="n1", labels=YES),
+            Pod("c1/preemptee3", "pg1", node="n1", labels=NO),
             Pod("c1/preemptor1", "pg2", cpu="5", memory="5G"),
         ],
         queues=[Queue("q1")],
@@ -102,7 +102,7 @@ CASES = [
         nodes=[Node("n1", "12", "12G", pods=10)],
         groups=[low("pg1", min_member=0), high("pg2", task_min={"": 1})],
         pods=[
-            Pod("c1/preemptee1", "pg1", cpu="3", memory="3G", node="n1", annotations=YES),
+            Pod("c1/preemptee1", "pg1", cpu="3", memory="3G", node="n1", labels=YES),
             Pod("c1/preemptor1", "pg2", cpu="3", memory="3G"),
         ],
         queues=[Queue("q1", capability={"cpu": "4", "memory": "4G"})],
@@ -114,7 +114,7 @@ CASES = [
         nodes=[Node("n1", "12", "12G", pods=10)],
         groups=[low("pg1"), high("pg2", task_min={"": 1})],
         pods=[
-            Pod("c1/preemptee1", "pg1", cpu="3", memory="3G", node="n1", annotations=YES),
+            Pod("c1/preemptee1", "pg1", cpu="3", memory="3G", node="n1", labels=YES),
             Pod("c1/preemptor1", "pg2", cpu="3", memory="3G"),
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
@@ -125,9 +125,9 @@ CASES = [
         nodes=[Node("n1", "12", "12G", pods=10)],
         groups=[low("pg1"), high("pg2", task_min={"": 1})],
         pods=[
-            Pod("c1/preemptee1", "pg1", node="n1", annotations=NO),
-            Pod("c1/preemptee2", "pg1", node="n1", annotations=YES),
-            Pod("c1/preemptee3", "pg1", node="n1", annotations=YES, priority_class="high-priority"),
+            Pod("c1/preemptee1", "pg1", node="n1", labels=NO),
+            Pod("c1/preemptee2", "pg1", node="n1", labels=YES),
+            Pod("c1/preemptee3", "pg1", node="n1", labels=YES, priority_class="high-priority"),
             Pod("c1/preemptor1", "pg2"),
         ],
         queues=[Queue("q1", capability={"cpu": "3", "memory": "3G"})],
@@ -139,7 +139,7 @@ CASES = [
         nodes=[Node("n1", "12", "12G", pods=1)],
         groups=[low("pg1", min_member=0), high("pg2", task_min={"": 1})],
         pods=[
-            Pod("c1/preemptee1", "pg1", cpu="0", memory="0", node="n1", annotations=YES),
+            Pod("c1/preemptee1", "pg1", cpu="0", memory="0", node="n1", labels=YES),
             Pod("c1/preemptor1", "pg2", cpu="3", memory="3G"),
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
@@ -151,7 +151,7 @@ CASES = [
         nodes=[Node("n1", "12", "12G", pods=1)],
         groups=[low("pg1", min_member=0), high("pg2", task_min={"": 1})],
         pods=[
-            Pod("c1/preemptee1", "pg1", cpu="0", memory="0", node="n1", annotations=YES),
+            Pod("c1/preemptee1", "pg1", cpu="0", memory="0", node="n1", labels=YES),
             Pod("c1/preemptor1", "pg2", cpu="0", memory="0"),
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
@@ -163,7 +163,7 @@ CASES = [
         nodes=[Node("n1", "1", "1Gi", pods=1)],
         groups=[low("pg1", min_member=0), high("pg2")],
         pods=[
-            Pod("c1/preemptee1", "pg1", node="n1", annotations=YES),
+            Pod("c1/preemptee1", "pg1", node="n1", labels=YES),
             Pod("c1/preemptor1", "pg2", preemption_policy="Never"),
         ],
         queues=[Queue("q1")],
@@ -175,8 +175,8 @@ CASES = [
         nodes=[Node("n1", "10", "10G", pods=10)],
         groups=[low("pg1", task_min={"": 2}), high("pg2", task_min={"": 1})],
         pods=[
-            Pod("c1/preemptee1", "pg1", node="n1", annotations=YES),
-            Pod("c1/preemptee2", "pg1", node="n1", annotations=YES),
+            Pod("c1/preemptee1", "pg1", node="n1", labels=YES),
+            Pod("c1/preemptee2", "pg1", node="n1", labels=YES),
             Pod("c1/preemptor1", "pg2", cpu="4", memory="4G"),
         ],
         queues=[Queue("q1", capability={"cpu": "3", "memory": "3G"})],
@@ -188,8 +188,8 @@ CASES = [
         nodes=[Node("n1", "3", "3G", pods=10), Node("n2", "4", "4G", pods=10)],
         groups=[low("pg1", min_member=0), high("pg2", task_min={"": 1}), low("pg3", min_member=0)],
         pods=[
-            Pod("c1/preemptee1", "pg1", node="n1", annotations=YES),
-            Pod("c1/preemptee2", "pg3", cpu="4", memory="4G", node="n2", annotations=YES),
+            Pod("c1/preemptee1", "pg1", node="n1", labels=YES),
+            Pod("c1/preemptee2", "pg3", cpu="4", memory="4G", node="n2", labels=YES),
             Pod("c1/preemptor1", "pg2", cpu="3", memory="3G"),
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
@@ -206,7 +206,7 @@ CASES = [
         ],
         pods=[
             Pod("c1/q1-runner1", "pg1", node="n1"),
-            Pod("c1/q2-preemptee1", "pg2", node="n1", annotations=YES),
+            Pod("c1/q2-preemptee1", "pg2", node="n1", labels=YES),
             Pod("c1/q2-preemptor1", "pg3"),
         ],
         queues=[Queue("q1"), Queue("q2", capability={"cpu": "4", "memory": "4G"})],
