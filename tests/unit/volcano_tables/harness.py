@@ -77,6 +77,7 @@ class Pod:
     annotations: Mapping[str, str] = field(default_factory=dict)
     priority_class: str | None = None  # the pod's own priorityClassName
     preemption_policy: str | None = None  # the pod's spec.preemptionPolicy
+    affinity: Mapping[str, Any] | None = None  # the pod's spec.affinity
 
     @property
     def namespace(self) -> str:
@@ -95,6 +96,7 @@ class Pod:
             tuple(sorted(self.annotations.items())),
             self.priority_class,
             self.preemption_policy,
+            repr(self.affinity),
         )
 
 
@@ -121,6 +123,7 @@ class Queue:
     reclaimable: bool | None = None
     priority: int = 0
     state: str | None = None  # Open (unset) or Closed
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"weight": self.weight, "priority": self.priority}
@@ -132,7 +135,7 @@ class Queue:
         return {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "Queue",
-            "metadata": {"name": self.name},
+            "metadata": {"name": self.name, "annotations": dict(self.annotations)},
             "spec": spec,
         }
 
@@ -218,6 +221,8 @@ def _job_manifest(case: Case, group: Group) -> dict[str, Any]:
             spec["priorityClassName"] = p.priority_class
         if p.preemption_policy:
             spec["preemptionPolicy"] = p.preemption_policy
+        if p.affinity:
+            spec["affinity"] = dict(p.affinity)
         tasks.append(
             {
                 "name": name,
