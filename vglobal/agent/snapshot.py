@@ -67,6 +67,7 @@ def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
         creation=pod.index,
         priority_class=str(spec.get("priorityClassName") or ""),
         preemptable=_label_preemptable(pod),
+        labels=dict((pod.obj.get("metadata") or {}).get("labels") or {}),
     )
 
 

@@ -21,10 +21,6 @@ ANTI_WORKER = {
         ]
     }
 }
-INTER_POD = (
-    "difference: the agent's predicates plugin has no InterPodAffinity filter, so required pod "
-    "anti-affinity between pods does not keep them apart"
-)
 CLASSES = {"p1": 1, "p2": 2, "low-priority": 10, "high-priority": 100000}
 
 
@@ -60,7 +56,6 @@ CASES = [
         conf=conf("allocate", ["predicates", "gang", "priority"]),
         classes=CLASSES,
         binds={"ns1/worker-3": "node1"},
-        pending=INTER_POD,
     ),
     Case(
         "predicates_test.go TestNodeNum",
