@@ -17,9 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_clusters_and_examples_parse() -> None:
-    clusters = [
-        m for f in sorted((ROOT / "clusters").glob("*.yaml")) for m in parse_sim_manifests(f.read_text())
-    ]
+    clusters = [m for f in sorted((ROOT / "clusters").glob("*.yaml")) for m in parse_sim_manifests(f.read_text())]
     examples = [m for f in sorted((ROOT / "examples").glob("*.yaml")) for m in parse_manifests(f.read_text())]
     assert len(clusters) == 3 and all(isinstance(c, SimCluster) for c in clusters)
     assert {type(m) for m in examples} == {Job, Queue, CronJob, JobTemplate, JobFlow}

@@ -201,10 +201,7 @@ def test_volcano_tensorflow_ps_worker_job() -> None:
 
 def test_repository_examples_and_clusters_parse() -> None:
     root = Path(__file__).resolve().parents[3]
-    examples, clusters = (
-        sorted((root / "examples").glob("*.yaml")),
-        sorted((root / "clusters").glob("*.yaml")),
-    )
+    examples, clusters = sorted((root / "examples").glob("*.yaml")), sorted((root / "clusters").glob("*.yaml"))
     assert examples and clusters
     for f in examples:
         assert parse_manifests(f.read_text()), f
