@@ -161,6 +161,8 @@ class Case:
     pipelined: Mapping[str, str] | None = None
     waiting: Sequence[str] | None = None  # PodGroups the hub keeps waiting at the end
     binds_count: int | None = None  # Volcano's MinimalBindCheck: how many binds, wherever
+    # Volcano's ExpectBindNumsInHyperNode: binds per tier-1 HyperNode that got any, most first
+    binds_per_hypernode: Sequence[int] | None = None
     classes: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     hyper_nodes: Sequence[HyperNode] = ()
     rules: Rules = field(default_factory=lambda: Rules(max_admissions=0))
@@ -434,6 +436,13 @@ def check(case: Case) -> Outcome:
         assert out.binds == dict(case.binds), f"binds {out.binds} != {dict(case.binds)}; {why}"
     if case.binds_count is not None:
         assert len(out.binds) == case.binds_count, f"binds {out.binds}: not {case.binds_count}; {why}"
+    if case.binds_per_hypernode is not None:
+        leaf = {n: h.name for h in case.hyper_nodes if h.tier == 1 for n in h.members}
+        per: dict[str, int] = {}
+        for node in out.binds.values():
+            per[leaf[node]] = per.get(leaf[node], 0) + 1
+        got = sorted(per.values(), reverse=True)
+        assert got == list(case.binds_per_hypernode), f"binds per HyperNode {per}; {why}"
     if case.evicted is not None:
         assert sorted(out.evicted) == sorted(case.evicted), f"evicted {out.evicted}; {why}"
     if case.pipelined is not None:

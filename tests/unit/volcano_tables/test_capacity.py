@@ -49,9 +49,9 @@ def q(
     return Queue(name, deserved=deserved, capability=capability, **kw)  # type: ignore[arg-type]
 
 
-def _case(name: str, **kw: object) -> Case:
+def _case(name: str, go: str = GO, **kw: object) -> Case:
     kw.setdefault("conf", TIERS)
-    return Case(GO, name, **kw)  # type: ignore[arg-type]
+    return Case(go, name, **kw)  # type: ignore[arg-type]
 
 
 N1 = Node("n1", "2", "4Gi", pods=10, labels=WORKER)
@@ -231,6 +231,58 @@ CASES = [
         evicted=[],
         pipelined={},
         waiting=["pg34"],
+    ),
+]
+
+ENQUEUE = "capacity_test.go TestEnqueueAndAllocatable"
+ENQUEUE_TIERS = conf("enqueue, allocate", ["capacity"])
+E_NODES = [Node("n1", "3", "3G", pods=10), Node("n2", "3", "3G", pods=10)]
+E_QUEUES = [q("q1", res("2", "2G"), res("2", "2G")), q("q2", res("2", "2G"), res("3", "3G"))]
+E_RUNNING = [pod("pod1", "pg1", "1", "3G", "n1"), pod("pod2", "pg2", "3", "1G", "n2")]
+E_GROUPS = [pg("pg1", "q1", "Running"), pg("pg2", "q2", "Running")]
+
+CASES += [
+    _case(
+        "case0: memory exceed derserved, job only request cpu can be enqueued and allocated",
+        go=ENQUEUE,
+        nodes=E_NODES,
+        groups=[*E_GROUPS, pg("pg3", "q1", "Pending")],
+        pods=[*E_RUNNING, pod("pod3", "pg3", "1", "0")],
+        queues=E_QUEUES,
+        conf=ENQUEUE_TIERS,
+        binds={"ns1/pod3": "n1"},
+    ),
+    _case(
+        "case1: cpu exceed derserved, job only request memory can be enqueued and allocated",
+        go=ENQUEUE,
+        nodes=E_NODES,
+        groups=[*E_GROUPS, pg("pg4", "q2", "Pending")],
+        pods=[*E_RUNNING, pod("pod4", "pg4", "0", "1G")],
+        queues=E_QUEUES,
+        conf=ENQUEUE_TIERS,
+        binds={"ns1/pod4": "n2"},
+    ),
+    _case(
+        "case2: exceed capacity, can not enqueue",
+        go=ENQUEUE,
+        nodes=E_NODES,
+        groups=[*E_GROUPS, pg("pg5", "q1", "Pending")],
+        pods=[*E_RUNNING, pod("pod5", "pg5", "1", "1G")],
+        queues=E_QUEUES,
+        conf=ENQUEUE_TIERS,
+        binds={},
+        waiting=["pg5"],
+    ),
+    _case(
+        "case4: queue with non-open state, can not enqueue",
+        go=ENQUEUE,
+        nodes=E_NODES,
+        groups=[pg("pg6", "q3", "Pending")],
+        pods=[pod("pod6", "pg6", "1", "1G")],
+        queues=[Queue("q3", capability={"cpu": "3", "memory": "3G"}, state="Closed")],
+        conf=ENQUEUE_TIERS,
+        binds={},
+        waiting=["pg6"],
     ),
 ]
 

@@ -177,6 +177,52 @@ CASES = [
     ),
 ]
 
+CASES += [
+    Case(
+        "allocate_test.go TestNodeLevelScoreWithNetWorkTopologies",
+        "hard network topology constrain, allocate job to highest score hypeNode with node level binpack",
+        nodes=[
+            Node("s0-n1", "4", "8Gi", pods=10),
+            Node("s0-n2", "8", "16Gi", pods=10),
+            Node("s1-n3", "4", "8Gi", pods=10),
+            Node("s1-n4", "8", "16Gi", pods=10),
+        ],
+        groups=[
+            Group("pg1", queue="q1", min_member=2, topology=("hard", 1)),
+            Group("pg2", queue="q1", min_member=2, phase="Running"),
+        ],
+        pods=[
+            Pod("c1/p1", "pg1", "2", "4Gi", role="master"),
+            Pod("c1/p2", "pg1", "4", "8Gi", role="worker"),
+            Pod("c1/p3", "pg2", "2", "4Gi", node="s0-n1", role="master"),
+            Pod("c1/p4", "pg2", "4", "8Gi", node="s0-n2", role="worker"),
+        ],
+        queues=[Queue("q1")],
+        conf=conf("allocate", ["gang", "predicates", "binpack", "network-topology-aware"]),
+        hyper_nodes=TWO_TIERS,
+        binds={"c1/p1": "s0-n1", "c1/p2": "s0-n2"},
+    ),
+    Case(
+        "allocate_test.go TestHyperNodeBinpackWithNetWorkTopologies",
+        "hard network topology constrain, allocate task to node under LCAHyperNode",
+        nodes=[Node(f"s{i // 2}-n{i + 1}", "4", "8Gi", pods=10) for i in range(6)],
+        groups=[Group("pg1", queue="q1", min_member=4, topology=("hard", 2))],
+        pods=[
+            Pod(f"c1/p{i + 1}", "pg1", "4", "8Gi", role="master" if i == 0 else "worker") for i in range(4)
+        ],
+        queues=[Queue("q1")],
+        conf=conf("allocate", ["gang", "predicates", "network-topology-aware"]),
+        hyper_nodes=(
+            HyperNode("s0", 1, ("s0-n1", "s0-n2")),
+            HyperNode("s1", 1, ("s1-n3", "s1-n4")),
+            HyperNode("s2", 1, ("s2-n5", "s2-n6")),
+            HyperNode("s3", 2, ("s0", "s1", "s2")),
+        ),
+        binds_count=4,
+        binds_per_hypernode=[2, 2],
+    ),
+]
+
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_network_topology(case: Case) -> None:
