@@ -215,6 +215,75 @@ CASES = [
     ),
 ]
 
+TOPOLOGY_AWARE = "preempt_test.go TestTopologyAwarePreempt"
+HOST = "kubernetes.io/hostname"
+
+
+def _anti(labels: dict[str, str]) -> dict[str, object]:
+    """buildPodWithPodAntiAffinity: required anti-affinity to pods with all of the pod's own labels."""
+    term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": HOST}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+# The cases of TestTopologyAwarePreempt that TestPreempt does not have (the others are the same).
+CASES += [
+    Case(
+        TOPOLOGY_AWARE,
+        "preempt low-priority pod when high-priority pod has PodAntiAffinity conflict",
+        nodes=[Node("n1", "2", "2Gi", pods=2, labels={HOST: "n1"})],
+        groups=[low("pg1", min_member=0), low("pg2", min_member=0), high("pg3", task_min={"": 1})],
+        pods=[
+            Pod("c1/preemptee1", "pg2", node="n1", labels=YES),
+            Pod(
+                "c1/preemptee2",
+                "pg1",
+                node="n1",
+                labels={**YES, "test": "test"},
+                affinity=_anti({**YES, "test": "test"}),
+            ),
+            Pod("c1/preemptor1", "pg3", labels={"test": "test"}, affinity=_anti({"test": "test"})),
+        ],
+        queues=[Queue("q1", capability={"cpu": "2", "memory": "2G"})],
+        conf=conf("preempt", ["conformance", "gang", "priority", "proportion", "predicates"]),
+        classes=CLASSES,
+        evicted=["c1/preemptee2"],
+        pending=IN_QUEUE,
+    ),
+    Case(
+        TOPOLOGY_AWARE,
+        "preemption with priority queues",
+        nodes=[Node("n1", "2", "2Gi", pods=2)],
+        groups=[
+            Group("pg3", queue="q2", min_member=1, phase="Running", priority_class="high-priority"),
+            Group("pg1", queue="q1", phase="Running", priority_class="low-priority"),
+            Group("pg2", queue="q1", min_member=1, priority_class="high-priority"),
+        ],
+        pods=[
+            Pod("c1/preemptee2", "pg3", node="n1", labels=YES),
+            Pod("c1/preemptee1", "pg1", node="n1", labels=YES),
+            Pod("c1/preemptor1", "pg2", preemption_policy="PreemptLowerPriority"),
+        ],
+        queues=[
+            Queue(
+                "q1",
+                priority=1,
+                deserved={"cpu": "1", "memory": "1G"},
+                capability={"cpu": "1", "memory": "1G"},
+            ),
+            Queue(
+                "q2",
+                priority=10,
+                deserved={"cpu": "1", "memory": "1G"},
+                capability={"cpu": "1", "memory": "1G"},
+            ),
+        ],
+        conf=conf("preempt", ["conformance", "gang", "priority", "proportion", "predicates"]),
+        classes=CLASSES,
+        evicted=["c1/preemptee1"],
+        pending=IN_QUEUE,
+    ),
+]
+
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_preempt(case: Case) -> None:
