@@ -34,7 +34,7 @@ class PredicatesPlugin(Plugin[Session]):
         self.taints = self.arg_bool("predicate.TaintTolerationEnable", True)
         # Pod affinity needs a walk over the placed pods per check: only when some pod has a term.
         self.pod_affinity = self.arg_bool("predicate.PodAffinityEnable", True) and any(
-            pod_affinity.has_pod_affinity(t.spec.affinity)
+            t.spec.affinity and pod_affinity.has_pod_affinity(t.spec.affinity)
             for job in ssn.jobs.values()
             for t in job.tasks.values()
         )
