@@ -88,7 +88,9 @@ class PendingJob:
     priority: int  # resolved PriorityClass value
     created: float  # submit time, epoch seconds; kept when the job is re-queued
     waiting_since: float  # when it last became pending
-    request: ResourceVector  # whole job: sum over all tasks of replicas x pod request
+    # What the queue checks charge: the gang's minResources (its minAvailable pods in task order,
+    # as Volcano's job controller computes the PodGroup's); pods beyond it are elastic.
+    request: ResourceVector
     gang: Gang  # (pod request, pod count) of the minAvailable pods that must fit on ONE cluster
     allowed_clusters: frozenset[str] | None = None  # vglobal.io/clusters; None = any
     cluster_selector: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)

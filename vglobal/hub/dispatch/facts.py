@@ -40,8 +40,10 @@ class JobFacts:
     queue: str
     priority: int
     created: float
-    request: ResourceVector
+    request: ResourceVector  # the whole job, shown by describe
     gang: Gang
+    # The gang's minResources (its minAvailable pods in task order): what admission charges.
+    min_request: ResourceVector
     pod_requests: Mapping[str, ResourceVector]
     allowed: frozenset[str] | None
     selector: Mapping[str, str]
@@ -50,6 +52,10 @@ class JobFacts:
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
         topo = s.placement.topology
+        gang = shared.gang(tuple((shared.vector(p.request), p.count) for p in s.gang.shapes))
+        min_request = ResourceVector()
+        for vec, count in gang:
+            min_request = min_request + vec.scale(count)
         return cls(
             uid=s.uid,
             namespace=s.namespace,
@@ -58,12 +64,21 @@ class JobFacts:
             priority=s.priority,
             created=s.created_at.timestamp(),
             request=shared.vector(ResourceVector(s.request)),
-            gang=shared.gang(tuple((shared.vector(p.request), p.count) for p in s.gang.shapes)),
+            gang=gang,
+            min_request=shared.vector(min_request),
             pod_requests={t: ResourceVector(u) for t, u in s.pod_requests.items()},
             allowed=s.placement.clusters,
             selector=s.placement.selector,
             topology=(topo.mode, topo.highest_tier_allowed) if topo else None,
         )
+
+    def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:
+        """(what the queue is charged, what of it runs): the pods that run, and at least the gang's
+        minResources while it is not all placed (Volcano's inqueue reservation)."""
+        ran = ResourceVector()
+        for vec in running.values():
+            ran = ran + vec
+        return ran.maximum(self.min_request), ran
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:
         """What the job's reported pods (PodPlacement JSON) take on each node."""
