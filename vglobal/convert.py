@@ -196,6 +196,10 @@ def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None =
         manifest=json.dumps(row.manifest, sort_keys=True),
         usage=resource_list({r: round(u) for r, u in decayed.rolled.items()} if decayed else None),
         usage_share=decayed.share if decayed else 0.0,
+        running=resource_list(usage.placed),
+        reserved=resource_list(
+            {r: v - usage.placed.get(r, 0) for r, v in usage.allocated.items() if v > usage.placed.get(r, 0)}
+        ),
     )
 
 

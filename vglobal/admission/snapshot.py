@@ -38,6 +38,9 @@ class QueueSnap:
     open: bool = True
     # Usage of this queue's OWN admitted, unfinished jobs; admission rolls it up to the ancestors.
     allocated: ResourceVector = EMPTY
+    # Of allocated, what its jobs' placed pods hold (the rest is reserved for gangs not all placed):
+    # shown, not decided on.
+    running: ResourceVector = EMPTY
     created: int = 0  # ordering key for ties (e.g. creation epoch seconds)
     # Decayed usage of the queue's OWN jobs in resource-seconds (admission/usage.py); read only
     # when the snapshot's fair_share_half_life is above 0. Rolled up to the ancestors like allocated.
