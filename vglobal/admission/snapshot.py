@@ -99,6 +99,19 @@ class PendingJob:
     cluster_selector: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     excluded_clusters: frozenset[str] = frozenset()  # back-off after a rejection or failover
     network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
+    # Its PriorityClass's preemptionPolicy: "Never" waits for free capacity and preempts nothing.
+    preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    """A placed pod of a running job: what evicting it frees, where."""
+
+    uid: str  # as the agent names it: an eviction names this exact pod, never its replacement
+    node: str
+    request: ResourceVector
+    preemptable: bool = True  # False: annotated volcano.sh/preemptable: "false", never a victim
+    priority: int | None = None  # its task's own PriorityClass value; None = the job's
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,10 @@ class RunningJob:
     # without placements can still be reclaimed for queue share but frees no known node capacity.
     placements: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_PLACEMENTS)
     running_since: float | None = None  # when this run was admitted (epoch seconds); None = unknown
+    # Its placed pods (empty: not known pod by pod, so it can only be taken whole) and its gang
+    # size: pods beyond min_available may be evicted one by one (Volcano's gang preemptable rule).
+    pods: tuple[RunningPod, ...] = ()
+    min_available: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,6 +167,9 @@ class Snapshot:
 @dataclass(frozen=True)
 class Admit:
     cluster: str
+    # Set when it goes there in place of lower-priority pods of its queue (Volcano's preempt):
+    # which, so the admission's event can say so.
+    preempting: str = ""
 
 
 @dataclass(frozen=True)
@@ -183,6 +203,19 @@ class Reclaim:
     cluster: str
     for_uid: str
     reason: str
+    preempted: bool = False  # taken by a higher-priority job of its own queue, not by reclaim
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """Pods of a running job to evict (the job keeps running with the rest; its PodEvicted
+    policies apply), so that job `for_uid` fits in their place."""
+
+    job_uid: str
+    cluster: str
+    pods: tuple[str, ...]  # RunningPod.uid
+    for_uid: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -191,3 +224,4 @@ class AdmissionResult:
     reclaims: tuple[Reclaim, ...]  # running jobs to stop and re-queue
     queues: Mapping[str, QueueStatus]  # every queue, non-leaf ones and "root" included
     admitted_order: tuple[str, ...]  # uids in the order admitted
+    evictions: tuple[Eviction, ...] = ()  # single pods taken by preemption or reclaim

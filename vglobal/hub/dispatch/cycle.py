@@ -63,17 +63,23 @@ def write_admissions(
     admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
     done, written = bindings_repo.admit_written(admits, session=session)
     new_events: list[NewEvent] = []
-    if result.reclaims:
+    for preempted in (False, True):
+        group = [r for r in result.reclaims if r.preempted == preempted]
+        if not group:
+            continue
         victims = bindings_repo.requeue(
-            [r.victim_uid for r in result.reclaims],
+            [r.victim_uid for r in group],
             session=session,
-            kind=WaitKind.Reclaimed,
-            reason="reclaimed by a queue below its share",
+            kind=WaitKind.Preempted if preempted else WaitKind.Reclaimed,
+            reason="preempted by a higher-priority job of its queue"
+            if preempted
+            else "reclaimed by a queue below its share",
         )
         moved = {u for u, _, _ in victims}
-        new_events = [
-            NewEvent("Reclaimed", r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
-            for r in result.reclaims
+        event = "Preempted" if preempted else "Reclaimed"
+        new_events += [
+            NewEvent(event, r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
+            for r in group
             if r.victim_uid in moved
         ]
     events_repo.add_events(new_events, session=session)
