@@ -237,6 +237,8 @@ class JobCache:
                         request=e.charged,
                         placements=per_node,
                         running_since=b.dispatched_at,
+                        pods=facts.running_pods(b.placements, b.evictions) if per_node else (),
+                        min_available=facts.min_available,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
@@ -324,4 +326,5 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         cluster_selector=f.selector,
         excluded_clusters=excluded,
         network_topology=f.topology,
+        preemption_policy=f.preemption_policy,
     )
