@@ -122,6 +122,8 @@ class JobController:
         now = self.clock.now()
         out: list[str] = []
         for name, manifest in list(run.pods.items()):
+            if run.pods.get(name) is not manifest:
+                continue  # an earlier eviction's policy removed or replaced it (RestartJob, say)
             if manifest.uid not in wanted or lifecycle.finished_pod(run.status[name].phase):
                 continue
             self.backend.delete_pod(manifest.uid)
