@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap, Wait
+from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap, RunningPod, Wait
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
@@ -37,6 +37,7 @@ from vglobal.model.job import Job, parse_job
 from vglobal.model.queue import parse_queue
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.scheduler import NodeSpec, Taint, parse_conf, run_cycle
+from vglobal.scheduler.info import PREEMPTABLE_ANNOTATION
 from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.inputs import POD_SLOT, Submission, Workload
 
@@ -164,6 +165,7 @@ class Case:
     # Volcano's ExpectBindNumsInHyperNode: binds per tier-1 HyperNode that got any, most first
     binds_per_hypernode: Sequence[int] | None = None
     classes: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    never: frozenset[str] = frozenset()  # PriorityClasses with preemptionPolicy: Never
     hyper_nodes: Sequence[HyperNode] = ()
     rules: Rules = field(default_factory=lambda: Rules(max_admissions=0))
     differs: str = ""  # where vglobal decides otherwise on purpose: why (the expectation is ours)
@@ -265,6 +267,18 @@ class _Member:
     run: JobRun | None = None
 
 
+def _unpreemptable(job: Job) -> frozenset[str]:
+    """The tasks the hub never takes victims from: ``volcano.sh/preemptable: "false"`` on the task's
+    template annotations, or on the job's unless the template says "true" (store/repo/jobs.py)."""
+    out = set()
+    job_level = job.annotations.get(PREEMPTABLE_ANNOTATION)
+    for t in job.tasks:
+        own = t.annotations.get(PREEMPTABLE_ANNOTATION)
+        if own == "false" or (job_level == "false" and own != "true"):
+            out.add(t.name)
+    return frozenset(out)
+
+
 def _resolved(hyper_nodes: Sequence[HyperNode]) -> tuple[ResolvedHyperNode, ...]:
     parent = {m: h.name for h in hyper_nodes if h.tier > 1 for m in h.members}
     by_name = {h.name: h for h in hyper_nodes}
@@ -312,7 +326,10 @@ class _Federation:
             refs = {p.ref: (task, k) for task, pods in _tasks(case, group) for k, p in enumerate(pods)}
             m = self.members[uid] = _Member(uid, group, job, priority, refs)
             self.by_ref.update({ref: m for ref in refs})
-            self.dispatcher.submit(Submission(uid, job, priority).pending(float(i)))
+            pending = Submission(uid, job, priority).pending(float(i))
+            if group.priority_class in case.never:  # the hub takes its PriorityClass's policy
+                pending = replace(pending, preemption_policy="Never")
+            self.dispatcher.submit(pending)
             placed = [p for p in case.pods if p.ref in refs and p.node]
             if placed:  # admitted in an earlier cycle: on the cluster already
                 self.dispatcher._admit(uid, CLUSTER, 0.0)
@@ -343,12 +360,21 @@ class _Federation:
         m.run.status[f"{m.job.name}-{task}-{index}"] = PodStatus(ref, phase, node)
 
     def _report(self, m: _Member) -> None:
+        """What the agent reports, taken in as the hub takes it: usage per node, and each placed pod
+        with its task's request and whether the task is pinned (hub/dispatch/facts.py)."""
         assert m.run is not None
         used: dict[str, ResourceVector] = {}
+        pods = []
+        pinned = _unpreemptable(m.job)
         for name, st in m.run.status.items():
             if st.node:
-                used[st.node] = used.get(st.node, EMPTY) + m.run.pods[name].request + POD_SLOT
+                pod = m.run.pods[name]
+                used[st.node] = used.get(st.node, EMPTY) + pod.request + POD_SLOT
+                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, pod.task not in pinned))
         self.dispatcher.report(m.uid, used, started=bool(used))
+        run = self.dispatcher.running.get(m.uid)
+        if run is not None:
+            self.dispatcher.running[m.uid] = replace(run, pods=tuple(pods), min_available=m.job.min_available)
 
     def runs(self) -> list[JobRun]:
         return [m.run for m in self.members.values() if m.run is not None]
@@ -400,6 +426,12 @@ class _Federation:
 
     def hub_cycle(self, now: float, out: Outcome) -> bool:
         cycle = self.dispatcher.cycle(now, [self.cluster()])
+        for e in cycle.result.evictions:  # single pods: the agent evicts them, the job runs on
+            m = self.members[e.job_uid]
+            for ref in e.pods:
+                self._set(m, ref, PodPhase.Pending, None)  # its controller makes it anew
+                out.evicted.append(ref)
+            self._report(m)
         for victim in cycle.reclaimed:  # the agent stops the victim: its pods on nodes are evicted
             m = self.members[victim.uid]
             assert m.run is not None

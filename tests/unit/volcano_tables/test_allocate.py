@@ -9,7 +9,6 @@ from tests.unit.volcano_tables.harness import Case, Group, Node, Pod, Queue, che
 GO = "allocate_test.go TestAllocate"
 TIERS = conf("allocate", ["gang", "drf", "proportion", "predicates", "nodeorder"])
 MASTER, WORKER = {"nodeRole": "master"}, {"nodeRole": "worker"}
-ELASTIC = "elastic gangs: the hub charges the whole job, not its minAvailable pods"
 
 CASES = [
     Case(
@@ -42,7 +41,6 @@ CASES = [
         queues=[Queue("c1")],
         conf=TIERS,
         binds={"c1/p0": "n1", "c1/p2": "n2"},
-        pending=ELASTIC,
     ),
     Case(
         GO,

@@ -105,6 +105,7 @@ CASES = [
         classes=CLASSES,
         evicted=[],
         pipelined={},
+        pending="per-task priority at the hub: it preempts worker-1, whose own PriorityClass is high",
     ),
 ]
 

@@ -81,7 +81,6 @@ CASES = [
         ],
         queues=[Queue("q1")],
         evicted=["c1/preemptee1"],
-        pending=IN_QUEUE,
     ),
     _case(
         "preempt enough tasks to fit large task of different job",
@@ -95,7 +94,6 @@ CASES = [
         ],
         queues=[Queue("q1")],
         evicted=["c1/preemptee2", "c1/preemptee1"],
-        pending=IN_QUEUE,
     ),
     _case(
         "preempt low priority job in same queue",
@@ -144,7 +142,6 @@ CASES = [
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
         evicted=["c1/preemptee1"],
-        pending=f"{IN_QUEUE} (the node's one pod slot is taken)",
     ),
     _case(
         "BestEffort high-priority pod preempt BestEffort low-priority pod in same queue",
@@ -156,7 +153,6 @@ CASES = [
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
         evicted=["c1/preemptee1"],
-        pending=f"{IN_QUEUE} (the node's one pod slot is taken)",
     ),
     _case(
         "can not preempt resources when task preemption policy is never",
@@ -169,6 +165,7 @@ CASES = [
         queues=[Queue("q1")],
         evicted=[],
         waiting=["pg2"],
+        pending="a pod's own spec.preemptionPolicy at the hub (it reads the job's PriorityClass's)",
     ),
     _case(
         "rollback evictions when preemptor exceeds queue capacity after evicting victims",
@@ -211,7 +208,6 @@ CASES = [
         ],
         queues=[Queue("q1"), Queue("q2", capability={"cpu": "4", "memory": "4G"})],
         evicted=["c1/q2-preemptee1"],
-        pending=IN_QUEUE,
     ),
 ]
 
@@ -280,7 +276,6 @@ CASES += [
         conf=conf("preempt", ["conformance", "gang", "priority", "proportion", "predicates"]),
         classes=CLASSES,
         evicted=["c1/preemptee1"],
-        pending=IN_QUEUE,
     ),
 ]
 
