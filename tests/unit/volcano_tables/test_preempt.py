@@ -19,8 +19,8 @@ TIERS = conf(
 CLASSES = {"high-priority": 100000, "low-priority": 10}
 YES, NO = {"volcano.sh/preemptable": "true"}, {"volcano.sh/preemptable": "false"}
 IN_QUEUE = (
-    "preemption inside a queue: the hub admits only into free capacity and quota, so the "
-    "high-priority job never reaches the agent's preempt action"
+    "preemption inside a queue: the hub now preempts here, but its victims, or where the agent "
+    "puts the preemptor, are not yet Volcano's"
 )
 POD_LEVEL = "preemption of single pods: the hub takes whole victim jobs only"
 
