@@ -71,12 +71,14 @@ def lines(result: AdmissionResult) -> Iterable[str]:
     for uid in sorted(result.decisions):
         d = result.decisions[uid]
         if isinstance(d, Admit):
-            yield f"D {uid} admit {d.cluster}"
+            yield f"D {uid} admit {d.cluster}" + (f" {d.preempting}" if d.preempting else "")
         else:
             yield f"D {uid} wait {d.kind.value} {d.reason}"
     yield "O " + " ".join(result.admitted_order)
     for r in result.reclaims:
-        yield f"R {r.victim_uid} {r.cluster} {r.for_uid} {r.reason}"
+        yield f"R {r.victim_uid} {r.cluster} {r.for_uid} {r.reason}" + (" preempted" if r.preempted else "")
+    for e in result.evictions:
+        yield f"E {e.job_uid} {e.cluster} {e.for_uid} {' '.join(e.pods)} {e.reason}"
     for name in sorted(result.queues):
         q = result.queues[name]
         yield (

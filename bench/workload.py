@@ -179,17 +179,22 @@ def first_fit(
     return index, clusters, lambda spec: prepare_gang(spec, index, scale)
 
 
-def _without_victims(snapshot: Snapshot, result: AdmissionResult) -> tuple[Snapshot, dict[str, RunningJob]]:
+def _without_victims(
+    snapshot: Snapshot, result: AdmissionResult, later: frozenset[str] = frozenset()
+) -> tuple[Snapshot, dict[str, RunningJob]]:
     """The snapshot with this cycle's reclaimed jobs gone from their nodes and queues' usage, and
-    the running jobs left (victims out)."""
+    the running jobs left (victims out). Victims taken for a job in `later` leave the queues and the
+    running jobs but keep their nodes: they make room just before that job is placed."""
     running = {r.uid: r for r in snapshot.running}
     usage = {q.name: q.allocated for q in snapshot.queues}
     freed: dict[tuple[str, str], ResourceVector] = {}
     for rc in result.reclaims:
         victim = running.pop(rc.victim_uid)
+        usage[victim.queue] = usage[victim.queue] - victim.request
+        if rc.for_uid in later:
+            continue
         for node, v in victim.placements.items():
             freed[(victim.cluster, node)] = freed.get((victim.cluster, node), EMPTY) + v
-        usage[victim.queue] = usage[victim.queue] - victim.request
     queues = tuple(replace(q, allocated=usage[q.name]) for q in snapshot.queues)
     if not freed:
         return replace(snapshot, queues=queues), running
@@ -217,14 +222,29 @@ def _with_usage(queues: Iterable[QueueSnap], jobs: Iterable[PendingJob]) -> tupl
 
 def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
     """The snapshot one cycle later: this cycle's admissions run (placed first-fit on their cluster),
-    reclaimed jobs are gone from the nodes, everything else still waits."""
-    snapshot, running = _without_victims(snapshot, result)
+    reclaimed jobs are gone from the nodes, everything else still waits.
+
+    Admission placed each job without the room of jobs it reclaimed (they stop later), and a
+    preemptor in the room of its victims: the agents' first-fit is replayed the same way."""
+    victims = {r.uid: r for r in snapshot.running}
+    freed_for: dict[str, list[RunningJob]] = {}
+    for rc in result.reclaims:
+        freed_for.setdefault(rc.for_uid if rc.preempted else "", []).append(victims[rc.victim_uid])
+    snapshot, running = _without_victims(snapshot, result, frozenset(rc.for_uid for rc in result.reclaims))
     index, clusters, prepare = first_fit(
         snapshot.clusters, (r for j in snapshot.pending for r in j.request), snapshot.placement
     )
+
+    def release(gone: Iterable[RunningJob]) -> None:
+        for victim in gone:
+            c = clusters.col[victim.cluster]
+            col = clusters.node_col[c]
+            clusters.release(c, {col[n]: index.row(v) for n, v in victim.placements.items() if n in col})
+
     admitted = list(_admitted(snapshot, result))
     for job, cluster in admitted:
         c = clusters.col[cluster]
+        release(freed_for.get(job.uid, ()))  # pipelined: its victims make room just before it
         gang = prepare(job.gang)
         placement = clusters.fit(c, gang)
         assert placement is not None, f"{job.uid} does not fit {cluster}"
@@ -237,6 +257,7 @@ def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
         running[job.uid] = RunningJob(
             job.uid, job.queue, cluster, job.priority, job.created, job.request, placements
         )
+    release(freed_for.get("", ()))  # reclaimed for jobs that wait: they stop after these started
     cluster_snaps = []
     for c, snap in enumerate(clusters.snaps):
         nodes = sorted(snap.nodes, key=lambda n: n.name)

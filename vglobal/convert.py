@@ -83,7 +83,8 @@ def placement_report(p: PodPlacement) -> agent_pb2.PodPlacement:
 
 
 def pod_placement(msg: agent_pb2.PodPlacement | jobs_pb2.Placement) -> PodPlacement:
-    return PodPlacement(msg.pod, msg.task, msg.node, msg.phase)
+    uid = msg.uid if isinstance(msg, agent_pb2.PodPlacement) else ""
+    return PodPlacement(msg.pod, msg.task, msg.node, msg.phase, uid)
 
 
 def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
@@ -104,7 +105,9 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         min_available=row.min_available,
         request=resource_list(row.request),
         tasks=[jobs_pb2.TaskCounts(**t.to_json()) for t in row.tasks],
-        placements=[jobs_pb2.Placement(**p.to_json()) for p in row.placements],
+        placements=[
+            jobs_pb2.Placement(pod=p.pod, task=p.task, node=p.node, phase=p.phase) for p in row.placements
+        ],
         request_id=row.request_id or "",
         retry_count=row.retry_count,
         labels=dict(row.labels),
@@ -196,6 +199,10 @@ def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None =
         manifest=json.dumps(row.manifest, sort_keys=True),
         usage=resource_list({r: round(u) for r, u in decayed.rolled.items()} if decayed else None),
         usage_share=decayed.share if decayed else 0.0,
+        running=resource_list(usage.placed),
+        reserved=resource_list(
+            {r: v - usage.placed.get(r, 0) for r, v in usage.allocated.items() if v > usage.placed.get(r, 0)}
+        ),
     )
 
 

@@ -17,12 +17,26 @@ from collections.abc import Iterable
 from itertools import repeat
 
 from vglobal.admission.checks import Checks
-from vglobal.admission.explain import budget_wait, no_fit_reason, no_hypernode_reason
+from vglobal.admission.explain import (
+    budget_wait,
+    no_fit_reason,
+    no_hypernode_reason,
+    preempting_reason,
+)
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.placement import FailureCache
+from vglobal.admission.preempt import Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
-from vglobal.admission.snapshot import AdmissionResult, Admit, PendingJob, Snapshot, Wait
+from vglobal.admission.snapshot import (
+    AdmissionResult,
+    Admit,
+    Eviction,
+    PendingJob,
+    Reclaim,
+    Snapshot,
+    Wait,
+)
 from vglobal.admission.starvation import Starvation
 from vglobal.admission.status import queue_statuses
 from vglobal.admission.topology import HyperNodeRows, place
@@ -41,6 +55,9 @@ class _Cycle:
         self.checks = Checks(self.tree, prep.index, self.clusters)
         self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets)
         self.starvation = Starvation(snapshot, self.clusters, self.tree, prep.index)
+        self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index)
+        self.evictions: list[Eviction] = []
+        self.preempted: list[Reclaim] = []
         self.decisions: dict[str, Admit | Wait] = {}
         self.admitted: list[str] = []
         self.leaves: dict[int, Leaf] = {}
@@ -69,9 +86,10 @@ class _Cycle:
         )
         return AdmissionResult(
             decisions=self.decisions,
-            reclaims=tuple(self.reclaims.victims),
+            reclaims=(*self.reclaims.victims, *self.preempted),
             queues=statuses,
             admitted_order=tuple(self.admitted),
+            evictions=tuple(self.evictions),
         )
 
     def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:
@@ -95,6 +113,7 @@ class _Cycle:
         now, after = self.snap.now, self.snap.starvation_after
         # Only _decide plans reclaims, so whether this queue may still plan one holds for the loop.
         reclaims = self.reclaims.open_to(leaf)
+        lowest = self.preempt.lowest.get(leaf.index)  # None: nothing in the queue to preempt
         k, n = leaf.next, len(leaf.ordered)
         while k < n:
             if k == len(jobs):
@@ -113,6 +132,9 @@ class _Cycle:
                     leaf.checked_at = charges
                     break
                 wait = self.starvation.behind(job, leaf, best) if starving else self._no_fit(job, best)
+            if lowest is not None and job.snap.priority > lowest and self._may_preempt(job, leaf):
+                leaf.checked_at = -1  # _decide checks again and preempts
+                break
             decisions[job.snap.uid] = wait
             k += 1
         leaf.next = k
@@ -123,6 +145,8 @@ class _Cycle:
         if leaf.checked_at != checks.charges:  # usage moved since the check in _advance
             wait = checks.capability(job, leaf)
             if wait is not None:
+                if wait.kind == WaitKind.Capability and self._may_preempt(job, leaf):
+                    return self._preempt(job, leaf) or wait
                 return wait
         if checks.guarded:
             wait = checks.guarantees(job)
@@ -145,6 +169,10 @@ class _Cycle:
                 best = no_hypernode_reason(topo[1], best)
             elif not held:
                 self.failures.record(job.cand, job.gang, best, self.clusters.describe(job.gang))
+        if self._may_preempt(job, leaf):
+            preempted = self._preempt(job, leaf)
+            if preempted is not None:
+                return preempted
         if self.reclaims.may(job, leaf):
             planned = self.reclaims.plan(job, leaf)
             if planned is not None:
@@ -169,6 +197,45 @@ class _Cycle:
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
         return Admit(clusters.names[c])
+
+    def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
+        snap = job.snap
+        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
+
+    def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:
+        """Lower-priority pods of the job's queue make way for it on one cluster, and it goes
+        there now (see preempt.py); None if no cluster has victims enough."""
+        clusters = self.clusters
+        cand = clusters.fits_allocatable(job.cand, job.gang)
+        plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, self.checks.excess(job))
+        if plan is None:
+            return None
+        c = plan.cluster
+        clusters.release(c, plan.freed_rows)
+        self.checks.release(job.leaf, plan.freed)
+        self.failures = FailureCache()  # free grew: recorded misfits may fit now
+        for other in self.leaves.values():
+            other.over_cap.clear()
+        placement = clusters.fit(c, job.gang)
+        assert placement is not None, "a preemption plan packs the gang before it is made"
+        clusters.commit(c, placement, job.gang)
+        self.checks.charge(job)
+        self.admitted.append(job.snap.uid)
+        text = self._record_preemption(job, plan)
+        return Admit(clusters.names[c], preempting=text)
+
+    def _record_preemption(self, job: Job, plan: Plan) -> str:
+        cluster, uid = self.clusters.names[plan.cluster], job.snap.uid
+        queue = self.tree.names[job.leaf]
+        why = f"preempted in queue {queue} for job {uid} of priority {job.snap.priority}"
+        parts = []
+        for victim, pods in plan.pods.items():
+            self.evictions.append(Eviction(victim, cluster, tuple(pods), uid, why))
+            parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {victim}")
+        for victim in plan.whole:
+            self.preempted.append(Reclaim(victim, cluster, uid, why, preempted=True))
+            parts.append(f"job {victim}")
+        return preempting_reason(queue, cluster, parts)
 
     def _no_fit(self, job: Job, best: str) -> Wait:
         key = (job.gang.tag, best)

@@ -98,6 +98,17 @@ class Checks:
             self._limits_of[leaf] = got
         return got
 
+    def excess(self, job: Job) -> list[int]:
+        """Per resource, by how much the job's request exceeds a limit on its queue path now: what
+        preemption inside its leaf must give back (0 everywhere: the limits hold it)."""
+        out = [0] * self.index.size
+        alloc, req = self.tree.alloc, job.req
+        for q, r, cap in self._limits(job.leaf):
+            over = alloc[q][r] + req[r] - cap
+            if over > out[r]:
+                out[r] = int(over + 0.999999)
+        return out
+
     # --- guarantees ------------------------------------------------------------------------------
     def guarantees(self, job: Job) -> Wait | None:
         """Why other queues' unmet guarantees leave too little free for the job, or None."""
@@ -136,6 +147,17 @@ class Checks:
         self.need_sum[p] = [s + n - o for s, n, o in zip(self.need_sum[p], new, old, strict=True)]
         self.need[q] = new
         self._need_version += 1
+
+    def release(self, leaf: int, freed: list[int]) -> None:
+        """Preempted pods of the leaf gave their charge back (up the path and at root)."""
+        self.charges += 1  # passed checks were memoised against the old usage
+        tree = self.tree
+        for q in [*tree.path[leaf], 0]:
+            a = tree.alloc[q]
+            for r, v in enumerate(freed):
+                a[r] -= v
+            if q and self.guards[q]:
+                self._refresh_need(q)
 
     # --- admissions ------------------------------------------------------------------------------
     def charge(self, job: Job) -> None:

@@ -148,3 +148,10 @@ def reclaiming_reason(queue: str, cluster: str, victims: Sequence[str], gang: st
         f"queue {queue} is below its deserved share: reclaiming {n} job{'s' if n != 1 else ''} on "
         f"{cluster} ({', '.join(victims)}); gang {gang} is admitted once they stop"
     )
+
+
+def preempting_reason(queue: str, cluster: str, victims: Sequence[str]) -> str:
+    return (
+        f"admitted to {cluster} in place of lower-priority work of queue {queue}: evicting "
+        f"{', '.join(victims)}; its pods start there once they are gone"
+    )

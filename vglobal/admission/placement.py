@@ -338,6 +338,26 @@ class Clusters:
             for r, v in gang.total_pairs:
                 free_sum[r] -= v
 
+    def release(self, c: int, freed: Mapping[int, Sequence[int]]) -> None:
+        """Preempted pods leave cluster c: what they hold per node (row) is free again. Free grew,
+        so what this cycle learnt of misfits and rankings is forgotten (preemption is rare)."""
+        rows, tot = self.rows[c], self.tot[c]
+        for i, add in freed.items():
+            rows[i] = [a + b for a, b in zip(rows[i], add, strict=True)]
+            for r, v in enumerate(add):
+                tot[r] += v
+                if self.schedulable[c]:
+                    self.free_sum[r] += v
+        self.full[c] = self._fullness(c)
+        for dims, keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims)
+        self._misfit[c].clear()
+        self._cursor[c].clear()
+        self._ranks.clear()
+        self._dropped.clear()
+        self._version[c] += 1
+        self._log.append(c)
+
     def take_unplaced(self, prepare: Callable[[Gang], PreparedGang]) -> None:
         """Take the capacity of gangs dispatched earlier whose pods are not on nodes yet
         (ClusterSnap.unplaced). A gang that no longer fits whole takes what fits, pod by pod."""

@@ -38,6 +38,9 @@ class QueueSnap:
     open: bool = True
     # Usage of this queue's OWN admitted, unfinished jobs; admission rolls it up to the ancestors.
     allocated: ResourceVector = EMPTY
+    # Of allocated, what its jobs' placed pods hold (the rest is reserved for gangs not all placed):
+    # shown, not decided on.
+    running: ResourceVector = EMPTY
     created: int = 0  # ordering key for ties (e.g. creation epoch seconds)
     # Decayed usage of the queue's OWN jobs in resource-seconds (admission/usage.py); read only
     # when the snapshot's fair_share_half_life is above 0. Rolled up to the ancestors like allocated.
@@ -88,12 +91,27 @@ class PendingJob:
     priority: int  # resolved PriorityClass value
     created: float  # submit time, epoch seconds; kept when the job is re-queued
     waiting_since: float  # when it last became pending
-    request: ResourceVector  # whole job: sum over all tasks of replicas x pod request
+    # What the queue checks charge: the gang's minResources (its minAvailable pods in task order,
+    # as Volcano's job controller computes the PodGroup's); pods beyond it are elastic.
+    request: ResourceVector
     gang: Gang  # (pod request, pod count) of the minAvailable pods that must fit on ONE cluster
     allowed_clusters: frozenset[str] | None = None  # vglobal.io/clusters; None = any
     cluster_selector: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     excluded_clusters: frozenset[str] = frozenset()  # back-off after a rejection or failover
     network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
+    # Its PriorityClass's preemptionPolicy: "Never" waits for free capacity and preempts nothing.
+    preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    """A placed pod of a running job: what evicting it frees, where."""
+
+    uid: str  # as the agent names it: an eviction names this exact pod, never its replacement
+    node: str
+    request: ResourceVector
+    preemptable: bool = True  # False: annotated volcano.sh/preemptable: "false", never a victim
+    priority: int | None = None  # its task's own PriorityClass value; None = the job's
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,10 @@ class RunningJob:
     # without placements can still be reclaimed for queue share but frees no known node capacity.
     placements: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_PLACEMENTS)
     running_since: float | None = None  # when this run was admitted (epoch seconds); None = unknown
+    # Its placed pods (empty: not known pod by pod, so it can only be taken whole) and its gang
+    # size: pods beyond min_available may be evicted one by one (Volcano's gang preemptable rule).
+    pods: tuple[RunningPod, ...] = ()
+    min_available: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,6 +167,9 @@ class Snapshot:
 @dataclass(frozen=True)
 class Admit:
     cluster: str
+    # Set when it goes there in place of lower-priority pods of its queue (Volcano's preempt):
+    # which, so the admission's event can say so.
+    preempting: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,6 +203,19 @@ class Reclaim:
     cluster: str
     for_uid: str
     reason: str
+    preempted: bool = False  # taken by a higher-priority job of its own queue, not by reclaim
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """Pods of a running job to evict (the job keeps running with the rest; its PodEvicted
+    policies apply), so that job `for_uid` fits in their place."""
+
+    job_uid: str
+    cluster: str
+    pods: tuple[str, ...]  # RunningPod.uid
+    for_uid: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -186,3 +224,4 @@ class AdmissionResult:
     reclaims: tuple[Reclaim, ...]  # running jobs to stop and re-queue
     queues: Mapping[str, QueueStatus]  # every queue, non-leaf ones and "root" included
     admitted_order: tuple[str, ...]  # uids in the order admitted
+    evictions: tuple[Eviction, ...] = ()  # single pods taken by preemption or reclaim

@@ -111,6 +111,30 @@ class JobController:
         self._settle(run)
         return run
 
+    def evict(self, uid: str, pod_uids: Iterable[str], reason: str) -> list[str]:
+        """The hub evicts these pods of the run (preemption): each goes, and the job's PodEvicted
+        policies apply as to any eviction. A uid the run no longer has is passed over (evicted
+        already, or replaced by a new incarnation). Returns the names of the pods evicted."""
+        run = self.runs.get(uid)
+        if run is None or run.finished:
+            return []
+        wanted = set(pod_uids)
+        now = self.clock.now()
+        out: list[str] = []
+        for name, manifest in list(run.pods.items()):
+            if run.pods.get(name) is not manifest:
+                continue  # an earlier eviction's policy removed or replaced it (RestartJob, say)
+            if manifest.uid not in wanted or lifecycle.finished_pod(run.status[name].phase):
+                continue
+            self.backend.delete_pod(manifest.uid)
+            del run.pods[name], run.status[name]
+            run.pipelined.pop(manifest.uid, None)
+            run.dirty = True
+            out.append(name)
+            self._handle(run, Request("PodEvicted", manifest.task, name, manifest.uid, reason=reason), now)
+        self._settle(run)
+        return out
+
     # ---- the reconcile step
 
     def sync(self) -> None:

@@ -98,6 +98,8 @@ class AgentCore:
             return self._stop(msg.cancel.job_uid, msg.cancel.generation, "Cancel", msg.cancel.reason)
         if kind == "reclaim":
             return self._stop(msg.reclaim.job_uid, msg.reclaim.generation, "Reclaim", msg.reclaim.reason)
+        if kind == "evict":
+            return self._evict(msg.evict)
         return []
 
     def _registered(self, body: pb.Registered) -> list[pb.AgentMessage]:
@@ -164,6 +166,15 @@ class AgentCore:
         if self.purge_stopped:
             self.runtime.controller.purge(uid)
         run.dirty = True  # a finished run still reports its final status once more
+        return []
+
+    def _evict(self, e: pb.Evict) -> list[pb.AgentMessage]:
+        run = self.runs.get(e.job_uid)
+        if run is None or run.generation != e.generation:
+            return []  # another run of the job: the eviction was meant for the one it replaced
+        gone = self.runtime.controller.evict(e.job_uid, e.pod_uids, e.reason or "evicted by the hub")
+        if gone:
+            log.info("evict %s of job %s gen %d: %s", ", ".join(gone), e.job_uid, e.generation, e.reason)
         return []
 
     # ---- every cycle

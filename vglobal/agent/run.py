@@ -115,6 +115,8 @@ class JobRun:
         order = {t.name: i for i, t in enumerate(self.job.tasks)}
         pods = sorted(self.pods.values(), key=lambda p: (order.get(p.task, 0), p.index))
         return [
-            PodPlacement(p.name, p.task, self.status[p.name].node or "", str(self.status[p.name].phase))
+            PodPlacement(
+                p.name, p.task, self.status[p.name].node or "", str(self.status[p.name].phase), p.uid
+            )
             for p in pods
         ]

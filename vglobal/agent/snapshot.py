@@ -11,6 +11,7 @@ from vglobal.agent.run import JobRun
 from vglobal.model.hypernode import ResolvedHyperNode, tier_of_name
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import ClusterSnapshot, JobSpec, NodeSpec, QueueSpec, TaskSpec, TaskStatus
+from vglobal.scheduler.info import PREEMPTABLE_ANNOTATION, preemptable_flag
 
 
 def _task_status(status: PodStatus, pipelined: str | None) -> tuple[TaskStatus, str | None]:
@@ -36,6 +37,14 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[int, ...]:
     return tuple(ports)
 
 
+def _label_preemptable(pod: PodManifest) -> bool:
+    """Volcano reads ``volcano.sh/preemptable`` from the pod's labels when no annotation sets it
+    (the scheduler applies the annotation over this)."""
+    labels = (pod.obj.get("metadata") or {}).get("labels") or {}
+    value = labels.get(PREEMPTABLE_ANNOTATION)
+    return True if value is None else preemptable_flag(str(value))
+
+
 def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
     spec = pod.obj.get("spec") or {}
     state, node = _task_status(status, run.pipelined.get(pod.uid))
@@ -57,6 +66,8 @@ def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
         namespace=pod.namespace,
         creation=pod.index,
         priority_class=str(spec.get("priorityClassName") or ""),
+        preemptable=_label_preemptable(pod),
+        labels=dict((pod.obj.get("metadata") or {}).get("labels") or {}),
     )
 
 

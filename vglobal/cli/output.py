@@ -60,6 +60,9 @@ def queue_row(q: queues_pb2.Queue) -> dict[str, Any]:
         "deserved": quantities(q.deserved),
         "guarantee": quantities(q.guarantee),
         "allocated": quantities(q.allocated),
+        # Of allocated: held by placed pods, and held for gangs not all placed yet.
+        "running": quantities(q.running),
+        "reserved": quantities(q.reserved),
         "pendingJobs": q.pending_jobs,
         "runningJobs": q.running_jobs,
         # Fair share over time: decayed resource-seconds, and max over resources of that as an
@@ -202,6 +205,8 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
             "deserved",
             "guarantee",
             "allocated",
+            "running",
+            "reserved",
             "usage",
             "usageShare",
             "pendingJobs",

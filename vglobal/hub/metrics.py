@@ -30,6 +30,18 @@ QUEUE_ALLOCATED = Gauge(
     ["queue", "resource"],
     registry=REGISTRY,
 )
+QUEUE_PLACED = Gauge(
+    "vglobal_queue_running_resources",
+    "Of a leaf queue's allocation, what its jobs' placed pods hold",
+    ["queue", "resource"],
+    registry=REGISTRY,
+)
+QUEUE_RESERVED = Gauge(
+    "vglobal_queue_reserved_resources",
+    "Of a leaf queue's allocation, what is held for gangs not all placed yet (minResources)",
+    ["queue", "resource"],
+    registry=REGISTRY,
+)
 QUEUE_DESERVED = Gauge(
     "vglobal_queue_deserved", "A queue's fair share", ["queue", "resource"], registry=REGISTRY
 )

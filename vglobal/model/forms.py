@@ -129,6 +129,7 @@ class PodPlacement:
     task: str
     node: str
     phase: str
+    uid: str = ""  # the agent's name for this incarnation of the pod ("" from older agents)
 
     @property
     def holds_node(self) -> bool:
@@ -136,11 +137,20 @@ class PodPlacement:
         return bool(self.node) and self.phase not in FINISHED_POD_PHASES
 
     def to_json(self) -> dict[str, Any]:
-        return {"pod": self.pod, "task": self.task, "node": self.node, "phase": self.phase}
+        out = {"pod": self.pod, "task": self.task, "node": self.node, "phase": self.phase}
+        if self.uid:
+            out["uid"] = self.uid
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PodPlacement:
-        return cls(data["pod"], data.get("task") or "", data.get("node") or "", data.get("phase") or "")
+        return cls(
+            data["pod"],
+            data.get("task") or "",
+            data.get("node") or "",
+            data.get("phase") or "",
+            data.get("uid") or "",
+        )
 
 
 def after_stop(known: Iterable[PodPlacement], reported: Iterable[PodPlacement]) -> list[PodPlacement]:

@@ -28,6 +28,7 @@ class WaitKind(StrEnum):
     # says why it waits now), or when admission has not looked at the job yet.
     Rejected = "Rejected"  # the cluster's agent refused the binding (no room in time, bad manifest)
     Reclaimed = "Reclaimed"  # its run was stopped for a queue below its share
+    Preempted = "Preempted"  # its run was stopped for a higher-priority job of its queue
     Drained = "Drained"  # its cluster was drained
     FailedOver = "FailedOver"  # its cluster went silent for too long
     Unexamined = "Unexamined"  # submitted, not looked at by the dispatcher yet
@@ -35,6 +36,13 @@ class WaitKind(StrEnum):
 
 # The kinds admission itself decides; the others are the hub's.
 HUB_KINDS = frozenset(
-    {WaitKind.Rejected, WaitKind.Reclaimed, WaitKind.Drained, WaitKind.FailedOver, WaitKind.Unexamined}
+    {
+        WaitKind.Rejected,
+        WaitKind.Reclaimed,
+        WaitKind.Preempted,
+        WaitKind.Drained,
+        WaitKind.FailedOver,
+        WaitKind.Unexamined,
+    }
 )
 ADMISSION_KINDS = frozenset(WaitKind) - HUB_KINDS

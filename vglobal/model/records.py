@@ -30,9 +30,12 @@ class QueueRow:
 
 @dataclass(frozen=True)
 class QueueUsage:
+    # What admitted jobs are charged: what their placed pods hold, at least each gang's minResources.
     allocated: dict[str, int] = field(default_factory=dict)
     pending: int = 0
     running: int = 0
+    # Of `allocated`, what placed pods hold; the rest is reserved for gangs not all placed yet.
+    placed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ class TaskSpec:
     namespace: str = "default"
     creation: int = 0  # ordering key among tasks with the same index suffix
     priority_class: str = ""  # system-cluster-critical / system-node-critical are never evicted
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)  # for pod (anti-)affinity
 
 
 @dataclass(frozen=True, slots=True)

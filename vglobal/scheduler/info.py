@@ -19,6 +19,13 @@ ALLOCATED_STATUS = frozenset({TaskStatus.Allocated, TaskStatus.Binding, TaskStat
 ON_NODE = ALLOCATED_STATUS | {TaskStatus.Releasing}
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+# Go's strconv.ParseBool spellings; Volcano reads any other value as "not preemptable".
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
+
+def preemptable_flag(value: str) -> bool:
+    """``volcano.sh/preemptable`` as Volcano reads it (a value Go cannot parse means false)."""
+    return value in _GO_TRUE
 
 
 _READY = (*ALLOCATED_STATUS, TaskStatus.Succeeded)
@@ -72,7 +79,7 @@ class TaskInfo:
             int(raw_priority) if raw_priority and raw_priority.lstrip("-").isdigit() else spec.priority
         )
         flag = spec.annotations.get(PREEMPTABLE_ANNOTATION)
-        self.preemptable = spec.preemptable if flag is None else flag.lower() == "true"
+        self.preemptable = spec.preemptable if flag is None else preemptable_flag(flag)
         self.status = spec.status
         self.node: str | None = spec.node
         self.row: int | None = None

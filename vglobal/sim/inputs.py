@@ -18,7 +18,7 @@ from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import ROOT, Queue, default_queue
-from vglobal.model.resources import ResourceVector
+from vglobal.model.resources import EMPTY, ResourceVector
 
 SUFFIXES = (".yaml", ".yml", ".json")
 POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
@@ -79,6 +79,10 @@ class Submission:
     def pending(self, created: float) -> PendingJob:
         job = self.job
         topo = job.network_topology
+        gang = tuple((req + POD_SLOT, n) for _, req, n in job.gang())
+        min_request = EMPTY  # the gang's minResources: what admission charges the queue
+        for req, n in gang:
+            min_request = min_request + req.scale(n)
         return PendingJob(
             uid=self.uid,
             name=job.name,
@@ -87,8 +91,8 @@ class Submission:
             priority=self.priority,
             created=created,
             waiting_since=created,
-            request=job.total_request() + {"pods": job.total_pods()},
-            gang=tuple((req + POD_SLOT, n) for _, req, n in job.gang()),
+            request=min_request,
+            gang=gang,
             allowed_clusters=job.allowed_clusters,
             cluster_selector=job.cluster_selector,
             network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),

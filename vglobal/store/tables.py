@@ -129,6 +129,8 @@ resource_bindings = sa.Table(
     sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    # Pod uids of the current run its agent is to evict (preemption; migration 0012).
+    sa.Column("evictions", JSONB, nullable=False, server_default="[]"),
     sa.Index("ix_resource_bindings_phase_cluster", "phase", "cluster"),
     # Sorting the job list by cluster (migration 0009)
     sa.Index("ix_resource_bindings_cluster_sort", sa.text("coalesce(cluster, '')"), "job_uid"),
@@ -137,6 +139,9 @@ resource_bindings = sa.Table(
         "ix_resource_bindings_unfinished",
         "job_uid",
         postgresql_where=sa.text("phase IN ('Suspended', 'Dispatched', 'Bound', 'Running')"),
+    ),
+    sa.Index(
+        "ix_resource_bindings_evictions", "cluster", postgresql_where=sa.text("evictions <> '[]'::jsonb")
     ),
     sa.Index(
         "ix_resource_bindings_finished_at",

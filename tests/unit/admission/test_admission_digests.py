@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "9aefbc5b6c891a056e2982b3bffb600fc9c0139eeeee5cb0df7dce35b2b43bea",
-        "cycle 2": "d6e8f10bddec36e1df43ac1bae7eb0be87261cb980ee0f29df03414bf489e98a",
-        "cycle 3": "bedf576344127902438645abb916c0375528a28e1a086c5eec4732f115de1fa9",
-        "cycle 1 with an admission budget": "446e4ff7820038460983617527f87ebe6ee88488a1793be144b216ec3b7c4550",
+        "cycle 1": "f9dd5b48eb339d50af33f6ef6c893796fc9973851402b756f597a033c504201c",
+        "cycle 2": "78ec0f2abf3bf65d5ebcf2cdce392df22028526886ffc6b89fdeb7fe67637e6c",
+        "cycle 3": "57ed0706ec01c25b3e082a60c6223b61cded6da63315b4829101ec0863999509",
+        "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
     },
     "reclaim": {
-        "cycle 1": "a41be2569a15ca177590a16c865f6b7b0c9cf8dd49c59e00f87faccd94dacb29",
-        "cycle 2": "3d6b09d308f898d4f5ae00036066f5b0d6d89b22417a6b2aaf7814ba9159f051",
-        "cycle 3": "b9cb8dfe436bd7ab607bb652044d1ea76b3d1bdf71b2bb59c2efa4c28879a8e0",
+        "cycle 1": "b02149442c1794db8c8764ee2b78ff187ab6aa2252e22c7fae9c596007a96bef",
+        "cycle 2": "d72d76ba5d89eac038211f5797eecc95055bafa0fa407b07636aecdbbeaeb508",
+        "cycle 3": "c49f83e1c33b2e967adb91efdceab881739e1c3609d62aa2e4bb314532adfec6",
     },
     "topology": {
-        "cycle 1": "b9c1f4b36a08f4e52f465c1a68b2d337fcbbe94c3a287f49ffe4925d6551e9ed",
-        "cycle 2": "6cb15c8d2393b5b9e0d3bbde25634f465ef4b4404f3847ad428e19d869c7c0e6",
-        "cycle 3": "1aeb5da528a613104dbe3d435aa6fa9281d7478bdfe2861b3ec15df5cd7b0d44",
+        "cycle 1": "af30e6757e5f32aa9eedfa11c29b7452ea409c1eb76da3a1eb9375cdb6a2993f",
+        "cycle 2": "e578669724532029603cfcc4ee8a6798ec4b48b083c275379d4edd7e4d80a224",
+        "cycle 3": "2c2f9df67ebb629976f3b9124409000c2a8f8a70a5533c07e12fec86070dcf9d",
     },
     "guarantee": {
-        "cycle 1": "3ef9a67e0548874bf2ef98f9feec60e61b2f03f6f9325f9eb20baede65174de1",
-        "cycle 2": "03ea9b73e186f116fbf34d0061bca564128baae2066d911e3f5168462a0412ad",
-        "cycle 3": "031ec50cd95b900dc96a25f5834f39d9c313d89a7dbff376959064a8b5df279c",
+        "cycle 1": "b5cc3512b2bd426c69372dc168963a7b1733fec7d82ccc084b482aa21140f6f4",
+        "cycle 2": "c24bdf40f93134f3150d807eef25ed292623ef835bc54eceb61fcbc3ed3de3d2",
+        "cycle 3": "6f313c2cf02e2b163e32c02bd274d23bba04d079e7def04030d5b17f2c1d868f",
     },
 }
 

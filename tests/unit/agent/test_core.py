@@ -181,3 +181,42 @@ def test_bind_timeout_rejects_so_the_hub_can_try_elsewhere(core: Any, jobs: Any)
     rej = next(m.rejected for m in out if m.WhichOneof("body") == "rejected")
     assert (rej.job_uid, rej.generation) == ("u1", 1) and "60s" in rej.reason
     assert core.sim.backend.pods() == {}
+
+
+def _evict(uid: str, gen: int, *pods: str) -> pb.HubMessage:
+    return pb.HubMessage(evict=pb.Evict(job_uid=uid, generation=gen, pod_uids=list(pods), reason="preempted"))
+
+
+def test_evict_takes_exactly_the_named_pods_and_applies_pod_evicted_policies(core: Any, jobs: Any) -> None:
+    registered(core)
+    core.on_message(dispatch(jobs.job(jobs.task("w", 3), minAvailable=1)))
+    out = core.tick()
+    (st,) = statuses(out)
+    uids = {p.pod: p.uid for p in st.placements}
+    assert all(uids.values())  # every reported pod carries its incarnation's uid
+    assert core.on_message(_evict("u1", 2, uids["job-w-2"])) == []  # another generation's: ignored
+    assert len(core.sim.backend.pods()) == 3
+    core.on_message(_evict("u1", 1, uids["job-w-2"]))
+    (st,) = statuses(core.tick())
+    assert "job-w-2" not in {p.pod for p in st.placements if p.uid == uids["job-w-2"]}
+    assert any(e.reason == "PodEvicted" and "preempted" in e.message for e in st.events)
+    # No policy: the job syncs and creates a new incarnation of the pod; a re-sent Evict names
+    # the old one and changes nothing.
+    now = {p.pod: p.uid for p in st.placements}
+    assert now["job-w-2"] != uids["job-w-2"]
+    core.on_message(_evict("u1", 1, uids["job-w-2"]))
+    assert {p.uid for p in statuses(core.tick()) for p in p.placements} <= set(now.values())
+    assert len(core.sim.backend.pods()) == 3
+
+
+def test_evict_with_restart_job_policy_restarts_the_run_in_place(core: Any, jobs: Any) -> None:
+    registered(core)
+    policy = [{"event": "PodEvicted", "action": "RestartJob"}]
+    core.on_message(dispatch(jobs.job(jobs.task("w", 3), minAvailable=1, policies=policy)))
+    (st,) = statuses(core.tick())
+    uids = [p.uid for p in st.placements]
+    core.on_message(_evict("u1", 1, uids[1], uids[2]))  # the first eviction's RestartJob takes all
+    core.tick()
+    run = core.runs["u1"]
+    assert run.retry_count == 1 and run.generation == 1
+    assert not set(uids) & {m.uid for m in run.pods.values()}

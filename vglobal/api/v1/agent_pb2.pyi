@@ -408,12 +408,15 @@ class PodPlacement(_message.Message):
     NODE_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
     TASK_FIELD_NUMBER: _builtins.int
+    UID_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     """empty while the pod waits for a node"""
     phase: _builtins.str
     task: _builtins.str
     """the job's task the pod belongs to"""
+    uid: _builtins.str
+    """The agent's name for this incarnation of the pod (a replacement has another): what an Evict names."""
     def __init__(
         self,
         *,
@@ -421,10 +424,11 @@ class PodPlacement(_message.Message):
         node: _builtins.str = ...,
         phase: _builtins.str = ...,
         task: _builtins.str = ...,
+        uid: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task", "uid", b"uid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -645,6 +649,40 @@ class Reclaim(_message.Message):
 Global___Reclaim: _TypeAlias = Reclaim  # noqa: Y015
 
 @_typing.final
+class Evict(_message.Message):
+    """Evict these pods of the job's run (preemption or reclaim at pod granularity): the run goes on
+    without them and the job's PodEvicted policies apply. A pod uid the run no longer has (evicted
+    already, or replaced) is passed over, so a re-sent Evict changes nothing.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    JOB_UID_FIELD_NUMBER: _builtins.int
+    GENERATION_FIELD_NUMBER: _builtins.int
+    POD_UIDS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    job_uid: _builtins.str
+    generation: _builtins.int
+    reason: _builtins.str
+    @_builtins.property
+    def pod_uids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        job_uid: _builtins.str = ...,
+        generation: _builtins.int = ...,
+        pod_uids: _abc.Iterable[_builtins.str] | None = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "pod_uids", b"pod_uids", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Evict: _TypeAlias = Evict  # noqa: Y015
+
+@_typing.final
 class HubMessage(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -652,6 +690,7 @@ class HubMessage(_message.Message):
     DISPATCH_FIELD_NUMBER: _builtins.int
     CANCEL_FIELD_NUMBER: _builtins.int
     RECLAIM_FIELD_NUMBER: _builtins.int
+    EVICT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def registered(self) -> Global___Registered: ...
     @_builtins.property
@@ -660,6 +699,8 @@ class HubMessage(_message.Message):
     def cancel(self) -> Global___Cancel: ...
     @_builtins.property
     def reclaim(self) -> Global___Reclaim: ...
+    @_builtins.property
+    def evict(self) -> Global___Evict: ...
     def __init__(
         self,
         *,
@@ -667,12 +708,13 @@ class HubMessage(_message.Message):
         dispatch: Global___Dispatch | None = ...,
         cancel: Global___Cancel | None = ...,
         reclaim: Global___Reclaim | None = ...,
+        evict: Global___Evict | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 

@@ -87,6 +87,8 @@ class Queue(_message.Message):
     MANIFEST_FIELD_NUMBER: _builtins.int
     USAGE_FIELD_NUMBER: _builtins.int
     USAGE_SHARE_FIELD_NUMBER: _builtins.int
+    RUNNING_FIELD_NUMBER: _builtins.int
+    RESERVED_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     weight: _builtins.int
@@ -119,6 +121,14 @@ class Queue(_message.Message):
         dominant share: max over resources of usage·ln2/half-life over deserved (1 = at its share).
         """
 
+    @_builtins.property
+    def running(self) -> _common_pb2.ResourceList:
+        """Of allocated: what the placed pods of its jobs hold (running), and the rest, held for gangs
+        not all placed yet (reserved: a job is charged at least its gang's minResources).
+        """
+
+    @_builtins.property
+    def reserved(self) -> _common_pb2.ResourceList: ...
     def __init__(
         self,
         *,
@@ -138,10 +148,12 @@ class Queue(_message.Message):
         manifest: _builtins.str = ...,
         usage: _common_pb2.ResourceList | None = ...,
         usage_share: _builtins.float = ...,
+        running: _common_pb2.ResourceList | None = ...,
+        reserved: _common_pb2.ResourceList | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "spec_capability", b"spec_capability", "usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "reserved", b"reserved", "running", b"running", "spec_capability", b"spec_capability", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "state", b"state", "usage", b"usage", "usage_share", b"usage_share", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "reserved", b"reserved", "running", b"running", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "state", b"state", "usage", b"usage", "usage_share", b"usage_share", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

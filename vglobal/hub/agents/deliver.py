@@ -34,6 +34,7 @@ class Courier:
     cluster: str
     sent: dict[str, int] = field(default_factory=dict)  # uid -> generation dispatched on this stream
     sent_cancel: set[tuple[str, int]] = field(default_factory=set)
+    sent_evict: set[tuple[str, int, str]] = field(default_factory=set)  # (uid, generation, pod uid)
     fenced_at: float = float("-inf")  # monotonic seconds of the last full sync
 
     def due(self) -> bool:
@@ -49,12 +50,14 @@ class Courier:
         wanted = bindings_repo.runs_of(self.cluster, session=session, unacknowledged=not full)
         new = [uid for uid, gen in wanted.items() if self.sent.get(uid) != gen]
         out = [self._dispatch(d) for d in bindings_repo.deliveries(self.cluster, new, session=session)]
+        out += self._evictions(session)
         if not full:
             return out, []
         self.fenced_at = time.monotonic()
         # Forget what this cluster no longer runs: the record stays as big as what it runs.
         self.sent = {uid: gen for uid, gen in self.sent.items() if wanted.get(uid) == gen}
         self.sent_cancel = {k for k in self.sent_cancel if runs.get(k[0]) == k[1]}
+        self.sent_evict = {k for k in self.sent_evict if runs.get(k[0]) == k[1]}
         strays = {u: g for u, g in runs.items() if wanted.get(u) != g and (u, g) not in self.sent_cancel}
         refs = bindings_repo.refs(list(strays), session=session)
         events: list[NewEvent] = []
@@ -83,6 +86,28 @@ class Courier:
                 priority=d.priority,
             )
         )
+
+    def _evictions(self, session: Session) -> list[agent_pb2.HubMessage]:
+        """An Evict for every run with pods to evict that this stream has not told yet (after the
+        run's Dispatch, so an agent that lost the run hears of it first)."""
+        out = []
+        for uid, (gen, pods) in sorted(bindings_repo.evictions_of(self.cluster, session=session).items()):
+            todo = [p for p in pods if (uid, gen, p) not in self.sent_evict]
+            if not todo:
+                continue
+            self.sent_evict.update((uid, gen, p) for p in todo)
+            log.info("evicting %d pods of job %s generation %d on %s", len(todo), uid, gen, self.cluster)
+            out.append(
+                agent_pb2.HubMessage(
+                    evict=agent_pb2.Evict(
+                        job_uid=uid,
+                        generation=gen,
+                        pod_uids=todo,
+                        reason="preempted by a higher-priority job",
+                    )
+                )
+            )
+        return out
 
     def _cancel(self, uid: str, gen: int, reason: str) -> agent_pb2.HubMessage:
         self.sent_cancel.add((uid, gen))

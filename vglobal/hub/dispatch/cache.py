@@ -53,6 +53,10 @@ class Entry:
     pending: PendingJob | None = None  # while Suspended
     running: RunningJob | None = None  # while admitted to a cluster
     reason: WrittenReason | None = None  # while Suspended
+    # While admitted: what its queue is charged (what runs, at least the gang's minResources) and
+    # what of that its placed pods hold.
+    charged: ResourceVector | None = None
+    ran: ResourceVector | None = None
 
 
 @dataclass
@@ -70,6 +74,7 @@ class JobCache:
     running: dict[str, RunningJob] = field(default_factory=dict)
     unplaced: dict[str, dict[str, Gang]] = field(default_factory=dict)  # cluster -> uid -> gang
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per queue, of admitted jobs
+    running_usage: dict[str, dict[str, int]] = field(default_factory=dict)  # of that, placed pods'
     expiring: set[str] = field(default_factory=set)  # pending jobs whose cluster exclusions run out
     _usage_vec: dict[str, ResourceVector] = field(default_factory=dict)
 
@@ -129,6 +134,7 @@ class JobCache:
         old = self.entries
         self.entries, self.pending, self.running, self.unplaced = {}, {}, {}, {}
         self.usage, self.expiring, self._usage_vec = {}, set(), {}
+        self.running_usage = {}
         for b in rows:
             was = old.get(b.job_uid)
             facts = (was.facts if was is not None else None) or fresh.get(b.job_uid)
@@ -214,17 +220,26 @@ class JobCache:
             if b.phase == _SUSPENDED:
                 e.pending = pending_job(facts, b, now)
                 e.reason = reason
-            elif b.cluster:
-                e.running = RunningJob(
-                    uid=facts.uid,
-                    queue=facts.queue,
-                    cluster=b.cluster,
-                    priority=facts.priority,
-                    created=facts.created,
-                    request=facts.request,
-                    placements=facts.usage_per_node(b.placements),
-                    running_since=b.dispatched_at,
-                )
+            else:
+                per_node = facts.usage_per_node(b.placements) if b.placements else {}
+                if per_node:
+                    charged, ran = facts.charged(per_node)
+                    e.charged, e.ran = self.shared.vector(charged), self.shared.vector(ran)
+                else:
+                    e.charged = facts.min_request
+                if b.cluster:
+                    e.running = RunningJob(
+                        uid=facts.uid,
+                        queue=facts.queue,
+                        cluster=b.cluster,
+                        priority=facts.priority,
+                        created=facts.created,
+                        request=e.charged,
+                        placements=per_node,
+                        running_since=b.dispatched_at,
+                        pods=facts.running_pods(b.placements, b.evictions) if per_node else (),
+                        min_available=facts.min_available,
+                    )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
 
@@ -237,7 +252,7 @@ class JobCache:
             if e.pending.excluded_clusters:
                 self.expiring.add(uid)
             return
-        self._use(f.queue, f.request, 1)
+        self._use(f.queue, e.charged or f.min_request, 1, e.ran)
         if e.running is not None:
             self.running[uid] = e.running
             if e.binding.phase in _UNPLACED:
@@ -251,7 +266,7 @@ class JobCache:
             del self.pending[uid]
             self.expiring.discard(uid)
             return
-        self._use(f.queue, f.request, -1)
+        self._use(f.queue, e.charged or f.min_request, -1, e.ran)
         if e.running is not None:
             del self.running[uid]
             self.unplaced.get(e.running.cluster, {}).pop(uid, None)
@@ -265,13 +280,22 @@ class JobCache:
             if not e.pending.excluded_clusters:
                 self.expiring.discard(uid)
 
-    def _use(self, queue: str, request: ResourceVector, sign: int) -> None:
+    def _use(self, queue: str, request: ResourceVector, sign: int, ran: ResourceVector | None) -> None:
         acc = self.usage.get(queue)
         if acc is None:
             acc = self.usage[queue] = {}
         for r, v in request.items():
             acc[r] = acc.get(r, 0) + sign * v
+        if ran:
+            run_acc = self.running_usage.setdefault(queue, {})
+            for r, v in ran.items():
+                run_acc[r] = run_acc.get(r, 0) + sign * v
         self._usage_vec.pop(queue, None)
+
+    def running_of(self, queue: str) -> ResourceVector:
+        """What the placed pods of a queue's admitted jobs hold (the rest of its allocation is
+        reserved for gangs not all placed yet)."""
+        return ResourceVector({r: v for r, v in self.running_usage.get(queue, {}).items() if v})
 
 
 def kept_reason(was: Entry | None, b: LiveBinding) -> WrittenReason | None:
@@ -296,10 +320,11 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         priority=f.priority,
         created=f.created,
         waiting_since=b.waiting_since,
-        request=f.request,
+        request=f.min_request,
         gang=f.gang,
         allowed_clusters=f.allowed,
         cluster_selector=f.selector,
         excluded_clusters=excluded,
         network_topology=f.topology,
+        preemption_policy=f.preemption_policy,
     )

@@ -63,25 +63,53 @@ def write_admissions(
     admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
     done, written = bindings_repo.admit_written(admits, session=session)
     new_events: list[NewEvent] = []
-    if result.reclaims:
+    for preempted in (False, True):
+        group = [r for r in result.reclaims if r.preempted == preempted]
+        if not group:
+            continue
         victims = bindings_repo.requeue(
-            [r.victim_uid for r in result.reclaims],
+            [r.victim_uid for r in group],
             session=session,
-            kind=WaitKind.Reclaimed,
-            reason="reclaimed by a queue below its share",
+            kind=WaitKind.Preempted if preempted else WaitKind.Reclaimed,
+            reason="preempted by a higher-priority job of its queue"
+            if preempted
+            else "reclaimed by a queue below its share",
         )
         moved = {u for u, _, _ in victims}
-        new_events = [
-            NewEvent("Reclaimed", r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
-            for r in result.reclaims
+        event = "Preempted" if preempted else "Reclaimed"
+        new_events += [
+            NewEvent(event, r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
+            for r in group
             if r.victim_uid in moved
         ]
+    stopped = len(new_events)  # jobs reclaimed or preempted whole
+    if result.evictions:
+        took = set(
+            bindings_repo.add_evictions([(e.job_uid, e.pods) for e in result.evictions], session=session)
+        )
+        new_events += [
+            NewEvent(
+                "Preempted",
+                f"{len(e.pods)} pod{'s' if len(e.pods) != 1 else ''} to evict: {e.reason}",
+                job_uid=e.job_uid,
+                cluster=e.cluster,
+                kind="Warning",
+            )
+            for e in result.evictions
+            if e.job_uid in took
+        ]
+    # A preemptor's event says whose place it takes (its run starts once they are gone).
+    new_events += [
+        NewEvent("Preempting", d.preempting, job_uid=uid, cluster=d.cluster)
+        for uid, _, _ in done
+        if isinstance(d := decisions[uid], Admit) and d.preempting
+    ]
     events_repo.add_events(new_events, session=session)
-    if done or result.reclaims:
+    if done or result.reclaims or result.evictions:
         notify(DELIVER, session=session)
     if result.reclaims:
         notify(FENCE, session=session)
-    return done, len(new_events), written
+    return done, stopped, written
 
 
 class Dispatcher:
@@ -167,7 +195,13 @@ class Dispatcher:
                     notify(DISPATCH, session=session)
         except BaseException:
             if result is not None:  # rolled back, or committed unbeknown to us: read them again
-                jobs.invalidate([*result.admitted_order, *(r.victim_uid for r in result.reclaims)])
+                jobs.invalidate(
+                    [
+                        *result.admitted_order,
+                        *(r.victim_uid for r in result.reclaims),
+                        *(e.job_uid for e in result.evictions),
+                    ]
+                )
             raise
         # The decisions are durable and the agents told. What only explains them (each
         # admission's Dispatched event, why the others wait, the queues' figures) goes in a
@@ -181,7 +215,9 @@ class Dispatcher:
         # change that.
         self.take_in(before_read=False)
         waited = time.perf_counter() - t_admissions
-        if not result.reclaims:  # else it wrote the reclaimed bindings too: the next read finds them
+        if not result.reclaims and not result.evictions:
+            # else it wrote the victims' bindings too, in the same transaction: the next read
+            # must find them, so none of its rows is taken as already known
             jobs.wrote(admitted, snapshot.now)
         now = time.monotonic()
         waits = changed_waits(result, jobs.entries, now)

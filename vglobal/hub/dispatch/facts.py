@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.admission import Gang
+from vglobal.admission import Gang, RunningPod
 from vglobal.model.forms import PodPlacement
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo.jobs import JobStatic
@@ -40,16 +40,25 @@ class JobFacts:
     queue: str
     priority: int
     created: float
-    request: ResourceVector
+    request: ResourceVector  # the whole job, shown by describe
     gang: Gang
+    # The gang's minResources (its minAvailable pods in task order): what admission charges.
+    min_request: ResourceVector
     pod_requests: Mapping[str, ResourceVector]
     allowed: frozenset[str] | None
     selector: Mapping[str, str]
     topology: tuple[str, int | None] | None
+    min_available: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    unpreemptable: frozenset[str] = frozenset()  # tasks whose pods are never victims
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
         topo = s.placement.topology
+        gang = shared.gang(tuple((shared.vector(p.request), p.count) for p in s.gang.shapes))
+        min_request = ResourceVector()
+        for vec, count in gang:
+            min_request = min_request + vec.scale(count)
         return cls(
             uid=s.uid,
             namespace=s.namespace,
@@ -58,12 +67,37 @@ class JobFacts:
             priority=s.priority,
             created=s.created_at.timestamp(),
             request=shared.vector(ResourceVector(s.request)),
-            gang=shared.gang(tuple((shared.vector(p.request), p.count) for p in s.gang.shapes)),
+            gang=gang,
+            min_request=shared.vector(min_request),
             pod_requests={t: ResourceVector(u) for t, u in s.pod_requests.items()},
             allowed=s.placement.clusters,
             selector=s.placement.selector,
             topology=(topo.mode, topo.highest_tier_allowed) if topo else None,
+            min_available=s.min_available,
+            preemption_policy=s.preemption_policy,
+            unpreemptable=s.unpreemptable,
         )
+
+    def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:
+        """(what the queue is charged, what of it runs): the pods that run, and at least the gang's
+        minResources while it is not all placed (Volcano's inqueue reservation)."""
+        ran = ResourceVector()
+        for vec in running.values():
+            ran = ran + vec
+        return ran.maximum(self.min_request), ran
+
+    def running_pods(
+        self, placements: Sequence[Mapping[str, Any]] | None, evicting: Sequence[str] | None
+    ) -> tuple[RunningPod, ...]:
+        """The reported pods that hold a node, but those its agent is told to evict already."""
+        gone = set(evicting or ())
+        out = []
+        for raw in placements or ():
+            p = PodPlacement.from_json(raw)
+            if p.holds_node and p.uid and p.uid not in gone:
+                req = self.pod_requests.get(p.task, ResourceVector())
+                out.append(RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable))
+        return tuple(out)
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:
         """What the job's reported pods (PodPlacement JSON) take on each node."""

@@ -60,6 +60,11 @@ def record_cycle(
         set_gauge(metrics.QUEUE_PENDING, q.pending, name)
         set_gauge(metrics.QUEUE_RUNNING, q.running, name)
         record_volcano_queue(q, specs.get(name))
+    for spec in snapshot.queues:  # leaf figures as read: what runs and what gangs hold in reserve
+        for r, v in spec.allocated.items():
+            placed = spec.running.get(r, 0)
+            set_gauge(metrics.QUEUE_PLACED, placed, spec.name, r)
+            set_gauge(metrics.QUEUE_RESERVED, max(v - placed, 0), spec.name, r)
     for c in snapshot.clusters:
         set_gauge(metrics.CLUSTER_READY, 1 if c.schedulable else 0, c.name)
         free: dict[str, int] = {}

@@ -62,6 +62,7 @@ class SnapshotReader:
                 reclaimable=q.reclaimable,
                 open=q.state == "Open",
                 allocated=jobs.allocated(q.name),
+                running=jobs.running_of(q.name),
                 created=int(q.created_at.timestamp()),
                 usage=fair.usage(q.name),
                 reclaimed=reclaimed.get(q.name, EMPTY),

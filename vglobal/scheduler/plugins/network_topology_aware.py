@@ -174,10 +174,15 @@ def allowed_tier(tree: HyperNodeTree, job: JobInfo) -> int:
 def _candidates(ssn: Session, tree: HyperNodeTree, job: JobInfo, limit: int) -> list[list[str]]:
     rows = _job_rows(job)
     if rows:
-        # part of the job already runs: only HyperNodes holding all of it, up to the allowed tier
+        # Part of the job already runs: search below the highest ancestor of where it runs that the
+        # tier limit allows (Volcano's search root), every HyperNode there without the free-room
+        # pre-filter; the LCA of old and new placements then stays within the limit.
         here = tree.lca_of_rows(rows)
         assert here is not None
-        return [[a] for a in tree.ancestors[here] if tree.tier[a] <= limit]
+        allowed = [a for a in tree.ancestors[here] if tree.tier[a] <= limit]
+        if not allowed:
+            return []
+        return tree.by_tier(tree.subtree(allowed[-1]), highest_tier=limit)
     groups = []
     for group in tree.by_tier(highest_tier=limit):
         keep = [

@@ -1,4 +1,5 @@
-"""predicates: pod count, unschedulable, node selector / required affinity, host ports, taints.
+"""predicates: pod count, unschedulable, node selector / required affinity, host ports, taints,
+required inter-pod affinity and anti-affinity (``vglobal.scheduler.pod_affinity``).
 
 The checks that depend only on the pod spec and node labels are computed once per (job, role)
 over all nodes and cached for the session; pod count and host ports change as tasks land.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vglobal.scheduler import k8s
+from vglobal.scheduler import k8s, pod_affinity
 from vglobal.scheduler.framework import NodeFilter, Plugin
 from vglobal.scheduler.info import TaskInfo
 from vglobal.scheduler.nodes import BoolArray
@@ -31,6 +32,12 @@ class PredicatesPlugin(Plugin[Session]):
         self.affinity = self.arg_bool("predicate.NodeAffinityEnable", True)
         self.ports = self.arg_bool("predicate.NodePortsEnable", True)
         self.taints = self.arg_bool("predicate.TaintTolerationEnable", True)
+        # Pod affinity needs a walk over the placed pods per check: only when some pod has a term.
+        self.pod_affinity = self.arg_bool("predicate.PodAffinityEnable", True) and any(
+            t.spec.affinity and pod_affinity.has_pod_affinity(t.spec.affinity)
+            for job in ssn.jobs.values()
+            for t in job.tasks.values()
+        )
         self._static: dict[tuple[str, str], list[NodeFilter]] = {}
         nodes = ssn.nodes
         pods = ssn.index.col["pods"]
@@ -49,6 +56,8 @@ class PredicatesPlugin(Plugin[Session]):
                     count=len(nodes),
                 )
                 out.append(NodeFilter(PORTS_IN_USE, free, unresolvable=False))
+            if self.pod_affinity:
+                out.extend(pod_affinity.filters(nodes, ssn.node_tasks, task))
             return out
 
         ssn.add_predicate_fn(self.name, predicate)

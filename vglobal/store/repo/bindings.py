@@ -4,6 +4,7 @@ generation, so a race between writers can never make a move the table refuses.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -16,6 +17,7 @@ from vglobal.store.engine import joined, rowcount
 from vglobal.store.repo.live import (
     BINDING_COLUMNS,
     DISPATCHED_AT,
+    EVICTIONS,
     NOTHING_WRITTEN,
     XMIN,
     LiveBinding,
@@ -62,12 +64,12 @@ def admit_written(
         cur.execute(
             "UPDATE resource_bindings AS b SET phase = 'Dispatched', cluster = d.cluster, "
             "generation = b.generation + 1, reason = '', reason_kind = '', dispatched_at = now(), "
-            "updated_at = now() "
+            "evictions = '[]'::jsonb, updated_at = now() "
             "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ',')) "
             "AS d(uid, cluster) "
             "WHERE b.job_uid = d.uid AND b.phase = ANY(%(from)s) "
             # Dispatched: what the dispatcher reads of such a row is all in the binding.
-            f"RETURNING b.generation, {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, {XMIN}",
+            f"RETURNING b.generation, {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, NULL, {XMIN}",
             {
                 "uids": joined([u for u, _ in decisions]),
                 "clusters": joined([c for _, c in decisions]),
@@ -142,7 +144,7 @@ def set_reasons(reasons: Sequence[tuple[str, str, str]], *, session: Session) ->
             "AND (b.reason, b.reason_kind) IS DISTINCT FROM "
             "((CAST(%(texts)s AS text[]))[d.ref], (CAST(%(kinds)s AS text[]))[d.ref]) "
             # Suspended: what the dispatcher reads of such a row is all in the binding.
-            f"RETURNING {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, {XMIN}",
+            f"RETURNING {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, {EVICTIONS}, {XMIN}",
             {
                 "uids": joined([u for u, _, _ in reasons]),
                 "refs": ",".join(map(str, refs)),
@@ -301,3 +303,32 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
             {"u": joined(uids), "c": cluster, "p": _ADMITTED},
         )
         return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4])) for r in cur.fetchall()]
+
+
+def add_evictions(evictions: Sequence[tuple[str, Sequence[str]]], *, session: Session) -> list[str]:
+    """Pods of admitted runs their agents are to evict, as (job uid, pod uids); returns the jobs
+    whose binding took them (a run that ended meanwhile takes none)."""
+    out: list[str] = []
+    for uid, pods in evictions:
+        got = session.execute(
+            sa.text(
+                "UPDATE resource_bindings SET evictions = evictions || CAST(:pods AS jsonb), "
+                "updated_at = now() WHERE job_uid = :uid AND phase = ANY(:admitted) RETURNING job_uid"
+            ),
+            {"uid": uid, "pods": json.dumps(list(pods)), "admitted": _ADMITTED},
+        ).first()
+        if got is not None:
+            out.append(uid)
+    return out
+
+
+def evictions_of(cluster: str, *, session: Session) -> dict[str, tuple[int, list[str]]]:
+    """Per admitted run on the cluster with pods to evict: its generation and those pod uids."""
+    rows = session.execute(
+        sa.text(
+            "SELECT job_uid, generation, evictions FROM resource_bindings "
+            "WHERE cluster = :cluster AND evictions <> '[]'::jsonb AND phase = ANY(:admitted)"
+        ),
+        {"cluster": cluster, "admitted": _ADMITTED},
+    ).all()
+    return {uid: (int(gen), list(pods)) for uid, gen, pods in rows}

@@ -24,7 +24,7 @@ from vglobal.model.records import JobRow, OwnedJob
 from vglobal.store.engine import rowcount
 from vglobal.store.repo.job_queries import JobFilter, Page, conditions, ordered
 from vglobal.store.repo.live import cursor
-from vglobal.store.tables import jobs, resource_bindings
+from vglobal.store.tables import jobs, priority_classes, resource_bindings
 
 
 @dataclass(frozen=True)
@@ -300,6 +300,26 @@ class JobStatic:
     gang: Gang
     pod_requests: dict[str, dict[str, int]]
     placement: Placement
+    min_available: int = 0
+    preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's
+    # Tasks whose pods are annotated volcano.sh/preemptable: "false" (on the task's template, or on
+    # the job and not set otherwise on the template): never preemption or reclaim victims.
+    unpreemptable: frozenset[str] = frozenset()
+
+
+_ANNOTATION = 'template.metadata.annotations."volcano.sh/preemptable"'
+_PINNED = sa.text(f"'$.spec.tasks[*] ? (@.{_ANNOTATION} == \"false\").name'")
+_FREED = sa.text(f"'$.spec.tasks[*] ? (@.{_ANNOTATION} == \"true\").name'")
+_JOB_PREEMPTABLE = "{metadata,annotations,volcano.sh/preemptable}"
+
+
+def _unpreemptable(
+    pinned: list[str] | None, freed: list[str] | None, job_level: str | None, tasks: Any
+) -> frozenset[str]:
+    out = set(pinned or ())
+    if job_level == "false":
+        out |= {t for t in tasks or () if t not in set(freed or ())}
+    return frozenset(out)
 
 
 def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
@@ -318,9 +338,16 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
         jobs.c.gang,
         jobs.c.pod_requests,
         jobs.c.placement,
+        jobs.c.min_available,
+        sa.func.coalesce(priority_classes.c.preemption_policy, "PreemptLowerPriority"),
+        sa.func.jsonb_path_query_array(jobs.c.manifest, _PINNED),
+        sa.func.jsonb_path_query_array(jobs.c.manifest, _FREED),
+        jobs.c.manifest.op("#>>")(sa.cast(_JOB_PREEMPTABLE, ARRAY(sa.Text))),
     ]
     rows = session.execute(
-        sa.select(*cols).where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
+        sa.select(*cols)
+        .select_from(jobs.outerjoin(priority_classes, priority_classes.c.name == jobs.c.priority_class_name))
+        .where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
     ).all()
     return (
         JobStatic(
@@ -334,6 +361,10 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
             Gang.from_json(gang),
             pods,
             Placement.from_json(where),
+            int(min_available),
+            policy,
+            _unpreemptable(pinned, freed, job_level, pods),
         )
-        for uid, ns, name, queue, prio, created, request, gang, pods, where in rows
+        for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
+        for min_available, policy, pinned, freed, job_level in [more]
     )

@@ -26,6 +26,7 @@ class LiveBinding(NamedTuple):
     excluded_clusters: dict[str, float] | None  # cluster -> excluded until (epoch seconds)
     placements: list[dict[str, Any]] | None  # reported pods (PodPlacement JSON), for running jobs only
     dispatched_at: float | None  # epoch seconds of the current admission, for admitted jobs
+    evictions: list[str] | None = None  # pod uids of the run its agent is to evict (preemption)
 
 
 class Written(NamedTuple):
@@ -50,10 +51,11 @@ BINDING_COLUMNS = (
     "NULLIF(b.excluded_clusters, '{}'::jsonb)"
 )
 DISPATCHED_AT = "CAST(extract(epoch FROM b.dispatched_at) AS float8)"
+EVICTIONS = "NULLIF(b.evictions, '[]'::jsonb)"
 XMIN = "CAST(CAST(b.xmin AS text) AS bigint)"  # the writing transaction, 32-bit as rows hold it
 _LIVE_COLUMNS = (
     f"{BINDING_COLUMNS}, CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
-    f"{DISPATCHED_AT}"
+    f"{DISPATCHED_AT}, {EVICTIONS}"
 )
 
 

@@ -112,16 +112,35 @@ def live_job_count(name: str, *, session: Session) -> int:
     return int(session.execute(stmt).scalar_one())
 
 
+# Per admitted job, as the dispatcher charges it: what its placed, unfinished pods hold, and at least
+# its gang's minResources while not all of it is placed (gang: [[units, count], ...]).
+_ALLOCATED_SQL = """
+WITH adm AS (
+  SELECT j.uid, j.queue, j.gang, j.pod_requests,
+         CASE WHEN b.phase = 'Running' THEN j.placements ELSE '[]'::jsonb END AS placements
+  FROM jobs j JOIN resource_bindings b ON b.job_uid = j.uid WHERE b.phase = ANY(:admitted)
+), gang AS (
+  SELECT a.uid, a.queue, r.key, sum(r.value::bigint * (s.shape->>1)::bigint) AS units
+  FROM adm a, jsonb_array_elements(a.gang) AS s(shape), jsonb_each_text(s.shape->0) AS r
+  GROUP BY a.uid, a.queue, r.key
+), placed AS (
+  SELECT a.uid, a.queue, r.key, sum(r.value::bigint) AS units
+  FROM adm a, jsonb_array_elements(a.placements) AS p(pod),
+       jsonb_each_text(a.pod_requests -> (p.pod->>'task')) AS r
+  WHERE coalesce(p.pod->>'node', '') <> ''
+    AND coalesce(p.pod->>'phase', '') NOT IN ('Succeeded', 'Failed', 'Terminated')
+  GROUP BY a.uid, a.queue, r.key
+)
+SELECT queue, key, sum(greatest(coalesce(g.units, 0), coalesce(p.units, 0))) AS units,
+       sum(coalesce(p.units, 0)) AS placed
+FROM gang g FULL JOIN placed p USING (uid, queue, key)
+GROUP BY queue, key
+"""
+
+
 def usage(*, session: Session) -> dict[str, QueueUsage]:
     """Per leaf queue: resources held by admitted, unfinished jobs, and pending/running job counts."""
-    alloc_rows = session.execute(
-        sa.text(
-            "SELECT j.queue, r.key, sum(r.value::bigint) AS units "
-            "FROM jobs j JOIN resource_bindings b ON b.job_uid = j.uid, jsonb_each_text(j.request) r "
-            "WHERE b.phase = ANY(:admitted) GROUP BY j.queue, r.key"
-        ),
-        {"admitted": _ADMITTED},
-    ).all()
+    alloc_rows = session.execute(sa.text(_ALLOCATED_SQL), {"admitted": _ADMITTED}).all()
     count_rows = session.execute(
         sa.text(
             "SELECT j.queue, "
@@ -132,14 +151,19 @@ def usage(*, session: Session) -> dict[str, QueueUsage]:
         {"admitted": _ADMITTED},
     ).all()
     alloc: dict[str, dict[str, int]] = {}
-    for q, key, units in alloc_rows:
+    ran: dict[str, dict[str, int]] = {}
+    for q, key, units, placed in alloc_rows:
         alloc.setdefault(q, {})[key] = int(units)
+        if placed:
+            ran.setdefault(q, {})[key] = int(placed)
     out: dict[str, QueueUsage] = {}
     names = set(alloc) | {r.queue for r in count_rows}
     counts = {r.queue: (int(r.pending), int(r.running)) for r in count_rows}
     for q in names:
         pending, running = counts.get(q, (0, 0))
-        out[q] = QueueUsage(allocated=alloc.get(q, {}), pending=pending, running=running)
+        out[q] = QueueUsage(
+            allocated=alloc.get(q, {}), pending=pending, running=running, placed=ran.get(q, {})
+        )
     return out
 
 

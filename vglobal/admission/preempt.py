@@ -1,0 +1,234 @@
+"""Preemption inside a queue (DESIGN 5.3 step 6; Volcano's preempt action with the gang and
+priority plugins' victim rules).
+
+A pending job that its queue's limits or the clusters' free capacity keep out may take the place of
+running pods of LOWER PriorityClass value in the same leaf queue, on one cluster:
+- never for a job whose PreemptionPolicy is Never, never a pod annotated preemptable "false", never
+  a run younger than --reclaim-min-runtime;
+- victims in order: lowest priority, then newest, then uid; first the surplus pods of elastic jobs
+  (placed pods beyond minAvailable, newest pod first), so no victim gang drops below minAvailable;
+- only if that is not enough, whole jobs in the same order (they are stopped and re-queued).
+Enough is: the queue path's limits hold the job once the victims' charge is gone, and its gang packs
+onto the cluster's free capacity plus what the victims hold there. The job is then admitted there
+in the same cycle (Volcano pipelines the preemptor onto the freed nodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+
+from vglobal.admission.gang import PreparedGang, pack
+from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.placement import Clusters
+from vglobal.admission.snapshot import RunningJob, RunningPod, Snapshot
+from vglobal.admission.tree import QueueTree
+
+NEVER = "Never"
+# Plans per cycle (each packs the gang once per victim it tries); later ones wait a cycle.
+MAX_PREEMPT_PLANS = 16
+# Candidate clusters searched per plan, the ones holding the most victims first.
+CLUSTERS_PER_PLAN = 3
+
+
+@dataclass(slots=True)
+class _Pod:
+    uid: str
+    node: int  # row in its cluster's free matrix; -1 = a node admission does not know
+    req: list[int]
+
+
+@dataclass(slots=True)
+class _Victim:
+    job: RunningJob
+    pods: list[_Pod]  # newest first (by uid, which carries the pod's index)
+    surplus: list[_Pod]  # those that may go one by one: preemptable, beyond minAvailable
+    whole_ok: bool  # every pod preemptable: the whole job may go
+    charge: list[int]  # what its queue is charged for it
+
+
+@dataclass(slots=True)
+class Plan:
+    cluster: int
+    freed_rows: dict[int, list[int]]  # node row -> what the victims hold there
+    freed: list[int]  # queue charge the victims give back
+    pods: dict[str, list[str]] = field(default_factory=dict)  # victim uid -> pod uids (evicted)
+    whole: list[str] = field(default_factory=list)  # victim uids taken whole (re-queued)
+
+
+def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
+    """Lowest priority, newest, uid (stable sorts, last key first)."""
+    out = sorted(jobs, key=attrgetter("uid"))
+    out.sort(key=attrgetter("created"), reverse=True)
+    out.sort(key=attrgetter("priority"))
+    return out
+
+
+class Preemptions:
+    """A cycle's preemption plans: who may preempt, and the victims planned so far."""
+
+    def __init__(self, snapshot: Snapshot, tree: QueueTree, clusters: Clusters, index: ResourceIndex) -> None:
+        self.tree, self.clusters, self.index = tree, clusters, index
+        protected = snapshot.now - snapshot.reclaim_min_runtime if snapshot.reclaim_min_runtime > 0 else None
+        by_leaf: dict[int, list[RunningJob]] = {}
+        for job in snapshot.running:
+            i = tree.idx.get(job.queue, -1)
+            if i < 0 or job.cluster not in clusters.col:
+                continue
+            if protected is not None and job.running_since is not None and job.running_since > protected:
+                continue  # ran for less than --reclaim-min-runtime
+            by_leaf.setdefault(i, []).append(job)
+        self._jobs = {i: _victim_order(jobs) for i, jobs in by_leaf.items()}
+        # Per leaf, the lowest priority of a possible victim: a job of no higher priority never
+        # preempts, which the hot loop checks with one lookup.
+        self.lowest = {i: jobs[0].priority for i, jobs in self._jobs.items()}
+        self.plans = 0
+        self.taken: set[str] = set()
+        self._failed: set[tuple[int, int, str]] = set()  # (leaf, priority, gang tag)
+        self._victims: dict[tuple[str, int], _Victim] = {}
+
+    def may(self, leaf: int, priority: int, policy: str, gang: PreparedGang) -> bool:
+        low = self.lowest.get(leaf)
+        return (
+            low is not None
+            and low < priority
+            and policy != NEVER
+            and self.plans < MAX_PREEMPT_PLANS
+            and (leaf, priority, gang.tag) not in self._failed
+        )
+
+    def _victim(self, job: RunningJob, c: int, priority: int) -> _Victim:
+        got = self._victims.get((job.uid, priority))
+        if got is not None:
+            return got
+        node_col, row = self.clusters.node_col[c], self.index.known_row
+        if job.pods:
+            pods = [_Pod(p.uid, node_col.get(p.node, -1), row(p.request)) for p in job.pods]
+            order = sorted(range(len(pods)), key=lambda k: _pod_key(pods[k].uid), reverse=True)
+            pods = [pods[k] for k in order]
+            # A pod of its own priority (a task's priorityClassName) no lower than the
+            # preemptor's is no victim either.
+            keep = [_may_go(job.pods[k], priority) for k in order]
+            spare = max(len(pods) - job.min_available, 0)
+            surplus = [p for p, ok in zip(pods, keep, strict=True) if ok][:spare]
+            whole_ok = all(keep)
+        else:  # known per node only: it can go whole
+            pods = [_Pod(f"{job.uid}@{n}", node_col.get(n, -1), row(v)) for n, v in job.placements.items()]
+            surplus, whole_ok = [], True
+        got = self._victims[(job.uid, priority)] = _Victim(job, pods, surplus, whole_ok, row(job.request))
+        return got
+
+    def plan(
+        self, leaf: int, priority: int, cand: Sequence[int], gang: PreparedGang, need: list[int]
+    ) -> Plan | None:
+        """Victims on one candidate cluster that make room for the gang and free `need` of the
+        queue's charge (what its limits are exceeded by); None if no cluster works."""
+        self.plans += 1
+        names = self.clusters.names
+        wanted = {names[c]: c for c in cand}
+        per_cluster: dict[int, list[RunningJob]] = {}
+        for job in self._jobs.get(leaf, ()):
+            if job.priority >= priority:
+                break  # in priority order: the rest are no lower
+            c = wanted.get(job.cluster)
+            if c is not None and job.uid not in self.taken:
+                per_cluster.setdefault(c, []).append(job)
+        ranked = sorted(per_cluster, key=lambda c: (-len(per_cluster[c]), c))[:CLUSTERS_PER_PLAN]
+        for c in ranked:
+            got = self._plan_cluster(c, per_cluster[c], gang, need, priority)
+            if got is not None:
+                self.taken.update(got.pods)
+                self.taken.update(got.whole)
+                return got
+        self._failed.add((leaf, priority, gang.tag))
+        return None
+
+    def _plan_cluster(
+        self, c: int, jobs: list[RunningJob], gang: PreparedGang, need: list[int], priority: int
+    ) -> Plan | None:
+        base: IntArray = self.clusters.free(c)
+        size = self.index.size
+        victims = [self._victim(j, c, priority) for j in jobs]
+        steps: list[_Step] = []
+
+        def enough(chosen: list[_Step]) -> bool:
+            freed = [0] * size
+            free = base.copy()
+            for st in chosen:
+                for r, x in enumerate(st.charge):
+                    freed[r] += x
+                for pod in st.pods:
+                    if pod.node >= 0:
+                        free[pod.node] += pod.req
+            if any(f < n for f, n in zip(freed, need, strict=True)):
+                return False
+            if (free.sum(axis=0) < gang.total).any():
+                return False
+            return pack(free, gang.shapes)[1] is not None
+
+        found = False
+        for v in victims:  # surplus pods of elastic victims first, one at a time
+            for pod in v.surplus:
+                steps.append(_Step(v.job.uid, [pod], pod.req, whole=False))
+                if enough(steps):
+                    found = True
+                    break
+            if found:
+                break
+        if not found:
+            for v in victims:  # then whole jobs: all their pods and their whole charge
+                if not v.whole_ok:
+                    continue
+                steps = [st for st in steps if st.victim != v.job.uid]
+                steps.append(_Step(v.job.uid, v.pods, v.charge, whole=True))
+                if enough(steps):
+                    found = True
+                    break
+        if not found:
+            return None
+        # Victims taken early that the later ones made needless stay (Volcano commits only the
+        # evictions of the node where the preemptor fits).
+        k = 0
+        while k < len(steps) and len(steps) > 1:
+            rest = steps[:k] + steps[k + 1 :]
+            if enough(rest):
+                steps = rest
+            else:
+                k += 1
+        plan = Plan(c, {}, [0] * size)
+        for st in steps:
+            for r, x in enumerate(st.charge):
+                plan.freed[r] += x
+            for pod in st.pods:
+                if pod.node >= 0:
+                    acc = plan.freed_rows.setdefault(pod.node, [0] * size)
+                    for r, x in enumerate(pod.req):
+                        acc[r] += x
+            if st.whole:
+                plan.whole.append(st.victim)
+            else:
+                plan.pods.setdefault(st.victim, []).extend(p.uid for p in st.pods)
+        return plan
+
+
+@dataclass(slots=True)
+class _Step:
+    victim: str
+    pods: list[_Pod]
+    charge: list[int]  # queue charge it gives back
+    whole: bool
+
+
+def _may_go(pod: RunningPod, priority: int) -> bool:
+    own = pod.priority
+    return pod.preemptable and (own is None or own < priority)
+
+
+def _pod_key(uid: str) -> tuple[str, int]:
+    """The pod's name (an agent's pod uid is job/generation/name/incarnation) and its index: pod 10
+    is newer than pod 9."""
+    parts = uid.split("/")
+    name = parts[2] if len(parts) == 4 else uid
+    head, _, tail = name.rpartition("-")
+    return (head, int(tail) if tail.isdigit() else -1)
