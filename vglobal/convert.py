@@ -35,6 +35,7 @@ from vglobal.model.records import (
     JobFlowRow,
     JobRow,
     JobTemplateRow,
+    PlacedJob,
     PriorityClassRow,
     QueueRow,
     QueueSample,
@@ -261,6 +262,23 @@ def node_records(msgs: Iterable[agent_pb2.NodeInventory]) -> list[dict[str, Any]
             ]
         out.append(node)
     return out
+
+
+def node_work(placed: Iterable[PlacedJob]) -> list[clusters_pb2.NodeWork]:
+    """Per node (by name), each job's pods that hold room there."""
+    by_node: dict[str, dict[tuple[str, str], clusters_pb2.NodeJob]] = {}
+    for p in placed:
+        for pod in p.placements:
+            if not pod.holds_node:
+                continue
+            jobs_here = by_node.setdefault(pod.node, {})
+            key = (p.namespace, p.name)
+            if key not in jobs_here:
+                jobs_here[key] = clusters_pb2.NodeJob(
+                    namespace=p.namespace, name=p.name, queue=p.queue, phase=p.phase
+                )
+            jobs_here[key].pods.append(pod.pod)
+    return [clusters_pb2.NodeWork(node=node, jobs=list(by_node[node].values())) for node in sorted(by_node)]
 
 
 def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False) -> clusters_pb2.Cluster:

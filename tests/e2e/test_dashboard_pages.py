@@ -184,3 +184,48 @@ def test_operators_manage_queues_and_clusters_from_the_pages(site: Site, browser
     page.goto(site.url + "/queues")
     assert page.locator("#c-name").count() == 0
     page.context.close()
+
+
+def test_the_cluster_page_shows_what_runs_on_each_node_and_hypernode(site: Site, browser: Any) -> None:
+    with site.client("ada") as ada:
+        ada.apply_queue(queue_manifest("topo"))
+        manifest = job_manifest("topo-run", "topo", gpus=0).replace(
+            "  labels: {", "  annotations: {vglobal.io/clusters: gpu-west}\n  labels: {"
+        ).replace("replicas: 1", "replicas: 2")
+        ada.submit_job(manifest)
+    wait_phase(site, "topo-run", "Running")
+    with site.client("ada") as ada:
+        # Where the hub says the pods are: what the page must show.
+        pods = wait_for(lambda: [p for p in ada.get_job("topo-run").placements if p.node] or None, 30,
+                        "the pods' nodes", site.system)  # fmt: skip
+    per_node: dict[str, int] = {}
+    for p in pods:
+        per_node[p.node] = per_node.get(p.node, 0) + 1
+    assert sum(per_node.values()) == 2
+    page = login(browser, site, "ada")
+    # Other tests' jobs run there too: the queue filter shows this one's alone.
+    page.goto(site.url + "/clusters/gpu-west")
+    page.fill("#f-queue", "topo")
+    page.click("text=Show")
+    assert "queue=topo" in page.url
+    for node in (page.locator("[data-testid=nodes] tbody tr").evaluate_all("rs => rs.map(r => r.dataset.node)")):
+        cell = page.locator(f"[data-testid=nodes] tr[data-node='{node}'] td").last.text_content() or ""
+        n = per_node.get(node, 0)
+        assert (f"topo-run \u00d7{n}" in cell) if n else cell.strip() == "-", (node, cell)
+    # Each HyperNode counts the pods on the nodes below it (its "Nodes below" cell lists them).
+    rows = page.locator("[data-testid=hypernodes] tbody tr").all()
+    assert len(rows) == 3  # a spine above two racks, the spine first
+    for i, row in enumerate(rows):
+        cells = row.locator("td").all_text_contents()
+        below = [n.strip() for n in cells[3].split(",")]
+        n = sum(per_node.get(node, 0) for node in below)
+        if i == 0:
+            assert n == 2, cells  # both pods are below the spine
+        shown = cells[-1].strip()
+        assert shown == (f"{n} pod{'s' if n != 1 else ''}: topo-run \u00d7{n}" if n else "-"), cells
+    page.click("[data-testid=nodes] >> text=topo-run")
+    assert page.url.endswith("/jobs/default/topo-run")
+    page.goto(site.url + "/clusters/gpu-west?queue=topo")
+    screenshot(page, "clusters-gpu-west")
+    assert axe_violations(page) == []
+    page.context.close()

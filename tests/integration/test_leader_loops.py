@@ -80,6 +80,8 @@ EFFECTS: dict[str, Callable[[sa.Engine], bool]] = {
     "watch-log": lambda e: bool(_scalar(e, "SELECT last_revision FROM job_watch WHERE id = 1")),
     "retention": lambda e: not _scalar(e, "SELECT count(*) FROM jobs WHERE uid = 'long-done'"),
     "queue-history": lambda e: bool(_scalar(e, "SELECT count(*) FROM queue_samples")),
+    # Each job's count moved off the no-binding key when its binding was inserted: folded away.
+    "job-counts": lambda e: not _scalar(e, "SELECT count(*) FROM job_counts WHERE binding_phase = ''"),
 }
 
 

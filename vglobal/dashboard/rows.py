@@ -108,6 +108,16 @@ def node(n: clusters_pb2.Node) -> dict[str, Any]:
     }
 
 
+def node_job(j: clusters_pb2.NodeJob) -> dict[str, Any]:
+    return {
+        "namespace": j.namespace,
+        "name": j.name,
+        "queue": j.queue,
+        "phase": j.phase,
+        "pods": list(j.pods),
+    }
+
+
 def cluster(c: clusters_pb2.Cluster) -> dict[str, Any]:
     return {
         "name": c.name,
@@ -120,4 +130,5 @@ def cluster(c: clusters_pb2.Cluster) -> dict[str, Any]:
         "running_jobs": c.running_jobs,
         "node_list": [node(n) for n in c.node_list],
         "hypernodes": hypernode_records(c.hypernodes),
+        "work": {w.node: [node_job(j) for j in w.jobs] for w in c.work},
     }

@@ -43,6 +43,17 @@ def hypernode_tree(hypernodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def running_below(nodes: list[str], work: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """What runs on ``nodes``: each job once with its pod count there, and the pods in all."""
+    jobs: dict[tuple[str, str], dict[str, Any]] = {}
+    for node in nodes:
+        for j in work.get(node, []):
+            seen = jobs.setdefault((j["namespace"], j["name"]), {**j, "pods": 0})
+            seen["pods"] += len(j["pods"])
+    listed = sorted(jobs.values(), key=lambda j: (-j["pods"], j["namespace"], j["name"]))
+    return {"jobs": listed, "pods": sum(j["pods"] for j in listed)}
+
+
 @page()
 async def clusters_page(request: Request, caller: Caller) -> Response:
     return render(request, caller, "clusters.html", await clusters_data(request, caller))
@@ -54,10 +65,19 @@ async def cluster_page(request: Request, caller: Caller) -> Response:
     ref = clusters_pb2.ClusterRef(name=request.path_params["name"])
     cluster = rows.cluster(await gw.call(gw.clusters.GetCluster, ref, caller.token))
     cluster["resources"] = resources(cluster["capacity"])
+    # ?queue=NAME: only that queue's jobs in what runs where.
+    queue = request.query_params.get("queue", "")
+    work = {
+        node: [j for j in jobs if not queue or j["queue"] == queue] for node, jobs in cluster["work"].items()
+    }
     for n in cluster["node_list"]:
         n["gpus"] = {r: v for r, v in n["allocatable"].items() if "gpu" in r or "mig" in r}
         n["gpu_labels"] = {k: v for k, v in n["labels"].items() if k in GPU_LABELS}
-    data = {"cluster": cluster, "hypernodes": hypernode_tree(cluster["hypernodes"])}
+        n["running"] = running_below([n["name"]], work)
+    tree = hypernode_tree(cluster["hypernodes"])
+    for h in tree:
+        h["running"] = running_below(sorted(h["nodes"]), work)
+    data = {"cluster": cluster, "hypernodes": tree, "queue": queue}
     return render(request, caller, "cluster.html", data)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from vglobal.hub.context import HubContext
+from vglobal.hub.counts_loop import JobCountsLoop
 from vglobal.hub.cron.loop import CronLoop
 from vglobal.hub.dispatch.loop import DispatchLoop
 from vglobal.hub.failover import FailoverLoop
@@ -65,6 +66,7 @@ LOOPS: tuple[LoopDef, ...] = (
     LoopDef("watch-feed", lambda env, _: env.feed.run(env.stop), leader_only=False),
     LoopDef("retention", _retention, leader_only=True),
     LoopDef("queue-history", _leader_loop(QueueHistoryLoop), leader_only=True),
+    LoopDef("job-counts", _leader_loop(JobCountsLoop), leader_only=True),
 )
 
 

@@ -205,3 +205,14 @@ class QueueSample:
     pending: int
     running: int
     share: float
+
+
+@dataclass(frozen=True)
+class PlacedJob:
+    """An admitted job on a cluster and its pods, as its agent last reported them."""
+
+    namespace: str
+    name: str
+    queue: str
+    phase: str
+    placements: tuple[PodPlacement, ...]

@@ -303,3 +303,18 @@ queue_samples = sa.Table(
     sa.Column("share", sa.Float, nullable=False, server_default="0"),
     sa.Index("ix_queue_samples_time", "time"),
 )
+
+# Job counts as signed deltas per key, appended by triggers on jobs and resource_bindings and
+# folded by the leader (migration 0011): a key's count is the sum of its rows. "" is no binding
+# (binding_phase) or no cluster; finished_hour is the binding's finish in epoch hours, -1 if none.
+job_counts = sa.Table(
+    "job_counts",
+    metadata,
+    sa.Column("queue", sa.Text, nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("phase", sa.Text, nullable=False),
+    sa.Column("binding_phase", sa.Text, nullable=False),
+    sa.Column("cluster", sa.Text, nullable=False),
+    sa.Column("finished_hour", sa.BigInteger, nullable=False),
+    sa.Column("n", sa.BigInteger, nullable=False),
+)

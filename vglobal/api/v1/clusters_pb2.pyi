@@ -124,6 +124,7 @@ class Cluster(_message.Message):
     RUNNING_JOBS_FIELD_NUMBER: _builtins.int
     NODE_LIST_FIELD_NUMBER: _builtins.int
     HYPERNODES_FIELD_NUMBER: _builtins.int
+    WORK_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     state: _builtins.str
     """Ready, NotReady or Cordoned"""
@@ -145,6 +146,12 @@ class Cluster(_message.Message):
     def hypernodes(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.HyperNode]:
         """filled by GetCluster only"""
 
+    @_builtins.property
+    def work(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeWork]:
+        """Filled by GetCluster only: per node, the pods of admitted jobs placed there as their agent
+        last reported, of the queues whose jobs the caller may read.
+        """
+
     def __init__(
         self,
         *,
@@ -158,14 +165,75 @@ class Cluster(_message.Message):
         running_jobs: _builtins.int = ...,
         node_list: _abc.Iterable[Global___Node] | None = ...,
         hypernodes: _abc.Iterable[_common_pb2.HyperNode] | None = ...,
+        work: _abc.Iterable[Global___NodeWork] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "last_heartbeat", b"last_heartbeat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "hypernodes", b"hypernodes", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "running_jobs", b"running_jobs", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "hypernodes", b"hypernodes", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "running_jobs", b"running_jobs", "state", b"state", "work", b"work"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Cluster: _TypeAlias = Cluster  # noqa: Y015
+
+@_typing.final
+class NodeWork(_message.Message):
+    """What runs on one node: each job with pods there."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NODE_FIELD_NUMBER: _builtins.int
+    JOBS_FIELD_NUMBER: _builtins.int
+    node: _builtins.str
+    @_builtins.property
+    def jobs(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeJob]: ...
+    def __init__(
+        self,
+        *,
+        node: _builtins.str = ...,
+        jobs: _abc.Iterable[Global___NodeJob] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["jobs", b"jobs", "node", b"node"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeWork: _TypeAlias = NodeWork  # noqa: Y015
+
+@_typing.final
+class NodeJob(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    QUEUE_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    PODS_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    name: _builtins.str
+    queue: _builtins.str
+    phase: _builtins.str
+    """the job's"""
+    @_builtins.property
+    def pods(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """names of its pods on the node"""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+        queue: _builtins.str = ...,
+        phase: _builtins.str = ...,
+        pods: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "namespace", b"namespace", "phase", b"phase", "pods", b"pods", "queue", b"queue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeJob: _TypeAlias = NodeJob  # noqa: Y015
 
 @_typing.final
 class ListClustersRequest(_message.Message):

@@ -1,22 +1,101 @@
 // Live parts of a page: an element with data-live (an SSE URL) and data-src (its own HTML) is
 // fetched again each time the stream says "changed"; one fetch at a time, the next after it.
+// What arrives is patched in, not swapped: a table row (keyed by data-job) is replaced only when
+// its data-sig changed, and other parts only when their HTML did, so a page under hundreds of
+// changes a second redraws the few rows that changed. The counts part refreshes at most every
+// COUNTS_EVERY ms (with a last refresh after the burst).
 (function () {
   "use strict";
+  var COUNTS_EVERY = 2000;
+  function each(list, fn) { Array.prototype.forEach.call(list, fn); }
+  function carryChecked(from, to) {
+    var was = from.querySelector("input[type=checkbox][name=sel]"), now = to.querySelector("input[type=checkbox][name=sel]");
+    if (was && now && was.checked) now.checked = true;
+  }
   function keepChecked(el, html) {
     var checked = {};
     el.querySelectorAll("input[type=checkbox][name=sel]:checked").forEach(function (c) { checked[c.value] = true; });
     el.innerHTML = html;
     el.querySelectorAll("input[type=checkbox][name=sel]").forEach(function (c) { if (checked[c.value]) c.checked = true; });
   }
+  function keyed(body) {
+    for (var i = 0; i < body.children.length; i++) if (!body.children[i].dataset.job) return false;
+    return true;
+  }
+  // Rows in the new order; an unchanged row stays the node it was (only its age text follows).
+  function patchRows(body, fresh) {
+    var old = {}, kept = new Set();
+    each(body.children, function (r) { old[r.dataset.job] = r; });
+    var want = Array.prototype.map.call(fresh.children, function (r) {
+      var o = old[r.dataset.job];
+      if (o && o.dataset.sig === r.dataset.sig) {
+        var a = o.querySelector("[data-age]"), b = r.querySelector("[data-age]");
+        if (a && b && a.textContent !== b.textContent) a.textContent = b.textContent;
+        kept.add(o);
+        return o;
+      }
+      if (o) carryChecked(o, r);
+      return r;
+    });
+    each(Array.prototype.slice.call(body.children), function (r) { if (!kept.has(r)) r.remove(); });
+    want.forEach(function (r, i) { if (body.children[i] !== r) body.insertBefore(r, body.children[i] || null); });
+  }
+  // Each top-level part of the fresh HTML against the same part on the page; false when the
+  // two do not line up (then the whole element is swapped).
+  function patch(el, html) {
+    var t = document.createElement("template");
+    t.innerHTML = html;
+    var now = t.content.children, had = el.children;
+    if (now.length !== had.length) return false;
+    for (var i = 0; i < now.length; i++) if (now[i].tagName !== had[i].tagName || now[i].id !== had[i].id) return false;
+    for (i = 0; i < now.length; i++) {
+      var part = had[i], fresh = now[i];
+      if (part.id === "counts") continue;  // refreshed on its own clock
+      var body = part.querySelector("tbody"), freshBody = fresh.querySelector("tbody");
+      if (body && freshBody && keyed(body) && keyed(freshBody) && body.children.length && freshBody.children.length) {
+        var rest = fresh.cloneNode(true), mine = part.cloneNode(true);
+        rest.querySelector("tbody").innerHTML = "";
+        mine.querySelector("tbody").innerHTML = "";
+        if (rest.outerHTML !== mine.outerHTML) return false;
+        patchRows(body, freshBody);
+      } else if (part.outerHTML !== fresh.outerHTML) {
+        carryChecked(part, fresh);
+        part.replaceWith(fresh.cloneNode(true));
+        if (window.htmx) window.htmx.process(el.children[i]);
+      }
+    }
+    return true;
+  }
+  function countsClock(el) {
+    var last = 0, timer = null, busy = false;
+    function run() {
+      var part = el.querySelector("#counts[hx-get]");
+      timer = null;
+      if (!part || busy) return;
+      busy = true;
+      last = Date.now();
+      fetch(part.getAttribute("hx-get"), { credentials: "same-origin", headers: { "HX-Request": "true" } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) { if (html !== null && part.innerHTML !== html) part.innerHTML = html; })
+        .finally(function () { busy = false; });
+    }
+    return function () {
+      if (timer) return;
+      timer = setTimeout(run, Math.max(0, last + COUNTS_EVERY - Date.now()));
+    };
+  }
   function follow(el) {
-    var busy = false, again = false, source = null;
+    var busy = false, again = false, source = null, counts = countsClock(el);
     function refresh() {
       if (busy) { again = true; return; }
       busy = true;
       fetch(el.dataset.src, { credentials: "same-origin", headers: { "HX-Request": "true" } })
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
-          if (html !== null) { keepChecked(el, html); if (window.htmx) window.htmx.process(el); el.dataset.refreshed = String(Number(el.dataset.refreshed || 0) + 1); }
+          if (html === null) return;
+          if (!patch(el, html)) { keepChecked(el, html); if (window.htmx) window.htmx.process(el); }
+          el.dataset.refreshed = String(Number(el.dataset.refreshed || 0) + 1);
+          counts();
         })
         .finally(function () { busy = false; if (again) { again = false; refresh(); } });
     }
@@ -36,9 +115,10 @@
       var form = e.target;
       if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) e.preventDefault();
     });
-    var all = document.getElementById("select-all");
-    if (all) all.addEventListener("change", function () {
-      document.querySelectorAll("input[name=sel]").forEach(function (c) { c.checked = all.checked; });
+    // Delegated: the select-all box may be a part patched in since.
+    document.addEventListener("change", function (e) {
+      if (e.target.id !== "select-all") return;
+      document.querySelectorAll("input[name=sel]").forEach(function (c) { c.checked = e.target.checked; });
     });
   });
 })();

@@ -7,16 +7,18 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import clusters_pb2, clusters_pb2_grpc
+from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import look_up, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
-from vglobal.hub.servicers.access import who
+from vglobal.hub.servicers.access import visible, who
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import ClusterRow
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
 
 
@@ -45,7 +47,12 @@ class ClusterServicer(clusters_pb2_grpc.ClusterServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             row = self._get(request.name, session)
             counts = bindings_repo.admitted_per_cluster(session=session)
-        return convert.cluster(row, running_jobs=counts.get(row.name, 0), with_nodes=True)
+            # Whose jobs the caller may read decides which jobs it is told of, as ListJobs does.
+            readable = visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
+            placed = clusters_repo.placed_jobs(row.name, readable, session=session)
+        msg = convert.cluster(row, running_jobs=counts.get(row.name, 0), with_nodes=True)
+        msg.work.extend(convert.node_work(placed))
+        return msg
 
     def _cordon(self, name: str, cordoned: bool) -> clusters_pb2.Cluster:
         with session_scope(self.ctx.sessions) as session:

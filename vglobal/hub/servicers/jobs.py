@@ -36,7 +36,7 @@ from vglobal.store.engine import dry_run_scope, session_scope
 from vglobal.store.repo import dispatches as dispatches_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import job_changes as changes_repo
-from vglobal.store.repo import job_queries
+from vglobal.store.repo import job_counts
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import queues as queues_repo
 
@@ -157,7 +157,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             revision = changes_repo.last_revision(session=session)
             f = job_lists.job_filter(request, self._readable(session))
-            groups = job_queries.count_jobs(f, keys, session=session)
+            groups = job_counts.count_jobs(f, keys, session=session)
         out = jobs_pb2.CountJobsResponse(revision=revision)
         for values, n in groups:
             out.groups.append(jobs_pb2.JobCount(count=n, **dict(zip(keys, values, strict=True))))

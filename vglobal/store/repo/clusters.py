@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from vglobal.model.binding import ADMITTED, values
+from vglobal.model.forms import placements_from_json
 from vglobal.model.phases import ClusterState
-from vglobal.model.records import ClusterRow
+from vglobal.model.records import ClusterRow, PlacedJob
 from vglobal.store.engine import rowcount
-from vglobal.store.tables import clusters
+from vglobal.store.tables import clusters, jobs, resource_bindings
 
 
 def _row(r: sa.Row[Any]) -> ClusterRow:
@@ -180,3 +183,21 @@ def failed_over(after_seconds: float, *, session: Session) -> list[str]:
 def db_now(*, session: Session) -> float:
     """The database's clock as epoch seconds: one clock for every hub replica."""
     return float(session.execute(sa.text("SELECT extract(epoch FROM now())")).scalar_one())
+
+
+def placed_jobs(cluster: str, queues: Sequence[str] | None, *, session: Session) -> list[PlacedJob]:
+    """The jobs admitted to ``cluster`` (found by the bindings' phase and cluster index), of
+    ``queues`` only when given, by namespace and name."""
+    j, b = jobs.c, resource_bindings.c
+    stmt = (
+        sa.select(j.namespace, j.name, j.queue, j.phase, j.placements)
+        .select_from(jobs.join(resource_bindings, b.job_uid == j.uid))
+        .where(b.phase.in_(values(ADMITTED)), b.cluster == cluster)
+        .order_by(j.namespace, j.name)
+    )
+    if queues is not None:
+        stmt = stmt.where(j.queue.in_(list(queues)))
+    return [
+        PlacedJob(r.namespace, r.name, r.queue, r.phase, placements_from_json(r.placements))
+        for r in session.execute(stmt).all()
+    ]

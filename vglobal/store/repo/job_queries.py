@@ -129,16 +129,26 @@ def ordered(stmt: sa.Select[Any], page: Page, limit: int) -> sa.Select[Any]:
     return stmt.order_by(*order).limit(limit)
 
 
-def count_jobs(
-    f: JobFilter, group_by: Sequence[str], *, session: Session
-) -> list[tuple[tuple[str, ...], int]]:
-    """(the group's values in ``group_by`` order, its count) per group, ordered by the values.
-    The bindings are joined only when a filter or a group needs them."""
+def count_statement(
+    f: JobFilter,
+    group_by: Sequence[str],
+    extra: Sequence[sa.ColumnElement[bool]] = (),
+    *,
+    ordered: bool = True,
+) -> sa.Select[Any]:
+    """The groups' values (labelled g0, g1, ...) and counts ``n`` of the jobs ``f`` matches,
+    counted row by row. The bindings are joined only when a filter or a group needs them."""
     cols = [GROUP_KEYS[g][0].label(f"g{i}") for i, g in enumerate(group_by)]
-    joined = f.needs_binding() or any(GROUP_KEYS[g][1] for g in group_by)
-    stmt = sa.select(*cols, sa.func.count()).select_from(_JOINED if joined else jobs)
-    stmt = stmt.where(*conditions(f))
+    joined = f.needs_binding() or any(GROUP_KEYS[g][1] for g in group_by) or bool(extra)
+    stmt = sa.select(*cols, sa.func.count().label("n")).select_from(_JOINED if joined else jobs)
+    stmt = stmt.where(*conditions(f), *extra)
     if cols:
         positions: list[Any] = [sa.literal_column(str(i + 1)) for i in range(len(cols))]
-        stmt = stmt.group_by(*positions).order_by(*positions)
-    return [(tuple(r[:-1]), int(r[-1])) for r in session.execute(stmt).all()]
+        stmt = stmt.group_by(*positions)
+        if ordered:
+            stmt = stmt.order_by(*positions)
+    return stmt
+
+
+def grouped_rows(stmt: sa.Select[Any], width: int, *, session: Session) -> list[tuple[tuple[str, ...], int]]:
+    return [(tuple(r[:width]), int(r[width])) for r in session.execute(stmt).all()]

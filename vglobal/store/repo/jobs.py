@@ -276,6 +276,13 @@ def delete_job(uid: str, *, session: Session) -> bool:
 
 
 def delete_finished_of_queue(queue: str, *, session: Session) -> int:
+    # The bindings first, as every writer of a job takes them (the job counts' triggers rely on it).
+    session.execute(
+        sa.select(resource_bindings.c.job_uid)
+        .join(jobs, jobs.c.uid == resource_bindings.c.job_uid)
+        .where(jobs.c.queue == queue)
+        .with_for_update(of=resource_bindings)
+    )
     return rowcount(session.execute(sa.delete(jobs).where(jobs.c.queue == queue)))
 
 

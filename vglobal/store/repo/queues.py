@@ -14,6 +14,7 @@ from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
 from vglobal.model.records import PriorityClassRow, QueueRow, QueueUsage
 from vglobal.store.engine import rowcount
+from vglobal.store.repo import job_counts
 from vglobal.store.tables import jobs, priority_classes, queues, resource_bindings
 
 _ADMITTED = values(ADMITTED)
@@ -141,15 +142,8 @@ GROUP BY queue, key
 def usage(*, session: Session) -> dict[str, QueueUsage]:
     """Per leaf queue: resources held by admitted, unfinished jobs, and pending/running job counts."""
     alloc_rows = session.execute(sa.text(_ALLOCATED_SQL), {"admitted": _ADMITTED}).all()
-    count_rows = session.execute(
-        sa.text(
-            "SELECT j.queue, "
-            "count(*) FILTER (WHERE b.phase = 'Suspended') AS pending, "
-            "count(*) FILTER (WHERE b.phase = ANY(:admitted)) AS running "
-            "FROM jobs j JOIN resource_bindings b ON b.job_uid = j.uid GROUP BY j.queue"
-        ),
-        {"admitted": _ADMITTED},
-    ).all()
+    # From the counts the triggers keep (migration 0011), not a count of every job.
+    counts = job_counts.queue_counts(session=session)
     alloc: dict[str, dict[str, int]] = {}
     ran: dict[str, dict[str, int]] = {}
     for q, key, units, placed in alloc_rows:
@@ -157,8 +151,7 @@ def usage(*, session: Session) -> dict[str, QueueUsage]:
         if placed:
             ran.setdefault(q, {})[key] = int(placed)
     out: dict[str, QueueUsage] = {}
-    names = set(alloc) | {r.queue for r in count_rows}
-    counts = {r.queue: (int(r.pending), int(r.running)) for r in count_rows}
+    names = set(alloc) | set(counts)
     for q in names:
         pending, running = counts.get(q, (0, 0))
         out[q] = QueueUsage(
