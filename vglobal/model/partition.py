@@ -115,13 +115,15 @@ def sub_group_policy(task_name: str, policy: PartitionPolicy) -> SubGroupPolicy:
 # --- grouping pods into subgroups (the scheduler's view of a SubGroupPolicy) ---
 
 
-def match_values(policy: SubGroupPolicy, labels: Mapping[str, str]) -> tuple[str, ...] | None:
-    """The pod's values of the policy's match keys; None if the pod is not under the policy (its
-    labels miss the selector, or a match key is absent or empty). No keys: () (the default group)."""
-    if any(labels.get(k) != v for k, v in policy.match_labels.items()):
+def match_values(
+    match_labels: Mapping[str, str], match_label_keys: Sequence[str], labels: Mapping[str, str]
+) -> tuple[str, ...] | None:
+    """A pod's values of a policy's match keys; None if the pod is not under the policy (its labels
+    miss the selector, or a match key is absent or empty). No keys: () (the job's default group)."""
+    if any(labels.get(k) != v for k, v in match_labels.items()):
         return None
     values = []
-    for key in policy.match_label_keys:
+    for key in match_label_keys:
         value = labels.get(key, "")
         if not value:
             return None

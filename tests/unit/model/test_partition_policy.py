@@ -287,7 +287,7 @@ MATCH = [
 def test_match_values(
     case: str, policy: SubGroupPolicy, labels: dict[str, str], expected: tuple[str, ...] | None
 ) -> None:
-    assert match_values(policy, labels) == expected
+    assert match_values(policy.match_labels, policy.match_label_keys, labels) == expected
 
 
 def test_sub_job_ids() -> None:
