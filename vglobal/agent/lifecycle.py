@@ -13,6 +13,7 @@ from typing import Protocol
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodPhase
 from vglobal.agent.policies import SYNC_JOB, Request
 from vglobal.agent.run import JobRun
+from vglobal.model.partition import partition_id
 from vglobal.model.phases import JobPhase
 
 P = JobPhase
@@ -32,10 +33,36 @@ def _kill_job(ops: PodOps, run: JobRun, *, keep_finished: bool) -> None:
     ops.kill(run, list(run.pods), keep_finished=keep_finished)
 
 
+def _partition_pods(run: JobRun, task_name: str, pod: str) -> list[str] | None:
+    """The pods of ``pod``'s partition (same task, same ``volcano.sh/partition-id``); None if its
+    task has no partitionPolicy. An evicted pod is already gone from the run: its index is read
+    from its name, ``<job>-<task>-<index>``."""
+    task = next((t for t in run.job.tasks if t.name == task_name), None)
+    if task is None or task.partition_policy is None:
+        return None
+    prefix = f"{run.job.name}-{task.name}-"
+    manifest = run.pods.get(pod)
+    if manifest is not None:
+        index = manifest.index
+    elif pod.startswith(prefix) and pod[len(prefix) :].isdigit():
+        index = int(pod[len(prefix) :])
+    else:
+        return None
+    policy = task.partition_policy
+    mine = partition_id(index, policy)
+    return [n for n, p in run.pods.items() if p.task == task.name and partition_id(p.index, policy) == mine]
+
+
 def _kill_target(ops: PodOps, run: JobRun, action: str, req: Request) -> None:
-    """RestartPod kills the event's pod, RestartTask (and RestartPartition) its task's pods."""
+    """RestartPod kills the event's pod, RestartPartition the pods of its partition, RestartTask
+    (and RestartPartition of a task without partitions) its task's pods."""
+    partition = None
+    if action == "RestartPartition" and req.pod is not None and req.task is not None:
+        partition = _partition_pods(run, req.task, req.pod)
     if action == "RestartPod" and req.pod is not None:
         names = [req.pod]
+    elif partition is not None:
+        names = partition
     elif req.task is not None:
         names = [n for n, p in run.pods.items() if p.task == req.task]
     else:  # a job-level event has no narrower target than the job

@@ -9,8 +9,17 @@ from typing import Any
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.model.hypernode import ResolvedHyperNode, tier_of_name
+from vglobal.model.network_topology import NetworkTopology
 from vglobal.model.resources import ResourceVector
-from vglobal.scheduler.api import ClusterSnapshot, JobSpec, NodeSpec, QueueSpec, TaskSpec, TaskStatus
+from vglobal.scheduler.api import (
+    ClusterSnapshot,
+    JobSpec,
+    NodeSpec,
+    QueueSpec,
+    SubGroupSpec,
+    TaskSpec,
+    TaskStatus,
+)
 from vglobal.scheduler.info import PREEMPTABLE_ANNOTATION, preemptable_flag
 
 
@@ -71,10 +80,11 @@ def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
     )
 
 
-def topology_tier(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...]) -> tuple[str, int] | None:
+def resolve_topology(
+    topo: NetworkTopology | None, hyper_nodes: tuple[ResolvedHyperNode, ...]
+) -> tuple[str, int] | None:
     """(mode, highest tier allowed): a tier name maps through this cluster's tree (unknown = -1, so a
     hard job fits no HyperNode); neither tier nor name allows up to the synthetic top tier."""
-    topo = run.job.network_topology
     if topo is None:
         return None
     if topo.highest_tier_allowed is not None:
@@ -83,6 +93,25 @@ def topology_tier(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...]) -> tu
         tier = tier_of_name(hyper_nodes, topo.highest_tier_name)
         return (topo.mode, -1 if tier is None else tier)
     return (topo.mode, max((h.tier for h in hyper_nodes), default=0) + 1)
+
+
+def topology_tier(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...]) -> tuple[str, int] | None:
+    return resolve_topology(run.job.network_topology, hyper_nodes)
+
+
+def sub_groups(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...]) -> tuple[SubGroupSpec, ...]:
+    """The PodGroup's subGroupPolicy (one per partitioned task), topologies resolved on this cluster."""
+    return tuple(
+        SubGroupSpec(
+            name=p.name,
+            size=p.sub_group_size,
+            min_groups=p.min_sub_groups,
+            match_labels=dict(p.match_labels),
+            match_label_keys=p.match_label_keys,
+            network_topology=resolve_topology(p.network_topology, hyper_nodes),
+        )
+        for p in run.job.sub_group_policies()
+    )
 
 
 def job_spec(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = ()) -> JobSpec:
@@ -102,6 +131,7 @@ def job_spec(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = ()) -> Jo
         podgroup_phase=run.podgroup_phase,
         network_topology=topology,
         annotations=dict(job.annotations),
+        sub_groups=sub_groups(run, hyper_nodes),
     )
 
 

@@ -12,11 +12,20 @@ from pydantic import Field, StrictStr
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Int32, Metadata, Model, check_name, pod_request, validate_model
+from vglobal.model.network_topology import NetworkTopology, NetworkTopologySpec, build_network_topology
+from vglobal.model.partition import (
+    PartitionPolicy,
+    PartitionPolicySpec,
+    SubGroupPolicy,
+    build_partition_policy,
+    default_min_available,
+    sub_group_policy,
+)
 from vglobal.model.pod_fields import POD_SPEC_FIELDS, PodSpecFields
 from vglobal.model.policy import Policy, PolicySpec, build_policies
 from vglobal.model.resources import EMPTY, ResourceVector
 
-__all__ = ["Job", "NetworkTopology", "Policy", "Task", "parse_job"]
+__all__ = ["Job", "NetworkTopology", "PartitionPolicy", "Policy", "Task", "parse_job"]
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
 KIND = "Job"
@@ -34,13 +43,6 @@ SIM_EXIT_CODE_ANNOTATION = "vglobal.io/sim-exit-code"
 
 
 @dataclass(frozen=True, kw_only=True)
-class NetworkTopology:
-    mode: str = "hard"
-    highest_tier_allowed: int | None = None
-    highest_tier_name: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
 class Task:
     name: str
     replicas: int
@@ -51,6 +53,7 @@ class Task:
     pod_request: ResourceVector = EMPTY
     annotations: Mapping[str, str] = field(default_factory=dict)
     priority_class_name: str | None = None
+    partition_policy: PartitionPolicy | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +95,8 @@ class Job:
 
         Each task contributes its own ``min_available``, taken in task order until the job's
         ``min_available`` is reached; if that is more than the tasks' minimums, the remaining
-        replicas are added in task order. Tasks contributing no pod are left out.
+        replicas are added in task order. Tasks contributing no pod are left out. A partitioned
+        task contributes whole partitions only, since a partition is placed whole or not at all.
         """
         counts = [0] * len(self.tasks)
         budget = self.min_available
@@ -103,7 +107,17 @@ class Job:
             extra = min(t.replicas - counts[i], budget)
             counts[i] += extra
             budget -= extra
+        for i, t in enumerate(self.tasks):
+            if t.partition_policy is not None and t.partition_policy.partition_size > 0:
+                size = t.partition_policy.partition_size
+                counts[i] = min(t.replicas, -(-counts[i] // size) * size)
         return tuple((t.name, t.pod_request, n) for t, n in zip(self.tasks, counts, strict=True) if n > 0)
+
+    def sub_group_policies(self) -> tuple[SubGroupPolicy, ...]:
+        """The PodGroup's subGroupPolicy: one entry per task with a partitionPolicy."""
+        return tuple(
+            sub_group_policy(t.name, t.partition_policy) for t in self.tasks if t.partition_policy is not None
+        )
 
     def gang_request(self) -> ResourceVector:
         out = EMPTY
@@ -127,19 +141,14 @@ class _Template(Model):
 
 
 class _TaskSpec(Model):
-    passthrough = frozenset({"topologyPolicy", "dependsOn", "partitionPolicy"})
+    passthrough = frozenset({"topologyPolicy", "dependsOn"})
     name: StrictStr = ""
     replicas: Int32 = 0
     min_available: Int32 | None = None
     max_retry: Int32 | None = None
     policies: list[PolicySpec] = Field(default_factory=list)
     template: _Template = Field(default_factory=_Template)
-
-
-class _NetworkTopologySpec(Model):
-    mode: StrictStr = "hard"
-    highest_tier_allowed: Int32 | None = None
-    highest_tier_name: StrictStr | None = None
+    partition_policy: PartitionPolicySpec | None = None
 
 
 class _JobSpec(Model):
@@ -150,7 +159,7 @@ class _JobSpec(Model):
     max_retry: Int32 = 0
     min_success: Int32 | None = None
     scheduler_name: StrictStr | None = None
-    network_topology: _NetworkTopologySpec | None = None
+    network_topology: NetworkTopologySpec | None = None
     policies: list[PolicySpec] = Field(default_factory=list)
     plugins: dict[StrictStr, list[StrictStr] | None] | None = None
     tasks: list[_TaskSpec] = Field(default_factory=list)
@@ -223,25 +232,6 @@ def _cluster_selector(p: Problems, annotations: Mapping[str, str]) -> dict[str, 
     return out
 
 
-def _network_topology(p: Problems, spec: _NetworkTopologySpec | None) -> NetworkTopology | None:
-    if spec is None:
-        return None
-    base = "spec.networkTopology"
-    if spec.mode not in ("hard", "soft"):
-        p.add(f"{base}.mode", f'must be "hard" or "soft", not "{spec.mode}"')
-    if spec.highest_tier_allowed is not None and spec.highest_tier_name is not None:
-        p.add(base, "highestTierAllowed and highestTierName must not both be set")
-    if spec.highest_tier_allowed is not None and spec.highest_tier_allowed < 0:
-        p.add(f"{base}.highestTierAllowed", "must be >= 0")
-    if spec.highest_tier_name is not None and not spec.highest_tier_name:
-        p.add(f"{base}.highestTierName", "must not be empty")
-    return NetworkTopology(
-        mode=spec.mode,
-        highest_tier_allowed=spec.highest_tier_allowed,
-        highest_tier_name=spec.highest_tier_name,
-    )
-
-
 def _plugins(p: Problems, plugins: dict[str, list[str] | None] | None) -> dict[str, tuple[str, ...]]:
     if plugins is None:
         return {}
@@ -268,8 +258,9 @@ def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[
     if spec.replicas < 0:
         p.add(f"{base}.replicas", "must be >= 0")
     replicas = max(spec.replicas, 0)
+    partitions = build_partition_policy(p, base, spec.partition_policy, replicas, spec.min_available)
     if spec.min_available is None:
-        min_available = replicas
+        min_available = default_min_available(replicas, partitions)
     else:
         min_available = spec.min_available
         if min_available < 0:
@@ -305,6 +296,7 @@ def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[
         pod_request=request,
         annotations=annotations,
         priority_class_name=spec.template.spec.priority_class_name or None,
+        partition_policy=partitions,
     )
 
 
@@ -366,7 +358,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         max_retry=spec.max_retry or DEFAULT_MAX_RETRY,
         min_success=spec.min_success,
         scheduler_name=spec.scheduler_name or DEFAULT_SCHEDULER,
-        network_topology=_network_topology(p, spec.network_topology),
+        network_topology=build_network_topology(p, "spec.networkTopology", spec.network_topology),
         policies=build_policies(p, "spec.policies", spec.policies),
         plugins=_plugins(p, spec.plugins),
         tasks=tuple(tasks),

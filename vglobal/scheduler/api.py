@@ -73,7 +73,20 @@ class TaskSpec:
     namespace: str = "default"
     creation: int = 0  # ordering key among tasks with the same index suffix
     priority_class: str = ""  # system-cluster-critical / system-node-critical are never evicted
-    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)  # for pod (anti-)affinity
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)  # (anti-)affinity, subgroups
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroupSpec:
+    """One PodGroup ``subGroupPolicy`` entry (``vglobal.model.partition.SubGroupPolicy``), its network
+    topology resolved to (mode, highest tier allowed) on this cluster."""
+
+    name: str
+    size: int = 1  # subGroupSize: the pods of one subgroup, placed whole
+    min_groups: int = 0  # minSubGroups: subgroups that must be placed for the job to be ready
+    match_labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    match_label_keys: tuple[str, ...] = ()
+    network_topology: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +106,7 @@ class JobSpec:
     # PodGroup minResources; None = the sum of the first min_available tasks in priority order.
     min_resources: ResourceVector | None = None
     annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    sub_groups: tuple[SubGroupSpec, ...] = ()  # the PodGroup's subGroupPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +178,7 @@ __all__ = [
     "NodeSpec",
     "QueueSpec",
     "ResourceVector",
+    "SubGroupSpec",
     "Taint",
     "TaskSpec",
     "TaskStatus",

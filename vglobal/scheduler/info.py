@@ -13,6 +13,7 @@ import numpy as np
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import JobSpec, QueueSpec, TaskSpec, TaskStatus
 from vglobal.scheduler.nodes import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, IntArray, ResourceIndex
+from vglobal.scheduler.subjobs import SubJobs, group_tasks
 
 ALLOCATED_STATUS = frozenset({TaskStatus.Allocated, TaskStatus.Binding, TaskStatus.Bound, TaskStatus.Running})
 # Statuses whose task occupies resources on its node.
@@ -111,6 +112,7 @@ class JobInfo:
         "quota_note",
         "role_counts",
         "spec",
+        "sub_jobs",
         "task_min_available",
         "tasks",
         "total_request",
@@ -143,6 +145,12 @@ class JobInfo:
         self.unschedulable = False
         for task_spec in spec.tasks:
             self.add_task(TaskInfo(task_spec, self, index))
+        self.sub_jobs: SubJobs = group_tasks(
+            spec.uid,
+            spec.sub_groups,
+            spec.network_topology,
+            ((t, t.spec.labels) for t in self.tasks.values()),
+        )
         self.min_resources: IntArray = (
             index.vector(spec.min_resources)
             if spec.min_resources is not None

@@ -142,3 +142,21 @@ def best_row(ssn: Session, task: TaskInfo, rows: IntArray) -> tuple[int, float]:
 
 def fits(req: IntArray, available: IntArray) -> bool:
     return bool((req <= available).all())
+
+
+def pick_row(ssn: Session, task: TaskInfo, rows: IntArray) -> int | None:
+    """Nodes where the task fits Idle first; only if none, nodes where it fits FutureIdle."""
+    cols = task.cols
+    idle_ok = (ssn.nodes.idle[np.ix_(rows, cols)] >= task.req[cols]).all(axis=1)
+    for group in (rows[idle_ok], rows[~idle_ok]):
+        if group.size:
+            return best_row(ssn, task, group)[0]
+    return None
+
+
+def fits_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
+    return bool((ssn.nodes.idle[row, task.cols] >= task.req[task.cols]).all())
+
+
+def fits_future(ssn: Session, task: TaskInfo, row: int) -> bool:
+    return bool((ssn.nodes.future_idle[row, task.cols] >= task.req[task.cols]).all())

@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from vglobal.scheduler.actions.subgroups import Worksheet, allocate_for_job, organize, session_tree
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo, need_continue_allocating
 from vglobal.scheduler.nodes import IntArray
-from vglobal.scheduler.selection import best_row, predicate_nodes
+from vglobal.scheduler.selection import fits_future, fits_idle, pick_row, predicate_nodes
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
-
-
-def pick_row(ssn: Session, task: TaskInfo, rows: IntArray) -> int | None:
-    """Nodes where the task fits Idle first; only if none, nodes where it fits FutureIdle."""
-    cols = task.cols
-    idle_ok = (ssn.nodes.idle[np.ix_(rows, cols)] >= task.req[cols]).all(axis=1)
-    for group in (rows[idle_ok], rows[~idle_ok]):
-        if group.size:
-            return best_row(ssn, task, group)[0]
-    return None
-
-
-def fits_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
-    return bool((ssn.nodes.idle[row, task.cols] >= task.req[task.cols]).all())
-
-
-def fits_future(ssn: Session, task: TaskInfo, row: int) -> bool:
-    return bool((ssn.nodes.future_idle[row, task.cols] >= task.req[task.cols]).all())
 
 
 def allocate_for_tasks(
@@ -114,6 +95,7 @@ def execute(ssn: Session) -> None:
         jobs_map[job.queue].push(job)
 
     pending: dict[str, GoHeap[TaskInfo]] = {}
+    sheets: dict[str, Worksheet] = {}
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -122,6 +104,17 @@ def execute(ssn: Session) -> None:
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
+        if job.sub_jobs:
+            sheet = sheets.get(job.uid)
+            if sheet is None:
+                sheet = sheets[job.uid] = organize(ssn, job)
+            found = allocate_for_job(ssn, session_tree(ssn), job, queue, sheet)
+            if found is not None and ssn.job_ready(job):  # a pipelined job is not committed
+                found.commit()
+                if not sheet.empty():
+                    jobs.push(job)
+            queues.push(queue)
+            continue
         tasks = pending.get(job.uid)
         if tasks is None:
             tasks = GoHeap(ssn.task_order)

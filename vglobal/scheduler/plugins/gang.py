@@ -39,6 +39,15 @@ def job_valid(job: JobInfo) -> str | None:
     have = valid_task_num(job)
     if have < job.min_available:
         return f"not enough valid tasks for gang-scheduling, valid: {have}, min: {job.min_available}"
+    if job.sub_jobs:
+        # CheckSubJobValid: each policy needs at least minSubGroups subgroups with pods at all
+        groups = job.sub_jobs.count(False)
+        for gid, minimum in sorted(job.sub_jobs.min_groups.items()):
+            if groups.get(gid, 0) < minimum:
+                return (
+                    f"subgroup policy {gid} has {groups.get(gid, 0)} subgroups, "
+                    f"fewer than its minSubGroups {minimum}"
+                )
     return None
 
 
@@ -64,11 +73,15 @@ def _roles_ready(job: JobInfo, with_waiting: bool) -> bool:
 def job_ready(job: JobInfo) -> bool:
     if job.ready_task_num() + job.pending_best_effort_num() < job.min_available:
         return False
+    if job.sub_jobs and job.sub_jobs.short_policies():
+        return False
     return _roles_ready(job, with_waiting=False)
 
 
 def job_pipelined(job: JobInfo) -> bool:
     if job.ready_task_num() + job.waiting_task_num() + job.pending_best_effort_num() < job.min_available:
+        return False
+    if job.sub_jobs and job.sub_jobs.short_policies(pipelined=True):
         return False
     return _roles_ready(job, with_waiting=True)
 
@@ -135,6 +148,9 @@ def _fit_error(job: JobInfo) -> str:
         if tasks
     )
     msg = f"pod group is not ready, {statuses}, {job.min_available} minAvailable"
+    if job.sub_jobs:
+        for gid, ready, minimum in job.sub_jobs.short_policies():
+            msg += f"; {ready} of the {minimum} subgroups subgroup policy {gid} needs are ready"
     errors = sorted(set(job.nodes_fit_errors.values()))
     if job.quota_note:
         errors.insert(0, job.quota_note)

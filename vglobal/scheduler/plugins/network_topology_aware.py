@@ -10,7 +10,7 @@ switch and degrades to the whole cluster. A hard gang that fits nowhere stays pe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -22,13 +22,17 @@ from vglobal.scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.nodes import FloatArray, IntArray
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
-from vglobal.scheduler.topology import TOP_HYPERNODE, HyperNodeTree
+from vglobal.scheduler.topology import SUBGROUP_ORDER, TOP_HYPERNODE, TREE_CACHE, HyperNodeTree
 
 MAX_SCORE = 100.0
 
 
+def _rows(tasks: Iterable[TaskInfo]) -> list[int]:
+    return [t.row for t in tasks if t.row is not None and t.status in ON_NODE]
+
+
 def _job_rows(job: JobInfo) -> list[int]:
-    return [t.row for t in job.tasks.values() if t.row is not None and t.status in ON_NODE]
+    return _rows(job.tasks.values())
 
 
 class NetworkTopologyAwarePlugin(Plugin[Session]):
@@ -37,7 +41,7 @@ class NetworkTopologyAwarePlugin(Plugin[Session]):
     def on_session_open(self, ssn: Session) -> None:
         nodes = ssn.nodes
         tree = HyperNodeTree(ssn.hyper_nodes, nodes.row)
-        ssn.cache["hypernode-tree"] = tree
+        ssn.cache[TREE_CACHE] = tree
         weight = self.arg_float("weight", 1.0)
         cols: list[tuple[int, float]] = []
         for res, key in (("cpu", "hypernode.binpack.cpu"), ("memory", "hypernode.binpack.memory")):
@@ -52,11 +56,13 @@ class NetworkTopologyAwarePlugin(Plugin[Session]):
         col_idx = np.array([c for c, _ in cols], dtype=np.int64)
         col_w = np.array([w for _, w in cols], dtype=np.float64)
 
-        def hyper_node_order(job: JobInfo, candidates: Mapping[str, IntArray]) -> dict[str, float]:
-            if job.spec.network_topology is None:
-                return {}
-            pending = [t.req for t in job.by_status.get(TaskStatus.Pending, {}).values()]
-            req = np.sum(pending, axis=0)[col_idx] if pending else np.zeros(col_idx.size, dtype=np.int64)
+        def order_for(
+            tasks: Sequence[TaskInfo], placed: Sequence[TaskInfo], candidates: Mapping[str, IntArray]
+        ) -> dict[str, float]:
+            """Binpack of ``tasks`` over each HyperNode; ties go to where more of ``placed`` runs."""
+            req = (
+                np.sum([t.req for t in tasks], axis=0)[col_idx] if tasks else np.zeros(col_idx.size, np.int64)
+            )
             scores: dict[str, float] = {}
             for name, rows in candidates.items():
                 alloc = nodes.alloc[rows][:, col_idx].sum(axis=0)
@@ -67,12 +73,21 @@ class NetworkTopologyAwarePlugin(Plugin[Session]):
                 parts = np.where(alloc > 0, final * col_w / np.maximum(alloc, 1), 0.0)
                 scores[name] = float(parts.sum() / col_w.sum()) if col_w.sum() > 0 else 0.0
             best = max(scores.values(), default=0.0)
-            total = len(job.tasks) or 1
-            rows_now = np.array(_job_rows(job), dtype=np.int64)
+            total = len(placed) or 1
+            rows_now = np.array(_rows(placed), dtype=np.int64)
             for name in [n for n, s in scores.items() if s == best]:
                 there = int(np.isin(rows_now, candidates[name]).sum()) if rows_now.size else 0
                 scores[name] += there / total
             return {n: s * MAX_SCORE * weight for n, s in scores.items()}
+
+        def hyper_node_order(job: JobInfo, candidates: Mapping[str, IntArray]) -> dict[str, float]:
+            if job.spec.network_topology is None:
+                return {}
+            pending = list(job.by_status.get(TaskStatus.Pending, {}).values())
+            return order_for(pending, list(job.tasks.values()), candidates)
+
+        # a subgroup's HyperNodes are scored by binpack of all its tasks (allocate/subgroups.py)
+        ssn.cache[SUBGROUP_ORDER] = order_for
 
         normal_enabled = self.arg_bool("normal-pod.enable", True) and len(tree) > 1
         fading = self.arg_float("normal-pod.fading", 0.8)

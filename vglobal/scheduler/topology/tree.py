@@ -15,6 +15,9 @@ from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.scheduler.nodes import BoolArray, IntArray
 
 TOP_HYPERNODE = "<cluster-top-hypernode>"
+# session cache keys network-topology-aware fills: the tree, and how a subgroup's HyperNodes score
+TREE_CACHE = "hypernode-tree"
+SUBGROUP_ORDER = "hypernode-order/subgroup"
 
 
 class HyperNodeTree:
