@@ -18,6 +18,7 @@ from itertools import repeat
 
 from vglobal.admission.checks import Checks
 from vglobal.admission.explain import budget_wait, no_fit_reason, no_hypernode_reason
+from vglobal.admission.hyperjob import admit_groups, groups_of
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.placement import FailureCache
 from vglobal.admission.prepare import Job, Leaf, Prepared
@@ -49,6 +50,9 @@ class _Cycle:
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
+        if self.prep.grouped:  # HyperJobs first: one decision each over their children
+            groups = groups_of(self.prep.grouped, self.snap.running)
+            admit_groups(groups, self.prep, self.checks, self.decisions, self.admitted)
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
         budget = self.snap.max_admissions

@@ -80,6 +80,17 @@ class ClusterSnap:
 
 
 @dataclass(frozen=True)
+class GroupRef:
+    """The HyperJob a child job belongs to (admission/hyperjob.py): its children are admitted
+    together, at least ``min_available`` of its ``children`` at once."""
+
+    key: str  # namespace/name of the HyperJob
+    min_available: int
+    children: int
+    index: int  # this child's place among them
+
+
+@dataclass(frozen=True)
 class PendingJob:
     uid: str
     name: str
@@ -94,6 +105,7 @@ class PendingJob:
     cluster_selector: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     excluded_clusters: frozenset[str] = frozenset()  # back-off after a rejection or failover
     network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
+    group: GroupRef | None = None  # a HyperJob's child
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,7 @@ class RunningJob:
     # without placements can still be reclaimed for queue share but frees no known node capacity.
     placements: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_PLACEMENTS)
     running_since: float | None = None  # when this run was admitted (epoch seconds); None = unknown
+    group: str | None = None  # the HyperJob (namespace/name) of a child
 
 
 @dataclass(frozen=True)
