@@ -224,6 +224,7 @@ class JobCache:
                     request=facts.request,
                     placements=facts.usage_per_node(b.placements),
                     running_since=b.dispatched_at,
+                    group=None if facts.group is None else facts.group.key,
                 )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
@@ -302,4 +303,5 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         cluster_selector=f.selector,
         excluded_clusters=excluded,
         network_topology=f.topology,
+        group=f.group,
     )

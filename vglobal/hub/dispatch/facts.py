@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.admission import Gang
+from vglobal.admission import Gang, GroupRef
 from vglobal.model.forms import PodPlacement
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo.jobs import JobStatic
@@ -46,6 +46,7 @@ class JobFacts:
     allowed: frozenset[str] | None
     selector: Mapping[str, str]
     topology: tuple[str, int | None] | None
+    group: GroupRef | None = None  # a HyperJob's child
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
@@ -63,6 +64,7 @@ class JobFacts:
             allowed=s.placement.clusters,
             selector=s.placement.selector,
             topology=(topo.mode, topo.highest_tier_allowed) if topo else None,
+            group=None if (m := s.placement.member) is None else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
         )
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:
