@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vglobal.admission.checks import Checks
-from vglobal.admission.explain import queue_wait
+from vglobal.admission.explain import budget_wait, queue_wait
 from vglobal.admission.gang import PreparedGang
 from vglobal.admission.placement import Candidates, Clusters, Placement
 from vglobal.admission.prepare import Job, Leaf, Prepared
@@ -149,10 +149,16 @@ def admit_groups(
     checks: Checks,
     decisions: MutableMapping[str, Admit | Wait],
     admitted: list[str],
+    budget: int = 0,
 ) -> None:
-    """Decide every HyperJob's pending children: Admit for each placed, Wait for the rest."""
+    """Decide every HyperJob's pending children: Admit for each placed, Wait for the rest. Once
+    ``budget`` admissions are made (0: no limit) the HyperJobs left wait a turn."""
     tree, clusters = prep.tree, prep.clusters
     for serial, group in enumerate(groups, start=1):
+        if budget and len(admitted) >= budget:
+            wait = budget_wait(budget)
+            decisions.update((j.uid, wait) for j in group.pending)
+            continue
         i = tree.idx.get(group.queue, -1)
         if i < 0 or not tree.is_leaf[i] or not tree.open[i]:
             wait = queue_wait(tree, group.queue)
