@@ -94,12 +94,16 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
         assert "waits whole" in reason
         for name in CHILDREN:
             assert c.get_job(name).binding_phase == "Suspended"
+        described = system.cli("describe", "hyperjob", "llm").stdout
+        assert "Phase:         Pending" in described and "c3" in described
         c.cancel_job("blocker")
         wait_for(
             lambda: all(c.get_job(n).phase == "Running" for n in CHILDREN), 90, "all three children run", system
         )
         placed = {n: c.get_job(n).cluster for n in CHILDREN}
         assert sorted(placed.values()) == ["c1", "c2", "c3"]
+        listed = system.cli("get", "hyperjobs").stdout
+        assert "llm" in listed and "Running" in listed and "3/3" in listed
         got = c.get_job("llm-trainer-1")
         env = got.manifest
         assert "VGLOBAL_HYPERJOB_RANK_OFFSET" in env and '"4"' in env.replace(" ", "")
@@ -122,6 +126,10 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
             else:
                 assert history == [(1, placed[name], False)]
                 assert c.get_job(name).phase == "Running"
+        out = system.cli("hyperjob", "cancel", "llm").stdout
+        assert "cancelled (3 children)" in out
+        wait_for(lambda: all(c.get_job(n).phase == "Aborted" for n in CHILDREN), 60, "every child aborted", system)
+        assert "Aborted" in system.cli("describe", "hyperjob", "llm").stdout
 
 
 def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
