@@ -92,7 +92,7 @@ def with_hyperjobs(snapshot: Snapshot, count: int) -> Snapshot:
     for i in picked:
         by_queue.setdefault(pending[i].queue, []).append(i)
     made = 0
-    for queue, idx in sorted(by_queue.items()):
+    for _, idx in sorted(by_queue.items()):
         for k in range(0, len(idx) - 2, 3):
             if made >= count:
                 break

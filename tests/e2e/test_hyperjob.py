@@ -66,7 +66,12 @@ CHILDREN = ["llm-trainer-0", "llm-trainer-1", "llm-trainer-2"]
 
 
 def _clusters(system: System, n: int) -> None:
-    wait_for(lambda: sum(c["state"] == "Ready" for c in system.get_json("clusters")) == n, 60, f"{n} clusters", system)
+    wait_for(
+        lambda: sum(c["state"] == "Ready" for c in system.get_json("clusters")) == n,
+        60,
+        f"{n} clusters",
+        system,
+    )
 
 
 def _apply(system: System, name: str, text: str) -> str:
@@ -89,7 +94,10 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
         assert "hyperjob.training.volcano.sh/default/llm created (3 children" in out
         # c3 has 24 of its 32 GPUs free: no child may start, and the reason names c3.
         reason = wait_for(
-            lambda: "c3" in (r := c.explain_job("llm-trainer-2").reason) and r, 60, "a reason naming c3", system
+            lambda: "c3" in (r := c.explain_job("llm-trainer-2").reason) and r,
+            60,
+            "a reason naming c3",
+            system,
         )
         assert "waits whole" in reason
         for name in CHILDREN:
@@ -98,7 +106,10 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
         assert "Phase:         Pending" in described and "c3" in described
         c.cancel_job("blocker")
         wait_for(
-            lambda: all(c.get_job(n).phase == "Running" for n in CHILDREN), 90, "all three children run", system
+            lambda: all(c.get_job(n).phase == "Running" for n in CHILDREN),
+            90,
+            "all three children run",
+            system,
         )
         placed = {n: c.get_job(n).cluster for n in CHILDREN}
         assert sorted(placed.values()) == ["c1", "c2", "c3"]
@@ -128,7 +139,9 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
                 assert c.get_job(name).phase == "Running"
         out = system.cli("hyperjob", "cancel", "llm").stdout
         assert "cancelled (3 children)" in out
-        wait_for(lambda: all(c.get_job(n).phase == "Aborted" for n in CHILDREN), 60, "every child aborted", system)
+        wait_for(
+            lambda: all(c.get_job(n).phase == "Aborted" for n in CHILDREN), 60, "every child aborted", system
+        )
         assert "Aborted" in system.cli("describe", "hyperjob", "llm").stdout
 
 
@@ -142,6 +155,10 @@ def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
     assert "3 children" in out
     with system.client() as c:
         names = ["auto-part-0", "auto-part-1", "auto-part-2"]
-        wait_for(lambda: all(c.get_job(n).phase == "Running" for n in names), 90, "the three parts run", system)
-        shares = sorted((c.get_job(n).cluster, sum(t.replicas for t in c.get_job(n).tasks) * 8) for n in names)
+        wait_for(
+            lambda: all(c.get_job(n).phase == "Running" for n in names), 90, "the three parts run", system
+        )
+        shares = sorted(
+            (c.get_job(n).cluster, sum(t.replicas for t in c.get_job(n).tasks) * 8) for n in names
+        )
     assert shares == [("a", 32), ("b", 32), ("c", 16)]

@@ -52,7 +52,9 @@ class _Cycle:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
-            admit_groups(groups, self.prep, self.checks, self.decisions, self.admitted, self.snap.max_admissions)
+            admit_groups(
+                groups, self.prep, self.checks, self.decisions, self.admitted, self.snap.max_admissions
+            )
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
         budget = self.snap.max_admissions

@@ -176,12 +176,17 @@ def admit_groups(
                 placed.append((job, c))
         if need and misses and len(placed) < need:
             text = decision.why_not(misses[0])
-            wait = Wait(WaitKind.NoFit, f"HyperJob {group.key} waits whole ({need} children must start together): {text}")
+            wait = Wait(
+                WaitKind.NoFit,
+                f"HyperJob {group.key} waits whole ({need} children must start together): {text}",
+            )
             decisions.update((j.uid, wait) for j in group.pending)
             continue
         if placed:
             as_job = _as_job(prep, group, [j for j, _ in placed], i, serial)
-            refused = checks.capability(as_job, Leaf(i)) or (checks.guarded and checks.guarantees(as_job)) or None
+            refused = (
+                checks.capability(as_job, Leaf(i)) or (checks.guarded and checks.guarantees(as_job)) or None
+            )
             if refused is not None:
                 wait = Wait(refused.kind, f"HyperJob {group.key} waits whole: {refused.reason}")
                 decisions.update((j.uid, wait) for j in group.pending)

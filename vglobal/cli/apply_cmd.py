@@ -49,7 +49,8 @@ def request_id_for(kind: str, body: dict[str, Any]) -> str:
 def _unknown_kind(d: Document) -> VGlobalError:
     return VGlobalError(
         grpc.StatusCode.INVALID_ARGUMENT,
-        f'kind: unknown kind "{d.kind}" (supported: Job, HyperJob, Queue, PriorityClass, {", ".join(WORKFLOW_KINDS)})',
+        f'kind: unknown kind "{d.kind}" '
+        f'(supported: Job, HyperJob, Queue, PriorityClass, {", ".join(WORKFLOW_KINDS)})',
     )
 
 

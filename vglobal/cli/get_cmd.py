@@ -113,7 +113,11 @@ def get(
         elif base == "hyperjob":
             from vglobal.cli.hyperjobs import hyperjob_rows, print_hyperjobs
 
-            rows = [r for n in names for r in hyperjob_rows(obj.client, namespace or "default", n)] if names else hyperjob_rows(obj.client, namespace)
+            rows = (
+                [r for n in names for r in hyperjob_rows(obj.client, namespace or "default", n)]
+                if names
+                else hyperjob_rows(obj.client, namespace)
+            )
             if fmt in ("json", "yaml"):
                 output.emit("hyperjobs", rows, fmt, console)
             else:

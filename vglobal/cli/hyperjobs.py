@@ -62,10 +62,17 @@ def hyperjob_rows(client: Client, namespace: str = "", name: str = "") -> list[d
                 "phase": hyperjob_phase(states, minimum),
                 "minAvailable": minimum,
                 "children": [
-                    {"name": s.name, "cluster": s.cluster, "phase": s.phase, "pending": s.pending,
-                     "running": s.running, "succeeded": s.succeeded, "failed": s.failed}
+                    {
+                        "name": s.name,
+                        "cluster": s.cluster,
+                        "phase": s.phase,
+                        "pending": s.pending,
+                        "running": s.running,
+                        "succeeded": s.succeeded,
+                        "failed": s.failed,
+                    }
                     for s in states
-                ],  # fmt: skip
+                ],
                 "waiting": waiting.reason if waiting is not None else "",
             }
         )
@@ -116,7 +123,9 @@ def _each_child(obj: Ctx, name: str, namespace: str, action: str) -> None:
             (obj.client.cancel_job if action == "cancelled" else obj.client.delete_job)(j.name, j.namespace)
     except VGlobalError as exc:
         fail(str(exc))
-    console.print(f"hyperjob.training.volcano.sh/{namespace}/{name} {action} ({len(kids)} children)", highlight=False)
+    console.print(
+        f"hyperjob.training.volcano.sh/{namespace}/{name} {action} ({len(kids)} children)", highlight=False
+    )
 
 
 @hyperjob_group.command("cancel")

@@ -28,7 +28,9 @@ from vglobal.model.phases import ClusterState
 def accept_any(manifest: str, settings: HubSettings, validation: str = "") -> Job | HyperJob:
     """Exactly one Job or HyperJob manifest, within this hub's limits, to a queue the caller may
     submit to (a HyperJob's children all go to one queue)."""
-    docs = parse_manifests(manifest, max_bytes=settings.max_manifest_bytes, validation=field_validation(validation))
+    docs = parse_manifests(
+        manifest, max_bytes=settings.max_manifest_bytes, validation=field_validation(validation)
+    )
     if len(docs) != 1:
         raise InvalidArgument(f"manifest: expected exactly one Job or HyperJob, got {len(docs)} documents")
     doc = docs[0]
@@ -93,7 +95,9 @@ def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:
     return hj.children(shares)
 
 
-def submissions(hj: HyperJob, request_id: str | None, principal: str | None, *, session: Session) -> list[Submission]:
+def submissions(
+    hj: HyperJob, request_id: str | None, principal: str | None, *, session: Session
+) -> list[Submission]:
     """The children as submissions; each child's request_id is the HyperJob's with its index."""
     kids = children(hj, session=session)
     return [Submission(k, f"{request_id}#{i}" if request_id else None, principal) for i, k in enumerate(kids)]

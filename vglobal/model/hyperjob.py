@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from vglobal.model import job
-from vglobal.model.errors import ManifestError, Problems
+from vglobal.model.errors import Problems
 from vglobal.model.job import CLUSTERS_ANNOTATION, Job, spec_queue
 from vglobal.model.job_template import check_namespace, job_document, parse_embedded_job
 from vglobal.model.k8s import OBJECT_FIELDS, Int32, Metadata, Model, check_name, validate_model
@@ -279,7 +279,8 @@ def parse_hyper_job(doc: Mapping[str, Any]) -> HyperJob:
     meta, spec = m.metadata, m.spec
     check_name(p, "metadata.name", meta.name, label=True)
     namespace = check_namespace(p, meta)
-    raw_spec = doc.get("spec") if isinstance(doc.get("spec"), Mapping) else {}
+    spec_doc = doc.get("spec")
+    raw_spec: Mapping[str, Any] = spec_doc if isinstance(spec_doc, Mapping) else {}
     raw_rjs = raw_spec.get("replicatedJobs") or []
     if not spec.replicated_jobs:
         p.add("spec.replicatedJobs", "at least one replicated job is required")
@@ -304,7 +305,9 @@ def parse_hyper_job(doc: Mapping[str, Any]) -> HyperJob:
         if spec.min_available < 1:
             p.add("spec.minAvailable", "must be >= 1")
         elif not any(r.auto for r in replicated) and spec.min_available > static:
-            p.add("spec.minAvailable", f"minAvailable {spec.min_available} is more than the {static} children")
+            p.add(
+                "spec.minAvailable", f"minAvailable {spec.min_available} is more than the {static} children"
+            )
     if spec.max_domains is not None and spec.max_domains < 1:
         p.add("spec.maxDomains", "must be >= 1")
     policy = spec.failure_policy or DEFAULT_FAILURE_POLICY
@@ -322,4 +325,3 @@ def parse_hyper_job(doc: Mapping[str, Any]) -> HyperJob:
         replicated=tuple(replicated),
         raw=copy.deepcopy(dict(doc)),
     )
-

@@ -6,13 +6,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.admission.builders import admitted, cluster, gpus, job, reason
-from vglobal.admission import ClusterSnap, GroupRef, NodeSnap, PendingJob, QueueSnap, RunningJob, Snapshot, admit
+from vglobal.admission import (
+    ClusterSnap,
+    GroupRef,
+    NodeSnap,
+    PendingJob,
+    QueueSnap,
+    RunningJob,
+    Snapshot,
+    admit,
+)
 from vglobal.admission.hyperjob import split_accelerators
 
 Q = (QueueSnap("q"),)
 
 
-def children(name: str, count: int, pods: int = 4, per_pod: int = 8, minimum: int | None = None, **kw: object) -> list[PendingJob]:
+def children(
+    name: str, count: int, pods: int = 4, per_pod: int = 8, minimum: int | None = None, **kw: object
+) -> list[PendingJob]:
     out = []
     for i in range(count):
         ref = GroupRef(f"ns/{name}", count if minimum is None else minimum, count, i)
@@ -32,7 +43,9 @@ def test_three_children_go_to_three_clusters_at_once() -> None:
 
 
 def test_one_child_that_does_not_fit_holds_back_all_naming_the_cluster() -> None:
-    busy = ClusterSnap("c", {}, tuple(NodeSnap(f"c-n{i}", gpus(0 if i == 0 else 8), gpus(8)) for i in range(4)))
+    busy = ClusterSnap(
+        "c", {}, tuple(NodeSnap(f"c-n{i}", gpus(0 if i == 0 else 8), gpus(8)) for i in range(4))
+    )
     clusters = (cluster("a", 4, gpus(8)), cluster("b", 4, gpus(8)), busy)
     result = admit(Snapshot(0, Q, clusters, tuple(children("hj", 3))))
     assert admitted(result) == {}

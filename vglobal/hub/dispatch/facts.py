@@ -64,7 +64,9 @@ class JobFacts:
             allowed=s.placement.clusters,
             selector=s.placement.selector,
             topology=(topo.mode, topo.highest_tier_allowed) if topo else None,
-            group=None if (m := s.placement.member) is None else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
+            group=None
+            if (m := s.placement.member) is None
+            else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
         )
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:

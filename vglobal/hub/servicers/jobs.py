@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.hub import hyperjobs
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import (
@@ -22,12 +23,11 @@ from vglobal.hub.errors import (
     rpc,
 )
 from vglobal.hub.group_commit import SubmitGroups
+from vglobal.hub.hyperjobs import accept_any
 from vglobal.hub.job_actions import cancel_job, delete_job, resume_job
 from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
-from vglobal.hub import hyperjobs
-from vglobal.hub.hyperjobs import accept_any
 from vglobal.hub.submit import ItemFailed, Submission, store
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
@@ -102,7 +102,9 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 start = len(accepted)
                 if isinstance(doc, HyperJob):
                     try:
-                        accepted.extend(hyperjobs.submissions(doc, request_id or None, principal, session=session))
+                        accepted.extend(
+                            hyperjobs.submissions(doc, request_id or None, principal, session=session)
+                        )
                     except Exception as exc:
                         raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
                 else:
@@ -155,7 +157,9 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             if isinstance(doc, Job):
                 accepted.append(Submission(doc, item.request_id or None, who()))
         if len(accepted) < len(docs):  # a HyperJob among them
-            return jobs_pb2.SubmitJobsResponse(results=self._submit_many(docs, dry_run=dry == {True}, prefix=True))
+            return jobs_pb2.SubmitJobsResponse(
+                results=self._submit_many(docs, dry_run=dry == {True}, prefix=True)
+            )
         if dry == {True}:
             return jobs_pb2.SubmitJobsResponse(results=self._dry_run(accepted, prefix=True))
         with session_scope(self.ctx.sessions) as session:
