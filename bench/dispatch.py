@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vglobal.admission import AdmissionResult, PendingJob, Snapshot, admit
+from vglobal.admission import AdmissionResult, GroupRef, PendingJob, Snapshot, admit
 from vglobal.model.resources import total
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -83,6 +83,26 @@ def unplaceable(snapshot: Snapshot, uids: list[str]) -> int:
     return bad
 
 
+def with_hyperjobs(snapshot: Snapshot, count: int) -> Snapshot:
+    """Every k-th pending job made a child of one of ``count`` HyperJobs of 3 (same queue each)."""
+    pending = list(snapshot.pending)
+    step = max(len(pending) // (3 * count), 1)
+    picked = list(range(0, len(pending), step))[: 3 * count]
+    by_queue: dict[str, list[int]] = {}
+    for i in picked:
+        by_queue.setdefault(pending[i].queue, []).append(i)
+    made = 0
+    for _, idx in sorted(by_queue.items()):
+        for k in range(0, len(idx) - 2, 3):
+            if made >= count:
+                break
+            key = f"bench/hj-{made}"
+            for child, i in enumerate(idx[k : k + 3]):
+                pending[i] = replace(pending[i], group=GroupRef(key, 3, 3, child))
+            made += 1
+    return replace(snapshot, pending=tuple(pending))
+
+
 def timed(snapshot: Snapshot, repeat: int) -> tuple[AdmissionResult, list[float]]:
     times = []
     result = None
@@ -105,25 +125,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--hyperjobs", type=int, default=0, help="make this many HyperJobs of 3 children out of pending jobs"
+    )
+    parser.add_argument(
         "--budget", type=int, default=5000, help="--max-admissions-per-cycle for the budgeted first cycle"
     )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     snap = make_snapshot(args.jobs, args.clusters, args.nodes, running=args.running, seed=args.seed)
+    if args.hyperjobs:
+        snap = with_hyperjobs(snap, args.hyperjobs)
     gen = time.perf_counter() - t0
     first, times = timed(snap, args.repeat)
     second_snap = next_cycle(snap, first)
     second, times2 = timed(second_snap, args.repeat)
     capped_snap = replace(snap, max_admissions=args.budget)
     capped, times3 = timed(capped_snap, args.repeat)
-    assert capped.admitted_order == first.admitted_order[: args.budget]  # the same order, cut short
+    # The same order, cut short (a HyperJob is admitted whole, so it may pass the budget by its size).
+    assert capped.admitted_order == first.admitted_order[: len(capped.admitted_order)]
     base = volcano_global_rule(snap)
     bad = unplaceable(snap, base.admitted)
     cmd = "python bench/dispatch.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(
         f"`{cmd.strip()}` (snapshot built in {gen:.1f} s; {len(snap.pending)} pending, "
         f"{len(snap.queues)} queues, {len(snap.clusters)} clusters x {args.nodes} nodes, "
-        f"{len(snap.running)} running)\n"
+        f"{len(snap.running)} running, {args.hyperjobs} of the pending HyperJobs of 3 children)\n"
     )
     print(
         f"| rule | pending | cycle (best of {args.repeat}) | decisions/s | admitted | admitted but fit no "

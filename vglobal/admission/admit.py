@@ -23,6 +23,7 @@ from vglobal.admission.explain import (
     no_hypernode_reason,
     preempting_reason,
 )
+from vglobal.admission.hyperjob import admit_groups, groups_of
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.placement import FailureCache
 from vglobal.admission.preempt import Plan, Preemptions
@@ -66,6 +67,11 @@ class _Cycle:
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
+        if self.prep.grouped:  # HyperJobs first: one decision each over their children
+            groups = groups_of(self.prep.grouped, self.snap.running)
+            admit_groups(
+                groups, self.prep, self.checks, self.decisions, self.admitted, self.snap.max_admissions
+            )
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
         budget = self.snap.max_admissions

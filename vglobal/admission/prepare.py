@@ -107,6 +107,7 @@ class Prepared:
         gid_by_id: dict[int, int] = {}
         counts: dict[tuple[str, int], int] = {}  # jobs per (queue, request): the queues' demand
         by_queue: dict[str, list[PendingJob]] = {}
+        self.grouped: list[PendingJob] = []  # HyperJobs' children: decided by admission/hyperjob.py
         # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
         for job in snapshot.pending:
             vec, gang, queue = job.request, job.gang, job.queue
@@ -117,6 +118,9 @@ class Prepared:
                 gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
             key = (queue, rid)
             counts[key] = counts.get(key, 0) + 1
+            if job.group is not None:
+                self.grouped.append(job)
+                continue
             got = by_queue.get(queue)
             if got is None:
                 got = by_queue[queue] = []

@@ -83,6 +83,17 @@ class ClusterSnap:
 
 
 @dataclass(frozen=True)
+class GroupRef:
+    """The HyperJob a child job belongs to (admission/hyperjob.py): its children are admitted
+    together, at least ``min_available`` of its ``children`` at once."""
+
+    key: str  # namespace/name of the HyperJob
+    min_available: int
+    children: int
+    index: int  # this child's place among them
+
+
+@dataclass(frozen=True)
 class PendingJob:
     uid: str
     name: str
@@ -101,6 +112,7 @@ class PendingJob:
     network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
     # Its PriorityClass's preemptionPolicy: "Never" waits for free capacity and preempts nothing.
     preemption_policy: str = "PreemptLowerPriority"
+    group: GroupRef | None = None  # a HyperJob's child
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,7 @@ class RunningJob:
     # size: pods beyond min_available may be evicted one by one (Volcano's gang preemptable rule).
     pods: tuple[RunningPod, ...] = ()
     min_available: int = 0
+    group: str | None = None  # the HyperJob (namespace/name) of a child
 
 
 @dataclass(frozen=True)

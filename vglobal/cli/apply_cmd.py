@@ -34,9 +34,10 @@ RESOURCES = {
     "CronJob": "cronjob.batch.volcano.sh",
     "JobTemplate": "jobtemplate.flow.volcano.sh",
     "JobFlow": "jobflow.flow.volcano.sh",
+    "HyperJob": "hyperjob.training.volcano.sh",
 }
 # Kinds whose apply the hub can dry-run; the others are checked here under --dry-run=server.
-SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass")
+SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "HyperJob")
 
 
 def request_id_for(kind: str, body: dict[str, Any]) -> str:
@@ -48,7 +49,8 @@ def request_id_for(kind: str, body: dict[str, Any]) -> str:
 def _unknown_kind(d: Document) -> VGlobalError:
     return VGlobalError(
         grpc.StatusCode.INVALID_ARGUMENT,
-        f'kind: unknown kind "{d.kind}" (supported: Job, Queue, PriorityClass, {", ".join(WORKFLOW_KINDS)})',
+        f'kind: unknown kind "{d.kind}" '
+        f'(supported: Job, HyperJob, Queue, PriorityClass, {", ".join(WORKFLOW_KINDS)})',
     )
 
 
@@ -67,7 +69,7 @@ def _check_here(d: Document, validation: FieldValidation) -> str:
         parse_manifest(d.body, validation=validation)
     except ManifestError as exc:
         raise VGlobalError(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
-    return f"{_named(d)} {'created' if d.kind == 'Job' else 'configured'} (dry run)"
+    return f"{_named(d)} {'created' if d.kind in ('Job', 'HyperJob') else 'configured'} (dry run)"
 
 
 def _apply_one(obj: Ctx, d: Document, validation: str, dry_run: bool) -> str:
@@ -79,6 +81,13 @@ def _apply_one(obj: Ctx, d: Document, validation: str, dry_run: bool) -> str:
         return f"priorityclass.scheduling.k8s.io/{pc.name} configured"
     if d.kind in WORKFLOW_KINDS:
         return apply_workflow(obj.client, d, field_validation=validation)
+    if d.kind == "HyperJob":
+        got = obj.client.submit_job(
+            d.text, request_id=request_id_for(d.kind, d.body), field_validation=validation, dry_run=dry_run
+        )
+        kids = ", ".join(j.name for j in got.hyperjob_children)
+        verb = "created" if got.created else "unchanged"
+        return f"{_named(d)} {verb} ({len(got.hyperjob_children)} children: {kids})"
     raise _unknown_kind(d)
 
 
@@ -115,7 +124,7 @@ def _error(d: Document, exc: Exception) -> None:
 )
 @click.pass_obj
 def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> None:
-    """Create or update Jobs, Queues, PriorityClasses, CronJobs, JobTemplates and JobFlows from
+    """Create or update Jobs, HyperJobs, Queues, PriorityClasses, CronJobs, JobTemplates and JobFlows from
     YAML/JSON manifests."""
     try:
         validation = parse_validation(validate)

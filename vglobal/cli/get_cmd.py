@@ -29,7 +29,7 @@ LISTED: dict[str, tuple[Lister, Callable[[Any], dict[str, Any]], str]] = {
 }
 SHORT = {"cj": "cronjob", "pc": "priorityclass", "priorityclasses": "priorityclass"}
 WATCHED_BY_POLL = ("queue", "cluster")
-GET_KINDS = ["jobs", "job", "hypernodes", "hypernode", *SHORT]
+GET_KINDS = ["jobs", "job", "hypernodes", "hypernode", "hyperjobs", "hyperjob", *SHORT]
 GET_KINDS += [k for name in LISTED for k in (name + "s", name) if k not in SHORT]
 
 
@@ -110,6 +110,18 @@ def get(
             output.emit(table, rows, fmt, console)
         elif watch:
             watch_jobs(obj.client, fmt=fmt, namespace=namespace, queue=queue, labels=labels)
+        elif base == "hyperjob":
+            from vglobal.cli.hyperjobs import hyperjob_rows, print_hyperjobs
+
+            rows = (
+                [r for n in names for r in hyperjob_rows(obj.client, namespace or "default", n)]
+                if names
+                else hyperjob_rows(obj.client, namespace)
+            )
+            if fmt in ("json", "yaml"):
+                output.emit("hyperjobs", rows, fmt, console)
+            else:
+                print_hyperjobs(rows, console)
         elif base == "hypernode":
             if not cluster:
                 fail("get hypernodes needs --cluster NAME")

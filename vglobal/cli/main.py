@@ -14,6 +14,7 @@ from vglobal.cli.common import FILE, Ctx, console, fail
 from vglobal.cli.get_cmd import get
 from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_cmd import hub
+from vglobal.cli.hyperjobs import hyperjob_group
 from vglobal.cli.job_cmd import job_group
 from vglobal.cli.workflows import create_group, cronjob_group
 from vglobal.client import Client, VGlobalError
@@ -75,10 +76,11 @@ cli.add_command(hub)
 cli.add_command(apply)
 cli.add_command(get)
 cli.add_command(job_group)
+cli.add_command(hyperjob_group)
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow"]))
+@click.argument("kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "hyperjob"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("-w", "--watch", is_flag=True, help="Job: then follow its changes and events.")
@@ -99,6 +101,10 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
             describe_cronjob(obj.client, name, namespace, console)
         elif kind == "jobflow":
             describe_jobflow(obj.client, name, namespace, console)
+        elif kind == "hyperjob":
+            from vglobal.cli.hyperjobs import describe_hyperjob
+
+            describe_hyperjob(obj.client, name, namespace, console)
         elif watch:
             follow_job(obj.client, name, namespace, console)
         else:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vglobal.model import hyperjob
 from vglobal.model.job import Job, NetworkTopology, Task
 from vglobal.model.resources import ResourceVector
 
@@ -44,17 +45,50 @@ class Gang:
 
 
 @dataclass(frozen=True, slots=True)
+class Member:
+    """A HyperJob's child: the HyperJob (namespace/name), its minAvailable and number of
+    children, and this child's index among them."""
+
+    hyperjob: str
+    min_available: int
+    children: int
+    index: int
+
+    @classmethod
+    def of(cls, job: Job) -> Member | None:
+        name = job.labels.get(hyperjob.HYPERJOB_LABEL)
+        count = job.annotations.get(hyperjob.CHILDREN_ANNOTATION)
+        if not name or count is None:
+            return None
+        try:
+            children = int(count)
+            return cls(
+                f"{job.namespace}/{name}",
+                int(job.annotations.get(hyperjob.MIN_AVAILABLE_ANNOTATION, children)),
+                children,
+                int(job.annotations.get(hyperjob.INDEX_ANNOTATION, 0)),
+            )
+        except ValueError:
+            return None
+
+    def to_json(self) -> list[Any]:
+        return [self.hyperjob, self.min_available, self.children, self.index]
+
+
+@dataclass(frozen=True, slots=True)
 class Placement:
     """Where a job may run: the allowed clusters (None: any), a selector on cluster labels, and
-    its network topology constraint."""
+    its network topology constraint; a HyperJob's child also names its HyperJob (admitted with
+    its siblings)."""
 
     clusters: frozenset[str] | None = None
     selector: Mapping[str, str] = field(default_factory=dict)
     topology: NetworkTopology | None = None
+    member: Member | None = None
 
     @classmethod
     def of(cls, job: Job) -> Placement:
-        return cls(job.allowed_clusters, dict(job.cluster_selector), job.network_topology)
+        return cls(job.allowed_clusters, dict(job.cluster_selector), job.network_topology, Member.of(job))
 
     def to_json(self) -> dict[str, Any]:
         topo = self.topology
@@ -64,6 +98,7 @@ class Placement:
             "topology": None
             if topo is None
             else {"mode": topo.mode, "tier": topo.highest_tier_allowed, "tier_name": topo.highest_tier_name},
+            **({} if self.member is None else {"hyperjob": self.member.to_json()}),
         }
 
     @classmethod
@@ -80,6 +115,7 @@ class Placement:
                 highest_tier_allowed=topo.get("tier"),
                 highest_tier_name=topo.get("tier_name"),
             ),
+            member=Member(*data["hyperjob"]) if data.get("hyperjob") else None,
         )
 
 

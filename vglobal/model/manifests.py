@@ -12,10 +12,11 @@ from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, job, jobflow, priority_class, queue
+from vglobal.model import cronjob, hyperjob, job, jobflow, priority_class, queue
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.fields import FieldValidation, unknown_fields
+from vglobal.model.hyperjob import HyperJob, parse_hyper_job
 from vglobal.model.job import Job, parse_job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.k8s import Model
@@ -38,7 +39,7 @@ __all__ = [
     "parse_manifests",
 ]
 
-Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow
+Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow | HyperJob
 M = TypeVar("M")
 Kinds = Mapping[tuple[str, str], Callable[[Mapping[str, Any]], M]]  # (apiVersion, kind) -> parser
 Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema, for field validation
@@ -50,6 +51,7 @@ KINDS: Kinds[Manifest] = {
     (cronjob.API_VERSION, cronjob.KIND): parse_cron_job,
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
+    (hyperjob.API_VERSION, hyperjob.KIND): parse_hyper_job,
 }
 
 # Each kind's schema, for strict field validation.
@@ -60,6 +62,7 @@ SCHEMAS: Schemas = {
     (cronjob.API_VERSION, cronjob.KIND): cronjob.CronJobManifest,
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): jobflow.JobTemplateManifest,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): jobflow.JobFlowManifest,
+    (hyperjob.API_VERSION, hyperjob.KIND): hyperjob.HyperJobManifest,
 }
 
 DEFAULT_MAX_BYTES = 1_048_576

@@ -152,6 +152,7 @@ class Dispatcher:
             created=job.created,
             request=job.request,
             running_since=now,
+            group=None if job.group is None else job.group.key,
         )
         self.unplaced.setdefault(cluster, {})[uid] = job.gang
         self._usage[job.queue] = self.allocated(job.queue) + job.request

@@ -8,11 +8,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vglobal.admission import PendingJob, QueueSnap
+from vglobal.admission import GroupRef, PendingJob, QueueSnap
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError
+from vglobal.model.forms import Member
+from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
@@ -67,6 +69,11 @@ def load_clusters(paths: Sequence[Path]) -> list[SimCluster]:
     return out
 
 
+def _group(job: Job) -> GroupRef | None:
+    m = Member.of(job)
+    return None if m is None else GroupRef(m.hyperjob, m.min_available, m.children, m.index)
+
+
 @dataclass(frozen=True)
 class Submission:
     """A job as the hub stores it: validated, its priority resolved, its admission inputs derived."""
@@ -96,6 +103,7 @@ class Submission:
             allowed_clusters=job.allowed_clusters,
             cluster_selector=job.cluster_selector,
             network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),
+            group=_group(job),
         )
 
 
@@ -141,6 +149,13 @@ def load_workload(path: Path) -> Workload:
             classes[m.name] = m
         elif isinstance(m, Job):
             jobs.append((f, m))
+        elif isinstance(m, HyperJob):
+            if m.needs_split:
+                raise SimInputError(
+                    f"{f}: HyperJob {m.key}: splitPolicy auto is split by the hub from live free "
+                    "capacity; a simulation replays static replicatedJobs only"
+                )
+            jobs.extend((f, child) for child in m.children())
         elif isinstance(m, CronJob | JobTemplate | JobFlow):
             # The hub's loops make their Jobs over time; a simulation replays Jobs only.
             skipped.append(f"{type(m).__name__} {m.namespace}/{m.name} ({f})")

@@ -287,19 +287,25 @@ class SubmitJobResponse(_message.Message):
 
     JOB_FIELD_NUMBER: _builtins.int
     CREATED_FIELD_NUMBER: _builtins.int
+    HYPERJOB_CHILDREN_FIELD_NUMBER: _builtins.int
     created: _builtins.bool
     """false when request_id matched an earlier submission"""
     @_builtins.property
     def job(self) -> Global___Job: ...
+    @_builtins.property
+    def hyperjob_children(self) -> _containers.RepeatedCompositeFieldContainer[Global___Job]:
+        """A HyperJob's submission: every child job made of it, in order (job is the first)."""
+
     def __init__(
         self,
         *,
         job: Global___Job | None = ...,
         created: _builtins.bool = ...,
+        hyperjob_children: _abc.Iterable[Global___Job] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "job", b"job"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "hyperjob_children", b"hyperjob_children", "job", b"job"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

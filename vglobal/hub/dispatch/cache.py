@@ -239,6 +239,7 @@ class JobCache:
                         running_since=b.dispatched_at,
                         pods=facts.running_pods(b.placements, b.evictions) if per_node else (),
                         min_available=facts.min_available,
+                        group=None if facts.group is None else facts.group.key,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
@@ -327,4 +328,5 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         excluded_clusters=excluded,
         network_topology=f.topology,
         preemption_policy=f.preemption_policy,
+        group=f.group,
     )

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.admission import Gang, RunningPod
+from vglobal.admission import Gang, GroupRef, RunningPod
 from vglobal.model.forms import PodPlacement
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo.jobs import JobStatic
@@ -51,6 +51,7 @@ class JobFacts:
     min_available: int = 0
     preemption_policy: str = "PreemptLowerPriority"
     unpreemptable: frozenset[str] = frozenset()  # tasks whose pods are never victims
+    group: GroupRef | None = None  # a HyperJob's child
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
@@ -76,6 +77,9 @@ class JobFacts:
             min_available=s.min_available,
             preemption_policy=s.preemption_policy,
             unpreemptable=s.unpreemptable,
+            group=None
+            if (m := s.placement.member) is None
+            else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
         )
 
     def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.hub import hyperjobs
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import (
@@ -22,13 +23,16 @@ from vglobal.hub.errors import (
     rpc,
 )
 from vglobal.hub.group_commit import SubmitGroups
+from vglobal.hub.hyperjobs import accept_any
 from vglobal.hub.job_actions import cancel_job, delete_job, resume_job
 from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
-from vglobal.hub.submit import ItemFailed, Submission, accept, store
+from vglobal.hub.submit import ItemFailed, Submission, store
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
+from vglobal.model.hyperjob import HyperJob
+from vglobal.model.job import Job
 from vglobal.model.job_template import OWNER_REFERENCES
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
@@ -77,12 +81,48 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def SubmitJob(
         self, request: jobs_pb2.SubmitJobRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.SubmitJobResponse:
-        job = accept(request.manifest, self.ctx.settings, request.field_validation)
+        job = accept_any(request.manifest, self.ctx.settings, request.field_validation)
+        if isinstance(job, HyperJob):
+            return self._submit_many([(job, request.request_id)], dry_run=request.dry_run, prefix=False)[0]
         if request.dry_run:
             return self._dry_run([Submission(job, request.request_id or None, who())], prefix=False)[0]
         # Stored with the calls that arrive meanwhile, in one transaction (see group_commit.py).
         row, created = self.groups.submit(Submission(job, request.request_id or None, who()))
         return jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
+
+    def _submit_many(
+        self, items: list[tuple[Job | HyperJob, str]], *, dry_run: bool, prefix: bool
+    ) -> list[jobs_pb2.SubmitJobResponse]:
+        """Store every item (a HyperJob as its children) in one transaction, one response each."""
+        principal = who()
+        with dry_run_scope(self.ctx.sessions, dry_run) as session:
+            accepted: list[Submission] = []
+            spans: list[tuple[int, int]] = []
+            for i, (doc, request_id) in enumerate(items):
+                start = len(accepted)
+                if isinstance(doc, HyperJob):
+                    try:
+                        accepted.extend(
+                            hyperjobs.submissions(doc, request_id or None, principal, session=session)
+                        )
+                    except Exception as exc:
+                        raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
+                else:
+                    accepted.append(Submission(doc, request_id or None, principal))
+                spans.append((start, len(accepted)))
+            try:
+                stored = store(accepted, session=session)
+            except ItemFailed as failed:
+                item = hyperjobs.first_of(spans, failed.index)
+                raise_prefixed(failed.error, f"jobs[{item}]: " if prefix else "")
+        out = []
+        for (doc, _), (start, end) in zip(items, spans, strict=True):
+            row, created = stored[start]
+            response = jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
+            if isinstance(doc, HyperJob):
+                response.hyperjob_children.extend(convert.job(r) for r, _ in stored[start:end])
+            out.append(response)
+        return out
 
     def _dry_run(self, accepted: list[Submission], *, prefix: bool) -> list[jobs_pb2.SubmitJobResponse]:
         """Every check and write of a real submission, all rolled back: the jobs as they would be."""
@@ -107,12 +147,19 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         dry = {item.dry_run for item in request.jobs}
         if len(dry) > 1:
             raise InvalidArgument("jobs[*].dry_run: a batch is a dry run as a whole or not at all")
+        docs: list[tuple[Job | HyperJob, str]] = []
         for i, item in enumerate(request.jobs):
             try:
-                job = accept(item.manifest, self.ctx.settings, item.field_validation)
+                doc = accept_any(item.manifest, self.ctx.settings, item.field_validation)
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: ")
-            accepted.append(Submission(job, item.request_id or None, who()))
+            docs.append((doc, item.request_id))
+            if isinstance(doc, Job):
+                accepted.append(Submission(doc, item.request_id or None, who()))
+        if len(accepted) < len(docs):  # a HyperJob among them
+            return jobs_pb2.SubmitJobsResponse(
+                results=self._submit_many(docs, dry_run=dry == {True}, prefix=True)
+            )
         if dry == {True}:
             return jobs_pb2.SubmitJobsResponse(results=self._dry_run(accepted, prefix=True))
         with session_scope(self.ctx.sessions) as session:

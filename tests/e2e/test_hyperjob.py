@@ -1,0 +1,164 @@
+"""HyperJobs through a real hub and simulated clusters' agents: a gang across clusters, waiting
+whole with a reason, the auto split, and a lost cluster that moves only its child."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from tests.e2e.harness import System, sim_cluster, wait_for
+
+pytestmark = pytest.mark.e2e
+
+HELD = "1000h"  # runs until stopped
+
+HYPERJOB = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: llm}
+spec:
+  replicatedJobs:
+  - name: trainer
+    replicas: 3
+    templateSpec:
+      tasks:
+      - name: worker
+        replicas: 4
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: %s}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+BLOCKER = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: blocker, annotations: {vglobal.io/clusters: c3, vglobal.io/sim-duration: 1000h}}
+spec:
+  tasks:
+  - name: t
+    replicas: 1
+    template:
+      spec:
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+AUTO = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: auto}
+spec:
+  replicatedJobs:
+  - name: part
+    splitPolicy: {mode: auto, accelerators: 80}
+    templateSpec:
+      tasks:
+      - name: worker
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1000h}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+CHILDREN = ["llm-trainer-0", "llm-trainer-1", "llm-trainer-2"]
+
+
+def _clusters(system: System, n: int) -> None:
+    wait_for(
+        lambda: sum(c["state"] == "Ready" for c in system.get_json("clusters")) == n,
+        60,
+        f"{n} clusters",
+        system,
+    )
+
+
+def _apply(system: System, name: str, text: str) -> str:
+    path = system.tmp / f"{name}.yaml"
+    path.write_text(text)
+    return system.cli("apply", "-f", str(path)).stdout
+
+
+def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover_moves_one(
+    system: System,
+) -> None:
+    system.start_hub("--cluster-timeout", "2s", "--failover-after", "1s")
+    for name in ("c1", "c2", "c3"):
+        system.start_agent(name, sim_cluster(name, nodes=4))
+    _clusters(system, 3)
+    _apply(system, "blocker", BLOCKER)
+    with system.client() as c:
+        wait_for(lambda: c.get_job("blocker").phase == "Running", 60, "the blocker runs on c3", system)
+        out = _apply(system, "hj", HYPERJOB % HELD)
+        assert "hyperjob.training.volcano.sh/default/llm created (3 children" in out
+        # c3 has 24 of its 32 GPUs free: no child may start, and the reason names c3.
+        reason = wait_for(
+            lambda: "c3" in (r := c.explain_job("llm-trainer-2").reason) and r,
+            60,
+            "a reason naming c3",
+            system,
+        )
+        assert "waits whole" in reason
+        for name in CHILDREN:
+            assert c.get_job(name).binding_phase == "Suspended"
+        described = system.cli("describe", "hyperjob", "llm").stdout
+        assert "Phase:         Pending" in described and "c3" in described
+        c.cancel_job("blocker")
+        wait_for(
+            lambda: all(c.get_job(n).phase == "Running" for n in CHILDREN),
+            90,
+            "all three children run",
+            system,
+        )
+        placed = {n: c.get_job(n).cluster for n in CHILDREN}
+        assert sorted(placed.values()) == ["c1", "c2", "c3"]
+        listed = system.cli("get", "hyperjobs").stdout
+        assert "llm" in listed and "Running" in listed and "3/3" in listed
+        got = c.get_job("llm-trainer-1")
+        env = got.manifest
+        assert "VGLOBAL_HYPERJOB_RANK_OFFSET" in env and '"4"' in env.replace(" ", "")
+
+        # A fourth cluster joins; the cluster of child 1 is lost: only that child moves, once.
+        system.start_agent("c4", sim_cluster("c4", nodes=4))
+        _clusters(system, 4)
+        lost = placed["llm-trainer-1"]
+        system.kill(f"agent-{lost}", signal.SIGKILL)
+        wait_for(
+            lambda: (j := c.get_job("llm-trainer-1")).cluster == "c4" and j.phase == "Running",
+            90,
+            "child 1 to move to c4",
+            system,
+        )
+        for name in CHILDREN:
+            history = [(d.generation, d.cluster, d.fenced) for d in c.job_dispatches(name)]
+            if name == "llm-trainer-1":
+                assert history == [(1, lost, True), (2, "c4", False)]
+            else:
+                assert history == [(1, placed[name], False)]
+                assert c.get_job(name).phase == "Running"
+        out = system.cli("hyperjob", "cancel", "llm").stdout
+        assert "cancelled (3 children)" in out
+        wait_for(
+            lambda: all(c.get_job(n).phase == "Aborted" for n in CHILDREN), 60, "every child aborted", system
+        )
+        assert "Aborted" in system.cli("describe", "hyperjob", "llm").stdout
+
+
+def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
+    system.start_hub()
+    system.start_agent("a", sim_cluster("a", nodes=4))
+    system.start_agent("b", sim_cluster("b", nodes=4))
+    system.start_agent("c", sim_cluster("c", nodes=2))
+    _clusters(system, 3)
+    out = _apply(system, "auto", AUTO)
+    assert "3 children" in out
+    with system.client() as c:
+        names = ["auto-part-0", "auto-part-1", "auto-part-2"]
+        wait_for(
+            lambda: all(c.get_job(n).phase == "Running" for n in names), 90, "the three parts run", system
+        )
+        shares = sorted(
+            (c.get_job(n).cluster, sum(t.replicas for t in c.get_job(n).tasks) * 8) for n in names
+        )
+    assert shares == [("a", 32), ("b", 32), ("c", 16)]

@@ -1,0 +1,113 @@
+"""HyperJobs: every child admitted in one decision or none, one child per cluster, the queue's
+limits on the whole, and the auto split of accelerators (admission/hyperjob.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.unit.admission.builders import admitted, cluster, gpus, job, reason
+from vglobal.admission import (
+    ClusterSnap,
+    GroupRef,
+    NodeSnap,
+    PendingJob,
+    QueueSnap,
+    RunningJob,
+    Snapshot,
+    admit,
+)
+from vglobal.admission.hyperjob import split_accelerators
+
+Q = (QueueSnap("q"),)
+
+
+def children(
+    name: str, count: int, pods: int = 4, per_pod: int = 8, minimum: int | None = None, **kw: object
+) -> list[PendingJob]:
+    out = []
+    for i in range(count):
+        ref = GroupRef(f"ns/{name}", count if minimum is None else minimum, count, i)
+        out.append(replace(job(f"{name}-w-{i}", "q", gpus(per_pod), pods, **kw), group=ref))  # type: ignore[arg-type]
+    return out
+
+
+def three() -> tuple[ClusterSnap, ...]:
+    return tuple(cluster(n, 4, gpus(8)) for n in ("a", "b", "c"))
+
+
+def test_three_children_go_to_three_clusters_at_once() -> None:
+    result = admit(Snapshot(0, Q, three(), tuple(children("hj", 3))))
+    got = admitted(result)
+    assert sorted(got) == ["hj-w-0", "hj-w-1", "hj-w-2"]
+    assert sorted(got.values()) == ["a", "b", "c"]
+
+
+def test_one_child_that_does_not_fit_holds_back_all_naming_the_cluster() -> None:
+    busy = ClusterSnap(
+        "c", {}, tuple(NodeSnap(f"c-n{i}", gpus(0 if i == 0 else 8), gpus(8)) for i in range(4))
+    )
+    clusters = (cluster("a", 4, gpus(8)), cluster("b", 4, gpus(8)), busy)
+    result = admit(Snapshot(0, Q, clusters, tuple(children("hj", 3))))
+    assert admitted(result) == {}
+    text = reason(result, "hj-w-0")
+    assert text == reason(result, "hj-w-2")
+    assert "waits whole" in text and "best: c can hold 3 of the 4 pods" in text
+    assert "siblings hold a, b" in text
+
+
+def test_an_ordinary_job_does_not_take_what_the_hyperjob_placed() -> None:
+    # The HyperJob is decided first; the later single job finds no room and waits.
+    other = job("solo", "q", gpus(8), 4, created=-5.0)
+    result = admit(Snapshot(0, Q, three(), (other, *children("hj", 3))))
+    assert set(admitted(result)) == {"hj-w-0", "hj-w-1", "hj-w-2"}
+    assert "solo" not in admitted(result)
+
+
+def test_children_share_a_cluster_only_when_no_other_holds_them() -> None:
+    # Two children of 2 pods, one cluster of 4 nodes allowed: both go there.
+    kids = children("hj", 2, pods=2, allowed_clusters=frozenset({"a"}))
+    result = admit(Snapshot(0, Q, three(), tuple(kids)))
+    assert admitted(result) == {"hj-w-0": "a", "hj-w-1": "a"}
+
+
+def test_siblings_packed_together_must_fit_together() -> None:
+    # Each child fits cluster a alone, but not both: with only a allowed, none is admitted.
+    kids = children("hj", 2, pods=3, allowed_clusters=frozenset({"a"}))
+    result = admit(Snapshot(0, Q, three(), tuple(kids)))
+    assert admitted(result) == {}
+    assert "siblings hold a" in reason(result, "hj-w-1")
+
+
+def test_min_available_admits_the_children_that_fit_and_the_rest_wait() -> None:
+    busy = ClusterSnap("c", {}, tuple(NodeSnap(f"c-n{i}", gpus(0), gpus(8)) for i in range(4)))
+    clusters = (cluster("a", 4, gpus(8)), cluster("b", 4, gpus(8)), busy)
+    result = admit(Snapshot(0, Q, clusters, tuple(children("hj", 3, minimum=2))))
+    assert sorted(admitted(result).values()) == ["a", "b"]
+    assert "runs without it" in reason(result, "hj-w-2")
+
+
+def test_a_child_left_over_follows_once_enough_run_and_avoids_its_siblings_clusters() -> None:
+    kids = children("hj", 3, minimum=2)
+    running = tuple(
+        RunningJob(f"hj-w-{i}", "q", c, 0, 0.0, gpus(32), group="ns/hj") for i, c in ((0, "a"), (1, "b"))
+    )
+    result = admit(Snapshot(0, Q, three(), (kids[2],), running))
+    assert admitted(result) == {"hj-w-2": "c"}
+
+
+def test_the_queue_limit_applies_to_the_whole_hyperjob_and_charges_it_once() -> None:
+    queues = (QueueSnap("q", capability=gpus(64)),)
+    result = admit(Snapshot(0, queues, three(), tuple(children("hj", 3))))
+    assert admitted(result) == {}
+    assert "waits whole" in reason(result, "hj-w-0")
+    ok = admit(Snapshot(0, (QueueSnap("q", capability=gpus(96)),), three(), tuple(children("hj", 3))))
+    assert len(admitted(ok)) == 3
+    assert ok.queues["q"].admitted == 1
+
+
+def test_auto_split_fewest_clusters_first() -> None:
+    free = {"a": 32000, "b": 32000, "c": 16000}
+    assert split_accelerators(80000, 8000, free, None) == [("a", 32000), ("b", 32000), ("c", 16000)]
+    assert split_accelerators(64000, 8000, free, None) == [("a", 32000), ("b", 32000)]
+    assert split_accelerators(80000, 8000, free, 2) is None
+    assert split_accelerators(20000, 8000, {"a": 12000, "b": 40000}, None) == [("b", 24000)]

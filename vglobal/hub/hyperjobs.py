@@ -1,0 +1,111 @@
+"""A submitted HyperJob turned into the child Jobs the hub stores (each with its own binding).
+
+The HyperJob itself is not a row: its children carry its name (label ``volcano.sh/hyperjob-name``)
+and what admission needs of the group (``vglobal.model.hyperjob``), and its status is read from
+them. An auto split is decided here, when the HyperJob is accepted, from the free capacity the
+clusters last reported: each share becomes one child pinned to its cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from vglobal.admission.hyperjob import split_accelerators
+from vglobal.config import HubSettings
+from vglobal.hub.auth.policy import Action
+from vglobal.hub.dispatch.clusters import ClusterCache
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument
+from vglobal.hub.servicers.access import require
+from vglobal.hub.submit import Submission, check_limits, field_validation
+from vglobal.model.hyperjob import HyperJob
+from vglobal.model.job import Job
+from vglobal.model.manifests import parse_manifests
+from vglobal.model.phases import ClusterState
+
+
+def accept_any(manifest: str, settings: HubSettings, validation: str = "") -> Job | HyperJob:
+    """Exactly one Job or HyperJob manifest, within this hub's limits, to a queue the caller may
+    submit to (a HyperJob's children all go to one queue)."""
+    docs = parse_manifests(
+        manifest, max_bytes=settings.max_manifest_bytes, validation=field_validation(validation)
+    )
+    if len(docs) != 1:
+        raise InvalidArgument(f"manifest: expected exactly one Job or HyperJob, got {len(docs)} documents")
+    doc = docs[0]
+    if not isinstance(doc, Job | HyperJob):
+        raise InvalidArgument(f"kind: expected Job or HyperJob, got {type(doc).__name__}")
+    if isinstance(doc, Job):
+        check_limits(doc, settings)
+    else:
+        for rj in doc.replicated:
+            if rj.template is not None:
+                check_limits(rj.template, settings)
+    require(Action.submit_jobs, queue=doc.queue)
+    return doc
+
+
+def free_by_cluster(resource: str, *, session: Session) -> dict[str, int]:
+    """Per Ready cluster, how much of ``resource`` its nodes last reported free."""
+    cache = ClusterCache()
+    out: dict[str, int] = {}
+    for row in cache.read(session=session):
+        if row.effective_state != ClusterState.Ready:
+            continue
+        snap = cache.snap(row, ())
+        out[row.name] = sum(n.free.get(resource, 0) for n in snap.nodes)
+    return out
+
+
+def capacity_by_cluster(resource: str, *, session: Session) -> dict[str, int]:
+    cache = ClusterCache()
+    out: dict[str, int] = {}
+    for row in cache.read(session=session):
+        if row.effective_state == ClusterState.Ready:
+            out[row.name] = sum(n.allocatable.get(resource, 0) for n in cache.snap(row, ()).nodes)
+    return out
+
+
+def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:
+    """The HyperJob's children; an auto split divides its accelerators over the clusters' free
+    capacity now (over their whole capacity when what is free cannot hold it: it then waits)."""
+    shares: dict[str, list[tuple[str, int]]] = {}
+    for i, rj in enumerate(hj.replicated):
+        if not rj.auto:
+            continue
+        _, per_pod = rj.split_task()
+        kind = rj.split.accelerator_type
+        assert rj.split.accelerators is not None
+        total = rj.split.accelerators * 1000  # accelerators are counted in thousandths
+        allowed = set(rj.cluster_names)
+        split = None
+        for measure in (free_by_cluster, capacity_by_cluster):
+            amounts = {c: v for c, v in measure(kind, session=session).items() if not allowed or c in allowed}
+            split = split_accelerators(total, per_pod, amounts, hj.max_domains)
+            if split is not None:
+                break
+        if split is None:
+            limit = "" if hj.max_domains is None else f" within maxDomains {hj.max_domains}"
+            raise FailedPrecondition(
+                f"spec.replicatedJobs[{i}].splitPolicy.accelerators: no {len(amounts) or 'Ready'} cluster(s) "
+                f"can hold {rj.split.accelerators} {kind}{limit}"
+            )
+        shares[rj.name] = split
+    return hj.children(shares)
+
+
+def submissions(
+    hj: HyperJob, request_id: str | None, principal: str | None, *, session: Session
+) -> list[Submission]:
+    """The children as submissions; each child's request_id is the HyperJob's with its index."""
+    kids = children(hj, session=session)
+    return [Submission(k, f"{request_id}#{i}" if request_id else None, principal) for i, k in enumerate(kids)]
+
+
+def first_of(spans: Sequence[tuple[int, int]], index: int) -> int:
+    """Which submitted item the stored job at ``index`` came from."""
+    for item, (start, end) in enumerate(spans):
+        if start <= index < end:
+            return item
+    return index
