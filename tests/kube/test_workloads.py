@@ -203,3 +203,15 @@ def test_the_agent_says_which_kinds_the_cluster_lacks_and_refuses_them(
         )
     assert "uid-lws" not in agent.runtime.runs
 
+
+def test_an_agent_that_restarts_deletes_the_objects_of_runs_it_does_not_take_over(
+    make_agent: Callable[..., Agent], cluster: Cluster, ns: str
+) -> None:
+    first = make_agent()
+    raw = raycluster("rc", ns, workers=1)
+    start(first, "uid-rc", gang_job(raw, [("head", 1, template()), ("workers", 1, template())]))
+    first.until(lambda: bound_as_planned(first, cluster, ns, "uid-rc", 2), 30, "head and worker bound")
+    first.abandon()
+    second = make_agent()
+    assert "uid-rc" not in second.recover()
+    second.until(lambda: obj(cluster, raw) is None and not run_pods(cluster, ns, "uid-rc"), 20, "object gone")

@@ -80,7 +80,7 @@ class KubeBackend:
         self.kinds: dict[str, WorkloadKind] = {}  # the workload kinds the cluster serves, by kind
         self.kinds_missing: list[WorkloadKind] = []
         self._labels: dict[str, str] = dict(options.labels)
-        self._objects: dict[tuple[str, str, str], WorkloadRecord] = {}  # (kind, ns, name)
+        self.objects: dict[tuple[str, str, str], WorkloadRecord] = {}  # (kind, ns, name)
         self.topology = Topology(options.discovery)
         self.probe = Probe(api)
         self._changes: queue.SimpleQueue[Change[Any]] = queue.SimpleQueue()
@@ -150,6 +150,14 @@ class KubeBackend:
                     watch_timeout=self.options.watch_timeout,
                 )
             )
+
+    def wait_workloads_listed(self, timeout: float) -> None:
+        """Wait (bounded) until the workload objects were listed once, and take them in."""
+        deadline = time.monotonic() + timeout
+        for inf in self.informers:
+            if inf.name.startswith("wl/") and not inf.wait_synced(max(0.0, deadline - time.monotonic())):
+                log.warning("could not list %s: %s", inf.name, inf.state.error or "no answer")
+        self.advance(0.0)
 
     def stop(self) -> None:
         for inf in self.informers:
@@ -329,7 +337,7 @@ class KubeBackend:
         kind = change.source.removeprefix("wl/")
         if change.kind == "replace":
             fresh = {(kind, r.namespace, r.name): r for r in change.items}
-            gone = [k for k in self._objects if k[0] == kind and k not in fresh]
+            gone = [k for k in self.objects if k[0] == kind and k not in fresh]
             updates: list[tuple[tuple[str, str, str], WorkloadRecord | None]] = [(k, None) for k in gone]
             updates += list(fresh.items())
         else:
@@ -337,9 +345,9 @@ class KubeBackend:
             assert isinstance(rec, WorkloadRecord)
             updates = [((kind, rec.namespace, rec.name), None if change.kind == "delete" else rec)]
         for key, after in updates:
-            before = self._objects.pop(key, None)
+            before = self.objects.pop(key, None)
             if after is not None:
-                self._objects[key] = after
+                self.objects[key] = after
             if before != after:
                 self.workloads.on_object(before, after)
 
