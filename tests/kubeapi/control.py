@@ -36,6 +36,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "requests": lambda s, since=0, **match: s.faults.requests(since, **match),
     "counts": lambda s: dict(s.faults.counts),
     "set_hypernode_crd": lambda s, installed: s.set_hypernode_crd(installed),
+    "set_crd": lambda s, name, installed: s.set_crd(name, installed),
     "set_kubelet": lambda s, enabled: _kubelet(s).set_enabled(enabled),
     "set_node_ready": lambda s, node, ready: _kubelet(s).set_node_ready(node, ready),
     "evict_node": lambda s, node: _kubelet(s).evict_node(node),
@@ -139,6 +140,10 @@ class Knobs:
 
     def set_hypernode_crd(self, installed: bool) -> None:
         self._call("set_hypernode_crd", installed=installed)
+
+    def set_crd(self, name: str, installed: bool) -> None:
+        """Install or remove a served CRD by name (``rayclusters.ray.io``, ``leaderworkersets.leaderworkerset.x-k8s.io``)."""
+        self._call("set_crd", name=name, installed=installed)
 
     def set_kubelet(self, enabled: bool) -> None:
         self._call("set_kubelet", enabled=enabled)

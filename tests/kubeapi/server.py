@@ -29,11 +29,13 @@ from tests.kubeapi.kinds import (
 from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.store import Obj, Store
 from tests.kubeapi.watching import WatchSettings, send_bookmarks
+from tests.kubeapi.workload_ctl import Controllers
+from tests.kubeapi.workload_kinds import BUILTIN_WORKLOADS, CUSTOM_WORKLOADS, crd_doc, crd_name
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_WITH_CRD = (*BUILTIN, HYPERNODES)
-_ROUTES = {(k.group, k.version, k.plural): k for k in BUILTIN}
-_ROUTES_WITH_CRD = {(k.group, k.version, k.plural): k for k in _WITH_CRD}
+_ALWAYS = (*BUILTIN, *BUILTIN_WORKLOADS)
+# the kinds served only while their CustomResourceDefinition exists, by the CRD's name
+CRD_KINDS: dict[str, Kind] = {HYPERNODE_CRD: HYPERNODES, **{crd_name(k): k for k in CUSTOM_WORKLOADS}}
 
 
 @dataclass
@@ -47,6 +49,8 @@ class EmulatorConfig:
     kubelet_start_delay: float = 0.0
     kubelet_termination_delay: float = 0.0
     hypernode_crd: bool = True
+    workload_crds: tuple[str, ...] = tuple(crd_name(k) for k in CUSTOM_WORKLOADS)  # installed at start
+    controllers: bool = True  # the workload kinds' controllers (off: objects stay as written)
     history_limit: int = 20_000
     bookmark_interval: float = 60.0
     default_watch_timeout: float = 1800.0
@@ -59,7 +63,7 @@ class EmulatorServer:
     def __init__(self, config: EmulatorConfig) -> None:
         self.config = config
         self.token = config.token
-        self.store = Store(ALL, history_limit=config.history_limit)
+        self.store = Store((*ALL, *BUILTIN_WORKLOADS, *CUSTOM_WORKLOADS), history_limit=config.history_limit)
         self.api = Api(self.store)
         self.faults = Faults()
         self.watch_settings = WatchSettings(config.bookmark_interval, config.default_watch_timeout)
@@ -69,6 +73,7 @@ class EmulatorServer:
         self._api_site: web.TCPSite | None = None
         self.port = 0
         self.control_port = 0
+        self._routes: dict[tuple[str, ...], dict[tuple[str, str, str], Kind]] = {}
 
     @property
     def url(self) -> str:
@@ -78,19 +83,27 @@ class EmulatorServer:
     def control_url(self) -> str:
         return f"http://{self.config.host}:{self.control_port}"
 
+    def installed_crds(self) -> tuple[str, ...]:
+        return tuple(name for name in CRD_KINDS if self.store.get(CRDS, "", name) is not None)
+
     def served_kinds(self) -> tuple[Kind, ...]:
-        if self.store.get(CRDS, "", HYPERNODE_CRD) is not None:
-            return _WITH_CRD
-        return BUILTIN
+        return (*_ALWAYS, *(CRD_KINDS[name] for name in self.installed_crds()))
 
     def served_routes(self) -> dict[tuple[str, str, str], Kind]:
         """(group, version, plural) -> kind, for the router."""
-        return _ROUTES_WITH_CRD if self.store.get(CRDS, "", HYPERNODE_CRD) is not None else _ROUTES
+        installed = self.installed_crds()
+        routes = self._routes.get(installed)
+        if routes is None:
+            kinds = (*_ALWAYS, *(CRD_KINDS[name] for name in installed))
+            routes = self._routes[installed] = {(k.group, k.version, k.plural): k for k in kinds}
+        return routes
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         Collector(self.api, loop.call_soon)
+        if self.config.controllers:
+            Controllers(self.api, loop.call_soon)
         self.kubelet = Kubelet(
             self.api,
             loop,
@@ -130,6 +143,8 @@ class EmulatorServer:
             self.api.create(NAMESPACES, "", {"metadata": {"name": ns}})
         if self.config.hypernode_crd:
             self.api.create(CRDS, "", hypernode_crd())
+        for name in self.config.workload_crds:
+            self.api.create(CRDS, "", crd_doc(CRD_KINDS[name]))
         for node in self.config.nodes:
             self.api.create(NODES, "", node)
         for hn in self.config.hypernodes:
@@ -168,14 +183,22 @@ class EmulatorServer:
             await self._open_api_site(self.port)
 
     def set_hypernode_crd(self, installed: bool) -> bool:
-        """Install or remove the HyperNode CRD; removing it deletes every HyperNode, as on a cluster."""
-        present = self.store.get(CRDS, "", HYPERNODE_CRD) is not None
+        return self.set_crd(HYPERNODE_CRD, installed)
+
+    def set_crd(self, name: str, installed: bool) -> bool:
+        """Install or remove a CRD (e.g. ``rayclusters.ray.io``); removing it deletes every object of
+        its kind, as on a cluster."""
+        kind = CRD_KINDS.get(name)
+        if kind is None:
+            raise ValueError(f"no CRD {name!r}; known: {', '.join(sorted(CRD_KINDS))}")
+        present = self.store.get(CRDS, "", name) is not None
         if installed and not present:
-            self.api.create(CRDS, "", hypernode_crd())
+            self.api.create(CRDS, "", hypernode_crd() if kind is HYPERNODES else crd_doc(kind))
         elif not installed and present:
-            for entry in self.store.items(HYPERNODES):
-                self.store.commit(HYPERNODES, ("", entry.obj["metadata"]["name"]), None)
-            self.store.commit(CRDS, ("", HYPERNODE_CRD), None)
+            for entry in self.store.items(kind):
+                meta = entry.obj["metadata"]
+                self.store.commit(kind, (meta.get("namespace", ""), meta["name"]), None)
+            self.store.commit(CRDS, ("", name), None)
         return installed
 
     def state(self) -> dict[str, Any]:

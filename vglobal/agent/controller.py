@@ -95,6 +95,16 @@ class JobController:
         self.kill(run, list(run.pods), keep_finished=True)
         self.to_phase(run, JobPhase.Failed)
 
+    def complete(self, uid: str, reason: str, message: str) -> None:
+        """The workload object says its run succeeded (a RayJob whose Ray cluster keeps running):
+        CompleteJob, so what still runs is stopped and the run ends Completed."""
+        run = self.runs.get(uid)
+        if run is None or run.finished:
+            return
+        run.event("Normal", reason, message, self.clock.now())
+        self._execute(run, "CompleteJob", Request("CommandIssued"))
+        self._settle(run)
+
     def purge(self, uid: str) -> None:
         """Delete every pod of a stopped run, finished ones too, and what the backend made for it."""
         run = self.runs.get(uid)

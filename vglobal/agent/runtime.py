@@ -84,6 +84,8 @@ class ClusterRuntime:
             return Rejection(run.uid, run.generation, p.message)
         if p.action in ("fail", "reject"):
             self.controller.fail(run.uid, p.reason, p.message)
+        elif p.action == "complete":
+            self.controller.complete(run.uid, p.reason, p.message)
         else:
             run.event("Warning", p.reason, p.message, self.clock.now())
         return None

@@ -17,6 +17,7 @@ import yaml
 
 from tests.unit.deploy.kustomize import Doc, containers, pod_spec, read_yaml_docs, render, split_image
 from tests.unit.deploy.policy import container_problems, dockerfile_problems, rbac_problems
+from vglobal.agent.kube.workloads import KINDS
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
@@ -43,6 +44,17 @@ AGENT_PERMISSIONS = {
     ("", "namespaces"): {"get"},
     ("", "events"): {"create"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
+    **{
+        (group, resource): {"create", "get", "list", "watch", "delete"}
+        for group, resource in [
+            ("ray.io", "rayclusters"),
+            ("ray.io", "rayjobs"),
+            ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+            ("apps", "deployments"),
+            ("apps", "statefulsets"),
+            ("batch", "jobs"),
+        ]
+    },
 }
 AGENT_LEASE_PERMISSIONS = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
@@ -141,7 +153,8 @@ def test_the_rbac_check_catches_escalation_and_aggregation() -> None:
     )
     role["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}
     problems = rbac_problems([role])
-    assert "ClusterRole vglobal-agent: rules[8].verbs has 'bind'" in problems
+    last = len(role["rules"]) - 1
+    assert f"ClusterRole vglobal-agent: rules[{last}].verbs has 'bind'" in problems
     assert "ClusterRole vglobal-agent: aggregationRule pulls in rules from elsewhere" in problems
 
 
@@ -172,6 +185,14 @@ def test_agent_has_exactly_the_permissions_it_needs(name: str) -> None:
     assert granted(docs, "vglobal-agent", "RoleBinding") == AGENT_LEASE_PERMISSIONS
     lease_binding = find(docs, "RoleBinding", "vglobal-agent-lease")
     assert lease_binding["roleRef"]["kind"] == "Role"
+
+
+def test_the_agent_may_write_and_watch_every_workload_kind_it_runs() -> None:
+    """Every kind the kube backend writes is granted: create (the run's object), get (a taken
+    name), list and watch (its status), delete (cancel, failover)."""
+    granted_now = granted(build("deploy/agent"), "vglobal-agent", "ClusterRoleBinding")
+    for kind in KINDS:
+        assert granted_now[(kind.group, kind.plural)] == {"create", "get", "list", "watch", "delete"}, kind.kind
 
 
 def test_create_namespaces_adds_only_namespace_creation() -> None:

@@ -34,11 +34,12 @@ class RunStart:
 @dataclass(frozen=True, slots=True)
 class JobProblem:
     """What the cluster said about a job's writes: ``event`` (tell the user, e.g. a missing RBAC
-    rule), ``fail`` (the server refused the job's objects, e.g. 422) or ``reject`` (hand it back to
-    the hub, e.g. its namespace is missing)."""
+    rule), ``fail`` (the server refused the job's objects, e.g. 422, or its workload object
+    failed), ``complete`` (its workload object succeeded) or ``reject`` (hand it back to the
+    hub, e.g. its namespace is missing)."""
 
     job_uid: str
-    action: str  # event | fail | reject
+    action: str  # event | fail | complete | reject
     reason: str
     message: str
 

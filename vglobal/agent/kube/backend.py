@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import time
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +24,18 @@ from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
-from vglobal.agent.kube.records import node_record, pod_record
+from vglobal.agent.kube.records import PodRecord, node_record, pod_record
 from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc
 from vglobal.agent.kube.tracker import PodTracker, TrackedPod
+from vglobal.agent.kube.workload_tracker import WorkloadTracker
+from vglobal.agent.kube.workloads import (
+    WorkloadKind,
+    WorkloadRecord,
+    kind_of,
+    record_of,
+    served,
+    served_labels,
+)
 from vglobal.agent.kube.writer import Op, Writer
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.model.hypernode import ResolvedHyperNode
@@ -59,7 +69,18 @@ class KubeBackend:
             scheduler_name=options.scheduler_name,
             bind_annotations=self._bind_annotations,
         )
-        self.cache = ClusterCache(self.tracker.on_pod)
+        self.workloads = WorkloadTracker(
+            self.writer.submit,
+            time.monotonic,
+            scheduler_name=options.scheduler_name,
+            bind_notes=self._bind_notes,
+        )
+        self.tracker.owner_listener = self.workloads.owner_ready
+        self.cache = ClusterCache(self._on_pod)
+        self.kinds: dict[str, WorkloadKind] = {}  # the workload kinds the cluster serves, by kind
+        self.kinds_missing: list[WorkloadKind] = []
+        self._labels: dict[str, str] = dict(options.labels)
+        self.objects: dict[tuple[str, str, str], WorkloadRecord] = {}  # (kind, ns, name)
         self.topology = Topology(options.discovery)
         self.probe = Probe(api)
         self._changes: queue.SimpleQueue[Change[Any]] = queue.SimpleQueue()
@@ -91,10 +112,12 @@ class KubeBackend:
             )
         elif self.options.discovery is None:
             log.info("no HyperNode CRD and no --hypernode-discovery: no network topology")
+        core = list(self.informers)
+        self._watch_workloads()
         for inf in self.informers:
             inf.start()
         deadline = time.monotonic() + timeout
-        for inf in self.informers:
+        for inf in core:
             if not inf.wait_synced(max(0.0, deadline - time.monotonic())):
                 raise RuntimeError(
                     f"could not list {inf.name} within {timeout:g}s: {inf.state.error or 'no answer'}"
@@ -104,6 +127,37 @@ class KubeBackend:
         log.info(
             "cluster %s: %d nodes, %d pods", self.options.cluster, len(self.cache.nodes), len(self.cache.pods)
         )
+
+    def _watch_workloads(self) -> None:
+        """Which workload kinds the cluster serves (said in a log line and in the cluster's
+        labels, which the hub shows), and an informer over the objects of each one served."""
+        ok, missing = served(self.api)
+        self.kinds = {k.kind: k for k in ok}
+        self.kinds_missing = missing
+        self._labels = {**served_labels(ok, missing), **self.options.labels}
+        if missing:
+            names = "; ".join(f"{k.kind} ({k.crd}: needs {k.needs})" for k in missing)
+            log.warning("cluster %s cannot run these workload kinds: %s", self.options.cluster, names)
+        for kind in ok:
+            self.informers.append(
+                Informer(
+                    self.api,
+                    f"wl/{kind.kind}",
+                    kind.all_namespaces,
+                    record_of(kind.kind),
+                    self._changes.put,
+                    label_selector="vglobal.io/job-uid",
+                    watch_timeout=self.options.watch_timeout,
+                )
+            )
+
+    def wait_workloads_listed(self, timeout: float) -> None:
+        """Wait (bounded) until the workload objects were listed once, and take them in."""
+        deadline = time.monotonic() + timeout
+        for inf in self.informers:
+            if inf.name.startswith("wl/") and not inf.wait_synced(max(0.0, deadline - time.monotonic())):
+                log.warning("could not list %s: %s", inf.name, inf.state.error or "no answer")
+        self.advance(0.0)
 
     def stop(self) -> None:
         for inf in self.informers:
@@ -119,7 +173,7 @@ class KubeBackend:
 
     @property
     def cluster_labels(self) -> Mapping[str, str]:
-        return self.options.labels
+        return self._labels
 
     def nodes(self) -> tuple[NodeSpec, ...]:
         return self.cache.specs()
@@ -134,16 +188,19 @@ class KubeBackend:
 
     def free(self) -> dict[str, ResourceVector]:
         pending: dict[str, ResourceVector] = {}
-        for t in self.tracker.pending_binds():
-            assert t.bind_to is not None
-            pending[t.bind_to] = pending.get(t.bind_to, ResourceVector()) + t.manifest.request + POD_SLOT
+        waiting = [(t.bind_to, t.manifest) for t in self.tracker.pending_binds()]
+        waiting += [(s.bind_to, s.manifest) for s in self.workloads.pending_binds()]
+        for node, manifest in waiting:
+            assert node is not None
+            pending[node] = pending.get(node, ResourceVector()) + manifest.request + POD_SLOT
         return self.cache.free(pending)
 
     def binds_waiting(self) -> int:
-        return len(self.tracker.pending_binds())
+        return len(self.tracker.pending_binds()) + len(self.workloads.pending_binds())
 
     def reserved(self) -> Mapping[str, ResourceVector]:
-        return self.cache.reserved(self.tracker.pods, self.tracker.version)
+        version = (self.tracker.version << 32) + self.workloads.version
+        return self.cache.reserved(self.tracker.pods, version, self.workloads.by_pod)
 
     def api_problem(self) -> str:
         return self.probe.problem()
@@ -156,8 +213,17 @@ class KubeBackend:
         if allowed is not None and ns not in allowed:
             listed = ",".join(sorted(allowed))
             raise ValueError(f"namespace {ns} is not one this agent runs jobs in (--namespaces {listed})")
+        wanted = kind_of(run.job.raw)
+        kind = self.kinds.get(wanted.kind) if wanted is not None else None
+        if wanted is not None and kind is None:
+            raise ValueError(
+                f"cluster {self.options.cluster} does not serve {wanted.kind} ({wanted.api_version}):"
+                f" it needs {wanted.needs}"
+            )
         self._ensure_namespace(ns)
         ref = JobRef(run.uid, run.generation, ns, run.job.name)
+        if kind is not None:
+            self.workloads.start(ref, kind, run.job)
         self.tracker.start_job(ref, run.job, run.queue, run.priority, run.objects)
 
     def _ensure_namespace(self, ns: str) -> None:
@@ -193,9 +259,13 @@ class KubeBackend:
             raise ValueError(f"cannot create namespace {ns}: {exc.message}") from None
 
     def job_removed(self, uid: str) -> None:
+        self.workloads.remove(uid)
         self.tracker.remove_job(uid)
 
     def create_pod(self, pod: PodManifest) -> None:
+        if pod.job_uid in self.workloads.runs:
+            self.workloads.add_slot(pod)  # the workload's controller makes the pod
+            return
         tj = self.tracker.jobs.get(pod.job_uid)
         if tj is None:
             raise ValueError(f"pod {pod.name}: its job {pod.job_uid} was not started")
@@ -203,16 +273,23 @@ class KubeBackend:
 
     def bind_pod(self, uid: str, node: str, devices: Sequence[Grant] = ()) -> None:
         # whole GPUs (nvidia.com/gpu) are the NVIDIA device plugin's to pick; vGPUs are named
-        self.tracker.bind_pod(uid, node, tuple(_device_use(g) for g in devices if not g.whole))
+        use = tuple(_device_use(g) for g in devices if not g.whole)
+        if uid in self.workloads.slots:
+            self.workloads.bind(uid, node, use)
+        else:
+            self.tracker.bind_pod(uid, node, use)
 
     def delete_pod(self, uid: str) -> None:
-        self.tracker.delete_pod(uid)
+        if uid in self.workloads.slots:
+            self.workloads.delete(uid)
+        else:
+            self.tracker.delete_pod(uid)
 
     def pods(self) -> Mapping[str, PodStatus]:
-        return self.tracker.status
+        return ChainMap(self.tracker.status, self.workloads.status)
 
     def take_problems(self) -> list[JobProblem]:
-        return self.tracker.take_problems()
+        return self.tracker.take_problems() + self.workloads.take_problems()
 
     def job_event(self, uid: str, kind: str, reason: str, message: str) -> None:
         tj = self.tracker.jobs.get(uid)
@@ -230,6 +307,8 @@ class KubeBackend:
                 break
             if change.source == "hypernodes":
                 self.topology.apply(change)
+            elif change.source.startswith("wl/"):
+                self._apply_objects(change)
             else:
                 self.cache.apply(change)
         if self.cache.node_version != version:
@@ -240,10 +319,37 @@ class KubeBackend:
             except queue.Empty:
                 break
             try:
-                self.tracker.on_outcome(out)
+                if out.op.kind.startswith("wl-"):
+                    self.workloads.on_outcome(out)
+                else:
+                    self.tracker.on_outcome(out)
             except Exception:  # an answer of a shape nobody expected must not stop the agent
                 log.exception("%s %s: could not use the answer", out.op.method, out.op.path)
         self.tracker.tick(time.monotonic())
+        self.workloads.tick(time.monotonic())
+
+    def _on_pod(self, before: PodRecord | None, after: PodRecord | None) -> None:
+        self.tracker.on_pod(before, after)
+        self.workloads.on_pod(before, after)
+
+    def _apply_objects(self, change: Change[Any]) -> None:
+        """An informer change of workload objects, as (before, after) per object."""
+        kind = change.source.removeprefix("wl/")
+        if change.kind == "replace":
+            fresh = {(kind, r.namespace, r.name): r for r in change.items}
+            gone = [k for k in self.objects if k[0] == kind and k not in fresh]
+            updates: list[tuple[tuple[str, str, str], WorkloadRecord | None]] = [(k, None) for k in gone]
+            updates += list(fresh.items())
+        else:
+            rec = change.item
+            assert isinstance(rec, WorkloadRecord)
+            updates = [((kind, rec.namespace, rec.name), None if change.kind == "delete" else rec)]
+        for key, after in updates:
+            before = self.objects.pop(key, None)
+            if after is not None:
+                self.objects[key] = after
+            if before != after:
+                self.workloads.on_object(before, after)
 
     def next_event_time(self) -> float | None:
         return None
@@ -264,9 +370,12 @@ class KubeBackend:
 
     def _bind_annotations(self, t: TrackedPod) -> dict[str, str]:
         assert t.bind_to is not None
-        return vgpu.bind_annotations(
-            t.manifest.obj, t.bind_to, self.cache.uuids(t.bind_to), t.devices, time.time()
-        )
+        return self._bind_notes(t.manifest, t.bind_to, t.devices)
+
+    def _bind_notes(
+        self, manifest: PodManifest, node: str, devices: tuple[vgpu.DeviceUse, ...]
+    ) -> dict[str, str]:
+        return vgpu.bind_annotations(manifest.obj, node, self.cache.uuids(node), devices, time.time())
 
 
 def _device_use(g: Grant) -> vgpu.DeviceUse:

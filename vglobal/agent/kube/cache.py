@@ -104,16 +104,19 @@ class ClusterCache:
             for name, rec in self.nodes.items()
         }
 
-    def reserved(self, active: Container[str], active_version: int) -> dict[str, ResourceVector]:
+    def reserved(
+        self, active: Container[str], active_version: int, matched: Container[Key] = ()
+    ) -> dict[str, ResourceVector]:
         """Per node: what pods other than the agent's current ones hold (other schedulers'
-        pods, daemon sets, the agent's own pods that are being deleted). ``active_version``
-        changes whenever ``active`` does; the answer is kept until either version moves."""
+        pods, daemon sets, the agent's own pods that are being deleted). ``matched`` are the
+        pods of workload objects that stand for the agent's pods. ``active_version`` changes
+        whenever ``active`` or ``matched`` does; the answer is kept until either version moves."""
         key = (self.pod_version, active_version)
         if self._reserved is not None and self._reserved[0] == key:
             return self._reserved[1]
         out: dict[str, ResourceVector] = {}
         for rec in self.pods.values():
-            if rec.holds_node and rec.node is not None and rec.ours not in active:
+            if rec.holds_node and rec.node is not None and rec.ours not in active and rec.key not in matched:
                 out[rec.node] = out.get(rec.node, ResourceVector()) + rec.request + POD_SLOT
         self._reserved = (key, out)
         return out

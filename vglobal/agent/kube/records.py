@@ -22,6 +22,9 @@ JOB_UID_LABEL = "vglobal.io/job-uid"
 GENERATION_LABEL = "vglobal.io/generation"
 JOB_VERSION_ANNOTATION = "volcano.sh/job-version"
 TASK_LABEL, TASK_INDEX_LABEL = "volcano.sh/task-spec", "volcano.sh/task-index"
+ROLE_LABEL = "vglobal.io/role"  # which pod template of a workload object a pod was made from
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 GFD_PRODUCT, GFD_MEMORY, GFD_COUNT = "nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/gpu.count"
 MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"
 NVIDIA_GPU = "nvidia.com/gpu"
@@ -47,6 +50,8 @@ class PodRecord:
     owner: str = ""  # name of the per-job object that owns it
     task: str = ""  # volcano.sh/task-spec
     index: int = 0  # volcano.sh/task-index
+    role: str = ""  # the workload pod template it was made from (an LWS group's first pod: leader)
+    group: int = -1  # its LeaderWorkerSet group, -1 outside one
 
     @property
     def key(self) -> tuple[str, str]:
@@ -122,6 +127,8 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         owner=str(owner),
         task=str(labels.get(TASK_LABEL, "")),
         index=_int(labels.get(TASK_INDEX_LABEL)),
+        role="leader" if labels.get(LWS_WORKER_INDEX) == "0" else str(labels.get(ROLE_LABEL, "")),
+        group=_int(labels.get(LWS_GROUP_INDEX)) if LWS_GROUP_INDEX in labels else -1,
     )
 
 

@@ -89,7 +89,22 @@ def recover(backend: KubeBackend) -> list[AdoptedRun]:
             out.append(run)
     if out:
         log.info("took over %d runs (%d pods) found in the cluster", len(out), sum(len(r.pods) for r in out))
+    _drop_workloads(backend, {r.uid for r in out})
     return out
+
+
+def _drop_workloads(backend: KubeBackend, adopted: set[str]) -> None:
+    """Workload objects of runs not taken over are deleted (their pods go with them): the hub
+    dispatches such a run again, here or elsewhere, and it must never run twice."""
+    backend.wait_workloads_listed(10.0)
+    for (kind_name, ns, name), rec in sorted(backend.objects.items()):
+        kind = backend.kinds.get(kind_name)
+        if kind is None or not rec.job_uid or rec.job_uid in adopted or rec.deleting:
+            continue
+        log.info("deleting %s %s/%s: its run (job %s) was not taken over", kind_name, ns, name, rec.job_uid)
+        backend.writer.submit(
+            Op("wl-delete", rec.job_uid, "DELETE", kind.item(ns, name), bodies.delete_body(rec.uid))
+        )
 
 
 def _adopt(backend: KubeBackend, recs: list[PodRecord]) -> AdoptedRun | None:

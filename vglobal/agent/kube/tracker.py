@@ -81,6 +81,8 @@ class PodTracker:
         self.version = 0  # bumped whenever ``pods`` gains or loses a member
         self.waiting: dict[str, TrackedPod] = {}  # pods whose create is to be tried again
         self._logged: set[str] = set()
+        # (job uid, owner uid) once a job's owner exists: the workload tracker writes its object then
+        self.owner_listener: Callable[[str, str], None] = lambda uid, owner_uid: None
 
     # ---- jobs
 
@@ -313,6 +315,7 @@ class PodTracker:
             tj.retry_at = self.clock() + FORBIDDEN_RETRY
 
     def _owner_ready(self, tj: TrackedJob) -> None:
+        self.owner_listener(tj.ref.uid, tj.owner_uid)
         for obj in tj.objects:
             kind = obj.get("kind", "")
             path = (
