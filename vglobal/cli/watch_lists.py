@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vglobal.cli.output import COLUMNS, cell, plain_table
+from vglobal.cli.stopping import stop_watch
 
 Rows = Callable[[], list[dict[str, Any]]]
 
@@ -47,4 +48,4 @@ def watch_rows(kind: str, fetch: Rows, *, fmt: str, interval: float = 2.0) -> No
                 show(changed + gone)
             last = now
     except KeyboardInterrupt:
-        sys.exit(0)
+        stop_watch()

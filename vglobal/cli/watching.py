@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ from rich.console import Console
 from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.describe import describe_job
 from vglobal.cli.output import COLUMNS, cell, job_row
+from vglobal.cli.stopping import stop_watch
 from vglobal.client import Client
 
 EVENT_NAMES = {v: k for k, v in jobs_pb2.JobEvent.Type.items()}
@@ -71,7 +71,7 @@ def watch_jobs(client: Client, *, fmt: str, namespace: str, queue: str, labels: 
         for ev in client.watch_jobs(from_revision=revision, namespace=namespace, queue=queue, labels=labels):
             _emit(out, EVENT_NAMES[ev.type], ev.revision, ev.job)
     except KeyboardInterrupt:
-        sys.exit(0)
+        stop_watch()
 
 
 def follow_job(client: Client, name: str, namespace: str, console: Console) -> None:
@@ -106,4 +106,4 @@ def follow_job(client: Client, name: str, namespace: str, console: Console) -> N
                         soft_wrap=True,
                     )
     except KeyboardInterrupt:
-        sys.exit(0)
+        stop_watch()
