@@ -143,6 +143,11 @@ def test_a_phase_changes_on_the_open_page_without_reload(site: Site, browser: An
         "() => document.querySelector(\"[data-job='default/live-1'] [data-testid=phase]\")?.textContent === 'Completed'",
         timeout=60_000,
     )
+    # The counts follow on their own clock and end at the last change, never at a cached earlier one.
+    page.wait_for_function(
+        "() => /Completed 1\\b/.test(document.querySelector('#counts')?.textContent || '')",
+        timeout=30_000,
+    )
     assert page.evaluate("window.__notReloaded") is True
     # And on the job's own page.
     with site.client("ada") as ada:

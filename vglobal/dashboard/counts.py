@@ -40,20 +40,22 @@ async def summary(gw: Gateway, token: str | None, query: JobQuery) -> Summary:
     return Summary(total=resp.total, by_phase=by_phase, rows=rows)
 
 
-# A page under live updates asks again every few hundred milliseconds: within this many seconds
-# the same caller's same query is answered from here instead of counting millions of rows again.
+# A page under live updates asks again every few seconds: within this many seconds the same
+# caller's same query is answered from here instead of counting millions of rows again, unless
+# the page has seen a later change than the one the cached answer was counted after.
 CACHE_SECONDS = 2.0
-_cache: dict[tuple[str, JobQuery], tuple[float, Summary]] = {}
+_cache: dict[tuple[str, JobQuery], tuple[float, int, Summary]] = {}
 
 
-async def cached_summary(gw: Gateway, token: str | None, query: JobQuery) -> Summary:
+async def cached_summary(gw: Gateway, token: str | None, query: JobQuery, seen: int = 0) -> Summary:
+    """``seen``: the last change revision the asking page was told of (0: none)."""
     key = (hashlib.sha256((token or "").encode()).hexdigest(), replace(query, page="", sort="", size=50))
     now = time.monotonic()
     hit = _cache.get(key)
-    if hit is not None and now - hit[0] < CACHE_SECONDS:
-        return hit[1]
+    if hit is not None and now - hit[0] < CACHE_SECONDS and hit[1] >= seen:
+        return hit[2]
     result = await summary(gw, token, query)
     if len(_cache) > 1000:
         _cache.clear()
-    _cache[key] = (time.monotonic(), result)
+    _cache[key] = (time.monotonic(), seen, result)
     return result

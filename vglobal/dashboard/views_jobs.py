@@ -88,7 +88,9 @@ async def jobs_counts(request: Request, caller: Caller) -> Response:
     query = _query(request, caller)
     if isinstance(query, Response):
         return query
-    summary = await counts.cached_summary(gateway(request), caller.token, query)
+    raw = request.query_params.get("rev", "")
+    seen = int(raw) if raw.isdigit() and len(raw) < 19 else 0  # a page's own hint: bad ones are 0
+    summary = await counts.cached_summary(gateway(request), caller.token, query, seen)
     context = {"caller": caller, "query": query, **counts_data(query, summary)}
     return fragment(request, "_jobs_counts.html", context)
 

@@ -67,22 +67,29 @@
     return true;
   }
   function countsClock(el) {
-    var last = 0, timer = null, busy = false;
+    // At most one fetch in flight and one every COUNTS_EVERY ms; a change told while one is in
+    // flight asks again after it, so the last change is always counted (the rev tells the
+    // server's cache which changes the answer must include).
+    var last = 0, timer = null, busy = false, again = false;
+    function schedule() {
+      if (timer) return;
+      timer = setTimeout(run, Math.max(0, last + COUNTS_EVERY - Date.now()));
+    }
     function run() {
       var part = el.querySelector("#counts[hx-get]");
       timer = null;
-      if (!part || busy) return;
+      if (!part) return;
+      if (busy) { again = true; return; }
       busy = true;
       last = Date.now();
-      fetch(part.getAttribute("hx-get"), { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      var url = part.getAttribute("hx-get");
+      url += (url.indexOf("?") < 0 ? "?" : "&") + "rev=" + encodeURIComponent(el.dataset.rev || "0");
+      fetch(url, { credentials: "same-origin", headers: { "HX-Request": "true" } })
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) { if (html !== null && part.innerHTML !== html) part.innerHTML = html; })
-        .finally(function () { busy = false; });
+        .finally(function () { busy = false; if (again) { again = false; schedule(); } });
     }
-    return function () {
-      if (timer) return;
-      timer = setTimeout(run, Math.max(0, last + COUNTS_EVERY - Date.now()));
-    };
+    return schedule;
   }
   function follow(el) {
     var busy = false, again = false, source = null, counts = countsClock(el);
