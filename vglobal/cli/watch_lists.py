@@ -12,14 +12,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vglobal.cli.interrupt import interruptible
 from vglobal.cli.output import COLUMNS, cell, plain_table
-from vglobal.cli.stopping import stop_watch
 
 Rows = Callable[[], list[dict[str, Any]]]
 
 
 def watch_rows(kind: str, fetch: Rows, *, fmt: str, interval: float = 2.0) -> None:
     """Print the rows, then every changed or removed row, until interrupted."""
+    interruptible()
     wide = fmt == "wide"
     rows = fetch()
     cols = COLUMNS[kind]["wide" if wide else "table"]
@@ -48,4 +49,4 @@ def watch_rows(kind: str, fetch: Rows, *, fmt: str, interval: float = 2.0) -> No
                 show(changed + gone)
             last = now
     except KeyboardInterrupt:
-        stop_watch()
+        sys.exit(0)

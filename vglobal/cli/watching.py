@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,8 +11,8 @@ from rich.console import Console
 
 from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.describe import describe_job
+from vglobal.cli.interrupt import interruptible
 from vglobal.cli.output import COLUMNS, cell, job_row
-from vglobal.cli.stopping import stop_watch
 from vglobal.client import Client
 
 EVENT_NAMES = {v: k for k, v in jobs_pb2.JobEvent.Type.items()}
@@ -56,6 +57,7 @@ def _emit(out: _Lines | None, kind: str, revision: int, job: jobs_pb2.Job) -> No
 
 def watch_jobs(client: Client, *, fmt: str, namespace: str, queue: str, labels: dict[str, str]) -> None:
     """List the jobs, then print every change of them until interrupted."""
+    interruptible()
     jobs, revision = client.list_jobs_at(namespace=namespace, queue=queue, labels=labels)
     rows = [job_row(j) for j in jobs]
     out = (
@@ -71,11 +73,12 @@ def watch_jobs(client: Client, *, fmt: str, namespace: str, queue: str, labels: 
         for ev in client.watch_jobs(from_revision=revision, namespace=namespace, queue=queue, labels=labels):
             _emit(out, EVENT_NAMES[ev.type], ev.revision, ev.job)
     except KeyboardInterrupt:
-        stop_watch()
+        sys.exit(0)
 
 
 def follow_job(client: Client, name: str, namespace: str, console: Console) -> None:
     """``describe job``, then each change of the job and its new events, until it is deleted."""
+    interruptible()
     # The stream opens (its first event a bookmark) before the job is shown: no change falls between.
     events = client.watch_jobs(namespace=namespace, name=name, bookmarks=True)
     next(events)
@@ -106,4 +109,4 @@ def follow_job(client: Client, name: str, namespace: str, console: Console) -> N
                         soft_wrap=True,
                     )
     except KeyboardInterrupt:
-        stop_watch()
+        sys.exit(0)
