@@ -269,11 +269,15 @@ class _Member:
 
 def _unpreemptable(job: Job) -> frozenset[str]:
     """The tasks the hub never takes victims from: ``volcano.sh/preemptable: "false"`` on the task's
-    template annotations, or on the job's unless the template says "true" (store/repo/jobs.py)."""
+    template annotations (or its labels when no annotation says), or on the job's annotations
+    unless the template says "true" (store/repo/jobs.py)."""
     out = set()
     job_level = job.annotations.get(PREEMPTABLE_ANNOTATION)
     for t in job.tasks:
         own = t.annotations.get(PREEMPTABLE_ANNOTATION)
+        if own is None:
+            labels = (t.template.get("metadata") or {}).get("labels") or {}
+            own = labels.get(PREEMPTABLE_ANNOTATION)
         if own == "false" or (job_level == "false" and own != "true"):
             out.add(t.name)
     return frozenset(out)
