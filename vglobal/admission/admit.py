@@ -229,8 +229,9 @@ class _Cycle:
         if got is None:
             return None
         self._take_place(job, got.plan, got.freed)
-        evictions, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
+        evictions, whole, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
         self.evictions += evictions
+        self.reclaims.victims += whole
         return Admit(self.clusters.names[got.plan.cluster], reclaiming=text)
 
     def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:

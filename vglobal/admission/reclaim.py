@@ -23,7 +23,7 @@ from vglobal.admission.gang import PreparedGang, Shape, pack
 from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
 from vglobal.admission.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim_pods import PodPlan, PodReclaims
+from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.admission.snapshot import Reclaim, RunningJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.reasons import WaitKind
@@ -400,7 +400,7 @@ class Reclaims:
         """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none."""
         self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
-        self.des_rows = [[float(x) for x in d.tolist()] for d in tree.deserved]
+        self.des_rows = set_deserved(tree, index)
         self._slots = index.col.get(POD_SLOTS, -1)
         self.plans = 0
         self.victims: list[Reclaim] = []

@@ -23,7 +23,7 @@ from vglobal.admission.index import ResourceIndex
 from vglobal.admission.placement import Clusters
 from vglobal.admission.preempt import Fit, Plan, Step, VictimPod, plan_of, trim, victim_of
 from vglobal.admission.prepare import Job
-from vglobal.admission.snapshot import Eviction, RunningJob, Snapshot
+from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
 from vglobal.admission.tree import QueueTree
 
 # Reclaim asks nothing of priorities: any preemptable pod may go.
@@ -41,7 +41,9 @@ class PodPlan:
 class _Candidate:
     leaf: int
     job: str
-    pod: VictimPod
+    pods: list[VictimPod]
+    charge: list[int]
+    whole: bool  # the whole job (re-queued), not surplus pods of it
 
 
 class PodReclaims:
@@ -50,7 +52,7 @@ class PodReclaims:
     ) -> None:
         """`slots`: the column of pod slots (-1 if none), which no queue is short of."""
         self.tree, self.clusters, self.index, self.slots = tree, clusters, index, slots
-        self._des: list[list[float]] = [[float(x) for x in d.tolist()] for d in tree.deserved]
+        self._des = set_deserved(tree, index)
         protected = snapshot.now - snapshot.reclaim_min_runtime if snapshot.reclaim_min_runtime > 0 else None
         self._jobs: dict[str, list[RunningJob]] = {}  # per cluster, jobs with pods that may go
         for job in snapshot.running:
@@ -81,6 +83,7 @@ class PodReclaims:
         return None
 
     def _candidates(self, c: int, leaf: int, req: list[int], within: int) -> list[_Candidate]:
+        """Surplus pods one by one, in victim order; then whole jobs in the same order."""
         tree, slots = self.tree, self.slots
         asks = [r for r, x in enumerate(req) if x > 0 and r != slots]
         jobs = []
@@ -90,13 +93,16 @@ class PodReclaims:
                 continue
             jobs.append((self._queue_key(q, leaf), job.priority, -job.created, job.uid, q, job))
         jobs.sort(key=itemgetter(0, 1, 2, 3))
-        out = []
+        pods, wholes = [], []
         node_col, row = self.clusters.node_col[c], self.index.known_row
         for *_, q, job in jobs:
-            for pod in victim_of(job, node_col, row, _ANY_PRIORITY).surplus:
+            v = victim_of(job, node_col, row, _ANY_PRIORITY)
+            for pod in v.surplus:
                 if pod.node >= 0 and pod.uid not in self.taken and any(pod.req[r] > 0 for r in asks):
-                    out.append(_Candidate(q, job.uid, pod))
-        return out
+                    pods.append(_Candidate(q, job.uid, [pod], pod.req, whole=False))
+            if v.whole_ok and len(v.surplus) < len(v.pods) and not any(p.uid in self.taken for p in v.pods):
+                wholes.append(_Candidate(q, job.uid, v.pods, v.charge, whole=True))
+        return pods + wholes
 
     def _queue_key(self, q: int, leaf: int) -> tuple[int, int, float, int, int]:
         """Victim queues first: deepest common ancestor with the reclaimer, lowest priority, highest
@@ -110,31 +116,64 @@ class PodReclaims:
     def _plan_cluster(
         self, c: int, leaf: int, req: list[int], gang: PreparedGang, need: list[int], within: int
     ) -> PodPlan | None:
-        tree, slots = self.tree, self.slots
+        tree, size = self.tree, self.index.size
         enough = Fit(self.clusters.free(c), gang, need)
         alloc: dict[int, list[float]] = {}
         steps: list[Step] = []
         queue_of: dict[str, int] = {}
         for cand in self._candidates(c, leaf, req, within):
-            q, pod = cand.leaf, cand.pod
+            q = cand.leaf
             left = alloc.get(q)
             if left is None:
-                given = self._given.get(q, [0.0] * self.index.size)
+                given = self._given.get(q, [0.0] * size)
                 left = alloc[q] = [float(a) - g for a, g in zip(tree.alloc[q], given, strict=True)]
-            if not _may_lose(left, pod.req, self._des[q], tree.guarantee[q], slots):
+            if cand.whole:  # its surplus pods, taken one by one above, are in the whole job
+                kept = [st for st in steps if st.victim != cand.job]
+                for st in steps:
+                    if st.victim == cand.job:
+                        left = [a + x for a, x in zip(left, st.charge, strict=True)]
+                steps = kept
+            after = self._lose(q, left, cand)
+            if after is None:
+                alloc[q] = left
                 continue
-            alloc[q] = [a - x for a, x in zip(left, pod.req, strict=True)]
-            steps.append(Step(cand.job, [pod], pod.req, whole=False))
+            alloc[q] = after
+            steps.append(Step(cand.job, cand.pods, cand.charge, whole=cand.whole))
             queue_of[cand.job] = q
             if enough(steps):
                 steps = trim(steps, enough)
                 freed: dict[int, list[int]] = {}
                 for st in steps:
-                    acc = freed.setdefault(queue_of[st.victim], [0] * self.index.size)
+                    acc = freed.setdefault(queue_of[st.victim], [0] * size)
                     freed[queue_of[st.victim]] = [a + x for a, x in zip(acc, st.charge, strict=True)]
-                kept = {u: queue_of[u] for u in {st.victim for st in steps}}
-                return PodPlan(plan_of(c, steps, self.index.size), freed, kept)
+                kept_of = {u: queue_of[u] for u in {st.victim for st in steps}}
+                return PodPlan(plan_of(c, steps, size), freed, kept_of)
         return None
+
+    def _lose(self, q: int, left: list[float], cand: _Candidate) -> list[float] | None:
+        """The queue's allocation without the candidate, or None if it may not lose it: each of its
+        pods in turn by Volcano's rule (_may_lose); a whole job also may not take the queue below
+        its deserved on a resource its pods use."""
+        des, guarantee, slots = self._des[q], self.tree.guarantee[q], self.slots
+        after = left
+        for pod in cand.pods:
+            if not _may_lose(after, pod.req, des, guarantee, slots):
+                return None
+            after = [a - x for a, x in zip(after, pod.req, strict=True)]
+        if not cand.whole:
+            return after
+        after = [a - x for a, x in zip(left, cand.charge, strict=True)]  # what its queue is charged
+        used = [r for r, x in enumerate(cand.charge) if x > 0 and r != slots and des[r] > 0]
+        return None if any(after[r] < des[r] for r in used) else after
+
+
+def set_deserved(tree: QueueTree, index: ResourceIndex) -> list[list[float]]:
+    """Per queue, its deserved as it sets it (Volcano's capacity plugin: what it does not name, it
+    does not deserve), else as water-filling gives it."""
+    return [
+        [float(x) for x in (d.tolist() if s.deserved is None else index.known_row(s.deserved))]
+        for s, d in zip(tree.snaps, tree.deserved, strict=True)
+    ]
 
 
 def _may_lose(
@@ -150,12 +189,17 @@ def _may_lose(
 
 def reclaim_evictions(
     got: PodPlan, job: Job, tree: QueueTree, clusters: Sequence[str]
-) -> tuple[list[Eviction], str]:
-    """The plan's evictions, each saying why, and the sentence of the reclaimer's admission."""
+) -> tuple[list[Eviction], list[Reclaim], str]:
+    """The plan's evictions and whole victims, each saying why, and the sentence of the
+    reclaimer's admission."""
     cluster, uid, queue = clusters[got.plan.cluster], job.snap.uid, tree.names[job.leaf]
-    out, parts = [], []
+    evictions, whole, parts = [], [], []
     for victim, pods in got.plan.pods.items():
         why = victim_reason(tree.names[got.queue_of[victim]], uid, queue)
-        out.append(Eviction(victim, cluster, tuple(pods), uid, why, reclaimed=True))
+        evictions.append(Eviction(victim, cluster, tuple(pods), uid, why, reclaimed=True))
         parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {victim}")
-    return out, reclaiming_pods_reason(queue, cluster, parts)
+    for victim in got.plan.whole:
+        why = victim_reason(tree.names[got.queue_of[victim]], uid, queue)
+        whole.append(Reclaim(victim, cluster, uid, why))
+        parts.append(f"job {victim}")
+    return evictions, whole, reclaiming_pods_reason(queue, cluster, parts)

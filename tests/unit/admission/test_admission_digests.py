@@ -35,9 +35,9 @@ PINNED = {
         "cycle 3": "a2fbf7296a741a42cd2a2b088f73d12e958a65aec9a40e9532b195fa1cf88012",
     },
     "guarantee": {
-        "cycle 1": "a7df551eba1aa9bc194dfcc1937dd47bd50d84be89510181f2a0bd44107288cf",
-        "cycle 2": "bc574fef78fed2662d1cba991ae2b5d53e7ac0e11b00df23bd0b5aedb3e82869",
-        "cycle 3": "079780cfa995e87f6914beb8ded22e194ed34baf8e053ad725c4c6808cdc5669",
+        "cycle 1": "d0a2c78d11411d6c2c668a4d4b6efc84bfc1e1c028810b6198be1cb97120c782",
+        "cycle 2": "d39d29570d55b59195e22590d05529f0b38e38a28d2cc77ba5fcf596194479ed",
+        "cycle 3": "4849d6f52a5343e701e1086ca07273ece67a13bc9d95e96157c09942b0e55f0a",
     },
 }
 

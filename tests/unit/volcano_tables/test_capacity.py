@@ -17,13 +17,6 @@ POD_LEVEL = (
 )
 # The hub reclaims, and admits the reclaimer once its victims are gone: the agent then binds it
 # where Volcano's single session pipelines it onto the resources being released.
-# A true difference, not a feature under way: Volcano's capacity plugin lets a queue reclaim when
-# it stays within its deserved on SOME requested dimension (its PreemptiveFn); the hub asks for
-# every requested dimension, as the proportion plugin does (admission/reclaim.py Reclaims.may).
-SOME_DIMENSION = (
-    "difference: the hub lets a job reclaim only when its queue stays within deserved on every "
-    "requested dimension; Volcano's capacity plugin asks for one"
-)
 BOUND_NOT_PIPELINED = (
     "reclaim is the hub's: it stops the victim job and admits the reclaimer in the next cycle, so "
     "the agent binds the task that Volcano pipelines"
@@ -145,7 +138,6 @@ CASES = [
         evicted=["ns1/p18"],
         binds={"ns1/p17": "n1"},
         differs=BOUND_NOT_PIPELINED,
-        pending=SOME_DIMENSION,
     ),
     _case(
         "case6: Can not reclaim from other queues when allocated + req > deserved",
@@ -207,7 +199,6 @@ CASES = [
         evicted=["ns1/p28"],
         binds={"ns1/p30": "n8"},
         differs=BOUND_NOT_PIPELINED,
-        pending=SOME_DIMENSION,
     ),
     _case(
         "case9: reclaimee has intersecting scalar dimensions with deserved shouldn't be reclaimed on cpu/memory",
