@@ -129,6 +129,9 @@ class _Cycle:
             wait = over_cap.get(job.rid)  # a request already over a limit
             if wait is None and cap_ok.get(job.rid) != charges:
                 wait = capability(job, leaf)
+            if wait is not None and reclaims and self._capped_parent(job, leaf) is not None:
+                leaf.checked_at = -1  # _decide checks again and reclaims below the capped parent
+                break
             if wait is None:
                 best = lookup(job.cand, job.gang)
                 if best is None:
@@ -154,6 +157,12 @@ class _Cycle:
             if wait is not None:
                 if wait.kind == WaitKind.Capability and self._may_preempt(job, leaf):
                     return self._preempt(job, leaf) or wait
+                within = self._capped_parent(job, leaf)
+                if within is not None:
+                    taken = self._reclaim_pods(job, self.checks.excess(job), within)
+                    if taken is not None:
+                        return taken
+                    leaf.reclaim_failed = True
                 return wait
         if checks.guarded:
             wait = checks.guarantees(job)
@@ -233,6 +242,13 @@ class _Cycle:
         self.evictions += evictions
         self.reclaims.victims += whole
         return Admit(self.clusters.names[got.plan.cluster], reclaiming=text)
+
+    def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
+        """A queue above the job's leaf at its limit, below which the job may reclaim from its
+        siblings (a capped parent does not block reclaim between its children)."""
+        if not self.reclaims.may(job, leaf):
+            return None
+        return self.checks.capped_at(job)
 
     def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it

@@ -31,13 +31,13 @@ PINNED = {
     },
     "topology": {
         "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
-        "cycle 2": "e18090636f0a761a4d28c5d3841e52a14846d8f1d791196cc7c6340ab08e6953",
-        "cycle 3": "a2fbf7296a741a42cd2a2b088f73d12e958a65aec9a40e9532b195fa1cf88012",
+        "cycle 2": "807e7da67a33008c8b415b3bb4d2f631daa181607adca08a4b1612b25e20d2e7",
+        "cycle 3": "10f8dd1306320f4f1232a1abc9b482513724b4e9c2d73d6f8076d739cd683388",
     },
     "guarantee": {
-        "cycle 1": "d0a2c78d11411d6c2c668a4d4b6efc84bfc1e1c028810b6198be1cb97120c782",
-        "cycle 2": "d39d29570d55b59195e22590d05529f0b38e38a28d2cc77ba5fcf596194479ed",
-        "cycle 3": "4849d6f52a5343e701e1086ca07273ece67a13bc9d95e96157c09942b0e55f0a",
+        "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",
+        "cycle 2": "cf22f70772d26f72bd41a8c777b61b72d809957e346c3fa1c7878df1e8aa8bde",
+        "cycle 3": "100c0327c6106889f8d92bcf5a944c2cb0d03b59a2ffff684ca3527ba2771d5d",
     },
 }
 

@@ -432,8 +432,11 @@ class _Federation:
         cycle = self.dispatcher.cycle(now, [self.cluster()])
         for e in cycle.result.evictions:  # single pods: the agent evicts them, the job runs on
             m = self.members[e.job_uid]
+            assert m.run is not None
             for ref in e.pods:
                 self._set(m, ref, PodPhase.Pending, None)  # its controller makes it anew
+                task, index = m.pods[ref]
+                m.run.held.add(f"{m.job.name}-{task}-{index}")  # as the agent's controller.evict does
                 out.evicted.append(ref)
             self._report(m)
         for victim in cycle.reclaimed:  # the agent stops the victim: its pods on nodes are evicted
