@@ -7,6 +7,8 @@ from tests.integration.agent_driver import ScriptedAgent
 from tests.integration.polling import wait
 from vglobal.client import Client
 from vglobal.hub.server import Hub
+from vglobal.store.engine import session_scope
+from vglobal.store.repo.jobs import statics
 
 QUEUE = """
 apiVersion: scheduling.volcano.sh/v1beta1
@@ -53,3 +55,37 @@ def test_elastic_job_is_admitted_on_its_gang_and_charged_what_runs(hub: Hub, cli
         assert (_gpus(q.allocated), _gpus(q.reserved)) == ("8", "0")
     finally:
         agent.close()
+
+
+PINNED = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: pinned}
+spec:
+  minAvailable: 1
+  tasks:
+  - name: labelled
+    replicas: 1
+    template:
+      metadata: {labels: {volcano.sh/preemptable: "false"}}
+      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
+  - name: overridden
+    replicas: 1
+    template:
+      metadata:
+        labels: {volcano.sh/preemptable: "false"}
+        annotations: {volcano.sh/preemptable: "true"}
+      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
+  - name: free
+    replicas: 1
+    template:
+      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
+"""
+
+
+def test_a_task_labelled_not_preemptable_is_never_a_victim(hub: Hub, client: Client) -> None:
+    """Volcano reads volcano.sh/preemptable from the pod's annotations, then from its labels."""
+    job = client.submit_job(PINNED).job
+    with session_scope(hub.ctx.sessions) as session:
+        (got,) = list(statics([job.uid], session=session))
+    assert got.unpreemptable == frozenset({"labelled"})

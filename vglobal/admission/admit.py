@@ -29,6 +29,7 @@ from vglobal.admission.placement import FailureCache
 from vglobal.admission.preempt import Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
+from vglobal.admission.reclaim_pods import reclaim_evictions
 from vglobal.admission.snapshot import (
     AdmissionResult,
     Admit,
@@ -128,6 +129,9 @@ class _Cycle:
             wait = over_cap.get(job.rid)  # a request already over a limit
             if wait is None and cap_ok.get(job.rid) != charges:
                 wait = capability(job, leaf)
+            if wait is not None and reclaims and self._capped_parent(job, leaf) is not None:
+                leaf.checked_at = -1  # _decide checks again and reclaims below the capped parent
+                break
             if wait is None:
                 best = lookup(job.cand, job.gang)
                 if best is None:
@@ -153,6 +157,12 @@ class _Cycle:
             if wait is not None:
                 if wait.kind == WaitKind.Capability and self._may_preempt(job, leaf):
                     return self._preempt(job, leaf) or wait
+                within = self._capped_parent(job, leaf)
+                if within is not None:
+                    taken = self._reclaim_pods(job, self.checks.excess(job), within)
+                    if taken is not None:
+                        return taken
+                    leaf.reclaim_failed = True
                 return wait
         if checks.guarded:
             wait = checks.guarantees(job)
@@ -184,6 +194,9 @@ class _Cycle:
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
                 return planned
+            taken = self._reclaim_pods(job)
+            if taken is not None:
+                return taken
             leaf.reclaim_failed = True
         if self.starvation.starving(job):
             if leaf.starving is None:
@@ -216,19 +229,42 @@ class _Cycle:
         plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, self.checks.excess(job))
         if plan is None:
             return None
-        c = plan.cluster
+        self._take_place(job, plan, {job.leaf: plan.freed})
+        return Admit(clusters.names[plan.cluster], preempting=self._record_preemption(job, plan))
+
+    def _reclaim_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> Admit | None:
+        """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
+        got = self.reclaims.plan_pods(job, need, within)
+        if got is None:
+            return None
+        self._take_place(job, got.plan, got.freed)
+        evictions, whole, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
+        self.evictions += evictions
+        self.reclaims.victims += whole
+        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text)
+
+    def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
+        """A queue above the job's leaf at its limit, below which the job may reclaim from its
+        siblings (a capped parent does not block reclaim between its children)."""
+        if not self.reclaims.may(job, leaf):
+            return None
+        return self.checks.capped_at(job)
+
+    def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:
+        """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
+        onto the resources being released); their queues get their charge back."""
+        clusters, c = self.clusters, plan.cluster
         clusters.release(c, plan.freed_rows)
-        self.checks.release(job.leaf, plan.freed)
+        for q, charge in freed.items():
+            self.checks.release(q, charge)
         self.failures = FailureCache()  # free grew: recorded misfits may fit now
         for other in self.leaves.values():
             other.over_cap.clear()
         placement = clusters.fit(c, job.gang)
-        assert placement is not None, "a preemption plan packs the gang before it is made"
+        assert placement is not None, "a plan packs the gang before it is made"
         clusters.commit(c, placement, job.gang)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        text = self._record_preemption(job, plan)
-        return Admit(clusters.names[c], preempting=text)
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
         cluster, uid = self.clusters.names[plan.cluster], job.snap.uid

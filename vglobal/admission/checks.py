@@ -109,6 +109,18 @@ class Checks:
                 out[r] = int(over + 0.999999)
         return out
 
+    def capped_at(self, job: Job) -> int | None:
+        """The deepest queue above the job's leaf whose limit its request exceeds now, where reclaim
+        between that queue's children may make room; None if the leaf's own limit is exceeded, or
+        none is."""
+        alloc, req, deepest = self.tree.alloc, job.req, None
+        for q, r, cap in self._limits(job.leaf):  # top-down: a later queue is a deeper one
+            if req[r] and alloc[q][r] + req[r] > cap:
+                if q == job.leaf:
+                    return None
+                deepest = q
+        return deepest
+
     # --- guarantees ------------------------------------------------------------------------------
     def guarantees(self, job: Job) -> Wait | None:
         """Why other queues' unmet guarantees leave too little free for the job, or None."""

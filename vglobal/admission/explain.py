@@ -155,3 +155,10 @@ def preempting_reason(queue: str, cluster: str, victims: Sequence[str]) -> str:
         f"admitted to {cluster} in place of lower-priority work of queue {queue}: evicting "
         f"{', '.join(victims)}; its pods start there once they are gone"
     )
+
+
+def reclaiming_pods_reason(queue: str, cluster: str, victims: Sequence[str]) -> str:
+    return (
+        f"queue {queue} is below its deserved share: admitted to {cluster} in place of surplus pods "
+        f"of queues above theirs, evicting {', '.join(victims)}; its pods start there once they are gone"
+    )

@@ -15,7 +15,7 @@ in the same cycle (Volcano pipelines the preemptor onto the freed nodes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -24,6 +24,7 @@ from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.placement import Clusters
 from vglobal.admission.snapshot import RunningJob, RunningPod, Snapshot
 from vglobal.admission.tree import QueueTree
+from vglobal.model.resources import ResourceVector
 
 NEVER = "Never"
 # Plans per cycle (each packs the gang once per victim it tries); later ones wait a cycle.
@@ -33,17 +34,17 @@ CLUSTERS_PER_PLAN = 3
 
 
 @dataclass(slots=True)
-class _Pod:
+class VictimPod:
     uid: str
     node: int  # row in its cluster's free matrix; -1 = a node admission does not know
     req: list[int]
 
 
 @dataclass(slots=True)
-class _Victim:
+class Victim:
     job: RunningJob
-    pods: list[_Pod]  # newest first (by uid, which carries the pod's index)
-    surplus: list[_Pod]  # those that may go one by one: preemptable, beyond minAvailable
+    pods: list[VictimPod]  # newest first (by uid, which carries the pod's index)
+    surplus: list[VictimPod]  # those that may go one by one: preemptable, beyond minAvailable
     whole_ok: bool  # every pod preemptable: the whole job may go
     charge: list[int]  # what its queue is charged for it
 
@@ -86,7 +87,7 @@ class Preemptions:
         self.plans = 0
         self.taken: set[str] = set()
         self._failed: set[tuple[int, int, str]] = set()  # (leaf, priority, gang tag)
-        self._victims: dict[tuple[str, int], _Victim] = {}
+        self._victims: dict[tuple[str, int], Victim] = {}
 
     def may(self, leaf: int, priority: int, policy: str, gang: PreparedGang) -> bool:
         low = self.lowest.get(leaf)
@@ -98,25 +99,12 @@ class Preemptions:
             and (leaf, priority, gang.tag) not in self._failed
         )
 
-    def _victim(self, job: RunningJob, c: int, priority: int) -> _Victim:
+    def _victim(self, job: RunningJob, c: int, priority: int) -> Victim:
         got = self._victims.get((job.uid, priority))
-        if got is not None:
-            return got
-        node_col, row = self.clusters.node_col[c], self.index.known_row
-        if job.pods:
-            pods = [_Pod(p.uid, node_col.get(p.node, -1), row(p.request)) for p in job.pods]
-            order = sorted(range(len(pods)), key=lambda k: _pod_key(pods[k].uid), reverse=True)
-            pods = [pods[k] for k in order]
-            # A pod of its own priority (a task's priorityClassName) no lower than the
-            # preemptor's is no victim either.
-            keep = [_may_go(job.pods[k], priority) for k in order]
-            spare = max(len(pods) - job.min_available, 0)
-            surplus = [p for p, ok in zip(pods, keep, strict=True) if ok][:spare]
-            whole_ok = all(keep)
-        else:  # known per node only: it can go whole
-            pods = [_Pod(f"{job.uid}@{n}", node_col.get(n, -1), row(v)) for n, v in job.placements.items()]
-            surplus, whole_ok = [], True
-        got = self._victims[(job.uid, priority)] = _Victim(job, pods, surplus, whole_ok, row(job.request))
+        if got is None:
+            got = self._victims[(job.uid, priority)] = victim_of(
+                job, self.clusters.node_col[c], self.index.known_row, priority
+            )
         return got
 
     def plan(
@@ -147,30 +135,13 @@ class Preemptions:
     def _plan_cluster(
         self, c: int, jobs: list[RunningJob], gang: PreparedGang, need: list[int], priority: int
     ) -> Plan | None:
-        base: IntArray = self.clusters.free(c)
-        size = self.index.size
         victims = [self._victim(j, c, priority) for j in jobs]
-        steps: list[_Step] = []
-
-        def enough(chosen: list[_Step]) -> bool:
-            freed = [0] * size
-            free = base.copy()
-            for st in chosen:
-                for r, x in enumerate(st.charge):
-                    freed[r] += x
-                for pod in st.pods:
-                    if pod.node >= 0:
-                        free[pod.node] += pod.req
-            if any(f < n for f, n in zip(freed, need, strict=True)):
-                return False
-            if (free.sum(axis=0) < gang.total).any():
-                return False
-            return pack(free, gang.shapes)[1] is not None
-
+        enough = Fit(self.clusters.free(c), gang, need)
+        steps: list[Step] = []
         found = False
         for v in victims:  # surplus pods of elastic victims first, one at a time
             for pod in v.surplus:
-                steps.append(_Step(v.job.uid, [pod], pod.req, whole=False))
+                steps.append(Step(v.job.uid, [pod], pod.req, whole=False))
                 if enough(steps):
                     found = True
                     break
@@ -181,41 +152,93 @@ class Preemptions:
                 if not v.whole_ok:
                     continue
                 steps = [st for st in steps if st.victim != v.job.uid]
-                steps.append(_Step(v.job.uid, v.pods, v.charge, whole=True))
+                steps.append(Step(v.job.uid, v.pods, v.charge, whole=True))
                 if enough(steps):
                     found = True
                     break
         if not found:
             return None
-        # Victims taken early that the later ones made needless stay (Volcano commits only the
-        # evictions of the node where the preemptor fits).
-        k = 0
-        while k < len(steps) and len(steps) > 1:
-            rest = steps[:k] + steps[k + 1 :]
-            if enough(rest):
-                steps = rest
-            else:
-                k += 1
-        plan = Plan(c, {}, [0] * size)
-        for st in steps:
+        return plan_of(c, trim(steps, enough), self.index.size)
+
+
+def victim_of(
+    job: RunningJob, node_col: Mapping[str, int], row: Callable[[ResourceVector], list[int]], priority: int
+) -> Victim:
+    """A running job as victim pods: newest first, which of them may go one by one (preemptable,
+    of lower priority than `priority`, beyond minAvailable) and whether all of it may go."""
+    if job.pods:
+        pods = [VictimPod(p.uid, node_col.get(p.node, -1), row(p.request)) for p in job.pods]
+        order = sorted(range(len(pods)), key=lambda k: _pod_key(pods[k].uid), reverse=True)
+        pods = [pods[k] for k in order]
+        # A pod of its own priority (a task's priorityClassName) no lower than the preemptor's is
+        # no victim either.
+        keep = [_may_go(job.pods[k], priority) for k in order]
+        spare = max(len(pods) - job.min_available, 0)
+        surplus = [p for p, ok in zip(pods, keep, strict=True) if ok][:spare]
+        whole_ok = all(keep)
+    else:  # known per node only: it can go whole
+        pods = [VictimPod(f"{job.uid}@{n}", node_col.get(n, -1), row(v)) for n, v in job.placements.items()]
+        surplus, whole_ok = [], True
+    return Victim(job, pods, surplus, whole_ok, row(job.request))
+
+
+class Fit:
+    """Whether victims are enough: they give back at least `need` of the queue charge, and the gang
+    packs onto the cluster's free capacity (`base`, per node row) plus what they hold there."""
+
+    def __init__(self, base: IntArray, gang: PreparedGang, need: list[int]) -> None:
+        self.base, self.gang, self.need = base, gang, need
+
+    def __call__(self, chosen: Sequence[Step]) -> bool:
+        freed = [0] * len(self.need)
+        free = self.base.copy()
+        for st in chosen:
             for r, x in enumerate(st.charge):
-                plan.freed[r] += x
+                freed[r] += x
             for pod in st.pods:
                 if pod.node >= 0:
-                    acc = plan.freed_rows.setdefault(pod.node, [0] * size)
-                    for r, x in enumerate(pod.req):
-                        acc[r] += x
-            if st.whole:
-                plan.whole.append(st.victim)
-            else:
-                plan.pods.setdefault(st.victim, []).extend(p.uid for p in st.pods)
-        return plan
+                    free[pod.node] += pod.req
+        if any(f < n for f, n in zip(freed, self.need, strict=True)):
+            return False
+        if (free.sum(axis=0) < self.gang.total).any():
+            return False
+        return pack(free, self.gang.shapes)[1] is not None
+
+
+def trim(steps: list[Step], enough: Fit) -> list[Step]:
+    """Drop the victims taken early that later ones made needless (Volcano commits only the
+    evictions of the node where the preemptor fits)."""
+    k = 0
+    while k < len(steps) and len(steps) > 1:
+        rest = steps[:k] + steps[k + 1 :]
+        if enough(rest):
+            steps = rest
+        else:
+            k += 1
+    return steps
+
+
+def plan_of(c: int, steps: Sequence[Step], size: int) -> Plan:
+    plan = Plan(c, {}, [0] * size)
+    for st in steps:
+        for r, x in enumerate(st.charge):
+            plan.freed[r] += x
+        for pod in st.pods:
+            if pod.node >= 0:
+                acc = plan.freed_rows.setdefault(pod.node, [0] * size)
+                for r, x in enumerate(pod.req):
+                    acc[r] += x
+        if st.whole:
+            plan.whole.append(st.victim)
+        else:
+            plan.pods.setdefault(st.victim, []).extend(p.uid for p in st.pods)
+    return plan
 
 
 @dataclass(slots=True)
-class _Step:
+class Step:
     victim: str
-    pods: list[_Pod]
+    pods: list[VictimPod]
     charge: list[int]  # queue charge it gives back
     whole: bool
 

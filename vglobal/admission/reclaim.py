@@ -23,6 +23,7 @@ from vglobal.admission.gang import PreparedGang, Shape, pack
 from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
 from vglobal.admission.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.admission.snapshot import Reclaim, RunningJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.reasons import WaitKind
@@ -31,6 +32,7 @@ from vglobal.model.resources import ResourceVector
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
 # every second or so, so later plans only wait one cycle.
 MAX_RECLAIM_PLANS = 16
+POD_SLOTS = "pods"  # a node's pod slots: every pod takes one, no queue is short of them
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +147,7 @@ class ReclaimPlanner:
             if j.queue in donor_names
             and j.cluster in clusters.col
             and (protected_after is None or j.running_since is None or j.running_since <= protected_after)
+            and all(p.preemptable for p in j.pods)  # a pod annotated preemptable "false" never goes
         ]
         self._index = index
         self._rows: dict[ResourceVector, list[int]] = {}  # jobs repeat a few shapes: convert each once
@@ -397,10 +400,12 @@ class Reclaims:
         """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none."""
         self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
-        self.des_rows = [[float(x) for x in d.tolist()] for d in tree.deserved]
+        self.des_rows = set_deserved(tree, index)
+        self._slots = index.col.get(POD_SLOTS, -1)
         self.plans = 0
         self.victims: list[Reclaim] = []
         self._planner: ReclaimPlanner | None = None  # built on the first plan
+        self._pods: PodReclaims | None = None
 
     def open_to(self, leaf: Leaf) -> bool:
         """Whether the queue may still plan a reclaim this cycle (whatever its next job)."""
@@ -412,8 +417,10 @@ class Reclaims:
         )
 
     def may(self, job: Job, leaf: Leaf) -> bool:
-        """A job may reclaim when its queue stays within its deserved share with it (counting the
-        jobs already waiting on a plan), and it has waited long enough."""
+        """A job may reclaim when its queue stays within its deserved share with it on at least one
+        resource it asks for (Volcano's capacity PreemptiveFn; pod slots aside, which Volcano does
+        not count as a resource), counting the jobs already waiting on a plan, and it has waited
+        long enough."""
         if leaf.reclaim_failed or leaf.reclaiming is not None or not self.snap.running:
             return False
         if self.plans >= MAX_RECLAIM_PLANS:
@@ -423,7 +430,15 @@ class Reclaims:
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = leaf.planned or [0] * self.index.size
-        return all(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims)
+        return any(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
+
+    def plan_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> PodPlan | None:
+        """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
+        self.plans += 1
+        if self._pods is None:
+            self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots)
+        cand = self.clusters.fits_allocatable(job.cand, job.gang)
+        return self._pods.plan(job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within)
 
     def plan(self, job: Job, leaf: Leaf) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""

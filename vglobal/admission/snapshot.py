@@ -183,6 +183,8 @@ class Admit:
     # Set when it goes there in place of lower-priority pods of its queue (Volcano's preempt):
     # which, so the admission's event can say so.
     preempting: str = ""
+    # Set when it goes there in place of surplus pods of queues above their deserved (reclaim).
+    reclaiming: str = ""
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,7 @@ class Eviction:
     pods: tuple[str, ...]  # RunningPod.uid
     for_uid: str
     reason: str
+    reclaimed: bool = False  # taken by a queue below its deserved, not by preemption in its queue
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,9 @@ class QueueTree:
                 if spec is None:
                     filled.append(c)
                     continue
+                if not spec:  # named, all zero (a zero quantity is dropped): it deserves nothing
+                    deserved[c] = np.array(self.guarantee[c], dtype=np.float64)
+                    continue
                 want = self.real_cap[c].copy()  # dims spec.deserved leaves out are bounded by realCap
                 for name, value in spec.items():
                     want[self.index.col[name]] = min(value, want[self.index.col[name]])

@@ -143,6 +143,7 @@ class JobController:
             run.dirty = True
             out.append(name)
             self._handle(run, Request("PodEvicted", manifest.task, name, manifest.uid, reason=reason), now)
+        run.held.update(out)
         self._settle(run)
         return out
 

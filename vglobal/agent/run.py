@@ -66,6 +66,9 @@ class JobRun:
     incarnations: int = 0
     objects: list[dict[str, Any]] = field(default_factory=list)  # services / config maps of plugins
     pipelined: dict[str, str] = field(default_factory=dict)  # pod uid -> node, from the last cycle
+    # Pods the hub evicted to make room for another job: their replacements wait while another run
+    # here has less than its gang placed (agent/snapshot.py), so they do not take the room back.
+    held: set[str] = field(default_factory=set)  # pod names
     failed_tasks: set[tuple[str, int]] = field(default_factory=set)  # (task, version) already TaskFailed
     events: list[RunEvent] = field(default_factory=list)  # not yet reported
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests

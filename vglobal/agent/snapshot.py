@@ -114,9 +114,17 @@ def sub_groups(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...]) -> tuple
     )
 
 
-def job_spec(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = ()) -> JobSpec:
+def job_spec(
+    run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = (), held: Iterable[str] = ()
+) -> JobSpec:
+    """`held`: names of pods left out (replacements of evicted pods that wait, see JobRun.held)."""
     job = run.job
-    tasks = tuple(task_spec(run, pod, run.status[name]) for name, pod in sorted(run.pods.items()))
+    skip = set(held)
+    tasks = tuple(
+        task_spec(run, pod, run.status[name])
+        for name, pod in sorted(run.pods.items())
+        if name not in skip or run.status[name].node
+    )
     topology = topology_tier(run, hyper_nodes)
     return JobSpec(
         uid=run.uid,
@@ -149,6 +157,16 @@ def cluster_snapshot(
             for n in nodes
         )
     active = [r for r in runs if not r.finished]
-    jobs = tuple(job_spec(r, hyper_nodes) for r in sorted(active, key=lambda r: r.seq))
+    short = {r.uid for r in active if _gang_short(r)}
+    for r in active:
+        if r.held and not short - {r.uid}:
+            r.held.clear()  # every other gang is placed: the evicted pods' replacements may go
+    jobs = tuple(job_spec(r, hyper_nodes, r.held) for r in sorted(active, key=lambda r: r.seq))
     queues = tuple(QueueSpec(name=q) for q in sorted({r.queue for r in active}))
     return ClusterSnapshot(nodes=nodes, jobs=jobs, queues=queues, hyper_nodes=hyper_nodes)
+
+
+def _gang_short(run: JobRun) -> bool:
+    """Whether fewer of the run's pods are placed than its gang needs (at least one)."""
+    placed = sum(1 for st in run.status.values() if st.node)
+    return bool(run.pods) and placed < max(run.job.min_available, 1)

@@ -164,7 +164,13 @@ class Dispatcher:
         if run is None:
             return
         if placements != run.placements:
-            self.running[uid] = replace(run, placements=placements)
+            # As the hub charges a queue: what runs, and at least the gang's minResources.
+            ran = EMPTY
+            for vec in placements.values():
+                ran = ran + vec
+            charged = ran.maximum(self.jobs[uid].request)
+            self._usage[run.queue] = self.allocated(run.queue) - run.request + charged
+            self.running[uid] = replace(run, placements=placements, request=charged)
         if started:
             self.unplaced.get(run.cluster, {}).pop(uid, None)
 

@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "f9dd5b48eb339d50af33f6ef6c893796fc9973851402b756f597a033c504201c",
-        "cycle 2": "78ec0f2abf3bf65d5ebcf2cdce392df22028526886ffc6b89fdeb7fe67637e6c",
-        "cycle 3": "57ed0706ec01c25b3e082a60c6223b61cded6da63315b4829101ec0863999509",
+        "cycle 1": "831e1c3ecfcee03493829b0ed5971b5b97b96a3281ec7499f8efc908a8db136e",
+        "cycle 2": "7ae92fde9a59b5034cddf2bb51714cad45601f803a4a9fca0ff3786c7dff6c5a",
+        "cycle 3": "df5ead53bec9a07efdd9ff0d6496543bd5386a74560cd14e7d87a0c961690e44",
         "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
     },
     "reclaim": {
-        "cycle 1": "b02149442c1794db8c8764ee2b78ff187ab6aa2252e22c7fae9c596007a96bef",
-        "cycle 2": "d72d76ba5d89eac038211f5797eecc95055bafa0fa407b07636aecdbbeaeb508",
-        "cycle 3": "c49f83e1c33b2e967adb91efdceab881739e1c3609d62aa2e4bb314532adfec6",
+        "cycle 1": "ccddf78abf253410497c2c71be87c1799dce921ed8c5d17d75fa14c8d83ecff5",
+        "cycle 2": "6cbdb4f95c30e3a60720821688936ea5d05e58b0464169730eca3928be2a6b42",
+        "cycle 3": "bf285942bb8b35b1a2294b7380075671a32285879b046c1362504c440895ca3b",
     },
     "topology": {
-        "cycle 1": "af30e6757e5f32aa9eedfa11c29b7452ea409c1eb76da3a1eb9375cdb6a2993f",
-        "cycle 2": "e578669724532029603cfcc4ee8a6798ec4b48b083c275379d4edd7e4d80a224",
-        "cycle 3": "2c2f9df67ebb629976f3b9124409000c2a8f8a70a5533c07e12fec86070dcf9d",
+        "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
+        "cycle 2": "807e7da67a33008c8b415b3bb4d2f631daa181607adca08a4b1612b25e20d2e7",
+        "cycle 3": "10f8dd1306320f4f1232a1abc9b482513724b4e9c2d73d6f8076d739cd683388",
     },
     "guarantee": {
-        "cycle 1": "b5cc3512b2bd426c69372dc168963a7b1733fec7d82ccc084b482aa21140f6f4",
-        "cycle 2": "c24bdf40f93134f3150d807eef25ed292623ef835bc54eceb61fcbc3ed3de3d2",
-        "cycle 3": "6f313c2cf02e2b163e32c02bd274d23bba04d079e7def04030d5b17f2c1d868f",
+        "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",
+        "cycle 2": "cf22f70772d26f72bd41a8c777b61b72d809957e346c3fa1c7878df1e8aa8bde",
+        "cycle 3": "100c0327c6106889f8d92bcf5a944c2cb0d03b59a2ffff684ca3527ba2771d5d",
     },
 }
 

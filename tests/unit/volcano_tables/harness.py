@@ -269,11 +269,15 @@ class _Member:
 
 def _unpreemptable(job: Job) -> frozenset[str]:
     """The tasks the hub never takes victims from: ``volcano.sh/preemptable: "false"`` on the task's
-    template annotations, or on the job's unless the template says "true" (store/repo/jobs.py)."""
+    template annotations (or its labels when no annotation says), or on the job's annotations
+    unless the template says "true" (store/repo/jobs.py)."""
     out = set()
     job_level = job.annotations.get(PREEMPTABLE_ANNOTATION)
     for t in job.tasks:
         own = t.annotations.get(PREEMPTABLE_ANNOTATION)
+        if own is None:
+            labels = (t.template.get("metadata") or {}).get("labels") or {}
+            own = labels.get(PREEMPTABLE_ANNOTATION)
         if own == "false" or (job_level == "false" and own != "true"):
             out.add(t.name)
     return frozenset(out)
@@ -428,8 +432,11 @@ class _Federation:
         cycle = self.dispatcher.cycle(now, [self.cluster()])
         for e in cycle.result.evictions:  # single pods: the agent evicts them, the job runs on
             m = self.members[e.job_uid]
+            assert m.run is not None
             for ref in e.pods:
                 self._set(m, ref, PodPhase.Pending, None)  # its controller makes it anew
+                task, index = m.pods[ref]
+                m.run.held.add(f"{m.job.name}-{task}-{index}")  # as the agent's controller.evict does
                 out.evicted.append(ref)
             self._report(m)
         for victim in cycle.reclaimed:  # the agent stops the victim: its pods on nodes are evicted

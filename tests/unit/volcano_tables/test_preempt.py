@@ -105,7 +105,6 @@ CASES = [
         ],
         queues=[Queue("q1", capability={"cpu": "4", "memory": "4G"})],
         evicted=["c1/preemptee1"],
-        pending=IN_QUEUE,
     ),
     _case(
         "preempt low priority job in same queue: allocatable and has enough resource, don't preempt",
@@ -130,7 +129,6 @@ CASES = [
         ],
         queues=[Queue("q1", capability={"cpu": "3", "memory": "3G"})],
         evicted=["c1/preemptee2"],
-        pending=f"{IN_QUEUE}; {POD_LEVEL}; per-task priority at the agent",
     ),
     _case(
         "unBestEffort high-priority pod preempt BestEffort low-priority pod in same queue",

@@ -89,7 +89,7 @@ def write_admissions(
         )
         new_events += [
             NewEvent(
-                "Preempted",
+                "Reclaimed" if e.reclaimed else "Preempted",
                 f"{len(e.pods)} pod{'s' if len(e.pods) != 1 else ''} to evict: {e.reason}",
                 job_uid=e.job_uid,
                 cluster=e.cluster,
@@ -98,11 +98,14 @@ def write_admissions(
             for e in result.evictions
             if e.job_uid in took
         ]
-    # A preemptor's event says whose place it takes (its run starts once they are gone).
+    # A preemptor's or reclaimer's event says whose place it takes (its run starts once they are
+    # gone).
     new_events += [
         NewEvent("Preempting", d.preempting, job_uid=uid, cluster=d.cluster)
+        if d.preempting
+        else NewEvent("Reclaiming", d.reclaiming, job_uid=uid, cluster=d.cluster)
         for uid, _, _ in done
-        if isinstance(d := decisions[uid], Admit) and d.preempting
+        if isinstance(d := decisions[uid], Admit) and (d.preempting or d.reclaiming)
     ]
     events_repo.add_events(new_events, session=session)
     if done or result.reclaims or result.evictions:

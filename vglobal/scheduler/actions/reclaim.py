@@ -54,10 +54,10 @@ def execute(ssn: Session) -> None:
                 if not fits_with(task, freeable):
                     continue
                 heap = victims_queue(ssn, victims, task)
-                while not heap.empty():
+                # Room first: a node whose idle (with what is being released) holds the task
+                # already loses nothing (Volcano checks before each eviction).
+                while not heap.empty() and not fits_with(task, nodes.future_idle[row]):
                     stmt.evict(heap.pop())
-                    if fits_with(task, nodes.future_idle[row]):
-                        break
                 if fits_with(task, nodes.future_idle[row]):
                     stmt.pipeline(task, row)
                     assigned = True

@@ -309,13 +309,19 @@ class JobStatic:
     placement: Placement
     min_available: int = 0
     preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's
-    # Tasks whose pods are annotated volcano.sh/preemptable: "false" (on the task's template, or on
-    # the job and not set otherwise on the template): never preemption or reclaim victims.
+    # Tasks whose pods are annotated (or, with no annotation, labelled) volcano.sh/preemptable:
+    # "false" on the task's template, or annotated so on the job and not set otherwise on the
+    # template: never preemption or reclaim victims.
     unpreemptable: frozenset[str] = frozenset()
 
 
 _ANNOTATION = 'template.metadata.annotations."volcano.sh/preemptable"'
-_PINNED = sa.text(f"'$.spec.tasks[*] ? (@.{_ANNOTATION} == \"false\").name'")
+_LABEL = 'template.metadata.labels."volcano.sh/preemptable"'
+# Volcano reads the pod's annotation first and its label when no annotation says.
+_PINNED = sa.text(
+    f'\'$.spec.tasks[*] ? (@.{_ANNOTATION} == "false" '
+    f'|| (!exists(@.{_ANNOTATION}) && @.{_LABEL} == "false")).name\''
+)
 _FREED = sa.text(f"'$.spec.tasks[*] ? (@.{_ANNOTATION} == \"true\").name'")
 _JOB_PREEMPTABLE = "{metadata,annotations,volcano.sh/preemptable}"
 

@@ -1,0 +1,205 @@
+"""Reclaim of single pods across queues (Volcano's reclaim action with the capacity, proportion and
+gang plugins' Reclaimable rules), for when no whole victim job may go (reclaim.py).
+
+A victim pod runs on one candidate cluster in another leaf queue that is reclaimable, is annotated
+preemptable, is a surplus pod of its job (beyond minAvailable, so no victim gang drops below it), ran
+for at least --reclaim-min-runtime and asks for a resource the reclaimer asks for. Its queue may
+lose it while the queue keeps its guarantee and, counting the pods it already gives up, its
+allocation is above its deserved on a resource the pod uses (or its deserved names none of them).
+Victims go by queue (siblings of the reclaimer first; then lowest queue priority, highest share),
+then lowest job priority, newest job, newest pod; they are taken until the gang packs onto the
+cluster's free capacity plus what they hold, and those that later ones made needless are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+
+from vglobal.admission.explain import reclaiming_pods_reason, victim_reason
+from vglobal.admission.gang import PreparedGang
+from vglobal.admission.index import ResourceIndex
+from vglobal.admission.placement import Clusters
+from vglobal.admission.preempt import Fit, Plan, Step, VictimPod, plan_of, trim, victim_of
+from vglobal.admission.prepare import Job
+from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
+from vglobal.admission.tree import QueueTree
+
+# Reclaim asks nothing of priorities: any preemptable pod may go.
+_ANY_PRIORITY = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlan:
+    plan: Plan
+    freed: dict[int, list[int]]  # victim leaf -> the charge it gives back
+    queue_of: dict[str, int]  # victim job uid -> its leaf
+
+
+@dataclass(slots=True)
+class _Candidate:
+    leaf: int
+    job: str
+    pods: list[VictimPod]
+    charge: list[int]
+    whole: bool  # the whole job (re-queued), not surplus pods of it
+
+
+class PodReclaims:
+    def __init__(
+        self, snapshot: Snapshot, tree: QueueTree, clusters: Clusters, index: ResourceIndex, slots: int
+    ) -> None:
+        """`slots`: the column of pod slots (-1 if none), which no queue is short of."""
+        self.tree, self.clusters, self.index, self.slots = tree, clusters, index, slots
+        self._des = set_deserved(tree, index)
+        protected = snapshot.now - snapshot.reclaim_min_runtime if snapshot.reclaim_min_runtime > 0 else None
+        self._jobs: dict[str, list[RunningJob]] = {}  # per cluster, jobs with pods that may go
+        for job in snapshot.running:
+            leaf = tree.idx.get(job.queue, -1)
+            if leaf < 0 or not tree.is_leaf[leaf] or not tree.reclaimable[leaf] or not job.pods:
+                continue
+            if protected is not None and job.running_since is not None and job.running_since > protected:
+                continue
+            if job.cluster in clusters.col:
+                self._jobs.setdefault(job.cluster, []).append(job)
+        self.taken: set[str] = set()  # pod uids planned this cycle
+        self._given: dict[int, list[float]] = {}  # per leaf, charge given up by earlier plans
+
+    def plan(
+        self, leaf: int, req: list[int], cand: Sequence[int], gang: PreparedGang, need: list[int], within: int
+    ) -> PodPlan | None:
+        """Victim pods on one candidate cluster that let the gang fit there and give back `need` of
+        the charge of queue `within` (0: root, no need), all from below `within`; None if none."""
+        for c in cand:
+            got = self._plan_cluster(c, leaf, req, gang, need, within)
+            if got is not None:
+                for pods in got.plan.pods.values():
+                    self.taken.update(pods)
+                for q, freed in got.freed.items():
+                    given = self._given.setdefault(q, [0.0] * self.index.size)
+                    self._given[q] = [g + f for g, f in zip(given, freed, strict=True)]
+                return got
+        return None
+
+    def _candidates(self, c: int, leaf: int, req: list[int], within: int) -> list[_Candidate]:
+        """Surplus pods one by one, in victim order; then whole jobs in the same order."""
+        tree, slots = self.tree, self.slots
+        asks = [r for r, x in enumerate(req) if x > 0 and r != slots]
+        jobs = []
+        for job in self._jobs.get(self.clusters.names[c], ()):
+            q = tree.idx[job.queue]
+            if q == leaf or (within and within not in tree.path[q]):
+                continue
+            jobs.append((self._queue_key(q, leaf), job.priority, -job.created, job.uid, q, job))
+        jobs.sort(key=itemgetter(0, 1, 2, 3))
+        pods, wholes = [], []
+        node_col, row = self.clusters.node_col[c], self.index.known_row
+        for *_, q, job in jobs:
+            v = victim_of(job, node_col, row, _ANY_PRIORITY)
+            for pod in v.surplus:
+                if pod.node >= 0 and pod.uid not in self.taken and any(pod.req[r] > 0 for r in asks):
+                    pods.append(_Candidate(q, job.uid, [pod], pod.req, whole=False))
+            if v.whole_ok and len(v.surplus) < len(v.pods) and not any(p.uid in self.taken for p in v.pods):
+                wholes.append(_Candidate(q, job.uid, v.pods, v.charge, whole=True))
+        return pods + wholes
+
+    def _queue_key(self, q: int, leaf: int) -> tuple[int, int, float, int, int]:
+        """Victim queues first: deepest common ancestor with the reclaimer, lowest priority, highest
+        share, then the later in queue order (newest, last by name)."""
+        tree = self.tree
+        shared = len(set(tree.path[q]) & set(tree.path[leaf]))
+        alloc, des = tree.alloc[q], self._des[q]
+        share = max((a / d for a, d in zip(alloc, des, strict=True) if d > 0), default=1.0)
+        return (-shared, tree.priority[q], -share, -tree.created[q], -q)
+
+    def _plan_cluster(
+        self, c: int, leaf: int, req: list[int], gang: PreparedGang, need: list[int], within: int
+    ) -> PodPlan | None:
+        tree, size = self.tree, self.index.size
+        enough = Fit(self.clusters.free(c), gang, need)
+        alloc: dict[int, list[float]] = {}
+        steps: list[Step] = []
+        queue_of: dict[str, int] = {}
+        for cand in self._candidates(c, leaf, req, within):
+            q = cand.leaf
+            left = alloc.get(q)
+            if left is None:
+                given = self._given.get(q, [0.0] * size)
+                left = alloc[q] = [float(a) - g for a, g in zip(tree.alloc[q], given, strict=True)]
+            if cand.whole:  # its surplus pods, taken one by one above, are in the whole job
+                kept = [st for st in steps if st.victim != cand.job]
+                for st in steps:
+                    if st.victim == cand.job:
+                        left = [a + x for a, x in zip(left, st.charge, strict=True)]
+                steps = kept
+            after = self._lose(q, left, cand)
+            if after is None:
+                alloc[q] = left
+                continue
+            alloc[q] = after
+            steps.append(Step(cand.job, cand.pods, cand.charge, whole=cand.whole))
+            queue_of[cand.job] = q
+            if enough(steps):
+                steps = trim(steps, enough)
+                freed: dict[int, list[int]] = {}
+                for st in steps:
+                    acc = freed.setdefault(queue_of[st.victim], [0] * size)
+                    freed[queue_of[st.victim]] = [a + x for a, x in zip(acc, st.charge, strict=True)]
+                kept_of = {u: queue_of[u] for u in {st.victim for st in steps}}
+                return PodPlan(plan_of(c, steps, size), freed, kept_of)
+        return None
+
+    def _lose(self, q: int, left: list[float], cand: _Candidate) -> list[float] | None:
+        """The queue's allocation without the candidate, or None if it may not lose it: each of its
+        pods in turn by Volcano's rule (_may_lose); a whole job also may not take the queue below
+        its deserved on a resource its pods use."""
+        des, guarantee, slots = self._des[q], self.tree.guarantee[q], self.slots
+        after = left
+        for pod in cand.pods:
+            if not _may_lose(after, pod.req, des, guarantee, slots):
+                return None
+            after = [a - x for a, x in zip(after, pod.req, strict=True)]
+        if not cand.whole:
+            return after
+        after = [a - x for a, x in zip(left, cand.charge, strict=True)]  # what its queue is charged
+        used = [r for r, x in enumerate(cand.charge) if x > 0 and r != slots and des[r] > 0]
+        return None if any(after[r] < des[r] for r in used) else after
+
+
+def set_deserved(tree: QueueTree, index: ResourceIndex) -> list[list[float]]:
+    """Per queue, its deserved as it sets it (Volcano's capacity plugin: what it does not name, it
+    does not deserve), else as water-filling gives it."""
+    return [
+        [float(x) for x in (d.tolist() if s.deserved is None else index.known_row(s.deserved))]
+        for s, d in zip(tree.snaps, tree.deserved, strict=True)
+    ]
+
+
+def _may_lose(
+    alloc: list[float], pod: list[int], deserved: Sequence[float], guarantee: Sequence[int], slots: int
+) -> bool:
+    """Whether a queue allocated `alloc` may lose the pod: its guarantee holds without it, and it is
+    above deserved on a resource the pod uses, or its deserved names none of them."""
+    if any(a - x < g for a, x, g in zip(alloc, pod, guarantee, strict=True) if g > 0):
+        return False
+    relevant = [r for r, x in enumerate(pod) if x > 0 and r != slots and deserved[r] > 0]
+    return not relevant or any(alloc[r] > deserved[r] for r in relevant)
+
+
+def reclaim_evictions(
+    got: PodPlan, job: Job, tree: QueueTree, clusters: Sequence[str]
+) -> tuple[list[Eviction], list[Reclaim], str]:
+    """The plan's evictions and whole victims, each saying why, and the sentence of the
+    reclaimer's admission."""
+    cluster, uid, queue = clusters[got.plan.cluster], job.snap.uid, tree.names[job.leaf]
+    evictions, whole, parts = [], [], []
+    for victim, pods in got.plan.pods.items():
+        why = victim_reason(tree.names[got.queue_of[victim]], uid, queue)
+        evictions.append(Eviction(victim, cluster, tuple(pods), uid, why, reclaimed=True))
+        parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {victim}")
+    for victim in got.plan.whole:
+        why = victim_reason(tree.names[got.queue_of[victim]], uid, queue)
+        whole.append(Reclaim(victim, cluster, uid, why))
+        parts.append(f"job {victim}")
+    return evictions, whole, reclaiming_pods_reason(queue, cluster, parts)
