@@ -33,11 +33,11 @@ from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.model.hypernode import ResolvedHyperNode
-from vglobal.model.job import Job, parse_job
+from vglobal.model.job import Job, Task, parse_job
+from vglobal.model.preemptable import PREEMPTABLE_KEY, unpreemptable_tasks
 from vglobal.model.queue import parse_queue
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.scheduler import NodeSpec, Taint, parse_conf, run_cycle
-from vglobal.scheduler.info import PREEMPTABLE_ANNOTATION
 from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.inputs import POD_SLOT, Submission, Workload
 
@@ -268,15 +268,18 @@ class _Member:
 
 
 def _unpreemptable(job: Job) -> frozenset[str]:
-    """The tasks the hub never takes victims from: ``volcano.sh/preemptable: "false"`` on the task's
-    template annotations, or on the job's unless the template says "true" (store/repo/jobs.py)."""
-    out = set()
-    job_level = job.annotations.get(PREEMPTABLE_ANNOTATION)
-    for t in job.tasks:
-        own = t.annotations.get(PREEMPTABLE_ANNOTATION)
-        if own == "false" or (job_level == "false" and own != "true"):
-            out.add(t.name)
-    return frozenset(out)
+    """The tasks the hub never takes victims from, as the store reads them (store/repo/jobs.py)."""
+    return unpreemptable_tasks(
+        job.annotations.get(PREEMPTABLE_KEY),
+        job.labels.get(PREEMPTABLE_KEY),
+        {t.name: v for t in job.tasks if (v := t.annotations.get(PREEMPTABLE_KEY)) is not None},
+        {t.name: v for t in job.tasks if (v := _template_labels(t).get(PREEMPTABLE_KEY)) is not None},
+        [t.name for t in job.tasks],
+    )
+
+
+def _template_labels(task: Task) -> dict[str, str]:
+    return dict((task.template.get("metadata") or {}).get("labels") or {})
 
 
 def _resolved(hyper_nodes: Sequence[HyperNode]) -> tuple[ResolvedHyperNode, ...]:
