@@ -3,15 +3,19 @@ label over the template's, the annotation before the label, values as Go's strco
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from vglobal.model.forms import Gang, Placement, PodShape
+from vglobal.model.priority_class import PriorityClass
 from vglobal.model.resources import ResourceVector
 from vglobal.store.engine import make_sessionmaker, session_scope
+from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import jobs as jobs_repo
+from vglobal.store.repo import queues as queues_repo
 
 KEY = "volcano.sh/preemptable"
 
@@ -77,3 +81,22 @@ def test_unpreemptable_tasks_as_volcano_reads_them(
     with session_scope(sessions) as session:
         (static,) = list(jobs_repo.statics([uid], session=session))
     assert static.unpreemptable == frozenset(pinned)
+
+
+def test_a_dispatch_carries_the_priority_class_preemption_policy(engine: sa.Engine) -> None:
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        queues_repo.upsert_priority_class(
+            PriorityClass(name="patient", value=5, preemption_policy="Never"), session=session
+        )
+        waits = replace(_job("waits", [_task("a")], {}), priority_class_name="patient")
+        jobs_repo.insert_jobs([waits, _job("takes", [_task("a")], {})], session=session)
+        session.execute(
+            sa.text("UPDATE resource_bindings SET phase = 'Dispatched', cluster = 'c', generation = 1")
+        )
+    with session_scope(sessions) as session:
+        out = bindings_repo.deliveries("c", ["waits", "takes"], session=session)
+    assert sorted((d.job_uid, d.preemption_policy) for d in out) == [
+        ("takes", "PreemptLowerPriority"),
+        ("waits", "Never"),
+    ]

@@ -68,6 +68,7 @@ class JobRun:
     pipelined: dict[str, str] = field(default_factory=dict)  # pod uid -> node, from the last cycle
     failed_tasks: set[tuple[str, int]] = field(default_factory=set)  # (task, version) already TaskFailed
     events: list[RunEvent] = field(default_factory=list)  # not yet reported
+    preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's, from the hub
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
     dirty: bool = True  # status changed since the last report
 

@@ -124,6 +124,7 @@ def job_spec(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = ()) -> Jo
         namespace=job.namespace,
         queue=run.queue,
         priority=run.priority,
+        preemption_policy=run.preemption_policy,
         min_available=job.min_available,
         task_min_available={t.name: t.min_available for t in job.tasks},
         creation=run.seq,

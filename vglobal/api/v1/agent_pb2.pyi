@@ -575,12 +575,15 @@ class Dispatch(_message.Message):
     MANIFEST_FIELD_NUMBER: _builtins.int
     QUEUE_FIELD_NUMBER: _builtins.int
     PRIORITY_FIELD_NUMBER: _builtins.int
+    PREEMPTION_POLICY_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     manifest: _builtins.str
     """the job manifest as JSON"""
     queue: _builtins.str
     priority: _builtins.int
+    preemption_policy: _builtins.str
+    """The job's PriorityClass preemptionPolicy ("Never" or empty: PreemptLowerPriority)."""
     def __init__(
         self,
         *,
@@ -589,10 +592,11 @@ class Dispatch(_message.Message):
         manifest: _builtins.str = ...,
         queue: _builtins.str = ...,
         priority: _builtins.int = ...,
+        preemption_policy: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "priority", b"priority", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -84,6 +84,7 @@ class Courier:
                 manifest=d.manifest,
                 queue=d.queue,
                 priority=d.priority,
+                preemption_policy=d.preemption_policy,
             )
         )
 
