@@ -90,13 +90,15 @@ def test_a_dispatch_carries_the_priority_class_preemption_policy(engine: sa.Engi
             PriorityClass(name="patient", value=5, preemption_policy="Never"), session=session
         )
         waits = replace(_job("waits", [_task("a")], {}), priority_class_name="patient")
-        jobs_repo.insert_jobs([waits, _job("takes", [_task("a")], {})], session=session)
+        own = _task("b")
+        own["template"]["spec"]["priorityClassName"] = "patient"
+        jobs_repo.insert_jobs([waits, _job("takes", [_task("a"), own], {})], session=session)
         session.execute(
             sa.text("UPDATE resource_bindings SET phase = 'Dispatched', cluster = 'c', generation = 1")
         )
     with session_scope(sessions) as session:
         out = bindings_repo.deliveries("c", ["waits", "takes"], session=session)
-    assert sorted((d.job_uid, d.preemption_policy) for d in out) == [
-        ("takes", "PreemptLowerPriority"),
-        ("waits", "Never"),
+    assert sorted((d.job_uid, d.preemption_policy, d.task_priorities) for d in out) == [
+        ("takes", "PreemptLowerPriority", {"b": 5}),  # task b names its own class
+        ("waits", "Never", None),
     ]

@@ -66,7 +66,7 @@ def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
         request=pod.request,
         status=state,
         node=node,
-        priority=run.priority,
+        priority=run.task_priorities.get(pod.task, run.priority),
         node_selector=dict(spec.get("nodeSelector") or {}),
         affinity=spec.get("affinity"),
         tolerations=tuple(spec.get("tolerations") or ()),

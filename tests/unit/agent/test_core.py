@@ -233,5 +233,15 @@ def test_the_dispatched_preemption_policy_reaches_the_scheduler(core: Any, jobs:
     assert spec.preemption_policy == (policy or "PreemptLowerPriority")
 
 
+def test_a_task_with_its_own_priority_class_gets_its_value(core: Any, jobs: Any) -> None:
+    registered(core)
+    msg = dispatch(jobs.job(jobs.task("w", 1), jobs.task("ps", 1)))
+    msg.dispatch.priority = 10
+    msg.dispatch.task_priorities["ps"] = 1000
+    core.on_message(msg)
+    (spec,) = job_specs(core)
+    assert sorted((t.role, t.priority) for t in spec.tasks) == [("ps", 1000), ("w", 10)]
+
+
 def job_specs(core: Core) -> list[Any]:
     return [job_spec(r) for r in core.runtime.controller.runs.values()]

@@ -85,6 +85,7 @@ class Courier:
                 queue=d.queue,
                 priority=d.priority,
                 preemption_policy=d.preemption_policy,
+                task_priorities=d.task_priorities or {},
             )
         )
 
