@@ -102,3 +102,15 @@ def test_a_dispatch_carries_the_priority_class_preemption_policy(engine: sa.Engi
         ("takes", "PreemptLowerPriority", {"b": 5}),  # task b names its own class
         ("waits", "Never", None),
     ]
+
+
+def test_admission_reads_each_task_priority_class_value(engine: sa.Engine) -> None:
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        queues_repo.upsert_priority_class(PriorityClass(name="high", value=900), session=session)
+        own = _task("ps")
+        own["template"]["spec"]["priorityClassName"] = "high"
+        jobs_repo.insert_jobs([_job("mixed", [_task("w"), own], {})], session=session)
+    with session_scope(sessions) as session:
+        (static,) = list(jobs_repo.statics(["mixed"], session=session))
+    assert static.task_priorities == {"ps": 900}  # w keeps the job's priority

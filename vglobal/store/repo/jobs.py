@@ -313,6 +313,8 @@ class JobStatic:
     # Tasks whose pods are annotated volcano.sh/preemptable: "false" (on the task's template, or on
     # the job and not set otherwise on the template): never preemption or reclaim victims.
     unpreemptable: frozenset[str] = frozenset()
+    # Tasks whose template names its own PriorityClass: that class's value for their pods.
+    task_priorities: dict[str, int] = field(default_factory=dict)
 
 
 def _with_flag(where: str) -> tuple[sa.TextClause, sa.TextClause]:
@@ -327,6 +329,13 @@ _LABELLED, _LABEL_VALUES = _with_flag("labels")
 _JOB_ANNOTATION = ["metadata", "annotations", "volcano.sh/preemptable"]
 _JOB_LABEL = ["metadata", "labels", "volcano.sh/preemptable"]
 _FLAG_PATHS = (_ANNOTATED, _ANNOTATION_VALUES, _LABELLED, _LABEL_VALUES)
+
+
+_TASK_PRIORITIES: sa.ColumnClause[Any] = sa.literal_column(
+    "(SELECT jsonb_object_agg(t->>'name', tc.value) "
+    "FROM jsonb_array_elements(jobs.manifest->'spec'->'tasks') t "
+    "JOIN priority_classes tc ON tc.name = t#>>'{template,spec,priorityClassName}')"
+)
 
 
 def _unpreemptable(
@@ -363,6 +372,7 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
         *(sa.func.jsonb_path_query_array(jobs.c.manifest, q) for q in _FLAG_PATHS),
         jobs.c.manifest.op("#>>")(sa.literal(_JOB_ANNOTATION, ARRAY(sa.Text))),
         jobs.c.manifest.op("#>>")(sa.literal(_JOB_LABEL, ARRAY(sa.Text))),
+        _TASK_PRIORITIES,
     ]
     rows = session.execute(
         sa.select(*cols)
@@ -384,7 +394,8 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
             int(min_available),
             policy,
             _unpreemptable((a, av, lb, lv), job_annotation, job_label, pods),
+            {str(t): int(v) for t, v in (task_prios or {}).items()},
         )
         for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
-        for min_available, policy, a, av, lb, lv, job_annotation, job_label in [more]
+        for min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios in [more]
     )
