@@ -348,6 +348,7 @@ class _Federation:
     def _run(self, m: _Member) -> JobRun:
         self.seq += 1
         run = JobRun(m.uid, 1, m.job, m.job.queue, m.priority, self.seq, 0.0)
+        run.task_priorities = self._task_priorities(m)
         tasks = {t.name: t for t in m.job.tasks}
         for ref, (task, index) in m.pods.items():
             t = tasks[task]
@@ -356,6 +357,11 @@ class _Federation:
             run.pods[name] = PodManifest(ref, name, m.job.namespace, m.uid, task, index, t.pod_request, obj)
             run.status[name] = PodStatus(ref, PodPhase.Pending)
         return run
+
+    def _task_priorities(self, m: _Member) -> dict[str, int]:
+        """As the hub sends them: the value of each task's own PriorityClass."""
+        classes = self.case.classes
+        return {t.name: classes[c] for t in m.job.tasks if (c := t.priority_class_name) in classes}
 
     def _set(self, m: _Member, ref: str, phase: PodPhase, node: str | None) -> None:
         assert m.run is not None
@@ -369,11 +375,13 @@ class _Federation:
         used: dict[str, ResourceVector] = {}
         pods = []
         pinned = _unpreemptable(m.job)
+        own = self._task_priorities(m)
         for name, st in m.run.status.items():
             if st.node:
                 pod = m.run.pods[name]
                 used[st.node] = used.get(st.node, EMPTY) + pod.request + POD_SLOT
-                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, pod.task not in pinned))
+                prio = own.get(pod.task)
+                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, pod.task not in pinned, prio))
         self.dispatcher.report(m.uid, used, started=bool(used))
         run = self.dispatcher.running.get(m.uid)
         if run is not None:
