@@ -111,6 +111,15 @@ BAD = [
         grpc.StatusCode.INVALID_ARGUMENT,
         "spec.priorityClassName",
     ),
+    (
+        "unknown task priority class",
+        job().replace(
+            "      spec:\n        containers:",
+            "      spec:\n        priorityClassName: gold\n        containers:",
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "spec.tasks[0].template.spec.priorityClassName",
+    ),
     ("oversized manifest", job() + "#" + "x" * 1_100_000, grpc.StatusCode.RESOURCE_EXHAUSTED, "limit"),
 ]
 

@@ -423,6 +423,8 @@ class Reclaims:
         long enough."""
         if leaf.reclaim_failed or leaf.reclaiming is not None or not self.snap.running:
             return False
+        if job.snap.preemption_policy == "Never":
+            return False  # its PriorityClass says it waits for free capacity, as in Volcano's reclaim
         if self.plans >= MAX_RECLAIM_PLANS:
             return False  # planning is the costly step: the rest waits for the next cycle
         if self.snap.now - job.snap.waiting_since < self.snap.reclaim_after:

@@ -147,6 +147,8 @@ class AgentCore:
         try:
             job = parse_job(json.loads(d.manifest))
             run = self.runtime.controller.start(uid, gen, job, queue=d.queue, priority=d.priority)
+            run.preemption_policy = d.preemption_policy or run.preemption_policy
+            run.task_priorities = dict(d.task_priorities)
         except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
             reason = f"invalid manifest: {exc}"
             self.rejected[(uid, gen)] = reason

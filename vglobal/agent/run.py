@@ -71,6 +71,8 @@ class JobRun:
     held: set[str] = field(default_factory=set)  # pod names
     failed_tasks: set[tuple[str, int]] = field(default_factory=set)  # (task, version) already TaskFailed
     events: list[RunEvent] = field(default_factory=list)  # not yet reported
+    preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's, from the hub
+    task_priorities: dict[str, int] = field(default_factory=dict)  # tasks with their own class
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
     dirty: bool = True  # status changed since the last report
 

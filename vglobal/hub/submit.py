@@ -78,7 +78,21 @@ def accept(manifest: str, settings: HubSettings, validation: str = "") -> Job:
     return job
 
 
+def check_task_classes(job: Job, *, session: Session) -> None:
+    """A task's own priorityClassName must name a PriorityClass, as the job's must."""
+    for i, t in enumerate(job.tasks):
+        if (
+            t.priority_class_name
+            and queues_repo.get_priority_class(t.priority_class_name, session=session) is None
+        ):
+            raise InvalidArgument(
+                f'spec.tasks[{i}].template.spec.priorityClassName: priority class "{t.priority_class_name}" '
+                "not found (apply a scheduling.k8s.io/v1 PriorityClass first)"
+            )
+
+
 def resolve_priority(job: Job, *, session: Session) -> int:
+    check_task_classes(job, session=session)
     if job.priority_class_name:
         pc = queues_repo.get_priority_class(job.priority_class_name, session=session)
         if pc is None:
@@ -169,6 +183,8 @@ class _References:
         if (failed := self.queues[job.queue]) is not None:
             raise failed
         key = job.priority_class_name or None
+        if key in self.priorities and any(t.priority_class_name for t in job.tasks):
+            check_task_classes(job, session=self.session)  # else resolve_priority checks them
         if key not in self.priorities:
             self.priorities[key] = resolve_priority(job, session=self.session)
         return self.priorities[key]

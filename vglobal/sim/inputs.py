@@ -82,6 +82,7 @@ class Submission:
     job: Job
     priority: int
     at: float = 0.0  # virtual time of submission
+    preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's: Never waits, never preempts
 
     def pending(self, created: float) -> PendingJob:
         job = self.job
@@ -96,6 +97,7 @@ class Submission:
             namespace=job.namespace,
             queue=job.queue,
             priority=self.priority,
+            preemption_policy=self.preemption_policy,
             created=created,
             waiting_since=created,
             request=min_request,
@@ -174,7 +176,9 @@ def load_workload(path: Path) -> Workload:
         submitted[job.key] = f
         _check_queue(where, job, {n: q for n, (_, q) in queues.items()})
         uid = f"{i:06d}-{job.namespace}-{job.name}"
-        out.append(Submission(uid, job, _priority(where, job, classes), _submit_at(where, job)))
+        pc = _priority_class(where, job, classes)
+        value, policy = (0, "PreemptLowerPriority") if pc is None else (pc.value, pc.preemption_policy)
+        out.append(Submission(uid, job, value, _submit_at(where, job), policy))
     return Workload(_parents_first(q for _, q in queues.values()), tuple(out), tuple(skipped))
 
 
@@ -205,17 +209,17 @@ def _check_queue(where: str, job: Job, queues: dict[str, Queue]) -> None:
         )
 
 
-def _priority(where: str, job: Job, classes: dict[str, PriorityClass]) -> int:
-    """The value of the job's PriorityClass, else of the global default, else 0 (as the hub)."""
+def _priority_class(where: str, job: Job, classes: dict[str, PriorityClass]) -> PriorityClass | None:
+    """The job's PriorityClass, else the global default, else none (value 0, as the hub)."""
     if job.priority_class_name:
         pc = classes.get(job.priority_class_name)
         if pc is None:
             raise SimInputError(
                 f'{where}: spec.priorityClassName: priority class "{job.priority_class_name}" not found'
             )
-        return pc.value
+        return pc
     defaults = [pc for pc in classes.values() if pc.global_default]
-    return defaults[0].value if defaults else 0
+    return defaults[0] if defaults else None
 
 
 def _submit_at(where: str, job: Job) -> float:

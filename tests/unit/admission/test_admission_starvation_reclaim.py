@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.unit.admission.builders import admitted, cluster, gpus, job, jobs, reason
 from vglobal.admission import QueueSnap
 from vglobal.sim.rounds import AdmissionRounds
@@ -136,3 +138,16 @@ def test_reclaim_min_runtime_protects_jobs_that_just_started() -> None:
     result = setup(3600).step()
     assert result.reclaims == ()
     assert reason(result, "b0").startswith("no cluster fits gang")
+
+
+def test_a_job_whose_priority_class_says_never_does_not_reclaim() -> None:
+    """Volcano's reclaim skips a preemptor with PreemptionPolicy Never: it waits for free capacity."""
+    sim = AdmissionRounds.of(
+        [QueueSnap("a"), QueueSnap("b")], [cluster("c", 2, gpus(8))], jobs("a", "a", gpus(8), 2)
+    )
+    assert len(admitted(sim.step())) == 2
+    sim.submit(replace(job("never", "b", gpus(8), created=1), preemption_policy="Never"))
+    result = sim.step()
+    assert result.reclaims == () and admitted(result) == {}
+    sim.submit(job("lower", "b", gpus(8), created=2))
+    assert [(r.victim_uid, r.for_uid) for r in sim.step().reclaims] == [("a01", "lower")]

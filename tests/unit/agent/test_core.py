@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from vglobal.agent.core import AgentCore
+from vglobal.agent.snapshot import job_spec
 from vglobal.api.v1 import agent_pb2 as pb
 
 
@@ -220,3 +221,27 @@ def test_evict_with_restart_job_policy_restarts_the_run_in_place(core: Any, jobs
     run = core.runs["u1"]
     assert run.retry_count == 1 and run.generation == 1
     assert not set(uids) & {m.uid for m in run.pods.values()}
+
+
+@pytest.mark.parametrize("policy", ["", "Never"])
+def test_the_dispatched_preemption_policy_reaches_the_scheduler(core: Any, jobs: Any, policy: str) -> None:
+    registered(core)
+    msg = dispatch(jobs.job(jobs.task("w", 1)))
+    msg.dispatch.preemption_policy = policy
+    core.on_message(msg)
+    (spec,) = job_specs(core)
+    assert spec.preemption_policy == (policy or "PreemptLowerPriority")
+
+
+def test_a_task_with_its_own_priority_class_gets_its_value(core: Any, jobs: Any) -> None:
+    registered(core)
+    msg = dispatch(jobs.job(jobs.task("w", 1), jobs.task("ps", 1)))
+    msg.dispatch.priority = 10
+    msg.dispatch.task_priorities["ps"] = 1000
+    core.on_message(msg)
+    (spec,) = job_specs(core)
+    assert sorted((t.role, t.priority) for t in spec.tasks) == [("ps", 1000), ("w", 10)]
+
+
+def job_specs(core: Core) -> list[Any]:
+    return [job_spec(r) for r in core.runtime.controller.runs.values()]

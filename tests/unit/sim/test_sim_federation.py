@@ -249,3 +249,31 @@ def test_the_simulated_hub_has_the_hub_defaults() -> None:
         hub["queue_lookback"].default,
         hub["max_admissions_per_cycle"].default,
     )
+
+
+@pytest.mark.parametrize("policy", ["PreemptLowerPriority", "Never"])
+def test_a_never_priority_class_waits_instead_of_preempting(
+    clusters: list[Path], tmp_path: Path, policy: str
+) -> None:
+    """A full queue: a later high-priority job preempts a lower one, unless its class says Never."""
+    pc = (
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: urgent}\nvalue: 1000\n"
+        f"preemptionPolicy: {policy}\n"
+    )
+    docs = [pc, queue("q", extra=", capability: {nvidia.com/gpu: 16}")]
+    docs += [job(f"low-{i}", "q", gpus=8, duration="2h") for i in range(2)]
+    high = job("high", "q", gpus=8, extra="\n  priorityClassName: urgent").replace(
+        "vglobal.io/sim-duration: 1h}", "vglobal.io/sim-duration: 1h, vglobal.io/sim-submit-at: 10m}"
+    )
+    docs.append(high)
+    result = run_simulation(
+        cluster_files=clusters, jobs_path=write(tmp_path / "jobs.yaml", docs), until=1800.0
+    )
+    by_name = {j["name"]: j for j in result["jobs"]}
+    reasons = {n: [e["reason"] for e in j["events"]] for n, j in by_name.items()}
+    victims = [n for n, r in reasons.items() if "Reclaimed" in r]
+    if policy == "Never":
+        assert victims == [] and by_name["high"]["admittedAt"] is None
+        assert "capability" in by_name["high"]["reason"]
+    else:
+        assert len(victims) == 1 and by_name["high"]["admittedAt"] == 600.0

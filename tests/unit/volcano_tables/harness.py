@@ -33,11 +33,11 @@ from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.model.hypernode import ResolvedHyperNode
-from vglobal.model.job import Job, parse_job
+from vglobal.model.job import Job, Task, parse_job
+from vglobal.model.preemptable import PREEMPTABLE_KEY, unpreemptable_tasks
 from vglobal.model.queue import parse_queue
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.scheduler import NodeSpec, Taint, parse_conf, run_cycle
-from vglobal.scheduler.info import PREEMPTABLE_ANNOTATION
 from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.inputs import POD_SLOT, Submission, Workload
 
@@ -268,19 +268,18 @@ class _Member:
 
 
 def _unpreemptable(job: Job) -> frozenset[str]:
-    """The tasks the hub never takes victims from: ``volcano.sh/preemptable: "false"`` on the task's
-    template annotations (or its labels when no annotation says), or on the job's annotations
-    unless the template says "true" (store/repo/jobs.py)."""
-    out = set()
-    job_level = job.annotations.get(PREEMPTABLE_ANNOTATION)
-    for t in job.tasks:
-        own = t.annotations.get(PREEMPTABLE_ANNOTATION)
-        if own is None:
-            labels = (t.template.get("metadata") or {}).get("labels") or {}
-            own = labels.get(PREEMPTABLE_ANNOTATION)
-        if own == "false" or (job_level == "false" and own != "true"):
-            out.add(t.name)
-    return frozenset(out)
+    """The tasks the hub never takes victims from, as the store reads them (store/repo/jobs.py)."""
+    return unpreemptable_tasks(
+        job.annotations.get(PREEMPTABLE_KEY),
+        job.labels.get(PREEMPTABLE_KEY),
+        {t.name: v for t in job.tasks if (v := t.annotations.get(PREEMPTABLE_KEY)) is not None},
+        {t.name: v for t in job.tasks if (v := _template_labels(t).get(PREEMPTABLE_KEY)) is not None},
+        [t.name for t in job.tasks],
+    )
+
+
+def _template_labels(task: Task) -> dict[str, str]:
+    return dict((task.template.get("metadata") or {}).get("labels") or {})
 
 
 def _resolved(hyper_nodes: Sequence[HyperNode]) -> tuple[ResolvedHyperNode, ...]:
@@ -349,6 +348,7 @@ class _Federation:
     def _run(self, m: _Member) -> JobRun:
         self.seq += 1
         run = JobRun(m.uid, 1, m.job, m.job.queue, m.priority, self.seq, 0.0)
+        run.task_priorities = self._task_priorities(m)
         tasks = {t.name: t for t in m.job.tasks}
         for ref, (task, index) in m.pods.items():
             t = tasks[task]
@@ -357,6 +357,11 @@ class _Federation:
             run.pods[name] = PodManifest(ref, name, m.job.namespace, m.uid, task, index, t.pod_request, obj)
             run.status[name] = PodStatus(ref, PodPhase.Pending)
         return run
+
+    def _task_priorities(self, m: _Member) -> dict[str, int]:
+        """As the hub sends them: the value of each task's own PriorityClass."""
+        classes = self.case.classes
+        return {t.name: classes[c] for t in m.job.tasks if (c := t.priority_class_name) in classes}
 
     def _set(self, m: _Member, ref: str, phase: PodPhase, node: str | None) -> None:
         assert m.run is not None
@@ -370,11 +375,13 @@ class _Federation:
         used: dict[str, ResourceVector] = {}
         pods = []
         pinned = _unpreemptable(m.job)
+        own = self._task_priorities(m)
         for name, st in m.run.status.items():
             if st.node:
                 pod = m.run.pods[name]
                 used[st.node] = used.get(st.node, EMPTY) + pod.request + POD_SLOT
-                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, pod.task not in pinned))
+                prio = own.get(pod.task)
+                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, pod.task not in pinned, prio))
         self.dispatcher.report(m.uid, used, started=bool(used))
         run = self.dispatcher.running.get(m.uid)
         if run is not None:

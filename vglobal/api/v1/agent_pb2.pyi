@@ -570,17 +570,45 @@ Global___Registered: _TypeAlias = Registered  # noqa: Y015
 class Dispatch(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class TaskPrioritiesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     JOB_UID_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
     MANIFEST_FIELD_NUMBER: _builtins.int
     QUEUE_FIELD_NUMBER: _builtins.int
     PRIORITY_FIELD_NUMBER: _builtins.int
+    PREEMPTION_POLICY_FIELD_NUMBER: _builtins.int
+    TASK_PRIORITIES_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     manifest: _builtins.str
     """the job manifest as JSON"""
     queue: _builtins.str
     priority: _builtins.int
+    preemption_policy: _builtins.str
+    """The job's PriorityClass preemptionPolicy ("Never" or empty: PreemptLowerPriority)."""
+    @_builtins.property
+    def task_priorities(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Tasks whose template names its own PriorityClass: that class's value for their pods."""
+
     def __init__(
         self,
         *,
@@ -589,10 +617,12 @@ class Dispatch(_message.Message):
         manifest: _builtins.str = ...,
         queue: _builtins.str = ...,
         priority: _builtins.int = ...,
+        preemption_policy: _builtins.str = ...,
+        task_priorities: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "priority", b"priority", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "task_priorities", b"task_priorities"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

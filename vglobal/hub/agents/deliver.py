@@ -84,6 +84,8 @@ class Courier:
                 manifest=d.manifest,
                 queue=d.queue,
                 priority=d.priority,
+                preemption_policy=d.preemption_policy,
+                task_priorities=d.task_priorities or {},
             )
         )
 

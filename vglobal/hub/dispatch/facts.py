@@ -51,6 +51,7 @@ class JobFacts:
     min_available: int = 0
     preemption_policy: str = "PreemptLowerPriority"
     unpreemptable: frozenset[str] = frozenset()  # tasks whose pods are never victims
+    task_priorities: Mapping[str, int] = field(default_factory=dict)  # tasks with their own class
     group: GroupRef | None = None  # a HyperJob's child
 
     @classmethod
@@ -77,6 +78,7 @@ class JobFacts:
             min_available=s.min_available,
             preemption_policy=s.preemption_policy,
             unpreemptable=s.unpreemptable,
+            task_priorities=s.task_priorities,
             group=None
             if (m := s.placement.member) is None
             else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
@@ -100,7 +102,8 @@ class JobFacts:
             p = PodPlacement.from_json(raw)
             if p.holds_node and p.uid and p.uid not in gone:
                 req = self.pod_requests.get(p.task, ResourceVector())
-                out.append(RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable))
+                prio = self.task_priorities.get(p.task)
+                out.append(RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable, prio))
         return tuple(out)
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:

@@ -275,6 +275,8 @@ class Delivery(NamedTuple):
     manifest: str  # the job manifest as JSON text
     queue: str
     priority: int
+    preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's
+    task_priorities: dict[str, int] | None = None  # tasks with their own priorityClassName
 
 
 def runs_of(cluster: str, *, session: Session, unacknowledged: bool = False) -> dict[str, int]:
@@ -296,13 +298,18 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
         return []
     with cursor(session) as cur:
         cur.execute(
-            "SELECT b.job_uid, b.generation, CAST(j.manifest AS text), j.queue, j.priority "
+            "SELECT b.job_uid, b.generation, CAST(j.manifest AS text), j.queue, j.priority, "
+            "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), "
+            "(SELECT jsonb_object_agg(t->>'name', tc.value) "
+            "FROM jsonb_array_elements(j.manifest->'spec'->'tasks') t "
+            "JOIN priority_classes tc ON tc.name = t#>>'{template,spec,priorityClassName}') "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+            "LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
             "WHERE b.job_uid = ANY(string_to_array(%(u)s, ',')) AND b.cluster = %(c)s "
             "AND b.phase = ANY(%(p)s)",
             {"u": joined(uids), "c": cluster, "p": _ADMITTED},
         )
-        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4])) for r in cur.fetchall()]
+        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6]) for r in cur.fetchall()]
 
 
 def add_evictions(evictions: Sequence[tuple[str, Sequence[str]]], *, session: Session) -> list[str]:

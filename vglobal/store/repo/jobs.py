@@ -20,6 +20,7 @@ from vglobal.model.forms import (
     tasks_from_json,
     tasks_to_json,
 )
+from vglobal.model.preemptable import unpreemptable_tasks
 from vglobal.model.records import JobRow, OwnedJob
 from vglobal.store.engine import rowcount
 from vglobal.store.repo.job_queries import JobFilter, Page, conditions, ordered
@@ -313,26 +314,42 @@ class JobStatic:
     # "false" on the task's template, or annotated so on the job and not set otherwise on the
     # template: never preemption or reclaim victims.
     unpreemptable: frozenset[str] = frozenset()
+    # Tasks whose template names its own PriorityClass: that class's value for their pods.
+    task_priorities: dict[str, int] = field(default_factory=dict)
 
 
-_ANNOTATION = 'template.metadata.annotations."volcano.sh/preemptable"'
-_LABEL = 'template.metadata.labels."volcano.sh/preemptable"'
-# Volcano reads the pod's annotation first and its label when no annotation says.
-_PINNED = sa.text(
-    f'\'$.spec.tasks[*] ? (@.{_ANNOTATION} == "false" '
-    f'|| (!exists(@.{_ANNOTATION}) && @.{_LABEL} == "false")).name\''
+def _with_flag(where: str) -> tuple[sa.TextClause, sa.TextClause]:
+    """JSON paths to the names of the tasks whose template sets the flag at ``where``, and to those
+    values, in the same order."""
+    has = f'$.spec.tasks[*] ? (exists(@.template.metadata.{where}."volcano.sh/preemptable"))'
+    return sa.text(f"'{has}.name'"), sa.text(f"'{has}.template.metadata.{where}.\"volcano.sh/preemptable\"'")
+
+
+_ANNOTATED, _ANNOTATION_VALUES = _with_flag("annotations")
+_LABELLED, _LABEL_VALUES = _with_flag("labels")
+_JOB_ANNOTATION = ["metadata", "annotations", "volcano.sh/preemptable"]
+_JOB_LABEL = ["metadata", "labels", "volcano.sh/preemptable"]
+_FLAG_PATHS = (_ANNOTATED, _ANNOTATION_VALUES, _LABELLED, _LABEL_VALUES)
+
+
+_TASK_PRIORITIES: sa.ColumnClause[Any] = sa.literal_column(
+    "(SELECT jsonb_object_agg(t->>'name', tc.value) "
+    "FROM jsonb_array_elements(jobs.manifest->'spec'->'tasks') t "
+    "JOIN priority_classes tc ON tc.name = t#>>'{template,spec,priorityClassName}')"
 )
-_FREED = sa.text(f"'$.spec.tasks[*] ? (@.{_ANNOTATION} == \"true\").name'")
-_JOB_PREEMPTABLE = "{metadata,annotations,volcano.sh/preemptable}"
 
 
 def _unpreemptable(
-    pinned: list[str] | None, freed: list[str] | None, job_level: str | None, tasks: Any
+    flags: tuple[Any, Any, Any, Any], job_annotation: str | None, job_label: str | None, tasks: Any
 ) -> frozenset[str]:
-    out = set(pinned or ())
-    if job_level == "false":
-        out |= {t for t in tasks or () if t not in set(freed or ())}
-    return frozenset(out)
+    annotated, annotations, labelled, labels = (list(f or ()) for f in flags)
+    return unpreemptable_tasks(
+        job_annotation,
+        job_label,
+        {str(t): str(v) for t, v in zip(annotated, annotations, strict=False)},
+        {str(t): str(v) for t, v in zip(labelled, labels, strict=False)},
+        tasks or (),
+    )
 
 
 def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
@@ -353,9 +370,10 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
         jobs.c.placement,
         jobs.c.min_available,
         sa.func.coalesce(priority_classes.c.preemption_policy, "PreemptLowerPriority"),
-        sa.func.jsonb_path_query_array(jobs.c.manifest, _PINNED),
-        sa.func.jsonb_path_query_array(jobs.c.manifest, _FREED),
-        jobs.c.manifest.op("#>>")(sa.cast(_JOB_PREEMPTABLE, ARRAY(sa.Text))),
+        *(sa.func.jsonb_path_query_array(jobs.c.manifest, q) for q in _FLAG_PATHS),
+        jobs.c.manifest.op("#>>")(sa.literal(_JOB_ANNOTATION, ARRAY(sa.Text))),
+        jobs.c.manifest.op("#>>")(sa.literal(_JOB_LABEL, ARRAY(sa.Text))),
+        _TASK_PRIORITIES,
     ]
     rows = session.execute(
         sa.select(*cols)
@@ -376,8 +394,9 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
             Placement.from_json(where),
             int(min_available),
             policy,
-            _unpreemptable(pinned, freed, job_level, pods),
+            _unpreemptable((a, av, lb, lv), job_annotation, job_label, pods),
+            {str(t): int(v) for t, v in (task_prios or {}).items()},
         )
         for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
-        for min_available, policy, pinned, freed, job_level in [more]
+        for min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios in [more]
     )

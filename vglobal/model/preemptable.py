@@ -1,0 +1,35 @@
+"""Which tasks' pods are never preemption or reclaim victims (``volcano.sh/preemptable``).
+
+Volcano's job controller copies the job's annotation and label over the pod template's, and its
+scheduler reads the pod's annotation first, then its label; a value Go's strconv.ParseBool cannot
+read counts as "not preemptable", no value as preemptable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
+
+def pod_preemptable(annotation: str | None, label: str | None) -> bool:
+    value = annotation if annotation is not None else label
+    return True if value is None else value in _GO_TRUE
+
+
+def unpreemptable_tasks(
+    job_annotation: str | None,
+    job_label: str | None,
+    task_annotations: Mapping[str, str],
+    task_labels: Mapping[str, str],
+    tasks: Iterable[str],
+) -> frozenset[str]:
+    """The tasks whose pods are pinned; ``task_*`` hold the templates' values by task name."""
+    return frozenset(
+        t
+        for t in tasks
+        if not pod_preemptable(
+            job_annotation if job_annotation is not None else task_annotations.get(t),
+            job_label if job_label is not None else task_labels.get(t),
+        )
+    )
