@@ -93,6 +93,25 @@ class WorkloadTracker:
     def start(self, ref: JobRef, kind: WorkloadKind, job: Job) -> None:
         self.runs[ref.uid] = TrackedWorkload(ref, kind, job, task_roles(kind, job))
 
+    def adopt(
+        self,
+        ref: JobRef,
+        kind: WorkloadKind,
+        job: Job,
+        owner_uid: str,
+        obj: WorkloadRecord,
+        pods: list[PodRecord],
+    ) -> None:
+        """Take over a run whose object is in the cluster (an agent restart): the object is kept
+        as it is, and the pods its controller made (of this generation) wait to fill the slots the
+        job controller asks for again, bound ones staying on their nodes."""
+        tw = TrackedWorkload(ref, kind, job, task_roles(kind, job), owner_uid=owner_uid, obj_uid=obj.uid)
+        self.runs[ref.uid] = tw
+        for rec in pods:
+            if rec.generation == ref.generation and not rec.deleting and not rec.finished:
+                tw.loose[rec.key] = rec
+        self.on_object(None, obj)  # its status as it stands: ready, or ended while no agent looked
+
     def owner_ready(self, uid: str, owner_uid: str) -> None:
         tw = self.runs.get(uid)
         if tw is not None:
