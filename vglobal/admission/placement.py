@@ -21,10 +21,11 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.admission.explain import fmt_gang, fmt_row
+from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
 from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
+from vglobal.model.served import lacks
 
 
 def selector_matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
@@ -40,11 +41,13 @@ class Held(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """Clusters a job may go to, in index order; jobs with the same annotations share one."""
+    """Clusters a job may go to, in index order; jobs with the same annotations share one.
+    ``note`` names the clusters left out because they lack the job's workload kind."""
 
     array: IntArray
     ids: tuple[int, ...]
     key: bytes
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,10 +150,22 @@ class Clusters:
     # --- candidates and ranking ------------------------------------------------------------------
     def candidates(self, job: PendingJob) -> Candidates:
         """Schedulable clusters the job's annotations allow and that have not rejected it."""
-        if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
+        if (
+            job.allowed_clusters is None
+            and not job.cluster_selector
+            and not job.excluded_clusters
+            and not job.workload
+        ):
             return self.candidates_anywhere()
-        key = (job.allowed_clusters, tuple(sorted(job.cluster_selector.items())), job.excluded_clusters)
-        return self._candidates_for(key, job.allowed_clusters, job.cluster_selector, job.excluded_clusters)
+        key = (
+            job.allowed_clusters,
+            tuple(sorted(job.cluster_selector.items())),
+            job.excluded_clusters,
+            job.workload,
+        )
+        return self._candidates_for(
+            key, job.allowed_clusters, job.cluster_selector, job.excluded_clusters, job.workload
+        )
 
     def candidates_anywhere(self) -> Candidates:
         """Every schedulable cluster: the candidates of a job without placement annotations."""
@@ -162,6 +177,7 @@ class Clusters:
         allowed: frozenset[str] | None,
         selector: Mapping[str, str],
         excluded: frozenset[str],
+        workload: str = "",
     ) -> Candidates:
         got = self._candidates.get(key)
         if got is None:
@@ -172,8 +188,12 @@ class Clusters:
                 and selector_matches(c.labels, selector)
                 for i, c in enumerate(self.snaps)
             ]
+            lacking = [c.name for i, c in enumerate(self.snaps) if ok[i] and lacks(c.labels, workload)]
+            if lacking:
+                ok = [v and c.name not in lacking for v, c in zip(ok, self.snaps, strict=True)]
             arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
-            got = self._candidates[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes())
+            note = lacks_reason(lacking, workload) if lacking else ""
+            got = self._candidates[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes(), note)
         return got
 
     def _rank_keys(self, dims: tuple[int, ...]) -> list[tuple[float, int]]:
@@ -380,7 +400,7 @@ class Clusters:
     def best_effort(self, cand: Candidates, gang: PreparedGang) -> str:
         """Which candidate came closest to holding the gang, and what it had."""
         if not cand.ids:
-            return "no candidate cluster"
+            return f"no candidate cluster; {cand.note}" if cand.note else "no candidate cluster"
         wanted = sum(s.count for s in gang.shapes)
         best = (-1, 0)
         for c in cand.ids:
@@ -397,7 +417,7 @@ class Clusters:
         short = np.maximum(gang.total - self.total_free(c), 0)
         if short.any():
             text += f", lacks {fmt_row(self.index, short.tolist())} in total"
-        return text
+        return f"{text}; {cand.note}" if cand.note else text
 
     def fits_allocatable(self, cand: Candidates, gang: PreparedGang) -> list[int]:
         """Candidates whose whole capacity (ignoring current usage) could hold the gang."""

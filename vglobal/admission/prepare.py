@@ -187,7 +187,12 @@ class Prepared:
         append = leaf.jobs.append
         for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
             rid = rid_by_id[id(job.request)]
-            if job.allowed_clusters is None and not job.cluster_selector and not job.excluded_clusters:
+            if (
+                job.allowed_clusters is None
+                and not job.cluster_selector
+                and not job.excluded_clusters
+                and not job.workload
+            ):
                 cand = anywhere  # the common case, inlined
             else:
                 cand = self.clusters.candidates(job)

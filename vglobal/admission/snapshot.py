@@ -113,6 +113,9 @@ class PendingJob:
     # Its PriorityClass's preemptionPolicy: "Never" waits for free capacity and preempts nothing.
     preemption_policy: str = "PreemptLowerPriority"
     group: GroupRef | None = None  # a HyperJob's child
+    # The API resource it is written as in its cluster (model/served.py; "" for a Volcano Job):
+    # a cluster whose agent says its API lacks it is no candidate.
+    workload: str = ""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 from vglobal.model import hyperjob
 from vglobal.model.job import Job, NetworkTopology, Task
 from vglobal.model.resources import ResourceVector
+from vglobal.model.served import resource_of
 
 POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
 # A pod its cluster confirmed stopped and gone (a cancelled job's): what the hub shows in its place.
@@ -79,16 +80,24 @@ class Member:
 class Placement:
     """Where a job may run: the allowed clusters (None: any), a selector on cluster labels, and
     its network topology constraint; a HyperJob's child also names its HyperJob (admitted with
-    its siblings)."""
+    its siblings). ``workload`` is the API resource the job is written as in its cluster (a
+    RayCluster's ``rayclusters.ray.io``; "" for a Volcano Job): clusters that lack it are passed over."""
 
     clusters: frozenset[str] | None = None
     selector: Mapping[str, str] = field(default_factory=dict)
     topology: NetworkTopology | None = None
     member: Member | None = None
+    workload: str = ""
 
     @classmethod
     def of(cls, job: Job) -> Placement:
-        return cls(job.allowed_clusters, dict(job.cluster_selector), job.network_topology, Member.of(job))
+        return cls(
+            job.allowed_clusters,
+            dict(job.cluster_selector),
+            job.network_topology,
+            Member.of(job),
+            resource_of(job.raw),
+        )
 
     def to_json(self) -> dict[str, Any]:
         topo = self.topology
@@ -99,6 +108,7 @@ class Placement:
             if topo is None
             else {"mode": topo.mode, "tier": topo.highest_tier_allowed, "tier_name": topo.highest_tier_name},
             **({} if self.member is None else {"hyperjob": self.member.to_json()}),
+            **({"workload": self.workload} if self.workload else {}),
         }
 
     @classmethod
@@ -116,6 +126,7 @@ class Placement:
                 highest_tier_name=topo.get("tier_name"),
             ),
             member=Member(*data["hyperjob"]) if data.get("hyperjob") else None,
+            workload=str(data.get("workload") or ""),
         )
 
 

@@ -93,6 +93,31 @@ class WorkloadTracker:
     def start(self, ref: JobRef, kind: WorkloadKind, job: Job) -> None:
         self.runs[ref.uid] = TrackedWorkload(ref, kind, job, task_roles(kind, job))
 
+    def adopt(
+        self,
+        ref: JobRef,
+        kind: WorkloadKind,
+        job: Job,
+        owner_uid: str,
+        obj: WorkloadRecord,
+        pods: list[PodRecord],
+    ) -> None:
+        """Take over a run whose object is in the cluster (an agent restart): the object is kept
+        as it is, and the pods its controller made (of this generation) wait to fill the slots the
+        job controller asks for again, bound ones staying on their nodes. A pod that succeeded
+        meanwhile fills a slot too (a batch Job's done pod is not made again); a failed one does
+        not (its controller makes a replacement)."""
+        tw = TrackedWorkload(ref, kind, job, task_roles(kind, job), owner_uid=owner_uid, obj_uid=obj.uid)
+        self.runs[ref.uid] = tw
+        found = [
+            r
+            for r in pods
+            if r.generation == ref.generation and not r.deleting and r.phase != PodPhase.Failed
+        ]
+        for rec in sorted(found, key=lambda r: (r.finished, r.name)):  # live pods fill slots first
+            tw.loose[rec.key] = rec
+        self.on_object(None, obj)  # its status as it stands: ready, or ended while no agent looked
+
     def owner_ready(self, uid: str, owner_uid: str) -> None:
         tw = self.runs.get(uid)
         if tw is not None:

@@ -20,11 +20,11 @@ from urllib.parse import quote
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef, owner_reference
 from vglobal.agent.kube.records import GENERATION_LABEL, JOB_UID_LABEL, ROLE_LABEL
+from vglobal.model.served import MISSING, SERVED, served_label
 
 log = logging.getLogger(__name__)
 
 SUBMITTER = "submitter"
-SERVED_LABEL_PREFIX = "workloads.vglobal.io/"  # cluster label per kind: served | missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,11 @@ class WorkloadKind:
     @property
     def version(self) -> str:
         return self.api_version.split("/", 1)[1]
+
+    @property
+    def resource(self) -> str:
+        """``<plural>.<group>``, as model/served.py names it."""
+        return f"{self.plural}.{self.group}"
 
     @property
     def api_path(self) -> str:
@@ -280,6 +285,6 @@ def served(api: KubeApi) -> tuple[list[WorkloadKind], list[WorkloadKind]]:
 
 def served_labels(ok: list[WorkloadKind], missing: list[WorkloadKind]) -> dict[str, str]:
     """Cluster labels that tell the hub (and its users) which kinds this cluster can run."""
-    out = {f"{SERVED_LABEL_PREFIX}{k.plural}.{k.group}": "served" for k in ok}
-    out.update({f"{SERVED_LABEL_PREFIX}{k.plural}.{k.group}": "missing" for k in missing})
+    out = {served_label(k.resource): SERVED for k in ok}
+    out.update({served_label(k.resource): MISSING for k in missing})
     return out

@@ -53,6 +53,7 @@ class JobFacts:
     unpreemptable: frozenset[str] = frozenset()  # tasks whose pods are never victims
     task_priorities: Mapping[str, int] = field(default_factory=dict)  # tasks with their own class
     group: GroupRef | None = None  # a HyperJob's child
+    workload: str = ""  # the API resource it is written as in its cluster ("" for a Volcano Job)
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
@@ -82,6 +83,7 @@ class JobFacts:
             group=None
             if (m := s.placement.member) is None
             else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
+            workload=s.placement.workload,
         )
 
     def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:

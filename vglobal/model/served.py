@@ -1,0 +1,39 @@
+"""Which API resource a job's manifest is written as in a member cluster, and the cluster label
+by which an agent says whether its cluster serves that resource (``served`` or ``missing``).
+
+A Volcano Job has none: the agent makes its pods itself. For the other kinds a controller in the
+member cluster makes the pods, and a cluster whose API lacks the kind's CRD cannot run it, so
+admission does not send such a job there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SERVED_LABEL_PREFIX = "workloads.vglobal.io/"
+SERVED, MISSING = "served", "missing"
+
+# (apiVersion, kind) -> "<plural>.<group>", the resource's name as its CRD is named
+RESOURCES: Mapping[tuple[str, str], str] = {
+    ("ray.io/v1", "RayCluster"): "rayclusters.ray.io",
+    ("ray.io/v1", "RayJob"): "rayjobs.ray.io",
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkersets.leaderworkerset.x-k8s.io",
+    ("apps/v1", "Deployment"): "deployments.apps",
+    ("apps/v1", "StatefulSet"): "statefulsets.apps",
+    ("batch/v1", "Job"): "jobs.batch",
+}
+
+
+def resource_of(raw: Mapping[str, Any]) -> str:
+    """The resource a manifest is written as ("" for a Volcano Job, whose pods the agent makes)."""
+    return RESOURCES.get((str(raw.get("apiVersion", "")), str(raw.get("kind", ""))), "")
+
+
+def served_label(resource: str) -> str:
+    return f"{SERVED_LABEL_PREFIX}{resource}"
+
+
+def lacks(labels: Mapping[str, str], resource: str) -> bool:
+    """The cluster's agent said its API does not serve ``resource`` (no label: not known to lack it)."""
+    return bool(resource) and labels.get(served_label(resource)) == MISSING
