@@ -94,6 +94,17 @@ class GroupRef:
 
 
 @dataclass(frozen=True)
+class Partitions:
+    """``count`` partitions of a gang, ``size`` pods of ``request`` each, every one whole inside one
+    HyperNode of tier <= its topology's (within the job's HyperNode); their pods are in the gang too."""
+
+    request: ResourceVector
+    size: int
+    count: int
+    network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
+
+
+@dataclass(frozen=True)
 class PendingJob:
     uid: str
     name: str
@@ -113,6 +124,7 @@ class PendingJob:
     # Its PriorityClass's preemptionPolicy: "Never" waits for free capacity and preempts nothing.
     preemption_policy: str = "PreemptLowerPriority"
     group: GroupRef | None = None  # a HyperJob's child
+    partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks (partitionPolicy)
 
 
 @dataclass(frozen=True)

@@ -329,4 +329,5 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         network_topology=f.topology,
         preemption_policy=f.preemption_policy,
         group=f.group,
+        partitions=f.partitions,
     )

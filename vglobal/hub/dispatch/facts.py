@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.admission import Gang, GroupRef, RunningPod
+from vglobal.admission import Gang, GroupRef, Partitions, RunningPod
+from vglobal.admission.partitions import partitions_of
 from vglobal.model.forms import PodPlacement
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo.jobs import JobStatic
@@ -52,6 +53,7 @@ class JobFacts:
     preemption_policy: str = "PreemptLowerPriority"
     unpreemptable: frozenset[str] = frozenset()  # tasks whose pods are never victims
     group: GroupRef | None = None  # a HyperJob's child
+    partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
@@ -80,6 +82,7 @@ class JobFacts:
             group=None
             if (m := s.placement.member) is None
             else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
+            partitions=partitions_of(s.placement.partitions),
         )
 
     def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:
