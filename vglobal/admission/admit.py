@@ -217,6 +217,8 @@ class _Cycle:
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
+        if snap.partitions:  # a preemption plan packs the gang, not its partitions' HyperNodes
+            return False
         return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
 
     def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:

@@ -16,6 +16,8 @@ from vglobal.admission import (
     Partitions,
     PendingJob,
     QueueSnap,
+    RunningJob,
+    RunningPod,
     Snapshot,
     admit,
 )
@@ -193,3 +195,24 @@ def test_a_stored_job_is_fitted_with_its_partitions() -> None:
     a = fabric("a", spines=1, switches=4, per_switch=2, slots=True)
     b = fabric("b", spines=1, switches=2, per_switch=4, slots=True)
     assert run((a, b), pending) == {"t": "b"}
+
+
+def test_a_partitioned_gang_is_never_dispatched_by_preemption_where_its_partitions_do_not_fit() -> None:
+    a = fabric("a", spines=1, switches=4, per_switch=2, free=0)
+    pods = tuple(RunningPod(f"low-{i}", n.name, POD) for i, n in enumerate(a.nodes))
+    low = RunningJob(
+        "low",
+        "q",
+        "a",
+        priority=1,
+        created=0.0,
+        request=POD.scale(8),
+        placements={n.name: POD for n in a.nodes},
+        pods=pods,
+        min_available=1,
+    )
+    urgent = replace(partitioned("j", count=2, size=4), priority=100)
+    snapshot = Snapshot(0, Q, (a,), (urgent,), running=(low,))
+    assert admitted(admit(snapshot)) == {}  # no ToR of "a" holds 4 pods whatever is evicted
+    plain = replace(urgent, partitions=())
+    assert admitted(admit(replace(snapshot, pending=(plain,)))) == {"j": "a"}  # the plain gang preempts
