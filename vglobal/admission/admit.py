@@ -21,10 +21,12 @@ from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
     no_hypernode_reason,
+    no_partition_fit_reason,
     preempting_reason,
 )
 from vglobal.admission.hyperjob import admit_groups, groups_of
 from vglobal.admission.order import FairOrder, decayed_offsets
+from vglobal.admission.partitions import place_partitioned, prepare_partitions
 from vglobal.admission.placement import FailureCache
 from vglobal.admission.preempt import Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
@@ -180,7 +182,10 @@ class _Cycle:
                     return reserved
             best = self.clusters.best_effort(job.cand, job.gang)
             topo = job.snap.network_topology
-            if topo is not None and topo[0] == "hard":
+            if job.snap.partitions:
+                # nor does a partition failure: every partition must also fit one HyperNode
+                best = no_partition_fit_reason(job.snap.partitions, topo, best)
+            elif topo is not None and topo[0] == "hard":
                 # a topology failure says nothing about the same gang without topology: not cached
                 best = no_hypernode_reason(topo[1], best)
             elif not held:
@@ -206,9 +211,15 @@ class _Cycle:
 
     def _place(self, job: Job, leaf: Leaf) -> Admit | None:
         clusters = self.clusters
-        found = place(
-            clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, job.snap.network_topology
-        )
+        if job.snap.partitions:
+            prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
+            found = place_partitioned(
+                clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, job.snap, prepared
+            )
+        else:
+            found = place(
+                clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, job.snap.network_topology
+            )
         if found is None:
             return None
         c, placement = found
@@ -219,6 +230,8 @@ class _Cycle:
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
+        if snap.partitions:  # a preemption plan packs the gang, not its partitions' HyperNodes
+            return False
         return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
 
     def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vglobal.admission.index import ResourceIndex
-from vglobal.admission.snapshot import Wait
+from vglobal.admission.snapshot import Partitions, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.quantity import format_units
 from vglobal.model.reasons import WaitKind
@@ -118,6 +118,21 @@ def no_fit_reason(gang: str, best: str) -> str:
 
 def no_hypernode_reason(highest_tier: int | None, best: str) -> str:
     return f"no HyperNode of {tier_text(highest_tier)} holds it in any candidate cluster ({best})"
+
+
+def no_partition_fit_reason(
+    partitions: Sequence[Partitions], job_topology: tuple[str, int | None] | None, best: str
+) -> str:
+    """Why a gang with partitions fits no candidate: each partition must sit whole in one HyperNode."""
+    parts = []
+    for p in partitions:
+        topo = p.network_topology
+        where = "" if topo is None else f" in one HyperNode of {tier_text(topo[1])} ({topo[0]})"
+        parts.append(f"{p.count} partitions of {p.size} pods{where}")
+    inside = ""
+    if job_topology is not None:
+        inside = f", all within one HyperNode of {tier_text(job_topology[1])} ({job_topology[0]})"
+    return f"no candidate cluster holds {' and '.join(parts)}{inside} ({best})"
 
 
 def behind_reason(gang: str, best: str, starving: str, queue: str) -> str:

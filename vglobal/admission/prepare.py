@@ -16,7 +16,7 @@ import numpy as np
 
 from vglobal.admission.explain import lookback_wait, queue_wait
 from vglobal.admission.gang import PreparedGang, prepare_gang
-from vglobal.admission.index import ResourceIndex
+from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.order import queue_order
 from vglobal.admission.placement import Candidates, Clusters, Held
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
@@ -147,6 +147,11 @@ class Prepared:
         clusters.take_unplaced(self.gang)
         self.gangs = [self.gang(spec) for spec in gid_of]
         self.anywhere = clusters.candidates_anywhere()
+
+    @property
+    def scale(self) -> IntArray:
+        """Per resource, the largest node's allocatable (at least 1): how shapes are ordered."""
+        return self._scale
 
     def gang(self, spec: Gang) -> PreparedGang:
         """The gang's prepared form; equal gangs share one (and its failure-cache entries)."""

@@ -94,6 +94,17 @@ class GroupRef:
 
 
 @dataclass(frozen=True)
+class Partitions:
+    """``count`` partitions of a gang, ``size`` pods of ``request`` each, every one whole inside one
+    HyperNode of tier <= its topology's (within the job's HyperNode); their pods are in the gang too."""
+
+    request: ResourceVector
+    size: int
+    count: int
+    network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
+
+
+@dataclass(frozen=True)
 class PendingJob:
     uid: str
     name: str
@@ -116,6 +127,7 @@ class PendingJob:
     # The API resource it is written as in its cluster (model/served.py; "" for a Volcano Job):
     # a cluster whose agent says its API lacks it is no candidate.
     workload: str = ""
+    partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks (partitionPolicy)
 
 
 @dataclass(frozen=True)

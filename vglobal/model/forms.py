@@ -45,6 +45,45 @@ class Gang:
         return cls(tuple([PodShape(ResourceVector(units), n) for units, n in data]))
 
 
+def _topology_json(topo: NetworkTopology | None) -> dict[str, Any] | None:
+    if topo is None:
+        return None
+    return {"mode": topo.mode, "tier": topo.highest_tier_allowed, "tier_name": topo.highest_tier_name}
+
+
+def _topology_of(topo: Mapping[str, Any] | None) -> NetworkTopology | None:
+    if not topo:
+        return None
+    return NetworkTopology(
+        mode=topo["mode"], highest_tier_allowed=topo.get("tier"), highest_tier_name=topo.get("tier_name")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionGang:
+    """``count`` partitions of the gang, each ``size`` pods of ``request`` (pod slot included) that
+    must sit together inside one HyperNode its ``topology`` allows."""
+
+    request: ResourceVector
+    size: int
+    count: int
+    topology: NetworkTopology | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "request": dict(self.request.items()),
+            "size": self.size,
+            "count": self.count,
+            "topology": _topology_json(self.topology),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PartitionGang:
+        return cls(
+            ResourceVector(data["request"]), data["size"], data["count"], _topology_of(data.get("topology"))
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
     """A HyperJob's child: the HyperJob (namespace/name), its minAvailable and number of
@@ -78,38 +117,51 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a job may run: the allowed clusters (None: any), a selector on cluster labels, and
-    its network topology constraint; a HyperJob's child also names its HyperJob (admitted with
-    its siblings). ``workload`` is the API resource the job is written as in its cluster (a
-    RayCluster's ``rayclusters.ray.io``; "" for a Volcano Job): clusters that lack it are passed over."""
+    """Where a job may run: the allowed clusters (None: any), a selector on cluster labels, its
+    network topology constraint and the gang's partitions (each placed whole in its own HyperNode);
+    a HyperJob's child also names its HyperJob (admitted with its siblings). ``workload`` is the API
+    resource the job is written as in its cluster (a RayCluster's ``rayclusters.ray.io``; "" for a
+    Volcano Job): clusters that lack it are passed over."""
 
     clusters: frozenset[str] | None = None
     selector: Mapping[str, str] = field(default_factory=dict)
     topology: NetworkTopology | None = None
     member: Member | None = None
+    partitions: tuple[PartitionGang, ...] = ()
     workload: str = ""
 
     @classmethod
     def of(cls, job: Job) -> Placement:
+        partitions = tuple(
+            PartitionGang(
+                t.pod_request + POD_SLOT,
+                t.partition_policy.partition_size,
+                n,
+                t.partition_policy.network_topology,
+            )
+            for t, n in job.gang_partitions()
+            if t.partition_policy is not None and n > 0
+        )
         return cls(
             job.allowed_clusters,
             dict(job.cluster_selector),
             job.network_topology,
             Member.of(job),
+            partitions,
             resource_of(job.raw),
         )
 
     def to_json(self) -> dict[str, Any]:
-        topo = self.topology
-        return {
+        out: dict[str, Any] = {
             "clusters": None if self.clusters is None else sorted(self.clusters),
             "selector": dict(self.selector),
-            "topology": None
-            if topo is None
-            else {"mode": topo.mode, "tier": topo.highest_tier_allowed, "tier_name": topo.highest_tier_name},
+            "topology": _topology_json(self.topology),
             **({} if self.member is None else {"hyperjob": self.member.to_json()}),
             **({"workload": self.workload} if self.workload else {}),
         }
+        if self.partitions:
+            out["partitions"] = [p.to_json() for p in self.partitions]
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Placement:
@@ -118,15 +170,10 @@ class Placement:
         return cls(
             clusters=None if clusters is None else frozenset(clusters),
             selector=data.get("selector") or {},
-            topology=None
-            if not topo
-            else NetworkTopology(
-                mode=topo["mode"],
-                highest_tier_allowed=topo.get("tier"),
-                highest_tier_name=topo.get("tier_name"),
-            ),
+            topology=_topology_of(topo),
             member=Member(*data["hyperjob"]) if data.get("hyperjob") else None,
             workload=str(data.get("workload") or ""),
+            partitions=tuple(PartitionGang.from_json(p) for p in data.get("partitions") or ()),
         )
 
 

@@ -96,7 +96,9 @@ class Job:
         Each task contributes its own ``min_available``, taken in task order until the job's
         ``min_available`` is reached; if that is more than the tasks' minimums, the remaining
         replicas are added in task order. Tasks contributing no pod are left out. A partitioned
-        task contributes whole partitions only, since a partition is placed whole or not at all.
+        task contributes whole partitions only, since a partition is placed whole or not at all,
+        and at least its minPartitions: the job is ready only with that many partitions ready
+        besides its minAvailable pods (Volcano's two gang levels).
         """
         counts = [0] * len(self.tasks)
         budget = self.min_available
@@ -110,8 +112,18 @@ class Job:
         for i, t in enumerate(self.tasks):
             if t.partition_policy is not None and t.partition_policy.partition_size > 0:
                 size = t.partition_policy.partition_size
-                counts[i] = min(t.replicas, -(-counts[i] // size) * size)
+                least = t.partition_policy.min_partitions * size
+                counts[i] = min(t.replicas, max(-(-counts[i] // size) * size, least))
         return tuple((t.name, t.pod_request, n) for t, n in zip(self.tasks, counts, strict=True) if n > 0)
+
+    def gang_partitions(self) -> tuple[tuple[Task, int], ...]:
+        """(task, partitions) of the gang's pods that come in whole partitions, in task order."""
+        counts = {name: n for name, _, n in self.gang()}
+        return tuple(
+            (t, counts.get(t.name, 0) // t.partition_policy.partition_size)
+            for t in self.tasks
+            if t.partition_policy is not None and t.partition_policy.partition_size > 0 and counts.get(t.name)
+        )
 
     def sub_group_policies(self) -> tuple[SubGroupPolicy, ...]:
         """The PodGroup's subGroupPolicy: one entry per task with a partitionPolicy."""

@@ -48,7 +48,8 @@ class SubJobInfo:
 
     @property
     def priority(self) -> int:
-        return max((t.priority for t in self.tasks.values()), default=0)
+        # Volcano's getTaskHighestPriority starts from 0: all-negative priorities give 0
+        return max([0, *(t.priority for t in self.tasks.values())])
 
     def ready_num(self) -> int:
         return sum(1 for t in self.tasks.values() if t.status in _READY)

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vglobal.admission import GroupRef, PendingJob, QueueSnap
+from vglobal.admission.partitions import partitions_of
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError
-from vglobal.model.forms import Member
+from vglobal.model.forms import Member, Placement
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
@@ -106,6 +107,7 @@ class Submission:
             cluster_selector=job.cluster_selector,
             network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),
             group=_group(job),
+            partitions=partitions_of(Placement.of(job).partitions),
         )
 
 

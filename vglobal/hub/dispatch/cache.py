@@ -330,4 +330,5 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         preemption_policy=f.preemption_policy,
         group=f.group,
         workload=f.workload,
+        partitions=f.partitions,
     )

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.admission import Gang, GroupRef, RunningPod
+from vglobal.admission import Gang, GroupRef, Partitions, RunningPod
+from vglobal.admission.partitions import partitions_of
 from vglobal.model.forms import PodPlacement
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo.jobs import JobStatic
@@ -54,6 +55,7 @@ class JobFacts:
     task_priorities: Mapping[str, int] = field(default_factory=dict)  # tasks with their own class
     group: GroupRef | None = None  # a HyperJob's child
     workload: str = ""  # the API resource it is written as in its cluster ("" for a Volcano Job)
+    partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
@@ -84,6 +86,7 @@ class JobFacts:
             if (m := s.placement.member) is None
             else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
             workload=s.placement.workload,
+            partitions=partitions_of(s.placement.partitions),
         )
 
     def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:

@@ -1,0 +1,167 @@
+"""Cluster fit for a gang with partitions, so a job dispatched to a cluster can be placed there.
+
+The local scheduler places such a job inside one HyperNode of tier <= the job's highest allowed
+tier (the whole cluster without a topology) and each partition whole inside one HyperNode of tier
+<= the partition's tier *within* that one. Here, for each candidate cluster and each job domain in
+(tier, name) order, every partition is packed into the first sub-HyperNode in (tier, name) order
+that holds it, then the gang's other pods into what is left of the domain. The cluster whose
+domain has the lowest tier wins (a lower tier is a closer network); the whole cluster ranks last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vglobal.admission.gang import PreparedGang, Shape, pack, prepare_gang
+from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.snapshot import Gang, Partitions, PendingJob
+from vglobal.admission.topology import HyperNodeRows
+from vglobal.model.forms import PartitionGang
+
+WHOLE = 1 << 30  # the tier the whole cluster ranks at, above every HyperNode's
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPartitions:
+    shape: Shape  # the pods of ONE partition
+    count: int
+    constrained: bool  # has a network topology (else: anywhere in the job's domain)
+    highest_tier: int | None  # None: any tier (a tier name the hub cannot map)
+    hard: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionedGang:
+    parts: tuple[PreparedPartitions, ...]
+    rest: tuple[Shape, ...]  # the gang's pods outside the partitions
+
+
+def partitions_of(gangs: Sequence[PartitionGang]) -> tuple[Partitions, ...]:
+    """Admission's form of a stored placement's partitions."""
+    return tuple(
+        Partitions(
+            g.request,
+            g.size,
+            g.count,
+            None if g.topology is None else (g.topology.mode, g.topology.highest_tier_allowed),
+        )
+        for g in gangs
+    )
+
+
+def _rest(gang: Gang, partitions: Sequence[Partitions]) -> Gang:
+    """The gang without the partitions' pods (they are counted in it by shape)."""
+    left: dict[object, int] = {}
+    for vec, n in gang:
+        left[vec] = left.get(vec, 0) + n
+    for p in partitions:
+        left[p.request] = left.get(p.request, 0) - p.size * p.count
+    out = []
+    for vec, n in gang:
+        take = min(n, left.get(vec, 0))
+        if take > 0:
+            out.append((vec, take))
+            left[vec] = left.get(vec, 0) - take
+    return tuple(out)
+
+
+def prepare_partitions(job: PendingJob, index: ResourceIndex, scale: IntArray) -> PartitionedGang:
+    parts = []
+    for p in job.partitions:
+        (shape,) = prepare_gang(((p.request, p.size),), index, scale).shapes
+        topo = p.network_topology
+        parts.append(
+            PreparedPartitions(
+                shape,
+                p.count,
+                constrained=topo is not None,
+                highest_tier=None if topo is None else topo[1],
+                hard=topo is not None and topo[0] == "hard",
+            )
+        )
+    rest = prepare_gang(_rest(job.gang, job.partitions), index, scale).shapes
+    return PartitionedGang(tuple(parts), rest)
+
+
+def _inside(
+    entries: Sequence[tuple[int, str, IntArray]], domain: IntArray
+) -> list[tuple[int, str, IntArray]]:
+    members = set(domain.tolist())
+    return [e for e in entries if members.issuperset(e[2].tolist())]
+
+
+def fit_domain(
+    free: IntArray, domain: IntArray, subs: Sequence[tuple[int, str, IntArray]], gang: PartitionedGang
+) -> IntArray | None:
+    """``free`` after placing every partition in a sub-HyperNode of ``domain`` (rows) its tier
+    allows and the rest of the gang in the domain; None if something does not fit."""
+    work = free.copy()
+    for part in gang.parts:
+        allowed = [domain]  # without a topology: anywhere in the job's domain
+        if part.constrained:
+            allowed = [
+                rows for tier, _, rows in subs if part.highest_tier is None or tier <= part.highest_tier
+            ]
+            if not part.hard:
+                allowed.append(domain)  # soft: the job's domain is the fallback
+        for _ in range(part.count):
+            for rows in allowed:
+                _, sub = pack(work[rows], (part.shape,))
+                if sub is not None:
+                    work[rows] = sub
+                    break
+            else:
+                return None
+    if gang.rest:
+        _, sub = pack(work[domain], gang.rest)
+        if sub is None:
+            return None
+        work[domain] = sub
+    return work
+
+
+def _domains(
+    rows: HyperNodeRows, size: int, topology: tuple[str, int | None] | None
+) -> list[tuple[int, IntArray]]:
+    """The job's candidate domains as (tier, rows), in (tier, name) order."""
+    whole = (WHOLE, np.arange(size, dtype=np.int64))
+    if topology is None:
+        return [whole]
+    mode, limit = topology
+    out = [(tier, r) for tier, _, r in rows.entries if limit is None or tier <= limit]
+    if mode != "hard":
+        out.append(whole)
+    return out
+
+
+def place_partitioned(
+    clusters: Clusters,
+    cache: dict[int, HyperNodeRows],
+    cand: Candidates,
+    gang: PreparedGang,
+    held: Mapping[int, Held],
+    job: PendingJob,
+    prepared: PartitionedGang,
+) -> tuple[int, Placement] | None:
+    """Where the partitioned gang goes now and how (committing is the caller's), or None."""
+    best: tuple[int, int, IntArray] | None = None
+    for c in clusters.ranked(cand, gang):
+        rows = cache.get(c)
+        if rows is None:
+            rows = cache[c] = HyperNodeRows(clusters.snaps[c].hypernodes, clusters.node_col[c])
+        hold = held.get(c)
+        kept = None if hold is None else hold.matrix
+        current = clusters.free(c)
+        free = current if kept is None else np.maximum(current - kept, 0)
+        for tier, domain in _domains(rows, free.shape[0], job.network_topology):
+            if best is not None and tier >= best[0]:
+                break
+            after = fit_domain(free, domain, _inside(rows.entries, domain), prepared)
+            if after is not None:
+                best = (tier, c, after if kept is None else current - (free - after))
+                break
+    return None if best is None else (best[1], clusters.placement_from(best[1], best[2]))
