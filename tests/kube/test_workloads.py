@@ -22,7 +22,8 @@ from tests.kube.workload_kit import (
     template,
 )
 from vglobal.model.errors import ManifestError
-from vglobal.model.job import Job, parse_job
+from vglobal.model.job import Job
+from vglobal.model.workloads import parse_run
 
 PLURALS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "LeaderWorkerSet": "leaderworkersets"}
 
@@ -206,9 +207,9 @@ def test_the_agent_says_which_kinds_the_cluster_lacks_and_refuses_them(
 
 
 def read_back(raw: dict[str, Any]) -> None:
-    """A restarted agent reads a run's manifest back from its owner with the model's parse_job."""
+    """A restarted agent reads a run's manifest back from its owner with the model's parse_run."""
     try:
-        parse_job(raw)
+        parse_run(raw)
     except ManifestError as exc:
         pytest.skip(f"the model does not parse {raw['kind']}: {exc}")
 

@@ -22,8 +22,8 @@ from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.model.errors import ManifestError
-from vglobal.model.job import parse_job
 from vglobal.model.resources import ResourceVector
+from vglobal.model.workloads import parse_run
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class AgentCore:
             log.info("job %s gen %d replaces gen %d: stopping its pods", uid, gen, run.generation)
             self.runtime.controller.remove(uid)
         try:
-            job = parse_job(json.loads(d.manifest))
+            job = parse_run(json.loads(d.manifest))
             run = self.runtime.controller.start(uid, gen, job, queue=d.queue, priority=d.priority)
             run.preemption_policy = d.preemption_policy or run.preemption_policy
             run.task_priorities = dict(d.task_priorities)

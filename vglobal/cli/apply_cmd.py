@@ -35,9 +35,21 @@ RESOURCES = {
     "JobTemplate": "jobtemplate.flow.volcano.sh",
     "JobFlow": "jobflow.flow.volcano.sh",
     "HyperJob": "hyperjob.training.volcano.sh",
+    "RayCluster": "raycluster.ray.io",
+    "RayJob": "rayjob.ray.io",
+    "LeaderWorkerSet": "leaderworkerset.leaderworkerset.x-k8s.io",
+    "Deployment": "deployment.apps",
+    "StatefulSet": "statefulset.apps",
 }
+# The workload kinds a controller in the member cluster runs: submitted as jobs.
+WORKLOADS = ("RayCluster", "RayJob", "LeaderWorkerSet", "Deployment", "StatefulSet")
 # Kinds whose apply the hub can dry-run; the others are checked here under --dry-run=server.
-SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "HyperJob")
+SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "HyperJob", *WORKLOADS)
+
+
+def submitted_as_job(d: Document) -> bool:
+    """A Volcano Job or a workload kind (batch/v1 Job is kind Job too): sent in SubmitJobs batches."""
+    return d.kind == "Job" or d.kind in WORKLOADS
 
 
 def request_id_for(kind: str, body: dict[str, Any]) -> str:
@@ -50,7 +62,8 @@ def _unknown_kind(d: Document) -> VGlobalError:
     return VGlobalError(
         grpc.StatusCode.INVALID_ARGUMENT,
         f'kind: unknown kind "{d.kind}" '
-        f'(supported: Job, HyperJob, Queue, PriorityClass, {", ".join(WORKFLOW_KINDS)})',
+        f"(supported: Job, HyperJob, Queue, PriorityClass, {', '.join(WORKFLOW_KINDS)}, "
+        f"{', '.join(WORKLOADS)})",
     )
 
 
@@ -58,7 +71,8 @@ def _named(d: Document) -> str:
     meta = d.body.get("metadata")
     namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
     scoped = d.kind not in ("Queue", "PriorityClass")
-    return f"{RESOURCES.get(d.kind, d.kind)}/{namespace + '/' if scoped else ''}{d.name}"
+    resource = "job.batch" if d.body.get("apiVersion") == "batch/v1" else RESOURCES.get(d.kind, d.kind)
+    return f"{resource}/{namespace + '/' if scoped else ''}{d.name}"
 
 
 def _check_here(d: Document, validation: FieldValidation) -> str:
@@ -69,7 +83,9 @@ def _check_here(d: Document, validation: FieldValidation) -> str:
         parse_manifest(d.body, validation=validation)
     except ManifestError as exc:
         raise VGlobalError(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
-    return f"{_named(d)} {'created' if d.kind in ('Job', 'HyperJob') else 'configured'} (dry run)"
+    return (
+        f"{_named(d)} {'created' if submitted_as_job(d) or d.kind == 'HyperJob' else 'configured'} (dry run)"
+    )
 
 
 def _apply_one(obj: Ctx, d: Document, validation: str, dry_run: bool) -> str:
@@ -138,7 +154,7 @@ def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> Non
     failed = False
     on_server = dry_run == "server"
     for d in docs:
-        if d.kind == "Job" and dry_run != "client":
+        if submitted_as_job(d) and dry_run != "client":
             continue  # after the queues and priority classes, in batches
         try:
             if dry_run == "client" or (on_server and d.kind not in SERVER_DRY_RUN):
@@ -150,7 +166,7 @@ def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> Non
         except VGlobalError as exc:
             _error(d, exc)
             failed = True
-    if dry_run != "client" and (jobs := [d for d in docs if d.kind == "Job"]):
+    if dry_run != "client" and (jobs := [d for d in docs if submitted_as_job(d)]):
         from vglobal.cli.apply_jobs import apply_jobs
 
         applied = apply_jobs(

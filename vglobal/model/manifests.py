@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, hyperjob, job, jobflow, priority_class, queue
+from vglobal.model import cronjob, hyperjob, job, jobflow, priority_class, queue, workloads
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.fields import FieldValidation, unknown_fields
@@ -22,6 +22,7 @@ from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_jo
 from vglobal.model.k8s import Model
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
+from vglobal.model.workloads import parse_workload
 
 __all__ = [
     "KINDS",
@@ -52,6 +53,7 @@ KINDS: Kinds[Manifest] = {
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
     (hyperjob.API_VERSION, hyperjob.KIND): parse_hyper_job,
+    **{kind: parse_workload for kind in workloads.READERS},
 }
 
 # Each kind's schema, for strict field validation.
@@ -63,6 +65,7 @@ SCHEMAS: Schemas = {
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): jobflow.JobTemplateManifest,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): jobflow.JobFlowManifest,
     (hyperjob.API_VERSION, hyperjob.KIND): hyperjob.HyperJobManifest,
+    **{kind: workloads.WorkloadManifest for kind in workloads.READERS},
 }
 
 DEFAULT_MAX_BYTES = 1_048_576

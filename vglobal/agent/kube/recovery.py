@@ -27,7 +27,8 @@ from vglobal.agent.kube.writer import Op
 from vglobal.agent.pods import PodManifest, PodStatus
 from vglobal.agent.run import AdoptedRun
 from vglobal.model.errors import ManifestError
-from vglobal.model.job import Job, parse_job
+from vglobal.model.job import Job
+from vglobal.model.workloads import parse_run
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def _owned_job(cm: dict[str, Any] | None) -> tuple[Job, str, int, str] | None:
     if cm is None or not isinstance(data, dict):
         return None
     try:
-        job = parse_job(json.loads(data[bodies.MANIFEST_KEY]))
+        job = parse_run(json.loads(data[bodies.MANIFEST_KEY]))
     except (KeyError, ValueError, ManifestError):
         return None
     queue, priority = str(data.get(bodies.QUEUE_KEY, "")), int(data.get(bodies.PRIORITY_KEY, 0) or 0)

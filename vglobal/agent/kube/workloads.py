@@ -20,7 +20,9 @@ from urllib.parse import quote
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef, owner_reference
 from vglobal.agent.kube.records import GENERATION_LABEL, JOB_UID_LABEL, ROLE_LABEL
+from vglobal.model.job import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION
 from vglobal.model.served import MISSING, SERVED, served_label
+from vglobal.model.workloads import default_submitter
 
 log = logging.getLogger(__name__)
 
@@ -102,27 +104,6 @@ def _ray_templates(cluster_spec: Any) -> Iterator[tuple[str, dict[str, Any]]]:
             yield str(group.get("groupName", "")), group["template"]
 
 
-def default_submitter(cluster_spec: Any) -> dict[str, Any]:
-    """KubeRay's default submitter pod template (its head's image, 500m CPU / 200Mi), written out
-    so the agent can set its scheduler; KubeRay fills in the ``ray job submit`` command."""
-    containers = _dig(cluster_spec, "headGroupSpec", "template", "spec", "containers") or [{}]
-    return {
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [
-                {
-                    "name": "ray-job-submitter",
-                    "image": containers[0].get("image", ""),
-                    "resources": {
-                        "limits": {"cpu": "1", "memory": "1Gi"},
-                        "requests": {"cpu": "500m", "memory": "200Mi"},
-                    },
-                }
-            ],
-        }
-    }
-
-
 def templates(kind: WorkloadKind, obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(role, pod template) of each template the kind's controller makes pods from, in manifest
     order; the templates are those inside ``obj`` (changing them changes ``obj``)."""
@@ -134,7 +115,15 @@ def templates(kind: WorkloadKind, obj: dict[str, Any]) -> list[tuple[str, dict[s
         out = list(_ray_templates(spec.get("rayClusterSpec")))
         if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
             if not isinstance(spec.get("submitterPodTemplate"), dict):
-                spec["submitterPodTemplate"] = default_submitter(spec.get("rayClusterSpec"))
+                submitter = default_submitter(spec.get("rayClusterSpec"))
+                # The run's end is the submitter's: a simulated run's length goes on its pod.
+                notes = _dig(obj, "metadata", "annotations") or {}
+                sim = {
+                    k: v for k, v in notes.items() if k in (SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION)
+                }
+                if sim:
+                    submitter["metadata"] = {"annotations": sim}
+                spec["submitterPodTemplate"] = submitter
             out.append((SUBMITTER, spec["submitterPodTemplate"]))
         return out
     if kind.kind == "LeaderWorkerSet":
