@@ -1,0 +1,109 @@
+"""Workload kinds through hub and simulated agents: a RayCluster admitted on its autoscaling gang, a
+LeaderWorkerSet run whole on one cluster, a batch/v1 Job to its end, bad manifests refused."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from tests.e2e.harness import System, wait_for
+from vglobal.client import VGlobalError
+
+pytestmark = pytest.mark.e2e
+
+CPU = "resources: {{requests: {{cpu: '{cpu}'}}}}"
+
+
+def pod(cpu: str) -> str:
+    return "{spec: {containers: [{name: c, image: i, " + CPU.format(cpu=cpu) + "}]}}"
+
+
+# Autoscaling on, minReplicas 2 of 4 workers of 4 cpu, head of 4 cpu: the gang is 12 cpu.
+RAY_CLUSTER = f"""
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {{name: ray, labels: {{volcano.sh/queue-name: default}}}}
+spec:
+  enableInTreeAutoscaling: true
+  headGroupSpec: {{template: {pod("4")}}}
+  workerGroupSpecs:
+  - {{groupName: workers, replicas: 4, minReplicas: 2, maxReplicas: 4, template: {pod("4")}}}
+"""
+
+# 3 groups of 4 pods of 1 cpu: 12 cpu, which only the larger cluster holds.
+LWS = f"""
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {{name: lws}}
+spec:
+  replicas: 3
+  leaderWorkerTemplate: {{size: 4, workerTemplate: {pod("1")}}}
+"""
+
+BATCH = f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: pi, annotations: {{vglobal.io/sim-duration: 1s}}}}
+spec: {{parallelism: 2, completions: 2, template: {pod("1")}}}
+"""
+
+
+def cluster(name: str, cpu: str, nodes: int = 1) -> str:
+    return f"""
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {{name: {name}}}
+spec:
+  nodeGroups:
+  - {{name: {name}, count: {nodes}, allocatable: {{cpu: "{cpu}", memory: 64Gi, pods: "110"}}}}
+"""
+
+
+def test_a_raycluster_is_admitted_on_its_gang_and_an_lws_runs_whole_on_one_cluster(system: System) -> None:
+    system.start_hub()
+    system.start_agent("small", cluster("small", "12"))  # holds head + 2 workers, not all 4
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "cluster registered", system)
+    with system.client() as c:
+        c.submit_job(RAY_CLUSTER)
+        ray = wait_for(
+            lambda: (
+                (j := c.get_job("ray")).binding_phase == "Running"
+                and sum(1 for p in j.placements if p.node and p.phase == "Running") == 3
+                and j
+            ),
+            60,
+            "head and 2 workers running",
+            system,
+        )
+        assert ray.cluster == "small" and ray.phase == "Running"
+        # The LWS needs 12 cpu whole; the small cluster has none left: it waits, no pod of it starts.
+        c.submit_job(LWS)
+        wait_for(lambda: c.get_job("lws").reason, 30, "the LWS's reason", system)
+        assert not [p for p in c.get_job("lws").placements if p.node]
+        system.start_agent("large", cluster("large", "16"))
+        lws = wait_for(
+            lambda: (
+                (j := c.get_job("lws")).binding_phase == "Running"
+                and sum(1 for p in j.placements if p.node and p.phase == "Running") == 12
+                and j
+            ),
+            60,
+            "the LWS's 12 pods running",
+            system,
+        )
+        assert lws.cluster == "large"
+        c.submit_job(BATCH)
+        done = wait_for(
+            lambda: (j := c.get_job("pi")).phase in ("Completed", "Failed") and j, 60, "pi done", system
+        )
+        assert done.phase == "Completed"
+        # Long-running kinds hold their pods until deleted.
+        assert c.get_job("ray").phase == "Running"
+        before = len(c.list_jobs())
+        with pytest.raises(VGlobalError) as err:
+            c.submit_job(
+                RAY_CLUSTER.replace("minReplicas: 2", "minReplicas: 6").replace("name: ray", "name: bad")
+            )
+        assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "spec.workerGroupSpecs[0].minReplicas" in str(err.value)
+        assert len(c.list_jobs()) == before  # nothing stored
