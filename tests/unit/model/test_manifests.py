@@ -88,8 +88,9 @@ def test_unknown_kind() -> None:
 
 
 def test_known_kind_with_another_api_version() -> None:
+    # batch/v1 Job is a kind of its own (a Kubernetes Job): another version of Volcano's is refused.
     with pytest.raises(ManifestError) as info:
-        parse_manifest({"apiVersion": "batch/v1", "kind": "Job"})
+        parse_manifest({"apiVersion": "batch.volcano.sh/v1", "kind": "Job"})
     assert info.value.field == "apiVersion"
     assert "batch.volcano.sh/v1alpha1" in info.value.message
 
