@@ -29,7 +29,7 @@ from vglobal.model.job import (
     parse_job,
 )
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, pod_request, validate_model
-from vglobal.model.network_topology import NetworkTopologySpec, build_network_topology
+from vglobal.model.network_topology import NetworkTopology, NetworkTopologySpec, build_network_topology
 
 QUEUE_LABELS = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name")
 PRIORITY_LABEL = "ray.io/priority-class-name"
@@ -215,7 +215,7 @@ def _batch_job(tasks: _Tasks, base: str, spec: Mapping[str, Any], annotations: M
     tasks.add("main", f"{base}.template", spec.get("template"), pods, _min_member(tasks.p, annotations, pods))
 
 
-def _topology(p: Problems, labels: Mapping[str, str]) -> Any:
+def _topology(p: Problems, labels: Mapping[str, str]) -> NetworkTopology | None:
     mode = labels.get(TOPOLOGY_MODE_LABEL)
     tier = labels.get(TOPOLOGY_TIER_LABEL)
     if mode is None and tier is None:
