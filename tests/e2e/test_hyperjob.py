@@ -162,3 +162,99 @@ def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
             (c.get_job(n).cluster, sum(t.replicas for t in c.get_job(n).tasks) * 8) for n in names
         )
     assert shares == [("a", 32), ("b", 32), ("c", 16)]
+
+
+FAILING = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: flaky}
+spec:
+  %s
+  replicatedJobs:
+  - name: bad
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1s, vglobal.io/sim-exit-code: "1"}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+  - name: good
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1000h}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+
+def _three_small_clusters(system: System) -> None:
+    system.start_hub()
+    for name in ("c1", "c2", "c3"):
+        system.start_agent(name, sim_cluster(name, nodes=1))
+    _clusters(system, 3)
+
+
+def test_a_failed_child_restarts_on_its_cluster_until_its_restarts_run_out(system: System) -> None:
+    _three_small_clusters(system)
+    _apply(system, "flaky", FAILING % "minAvailable: 2")  # failurePolicy: RestartChild by default
+    with system.client() as c:
+        wait_for(
+            lambda: c.get_job("flaky-bad-0").phase == "Failed", 120, "the bad child to fail at last", system
+        )
+        runs = [(d.generation, d.cluster) for d in c.job_dispatches("flaky-bad-0")]
+        first = runs[0][1]
+        assert runs == [(g, first) for g in (1, 2, 3, 4)]  # three restarts, all in place
+        good = c.job_dispatches("flaky-good-0")
+        assert [d.generation for d in good] == [1] and good[0].cluster != first
+        assert c.get_job("flaky-good-0").phase == "Running"
+        reasons = [
+            e.message for e in c.explain_job("flaky-bad-0").events if e.reason == "HyperJobFailurePolicy"
+        ]
+        assert len(reasons) == 3 and all("RestartChild" in r for r in reasons)
+        assert "Phase:         Failed" in system.cli("describe", "hyperjob", "flaky").stdout
+
+
+def test_move_child_moves_only_the_failed_child_to_another_cluster(system: System) -> None:
+    _three_small_clusters(system)
+    _apply(system, "flaky", FAILING % "failurePolicy: MoveChild")
+    with system.client() as c:
+        # It fails on one cluster, moves to the one free cluster left, fails there too, and then
+        # waits: both are skipped for a while (the third runs the good child).
+        wait_for(
+            lambda: (
+                len(c.job_dispatches("flaky-bad-0")) == 2
+                and c.get_job("flaky-bad-0").binding_phase == "Suspended"
+            ),
+            120,
+            "the bad child to fail on two clusters",
+            system,
+        )
+        bad = [d.cluster for d in c.job_dispatches("flaky-bad-0")]
+        good = c.job_dispatches("flaky-good-0")
+        assert len(set(bad)) == 2 and good[0].cluster not in bad
+        assert [d.generation for d in good] == [1] and c.get_job("flaky-good-0").phase == "Running"
+        reasons = [
+            e.message for e in c.explain_job("flaky-bad-0").events if e.reason == "HyperJobFailurePolicy"
+        ]
+        assert len(reasons) == 2 and all("MoveChild" in r for r in reasons)
+
+
+def test_restart_all_restarts_every_child_and_fences_their_old_runs(system: System) -> None:
+    _three_small_clusters(system)
+    _apply(system, "flaky", FAILING % "failurePolicy: RestartAll")
+    with system.client() as c:
+        wait_for(
+            lambda: c.get_job("flaky-bad-0").phase == "Failed", 120, "the bad child to fail at last", system
+        )
+        assert [d.generation for d in c.job_dispatches("flaky-bad-0")] == [1, 2, 3, 4]
+        good = c.job_dispatches("flaky-good-0")
+        # The good child was started anew with each restart; only its last run is current.
+        assert [(d.generation, d.fenced) for d in good] == [(1, True), (2, True), (3, True), (4, False)]
+        wait_for(
+            lambda: c.get_job("flaky-good-0").phase == "Running", 60, "the good child to run again", system
+        )
