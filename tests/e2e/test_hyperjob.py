@@ -104,6 +104,9 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
             assert c.get_job(name).binding_phase == "Suspended"
         described = system.cli("describe", "hyperjob", "llm").stdout
         assert "Phase:         Pending" in described and "c3" in described
+        waiting = c.get_hyperjob("llm")
+        assert waiting.phase == "Pending" and waiting.running_children == 0 and "c3" in waiting.waiting_reason
+        assert [k.name for k in waiting.children] == CHILDREN and [k.index for k in waiting.children] == [0, 1, 2]
         c.cancel_job("blocker")
         wait_for(
             lambda: all(c.get_job(n).phase == "Running" for n in CHILDREN),
@@ -113,6 +116,13 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
         )
         placed = {n: c.get_job(n).cluster for n in CHILDREN}
         assert sorted(placed.values()) == ["c1", "c2", "c3"]
+        wait_for(
+            lambda: sum(k.running for k in c.get_hyperjob("llm").children) == 12, 60, "12 pods running", system
+        )
+        running = c.get_hyperjob("llm")
+        assert running.phase == "Running" and running.running_children == 3 and running.min_available == 3
+        assert {k.name: k.cluster for k in running.children} == placed
+        assert [h.name for h in c.list_hyperjobs()] == ["llm"]
         listed = system.cli("get", "hyperjobs").stdout
         assert "llm" in listed and "Running" in listed and "3/3" in listed
         got = c.get_job("llm-trainer-1")
@@ -143,6 +153,12 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
             lambda: all(c.get_job(n).phase == "Aborted" for n in CHILDREN), 60, "every child aborted", system
         )
         assert "Aborted" in system.cli("describe", "hyperjob", "llm").stdout
+        assert c.get_hyperjob("llm").phase == "Aborted"
+        out = system.cli("hyperjob", "delete", "llm").stdout
+        assert "deleted (3 children)" in out
+        assert c.list_hyperjobs() == [] and c.list_jobs(labels={"volcano.sh/hyperjob-name": "llm"}) == []
+        missing = system.cli("describe", "hyperjob", "llm", check=False)
+        assert missing.returncode != 0 and "not found" in missing.stdout + missing.stderr
 
 
 def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
