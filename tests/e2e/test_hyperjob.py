@@ -3,11 +3,13 @@ whole with a reason, the auto split, and a lost cluster that moves only its chil
 
 from __future__ import annotations
 
+import json
 import signal
 
 import pytest
 
 from tests.e2e.harness import System, sim_cluster, wait_for
+from tests.e2e.streams import Stream
 
 pytestmark = pytest.mark.e2e
 
@@ -106,7 +108,11 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
         assert "Phase:         Pending" in described and "c3" in described
         waiting = c.get_hyperjob("llm")
         assert waiting.phase == "Pending" and waiting.running_children == 0 and "c3" in waiting.waiting_reason
-        assert [k.name for k in waiting.children] == CHILDREN and [k.index for k in waiting.children] == [0, 1, 2]
+        assert [k.name for k in waiting.children] == CHILDREN and [k.index for k in waiting.children] == [
+            0,
+            1,
+            2,
+        ]
         c.cancel_job("blocker")
         wait_for(
             lambda: all(c.get_job(n).phase == "Running" for n in CHILDREN),
@@ -117,7 +123,10 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
         placed = {n: c.get_job(n).cluster for n in CHILDREN}
         assert sorted(placed.values()) == ["c1", "c2", "c3"]
         wait_for(
-            lambda: sum(k.running for k in c.get_hyperjob("llm").children) == 12, 60, "12 pods running", system
+            lambda: sum(k.running for k in c.get_hyperjob("llm").children) == 12,
+            60,
+            "12 pods running",
+            system,
         )
         running = c.get_hyperjob("llm")
         assert running.phase == "Running" and running.running_children == 3 and running.min_available == 3
@@ -274,3 +283,52 @@ def test_restart_all_restarts_every_child_and_fences_their_old_runs(system: Syst
         wait_for(
             lambda: c.get_job("flaky-good-0").phase == "Running", 60, "the good child to run again", system
         )
+
+
+PAIR = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: pair}
+spec:
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1000h}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+
+def _hyperjob_row(name: str, event: str, phase: str):  # type: ignore[no-untyped-def]
+    def match(line: str) -> bool:
+        if not line.startswith("{"):
+            return False
+        row = json.loads(line)
+        return bool(row["name"] == name and row["event"] == event and row["phase"] == phase)
+
+    return match
+
+
+def test_get_hyperjobs_watch_prints_each_change_of_its_status(system: System) -> None:
+    # No cluster yet: the HyperJob waits, listed Pending; every later line is a change of its status.
+    system.start_hub()
+    _apply(system, "pair", PAIR)
+    with Stream(system.target, "get", "hyperjobs", "-w", "-o", "json") as watch:
+        watch.expect(_hyperjob_row("pair", "LISTED", "Pending"), "pair listed Pending")
+        system.start_agent("solo", sim_cluster("solo", nodes=2))  # room for both children
+        watch.expect(_hyperjob_row("pair", "MODIFIED", "Running"), "pair Running")
+        system.cli("hyperjob", "cancel", "pair")
+        watch.expect(_hyperjob_row("pair", "MODIFIED", "Aborted"), "pair Aborted")
+        system.cli("hyperjob", "delete", "pair")
+        watch.expect(
+            lambda line: line.startswith("{") and json.loads(line)["event"] == "DELETED", "pair deleted"
+        )
+        assert watch.interrupt() == 0
+    rows = [json.loads(x) for x in watch.lines if x.startswith("{")]
+    running = [r for r in rows if r["phase"] == "Running"]
+    assert running and all(k["cluster"] == "solo" for k in running[-1]["children"])
