@@ -3,6 +3,7 @@ whole with a reason, the auto split, and a lost cluster that moves only its chil
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.e2e.harness import System, sim_cluster, wait_for
 from tests.e2e.streams import Stream
+from vglobal.aio import AsyncClient
 
 pytestmark = pytest.mark.e2e
 
@@ -314,6 +316,12 @@ def _hyperjob_row(name: str, event: str, phase: str):  # type: ignore[no-untyped
     return match
 
 
+async def _async_phases(target: str) -> tuple[str, list[str]]:
+    async with AsyncClient(target) as ac:
+        one = await ac.get_hyperjob("pair")
+        return one.phase, [h.phase for h in await ac.list_hyperjobs("default")]
+
+
 def test_get_hyperjobs_watch_prints_each_change_of_its_status(system: System) -> None:
     # No cluster yet: the HyperJob waits, listed Pending; every later line is a change of its status.
     system.start_hub()
@@ -322,6 +330,7 @@ def test_get_hyperjobs_watch_prints_each_change_of_its_status(system: System) ->
         watch.expect(_hyperjob_row("pair", "LISTED", "Pending"), "pair listed Pending")
         system.start_agent("solo", sim_cluster("solo", nodes=2))  # room for both children
         watch.expect(_hyperjob_row("pair", "MODIFIED", "Running"), "pair Running")
+        assert asyncio.run(_async_phases(system.target)) == ("Running", ["Running"])
         system.cli("hyperjob", "cancel", "pair")
         watch.expect(_hyperjob_row("pair", "MODIFIED", "Aborted"), "pair Aborted")
         system.cli("hyperjob", "delete", "pair")
