@@ -19,7 +19,14 @@ from typing import Any, TypeVar
 import grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc, queues_pb2, queues_pb2_grpc
+from vglobal.api.v1 import (
+    hyperjobs_pb2,
+    hyperjobs_pb2_grpc,
+    jobs_pb2,
+    jobs_pb2_grpc,
+    queues_pb2,
+    queues_pb2_grpc,
+)
 from vglobal.batches import BATCH_SIZE, batches
 from vglobal.dial import CLIENT_OPTIONS, Dial
 from vglobal.job_filters import Filter, count_request, history_request, list_request
@@ -50,6 +57,7 @@ class AsyncClient:
         self.channel = self.dial.aio_channel(options=CLIENT_OPTIONS)
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
         self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
+        self.hyperjobs = hyperjobs_pb2_grpc.HyperJobServiceStub(self.channel)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -160,3 +168,11 @@ class AsyncClient:
 
     async def delete_job(self, name: str, namespace: str = "default") -> jobs_pb2.DeleteJobResponse:
         return await self._call(self.jobs.DeleteJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    async def get_hyperjob(self, name: str, namespace: str = "default") -> hyperjobs_pb2.HyperJob:
+        ref = hyperjobs_pb2.HyperJobRef(name=name, namespace=namespace)
+        return await self._call(self.hyperjobs.GetHyperJob, ref)
+
+    async def list_hyperjobs(self, namespace: str = "") -> list[hyperjobs_pb2.HyperJob]:
+        req = hyperjobs_pb2.ListHyperJobsRequest(namespace=namespace)
+        return list((await self._call(self.hyperjobs.ListHyperJobs, req)).hyperjobs)

@@ -24,6 +24,7 @@ from vglobal.api.v1 import (
     clusters_pb2_grpc,
     cronjobs_pb2,
     cronjobs_pb2_grpc,
+    hyperjobs_pb2_grpc,
     jobflows_pb2,
     jobflows_pb2_grpc,
     jobs_pb2,
@@ -32,6 +33,7 @@ from vglobal.api.v1 import (
     queues_pb2_grpc,
 )
 from vglobal.batches import BATCH_SIZE, batches
+from vglobal.client_hyperjobs import HyperJobCalls
 from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
 from vglobal.job_filters import Filter, count_request, history_request, list_request
 from vglobal.retries import VGlobalError, retry_after, retryable, wait_retry
@@ -122,7 +124,7 @@ class JobWatch:
             self._closed.wait(min(told, 10.0) if told is not None else backoff)
 
 
-class Client:
+class Client(HyperJobCalls):
     """The hub's API. TLS files and token default to VGLOBAL_CA_FILE, VGLOBAL_CERT, VGLOBAL_KEY and
     VGLOBAL_TOKEN (or VGLOBAL_TOKEN_FILE); ``dial`` gives them all at once instead."""
 
@@ -148,6 +150,7 @@ class Client:
         self.clusters = clusters_pb2_grpc.ClusterServiceStub(self.channel)
         self.cronjobs = cronjobs_pb2_grpc.CronJobServiceStub(self.channel)
         self.jobflows = jobflows_pb2_grpc.JobFlowServiceStub(self.channel)
+        self.hyperjobs = hyperjobs_pb2_grpc.HyperJobServiceStub(self.channel)
 
     def __enter__(self) -> Client:
         return self

@@ -98,7 +98,7 @@ def test_describe_job_watch_follows_the_job_until_it_is_deleted(system: System) 
 def test_watching_what_cannot_be_watched_is_refused(system: System) -> None:
     system.start_hub()
     res = system.cli("get", "priorityclasses", "-w", check=False)
-    assert res.returncode == 1 and "--watch: only lists of jobs, queues and clusters" in res.stderr
+    assert res.returncode == 1 and "--watch: only lists of jobs, hyperjobs, queues and clusters" in res.stderr
     res = system.cli("describe", "jobflow", "x", "-w", check=False)
     assert res.returncode == 1 and "--watch: only a job can be followed" in res.stderr
     res = system.cli("describe", "job", "missing", "-w", check=False)

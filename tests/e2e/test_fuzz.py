@@ -22,14 +22,22 @@ from hypothesis import strategies as st
 
 from tests.e2e.harness import System
 from tests.e2e.proto_strategies import messages
-from vglobal.api.v1 import agent_pb2, clusters_pb2, cronjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2
+from vglobal.api.v1 import (
+    agent_pb2,
+    clusters_pb2,
+    cronjobs_pb2,
+    hyperjobs_pb2,
+    jobflows_pb2,
+    jobs_pb2,
+    queues_pb2,
+)
 
 pytestmark = pytest.mark.e2e
 
 BAD_CODES = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
 METHODS = [
     (f"/{service.full_name}/{method.name}", method)
-    for module in (jobs_pb2, queues_pb2, clusters_pb2, cronjobs_pb2, jobflows_pb2)
+    for module in (jobs_pb2, queues_pb2, clusters_pb2, cronjobs_pb2, jobflows_pb2, hyperjobs_pb2)
     for service in module.DESCRIPTOR.services_by_name.values()
     for method in service.methods
 ]

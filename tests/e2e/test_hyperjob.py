@@ -3,11 +3,15 @@ whole with a reason, the auto split, and a lost cluster that moves only its chil
 
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
 
 import pytest
 
 from tests.e2e.harness import System, sim_cluster, wait_for
+from tests.e2e.streams import Stream
+from vglobal.aio import AsyncClient
 
 pytestmark = pytest.mark.e2e
 
@@ -104,6 +108,13 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
             assert c.get_job(name).binding_phase == "Suspended"
         described = system.cli("describe", "hyperjob", "llm").stdout
         assert "Phase:         Pending" in described and "c3" in described
+        waiting = c.get_hyperjob("llm")
+        assert waiting.phase == "Pending" and waiting.running_children == 0 and "c3" in waiting.waiting_reason
+        assert [k.name for k in waiting.children] == CHILDREN and [k.index for k in waiting.children] == [
+            0,
+            1,
+            2,
+        ]
         c.cancel_job("blocker")
         wait_for(
             lambda: all(c.get_job(n).phase == "Running" for n in CHILDREN),
@@ -113,6 +124,16 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
         )
         placed = {n: c.get_job(n).cluster for n in CHILDREN}
         assert sorted(placed.values()) == ["c1", "c2", "c3"]
+        wait_for(
+            lambda: sum(k.running for k in c.get_hyperjob("llm").children) == 12,
+            60,
+            "12 pods running",
+            system,
+        )
+        running = c.get_hyperjob("llm")
+        assert running.phase == "Running" and running.running_children == 3 and running.min_available == 3
+        assert {k.name: k.cluster for k in running.children} == placed
+        assert [h.name for h in c.list_hyperjobs()] == ["llm"]
         listed = system.cli("get", "hyperjobs").stdout
         assert "llm" in listed and "Running" in listed and "3/3" in listed
         got = c.get_job("llm-trainer-1")
@@ -143,6 +164,12 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
             lambda: all(c.get_job(n).phase == "Aborted" for n in CHILDREN), 60, "every child aborted", system
         )
         assert "Aborted" in system.cli("describe", "hyperjob", "llm").stdout
+        assert c.get_hyperjob("llm").phase == "Aborted"
+        out = system.cli("hyperjob", "delete", "llm").stdout
+        assert "deleted (3 children)" in out
+        assert c.list_hyperjobs() == [] and c.list_jobs(labels={"volcano.sh/hyperjob-name": "llm"}) == []
+        missing = system.cli("describe", "hyperjob", "llm", check=False)
+        assert missing.returncode != 0 and "not found" in missing.stdout + missing.stderr
 
 
 def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
@@ -162,3 +189,155 @@ def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
             (c.get_job(n).cluster, sum(t.replicas for t in c.get_job(n).tasks) * 8) for n in names
         )
     assert shares == [("a", 32), ("b", 32), ("c", 16)]
+
+
+FAILING = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: flaky}
+spec:
+  %s
+  replicatedJobs:
+  - name: bad
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1s, vglobal.io/sim-exit-code: "1"}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+  - name: good
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1000h}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+
+def _three_small_clusters(system: System) -> None:
+    system.start_hub()
+    for name in ("c1", "c2", "c3"):
+        system.start_agent(name, sim_cluster(name, nodes=1))
+    _clusters(system, 3)
+
+
+def test_a_failed_child_restarts_on_its_cluster_until_its_restarts_run_out(system: System) -> None:
+    _three_small_clusters(system)
+    _apply(system, "flaky", FAILING % "minAvailable: 2")  # failurePolicy: RestartChild by default
+    with system.client() as c:
+        wait_for(
+            lambda: c.get_job("flaky-bad-0").phase == "Failed", 120, "the bad child to fail at last", system
+        )
+        runs = [(d.generation, d.cluster) for d in c.job_dispatches("flaky-bad-0")]
+        first = runs[0][1]
+        assert runs == [(g, first) for g in (1, 2, 3, 4)]  # three restarts, all in place
+        good = c.job_dispatches("flaky-good-0")
+        assert [d.generation for d in good] == [1] and good[0].cluster != first
+        assert c.get_job("flaky-good-0").phase == "Running"
+        reasons = [
+            e.message for e in c.explain_job("flaky-bad-0").events if e.reason == "HyperJobFailurePolicy"
+        ]
+        assert len(reasons) == 3 and all("RestartChild" in r for r in reasons)
+        assert "Phase:         Failed" in system.cli("describe", "hyperjob", "flaky").stdout
+
+
+def test_move_child_moves_only_the_failed_child_to_another_cluster(system: System) -> None:
+    _three_small_clusters(system)
+    _apply(system, "flaky", FAILING % "failurePolicy: MoveChild")
+    with system.client() as c:
+        # It fails on one cluster, moves to the one free cluster left, fails there too, and then
+        # waits: both are skipped for a while (the third runs the good child).
+        wait_for(
+            lambda: (
+                len(c.job_dispatches("flaky-bad-0")) == 2
+                and c.get_job("flaky-bad-0").binding_phase == "Suspended"
+            ),
+            120,
+            "the bad child to fail on two clusters",
+            system,
+        )
+        bad = [d.cluster for d in c.job_dispatches("flaky-bad-0")]
+        good = c.job_dispatches("flaky-good-0")
+        assert len(set(bad)) == 2 and good[0].cluster not in bad
+        assert [d.generation for d in good] == [1] and c.get_job("flaky-good-0").phase == "Running"
+        reasons = [
+            e.message for e in c.explain_job("flaky-bad-0").events if e.reason == "HyperJobFailurePolicy"
+        ]
+        assert len(reasons) == 2 and all("MoveChild" in r for r in reasons)
+
+
+def test_restart_all_restarts_every_child_and_fences_their_old_runs(system: System) -> None:
+    _three_small_clusters(system)
+    _apply(system, "flaky", FAILING % "failurePolicy: RestartAll")
+    with system.client() as c:
+        wait_for(
+            lambda: c.get_job("flaky-bad-0").phase == "Failed", 120, "the bad child to fail at last", system
+        )
+        assert [d.generation for d in c.job_dispatches("flaky-bad-0")] == [1, 2, 3, 4]
+        good = c.job_dispatches("flaky-good-0")
+        # The good child was started anew with each restart; only its last run is current.
+        assert [(d.generation, d.fenced) for d in good] == [(1, True), (2, True), (3, True), (4, False)]
+        wait_for(
+            lambda: c.get_job("flaky-good-0").phase == "Running", 60, "the good child to run again", system
+        )
+
+
+PAIR = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: pair}
+spec:
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1000h}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+
+def _hyperjob_row(name: str, event: str, phase: str):  # type: ignore[no-untyped-def]
+    def match(line: str) -> bool:
+        if not line.startswith("{"):
+            return False
+        row = json.loads(line)
+        return bool(row["name"] == name and row["event"] == event and row["phase"] == phase)
+
+    return match
+
+
+async def _async_phases(target: str) -> tuple[str, list[str]]:
+    async with AsyncClient(target) as ac:
+        one = await ac.get_hyperjob("pair")
+        return one.phase, [h.phase for h in await ac.list_hyperjobs("default")]
+
+
+def test_get_hyperjobs_watch_prints_each_change_of_its_status(system: System) -> None:
+    # No cluster yet: the HyperJob waits, listed Pending; every later line is a change of its status.
+    system.start_hub()
+    _apply(system, "pair", PAIR)
+    with Stream(system.target, "get", "hyperjobs", "-w", "-o", "json") as watch:
+        watch.expect(_hyperjob_row("pair", "LISTED", "Pending"), "pair listed Pending")
+        system.start_agent("solo", sim_cluster("solo", nodes=2))  # room for both children
+        watch.expect(_hyperjob_row("pair", "MODIFIED", "Running"), "pair Running")
+        assert asyncio.run(_async_phases(system.target)) == ("Running", ["Running"])
+        system.cli("hyperjob", "cancel", "pair")
+        watch.expect(_hyperjob_row("pair", "MODIFIED", "Aborted"), "pair Aborted")
+        system.cli("hyperjob", "delete", "pair")
+        watch.expect(
+            lambda line: line.startswith("{") and json.loads(line)["event"] == "DELETED", "pair deleted"
+        )
+        assert watch.interrupt() == 0
+    rows = [json.loads(x) for x in watch.lines if x.startswith("{")]
+    running = [r for r in rows if r["phase"] == "Running"]
+    assert running and all(k["cluster"] == "solo" for k in running[-1]["children"])

@@ -64,7 +64,10 @@ def _jobs_named(client: Client, names: tuple[str, ...], namespace: str) -> tuple
 @click.option("-q", "--queue", default="", help="Only jobs of this queue.")
 @click.option("-l", "--selector", default="", help="Only jobs with these labels: key=value,...")
 @click.option(
-    "-w", "--watch", is_flag=True, help="Jobs, queues, clusters: after the list, print each change."
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="Jobs, HyperJobs, queues, clusters: after the list, print each change.",
 )
 @click.option("--cluster", default="", help="The cluster whose HyperNodes to show.")
 @click.pass_obj
@@ -92,8 +95,8 @@ def get(
         fail("-A/--all-namespaces and -n/--namespace: give one")
     base = SHORT.get(kind, kind)
     base = base if base in LISTED else base.removesuffix("s")
-    if watch and (names or not (base == "job" or base in WATCHED_BY_POLL)):
-        fail("--watch: only lists of jobs, queues and clusters can be watched")
+    if watch and base != "hyperjob" and (names or not (base == "job" or base in WATCHED_BY_POLL)):
+        fail("--watch: only lists of jobs, hyperjobs, queues and clusters can be watched")
     missing = False
     try:
         if base in LISTED:
@@ -108,6 +111,10 @@ def get(
                 rows = _named(table, rows, names)
                 missing = len(rows) < len(names)
             output.emit(table, rows, fmt, console)
+        elif watch and base == "hyperjob":
+            from vglobal.cli.hyperjob_watch import watch_hyperjobs
+
+            watch_hyperjobs(obj.client, fmt=fmt, namespace=namespace, names=names)
         elif watch:
             watch_jobs(obj.client, fmt=fmt, namespace=namespace, queue=queue, labels=labels)
         elif base == "hyperjob":

@@ -24,6 +24,8 @@ from vglobal.api.v1 import (
     clusters_pb2_grpc,
     cronjobs_pb2,
     cronjobs_pb2_grpc,
+    hyperjobs_pb2,
+    hyperjobs_pb2_grpc,
     jobflows_pb2,
     jobflows_pb2_grpc,
     jobs_pb2,
@@ -45,6 +47,7 @@ from vglobal.hub.probes import HealthServicer, add_reflection
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
 from vglobal.hub.servicers.cronjobs import CronJobServicer
+from vglobal.hub.servicers.hyperjobs import HyperJobServicer
 from vglobal.hub.servicers.jobflows import JobFlowServicer
 from vglobal.hub.servicers.jobs import JobServicer
 from vglobal.hub.servicers.queues import QueueServicer
@@ -65,6 +68,7 @@ SERVICES = [
     agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name,
     cronjobs_pb2.DESCRIPTOR.services_by_name["CronJobService"].full_name,
     jobflows_pb2.DESCRIPTOR.services_by_name["JobFlowService"].full_name,
+    hyperjobs_pb2.DESCRIPTOR.services_by_name["HyperJobService"].full_name,
 ]
 
 
@@ -117,6 +121,7 @@ class Hub:
         clusters_pb2_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(self.ctx), server)
         cronjobs_pb2_grpc.add_CronJobServiceServicer_to_server(CronJobServicer(self.ctx), server)
         jobflows_pb2_grpc.add_JobFlowServiceServicer_to_server(JobFlowServicer(self.ctx), server)
+        hyperjobs_pb2_grpc.add_HyperJobServiceServicer_to_server(HyperJobServicer(self.ctx), server)
         agents = AgentServicer(self.ctx, self.grpc.loop, self.agent_pool)
         agent_pb2_grpc.add_AgentServiceServicer_to_server(agents, server)
         health = self.grpc.run(_new_health())

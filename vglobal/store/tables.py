@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
+from vglobal.model.hyperjob import HYPERJOB_LABEL as HYPERJOB_NAME_LABEL
 from vglobal.model.phases import ClusterState
 
 metadata = sa.MetaData(
@@ -110,6 +111,13 @@ jobs = sa.Table(
         postgresql_where=sa.text("submitted_by IS NOT NULL"),
     ),
     sa.Index("ix_jobs_name_trgm", "name", postgresql_using="gin", postgresql_ops={"name": "gin_trgm_ops"}),
+    # A HyperJob's children, by its name (migration 0013)
+    sa.Index(
+        "ix_jobs_hyperjob",
+        sa.text(f"(labels ->> '{HYPERJOB_NAME_LABEL}')"),
+        "namespace",
+        postgresql_where=sa.text(f"(labels ->> '{HYPERJOB_NAME_LABEL}') IS NOT NULL"),
+    ),
 )
 
 resource_bindings = sa.Table(

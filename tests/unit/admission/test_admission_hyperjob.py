@@ -111,3 +111,22 @@ def test_auto_split_fewest_clusters_first() -> None:
     assert split_accelerators(64000, 8000, free, None) == [("a", 32000), ("b", 32000)]
     assert split_accelerators(80000, 8000, free, 2) is None
     assert split_accelerators(20000, 8000, {"a": 12000, "b": 40000}, None) == [("b", 24000)]
+
+
+def test_fair_share_charges_the_hyperjob_to_its_queue_as_one_job_of_all_its_children() -> None:
+    # Three clusters of 16 GPUs. Queue a's HyperJob (two children of 16) takes two clusters; a's
+    # own older job and b's job want the last one. Fair share charges a the HyperJob's 32 GPUs,
+    # so b (nothing yet) goes first and a's job waits.
+    queues = (QueueSnap("a"), QueueSnap("b"))
+    clusters = tuple(cluster(n, 2, gpus(8)) for n in ("x", "y", "z"))
+    kids = [replace(k, queue="a") for k in children("hj", 2, pods=2)]
+    older = job("a-solo", "a", gpus(8), 2, created=-10.0)
+    later = job("b-solo", "b", gpus(8), 2, created=5.0)
+    result = admit(Snapshot(0, queues, clusters, (older, later, *kids)))
+    got = admitted(result)
+    assert set(got) == {"hj-w-0", "hj-w-1", "b-solo"}
+    assert result.queues["a"].admitted == 1 and result.queues["b"].admitted == 1
+    assert result.queues["a"].allocated == gpus(32)
+    # The same cycle without the HyperJob: a's older job goes first.
+    alone = admitted(admit(Snapshot(0, queues, clusters[:1], (older, later))))
+    assert alone == {"a-solo": "x"}

@@ -69,11 +69,20 @@ def test_the_coarse_check_asks_for_any_queue() -> None:
 
 
 def test_every_rpc_of_the_api_has_a_rule_and_probes_are_public() -> None:
-    from vglobal.api.v1 import agent_pb2, clusters_pb2, cronjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2
+    from vglobal.api.v1 import (
+        agent_pb2,
+        clusters_pb2,
+        cronjobs_pb2,
+        hyperjobs_pb2,
+        jobflows_pb2,
+        jobs_pb2,
+        queues_pb2,
+    )
 
+    modules = (agent_pb2, clusters_pb2, cronjobs_pb2, hyperjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2)
     rpcs = {
         f"/{service.full_name}/{method.name}"
-        for module in (agent_pb2, clusters_pb2, cronjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2)
+        for module in modules
         for service in module.DESCRIPTOR.services_by_name.values()
         for method in service.methods
     }

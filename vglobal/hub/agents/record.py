@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import agent_pb2
+from vglobal.hub.agents import child_failures
 from vglobal.hub.errors import HubError
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, reported
@@ -180,11 +181,23 @@ class _Batch:
             self.outcome.finished += finished
         self.events += self._agent_events(st)
 
+    def _restart_children(self, session: Session) -> bool:
+        """HyperJobs' children that failed are re-queued as their failurePolicy says (their Failed
+        move, and any of their siblings' re-queued with them, is dropped: the re-queue makes the
+        binding Suspended)."""
+        failed = [m.uid for m in self.moves.values() if m.target is BindingPhase.Failed]
+        restarts = child_failures.restart_failed(failed, self.cluster, self.exclude_for, session=session)
+        for uid in (u for r in restarts for u in r.requeued):
+            self.moves.pop(uid, None)
+        self.events += child_failures.events(restarts, self.cluster)
+        return bool(restarts)
+
     def write(self, session: Session) -> None:
         # Job rows first: a change of placements touches the binding (migration 0002), which
         # the binding's own move then writes over in the same transaction.
         runs_repo.update_statuses(list(self.statuses.values()), session=session)
         self._write_stops(session)
+        restarts = self._restart_children(session)
         self.outcome.ended = runs_repo.move(list(self.moves.values()), self.cluster, session=session)
         for msg in self.rejects:
             bindings_repo.requeue(
@@ -199,9 +212,9 @@ class _Batch:
             )
         self.outcome.rejected = len(self.rejects)
         events_repo.add_events(self.events, session=session)
-        if self.outcome.finished or self.rejects:
+        if self.outcome.finished or self.rejects or restarts:
             notify(DISPATCH, session=session)
-        if self.rejects:
+        if self.rejects or restarts:
             notify(DELIVER, session=session)
             notify(FENCE, session=session)
 

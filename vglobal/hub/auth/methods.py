@@ -39,6 +39,16 @@ METHODS: dict[str, Rule] = {
             "ListJobDispatches": Rule(Action.read_jobs),
         },
     ),
+    # A HyperJob acts as its children: the servicer checks their queue.
+    **_service(
+        "HyperJobService",
+        {
+            "GetHyperJob": Rule(Action.read_jobs),
+            "ListHyperJobs": Rule(Action.read_jobs),
+            "CancelHyperJob": Rule(Action.cancel_jobs, mutating=True),
+            "DeleteHyperJob": Rule(Action.delete_jobs, mutating=True),
+        },
+    ),
     # CronJobs, JobTemplates and JobFlows act as the Jobs they make: the servicers check the queue
     # those Jobs go to (every queue of a JobFlow's templates).
     **_service(
