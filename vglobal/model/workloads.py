@@ -96,7 +96,17 @@ class _Tasks:
         self.p = p
         self.tasks: list[Task] = []
 
-    def add(self, name: str, where: str, template: Any, replicas: int, min_available: int) -> None:
+    def add(
+        self,
+        name: str,
+        where: str,
+        template: Any,
+        replicas: int,
+        min_available: int,
+        *,
+        name_at: str | None = None,
+    ) -> None:
+        """``name_at``: the field the name was read from (None: the kind fixes the name)."""
         if not isinstance(template, Mapping):
             self.p.add(where, "required: a pod template")
             return
@@ -105,8 +115,9 @@ class _Tasks:
             self.p.add(key_path(where, "spec.containers"), "required: at least one container")
             return
         if any(t.name == name for t in self.tasks):
-            self.p.add(where, f'duplicate pod template name "{name}"')
-        check_name(self.p, where if name else f"{where}.groupName", name, label=True)
+            self.p.add(name_at or where, f'duplicate pod template name "{name}"')
+        if name_at is not None:
+            check_name(self.p, name_at, name, label=True)
         meta = template.get("metadata") if isinstance(template.get("metadata"), Mapping) else {}
         assert isinstance(meta, Mapping)
         annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
@@ -151,7 +162,14 @@ def _ray_cluster(tasks: _Tasks, base: str, spec: Any) -> None:
                 tasks.p.add(f"{where}.minReplicas", f"minReplicas {low} is more than maxReplicas {high}")
         gang = low if autoscaling else replicas
         name = group.get("groupName")
-        tasks.add(str(name or ""), f"{where}.template", group.get("template"), replicas * hosts, gang * hosts)
+        tasks.add(
+            str(name or ""),
+            f"{where}.template",
+            group.get("template"),
+            replicas * hosts,
+            gang * hosts,
+            name_at=f"{where}.groupName",
+        )
 
 
 def _ray_job(tasks: _Tasks, base: str, spec: Mapping[str, Any]) -> None:

@@ -114,7 +114,15 @@ def test_replicated_kinds_gang_by_the_annotation_or_their_parallelism(
         (ray_cluster(True).replace("replicas: 4", "replicas: four"), "spec.workerGroupSpecs[0].replicas"),
         (
             ray_cluster(True).replace("groupName: gpu", "groupName: GPU_x"),
-            "spec.workerGroupSpecs[0].template",
+            "spec.workerGroupSpecs[0].groupName: invalid name",
+        ),
+        (
+            ray_cluster(True).replace("groupName: gpu", "groupName: ''"),
+            "spec.workerGroupSpecs[0].groupName: required",
+        ),
+        (
+            ray_cluster(True).replace("groupName: gpu", "groupName: head"),
+            "spec.workerGroupSpecs[0].groupName: duplicate",
         ),
         (
             ray_cluster(True, extra=", volcano.sh/network-topology-highest-tier-allowed: two"),
