@@ -107,3 +107,37 @@ def test_a_raycluster_is_admitted_on_its_gang_and_an_lws_runs_whole_on_one_clust
         assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert "spec.workerGroupSpecs[0].minReplicas" in str(err.value)
         assert len(c.list_jobs()) == before  # nothing stored
+
+
+def test_each_lws_group_runs_whole_and_a_group_that_cannot_fit_waits_whole(system: System) -> None:
+    # 10 cpu: two groups of 4 and 2 cpu more, which would hold half of the third group.
+    system.start_hub()
+    system.start_agent("one", cluster("one", "10"))
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "cluster registered", system)
+    with system.client() as c:
+        c.submit_job(LWS)
+        lws = wait_for(
+            lambda: (
+                (j := c.get_job("lws")).binding_phase == "Running"
+                and sum(1 for p in j.placements if p.node and p.phase == "Running") == 8
+                and j
+            ),
+            60,
+            "two whole groups running",
+            system,
+        )
+        assert lws.cluster == "one" and lws.kind == "LeaderWorkerSet" and lws.min_available == 4
+        # The agent tried the third group and found no room for it whole (2 cpu are left, half a group).
+        wait_for(
+            lambda: any(e.reason == "Unschedulable" for e in c.explain_job("lws").events),
+            30,
+            "the third group found unschedulable",
+            system,
+        )
+        lws = c.get_job("lws")
+        placed = sorted(p.pod for p in lws.placements if p.node)
+        assert placed == sorted(["lws-leader-0", "lws-leader-1", *(f"lws-worker-{i}" for i in range(6))])
+        waiting = sorted(p.pod for p in lws.placements if not p.node)
+        assert waiting == ["lws-leader-2", "lws-worker-6", "lws-worker-7", "lws-worker-8"], waiting
+        table = system.cli("get", "jobs").stdout
+        assert "KIND" in table and "LeaderWorkerSet" in table, table

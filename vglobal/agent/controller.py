@@ -19,7 +19,7 @@ from vglobal.agent.policies import SYNC_JOB, Request, decide
 from vglobal.agent.run import AdoptedRun, Delayed, JobRun
 from vglobal.clock import Clock
 from vglobal.model.job import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION, Job, Task
-from vglobal.model.partition import PARTITION_ID_LABEL, partition_id
+from vglobal.model.partition import GROUP_INDEX_LABEL, PARTITION_ID_LABEL, group_index, partition_id
 from vglobal.model.phases import JobPhase
 
 log = logging.getLogger(__name__)
@@ -385,6 +385,8 @@ class JobController:
         )
         if task.partition_policy is not None:
             labels[PARTITION_ID_LABEL] = str(partition_id(index, task.partition_policy))
+        if task.group_pods > 0:
+            labels[GROUP_INDEX_LABEL] = str(group_index(index, task.group_pods))
         annotations = meta.setdefault("annotations", {})
         annotations.update(
             {

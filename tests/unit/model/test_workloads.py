@@ -8,7 +8,7 @@ import yaml
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
-from vglobal.model.workloads import parse_run
+from vglobal.model.workloads import kind_name, parse_run
 
 POD = "spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1', memory: 1Gi}}}]}"
 
@@ -79,8 +79,12 @@ def test_a_leaderworkerset_is_its_groups_of_leader_and_workers() -> None:
             },
         }
     )
-    assert [(t.name, t.replicas) for t in job.tasks] == [("leader", 3), ("worker", 9)]
-    assert job.min_available == 12
+    assert [(t.name, t.replicas, t.min_available) for t in job.tasks] == [("leader", 3, 1), ("worker", 9, 3)]
+    # Each group of 4 is a gang of its own: one whole group starts the set, the others start whole.
+    assert job.min_available == 4 and job.group_size() == 4
+    [groups] = job.sub_group_policies()
+    assert (groups.sub_group_size, groups.min_sub_groups) == (4, 1)
+    assert groups.match_label_keys == ("leaderworkerset.sigs.k8s.io/group-index",)
     assert job.network_topology is not None and job.network_topology.mode == "hard"
 
 
@@ -150,3 +154,21 @@ def test_a_deployment_whose_gang_is_larger_than_its_replicas_is_refused() -> Non
     }
     with pytest.raises(ManifestError, match="group-min-member"):
         parse_run(doc)
+
+
+@pytest.mark.parametrize(
+    ("api", "kind", "shown"),
+    [
+        ("batch.volcano.sh/v1alpha1", "Job", "VolcanoJob"),
+        ("batch/v1", "Job", "Job"),
+        ("ray.io/v1", "RayCluster", "RayCluster"),
+        ("ray.io/v1", "RayJob", "RayJob"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "LeaderWorkerSet"),
+        ("apps/v1", "Deployment", "Deployment"),
+        ("apps/v1", "StatefulSet", "StatefulSet"),
+    ],
+)
+def test_the_kind_a_job_was_submitted_as_tells_a_volcano_job_from_a_batch_job(
+    api: str, kind: str, shown: str
+) -> None:
+    assert kind_name({"apiVersion": api, "kind": kind}) == shown
