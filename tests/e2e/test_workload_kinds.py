@@ -141,3 +141,89 @@ def test_each_lws_group_runs_whole_and_a_group_that_cannot_fit_waits_whole(syste
         assert waiting == ["lws-leader-2", "lws-worker-6", "lws-worker-7", "lws-worker-8"], waiting
         table = system.cli("get", "jobs").stdout
         assert "KIND" in table and "LeaderWorkerSet" in table, table
+
+
+CLASSES = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+"""
+ONE_CPU = "{containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}"
+# Each fills its 4-cpu cluster with 4 pods of which 2 are its gang; no duration: they run on.
+LOW_RAY = f"""
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {{name: ray, labels: {{ray.io/priority-class-name: low}}, annotations: {{vglobal.io/clusters: a}}}}
+spec:
+  enableInTreeAutoscaling: true
+  headGroupSpec: {{template: {{spec: {ONE_CPU}}}}}
+  workerGroupSpecs:
+  - {{groupName: w, replicas: 3, minReplicas: 1, maxReplicas: 3, template: {{spec: {ONE_CPU}}}}}
+"""
+LOW_BATCH = f"""
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: batch
+  annotations: {{vglobal.io/clusters: b, scheduling.volcano.sh/group-min-member: "2"}}
+spec:
+  parallelism: 4
+  template: {{spec: {{priorityClassName: low, restartPolicy: Never, {ONE_CPU[1:-1]}}}}}
+"""
+
+
+def urgent(name: str, cluster_name: str) -> str:
+    return f"""
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: {name}, annotations: {{vglobal.io/clusters: {cluster_name}}}}}
+spec:
+  priorityClassName: high
+  minAvailable: 2
+  tasks:
+  - {{name: w, replicas: 2, template: {{spec: {ONE_CPU}}}}}
+"""
+
+
+def running(j: object) -> int:
+    return sum(1 for p in getattr(j, "placements", ()) if p.node and p.phase == "Running")
+
+
+def test_a_higher_priority_job_preempts_a_batch_job_but_not_a_raycluster(system: System) -> None:
+    system.start_hub()
+    system.start_agent("a", cluster("a", "4"))
+    system.start_agent("b", cluster("b", "4"))
+    wait_for(lambda: len(system.get_json("clusters")) == 2, 30, "clusters registered", system)
+    (system.tmp / "classes.yaml").write_text(CLASSES)
+    system.cli("apply", "-f", str(system.tmp / "classes.yaml"))
+    with system.client() as c:
+        c.submit_job(LOW_RAY)
+        c.submit_job(LOW_BATCH)
+        for name in ("ray", "batch"):
+            wait_for(lambda n=name: running(c.get_job(n)) == 4, 60, f"{name}'s 4 pods running", system)
+        c.submit_job(urgent("takes", "b"))
+        c.submit_job(urgent("waits", "a"))
+        # On b the batch Job gives up its 2 surplus pods to the urgent job.
+        takes = wait_for(
+            lambda: (j := c.get_job("takes")).binding_phase == "Running" and j, 60, "takes", system
+        )
+        assert takes.cluster == "b"
+        assert [e for e in c.explain_job("takes").events if e.reason == "Preempting"]
+        # On a the RayCluster holds its pods: the urgent job waits, with no preemption asked.
+        waits = wait_for(
+            lambda: ((j := c.get_job("waits")).reason or j.binding_phase != "Suspended") and j,
+            60,
+            "waits' reason",
+            system,
+        )
+        assert waits.binding_phase == "Suspended", waits
+        assert not [e for e in c.explain_job("waits").events if e.reason == "Preempting"]
+        ray = c.get_job("ray")
+        assert running(ray) == 4 and ray.kind == "RayCluster"
+        assert not [e for e in c.explain_job("ray").events if e.reason in ("Preempted", "Reclaimed")]

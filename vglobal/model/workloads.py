@@ -314,6 +314,11 @@ READERS: Mapping[tuple[str, str], Reader] = {
 LONG_RUNNING = frozenset({"RayCluster", "LeaderWorkerSet", "Deployment", "StatefulSet"})
 
 
+def long_running(api_version: str | None, kind: str | None) -> bool:
+    """A kind whose pods run until it is deleted: not preemptable unless it says so."""
+    return kind in LONG_RUNNING and (str(api_version), str(kind)) in READERS
+
+
 def parse_workload(doc: Mapping[str, Any]) -> Job:
     """Validate one manifest of a kind in READERS; raises ManifestError naming every bad field."""
     m = validate_model(WorkloadManifest, doc)

@@ -8,7 +8,8 @@ import yaml
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
-from vglobal.model.workloads import kind_name, parse_run
+from vglobal.model.preemptable import unpreemptable_tasks
+from vglobal.model.workloads import READERS, kind_name, long_running, parse_run
 
 POD = "spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1', memory: 1Gi}}}]}"
 
@@ -172,3 +173,23 @@ def test_the_kind_a_job_was_submitted_as_tells_a_volcano_job_from_a_batch_job(
     api: str, kind: str, shown: str
 ) -> None:
     assert kind_name({"apiVersion": api, "kind": kind}) == shown
+
+
+def test_long_running_kinds_are_pinned_unless_they_say_true() -> None:
+    assert [k for _, k in READERS if long_running(*_api_kind(k))] == [
+        "RayCluster",
+        "LeaderWorkerSet",
+        "Deployment",
+        "StatefulSet",
+    ]
+    assert not long_running("batch.volcano.sh/v1alpha1", "Job") and not long_running("v9", "Deployment")
+    pinned = unpreemptable_tasks(None, None, {}, {}, ("head", "workers"), default=False)
+    assert pinned == {"head", "workers"}
+    assert unpreemptable_tasks("true", None, {}, {}, ("head",), default=False) == frozenset()
+    assert unpreemptable_tasks(None, "TRUE", {}, {}, ("head",), default=False) == frozenset()
+    assert unpreemptable_tasks(None, None, {"head": "1"}, {}, ("head", "w"), default=False) == {"w"}
+    assert unpreemptable_tasks(None, None, {}, {}, ("head",)) == frozenset()  # other kinds: preemptable
+
+
+def _api_kind(kind: str) -> tuple[str, str]:
+    return next((a, k) for a, k in READERS if k == kind)
