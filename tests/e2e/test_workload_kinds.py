@@ -76,6 +76,10 @@ def test_a_raycluster_is_admitted_on_its_gang_and_an_lws_runs_whole_on_one_clust
             system,
         )
         assert ray.cluster == "small" and ray.phase == "Running"
+        described = system.cli("describe", "job", "ray").stdout
+        assert "Kind:" in described and "RayCluster" in described, described
+        assert "spec.workerGroupSpecs[0].minReplicas (in-tree autoscaling on)" in described, described
+        assert "Must start together: 3 pods, cpu=12 (the whole job: 5 pods, cpu=20)" in described, described
         # The LWS needs 12 cpu whole; the small cluster has none left: it waits, no pod of it starts.
         c.submit_job(LWS)
         wait_for(lambda: c.get_job("lws").reason, 30, "the LWS's reason", system)
@@ -141,6 +145,9 @@ def test_each_lws_group_runs_whole_and_a_group_that_cannot_fit_waits_whole(syste
         assert waiting == ["lws-leader-2", "lws-worker-6", "lws-worker-7", "lws-worker-8"], waiting
         table = system.cli("get", "jobs").stdout
         assert "KIND" in table and "LeaderWorkerSet" in table, table
+        described = system.cli("describe", "job", "lws").stdout
+        assert "Groups: 3 of 4 pods, each placed whole" in described, described
+        assert "Must start together: 4 pods, cpu=4" in described, described
 
 
 CLASSES = """
