@@ -158,6 +158,8 @@ class RunningJob:
     pods: tuple[RunningPod, ...] = ()
     min_available: int = 0
     group: str | None = None  # the HyperJob (namespace/name) of a child
+    # Its pods come in groups placed whole (a LeaderWorkerSet's): it goes whole, never pod by pod.
+    whole_only: bool = False
 
 
 @dataclass(frozen=True)
