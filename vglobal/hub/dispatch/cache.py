@@ -242,6 +242,7 @@ class JobCache:
                         min_available=facts.min_available,
                         group=None if facts.group is None else facts.group.key,
                         whole_only=facts.workload == GROUPED,
+                        pinned=facts.pinned,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
