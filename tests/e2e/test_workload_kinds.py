@@ -119,7 +119,12 @@ def test_each_lws_group_runs_whole_and_a_group_that_cannot_fit_waits_whole(syste
     system.start_agent("one", cluster("one", "10"))
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "cluster registered", system)
     with system.client() as c:
-        c.submit_job(LWS)
+        (system.tmp / "lws.yaml").write_text(LWS + "---" + BATCH.replace("name: pi", "name: pi2"))
+        said = system.cli("apply", "-f", str(system.tmp / "lws.yaml")).stdout.splitlines()
+        assert said == [
+            "leaderworkerset.leaderworkerset.x-k8s.io/default/lws created",
+            "job.batch/default/pi2 created",
+        ]
         lws = wait_for(
             lambda: (
                 (j := c.get_job("lws")).binding_phase == "Running"
