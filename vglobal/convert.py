@@ -44,6 +44,7 @@ from vglobal.model.records import (
 )
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workflow_status import CronStatus, JobFlowStatus
+from vglobal.model.workloads import kind_name
 
 # ---- resources and times
 
@@ -113,6 +114,7 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         retry_count=row.retry_count,
         labels=dict(row.labels),
         submitted_by=row.submitted_by or "",
+        kind=kind_name(row.manifest),
     )
     set_time(msg.created_at, row.created_at)
     set_time(msg.updated_at, row.updated_at)

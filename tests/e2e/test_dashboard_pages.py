@@ -95,6 +95,8 @@ def test_jobs_filters_sort_group_and_paging(site: Site, browser: Any) -> None:
     names = page.locator("[data-testid=jobs] tbody tr td:nth-child(2)").all_text_contents()
     assert names == [f"sweep-{i:02d}" for i in range(25)]
     assert page.text_content("[data-testid=total]") == "30"
+    kinds = page.locator("[data-testid=jobs] tbody tr td:nth-child(4)").all_text_contents()
+    assert set(kinds) == {"VolcanoJob"}, kinds
     page.click("text=Next page »")
     assert "page=" in page.url and "queue=filt-a" in page.url
     names = page.locator("[data-testid=jobs] tbody tr td:nth-child(2)").all_text_contents()

@@ -448,3 +448,36 @@ def test_a_killed_agent_takes_over_the_raycluster_it_finds_and_a_deleted_run_is_
         "the RayCluster and its pods deleted",
         system,
     )
+
+
+def test_on_an_emulated_cluster_each_lws_group_is_bound_whole_and_one_that_cannot_fit_waits_whole(
+    system: System, tmp_path: Path
+) -> None:
+    # One node of 10 cpu: two groups of 4 one-cpu pods and half of a third.
+    (spec := tmp_path / "small.yaml").write_text(
+        NODES.replace("NAME", "small").replace("count: 4", "count: 1").replace('cpu: "16"', 'cpu: "10"')
+    )
+    emu = EmulatorProcess(tmp_path / "small.kubeconfig", "--name", "small", "--cluster", str(spec))
+    try:
+        system.start_hub()
+        start_agents(system, {"small": emu})
+        apply(system, tmp_path, "lws", LWS.replace('"100m"', '"1"').replace('"50m"', '"1"'))
+        job = wait_for(lambda: phase_is(system, "leaderworkerset-sample", "Running"), 120, "running", system)
+        with system.client() as c:
+            wait_for(
+                lambda: any(e.reason == "Unschedulable" for e in c.explain_job(job["name"]).events),
+                60,
+                "the third group found unschedulable",
+                system,
+            )
+        pods = run_pods(emu.kubeconfig, job["uid"])
+        bound: dict[str, int] = {}
+        unbound: dict[str, int] = {}
+        for p in pods:
+            group = p.metadata.labels["leaderworkerset.sigs.k8s.io/group-index"]
+            side = bound if p.spec.node_name else unbound
+            side[group] = side.get(group, 0) + 1
+        assert sorted(bound.values()) == [4, 4], (bound, unbound)
+        assert list(unbound.values()) == [4] and not set(unbound) & set(bound), (bound, unbound)
+    finally:
+        emu.stop()

@@ -114,3 +114,29 @@ def test_admission_reads_each_task_priority_class_value(engine: sa.Engine) -> No
     with session_scope(sessions) as session:
         (static,) = list(jobs_repo.statics(["mixed"], session=session))
     assert static.task_priorities == {"ps": 900}  # w keeps the job's priority
+
+
+KINDS = [
+    ("ray.io/v1", "RayCluster", {}, {"head", "workers"}),
+    ("ray.io/v1", "RayCluster", {"annotations": {KEY: "true"}}, set()),
+    ("apps/v1", "Deployment", {"labels": {KEY: "true"}}, set()),
+    ("apps/v1", "StatefulSet", {}, {"head", "workers"}),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", {"labels": {KEY: "no"}}, {"head", "workers"}),
+    ("ray.io/v1", "RayJob", {}, set()),  # runs to its end, as a batch job does
+    ("batch/v1", "Job", {}, set()),
+]
+
+
+@pytest.mark.parametrize(("api", "kind", "meta", "pinned"), KINDS)
+def test_long_running_kinds_are_not_preemptable_unless_they_say_true(
+    engine: sa.Engine, api: str, kind: str, meta: dict[str, Any], pinned: set[str]
+) -> None:
+    uid = f"{kind.lower()}-{len(meta)}-{sorted(meta)[0] if meta else 'none'}"
+    new = _job(uid, [_task("head"), _task("workers")], meta)
+    new = replace(new, manifest={"apiVersion": api, "kind": kind, **new.manifest, "spec": {}})
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        jobs_repo.insert_jobs([new], session=session)
+    with session_scope(sessions) as session:
+        (static,) = list(jobs_repo.statics([uid], session=session))
+    assert static.unpreemptable == frozenset(pinned)

@@ -158,6 +158,11 @@ class RunningJob:
     pods: tuple[RunningPod, ...] = ()
     min_available: int = 0
     group: str | None = None  # the HyperJob (namespace/name) of a child
+    # Its pods come in groups placed whole (a LeaderWorkerSet's): it goes whole, never pod by pod.
+    whole_only: bool = False
+    # No pod of it may go (all not preemptable; a long-running kind that does not say "true"): no
+    # victim even while its pods are not known one by one.
+    pinned: bool = False
 
 
 @dataclass(frozen=True)

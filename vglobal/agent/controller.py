@@ -19,8 +19,10 @@ from vglobal.agent.policies import SYNC_JOB, Request, decide
 from vglobal.agent.run import AdoptedRun, Delayed, JobRun
 from vglobal.clock import Clock
 from vglobal.model.job import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION, Job, Task
-from vglobal.model.partition import PARTITION_ID_LABEL, partition_id
+from vglobal.model.partition import GROUP_INDEX_LABEL, PARTITION_ID_LABEL, group_index, partition_id
 from vglobal.model.phases import JobPhase
+from vglobal.model.preemptable import PREEMPTABLE_KEY
+from vglobal.model.workloads import long_running
 
 log = logging.getLogger(__name__)
 
@@ -385,6 +387,8 @@ class JobController:
         )
         if task.partition_policy is not None:
             labels[PARTITION_ID_LABEL] = str(partition_id(index, task.partition_policy))
+        if task.group_pods > 0:
+            labels[GROUP_INDEX_LABEL] = str(group_index(index, task.group_pods))
         annotations = meta.setdefault("annotations", {})
         annotations.update(
             {
@@ -399,6 +403,11 @@ class JobController:
         for key in (SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION):
             if key not in annotations and key in job.annotations:
                 annotations[key] = job.annotations[key]
+        no_flag = PREEMPTABLE_KEY not in annotations and PREEMPTABLE_KEY not in labels
+        if no_flag and long_running(job.raw.get("apiVersion"), job.raw.get("kind")):
+            # A kind that holds its pods until deleted gives them up only if it says so.
+            said = job.annotations.get(PREEMPTABLE_KEY, job.labels.get(PREEMPTABLE_KEY))
+            annotations[PREEMPTABLE_KEY] = said if said is not None else "false"
         spec = obj.setdefault("spec", {})
         if job.scheduler_name:
             spec.setdefault("schedulerName", job.scheduler_name)

@@ -19,6 +19,17 @@ from vglobal.batches import BATCH_SIZE, batches
 from vglobal.cli.documents import Document
 from vglobal.client import Client, VGlobalError
 
+# What apply calls a job of each kind it was submitted as (kubectl's resource.group).
+JOB_RESOURCES = {
+    "VolcanoJob": "job.batch.volcano.sh",
+    "Job": "job.batch",
+    "RayCluster": "raycluster.ray.io",
+    "RayJob": "rayjob.ray.io",
+    "LeaderWorkerSet": "leaderworkerset.leaderworkerset.x-k8s.io",
+    "Deployment": "deployment.apps",
+    "StatefulSet": "statefulset.apps",
+}
+
 # Above this many Jobs, apply prints a summary instead of a line per job.
 LINES_UP_TO = 50
 _ITEM = re.compile(r"^jobs\[(\d+)\]: ")
@@ -64,7 +75,7 @@ def apply_jobs(
                 if isinstance(outcome, VGlobalError):
                     done.failed += 1
                     err_console.print(
-                        f"[red]error:[/red] {doc.source} (Job {doc.name}): {outcome}",
+                        f"[red]error:[/red] {doc.source} ({doc.kind} {doc.name}): {outcome}",
                         highlight=False,
                         soft_wrap=True,
                     )
@@ -75,7 +86,9 @@ def apply_jobs(
                     verb = "created" if outcome.created else "unchanged"
                     job = outcome.job
                     console.print(
-                        f"job.batch.volcano.sh/{job.namespace}/{job.name} {verb}{suffix}", highlight=False
+                        f"{JOB_RESOURCES.get(job.kind, 'job.batch.volcano.sh')}/{job.namespace}/{job.name} "
+                        f"{verb}{suffix}",
+                        highlight=False,
                     )
             progress.advance(task, len(batch))
     if quiet:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from rich.console import Console
 
 from vglobal.api.v1 import common_pb2, jobs_pb2
+from vglobal.cli.describe_gang import gang_lines
 from vglobal.cli.output import queue_row, short
 from vglobal.client import Client
 from vglobal.model.forms import FINISHED_POD_PHASES
@@ -43,6 +44,7 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
         ("Name", job.name),
         ("Namespace", job.namespace),
         ("UID", job.uid),
+        ("Kind", job.kind or "-"),
         ("Queue", job.queue),
         (
             "Priority",
@@ -65,6 +67,8 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
     width = max(len(k) for k, _ in lines) + 1
     for k, v in lines:
         console.print(f"{k + ':':<{width}} {v}", highlight=False, soft_wrap=True)
+    for line in gang_lines(manifest):
+        console.print(line, highlight=False, soft_wrap=True)
     console.print("Tasks:", highlight=False)
     for t in job.tasks:
         console.print(

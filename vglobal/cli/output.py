@@ -29,6 +29,7 @@ def job_row(j: jobs_pb2.Job) -> dict[str, Any]:
     return {
         "name": j.name,
         "namespace": j.namespace,
+        "kind": j.kind,
         "uid": j.uid,
         "queue": j.queue,
         "phase": j.phase,
@@ -169,10 +170,11 @@ def hypernode_row(h: common_pb2.HyperNode) -> dict[str, Any]:
 
 COLUMNS: dict[str, dict[str, list[str]]] = {
     "jobs": {
-        "table": ["namespace", "name", "queue", "phase", "bindingPhase", "cluster", "reason"],
+        "table": ["namespace", "name", "kind", "queue", "phase", "bindingPhase", "cluster", "reason"],
         "wide": [
             "namespace",
             "name",
+            "kind",
             "queue",
             "priority",
             "phase",

@@ -50,8 +50,10 @@ class _Lines:
         return self.line({c: c.upper() for c in self.columns})
 
 
-def _emit(out: _Lines | None, kind: str, revision: int, job: jobs_pb2.Job) -> None:
-    row = {**job_row(job), "event": kind, "revision": revision}
+def _emit(out: _Lines | None, kind: str, revision: int, job: jobs_pb2.Job, kinds: dict[str, str]) -> None:
+    # A change event carries no manifest, so not the job's kind: the listing said it.
+    kinds.setdefault(job.uid, job.kind)
+    row = {**job_row(job), "kind": job.kind or kinds[job.uid], "event": kind, "revision": revision}
     print(json.dumps(row) if out is None else out.line(row), flush=True)
 
 
@@ -67,11 +69,12 @@ def watch_jobs(client: Client, *, fmt: str, namespace: str, queue: str, labels: 
     )
     if out is not None:
         print(out.header(), flush=True)
+    kinds: dict[str, str] = {}
     for j in jobs:
-        _emit(out, "LISTED", revision, j)
+        _emit(out, "LISTED", revision, j, kinds)
     try:
         for ev in client.watch_jobs(from_revision=revision, namespace=namespace, queue=queue, labels=labels):
-            _emit(out, EVENT_NAMES[ev.type], ev.revision, ev.job)
+            _emit(out, EVENT_NAMES[ev.type], ev.revision, ev.job, kinds)
     except KeyboardInterrupt:
         sys.exit(0)
 

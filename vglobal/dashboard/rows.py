@@ -17,6 +17,7 @@ def job(j: jobs_pb2.Job) -> dict[str, Any]:
         "name": j.name,
         "namespace": j.namespace or "default",
         "uid": j.uid,
+        "kind": j.kind,
         "queue": j.queue,
         "phase": j.phase,
         "binding_phase": j.binding_phase,

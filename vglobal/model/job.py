@@ -19,6 +19,7 @@ from vglobal.model.partition import (
     SubGroupPolicy,
     build_partition_policy,
     default_min_available,
+    group_policy,
     sub_group_policy,
 )
 from vglobal.model.pod_fields import POD_SPEC_FIELDS, PodSpecFields
@@ -54,6 +55,11 @@ class Task:
     annotations: Mapping[str, str] = field(default_factory=dict)
     priority_class_name: str | None = None
     partition_policy: PartitionPolicy | None = None
+    # The manifest field its gang count was read from, for ``describe`` ("" : not said).
+    gang_from: str = ""
+    # Pods of this task in each of the job's groups (a LeaderWorkerSet's: each group is placed whole,
+    # ``GROUP_INDEX_LABEL`` on its pods); 0 when the task is not grouped.
+    group_pods: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,11 +131,17 @@ class Job:
             if t.partition_policy is not None and t.partition_policy.partition_size > 0 and counts.get(t.name)
         )
 
+    def group_size(self) -> int:
+        """Pods in each of the job's groups (a LeaderWorkerSet's); 0 when it has none."""
+        return sum(t.group_pods for t in self.tasks)
+
     def sub_group_policies(self) -> tuple[SubGroupPolicy, ...]:
-        """The PodGroup's subGroupPolicy: one entry per task with a partitionPolicy."""
+        """The PodGroup's subGroupPolicy: one entry per task with a partitionPolicy, and one for the
+        job's groups when it has them (each placed whole, at least one)."""
+        size = self.group_size()
         return tuple(
             sub_group_policy(t.name, t.partition_policy) for t in self.tasks if t.partition_policy is not None
-        )
+        ) + ((group_policy(size),) if size else ())
 
     def gang_request(self) -> ResourceVector:
         out = EMPTY
@@ -309,6 +321,11 @@ def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[
         annotations=annotations,
         priority_class_name=spec.template.spec.priority_class_name or None,
         partition_policy=partitions,
+        gang_from=f"{base}.minAvailable"
+        if spec.min_available is not None
+        else f"{base}.partitionPolicy.minPartitions"
+        if partitions is not None and partitions.min_partitions > 0
+        else f"{base}.replicas",
     )
 
 

@@ -17,6 +17,9 @@ from vglobal.model.network_topology import NetworkTopology, NetworkTopologySpec,
 
 PARTITION_ID_LABEL = "volcano.sh/partition-id"
 TASK_SPEC_LABEL = "volcano.sh/task-spec"
+# The group of a LeaderWorkerSet pod (the label the LWS controller puts on its pods).
+GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+GROUP_POLICY = "lws-group"
 # Match values longer than this are replaced by a short hash in a subgroup's id.
 MAX_MATCH_ID = 128
 _SAFE_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
@@ -110,6 +113,19 @@ def sub_group_policy(task_name: str, policy: PartitionPolicy) -> SubGroupPolicy:
         match_label_keys=(PARTITION_ID_LABEL,),
         network_topology=policy.network_topology,
     )
+
+
+def group_policy(size: int) -> SubGroupPolicy:
+    """A job's groups (an LWS's): each its ``size`` pods of every task, by their group index label,
+    placed whole; one is enough to start (Volcano gives each LWS group a PodGroup of its own)."""
+    return SubGroupPolicy(
+        name=GROUP_POLICY, sub_group_size=size, min_sub_groups=1, match_label_keys=(GROUP_INDEX_LABEL,)
+    )
+
+
+def group_index(index: int, group_pods: int) -> int:
+    """The group of a task's pod ``index`` when each group holds ``group_pods`` of the task's pods."""
+    return index // group_pods if group_pods > 0 else 0
 
 
 # --- grouping pods into subgroups (the scheduler's view of a SubGroupPolicy) ---

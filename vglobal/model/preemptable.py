@@ -2,7 +2,9 @@
 
 Volcano's job controller copies the job's annotation and label over the pod template's, and its
 scheduler reads the pod's annotation first, then its label; a value Go's strconv.ParseBool cannot
-read counts as "not preemptable", no value as preemptable."""
+read counts as "not preemptable", no value as preemptable. The kinds that hold their pods until
+deleted (RayCluster, LeaderWorkerSet, Deployment, StatefulSet) are not preemptable without a value:
+only ``"true"`` on the object (or its pod template) lets their pods go."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ PREEMPTABLE_KEY = "volcano.sh/preemptable"
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
-def pod_preemptable(annotation: str | None, label: str | None) -> bool:
+def pod_preemptable(annotation: str | None, label: str | None, default: bool = True) -> bool:
     value = annotation if annotation is not None else label
-    return True if value is None else value in _GO_TRUE
+    return default if value is None else value in _GO_TRUE
 
 
 def unpreemptable_tasks(
@@ -23,13 +25,17 @@ def unpreemptable_tasks(
     task_annotations: Mapping[str, str],
     task_labels: Mapping[str, str],
     tasks: Iterable[str],
+    *,
+    default: bool = True,
 ) -> frozenset[str]:
-    """The tasks whose pods are pinned; ``task_*`` hold the templates' values by task name."""
+    """The tasks whose pods are pinned; ``task_*`` hold the templates' values by task name;
+    ``default``: whether a pod without a value is preemptable (False for the long-running kinds)."""
     return frozenset(
         t
         for t in tasks
         if not pod_preemptable(
             job_annotation if job_annotation is not None else task_annotations.get(t),
             job_label if job_label is not None else task_labels.get(t),
+            default,
         )
     )

@@ -25,6 +25,10 @@ RESOURCES: Mapping[tuple[str, str], str] = {
 }
 
 
+# The resource whose pods come in groups, each placed whole (a job of it is evicted whole only).
+GROUPED = RESOURCES[("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")]
+
+
 def resource_of(raw: Mapping[str, Any]) -> str:
     """The resource a manifest is written as ("" for a Volcano Job, whose pods the agent makes)."""
     return RESOURCES.get((str(raw.get("apiVersion", "")), str(raw.get("kind", ""))), "")

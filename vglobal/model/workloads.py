@@ -96,7 +96,20 @@ class _Tasks:
         self.p = p
         self.tasks: list[Task] = []
 
-    def add(self, name: str, where: str, template: Any, replicas: int, min_available: int) -> None:
+    def add(
+        self,
+        name: str,
+        where: str,
+        template: Any,
+        replicas: int,
+        min_available: int,
+        *,
+        name_at: str | None = None,
+        gang_from: str = "",
+        group_pods: int = 0,
+    ) -> None:
+        """``name_at``: the field the name was read from (None: the kind fixes the name);
+        ``gang_from``: what the gang count was read from, as ``describe`` says it."""
         if not isinstance(template, Mapping):
             self.p.add(where, "required: a pod template")
             return
@@ -105,8 +118,9 @@ class _Tasks:
             self.p.add(key_path(where, "spec.containers"), "required: at least one container")
             return
         if any(t.name == name for t in self.tasks):
-            self.p.add(where, f'duplicate pod template name "{name}"')
-        check_name(self.p, where if name else f"{where}.groupName", name, label=True)
+            self.p.add(name_at or where, f'duplicate pod template name "{name}"')
+        if name_at is not None:
+            check_name(self.p, name_at, name, label=True)
         meta = template.get("metadata") if isinstance(template.get("metadata"), Mapping) else {}
         assert isinstance(meta, Mapping)
         annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
@@ -121,6 +135,8 @@ class _Tasks:
                 pod_request=pod_request(self.p, f"{where}.spec", spec),
                 annotations=annotations,
                 priority_class_name=own_class if isinstance(own_class, str) and own_class else None,
+                gang_from=gang_from,
+                group_pods=group_pods,
             )
         )
 
@@ -131,7 +147,14 @@ def _ray_cluster(tasks: _Tasks, base: str, spec: Any) -> None:
     if not isinstance(spec, Mapping):
         tasks.p.add(base, "required")
         return
-    tasks.add("head", f"{base}.headGroupSpec.template", _dig(spec, "headGroupSpec", "template"), 1, 1)
+    tasks.add(
+        "head",
+        f"{base}.headGroupSpec.template",
+        _dig(spec, "headGroupSpec", "template"),
+        1,
+        1,
+        gang_from=f"{base}.headGroupSpec (the head is always in the gang)",
+    )
     autoscaling = spec.get("enableInTreeAutoscaling") is True
     groups = spec.get("workerGroupSpecs") or []
     if not isinstance(groups, list):
@@ -150,8 +173,23 @@ def _ray_cluster(tasks: _Tasks, base: str, spec: Any) -> None:
             if low > high:
                 tasks.p.add(f"{where}.minReplicas", f"minReplicas {low} is more than maxReplicas {high}")
         gang = low if autoscaling else replicas
+        source = (
+            f"{where}.minReplicas (in-tree autoscaling on)"
+            if autoscaling
+            else f"{where}.replicas (autoscaling off)"
+        )
+        if hosts > 1:
+            source += f" x numOfHosts {hosts}"
         name = group.get("groupName")
-        tasks.add(str(name or ""), f"{where}.template", group.get("template"), replicas * hosts, gang * hosts)
+        tasks.add(
+            str(name or ""),
+            f"{where}.template",
+            group.get("template"),
+            replicas * hosts,
+            gang * hosts,
+            name_at=f"{where}.groupName",
+            gang_from=source,
+        )
 
 
 def _ray_job(tasks: _Tasks, base: str, spec: Mapping[str, Any]) -> None:
@@ -162,12 +200,21 @@ def _ray_job(tasks: _Tasks, base: str, spec: Mapping[str, Any]) -> None:
     _ray_cluster(tasks, f"{base}.rayClusterSpec", cluster)
     mode = spec.get("submissionMode", "K8sJobMode")
     if mode == "K8sJobMode":
-        template = spec.get("submitterPodTemplate") or default_submitter(cluster)
-        tasks.add(SUBMITTER, f"{base}.submitterPodTemplate", template, 1, 1)
+        given = spec.get("submitterPodTemplate")
+        source = f"{base}.submitterPodTemplate" if given else "KubeRay's default submitter pod"
+        tasks.add(
+            SUBMITTER,
+            f"{base}.submitterPodTemplate",
+            given or default_submitter(cluster),
+            1,
+            1,
+            gang_from=f"{source} (K8sJobMode)",
+        )
 
 
 def _leader_worker_set(tasks: _Tasks, base: str, spec: Mapping[str, Any]) -> None:
-    """``replicas`` groups of ``size`` pods (a leader and size-1 workers), all in the gang."""
+    """``replicas`` groups of ``size`` pods (a leader and size-1 workers), each group a gang of its
+    own as Volcano makes it: one whole group starts the set, the others start whole as room allows."""
     groups = _int(tasks.p, f"{base}.replicas", spec.get("replicas"), 1)
     lwt = spec.get("leaderWorkerTemplate")
     if not isinstance(lwt, Mapping):
@@ -179,10 +226,29 @@ def _leader_worker_set(tasks: _Tasks, base: str, spec: Mapping[str, Any]) -> Non
         size = 1
     worker = lwt.get("workerTemplate")
     leader = lwt.get("leaderTemplate", worker)
-    tasks.add("leader", f"{base}.leaderWorkerTemplate.leaderTemplate", leader, groups, groups)
+    each = f"of each of the {base}.replicas groups"
+    tasks.add(
+        "leader",
+        f"{base}.leaderWorkerTemplate.leaderTemplate",
+        leader,
+        groups,
+        1,
+        gang_from=f"the leader {each}",
+        group_pods=1,
+    )
     if size > 1:
-        n = groups * (size - 1)
-        tasks.add("worker", f"{base}.leaderWorkerTemplate.workerTemplate", worker, n, n)
+        tasks.add(
+            "worker",
+            f"{base}.leaderWorkerTemplate.workerTemplate",
+            worker,
+            groups * (size - 1),
+            size - 1,
+            gang_from=f"{base}.leaderWorkerTemplate.size - 1 workers {each}",
+            group_pods=size - 1,
+        )
+
+
+MIN_MEMBER_AT = key_path("metadata.annotations", GROUP_MIN_MEMBER)
 
 
 def _min_member(p: Problems, annotations: Mapping[str, str], default: int) -> int:
@@ -204,7 +270,8 @@ def _replicated(tasks: _Tasks, base: str, spec: Mapping[str, Any], annotations: 
         tasks.p.add(
             key_path("metadata.annotations", GROUP_MIN_MEMBER), f"{gang} is more than the {replicas} replicas"
         )
-    tasks.add("main", f"{base}.template", spec.get("template"), replicas, gang)
+    source = MIN_MEMBER_AT if GROUP_MIN_MEMBER in annotations else f"1 pod (no {GROUP_MIN_MEMBER} annotation)"
+    tasks.add("main", f"{base}.template", spec.get("template"), replicas, gang, gang_from=source)
 
 
 def _batch_job(tasks: _Tasks, base: str, spec: Mapping[str, Any], annotations: Mapping[str, str]) -> None:
@@ -212,7 +279,9 @@ def _batch_job(tasks: _Tasks, base: str, spec: Mapping[str, Any], annotations: M
     parallelism = _int(tasks.p, f"{base}.parallelism", spec.get("parallelism"), 1)
     completions = _int(tasks.p, f"{base}.completions", spec.get("completions"), parallelism)
     pods = min(parallelism, completions) if completions else parallelism
-    tasks.add("main", f"{base}.template", spec.get("template"), pods, _min_member(tasks.p, annotations, pods))
+    source = MIN_MEMBER_AT if GROUP_MIN_MEMBER in annotations else f"{base}.parallelism"
+    gang = _min_member(tasks.p, annotations, pods)
+    tasks.add("main", f"{base}.template", spec.get("template"), pods, gang, gang_from=source)
 
 
 def _topology(p: Problems, labels: Mapping[str, str]) -> NetworkTopology | None:
@@ -243,6 +312,11 @@ READERS: Mapping[tuple[str, str], Reader] = {
 }
 # Kinds whose objects hold their pods until deleted: they run until cancelled or deleted.
 LONG_RUNNING = frozenset({"RayCluster", "LeaderWorkerSet", "Deployment", "StatefulSet"})
+
+
+def long_running(api_version: str | None, kind: str | None) -> bool:
+    """A kind whose pods run until it is deleted: not preemptable unless it says so."""
+    return kind in LONG_RUNNING and (str(api_version), str(kind)) in READERS
 
 
 def parse_workload(doc: Mapping[str, Any]) -> Job:
@@ -291,6 +365,18 @@ def parse_workload(doc: Mapping[str, Any]) -> Job:
         cluster_selector=selector,
         raw=copy.deepcopy(dict(doc)),
     )
+
+
+VOLCANO_JOB = "VolcanoJob"
+
+
+def kind_name(doc: Mapping[str, Any]) -> str:
+    """The kind a job was submitted as, told apart from batch/v1's Job: a Volcano Job is
+    ``VolcanoJob`` (so is a HyperJob's child), a workload its own kind."""
+    kind = str(doc.get("kind") or "")
+    if is_workload(doc):
+        return kind
+    return VOLCANO_JOB if kind == "Job" else kind
 
 
 def is_workload(doc: Mapping[str, Any]) -> bool:

@@ -71,6 +71,7 @@ class Dispatcher:
     # in the nodes' free figures, so admission sets it aside (as the hub does for Dispatched/Bound).
     unplaced: dict[str, dict[str, Gang]] = field(default_factory=dict)
     excluded: dict[str, dict[str, float]] = field(default_factory=dict)  # uid -> cluster -> until
+    pinned: set[str] = field(default_factory=set)  # jobs no pod of which may be a victim
     _usage: dict[str, ResourceVector] = field(default_factory=dict)
     # Decayed usage per queue, charged up to each snapshot's time with what each queue held after
     # the cycle before (time jumps from event to event, so that is what it held in between).
@@ -82,11 +83,14 @@ class Dispatcher:
         self.ledger = UsageLedger(self.rules.fair_share_half_life)
         self.reclaim_log = RecentReclaims(self.rules.reclaim_interval)
 
-    def submit(self, *jobs: PendingJob) -> None:
+    def submit(self, *jobs: PendingJob, pinned: bool = False) -> None:
+        """``pinned``: no pod of these jobs may be a preemption or reclaim victim."""
         for job in jobs:
             if job.uid in self.jobs:
                 raise ValueError(f"job {job.uid} was submitted already")
             self.jobs[job.uid] = self.pending[job.uid] = job
+            if pinned:
+                self.pinned.add(job.uid)
 
     def allocated(self, queue: str) -> ResourceVector:
         return self._usage.get(queue, EMPTY)
@@ -153,6 +157,7 @@ class Dispatcher:
             request=job.request,
             running_since=now,
             group=None if job.group is None else job.group.key,
+            pinned=uid in self.pinned,
         )
         self.unplaced.setdefault(cluster, {})[uid] = job.gang
         self._usage[job.queue] = self.allocated(job.queue) + job.request

@@ -79,7 +79,7 @@ class Federation:
                 for t in s.job.tasks
                 for i in range(t.replicas)
             }
-            self.dispatcher.submit(s.pending(now))
+            self.dispatcher.submit(s.pending(now), pinned=s.pinned())
         self.dirty = self.dirty or bool(submissions)
 
     def settle(self) -> None:

@@ -4,9 +4,10 @@ the field."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vglobal.admission import GroupRef, PendingJob, QueueSnap
 from vglobal.admission.partitions import partitions_of
@@ -19,9 +20,11 @@ from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
+from vglobal.model.preemptable import PREEMPTABLE_KEY, unpreemptable_tasks
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import ROOT, Queue, default_queue
 from vglobal.model.resources import EMPTY, ResourceVector
+from vglobal.model.workloads import long_running
 
 SUFFIXES = (".yaml", ".yml", ".json")
 POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
@@ -75,6 +78,12 @@ def _group(job: Job) -> GroupRef | None:
     return None if m is None else GroupRef(m.hyperjob, m.min_available, m.children, m.index)
 
 
+def _template_labels(template: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = template.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return labels if isinstance(labels, Mapping) else {}
+
+
 @dataclass(frozen=True)
 class Submission:
     """A job as the hub stores it: validated, its priority resolved, its admission inputs derived."""
@@ -84,6 +93,22 @@ class Submission:
     priority: int
     at: float = 0.0  # virtual time of submission
     preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's: Never waits, never preempts
+
+    def pinned(self) -> bool:
+        """No pod of it may be a victim: each task's pods are not preemptable, as the hub reads
+        ``volcano.sh/preemptable`` (a long-running kind's are not unless it says "true")."""
+        job = self.job
+        key = PREEMPTABLE_KEY
+        names = [t.name for t in job.tasks]
+        pinned = unpreemptable_tasks(
+            job.annotations.get(key),
+            job.labels.get(key),
+            {t.name: t.annotations[key] for t in job.tasks if key in t.annotations},
+            {t.name: str(lb[key]) for t in job.tasks if key in (lb := _template_labels(t.template))},
+            names,
+            default=not long_running(job.raw.get("apiVersion"), job.raw.get("kind")),
+        )
+        return bool(names) and pinned == set(names)
 
     def pending(self, created: float) -> PendingJob:
         job = self.job

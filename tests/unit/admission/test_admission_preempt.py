@@ -50,6 +50,7 @@ class Run:
     priority: int = LOW
     created: float = 0.0
     running_since: float = 0.0
+    whole_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ def _running(r: Run) -> RunningJob:
         running_since=r.running_since,
         pods=tuple(RunningPod(p.name, p.node, cpu(p.size), p.preemptable, p.priority) for p in r.pods),
         min_available=r.min_available,
+        whole_only=r.whole_only,
     )
 
 
@@ -238,6 +240,22 @@ RULES = [
         nodes={"n1": 2},
         running=(Run("pinned", (Pod("p-0", "n1", 1, preemptable=False), Pod("p-1", "n1", 1)), 2),),
         preemptor=2,
+        admitted=False,
+    ),
+    Case(
+        "a job whose pods come in groups placed whole (an LWS) goes whole, never pod by pod",
+        nodes={"n1": 4},
+        running=(Run("lws", tuple(Pod(f"l-{i}", "n1", 1) for i in range(4)), 2, whole_only=True),),
+        preemptor=1,
+        whole=frozenset({"lws"}),
+    ),
+    Case(
+        "a long-running kind's pods say they are not preemptable: it stays whole",
+        nodes={"n1": 2},
+        running=(
+            Run("ray", (Pod("h-0", "n1", 1, preemptable=False), Pod("w-0", "n1", 1, preemptable=False)), 1),
+        ),
+        preemptor=1,
         admitted=False,
     ),
     Case(

@@ -8,7 +8,8 @@ import yaml
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
-from vglobal.model.workloads import parse_run
+from vglobal.model.preemptable import unpreemptable_tasks
+from vglobal.model.workloads import READERS, kind_name, long_running, parse_run
 
 POD = "spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1', memory: 1Gi}}}]}"
 
@@ -79,8 +80,12 @@ def test_a_leaderworkerset_is_its_groups_of_leader_and_workers() -> None:
             },
         }
     )
-    assert [(t.name, t.replicas) for t in job.tasks] == [("leader", 3), ("worker", 9)]
-    assert job.min_available == 12
+    assert [(t.name, t.replicas, t.min_available) for t in job.tasks] == [("leader", 3, 1), ("worker", 9, 3)]
+    # Each group of 4 is a gang of its own: one whole group starts the set, the others start whole.
+    assert job.min_available == 4 and job.group_size() == 4
+    [groups] = job.sub_group_policies()
+    assert (groups.sub_group_size, groups.min_sub_groups) == (4, 1)
+    assert groups.match_label_keys == ("leaderworkerset.sigs.k8s.io/group-index",)
     assert job.network_topology is not None and job.network_topology.mode == "hard"
 
 
@@ -114,7 +119,15 @@ def test_replicated_kinds_gang_by_the_annotation_or_their_parallelism(
         (ray_cluster(True).replace("replicas: 4", "replicas: four"), "spec.workerGroupSpecs[0].replicas"),
         (
             ray_cluster(True).replace("groupName: gpu", "groupName: GPU_x"),
-            "spec.workerGroupSpecs[0].template",
+            "spec.workerGroupSpecs[0].groupName: invalid name",
+        ),
+        (
+            ray_cluster(True).replace("groupName: gpu", "groupName: ''"),
+            "spec.workerGroupSpecs[0].groupName: required",
+        ),
+        (
+            ray_cluster(True).replace("groupName: gpu", "groupName: head"),
+            "spec.workerGroupSpecs[0].groupName: duplicate",
         ),
         (
             ray_cluster(True, extra=", volcano.sh/network-topology-highest-tier-allowed: two"),
@@ -142,3 +155,41 @@ def test_a_deployment_whose_gang_is_larger_than_its_replicas_is_refused() -> Non
     }
     with pytest.raises(ManifestError, match="group-min-member"):
         parse_run(doc)
+
+
+@pytest.mark.parametrize(
+    ("api", "kind", "shown"),
+    [
+        ("batch.volcano.sh/v1alpha1", "Job", "VolcanoJob"),
+        ("batch/v1", "Job", "Job"),
+        ("ray.io/v1", "RayCluster", "RayCluster"),
+        ("ray.io/v1", "RayJob", "RayJob"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "LeaderWorkerSet"),
+        ("apps/v1", "Deployment", "Deployment"),
+        ("apps/v1", "StatefulSet", "StatefulSet"),
+    ],
+)
+def test_the_kind_a_job_was_submitted_as_tells_a_volcano_job_from_a_batch_job(
+    api: str, kind: str, shown: str
+) -> None:
+    assert kind_name({"apiVersion": api, "kind": kind}) == shown
+
+
+def test_long_running_kinds_are_pinned_unless_they_say_true() -> None:
+    assert [k for _, k in READERS if long_running(*_api_kind(k))] == [
+        "RayCluster",
+        "LeaderWorkerSet",
+        "Deployment",
+        "StatefulSet",
+    ]
+    assert not long_running("batch.volcano.sh/v1alpha1", "Job") and not long_running("v9", "Deployment")
+    pinned = unpreemptable_tasks(None, None, {}, {}, ("head", "workers"), default=False)
+    assert pinned == {"head", "workers"}
+    assert unpreemptable_tasks("true", None, {}, {}, ("head",), default=False) == frozenset()
+    assert unpreemptable_tasks(None, "TRUE", {}, {}, ("head",), default=False) == frozenset()
+    assert unpreemptable_tasks(None, None, {"head": "1"}, {}, ("head", "w"), default=False) == {"w"}
+    assert unpreemptable_tasks(None, None, {}, {}, ("head",)) == frozenset()  # other kinds: preemptable
+
+
+def _api_kind(kind: str) -> tuple[str, str]:
+    return next((a, k) for a, k in READERS if k == kind)

@@ -277,3 +277,39 @@ def test_a_never_priority_class_waits_instead_of_preempting(
         assert "capability" in by_name["high"]["reason"]
     else:
         assert len(victims) == 1 and by_name["high"]["admittedAt"] == 600.0
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, labels: {{volcano.sh/queue-name: q{extra}}}}}
+spec:
+  replicas: 1
+  template:
+    spec: {{containers: [{{name: w, image: x, resources: {{requests: {{nvidia.com/gpu: "8"}}}}}}]}}
+"""
+
+
+@pytest.mark.parametrize("said", ["", "true"])
+def test_a_long_running_kind_is_no_victim_unless_it_says_preemptable(
+    clusters: list[Path], tmp_path: Path, said: str
+) -> None:
+    """A full queue of Deployments: a later high-priority job preempts one only if it says so."""
+    pc = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: urgent}\nvalue: 1000\n"
+    extra = f', volcano.sh/preemptable: "{said}"' if said else ""
+    docs = [pc, queue("q", extra=", capability: {nvidia.com/gpu: 16}")]
+    docs += [DEPLOYMENT.format(name=f"serve-{i}", extra=extra) for i in range(2)]
+    high = job("high", "q", gpus=8, extra="\n  priorityClassName: urgent").replace(
+        "vglobal.io/sim-duration: 1h}", "vglobal.io/sim-duration: 1h, vglobal.io/sim-submit-at: 10m}"
+    )
+    docs.append(high)
+    result = run_simulation(
+        cluster_files=clusters, jobs_path=write(tmp_path / "jobs.yaml", docs), until=1800.0
+    )
+    by_name = {j["name"]: j for j in result["jobs"]}
+    victims = [n for n, j in by_name.items() if "Reclaimed" in [e["reason"] for e in j["events"]]]
+    if said:
+        assert len(victims) == 1 and by_name["high"]["admittedAt"] == 600.0
+    else:
+        assert victims == [] and by_name["high"]["admittedAt"] is None
+        assert all(by_name[f"serve-{i}"]["admittedAt"] == 0.0 for i in range(2))

@@ -159,6 +159,7 @@ class Job(_message.Message):
     LABELS_FIELD_NUMBER: _builtins.int
     SUBMITTED_BY_FIELD_NUMBER: _builtins.int
     FINISHED_AT_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
     uid: _builtins.str
     name: _builtins.str
     namespace: _builtins.str
@@ -187,6 +188,11 @@ class Job(_message.Message):
     """Who submitted the job, as the audit names the caller (Event.principal of its Submitted event);
     "open:anonymous" on a hub without an auth config; empty for the runs the hub's own loops
     made (scheduled CronJob runs, JobFlow steps) and for jobs stored before hub version 0009.
+    """
+    kind: _builtins.str
+    """The kind of object the job was submitted as: "VolcanoJob" (batch.volcano.sh Job, a HyperJob's
+    children included), "RayCluster", "RayJob", "LeaderWorkerSet", "Deployment", "StatefulSet" or
+    "Job" (batch/v1).
     """
     @_builtins.property
     def request(self) -> _common_pb2.ResourceList:
@@ -238,10 +244,11 @@ class Job(_message.Message):
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         submitted_by: _builtins.str = ...,
         finished_at: _timestamp_pb2.Timestamp | None = ...,
+        kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "finished_at", b"finished_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "finished_at", b"finished_at", "generation", b"generation", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "submitted_by", b"submitted_by", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "finished_at", b"finished_at", "generation", b"generation", "kind", b"kind", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "submitted_by", b"submitted_by", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -21,6 +21,7 @@ from vglobal.hub.dispatch.facts import JobFacts, Shared
 from vglobal.model.binding import UNFINISHED, UNPLACED, BindingPhase
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
+from vglobal.model.served import GROUPED
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import live as live_repo
 from vglobal.store.repo.live import Horizon, LiveBinding, Written
@@ -240,6 +241,8 @@ class JobCache:
                         pods=facts.running_pods(b.placements, b.evictions) if per_node else (),
                         min_available=facts.min_available,
                         group=None if facts.group is None else facts.group.key,
+                        whole_only=facts.workload == GROUPED,
+                        pinned=facts.pinned,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)

@@ -89,6 +89,11 @@ class JobFacts:
             partitions=partitions_of(s.placement.partitions),
         )
 
+    @property
+    def pinned(self) -> bool:
+        """Every task's pods are never victims."""
+        return bool(self.pod_requests) and self.unpreemptable >= self.pod_requests.keys()
+
     def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:
         """(what the queue is charged, what of it runs): the pods that run, and at least the gang's
         minResources while it is not all placed (Volcano's inqueue reservation)."""

@@ -22,6 +22,7 @@ from vglobal.model.forms import (
 )
 from vglobal.model.preemptable import unpreemptable_tasks
 from vglobal.model.records import JobRow, OwnedJob
+from vglobal.model.workloads import long_running
 from vglobal.store.engine import rowcount
 from vglobal.store.repo.job_queries import JobFilter, Page, conditions, ordered
 from vglobal.store.repo.live import cursor
@@ -312,7 +313,8 @@ class JobStatic:
     preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's
     # Tasks whose pods are annotated (or, with no annotation, labelled) volcano.sh/preemptable:
     # "false" on the task's template, or annotated so on the job and not set otherwise on the
-    # template: never preemption or reclaim victims.
+    # template: never preemption or reclaim victims. Every task of a long-running kind (RayCluster,
+    # LeaderWorkerSet, Deployment, StatefulSet) too, unless the object says "true".
     unpreemptable: frozenset[str] = frozenset()
     # Tasks whose template names its own PriorityClass: that class's value for their pods.
     task_priorities: dict[str, int] = field(default_factory=dict)
@@ -340,7 +342,11 @@ _TASK_PRIORITIES: sa.ColumnClause[Any] = sa.literal_column(
 
 
 def _unpreemptable(
-    flags: tuple[Any, Any, Any, Any], job_annotation: str | None, job_label: str | None, tasks: Any
+    flags: tuple[Any, Any, Any, Any],
+    job_annotation: str | None,
+    job_label: str | None,
+    tasks: Any,
+    kind: tuple[str | None, str | None],
 ) -> frozenset[str]:
     annotated, annotations, labelled, labels = (list(f or ()) for f in flags)
     return unpreemptable_tasks(
@@ -349,6 +355,7 @@ def _unpreemptable(
         {str(t): str(v) for t, v in zip(annotated, annotations, strict=False)},
         {str(t): str(v) for t, v in zip(labelled, labels, strict=False)},
         tasks or (),
+        default=not long_running(*kind),
     )
 
 
@@ -374,6 +381,8 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
         jobs.c.manifest.op("#>>")(sa.literal(_JOB_ANNOTATION, ARRAY(sa.Text))),
         jobs.c.manifest.op("#>>")(sa.literal(_JOB_LABEL, ARRAY(sa.Text))),
         _TASK_PRIORITIES,
+        jobs.c.manifest["apiVersion"].astext,
+        jobs.c.manifest["kind"].astext,
     ]
     rows = session.execute(
         sa.select(*cols)
@@ -394,9 +403,9 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
             Placement.from_json(where),
             int(min_available),
             policy,
-            _unpreemptable((a, av, lb, lv), job_annotation, job_label, pods),
+            _unpreemptable((a, av, lb, lv), job_annotation, job_label, pods, (api, kind)),
             {str(t): int(v) for t, v in (task_prios or {}).items()},
         )
         for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
-        for min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios in [more]
+        for min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios, api, kind in [more]
     )
