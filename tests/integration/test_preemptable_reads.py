@@ -114,3 +114,19 @@ def test_admission_reads_each_task_priority_class_value(engine: sa.Engine) -> No
     with session_scope(sessions) as session:
         (static,) = list(jobs_repo.statics(["mixed"], session=session))
     assert static.task_priorities == {"ps": 900}  # w keeps the job's priority
+
+
+def test_admission_reads_a_pod_template_preemption_policy_never(engine: sa.Engine) -> None:
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        own = _task("w")
+        own["template"]["spec"]["preemptionPolicy"] = "Never"
+        plain = _task("w")
+        plain["template"]["spec"]["preemptionPolicy"] = "PreemptLowerPriority"
+        jobs_repo.insert_jobs(
+            [_job("patient", [own, _task("x")], {}), _job("eager", [plain], {})], session=session
+        )
+    with session_scope(sessions) as session:
+        got = {s.uid: s.preemption_policy for s in jobs_repo.statics(["patient", "eager"], session=session)}
+    # Volcano never preempts for a pod whose own spec says Never; the hub places the gang as one
+    assert got == {"patient": "Never", "eager": "PreemptLowerPriority"}

@@ -163,7 +163,6 @@ CASES = [
         queues=[Queue("q1")],
         evicted=[],
         waiting=["pg2"],
-        pending="a pod's own spec.preemptionPolicy at the hub (it reads the job's PriorityClass's)",
     ),
     _case(
         "rollback evictions when preemptor exceeds queue capacity after evicting victims",
