@@ -21,6 +21,7 @@ class WaitKind(StrEnum):
     NoFit = "NoFit"  # no candidate cluster fits the gang now
     ReservedForStarving = "ReservedForStarving"  # the capacity is held for a starving job
     Reclaiming = "Reclaiming"  # victims are being reclaimed for this job
+    Preempting = "Preempting"  # admitted; lower-priority pods of its queue are being evicted for it
     Starving = "Starving"  # waited past --starvation-after; capacity reserved for it
     BehindStarving = "BehindStarving"  # starving, but behind its queue's starving job
     NeverFits = "NeverFits"  # no candidate cluster could hold it even when empty
