@@ -21,7 +21,6 @@ class WaitKind(StrEnum):
     NoFit = "NoFit"  # no candidate cluster fits the gang now
     ReservedForStarving = "ReservedForStarving"  # the capacity is held for a starving job
     Reclaiming = "Reclaiming"  # victims are being reclaimed for this job
-    Preempting = "Preempting"  # admitted; lower-priority pods of its queue are being evicted for it
     Starving = "Starving"  # waited past --starvation-after; capacity reserved for it
     BehindStarving = "BehindStarving"  # starving, but behind its queue's starving job
     NeverFits = "NeverFits"  # no candidate cluster could hold it even when empty
@@ -33,6 +32,9 @@ class WaitKind(StrEnum):
     Drained = "Drained"  # its cluster was drained
     FailedOver = "FailedOver"  # its cluster went silent for too long
     Unexamined = "Unexamined"  # submitted, not looked at by the dispatcher yet
+    # Admitted in place of pods being evicted (lower-priority pods of its queue, or surplus pods
+    # reclaimed): what it waits for until its own pods run.
+    Preempting = "Preempting"
 
 
 # The kinds admission itself decides; the others are the hub's.
@@ -44,6 +46,7 @@ HUB_KINDS = frozenset(
         WaitKind.Drained,
         WaitKind.FailedOver,
         WaitKind.Unexamined,
+        WaitKind.Preempting,
     }
 )
 ADMISSION_KINDS = frozenset(WaitKind) - HUB_KINDS
