@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from vglobal.agent import deadlines
+from vglobal.agent.kube.records import pod_record
+from vglobal.agent.kube.recovery import _manifest
 from vglobal.agent.pods import PodPhase
 from vglobal.agent.policies import Request
 from vglobal.agent.run import AdoptedRun, Delayed
@@ -151,3 +153,23 @@ def test_an_agent_restart_finds_the_deadline_on_the_replacement(make_sim: Any) -
     ctl.sync()
     assert adopted.retry_count == 1
     assert [e.reason for e in adopted.history].count("RestartJob") == 1  # once, not once per pod
+
+
+def test_the_kube_agent_reads_the_deadline_back_from_the_pod_it_finds() -> None:
+    carried = deadlines.encode([_evicted(42.0, pod="victim-w-2")])
+    pod = {
+        "metadata": {
+            "name": "victim-w-2",
+            "namespace": "default",
+            "labels": {"volcano.sh/task-spec": "w", "volcano.sh/task-index": "2"},
+            "annotations": {deadlines.DEADLINE_ANNOTATION: carried, "volcano.sh/job-version": "0"},
+        },
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending"},
+    }
+    rec = pod_record(pod)
+    assert rec.deadline == carried
+    manifest = _manifest(parse_job(_job_doc("10s")), rec)
+    assert manifest is not None
+    (d,) = deadlines.of_object(manifest.obj)
+    assert (d.due, d.action, d.request.pod) == (42.0, "RestartJob", "victim-w-2")
