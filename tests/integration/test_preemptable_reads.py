@@ -140,3 +140,19 @@ def test_long_running_kinds_are_not_preemptable_unless_they_say_true(
     with session_scope(sessions) as session:
         (static,) = list(jobs_repo.statics([uid], session=session))
     assert static.unpreemptable == frozenset(pinned)
+
+
+def test_admission_reads_a_pod_template_preemption_policy_never(engine: sa.Engine) -> None:
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        own = _task("w")
+        own["template"]["spec"]["preemptionPolicy"] = "Never"
+        plain = _task("w")
+        plain["template"]["spec"]["preemptionPolicy"] = "PreemptLowerPriority"
+        jobs_repo.insert_jobs(
+            [_job("patient", [own, _task("x")], {}), _job("eager", [plain], {})], session=session
+        )
+    with session_scope(sessions) as session:
+        got = {s.uid: s.preemption_policy for s in jobs_repo.statics(["patient", "eager"], session=session)}
+    # Volcano never preempts for a pod whose own spec says Never; the hub places the gang as one
+    assert got == {"patient": "Never", "eager": "PreemptLowerPriority"}

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vglobal.agent import lifecycle
+from vglobal.agent import deadlines, lifecycle
 from vglobal.agent.backends.base import Backend, RunStart
 from vglobal.agent.job_plugins import apply_pod_plugins, job_objects, pod_name
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
@@ -80,6 +80,10 @@ class JobController:
         for manifest, status in found.pods:
             run.pods[manifest.name] = manifest
             run.status[manifest.name] = status
+            if status.phase not in deadlines.STARTED:  # its policy deadline, read back from the pod
+                for d in deadlines.of_object(manifest.obj):
+                    if d.version == run.version:
+                        run.delayed = deadlines.add(run.delayed, d)
         run.started = any(st.phase != PodPhase.Pending for st in run.status.values())
         self.runs[found.uid] = run
         run.event(
@@ -194,6 +198,8 @@ class JobController:
                 continue
             run.status[name] = now_status
             run.dirty = True
+            if now_status.phase in deadlines.STARTED and run.delayed:
+                run.delayed = deadlines.started(run.delayed, name)
             if now_status.phase == PodPhase.Failed and before.phase != PodPhase.Failed:
                 # a kubelet's node-pressure eviction is an eviction (Volcano raises PodFailed for it)
                 event = "PodEvicted" if now_status.reason == "Evicted" else "PodFailed"
@@ -242,7 +248,8 @@ class JobController:
         if decision.action == SYNC_JOB:
             return
         if decision.timeout:
-            run.delayed.append(Delayed(now + decision.timeout, run.version, req, decision.action))
+            later = Delayed(now + decision.timeout, run.version, req, decision.action)
+            run.delayed = deadlines.add(run.delayed, later)
             return
         self._apply(run, decision.action, req, now)
 
@@ -272,15 +279,16 @@ class JobController:
         self._execute(run, action, req)
 
     def _fire_delayed(self, run: JobRun, now: float) -> None:
-        due = [d for d in run.delayed if d.due <= now]
-        if not due:
+        if not run.delayed:
             return
-        run.delayed = [d for d in run.delayed if d.due > now]
-        for d in sorted(due, key=lambda d: d.due):
+        due, run.delayed = deadlines.due(run.delayed, now)
+        for d in due:
             if d.version != run.version or run.finished:
                 continue
             req = d.request
-            if req.pod is not None and (req.pod not in run.pods or run.pods[req.pod].uid != req.pod_uid):
+            if deadlines.carried(d):
+                pass  # kept across the pod's replacements; a replacement that ran cancelled it
+            elif req.pod is not None and (req.pod not in run.pods or run.pods[req.pod].uid != req.pod_uid):
                 continue
             if (
                 req.event == "PodPending"
@@ -313,6 +321,9 @@ class JobController:
                     continue
                 run.incarnations += 1
                 obj = self.pod_object(run.job, task, index, version=run.version)
+                waiting = deadlines.for_pod(run.delayed, name)
+                if waiting:  # the replacement carries its pod name's deadline (agent restarts)
+                    obj["metadata"]["annotations"][deadlines.DEADLINE_ANNOTATION] = deadlines.encode(waiting)
                 uid = f"{run.uid}/{run.generation}/{name}/{run.incarnations}"
                 manifest = PodManifest(
                     uid, name, run.job.namespace, run.uid, task.name, index, task.pod_request, obj

@@ -22,6 +22,7 @@ from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.model.errors import ManifestError
+from vglobal.model.preemptable import preemption_policy, template_preemption_policies
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import parse_run
 
@@ -147,7 +148,9 @@ class AgentCore:
         try:
             job = parse_run(json.loads(d.manifest))
             run = self.runtime.controller.start(uid, gen, job, queue=d.queue, priority=d.priority)
-            run.preemption_policy = d.preemption_policy or run.preemption_policy
+            # a pod template's own preemptionPolicy: Never holds for the job, as at the hub
+            own = template_preemption_policies(t.template for t in job.tasks)
+            run.preemption_policy = preemption_policy(d.preemption_policy or run.preemption_policy, own)
             run.task_priorities = dict(d.task_priorities)
         except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
             reason = f"invalid manifest: {exc}"

@@ -39,3 +39,23 @@ def unpreemptable_tasks(
             default,
         )
     )
+
+
+NEVER = "Never"
+
+
+def preemption_policy(class_policy: str, pod_policies: Iterable[object]) -> str:
+    """The policy the hub preempts by: the job's PriorityClass's, or ``Never`` when a task's pod
+    template says so itself (``spec.preemptionPolicy``), since Volcano never preempts for such a
+    pod and the hub places the gang as one."""
+    return NEVER if class_policy == NEVER or any(p == NEVER for p in pod_policies) else class_policy
+
+
+def template_preemption_policies(templates: Iterable[Mapping[str, object]]) -> list[object]:
+    """Each pod template's own ``spec.preemptionPolicy``, where it sets one."""
+    out: list[object] = []
+    for t in templates:
+        spec = t.get("spec")
+        if isinstance(spec, Mapping) and "preemptionPolicy" in spec:
+            out.append(spec["preemptionPolicy"])
+    return out

@@ -32,6 +32,9 @@ class WaitKind(StrEnum):
     Drained = "Drained"  # its cluster was drained
     FailedOver = "FailedOver"  # its cluster went silent for too long
     Unexamined = "Unexamined"  # submitted, not looked at by the dispatcher yet
+    # Admitted in place of pods being evicted (lower-priority pods of its queue, or surplus pods
+    # reclaimed): what it waits for until its own pods run.
+    Preempting = "Preempting"
 
 
 # The kinds admission itself decides; the others are the hub's.
@@ -43,6 +46,7 @@ HUB_KINDS = frozenset(
         WaitKind.Drained,
         WaitKind.FailedOver,
         WaitKind.Unexamined,
+        WaitKind.Preempting,
     }
 )
 ADMISSION_KINDS = frozenset(WaitKind) - HUB_KINDS

@@ -20,7 +20,12 @@ from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
-from vglobal.model.preemptable import PREEMPTABLE_KEY, unpreemptable_tasks
+from vglobal.model.preemptable import (
+    PREEMPTABLE_KEY,
+    preemption_policy,
+    template_preemption_policies,
+    unpreemptable_tasks,
+)
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import ROOT, Queue, default_queue
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -123,7 +128,9 @@ class Submission:
             namespace=job.namespace,
             queue=job.queue,
             priority=self.priority,
-            preemption_policy=self.preemption_policy,
+            preemption_policy=preemption_policy(
+                self.preemption_policy, template_preemption_policies(t.template for t in job.tasks)
+            ),
             created=created,
             waiting_since=created,
             request=min_request,

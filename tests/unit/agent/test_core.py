@@ -233,6 +233,15 @@ def test_the_dispatched_preemption_policy_reaches_the_scheduler(core: Any, jobs:
     assert spec.preemption_policy == (policy or "PreemptLowerPriority")
 
 
+def test_a_pod_template_preemption_policy_never_holds_for_the_job(core: Any, jobs: Any) -> None:
+    registered(core)
+    patient = jobs.task("w", 1)
+    patient["template"]["spec"]["preemptionPolicy"] = "Never"
+    core.on_message(dispatch(jobs.job(patient, jobs.task("x", 1))))
+    (spec,) = job_specs(core)
+    assert spec.preemption_policy == "Never"
+
+
 def test_a_task_with_its_own_priority_class_gets_its_value(core: Any, jobs: Any) -> None:
     registered(core)
     msg = dispatch(jobs.job(jobs.task("w", 1), jobs.task("ps", 1)))

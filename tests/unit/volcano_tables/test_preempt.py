@@ -18,10 +18,7 @@ TIERS = conf(
 )
 CLASSES = {"high-priority": 100000, "low-priority": 10}
 YES, NO = {"volcano.sh/preemptable": "true"}, {"volcano.sh/preemptable": "false"}
-IN_QUEUE = (
-    "preemption inside a queue: the hub now preempts here, but its victims, or where the agent "
-    "puts the preemptor, are not yet Volcano's"
-)
+IN_QUEUE = "preemption inside a queue: the agent puts the preemptor where the hub's evictions made room"
 POD_LEVEL = "preemption of single pods: the hub takes whole victim jobs only"
 
 
@@ -163,7 +160,6 @@ CASES = [
         queues=[Queue("q1")],
         evicted=[],
         waiting=["pg2"],
-        pending="a pod's own spec.preemptionPolicy at the hub (it reads the job's PriorityClass's)",
     ),
     _case(
         "rollback evictions when preemptor exceeds queue capacity after evicting victims",
@@ -189,6 +185,10 @@ CASES = [
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
         evicted=["c1/preemptee2"],
+        # The hub evicts preemptee2 as Volcano does. The agent then runs this table's conf (no
+        # allocate): its preempt skips n2, freed and with no victims left (Volcano's
+        # ValidateVictims), and takes preemptee1 on n1; the agent is not told to put the
+        # preemptor in the room the hub freed.
         pending=IN_QUEUE,
     ),
     _case(
@@ -241,7 +241,9 @@ CASES += [
         conf=conf("preempt", ["conformance", "gang", "priority", "proportion", "predicates"]),
         classes=CLASSES,
         evicted=["c1/preemptee2"],
-        pending=IN_QUEUE,
+        # The hub frees room by resources only: it takes preemptee1, not preemptee2 whose
+        # anti-affinity is the conflict (it does not see pods' labels and affinity).
+        pending="pod anti-affinity to running pods at the hub's choice of victims",
     ),
     Case(
         TOPOLOGY_AWARE,

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vglobal.agent.deadlines import DEADLINE_ANNOTATION
 from vglobal.agent.kube import vgpu
 from vglobal.agent.pods import PodPhase
 from vglobal.model.errors import Problems
@@ -52,6 +53,7 @@ class PodRecord:
     index: int = 0  # volcano.sh/task-index
     role: str = ""  # the workload pod template it was made from (an LWS group's first pod: leader)
     group: int = -1  # its LeaderWorkerSet group, -1 outside one
+    deadline: str = ""  # the policy deadline it carries (agent/deadlines.py), "" for none
 
     @property
     def key(self) -> tuple[str, str]:
@@ -129,6 +131,7 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         index=_int(labels.get(TASK_INDEX_LABEL)),
         role="leader" if labels.get(LWS_WORKER_INDEX) == "0" else str(labels.get(ROLE_LABEL, "")),
         group=_int(labels.get(LWS_GROUP_INDEX)) if LWS_GROUP_INDEX in labels else -1,
+        deadline=str(annotations.get(DEADLINE_ANNOTATION, "")),
     )
 
 

@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from vglobal.agent.controller import JobController
+from vglobal.agent.deadlines import DEADLINE_ANNOTATION
 from vglobal.agent.kube import bodies, paths
 from vglobal.agent.kube.api import ApiError
 from vglobal.agent.kube.backend import KubeBackend
@@ -58,6 +59,8 @@ def _manifest(job: Job, rec: PodRecord) -> PodManifest | None:
     if task is None or not 0 <= rec.index < task.replicas:
         return None
     obj = JobController.pod_object(job, task, rec.index, version=rec.version)
+    if rec.deadline:  # the policy deadline the pod carries survives the restart
+        obj["metadata"]["annotations"][DEADLINE_ANNOTATION] = rec.deadline
     return PodManifest(
         rec.ours, rec.name, rec.namespace, rec.job_uid, task.name, rec.index, task.pod_request, obj
     )

@@ -61,7 +61,15 @@ def write_admissions(
     each admission made, how many jobs were reclaimed, and the admitted bindings as written."""
     decisions = result.decisions
     admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
-    done, written = bindings_repo.admit_written(admits, session=session)
+    # A job admitted in place of pods being evicted says so (victims, cluster) until it runs.
+    waits = {
+        uid: (WaitKind.Preempting.value, d.preempting)
+        if d.preempting
+        else (WaitKind.Reclaiming.value, d.reclaiming)
+        for uid, _ in admits
+        if isinstance(d := decisions[uid], Admit) and (d.preempting or d.reclaiming)
+    }
+    done, written = bindings_repo.admit_written(admits, session=session, waits=waits)
     new_events: list[NewEvent] = []
     for preempted in (False, True):
         group = [r for r in result.reclaims if r.preempted == preempted]

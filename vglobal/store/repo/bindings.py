@@ -5,7 +5,7 @@ generation, so a race between writers can never make a move the table refuses.""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import sqlalchemy as sa
@@ -55,24 +55,33 @@ def admit(decisions: Sequence[tuple[str, str]], *, session: Session) -> list[tup
 
 
 def admit_written(
-    decisions: Sequence[tuple[str, str]], *, session: Session
+    decisions: Sequence[tuple[str, str]],
+    *,
+    session: Session,
+    waits: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[list[tuple[str, str, int]], Written]:
-    """``admit``, and the admitted bindings as it left them (see ``Written``)."""
+    """``admit``, and the admitted bindings as it left them (see ``Written``). ``waits`` holds, for
+    jobs admitted in place of pods being evicted, (kind, sentence): their reason until they run."""
     if not decisions:
         return [], NOTHING_WRITTEN
+    waits = waits or {}
+    said = [waits.get(u, ("", "")) for u, _ in decisions]
     with cursor(session) as cur:
         cur.execute(
             "UPDATE resource_bindings AS b SET phase = 'Dispatched', cluster = d.cluster, "
-            "generation = b.generation + 1, reason = '', reason_kind = '', dispatched_at = now(), "
-            "evictions = '[]'::jsonb, updated_at = now() "
-            "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ',')) "
-            "AS d(uid, cluster) "
+            "generation = b.generation + 1, reason = d.reason, reason_kind = d.kind, "
+            "dispatched_at = now(), evictions = '[]'::jsonb, updated_at = now() "
+            "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ','), "
+            "CAST(%(kinds)s AS text[]), CAST(%(reasons)s AS text[])) "
+            "AS d(uid, cluster, kind, reason) "
             "WHERE b.job_uid = d.uid AND b.phase = ANY(%(from)s) "
             # Dispatched: what the dispatcher reads of such a row is all in the binding.
             f"RETURNING b.generation, {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, NULL, {XMIN}",
             {
                 "uids": joined([u for u, _ in decisions]),
                 "clusters": joined([c for _, c in decisions]),
+                "kinds": [k for k, _ in said],
+                "reasons": [r for _, r in said],
                 "from": sources(BindingPhase.Dispatched),
             },
         )

@@ -20,7 +20,7 @@ from vglobal.model.forms import (
     tasks_from_json,
     tasks_to_json,
 )
-from vglobal.model.preemptable import unpreemptable_tasks
+from vglobal.model.preemptable import preemption_policy, unpreemptable_tasks
 from vglobal.model.records import JobRow, OwnedJob
 from vglobal.model.workloads import long_running
 from vglobal.store.engine import rowcount
@@ -332,6 +332,7 @@ _LABELLED, _LABEL_VALUES = _with_flag("labels")
 _JOB_ANNOTATION = ["metadata", "annotations", "volcano.sh/preemptable"]
 _JOB_LABEL = ["metadata", "labels", "volcano.sh/preemptable"]
 _FLAG_PATHS = (_ANNOTATED, _ANNOTATION_VALUES, _LABELLED, _LABEL_VALUES)
+_POD_POLICIES = sa.text("'$.spec.tasks[*].template.spec.preemptionPolicy'")
 
 
 _TASK_PRIORITIES: sa.ColumnClause[Any] = sa.literal_column(
@@ -383,6 +384,7 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
         _TASK_PRIORITIES,
         jobs.c.manifest["apiVersion"].astext,
         jobs.c.manifest["kind"].astext,
+        sa.func.jsonb_path_query_array(jobs.c.manifest, _POD_POLICIES),
     ]
     rows = session.execute(
         sa.select(*cols)
@@ -402,10 +404,11 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
             pods,
             Placement.from_json(where),
             int(min_available),
-            policy,
+            preemption_policy(policy, pod_policies or ()),
             _unpreemptable((a, av, lb, lv), job_annotation, job_label, pods, (api, kind)),
             {str(t): int(v) for t, v in (task_prios or {}).items()},
         )
         for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
-        for min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios, api, kind in [more]
+        for (min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios, api, kind,
+             pod_policies) in [more]
     )
