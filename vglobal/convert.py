@@ -194,6 +194,25 @@ def queue_affinity_of(msg: common_pb2.QueueAffinity) -> QueueAffinity:
     )
 
 
+def dispatch_queues(queue: str, rows: Mapping[str, QueueRow]) -> list[agent_pb2.DispatchQueue]:
+    """The queue and its ancestors up to root, as a Dispatch carries them to the agent."""
+    out: list[agent_pb2.DispatchQueue] = []
+    name: str | None = queue
+    while name and name != "root" and name in rows and len(out) < len(rows):
+        row = rows[name]
+        affinity = affinity_from_manifest(row.manifest)
+        out.append(
+            agent_pb2.DispatchQueue(
+                name=name,
+                parent=row.parent or "",
+                weight=row.weight,
+                affinity=queue_affinity(affinity) if affinity is not None else None,
+            )
+        )
+        name = row.parent
+    return out
+
+
 def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None = None) -> queues_pb2.Queue:
     """Deserved and effective capability come from the dispatcher's last cycle (row.status), the
     decayed usage from what the leader last stored."""
