@@ -26,6 +26,7 @@ from vglobal.model.cronjob import CronJob
 from vglobal.model.forms import PodPlacement, TaskCounts, tasks_from_json
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.jobflow import JobFlow, JobTemplate
+from vglobal.model.queue_affinity import QueueAffinity, affinity_from_manifest
 from vglobal.model.records import (
     ClusterRow,
     CronJobRow,
@@ -179,10 +180,46 @@ def event(row: EventRow) -> common_pb2.Event:
 # ---- queues
 
 
+def queue_affinity(aff: QueueAffinity) -> common_pb2.QueueAffinity:
+    return common_pb2.QueueAffinity(
+        node_group_affinity=common_pb2.NodeGroupTerms(required=aff.required, preferred=aff.preferred),
+        node_group_anti_affinity=common_pb2.NodeGroupTerms(
+            required=aff.anti_required, preferred=aff.anti_preferred
+        ),
+    )
+
+
+def queue_affinity_of(msg: common_pb2.QueueAffinity) -> QueueAffinity:
+    aff, anti = msg.node_group_affinity, msg.node_group_anti_affinity
+    return QueueAffinity(
+        tuple(aff.required), tuple(aff.preferred), tuple(anti.required), tuple(anti.preferred)
+    )
+
+
+def dispatch_queues(queue: str, rows: Mapping[str, QueueRow]) -> list[agent_pb2.DispatchQueue]:
+    """The queue and its ancestors up to root, as a Dispatch carries them to the agent."""
+    out: list[agent_pb2.DispatchQueue] = []
+    name: str | None = queue
+    while name and name != "root" and name in rows and len(out) < len(rows):
+        row = rows[name]
+        affinity = affinity_from_manifest(row.manifest)
+        out.append(
+            agent_pb2.DispatchQueue(
+                name=name,
+                parent=row.parent or "",
+                weight=row.weight,
+                affinity=queue_affinity(affinity) if affinity is not None else None,
+            )
+        )
+        name = row.parent
+    return out
+
+
 def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None = None) -> queues_pb2.Queue:
     """Deserved and effective capability come from the dispatcher's last cycle (row.status), the
     decayed usage from what the leader last stored."""
     usage = usage or QueueUsage()
+    affinity = affinity_from_manifest(row.manifest)
     cap = row.status.get("capability", row.capability)
     deserved = row.status.get("deserved")
     return queues_pb2.Queue(
@@ -206,6 +243,7 @@ def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None =
         reserved=resource_list(
             {r: v - usage.placed.get(r, 0) for r, v in usage.allocated.items() if v > usage.placed.get(r, 0)}
         ),
+        affinity=queue_affinity(affinity) if affinity is not None else None,
     )
 
 

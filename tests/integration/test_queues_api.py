@@ -57,6 +57,37 @@ def test_bad_queue_is_refused_and_changes_nothing(client: Client) -> None:
     assert [q.name for q in client.list_queues()] == ["default"]
 
 
+AFFINITY = (
+    "{nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [g1],"
+    " preferredDuringSchedulingIgnoredDuringExecution: [g2, g3]},"
+    " nodeGroupAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [g4]}}"
+)
+
+
+def test_queue_affinity_is_stored_and_returned(client: Client) -> None:
+    client.apply_queue(queue("team-a", affinity=AFFINITY))
+    q = client.get_queue("team-a")
+    assert list(q.affinity.node_group_affinity.required) == ["g1"]
+    assert list(q.affinity.node_group_affinity.preferred) == ["g2", "g3"]
+    assert list(q.affinity.node_group_anti_affinity.required) == ["g4"]
+    assert not client.get_queue("default").HasField("affinity")
+    listed = {x.name: x for x in client.list_queues()}
+    assert listed["team-a"].affinity == q.affinity
+
+
+def test_bad_queue_affinity_is_refused(client: Client) -> None:
+    for affinity, field in [
+        ("{nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: g1}}", "must be a list"),
+        ("{nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: ['a b']}}", "[0]"),
+        ("{nodeGroupAffinity: {required: [g1]}}", "spec.affinity.nodeGroupAffinity.required"),
+    ]:
+        with pytest.raises(VGlobalError) as err:
+            client.apply_queue(queue("team-a", affinity=affinity))
+        assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "spec.affinity.nodeGroupAffinity" in err.value.message and field in err.value.message
+    assert [q.name for q in client.list_queues()] == ["default"]
+
+
 def test_delete_refused_with_live_jobs_then_allowed(client: Client, engine: sa.Engine) -> None:
     client.apply_queue(queue("team-a"))
     client.submit_job(JOB % "team-a")

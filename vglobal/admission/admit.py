@@ -140,7 +140,7 @@ class _Cycle:
                     leaf.checked_at = charges
                     break
                 starving = now - job.snap.waiting_since > after
-                if (starving and leaf.starving is None) or (reclaims and self.reclaims.may(job, leaf)):
+                if (starving and leaf.starving is None) or (reclaims and self._may_reclaim(job, leaf)):
                     leaf.checked_at = charges
                     break
                 wait = self.starvation.behind(job, leaf, best) if starving else self._no_fit(job, best)
@@ -180,7 +180,10 @@ class _Cycle:
                 reserved = self.starvation.reserved(job, leaf)
                 if reserved is not None:
                     return reserved
-            best = self.clusters.best_effort(job.cand, job.gang)
+            if job.affinity is None:
+                best = self.clusters.best_effort(job.cand, job.gang)
+            else:
+                best = self.prep.nodegroups.best_effort(job.cand, job.gang, job.affinity)
             topo = job.snap.network_topology
             if job.snap.partitions:
                 # nor does a partition failure: every partition must also fit one HyperNode
@@ -194,7 +197,7 @@ class _Cycle:
             preempted = self._preempt(job, leaf)
             if preempted is not None:
                 return preempted
-        if self.reclaims.may(job, leaf):
+        if self._may_reclaim(job, leaf):
             planned = self.reclaims.plan(job, leaf)
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
@@ -211,15 +214,16 @@ class _Cycle:
 
     def _place(self, job: Job, leaf: Leaf) -> Admit | None:
         clusters = self.clusters
+        held = leaf.held
+        if job.affinity is not None:
+            held = self.prep.nodegroups.held(job.affinity, job.cand, held)
         if job.snap.partitions:
             prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
             found = place_partitioned(
-                clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, job.snap, prepared
+                clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared
             )
         else:
-            found = place(
-                clusters, self._hypernode_rows, job.cand, job.gang, leaf.held, job.snap.network_topology
-            )
+            found = place(clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap.network_topology)
         if found is None:
             return None
         c, placement = found
@@ -230,7 +234,9 @@ class _Cycle:
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
-        if snap.partitions:  # a preemption plan packs the gang, not its partitions' HyperNodes
+        if snap.partitions or job.affinity is not None:
+            # a preemption plan packs the gang on every node: not its partitions' HyperNodes, not
+            # only its queue's node groups
             return False
         return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
 
@@ -259,9 +265,14 @@ class _Cycle:
     def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
         """A queue above the job's leaf at its limit, below which the job may reclaim from its
         siblings (a capped parent does not block reclaim between its children)."""
-        if not self.reclaims.may(job, leaf):
+        if not self._may_reclaim(job, leaf):
             return None
         return self.checks.capped_at(job)
+
+    def _may_reclaim(self, job: Job, leaf: Leaf) -> bool:
+        # Victims are chosen by node capacity without the queue's node groups: a job confined to
+        # some groups waits for free room there instead.
+        return job.affinity is None and self.reclaims.may(job, leaf)
 
     def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it

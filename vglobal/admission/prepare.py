@@ -17,10 +17,12 @@ import numpy as np
 from vglobal.admission.explain import lookback_wait, queue_wait
 from vglobal.admission.gang import PreparedGang, prepare_gang
 from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.nodegroups import NodeGroups
 from vglobal.admission.order import queue_order
 from vglobal.admission.placement import Candidates, Clusters, Held
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
+from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.resources import ResourceVector
 
 WaitAll = Callable[[Iterable[PendingJob], Wait], None]  # decides that these jobs wait, and why
@@ -37,6 +39,7 @@ class Job:
     dims: tuple[int, ...]
     gang: PreparedGang
     cand: Candidates
+    affinity: QueueAffinity | None = None  # its queue's node groups (nodegroups.py)
 
 
 @dataclass(slots=True)
@@ -147,6 +150,7 @@ class Prepared:
         clusters.take_unplaced(self.gang)
         self.gangs = [self.gang(spec) for spec in gid_of]
         self.anywhere = clusters.candidates_anywhere()
+        self.nodegroups = NodeGroups(snapshot.queues, clusters)
 
     @property
     def scale(self) -> IntArray:
@@ -190,6 +194,8 @@ class Prepared:
         rid_by_id, gid_by_id, gangs = self.rid_by_id, self.gid_by_id, self.gangs
         req_rows, req_dims, anywhere, i = self.req_rows, self.req_dims, self.anywhere, leaf.index
         append = leaf.jobs.append
+        queue = self.tree.names[i]
+        affinity = self.nodegroups.of(queue)
         for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
             rid = rid_by_id[id(job.request)]
             if (
@@ -201,4 +207,7 @@ class Prepared:
                 cand = anywhere  # the common case, inlined
             else:
                 cand = self.clusters.candidates(job)
-            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gangs[gid_by_id[id(job.gang)]], cand))
+            if affinity is not None:
+                cand = self.nodegroups.candidates(cand, affinity, queue)
+            gang = gangs[gid_by_id[id(job.gang)]]
+            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity))

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
 
@@ -47,6 +48,8 @@ class QueueSnap:
     usage: Mapping[str, float] = field(default_factory=lambda: _NO_USAGE)
     # What reclaim took from this queue within the dispatcher's rate-limit interval.
     reclaimed: ResourceVector = EMPTY
+    # spec.affinity (node groups); None = unset, so the nearest ancestor's applies (nodegroups.py).
+    affinity: QueueAffinity | None = None
 
 
 Gang = tuple[tuple[ResourceVector, int], ...]

@@ -16,10 +16,11 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from vglobal import __version__
+from vglobal import __version__, convert
 from vglobal.agent import report
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
+from vglobal.agent.snapshot import queue_specs
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.model.errors import ManifestError
 from vglobal.model.preemptable import preemption_policy, template_preemption_policies
@@ -152,6 +153,15 @@ class AgentCore:
             own = template_preemption_policies(t.template for t in job.tasks)
             run.preemption_policy = preemption_policy(d.preemption_policy or run.preemption_policy, own)
             run.task_priorities = dict(d.task_priorities)
+            run.queues = queue_specs(
+                (
+                    q.name,
+                    q.parent,
+                    q.weight,
+                    convert.queue_affinity_of(q.affinity) if q.HasField("affinity") else None,
+                )
+                for q in d.queues
+            )
         except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
             reason = f"invalid manifest: {exc}"
             self.rejected[(uid, gen)] = reason

@@ -10,6 +10,7 @@ from vglobal.agent.policies import Request
 from vglobal.model.forms import PodPlacement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.phases import JobPhase, is_finished
+from vglobal.scheduler.api import QueueSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,8 @@ class JobRun:
     events: list[RunEvent] = field(default_factory=list)  # not yet reported
     preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's, from the hub
     task_priorities: dict[str, int] = field(default_factory=dict)  # tasks with their own class
+    # Its queue and the queue's ancestors as the hub sent them (weight, parent, node-group affinity).
+    queues: tuple[QueueSpec, ...] = ()
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
     dirty: bool = True  # status changed since the last report
 

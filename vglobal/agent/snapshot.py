@@ -10,6 +10,7 @@ from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.model.hypernode import ResolvedHyperNode, tier_of_name
 from vglobal.model.network_topology import NetworkTopology
+from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import (
     ClusterSnapshot,
@@ -150,8 +151,9 @@ def cluster_snapshot(
     hyper_nodes: tuple[ResolvedHyperNode, ...] = (),
     reserved: Mapping[str, ResourceVector] | None = None,
 ) -> ClusterSnapshot:
-    """Quotas were enforced by the hub: every queue here is an open, unlimited local queue. What
-    other pods hold on a node (``reserved``) is taken off its allocatable."""
+    """Quotas were enforced by the hub: every queue here is an open, unlimited local queue (with
+    the weight, parent and affinity its runs' dispatches gave). What other pods hold on a node
+    (``reserved``) is taken off its allocatable."""
     if reserved:
         nodes = tuple(
             replace(n, allocatable=n.allocatable - reserved[n.name]) if n.name in reserved else n
@@ -162,9 +164,28 @@ def cluster_snapshot(
     for r in active:
         if r.held and not short - {r.uid}:
             r.held.clear()  # every other gang is placed: the evicted pods' replacements may go
-    jobs = tuple(job_spec(r, hyper_nodes, r.held) for r in sorted(active, key=lambda r: r.seq))
-    queues = tuple(QueueSpec(name=q) for q in sorted({r.queue for r in active}))
+    ordered = sorted(active, key=lambda r: r.seq)
+    jobs = tuple(job_spec(r, hyper_nodes, r.held) for r in ordered)
+    known: dict[str, QueueSpec] = {}
+    for r in ordered:  # the latest dispatch's view of a queue wins
+        known.update((q.name, q) for q in r.queues)
+        known.setdefault(r.queue, QueueSpec(name=r.queue))
+    queues = tuple(known[name] for name in sorted(known))
     return ClusterSnapshot(nodes=nodes, jobs=jobs, queues=queues, hyper_nodes=hyper_nodes)
+
+
+def queue_specs(queues: Iterable[tuple[str, str, int, QueueAffinity | None]]) -> tuple[QueueSpec, ...]:
+    """(name, parent, weight, affinity) as a Dispatch carries them: open, unlimited local queues
+    (the hub enforced quotas) with their place in the tree and node-group affinity."""
+    return tuple(
+        QueueSpec(
+            name=name,
+            parent=parent or "root",
+            weight=max(weight, 1),
+            affinity=None if affinity is None else affinity.to_manifest(),
+        )
+        for name, parent, weight, affinity in queues
+    )
 
 
 def _gang_short(run: JobRun) -> bool:

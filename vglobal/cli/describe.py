@@ -28,11 +28,21 @@ def _pods_heading(job: jobs_pb2.Job) -> str:
 
 
 def describe_queue(client: Client, name: str, console: Console) -> None:
-    row = queue_row(client.get_queue(name))
+    q = client.get_queue(name)
+    row = queue_row(q)
     width = max(len(k) for k in row) + 1
     for k, v in row.items():
         shown = short(v) if isinstance(v, dict) else str(v)
         console.print(f"{k + ':':<{width}} {shown or '-'}", highlight=False, soft_wrap=True)
+    if q.HasField("affinity"):
+        console.print("affinity:", highlight=False)
+        for title, terms in (
+            ("nodeGroupAffinity", q.affinity.node_group_affinity),
+            ("nodeGroupAntiAffinity", q.affinity.node_group_anti_affinity),
+        ):
+            for kind, names in (("required", terms.required), ("preferred", terms.preferred)):
+                if names:
+                    console.print(f"  {title} {kind}: {', '.join(names)}", highlight=False, soft_wrap=True)
 
 
 def describe_job(client: Client, name: str, namespace: str, console: Console) -> None:

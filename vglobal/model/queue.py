@@ -19,6 +19,7 @@ from vglobal.model.k8s import (
     parse_resources,
     validate_model,
 )
+from vglobal.model.queue_affinity import AffinitySpec, QueueAffinity, affinity_of
 from vglobal.model.resources import EMPTY, ResourceVector
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -41,6 +42,7 @@ class Queue:
     parent: str | None = ROOT
     state: str = "Open"
     annotations: Mapping[str, str] = field(default_factory=dict)
+    affinity: QueueAffinity | None = None  # spec.affinity (node groups)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -49,7 +51,7 @@ class _Guarantee(Model):
 
 
 class _Spec(Model):
-    passthrough = frozenset({"extendClusters", "affinity", "type"})
+    passthrough = frozenset({"extendClusters", "type"})
     weight: Int32 = 0
     priority: Int32 = 0
     capability: Any = None
@@ -58,6 +60,7 @@ class _Spec(Model):
     reclaimable: StrictBool | None = None
     parent: StrictStr | None = None
     state: StrictStr | None = None
+    affinity: AffinitySpec | None = None
 
 
 class _Status(Model):
@@ -116,6 +119,7 @@ def parse_queue(doc: Mapping[str, Any]) -> Queue:
         check_name(p, "spec.parent", parent, label=False)
     if parent == name:
         p.add("spec.parent", f'queue "{name}" cannot be its own parent')
+    affinity = affinity_of(p, s.affinity)
     p.raise_if_any()
     return Queue(
         name=name,
@@ -128,6 +132,7 @@ def parse_queue(doc: Mapping[str, Any]) -> Queue:
         parent=parent,
         state=state,
         annotations=dict(m.metadata.annotations),
+        affinity=affinity,
         raw=copy.deepcopy(dict(doc)),
     )
 

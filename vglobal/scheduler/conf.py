@@ -16,6 +16,7 @@ import yaml
 
 _FLAG = re.compile(r"^enabled?[A-Z][A-Za-z]*$")
 _NO_ARGS: Mapping[str, Any] = {}
+_HIERARCHY = "enableHierarchy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,15 @@ def _plugin(raw: Any, where: str, known: Collection[str] | None) -> PluginOption
         if not isinstance(key, str) or not _FLAG.match(key):
             raise ValueError(f"{where}.{key}: unknown plugin option")
         flags[key] = _bool(value, f"{where}.{key}")
-    return PluginOption(name=name, arguments=dict(arguments), flags=flags)
+    args = dict(arguments)
+    if _HIERARCHY in args:
+        # Volcano 1.13's release notes write it under arguments, its code reads it beside the name:
+        # either place turns hierarchical queues on; both places must agree.
+        value = _bool(args.pop(_HIERARCHY), f"{where}.arguments.{_HIERARCHY}")
+        if flags.get(_HIERARCHY, value) != value:
+            raise ValueError(f"{where}.arguments.{_HIERARCHY}: contradicts {where}.{_HIERARCHY}")
+        flags[_HIERARCHY] = value
+    return PluginOption(name=name, arguments=args, flags=flags)
 
 
 def parse_conf(

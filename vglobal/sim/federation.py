@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vglobal import convert
 from vglobal.admission import QueueSnap, Wait
 from vglobal.agent.job_plugins import pod_name
 from vglobal.agent.pods import FINISHED_POD_PHASES
@@ -63,6 +64,7 @@ class Federation:
     ) -> None:
         self.agents = {a.name: a for a in agents}
         self.dispatcher = Dispatcher(queues, rules)
+        self._queues = {q.name: q for q in queues}
         self.clock = clock
         self.records: dict[str, JobRecord] = {}
         self._pods: dict[str, dict[str, ResourceVector]] = {}  # uid -> pod name -> request
@@ -120,6 +122,7 @@ class Federation:
                         manifest=manifest_to_json(s.job.raw),
                         queue=s.job.queue,
                         priority=s.priority,
+                        queues=self._chain(s.job.queue),
                     )
                 )
             )
@@ -129,6 +132,16 @@ class Federation:
             self._waits_again(rec, "Reclaimed", why[victim.uid], now)
             reclaim = pb.Reclaim(job_uid=victim.uid, generation=rec.generation, reason=why[victim.uid])
             self.agents[victim.cluster].send(pb.HubMessage(reclaim=reclaim))
+
+    def _chain(self, queue: str) -> list[pb.DispatchQueue]:
+        """The queue and its ancestors as the hub's Dispatch carries them."""
+        out: list[pb.DispatchQueue] = []
+        q = self._queues.get(queue)
+        while q is not None and len(out) < len(self._queues):
+            aff = None if q.affinity is None else convert.queue_affinity(q.affinity)
+            out.append(pb.DispatchQueue(name=q.name, parent=q.parent or "", weight=q.weight, affinity=aff))
+            q = self._queues.get(q.parent or "")
+        return out
 
     @staticmethod
     def _waits_again(rec: JobRecord, reason: str, message: str, now: float) -> None:

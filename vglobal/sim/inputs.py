@@ -163,6 +163,7 @@ class Workload:
                 reclaimable=q.reclaimable,
                 open=q.state == "Open",
                 created=i,
+                affinity=q.affinity,
             )
             for i, q in enumerate(self.queues)
         )

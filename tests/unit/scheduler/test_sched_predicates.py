@@ -224,3 +224,40 @@ def test_nodegroup_hierarchy_inherits_the_nearest_ancestor() -> None:
         conf("allocate", ["predicates", "nodegroup"]),
         binds={},
     ).check()
+
+
+@pytest.mark.parametrize(
+    "plugin",
+    [
+        {"name": "nodegroup", "enableHierarchy": True},
+        # as Volcano 1.13's release notes write it: under arguments, honoured the same
+        {"name": "nodegroup", "arguments": {"enableHierarchy": True, "strict": False}},
+    ],
+)
+def test_nodegroup_enable_hierarchy_beside_the_name_or_under_arguments(plugin: dict[str, Any]) -> None:
+    aff = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ["g2"]}}
+    queues = [queue("root"), queue("eng", affinity=aff), queue("q", parent="eng")]
+    Case(
+        "inherit",
+        NG_NODES,
+        [Group("c1/j", "q")],
+        [pod("c1/j-0", "c1/j")],
+        queues,
+        conf("allocate", ["predicates", plugin]),
+        binds={"c1/j-0": "n2"},
+    ).check()
+
+
+def test_enable_hierarchy_in_both_places_must_agree() -> None:
+    from vglobal.scheduler import parse_conf
+
+    plugin = {"name": "capacity", "enableHierarchy": True, "arguments": {"enableHierarchy": "false"}}
+    with pytest.raises(ValueError, match=r"tiers\[0\].plugins\[0\].arguments.enableHierarchy: contradicts"):
+        parse_conf(conf("allocate", [plugin]))
+    with pytest.raises(ValueError, match=r"arguments.enableHierarchy: expected true or false"):
+        parse_conf(conf("allocate", [{"name": "capacity", "arguments": {"enableHierarchy": "yes"}}]))
+    got = parse_conf(conf("allocate", [{"name": "capacity", "arguments": {"enableHierarchy": True}}]))
+    assert (
+        got.tiers[0][0].flags == {"enableHierarchy": True}
+        and "enableHierarchy" not in got.tiers[0][0].arguments
+    )

@@ -597,6 +597,7 @@ class Dispatch(_message.Message):
     PRIORITY_FIELD_NUMBER: _builtins.int
     PREEMPTION_POLICY_FIELD_NUMBER: _builtins.int
     TASK_PRIORITIES_FIELD_NUMBER: _builtins.int
+    QUEUES_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     manifest: _builtins.str
@@ -609,6 +610,12 @@ class Dispatch(_message.Message):
     def task_priorities(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
         """Tasks whose template names its own PriorityClass: that class's value for their pods."""
 
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___DispatchQueue]:
+        """The job's queue, then its ancestors up to (not including) root: what the agent's scheduler
+        needs of them (the hub enforces quotas; affinity is for the nodegroup plugin).
+        """
+
     def __init__(
         self,
         *,
@@ -619,14 +626,47 @@ class Dispatch(_message.Message):
         priority: _builtins.int = ...,
         preemption_policy: _builtins.str = ...,
         task_priorities: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        queues: _abc.Iterable[Global___DispatchQueue] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "task_priorities", b"task_priorities"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "task_priorities", b"task_priorities"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Dispatch: _TypeAlias = Dispatch  # noqa: Y015
+
+@_typing.final
+class DispatchQueue(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    PARENT_FIELD_NUMBER: _builtins.int
+    WEIGHT_FIELD_NUMBER: _builtins.int
+    AFFINITY_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    parent: _builtins.str
+    """empty: root"""
+    weight: _builtins.int
+    @_builtins.property
+    def affinity(self) -> _common_pb2.QueueAffinity:
+        """unset: the queue sets none"""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        parent: _builtins.str = ...,
+        weight: _builtins.int = ...,
+        affinity: _common_pb2.QueueAffinity | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "name", b"name", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DispatchQueue: _TypeAlias = DispatchQueue  # noqa: Y015
 
 @_typing.final
 class Cancel(_message.Message):

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vglobal/v1/common.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x7f\n\x0cResourceList\x12<\n\nquantities\x18\x01 \x03(\x0b\x32(.vglobal.v1.ResourceList.QuantitiesEntry\x1a\x31\n\x0fQuantitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8f\x01\n\x05\x45vent\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06source\x18\x06 \x01(\t\x12\x11\n\tprincipal\x18\x07 \x01(\t\"k\n\tHyperNode\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04tier\x18\x02 \x01(\x05\x12\x11\n\ttier_name\x18\x03 \x01(\t\x12\x0e\n\x06parent\x18\x04 \x01(\t\x12\r\n\x05nodes\x18\x05 \x03(\t\x12\x10\n\x08\x63hildren\x18\x06 \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vglobal/v1/common.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x7f\n\x0cResourceList\x12<\n\nquantities\x18\x01 \x03(\x0b\x32(.vglobal.v1.ResourceList.QuantitiesEntry\x1a\x31\n\x0fQuantitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8f\x01\n\x05\x45vent\x12\n\n\x02id\x18\x01 \x01(\x03\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0e\n\x06source\x18\x06 \x01(\t\x12\x11\n\tprincipal\x18\x07 \x01(\t\"k\n\tHyperNode\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04tier\x18\x02 \x01(\x05\x12\x11\n\ttier_name\x18\x03 \x01(\t\x12\x0e\n\x06parent\x18\x04 \x01(\t\x12\r\n\x05nodes\x18\x05 \x03(\t\x12\x10\n\x08\x63hildren\x18\x06 \x03(\t\"5\n\x0eNodeGroupTerms\x12\x10\n\x08required\x18\x01 \x03(\t\x12\x11\n\tpreferred\x18\x02 \x03(\t\"\x86\x01\n\rQueueAffinity\x12\x37\n\x13node_group_affinity\x18\x01 \x01(\x0b\x32\x1a.vglobal.v1.NodeGroupTerms\x12<\n\x18node_group_anti_affinity\x18\x02 \x01(\x0b\x32\x1a.vglobal.v1.NodeGroupTermsb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,4 +42,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EVENT']._serialized_end=345
   _globals['_HYPERNODE']._serialized_start=347
   _globals['_HYPERNODE']._serialized_end=454
+  _globals['_NODEGROUPTERMS']._serialized_start=456
+  _globals['_NODEGROUPTERMS']._serialized_end=509
+  _globals['_QUEUEAFFINITY']._serialized_start=512
+  _globals['_QUEUEAFFINITY']._serialized_end=646
 # @@protoc_insertion_point(module_scope)

@@ -149,3 +149,59 @@ class HyperNode(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___HyperNode: _TypeAlias = HyperNode  # noqa: Y015
+
+@_typing.final
+class NodeGroupTerms(_message.Message):
+    """Node group names (values of the node label volcano.sh/nodegroup-name), in the order written."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUIRED_FIELD_NUMBER: _builtins.int
+    PREFERRED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def required(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """requiredDuringSchedulingIgnoredDuringExecution"""
+
+    @_builtins.property
+    def preferred(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """preferredDuringSchedulingIgnoredDuringExecution"""
+
+    def __init__(
+        self,
+        *,
+        required: _abc.Iterable[_builtins.str] | None = ...,
+        preferred: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["preferred", b"preferred", "required", b"required"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeGroupTerms: _TypeAlias = NodeGroupTerms  # noqa: Y015
+
+@_typing.final
+class QueueAffinity(_message.Message):
+    """A Queue's spec.affinity: the node groups its jobs may use and may not."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NODE_GROUP_AFFINITY_FIELD_NUMBER: _builtins.int
+    NODE_GROUP_ANTI_AFFINITY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def node_group_affinity(self) -> Global___NodeGroupTerms: ...
+    @_builtins.property
+    def node_group_anti_affinity(self) -> Global___NodeGroupTerms: ...
+    def __init__(
+        self,
+        *,
+        node_group_affinity: Global___NodeGroupTerms | None = ...,
+        node_group_anti_affinity: Global___NodeGroupTerms | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["node_group_affinity", b"node_group_affinity", "node_group_anti_affinity", b"node_group_anti_affinity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_group_affinity", b"node_group_affinity", "node_group_anti_affinity", b"node_group_anti_affinity"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueAffinity: _TypeAlias = QueueAffinity  # noqa: Y015

@@ -89,6 +89,7 @@ class Queue(_message.Message):
     USAGE_SHARE_FIELD_NUMBER: _builtins.int
     RUNNING_FIELD_NUMBER: _builtins.int
     RESERVED_FIELD_NUMBER: _builtins.int
+    AFFINITY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     weight: _builtins.int
@@ -129,6 +130,12 @@ class Queue(_message.Message):
 
     @_builtins.property
     def reserved(self) -> _common_pb2.ResourceList: ...
+    @_builtins.property
+    def affinity(self) -> _common_pb2.QueueAffinity:
+        """spec.affinity: unset when the queue sets none (Volcano's nodegroup plugin then treats it as
+        a queue without affinity; hierarchical queues inherit their nearest ancestor's).
+        """
+
     def __init__(
         self,
         *,
@@ -150,10 +157,11 @@ class Queue(_message.Message):
         usage_share: _builtins.float = ...,
         running: _common_pb2.ResourceList | None = ...,
         reserved: _common_pb2.ResourceList | None = ...,
+        affinity: _common_pb2.QueueAffinity | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "reserved", b"reserved", "running", b"running", "spec_capability", b"spec_capability", "usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "reserved", b"reserved", "running", b"running", "spec_capability", b"spec_capability", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "reserved", b"reserved", "running", b"running", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "state", b"state", "usage", b"usage", "usage_share", b"usage_share", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "reserved", b"reserved", "running", b"running", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "state", b"state", "usage", b"usage", "usage_share", b"usage_share", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

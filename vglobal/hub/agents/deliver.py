@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from vglobal import convert
 from vglobal.api.v1 import agent_pb2
 from vglobal.model.binding import FINISHED, BindingRef, stop_reason
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,14 @@ class Courier:
         full = fence or self.due()
         wanted = bindings_repo.runs_of(self.cluster, session=session, unacknowledged=not full)
         new = [uid for uid, gen in wanted.items() if self.sent.get(uid) != gen]
-        out = [self._dispatch(d) for d in bindings_repo.deliveries(self.cluster, new, session=session)]
+        delivered = bindings_repo.deliveries(self.cluster, new, session=session)
+        chains: dict[str, list[agent_pb2.DispatchQueue]] = {}
+        if delivered:
+            rows = {q.name: q for q in queues_repo.list_queues(session=session)}
+            for d in delivered:
+                if d.queue not in chains:
+                    chains[d.queue] = convert.dispatch_queues(d.queue, rows)
+        out = [self._dispatch(d, chains[d.queue]) for d in delivered]
         out += self._evictions(session)
         if not full:
             return out, []
@@ -75,7 +84,9 @@ class Courier:
         events_repo.add_events(events, session=session)
         return out, ended
 
-    def _dispatch(self, d: bindings_repo.Delivery) -> agent_pb2.HubMessage:
+    def _dispatch(
+        self, d: bindings_repo.Delivery, queues: list[agent_pb2.DispatchQueue]
+    ) -> agent_pb2.HubMessage:
         self.sent[d.job_uid] = d.generation
         return agent_pb2.HubMessage(
             dispatch=agent_pb2.Dispatch(
@@ -86,6 +97,7 @@ class Courier:
                 priority=d.priority,
                 preemption_policy=d.preemption_policy,
                 task_priorities=d.task_priorities or {},
+                queues=queues,
             )
         )
 

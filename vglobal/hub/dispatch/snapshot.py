@@ -17,6 +17,7 @@ from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
 from vglobal.hub.dispatch.clusters import ClusterCache
 from vglobal.hub.dispatch.fair_usage import FairUsage
+from vglobal.model.queue_affinity import affinity_from_manifest
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import queues as queues_repo
@@ -66,6 +67,7 @@ class SnapshotReader:
                 created=int(q.created_at.timestamp()),
                 usage=fair.usage(q.name),
                 reclaimed=reclaimed.get(q.name, EMPTY),
+                affinity=affinity_from_manifest(q.manifest),
             )
             for q in queue_rows
         )

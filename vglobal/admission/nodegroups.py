@@ -1,0 +1,116 @@
+"""Queue node-group affinity at the hub: a job of a queue with ``spec.affinity`` fits a cluster
+only on the nodes the agent's nodegroup plugin would let it use (node label
+``volcano.sh/nodegroup-name`` in an allowed group, not in a required anti-affinity group).
+
+The queue tree is always hierarchical at the hub, so a queue without affinity takes its nearest
+ancestor's, as Volcano's nodegroup plugin does with ``enableHierarchy``. Queues without affinity
+(own or inherited) are not restricted: the hub cannot see whether an agent runs the plugin, and
+the common case stays on the plain placement path. Other nodes of a candidate cluster are held
+away from the gang (a Held matrix), so the packing is placement's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vglobal.admission.gang import PreparedGang, pack
+from vglobal.admission.index import IntArray
+from vglobal.admission.placement import Candidates, Clusters, Held
+from vglobal.admission.snapshot import ROOT, QueueSnap
+from vglobal.model.queue_affinity import NODE_GROUP_LABEL, QueueAffinity
+
+# What a disallowed node holds away from a gang: more than any node has of anything.
+_BLOCKED = 1 << 60
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    matrix: IntArray
+
+
+class NodeGroups:
+    """Per queue its effective affinity; per (affinity, cluster) the nodes it allows."""
+
+    def __init__(self, queues: Sequence[QueueSnap], clusters: Clusters) -> None:
+        self.clusters = clusters
+        by_name = {q.name: q for q in queues}
+        self._of: dict[str, QueueAffinity | None] = {}
+        for name in by_name:
+            self._of[name] = _nearest(by_name, name)
+        self._allowed: dict[tuple[QueueAffinity, int], np.ndarray] = {}
+        self._cands: dict[tuple[bytes, QueueAffinity], Candidates] = {}
+
+    def of(self, queue: str) -> QueueAffinity | None:
+        """The affinity that confines the queue's jobs (None: not confined)."""
+        return self._of.get(queue)
+
+    def allowed(self, aff: QueueAffinity, c: int) -> np.ndarray:
+        """Per node of cluster c (placement's row order): whether the affinity admits it."""
+        key = (aff, c)
+        got = self._allowed.get(key)
+        if got is None:
+            labels = {n.name: n.labels for n in self.clusters.snaps[c].nodes}
+            order = sorted(self.clusters.node_col[c], key=self.clusters.node_col[c].__getitem__)
+            got = np.array([aff.admits(labels[n].get(NODE_GROUP_LABEL)) for n in order], dtype=np.bool_)
+            self._allowed[key] = got
+        return got
+
+    def candidates(self, cand: Candidates, aff: QueueAffinity, queue: str) -> Candidates:
+        """The candidates with at least one allowed node; a key of their own, so failures of the
+        same gang elsewhere are not taken for this queue's."""
+        key = (cand.key, aff)
+        got = self._cands.get(key)
+        if got is None:
+            ids = [c for c in cand.ids if self.allowed(aff, c).any()]
+            arr = np.array(ids, dtype=np.int64)
+            tag = repr((aff.required, aff.preferred, aff.anti_required, aff.anti_preferred)).encode()
+            note = f"queue {queue} allows {aff.groups_text()}"
+            missing = [self.clusters.names[c] for c in cand.ids if c not in ids]
+            if missing:
+                note += f"; no node of them in {', '.join(missing)}"
+            if cand.note:
+                note = f"{cand.note}; {note}"
+            got = self._cands[key] = Candidates(arr, tuple(ids), arr.tobytes() + b"|" + tag, note)
+        return got
+
+    def held(self, aff: QueueAffinity, cand: Candidates, base: Mapping[int, Held]) -> dict[int, Held]:
+        """Per candidate cluster, what the gang may not use: the nodes outside the allowed groups
+        whole, plus what ``base`` (a starvation reservation) keeps."""
+        out: dict[int, Held] = {}
+        size = self.clusters.index.size
+        for c in cand.ids:
+            blocked = np.where(self.allowed(aff, c)[:, None], 0, _BLOCKED).astype(np.int64)
+            matrix = np.broadcast_to(blocked, (blocked.shape[0], size))
+            kept = base.get(c)
+            out[c] = _Kept(matrix + kept.matrix if kept is not None else np.array(matrix))
+        return out
+
+    def best_effort(self, cand: Candidates, gang: PreparedGang, aff: QueueAffinity) -> str:
+        """Which candidate's allowed nodes came closest to holding the gang."""
+        if not cand.ids:
+            return f"no candidate cluster; {cand.note}"
+        wanted = sum(s.count for s in gang.shapes)
+        best = (-1, 0)
+        for c in cand.ids:
+            placed, _ = pack(self.clusters.free(c)[self.allowed(aff, c)], gang.shapes)
+            if placed > best[0]:
+                best = (placed, c)
+        placed, c = best
+        name = self.clusters.names[c]
+        return f"best: the allowed nodes of {name} can hold {placed} of the {wanted} pods; {cand.note}"
+
+
+def _nearest(queues: Mapping[str, QueueSnap], name: str) -> QueueAffinity | None:
+    """The queue's own affinity, else its nearest ancestor's (an empty one confines nothing)."""
+    seen: set[str] = set()
+    q = queues.get(name)
+    while q is not None and q.name not in seen:
+        if q.affinity is not None:
+            return None if q.affinity.empty else q.affinity
+        seen.add(q.name)
+        parent = q.parent or ROOT
+        q = queues.get(parent) if parent != ROOT else None
+    return None
