@@ -131,3 +131,45 @@ def cards_fit(req: DeviceRequest, cards: Cards, model_ok: BoolArray) -> BoolArra
     if req.cores == 0:
         ok &= used_cores < 100
     return ok
+
+
+@dataclass(frozen=True, slots=True)
+class CardFree:
+    """One card as its agent reports it to the hub: what is left of it."""
+
+    memory_mib: int
+    free_memory_mib: int
+    free_cores: int  # percent of the card's compute
+    free_slots: int  # vGPU tasks it may still take
+    split: int
+    model: str = ""
+    mode: int = FREE
+
+    def to_json(self) -> list[object]:
+        return [self.memory_mib, self.free_memory_mib, self.free_cores, self.free_slots, self.split,
+                self.model, self.mode]  # fmt: skip
+
+    @classmethod
+    def from_json(cls, raw: list[object]) -> CardFree:
+        m, fm, fc, fs, sp, model, mode = raw
+        return cls(int(str(m)), int(str(fm)), int(str(fc)), int(str(fs)), int(str(sp)), str(model),
+                   int(str(mode)))  # fmt: skip
+
+
+def cards_of(free: tuple[CardFree, ...]) -> Cards:
+    """The arrays ``cards_fit`` reads, rebuilt from reported cards (copies: a caller may take from them)."""
+    n = len(free)
+
+    def col(get: object) -> IntArray:
+        return np.array([getattr(c, str(get)) for c in free], dtype=np.int64).reshape(n)
+
+    memory, split = col("memory_mib"), col("split")
+    return Cards(
+        present=np.ones(n, dtype=np.bool_),
+        memory=memory,
+        split=split,
+        used_num=split - col("free_slots"),
+        used_mem=memory - col("free_memory_mib"),
+        used_cores=100 - col("free_cores"),
+        mode=col("mode"),
+    )
