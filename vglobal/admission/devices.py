@@ -81,7 +81,9 @@ class DeviceFit:
         return "; ".join(why)
 
     def _request(self, row: IntArray, job: PendingJob) -> DeviceRequest:
-        return request_of(self.index.vector(row.tolist()), job.gpu_hints)
+        req = request_of(self.index.vector(row.tolist()), job.gpu_hints)
+        # MIG instances depend on the agent's geometries, which the hub does not know: totals only
+        return DeviceRequest() if req.mode == "mig" else req
 
     def _pack(
         self,
