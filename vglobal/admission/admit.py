@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from itertools import repeat
 
 from vglobal.admission.checks import Checks
+from vglobal.admission.devices import DeviceFit, needs_cards
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
@@ -67,6 +68,8 @@ class _Cycle:
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
         self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
+        self.devices = DeviceFit(self.clusters, prep.index)
+        self._card_misfit: dict[str, str] = {}  # job uid -> why its vGPUs fit no cluster's cards
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
@@ -185,7 +188,10 @@ class _Cycle:
             else:
                 best = self.prep.nodegroups.best_effort(job.cand, job.gang, job.affinity)
             topo = job.snap.network_topology
-            if job.snap.partitions:
+            card_misfit = self._card_misfit.get(job.snap.uid)
+            if card_misfit:
+                best = card_misfit  # the totals may hold the gang; its cards do not (not cached)
+            elif job.snap.partitions:
                 # nor does a partition failure: every partition must also fit one HyperNode
                 best = no_partition_fit_reason(job.snap.partitions, topo, best)
             elif topo is not None and topo[0] == "hard":
@@ -217,6 +223,14 @@ class _Cycle:
         held = leaf.held
         if job.affinity is not None:
             held = self.prep.nodegroups.held(job.affinity, job.cand, held)
+        if self.devices.active and needs_cards(job.snap):
+            got = self.devices.place(clusters, job.cand, job.gang, held, job.snap)
+            if isinstance(got, str):
+                self._card_misfit[job.snap.uid] = got
+                return None
+            self.checks.charge(job)
+            self.admitted.append(job.snap.uid)
+            return Admit(clusters.names[got[0]])
         if job.snap.partitions:
             prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
             found = place_partitioned(

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from vglobal.model.gpu_fit import CardFree
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -20,6 +21,7 @@ PLACEMENTS = ("binpack", "spread")
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 _NO_PLACEMENTS: Mapping[str, ResourceVector] = MappingProxyType({})
 _NO_USAGE: Mapping[str, float] = MappingProxyType({})
+_NO_CARDS: Mapping[str, tuple[CardFree, ...]] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ class ClusterSnap:
     # Gangs already dispatched here whose pods the agent has not placed yet: node free does not
     # show them, so admission takes their capacity (first-fit) before this cycle's placements.
     unplaced: tuple[Gang, ...] = ()
+    # Per node name, its GPU cards as the agent reported them free (nodes with cards only): a gang
+    # asking for vGPUs must fit the cards, not only the node totals (admission/devices.py).
+    devices: Mapping[str, tuple[CardFree, ...]] = field(default_factory=lambda: _NO_CARDS)
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,8 @@ class PendingJob:
     # a cluster whose agent says its API lacks it is no candidate.
     workload: str = ""
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks (partitionPolicy)
+    # The GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the card fit reads.
+    gpu_hints: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 
 from vglobal import __version__, convert
 from vglobal.agent import report
+from vglobal.agent.cards import node_cards
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.agent.snapshot import queue_specs
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.model.errors import ManifestError
+from vglobal.model.gpu_fit import CardFree
 from vglobal.model.preemptable import preemption_policy, template_preemption_policies
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import parse_run
@@ -38,6 +40,7 @@ class _Link:
     reported_free: dict[str, ResourceVector] = field(default_factory=dict)
     inventory: int = 0  # the backend's inventory version last registered
     api_problem: str = ""  # last reported
+    reported_cards: dict[str, tuple[CardFree, ...]] = field(default_factory=dict)
 
 
 class AgentCore:
@@ -112,7 +115,8 @@ class AgentCore:
         free = self.runtime.backend.free()
         link.reported_free = dict(free)
         link.last_heartbeat = self.runtime.clock.now()
-        out = [report.heartbeat(free), *self._unsent]
+        link.reported_cards = self._cards(None)
+        out = [report.heartbeat(free, cards=link.reported_cards), *self._unsent]
         self._unsent = []
         for run in sorted(self.runs.values(), key=lambda r: r.seq):
             run.dirty = False
@@ -229,7 +233,17 @@ class AgentCore:
         link.reported_free.update(changed)
         link.last_heartbeat = now
         link.api_problem = problem
-        return report.heartbeat(changed, problem)
+        # cards change only with what runs on a node, which changes its free capacity too
+        cards = {n: c for n, c in self._cards(set(changed)).items() if link.reported_cards.get(n) != c}
+        link.reported_cards.update(cards)
+        return report.heartbeat(changed, problem, cards)
+
+    def _cards(self, nodes: set[str] | None) -> dict[str, tuple[CardFree, ...]]:
+        """The card tables of ``nodes`` (None: all) that have GPU cards."""
+        specs = [s for s in self.runtime.backend.nodes() if nodes is None or s.name in nodes]
+        if not specs:
+            return {}
+        return node_cards(specs, self.runtime.live_grants())
 
     def _expire(self, now: float) -> None:
         for run in list(self.runs.values()):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from vglobal.agent.cards import cards_message
 from vglobal.agent.run import JobRun, RunEvent
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.convert import hypernode, placement_report, task_status, units
+from vglobal.model.gpu_fit import CardFree
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import NodeSpec
@@ -51,9 +53,18 @@ def register(
     return pb.AgentMessage(register=body)
 
 
-def heartbeat(free: Mapping[str, ResourceVector], api_problem: str = "") -> pb.AgentMessage:
+def heartbeat(
+    free: Mapping[str, ResourceVector],
+    api_problem: str = "",
+    cards: Mapping[str, tuple[CardFree, ...]] | None = None,
+) -> pb.AgentMessage:
     nodes = [pb.NodeFree(name=name, free=units(vec)) for name, vec in sorted(free.items())]
-    body = pb.Heartbeat(nodes=nodes, api_unreachable=bool(api_problem), api_error=api_problem)
+    body = pb.Heartbeat(
+        nodes=nodes,
+        api_unreachable=bool(api_problem),
+        api_error=api_problem,
+        cards=cards_message(cards or {}),
+    )
     return pb.AgentMessage(heartbeat=body)
 
 

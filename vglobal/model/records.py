@@ -102,6 +102,7 @@ class ClusterRow:
     last_heartbeat: datetime
     not_ready_since: datetime | None
     hypernodes: list[dict[str, Any]] = field(default_factory=list)
+    devices: dict[str, list[list[Any]]] = field(default_factory=dict)  # node -> cards (gpu_fit.CardFree)
 
     @property
     def effective_state(self) -> str:

@@ -171,6 +171,8 @@ clusters = sa.Table(
     sa.Column("nodes", JSONB, nullable=False, server_default="[]"),
     # {node name: units}
     sa.Column("free", JSONB, nullable=False, server_default="{}"),
+    # {node name: [card as CardFree.to_json()]}, nodes with GPU cards only (migration 0014)
+    sa.Column("devices", JSONB, nullable=False, server_default="{}"),
     # [{name, tier, tier_name, parent, nodes, children}] as the agent resolved them
     sa.Column("hypernodes", JSONB, nullable=False, server_default="[]"),
     sa.Column("last_heartbeat", sa.DateTime(timezone=True), nullable=False, server_default=NOW),

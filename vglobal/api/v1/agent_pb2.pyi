@@ -265,6 +265,70 @@ class Register(_message.Message):
 Global___Register: _TypeAlias = Register  # noqa: Y015
 
 @_typing.final
+class GpuCardFree(_message.Message):
+    """One GPU card of a node as its agent sees it free (the local scheduler's device table): the hub
+    checks that a gang's vGPUs fit cards, not only node totals. mode: 0 free, 1 vGPUs, 2 MIG.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    FREE_MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    FREE_CORES_FIELD_NUMBER: _builtins.int
+    FREE_SLOTS_FIELD_NUMBER: _builtins.int
+    SPLIT_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    memory_mib: _builtins.int
+    free_memory_mib: _builtins.int
+    free_cores: _builtins.int
+    free_slots: _builtins.int
+    split: _builtins.int
+    model: _builtins.str
+    mode: _builtins.int
+    def __init__(
+        self,
+        *,
+        memory_mib: _builtins.int = ...,
+        free_memory_mib: _builtins.int = ...,
+        free_cores: _builtins.int = ...,
+        free_slots: _builtins.int = ...,
+        split: _builtins.int = ...,
+        model: _builtins.str = ...,
+        mode: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "memory_mib", b"memory_mib", "mode", b"mode", "model", b"model", "split", b"split"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GpuCardFree: _TypeAlias = GpuCardFree  # noqa: Y015
+
+@_typing.final
+class NodeCards(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___GpuCardFree]: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        cards: _abc.Iterable[Global___GpuCardFree] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeCards: _TypeAlias = NodeCards  # noqa: Y015
+
+@_typing.final
 class NodeFree(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -294,6 +358,7 @@ class Heartbeat(_message.Message):
     NODES_FIELD_NUMBER: _builtins.int
     API_UNREACHABLE_FIELD_NUMBER: _builtins.int
     API_ERROR_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
     api_unreachable: _builtins.bool
     """The agent cannot reach its cluster's API server: it keeps its jobs, but the hub treats the
     cluster as it treats a silent agent (NotReady after --cluster-timeout, then failover).
@@ -304,16 +369,21 @@ class Heartbeat(_message.Message):
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeFree]:
         """only nodes whose free capacity changed since the last report"""
 
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeCards]:
+        """nodes with GPU cards whose card table changed"""
+
     def __init__(
         self,
         *,
         nodes: _abc.Iterable[Global___NodeFree] | None = ...,
         api_unreachable: _builtins.bool = ...,
         api_error: _builtins.str = ...,
+        cards: _abc.Iterable[Global___NodeCards] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["api_error", b"api_error", "api_unreachable", b"api_unreachable", "nodes", b"nodes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["api_error", b"api_error", "api_unreachable", b"api_unreachable", "cards", b"cards", "nodes", b"nodes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 from sqlalchemy.orm import Session
@@ -26,6 +27,7 @@ from vglobal.hub.errors import HubError
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, reported
 from vglobal.model.forms import TERMINATED, after_stop
+from vglobal.model.gpu_fit import CardFree
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
@@ -219,6 +221,13 @@ class _Batch:
             notify(FENCE, session=session)
 
 
+def _card(c: agent_pb2.GpuCardFree) -> list[Any]:
+    """A reported card as the cluster row keeps it."""
+    return CardFree(
+        c.memory_mib, c.free_memory_mib, c.free_cores, c.free_slots, c.split, c.model, c.mode
+    ).to_json()
+
+
 def job_uid(msg: agent_pb2.AgentMessage) -> str | None:
     body = msg.WhichOneof("body")
     if body in ("accepted", "rejected", "status"):
@@ -240,6 +249,7 @@ def record(
     if not clusters_repo.speaks_for(cluster, stream, session=session):
         raise Superseded(f'another agent stream now speaks for cluster "{cluster}"')
     heartbeat: dict[str, dict[str, int]] | None = None
+    cards: dict[str, list[list[Any]]] = {}
     for msg in messages:
         if msg.WhichOneof("body") == "heartbeat":
             hb = msg.heartbeat
@@ -250,8 +260,9 @@ def record(
                 continue
             heartbeat = heartbeat or {}
             heartbeat.update({n.name: convert.units_of(n.free) for n in hb.nodes})
+            cards.update({n.name: [_card(c) for c in n.cards] for n in hb.cards})
     if heartbeat is not None:
-        clusters_repo.heartbeat(cluster, heartbeat, session=session)
+        clusters_repo.heartbeat(cluster, heartbeat, session=session, cards_patch=cards)
         if heartbeat:
             notify(DISPATCH, session=session)
     uids = [u for m in messages if (u := job_uid(m)) is not None]

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from vglobal.admission import ClusterSnap, Gang, HyperNodeSnap, NodeSnap
+from vglobal.model.gpu_fit import CardFree
 from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
 from vglobal.model.resources import ResourceVector
@@ -33,6 +34,7 @@ class ClusterCache:
     # name -> ((row version, inventory digest), row)
     rows: dict[str, tuple[tuple[str, str], ClusterRow]] = field(default_factory=dict)
     nodes: dict[tuple[str, str], tuple[dict[str, Any], Any, NodeSnap]] = field(default_factory=dict)
+    devices: dict[str, tuple[Any, Mapping[str, tuple[CardFree, ...]]]] = field(default_factory=dict)
 
     def read(self, *, session: Session) -> list[ClusterRow]:
         """Every cluster row, read again only where it was written since, and its node inventory
@@ -71,6 +73,17 @@ class ClusterCache:
         self.nodes[key] = (node, left, snap)
         return snap
 
+    def cards(self, row: ClusterRow) -> Mapping[str, tuple[CardFree, ...]]:
+        """The cluster's reported card tables, converted again only when they changed."""
+        if not row.devices:
+            return {}
+        hit = self.devices.get(row.name)
+        if hit is not None and hit[0] == row.devices:
+            return hit[1]
+        got = {n: tuple(CardFree.from_json(c) for c in cards) for n, cards in row.devices.items()}
+        self.devices[row.name] = (row.devices, got)
+        return got
+
     def snap(self, row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
         """The cluster as admission sees it, with the gangs admitted to it but not placed yet."""
         snaps = tuple(sorted((self.node(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
@@ -84,6 +97,7 @@ class ClusterCache:
             for h in row.hypernodes
         )
         return ClusterSnap(
+            devices=self.cards(row),
             name=row.name,
             labels=row.labels,
             nodes=snaps,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vglobal.scheduler.devices.inventory import DeviceRequest
+from vglobal.model.gpu_fit import DeviceRequest
 from vglobal.scheduler.nodes import BoolArray, FloatArray, IntArray
 
 FULL = 1000  # one GPU in milli

@@ -13,12 +13,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vglobal.model.gpu_fit import FREE, HAMI, MIG, Cards, DeviceRequest, cards_fit, memory_needed
 from vglobal.scheduler.api import Grant, MigInstance, NodeSpec
-from vglobal.scheduler.devices.inventory import GPUS_EXTENSION, DeviceRequest, GpuDevice, node_gpus
+from vglobal.scheduler.devices.inventory import GPUS_EXTENSION, GpuDevice, node_gpus
 from vglobal.scheduler.devices.mig import MigConfig, MigState, mig_choice
 from vglobal.scheduler.nodes import BoolArray, FloatArray, IntArray
-
-FREE, HAMI, MIG = 0, 1, 2  # what a device is used for
 
 
 class DeviceTable:
@@ -71,33 +70,24 @@ class DeviceTable:
 
     def memory_needed(self, req: DeviceRequest, rows: IntArray) -> IntArray:
         """Per device, the memory one vGPU of ``req`` takes (whole card when none is given)."""
-        mem = self.memory[rows]
-        if req.memory_mib:
-            return np.full(mem.shape, req.memory_mib, dtype=np.int64)
-        if req.memory_percent:
-            return mem * req.memory_percent // 100
-        return mem
+        return memory_needed(req, self.memory[rows])
 
     def device_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         """(len(rows), width): which devices could take one unit of the request."""
-        ok: BoolArray = self.present[rows] & self.model_mask(req.use_types, req.nouse_types)[rows]
-        if req.whole:
-            ok &= self.used_num[rows] == 0
-            return ok
-        if req.mode == "mig":
+        if req.mode == "mig" and not req.whole:
+            ok: BoolArray = self.present[rows] & self.model_mask(req.use_types, req.nouse_types)[rows]
             ok &= self.mig_capable[rows] & (self.mode[rows] != HAMI) & self._mig_ok(req, rows)
             return ok
-        used_num, used_cores = self.used_num[rows], self.used_cores[rows]
-        free_mem = self.memory[rows] - self.used_mem[rows]
-        ok &= self.mode[rows] != MIG
-        ok &= used_num < self.split[rows]
-        ok &= free_mem >= self.memory_needed(req, rows)
-        ok &= used_cores + req.cores <= 100
-        if req.cores >= 100:
-            ok &= used_num == 0
-        if req.cores == 0:
-            ok &= used_cores < 100
-        return ok
+        cards = Cards(
+            self.present[rows],
+            self.memory[rows],
+            self.split[rows],
+            self.used_num[rows],
+            self.used_mem[rows],
+            self.used_cores[rows],
+            self.mode[rows],
+        )
+        return cards_fit(req, cards, self.model_mask(req.use_types, req.nouse_types)[rows])
 
     def _mig_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         out = np.zeros((rows.size, self.width), dtype=np.bool_)

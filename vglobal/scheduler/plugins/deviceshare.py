@@ -17,9 +17,10 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
+from vglobal.model.gpu_fit import DeviceRequest
 from vglobal.scheduler.api import Grant
 from vglobal.scheduler.devices.fgd import DemandModel, cpu_stranded, fragmentation, task_type
-from vglobal.scheduler.devices.inventory import DeviceRequest, device_request
+from vglobal.scheduler.devices.inventory import device_request
 from vglobal.scheduler.devices.mig import parse_mig_config
 from vglobal.scheduler.devices.table import DeviceTable
 from vglobal.scheduler.framework import EventHandler, NodeFilter, Plugin

@@ -28,6 +28,7 @@ def _row(r: sa.Row[Any]) -> ClusterRow:
         last_heartbeat=r.last_heartbeat,
         not_ready_since=r.not_ready_since,
         hypernodes=r.hypernodes or [],
+        devices=getattr(r, "devices", None) or {},
     )
 
 
@@ -71,6 +72,7 @@ def register(
             "labels": stmt.excluded.labels,
             "nodes": stmt.excluded.nodes,
             "free": stmt.excluded.free,
+            "devices": {},  # the heartbeat after Registered reports every node's cards again
             "hypernodes": stmt.excluded.hypernodes,
             "state": ClusterState.Ready,
             "not_ready_since": None,
@@ -107,12 +109,25 @@ def release(name: str, stream: str, *, session: Session) -> None:
     )
 
 
-def heartbeat(name: str, free_patch: dict[str, dict[str, int]], *, session: Session) -> bool:
-    """Merge the changed nodes' free capacity and mark the cluster alive (False: no such cluster)."""
+def heartbeat(
+    name: str,
+    free_patch: dict[str, dict[str, int]],
+    *,
+    session: Session,
+    cards_patch: dict[str, list[list[Any]]] | None = None,
+) -> bool:
+    """Merge the changed nodes' free capacity (and card tables) and mark the cluster alive (False:
+    no such cluster)."""
+    cards = (
+        {}
+        if not cards_patch
+        else {"devices": clusters.c.devices.op("||")(sa.cast(cards_patch, clusters.c.devices.type))}
+    )
     res = session.execute(
         sa.update(clusters)
         .where(clusters.c.name == name)
         .values(
+            **cards,
             free=clusters.c.free.op("||")(sa.cast(free_patch, clusters.c.free.type)),
             last_heartbeat=sa.func.now(),
             state=ClusterState.Ready,

@@ -1,0 +1,175 @@
+"""Whether a GPU card can take one vGPU or whole GPU of a request: the one device rule that both the
+local scheduler's deviceshare plugin and the hub's admission apply (pure, vectorised over cards).
+
+Volcano's rules: a card fits a vGPU when ``UsedNum < split``, free memory >= the request,
+``UsedCore + cores <= 100``, not (cores == 100 and the card is shared), not (the card's cores are
+all used and cores == 0); a card serving MIG instances takes no hami-core vGPU. A whole
+``nvidia.com/gpu`` takes a card nobody uses. Amounts of scalar resources are milli-units in a
+ResourceVector, so ``volcano.sh/vgpu-memory: 4096`` is 4096000.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from vglobal.model.resources import ResourceVector
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+NVIDIA_GPU = "nvidia.com/gpu"
+VGPU_NUMBER = "volcano.sh/vgpu-number"
+VGPU_MEMORY = "volcano.sh/vgpu-memory"
+VGPU_CORES = "volcano.sh/vgpu-cores"
+VGPU_MEMORY_PERCENTAGE = "volcano.sh/vgpu-memory-percentage"
+VGPU_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, VGPU_MEMORY_PERCENTAGE)
+MODE_ANNOTATION = "volcano.sh/vgpu-mode"  # hami-core | mig
+USE_TYPE_ANNOTATION = "nvidia.com/use-gputype"  # allowed models, comma or | separated
+NOUSE_TYPE_ANNOTATION = "nvidia.com/nouse-gputype"
+MILLI = 1000
+FREE, HAMI, MIG = 0, 1, 2  # what a card is used for
+
+
+def _types(raw: str | None) -> frozenset[str]:
+    if not raw:
+        return frozenset()
+    return frozenset(t.strip() for t in raw.replace("|", ",").split(",") if t.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    whole: int = 0  # nvidia.com/gpu: whole GPUs
+    number: int = 0  # vGPUs (one per card)
+    memory_mib: int = 0  # per vGPU; 0 = by percentage, or the whole card
+    memory_percent: int = 0
+    cores: int = 0  # per vGPU, percent of one GPU's compute
+    mode: str = "hami-core"  # or mig
+    use_types: frozenset[str] = frozenset()
+    nouse_types: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return self.whole == 0 and self.number == 0
+
+    @property
+    def units(self) -> int:
+        """Cards one pod takes."""
+        return self.whole or self.number
+
+    def model_ok(self, model: str) -> bool:
+        """HAMi's type filter: a listed substring of the model name allows (or forbids) the GPU."""
+        if self.use_types and not any(t.lower() in model.lower() for t in self.use_types):
+            return False
+        return not any(t.lower() in model.lower() for t in self.nouse_types)
+
+
+def request_of(req: ResourceVector, annotations: Mapping[str, str]) -> DeviceRequest:
+    """What one pod asks of its node's cards, from its resources and the GPU annotations."""
+    whole = -(-req[NVIDIA_GPU] // MILLI)
+    number = req[VGPU_NUMBER] // MILLI
+    memory = req[VGPU_MEMORY] // MILLI
+    percent = req[VGPU_MEMORY_PERCENTAGE] // MILLI
+    if number == 0 and (memory or percent or req[VGPU_CORES]):
+        number = 1  # Volcano: a vGPU request without a number is one vGPU
+    return DeviceRequest(
+        whole=whole,
+        number=number,
+        memory_mib=memory,
+        memory_percent=percent,
+        cores=req[VGPU_CORES] // MILLI,
+        mode=annotations.get(MODE_ANNOTATION, "hami-core") or "hami-core",
+        use_types=_types(annotations.get(USE_TYPE_ANNOTATION)),
+        nouse_types=_types(annotations.get(NOUSE_TYPE_ANNOTATION)),
+    )
+
+
+def asks_vgpu(req: ResourceVector) -> bool:
+    """A pod's request names a vGPU resource (a pod without one needs no card-level check)."""
+    return any(req[r] for r in VGPU_RESOURCES)
+
+
+def memory_needed(req: DeviceRequest, memory: IntArray) -> IntArray:
+    """Per card of total ``memory``, what one vGPU of ``req`` takes (the whole card if not given)."""
+    if req.memory_mib:
+        return np.full(memory.shape, req.memory_mib, dtype=np.int64)
+    if req.memory_percent:
+        out: IntArray = memory * req.memory_percent // 100
+        return out
+    return memory
+
+
+@dataclass(frozen=True, slots=True)
+class Cards:
+    """Cards and their use, one array entry per card (any shape, all arrays alike)."""
+
+    present: BoolArray
+    memory: IntArray  # total MiB
+    split: IntArray  # how many vGPU tasks may share the card
+    used_num: IntArray
+    used_mem: IntArray
+    used_cores: IntArray
+    mode: IntArray  # FREE | HAMI | MIG
+
+
+def cards_fit(req: DeviceRequest, cards: Cards, model_ok: BoolArray) -> BoolArray:
+    """Which cards could take one unit of a hami-core vGPU or whole-GPU request (MIG: see mig)."""
+    ok: BoolArray = cards.present & model_ok
+    if req.whole:
+        ok &= cards.used_num == 0
+        return ok
+    used_num, used_cores = cards.used_num, cards.used_cores
+    ok &= cards.mode != MIG
+    ok &= used_num < cards.split
+    ok &= cards.memory - cards.used_mem >= memory_needed(req, cards.memory)
+    ok &= used_cores + req.cores <= 100
+    if req.cores >= 100:
+        ok &= used_num == 0
+    if req.cores == 0:
+        ok &= used_cores < 100
+    return ok
+
+
+@dataclass(frozen=True, slots=True)
+class CardFree:
+    """One card as its agent reports it to the hub: what is left of it."""
+
+    memory_mib: int
+    free_memory_mib: int
+    free_cores: int  # percent of the card's compute
+    free_slots: int  # vGPU tasks it may still take
+    split: int
+    model: str = ""
+    mode: int = FREE
+
+    def to_json(self) -> list[object]:
+        return [self.memory_mib, self.free_memory_mib, self.free_cores, self.free_slots, self.split,
+                self.model, self.mode]  # fmt: skip
+
+    @classmethod
+    def from_json(cls, raw: list[object]) -> CardFree:
+        m, fm, fc, fs, sp, model, mode = raw
+        return cls(int(str(m)), int(str(fm)), int(str(fc)), int(str(fs)), int(str(sp)), str(model),
+                   int(str(mode)))  # fmt: skip
+
+
+def cards_of(free: tuple[CardFree, ...]) -> Cards:
+    """The arrays ``cards_fit`` reads, rebuilt from reported cards (copies: a caller may take from them)."""
+    n = len(free)
+
+    def col(get: object) -> IntArray:
+        return np.array([getattr(c, str(get)) for c in free], dtype=np.int64).reshape(n)
+
+    memory, split = col("memory_mib"), col("split")
+    return Cards(
+        present=np.ones(n, dtype=np.bool_),
+        memory=memory,
+        split=split,
+        used_num=split - col("free_slots"),
+        used_mem=memory - col("free_memory_mib"),
+        used_cores=100 - col("free_cores"),
+        mode=col("mode"),
+    )
