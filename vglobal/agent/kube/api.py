@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
@@ -150,6 +150,16 @@ class KubeApi:
         self.client = client
         self.host = str(client.configuration.host).rstrip("/")
         self.bucket = TokenBucket(qps, burst)
+        manager = client.rest_client.pool_manager
+        # the host's keep-alive pool itself, looked up once: the manager's per-request URL parsing
+        # and pool lookup cost about a tenth of a create. Through a proxy the manager must send
+        # absolute URLs, so it stays in the path there.
+        self._pool: Any = None
+        if not isinstance(manager, urllib3.ProxyManager):
+            self._pool = manager.connection_from_url(self.host)
+        self._prefix = urlsplit(self.host).path  # a server behind a path (e.g. a cluster proxy)
+        self._manager = manager
+        self._timeouts: dict[tuple[float, float], urllib3.Timeout] = {}
         self._auth: tuple[float, dict[str, str]] | None = None
         self._auth_lock = threading.Lock()
 
@@ -171,13 +181,28 @@ class KubeApi:
         costs about a sixth of a pod's create at the agent's rates."""
         self.bucket.acquire()
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        limits = self._timeouts.get(timeout)
+        if limits is None:
+            limits = self._timeouts[timeout] = urllib3.Timeout(connect=timeout[0], read=timeout[1])
         try:
-            return self.client.rest_client.pool_manager.request(
+            if self._pool is not None:
+                return self._pool.urlopen(
+                    method,
+                    self._prefix + path,
+                    body=data,
+                    headers=self._headers(),
+                    timeout=limits,
+                    preload_content=False,
+                    retries=False,
+                    redirect=False,
+                    assert_same_host=False,
+                )
+            return self._manager.request(
                 method,
                 self.host + path,
                 body=data,
                 headers=self._headers(),
-                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+                timeout=limits,
                 preload_content=False,
                 retries=False,
             )
