@@ -79,8 +79,10 @@ class Result:
     idle: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds per second idle
     errors: int = 0
 
-    def per_job_ms(self, who: str) -> float:
-        spent = self.cpu.get(who, 0.0) - self.idle.get(who, 0.0) * self.seconds
+    def per_job_ms(self, who: str, *, idle_off: bool = True) -> float:
+        """CPU per job; ``idle_off``: less what the process burnt idle over as long (other
+        processes' load and the previous server's leftovers make that estimate rough: both shown)."""
+        spent = self.cpu.get(who, 0.0) - (self.idle.get(who, 0.0) * self.seconds if idle_off else 0.0)
         return 1000 * spent / max(1, self.jobs)
 
     def pct(self, q: float) -> float:
@@ -188,7 +190,8 @@ class Bench:
         out.mkdir(parents=True, exist_ok=True)
         raw = out / f"{name}.txt"
         cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(server.procs[0].popen.pid)]
-        cmd += ["--format", "raw", "--rate", "50", "--nonblocking", "-o", str(raw)]
+        # --gil: only samples holding the GIL, i.e. where the hub's CPU goes, not where it waits.
+        cmd += ["--format", "raw", "--rate", "50", "--nonblocking", "--gil", "-o", str(raw)]
         spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             yield
@@ -216,10 +219,12 @@ class Bench:
 
 
 def show(r: Result, extra: str = "") -> None:
-    cpu = ", ".join(f"{k} {r.per_job_ms(k):.2f}" for k in r.cpu if r.cpu[k] > 0)
+    cpu = ", ".join(
+        f"{k} {r.per_job_ms(k, idle_off=False):.2f} ({r.per_job_ms(k):.2f})" for k in r.cpu if r.cpu[k] > 0
+    )
     print(
         f"  {r.phase:<7} {r.kind:<6} {r.jobs:>7} jobs {r.rate:>9,.0f} jobs/s  p50 {r.pct(50):7.1f} ms  "
-        f"p99 {r.pct(99):7.1f} ms  CPU ms/job (idle taken off): {cpu}"
+        f"p99 {r.pct(99):7.1f} ms  CPU ms/job raw (idle taken off): {cpu}"
         + (f"  {r.errors} errors" if r.errors else "")
         + extra,
         flush=True,
@@ -281,8 +286,9 @@ def ratios(results: list[Result]) -> None:
     for phase, limit in (("lone", 1.0), ("batches", 0.25)):
         r = by[(phase, "hub")]
         print(
-            f"{phase}: hub {r.per_job_ms('server'):.2f} ms/job (target <= {limit}), agents "
-            f"{r.per_job_ms('agents'):.2f}, Postgres {r.per_job_ms('postgres'):.2f} (targets <= 0.3)"
+            f"{phase}: hub {r.per_job_ms('server', idle_off=False):.2f} ms/job raw (target <= {limit}), "
+            f"agents {r.per_job_ms('agents', idle_off=False):.2f}, "
+            f"Postgres {r.per_job_ms('postgres', idle_off=False):.2f} (targets <= 0.3)"
         )
 
 
