@@ -3,6 +3,7 @@
     python bench/e2e_load.py --target HOST:PORT --prefix w0 --count 5000 --concurrency 32 --out r.json
     python bench/e2e_load.py ... --rate 250                 # open loop: a call every 1/250 s
     python bench/e2e_load.py ... --batch 500 --concurrency 2 # SubmitJobs of 500 jobs
+    python bench/e2e_load.py ... --seconds 10               # closed loop: stop sending after 10 s
 
 Closed loop: ``--concurrency`` calls in flight, each sent when one returns. Open loop (``--rate``,
 calls/s of this process): call i is due at start + i/rate whatever the hub's speed, and its latency
@@ -66,8 +67,10 @@ class Load:
             self.records.append([f"{self.args.prefix}-{i}", due, sent, done, code])
 
     async def closed(self) -> None:
+        stop_at = time.time() + self.args.seconds if self.args.seconds > 0 else float("inf")
+
         async def worker() -> None:
-            while self.next < self.args.count:
+            while self.next < self.args.count and time.time() < stop_at:
                 first = self.next
                 self.next += self.args.batch
                 await self.call(first, time.time())
@@ -115,6 +118,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--rate", type=float, default=0.0, help="jobs/s of this process (open loop)")
     p.add_argument("--batch", type=int, default=1, help="jobs per call (1: SubmitJob; more: SubmitJobs)")
     p.add_argument("--duration", default="1s", help="how long each job's pod runs")
+    p.add_argument("--seconds", type=float, default=0.0, help="closed loop: send no call after this long")
     p.add_argument("--start-at", type=float, default=0.0, help="epoch seconds to start at")
     p.add_argument("--out", required=True)
     return p.parse_args()

@@ -45,13 +45,18 @@ class SubmitGroups:
 
     def submit(self, submission: Submission) -> tuple[JobRow, bool]:
         """The stored job and whether this call created it, once its group is committed."""
+        return self.enqueue(submission).result()
+
+    def enqueue(self, submission: Submission) -> Future[tuple[JobRow, bool]]:
+        """``submit`` without waiting: the answer, set once the submission's group is committed
+        (a coroutine awaits it with ``asyncio.wrap_future``)."""
         pending = Pending(submission)
         with self._ready:
             if not self._threads:
                 self._start()
             self._waiting.append(pending)
             self._ready.notify()
-        return pending.answer.result()
+        return pending.answer
 
     def _start(self) -> None:
         for i in range(COMMITTERS):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -77,18 +78,26 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         self.watches = watches
         self.groups = SubmitGroups(ctx.sessions)
 
-    @rpc
-    def SubmitJob(
-        self, request: jobs_pb2.SubmitJobRequest, context: grpc.ServicerContext
+    async def SubmitJob(
+        self, request: jobs_pb2.SubmitJobRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> jobs_pb2.SubmitJobResponse:
+        # A coroutine on the server's loop: parsing needs no thread, and the call waits for its
+        # group's commit without holding a pool thread (the Guard maps errors to statuses).
         job = accept_any(request.manifest, self.ctx.settings, request.field_validation)
-        if isinstance(job, HyperJob):
-            return self._submit_many([(job, request.request_id)], dry_run=request.dry_run, prefix=False)[0]
-        if request.dry_run:
-            return self._dry_run([Submission(job, request.request_id or None, who())], prefix=False)[0]
+        if isinstance(job, HyperJob) or request.dry_run:
+            return await asyncio.to_thread(self._submit_apart, job, request)
         # Stored with the calls that arrive meanwhile, in one transaction (see group_commit.py).
-        row, created = self.groups.submit(Submission(job, request.request_id or None, who()))
+        answer = self.groups.enqueue(Submission(job, request.request_id or None, who()))
+        row, created = await asyncio.wrap_future(answer)
         return jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
+
+    def _submit_apart(
+        self, doc: Job | HyperJob, request: jobs_pb2.SubmitJobRequest
+    ) -> jobs_pb2.SubmitJobResponse:
+        """A HyperJob, or a dry run: in a transaction of its own, on a thread (it reads the database)."""
+        if isinstance(doc, HyperJob):
+            return self._submit_many([(doc, request.request_id)], dry_run=request.dry_run, prefix=False)[0]
+        return self._dry_run([Submission(doc, request.request_id or None, who())], prefix=False)[0]
 
     def _submit_many(
         self, items: list[tuple[Job | HyperJob, str]], *, dry_run: bool, prefix: bool
