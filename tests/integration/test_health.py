@@ -16,6 +16,7 @@ API = [
     "vglobal.v1.AgentService",
     "vglobal.v1.ClusterService",
     "vglobal.v1.CronJobService",
+    "vglobal.v1.HyperJobService",
     "vglobal.v1.JobFlowService",
     "vglobal.v1.JobService",
     "vglobal.v1.QueueService",
