@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from vglobal.model.gpu_fit import CardFree
+from vglobal.model.cards import CardFree, CardUse
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -136,8 +136,9 @@ class PendingJob:
     # a cluster whose agent says its API lacks it is no candidate.
     workload: str = ""
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks (partitionPolicy)
-    # The GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the card fit reads.
-    gpu_hints: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    # Per gang entry, the GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the
+    # card fit reads; () when none has any.
+    gpu_hints: tuple[Mapping[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class RunningPod:
     request: ResourceVector
     preemptable: bool = True  # False: annotated volcano.sh/preemptable: "false", never a victim
     priority: int | None = None  # its task's own PriorityClass value; None = the job's
+    cards: tuple[CardUse, ...] = ()  # the GPU cards it holds, as its agent granted them
 
 
 @dataclass(frozen=True)

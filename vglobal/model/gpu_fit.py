@@ -30,6 +30,7 @@ VGPU_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, VGPU_MEMORY_PERCENTAGE)
 MODE_ANNOTATION = "volcano.sh/vgpu-mode"  # hami-core | mig
 USE_TYPE_ANNOTATION = "nvidia.com/use-gputype"  # allowed models, comma or | separated
 NOUSE_TYPE_ANNOTATION = "nvidia.com/nouse-gputype"
+GPU_HINTS = (MODE_ANNOTATION, USE_TYPE_ANNOTATION, NOUSE_TYPE_ANNOTATION)  # what the card fit reads
 MILLI = 1000
 FREE, HAMI, MIG = 0, 1, 2  # what a card is used for
 
@@ -87,6 +88,11 @@ def request_of(req: ResourceVector, annotations: Mapping[str, str]) -> DeviceReq
     )
 
 
+def gpu_hints(annotations: Mapping[str, str]) -> dict[str, str]:
+    """The pod annotations the card fit reads (GPU mode and model filters), of a task's template."""
+    return {k: str(annotations[k]) for k in GPU_HINTS if k in annotations}
+
+
 def asks_vgpu(req: ResourceVector) -> bool:
     """A pod's request names a vGPU resource (a pod without one needs no card-level check)."""
     return any(req[r] for r in VGPU_RESOURCES)
@@ -131,45 +137,3 @@ def cards_fit(req: DeviceRequest, cards: Cards, model_ok: BoolArray) -> BoolArra
     if req.cores == 0:
         ok &= used_cores < 100
     return ok
-
-
-@dataclass(frozen=True, slots=True)
-class CardFree:
-    """One card as its agent reports it to the hub: what is left of it."""
-
-    memory_mib: int
-    free_memory_mib: int
-    free_cores: int  # percent of the card's compute
-    free_slots: int  # vGPU tasks it may still take
-    split: int
-    model: str = ""
-    mode: int = FREE
-
-    def to_json(self) -> list[object]:
-        return [self.memory_mib, self.free_memory_mib, self.free_cores, self.free_slots, self.split,
-                self.model, self.mode]  # fmt: skip
-
-    @classmethod
-    def from_json(cls, raw: list[object]) -> CardFree:
-        m, fm, fc, fs, sp, model, mode = raw
-        return cls(int(str(m)), int(str(fm)), int(str(fc)), int(str(fs)), int(str(sp)), str(model),
-                   int(str(mode)))  # fmt: skip
-
-
-def cards_of(free: tuple[CardFree, ...]) -> Cards:
-    """The arrays ``cards_fit`` reads, rebuilt from reported cards (copies: a caller may take from them)."""
-    n = len(free)
-
-    def col(get: object) -> IntArray:
-        return np.array([getattr(c, str(get)) for c in free], dtype=np.int64).reshape(n)
-
-    memory, split = col("memory_mib"), col("split")
-    return Cards(
-        present=np.ones(n, dtype=np.bool_),
-        memory=memory,
-        split=split,
-        used_num=split - col("free_slots"),
-        used_mem=memory - col("free_memory_mib"),
-        used_cores=100 - col("free_cores"),
-        mode=col("mode"),
-    )

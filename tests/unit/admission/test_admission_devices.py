@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tests.unit.admission.builders import admitted, job, reason
 from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
-from vglobal.model.gpu_fit import HAMI, CardFree
+from vglobal.model.cards import CardFree
+from vglobal.model.gpu_fit import HAMI
 from vglobal.model.resources import ResourceVector
 
 MEM = "volcano.sh/vgpu-memory"
@@ -64,7 +65,7 @@ def test_two_vgpus_of_one_pod_need_two_cards() -> None:
 
 
 def test_gpu_type_hint_is_applied() -> None:
-    pending = (job("j", "q", _vgpu(1000), gpu_hints={"nvidia.com/use-gputype": "H100"}),)
+    pending = (job("j", "q", _vgpu(1000), gpu_hints=({"nvidia.com/use-gputype": "H100"},)),)
     result = admit(_snap(_cluster("c1", 24000), pending=pending))
     assert "j" not in admitted(result)
 

@@ -334,4 +334,5 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         group=f.group,
         workload=f.workload,
         partitions=f.partitions,
+        gpu_hints=f.gpu_hints,
     )

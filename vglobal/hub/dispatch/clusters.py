@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from vglobal.admission import ClusterSnap, Gang, HyperNodeSnap, NodeSnap
-from vglobal.model.gpu_fit import CardFree
+from vglobal.model.cards import CardFree
 from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
 from vglobal.model.resources import ResourceVector

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from vglobal.model.gpu_fit import FREE, HAMI, MIG, Cards, DeviceRequest, cards_fit, memory_needed
+from vglobal.model.mig_fit import MigState, instance_memory, mig_cards_ok, mig_pick, mig_use
 from vglobal.scheduler.api import Grant, MigInstance, NodeSpec
 from vglobal.scheduler.devices.inventory import GPUS_EXTENSION, GpuDevice, node_gpus
-from vglobal.scheduler.devices.mig import MigConfig, MigState, mig_choice
+from vglobal.scheduler.devices.mig import MigConfig
 from vglobal.scheduler.nodes import BoolArray, FloatArray, IntArray
 
 
@@ -75,8 +76,9 @@ class DeviceTable:
     def device_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         """(len(rows), width): which devices could take one unit of the request."""
         if req.mode == "mig" and not req.whole:
-            ok: BoolArray = self.present[rows] & self.model_mask(req.use_types, req.nouse_types)[rows]
-            ok &= self.mig_capable[rows] & (self.mode[rows] != HAMI) & self._mig_ok(req, rows)
+            model_ok = self.model_mask(req.use_types, req.nouse_types)[rows]
+            ok = mig_cards_ok(self.present[rows], self.mig_capable[rows], self.mode[rows], model_ok)
+            ok &= self._mig_ok(req, rows)
             return ok
         cards = Cards(
             self.present[rows],
@@ -100,8 +102,7 @@ class DeviceTable:
         gpu = self.devices[row][dev]
         groups = self.mig_config.geometries(gpu.model, gpu.memory_mib)
         state = self.mig_state.get((row, dev), MigState())
-        need = req.memory_mib or gpu.memory_mib * (req.memory_percent or 100) // 100
-        return mig_choice(state, groups, need, self.mig_config.memory_factor)
+        return mig_pick(req, state, groups, gpu.memory_mib, self.mig_config.memory_factor)
 
     def node_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         if req.empty:
@@ -166,7 +167,8 @@ class DeviceTable:
                 choice = self._mig_pick(req, row, dev)
                 assert choice is not None
                 geometry, inst = choice
-                out.append(Grant(dev, inst.memory_mib, req.cores, geometry=geometry, instance=inst))
+                mem = instance_memory(inst, self.mig_config.memory_factor)
+                out.append(Grant(dev, mem, req.cores, geometry=geometry, instance=inst))
             else:
                 mem = int(self.memory_needed(req, rows)[0, dev])
                 out.append(Grant(dev, mem, req.cores))
@@ -179,9 +181,7 @@ class DeviceTable:
             self.used_mem[row, d] += sign * g.memory_mib
             self.used_cores[row, d] += sign * g.cores
             if g.instance is not None:
-                state = self.mig_state.setdefault((row, d), MigState())
-                state.used[g.instance.name] = state.used.get(g.instance.name, 0) + sign
-                state.geometry = g.geometry if any(state.used.values()) else None
+                mig_use(self.mig_state.setdefault((row, d), MigState()), g.geometry, g.instance.name, sign)
             if g.whole:
                 continue
             if self.used_num[row, d] == 0:
