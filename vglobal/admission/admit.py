@@ -254,10 +254,11 @@ class _Cycle:
     def _card_reason(self, job: Job, held: Mapping[int, Held], cards: CardPacker) -> str:
         """Why the gang waits when its GPU cards are what keeps it out ("" when its resources or
         HyperNodes alone do: their reasons say it)."""
-        if not job.snap.partitions and job.snap.network_topology is None:
-            return cards.why
+        why = cards.why
         if self._placement(job, held, None) is None:
             return ""
+        if not job.snap.partitions and job.snap.network_topology is None:
+            return why
         if cards.place(self.clusters, job.cand, job.gang, held) is None:
             return cards.why
         return "no HyperNode the job's topology allows has both the room and the GPU cards for the gang"
