@@ -62,10 +62,12 @@ class DeviceRequest:
         return self.whole or self.number
 
     def model_ok(self, model: str) -> bool:
-        """HAMi's type filter: a listed substring of the model name allows (or forbids) the GPU."""
-        if self.use_types and not any(t.lower() in model.lower() for t in self.use_types):
-            return False
-        return not any(t.lower() in model.lower() for t in self.nouse_types)
+        """HAMi's type filter: a listed substring of the model name allows (or forbids) the GPU.
+        Volcano's checkGPUtype reads the use list when a pod has one and the nouse list only then."""
+        name = model.lower()
+        if self.use_types:
+            return any(t.lower() in name for t in self.use_types)
+        return not any(t.lower() in name for t in self.nouse_types)
 
 
 def request_of(req: ResourceVector, annotations: Mapping[str, str]) -> DeviceRequest:
