@@ -17,7 +17,8 @@ import numpy as np
 
 from vglobal.admission.gang import PreparedGang, Shape, pack, prepare_gang
 from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.placement import Candidates, Clusters, Held, Packer, Placement
+from vglobal.admission.packer import Packer
+from vglobal.admission.placement import Candidates, Clusters, Held, Placement
 from vglobal.admission.snapshot import Gang, Partitions, PendingJob
 from vglobal.admission.topology import HyperNodeRows
 from vglobal.model.forms import PartitionGang

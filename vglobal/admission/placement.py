@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
-from vglobal.admission.gang import PreparedGang, Shape, pack
+from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
 from vglobal.model.served import lacks
@@ -37,25 +37,6 @@ class Held(Protocol):
 
     @property
     def matrix(self) -> IntArray: ...
-
-
-class Packer(Protocol):
-    """Packs a gang's pods onto some nodes of one cluster with more than their resources in mind
-    (devices.CardPacker: their GPU cards); topology.py and partitions.py pack through it."""
-
-    def start(self, c: int) -> None:
-        """A new attempt on cluster c: what earlier calls took is forgotten."""
-
-    def choose(self, c: int) -> None:
-        """Cluster c's last attempt that fitted is the one to keep."""
-
-    def __call__(self, free: IntArray, rows: IntArray, shapes: Sequence[Shape]) -> IntArray | None:
-        """``free`` (a line per node of ``rows``) after the shapes' pods, or None if they do not fit."""
-
-    def place(
-        self, clusters: Clusters, cand: Candidates, gang: PreparedGang, held: Mapping[int, Held]
-    ) -> tuple[int, Placement] | None:
-        """The first cluster in order that holds the gang, and how (Clusters.place's contract)."""
 
 
 @dataclass(frozen=True, slots=True)
