@@ -153,7 +153,7 @@ class NodeCards:
         model_ok = np.array([req.model_ok(m) for m in self.models], dtype=np.bool_)
         if req.mode == "mig" and not req.whole:
             capable = np.array([m is not None for m in self.mig], dtype=np.bool_)
-            ok = mig_cards_ok(self.cards.present, capable, self.cards.mode, model_ok)
+            ok = mig_cards_ok(req, self.cards, capable, model_ok)
             for k in np.flatnonzero(ok).tolist():
                 ok[k] = self._pick(req, k) is not None
         else:

@@ -124,14 +124,21 @@ class Cards:
 
 
 def cards_fit(req: DeviceRequest, cards: Cards, model_ok: BoolArray) -> BoolArray:
-    """Which cards could take one unit of a hami-core vGPU or whole-GPU request (MIG: see mig)."""
+    """Which cards could take one unit of a hami-core vGPU or whole-GPU request (MIG: mig_fit)."""
     ok: BoolArray = cards.present & model_ok
     if req.whole:
         ok &= cards.used_num == 0
         return ok
-    used_num, used_cores = cards.used_num, cards.used_cores
     ok &= cards.mode != MIG
-    ok &= used_num < cards.split
+    ok &= vgpu_checks(req, cards)
+    return ok
+
+
+def vgpu_checks(req: DeviceRequest, cards: Cards) -> BoolArray:
+    """Volcano's checks of every card before its sharing mode (hami-core or MIG) is asked:
+    a free share slot, the memory, the cores, exclusive and full cards."""
+    used_num, used_cores = cards.used_num, cards.used_cores
+    ok: BoolArray = used_num < cards.split
     ok &= cards.memory - cards.used_mem >= memory_needed(req, cards.memory)
     ok &= used_cores + req.cores <= 100
     if req.cores >= 100:

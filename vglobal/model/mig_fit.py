@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from vglobal.model.gpu_fit import HAMI, BoolArray, DeviceRequest, IntArray
+from vglobal.model.gpu_fit import HAMI, BoolArray, Cards, DeviceRequest, vgpu_checks
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +74,11 @@ def instance_memory(inst: MigInstance, factor: int) -> int:
     return inst.memory_mib // factor if factor > 1 else inst.memory_mib
 
 
-def mig_cards_ok(
-    present: BoolArray, mig_capable: BoolArray, mode: IntArray, model_ok: BoolArray
-) -> BoolArray:
-    """Cards a MIG request may look at: MIG-capable, of an allowed model, not serving hami-core vGPUs."""
-    ok: BoolArray = present & model_ok & mig_capable & (mode != HAMI)
+def mig_cards_ok(req: DeviceRequest, cards: Cards, mig_capable: BoolArray, model_ok: BoolArray) -> BoolArray:
+    """Cards a MIG request may look at: MIG-capable, of an allowed model, not serving hami-core
+    vGPUs, and passing the checks Volcano makes of every card before it asks the MIG factory."""
+    ok: BoolArray = cards.present & model_ok & mig_capable & (cards.mode != HAMI)
+    ok &= vgpu_checks(req, cards)
     return ok
 
 

@@ -148,6 +148,8 @@ REQUESTS = [
     {"mem": 30000},
     {"mem": 4000, "number": 2},
     {"mem": 20000, "number": 2},
+    {"mem": 4000, "cores": 60},
+    {"mem": 4000, "cores": 100},
     {"gpu": 1},
 ]
 
@@ -191,6 +193,23 @@ def test_hub_cards_answer_as_the_agent_table_over_a_run_of_placements() -> None:
         _, grants = live.pop(uid)
         table.apply(0, grants, -1)
         _same_answers(table, node_cards([node], live, config), "n0")
+
+
+def test_mig_request_passes_the_card_checks_first() -> None:
+    """checkNodeGPUSharingPredicateAndScore checks every card (share slots, memory, cores, an
+    exclusive 100% request) before the MIG factory picks an instance: a card serving one MIG pod
+    has free 1g.5gb slices but takes no pod that wants the whole card's compute."""
+    config = parse_mig_config(A100)
+    node = gpu_node("n0", count=1, memory=40960, model="A100-SXM4-40GB", mig=True)
+    table = DeviceTable([node], config)
+    first = table.grants(device_request(task("a", ann=MIG, mem=4000, cores=30)), 0, "")
+    assert first is not None
+    table.apply(0, first, +1)
+    hub = NodeCards.of(node_cards([node], {"a": ("n0", tuple(first))}, config)["n0"])
+    for cores, fits in ((60, True), (80, False), (100, False)):
+        req = device_request(task("b", ann=MIG, mem=4000, cores=cores))
+        assert (table.grants(req, 0, "") is not None) is fits, cores
+        assert (hub.take(req) is not None) is fits, cores
 
 
 def test_reported_mig_card_round_trips_through_json() -> None:

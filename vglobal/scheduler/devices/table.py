@@ -75,11 +75,6 @@ class DeviceTable:
 
     def device_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         """(len(rows), width): which devices could take one unit of the request."""
-        if req.mode == "mig" and not req.whole:
-            model_ok = self.model_mask(req.use_types, req.nouse_types)[rows]
-            ok = mig_cards_ok(self.present[rows], self.mig_capable[rows], self.mode[rows], model_ok)
-            ok &= self._mig_ok(req, rows)
-            return ok
         cards = Cards(
             self.present[rows],
             self.memory[rows],
@@ -89,7 +84,11 @@ class DeviceTable:
             self.used_cores[rows],
             self.mode[rows],
         )
-        return cards_fit(req, cards, self.model_mask(req.use_types, req.nouse_types)[rows])
+        model_ok = self.model_mask(req.use_types, req.nouse_types)[rows]
+        if req.mode == "mig" and not req.whole:
+            ok = mig_cards_ok(req, cards, self.mig_capable[rows], model_ok)
+            return ok & self._mig_ok(req, rows)
+        return cards_fit(req, cards, model_ok)
 
     def _mig_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         out = np.zeros((rows.size, self.width), dtype=np.bool_)
