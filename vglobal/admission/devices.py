@@ -53,6 +53,8 @@ class DeviceFit:
                         uses = [(pod.node, u) for u in pod.cards]
                         self.held[pod.uid] = uses
                         self.held.setdefault(job.uid, []).extend(uses)
+                if job.cards and not job.pods:
+                    self.held[job.uid] = list(job.cards)
 
     def packer(self, job: PendingJob) -> CardPacker | None:
         """The job's card packer, or None if it asks for no card or no cluster reports any."""

@@ -26,6 +26,7 @@ from vglobal.admission import (
 )
 from vglobal.admission.reclaim_window import RecentReclaims
 from vglobal.admission.usage import UsageLedger
+from vglobal.model.cards import CardUse
 from vglobal.model.resources import EMPTY, ResourceVector
 
 
@@ -163,11 +164,21 @@ class Dispatcher:
         self._usage[job.queue] = self.allocated(job.queue) + job.request
         return Admission(uid, cluster, generation)
 
-    def report(self, uid: str, placements: Mapping[str, ResourceVector], *, started: bool) -> None:
-        """What the agent running ``uid`` says: per node, what its pods use there; whether it started."""
+    def report(
+        self,
+        uid: str,
+        placements: Mapping[str, ResourceVector],
+        *,
+        started: bool,
+        cards: tuple[tuple[str, CardUse], ...] = (),
+    ) -> None:
+        """What the agent running ``uid`` says: per node, what its pods use there (and the GPU cards
+        they hold); whether it started."""
         run = self.running.get(uid)
         if run is None:
             return
+        if cards != run.cards:
+            run = self.running[uid] = replace(run, cards=cards)
         if placements != run.placements:
             # As the hub charges a queue: what runs, and at least the gang's minResources.
             ran = EMPTY

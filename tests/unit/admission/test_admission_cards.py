@@ -265,6 +265,18 @@ def test_preemption_frees_the_card_the_preemptor_needs() -> None:
     assert _whole(result) == {"old"}  # its card is the one that holds 20000 MiB once empty
 
 
+def test_preemption_frees_the_cards_of_jobs_known_per_node_only() -> None:
+    """The simulator's runs list no pods, only what they use per node and the cards they hold:
+    taking one whole gives its cards back the same way."""
+    s = _preempt_snapshot(True)
+    unlisted = tuple(
+        replace(r, pods=(), cards=tuple((p.node, u) for p in r.pods for u in p.cards)) for r in s.running
+    )
+    result = admit(replace(s, running=unlisted))
+    assert admitted(result) == {"p": "c"}
+    assert _whole(result) == {"old"}
+
+
 def test_preemption_that_frees_no_card_enough_does_not_happen() -> None:
     s = _preempt_snapshot(True)
     # the older victim may not go either: no set of victims empties a card enough
