@@ -83,21 +83,28 @@ def test_find_match_offers_every_free_profile_of_the_geometry_in_force() -> None
 
 
 @pytest.mark.parametrize(
-    ("case", "count"),
+    ("case", "instance", "count"),
     [
-        ("Add then Sub with valid position", 2),
-        ("Add twice same instance, then sub once", 3),
-        ("Sub from unused slot returns 0", 1),
+        ("Add then Sub with valid position", MigInstance("1g.10gb", 10240, 2), 2),
+        ("Add twice same instance, then sub once", MigInstance("2g.20gb", 20480, 3), 3),
+        ("Sub from unused slot returns 0", MigInstance("3g.30gb", 30720, 1), 1),
     ],
 )
-def test_add_and_sub_mig_used(case: str, count: int) -> None:
-    """TestAddAndSubMigUsed: an instance taken then given back leaves the GPU untouched (its usage
-    list empty), so the next request may pick any geometry again."""
+def test_add_and_sub_mig_used(case: str, instance: MigInstance, count: int) -> None:
+    """TestAddAndSubMigUsed: an instance taken marks its geometry in force and is counted; given
+    back, the GPU's usage list is empty again, so the next request may pick any geometry. Every
+    slot of the profile can be taken, and no more (mig_choice then finds none)."""
+    groups = [(instance,)]
     state = MigState()
-    mig_use(state, 0, "inst", +1)
-    assert state.geometry == 0 and state.used == {"inst": 1}
-    mig_use(state, 0, "inst", -1)
+    mig_use(state, 0, instance.name, +1)
+    assert state.geometry == 0 and state.used == {instance.name: 1}
+    mig_use(state, 0, instance.name, -1)
     assert state.geometry is None and state.used == {}
+    for _ in range(count):
+        got = mig_choice(state, groups, instance.memory_mib)
+        assert got is not None
+        mig_use(state, got[0], got[1].name, +1)
+    assert mig_choice(state, groups, instance.memory_mib) is None
 
 
 GROUP1 = [{"models": ["A100"], "allowedGeometries": [[
