@@ -122,6 +122,7 @@ def card_message(c: CardFree) -> agent_pb2.GpuCardFree:
         split=c.split,
         model=c.model,
         mode=c.mode,
+        policy=c.policy,
     )
     if c.mig is not None:
         msg.mig_capable = True
@@ -158,6 +159,7 @@ def card_of(msg: agent_pb2.GpuCardFree) -> CardFree:
         msg.model,
         msg.mode,
         mig,
+        msg.policy,
     )
 
 

@@ -4,6 +4,7 @@ the node's device table (vglobal.scheduler.devices) with the GPUs granted to liv
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from vglobal import convert
 from vglobal.api.v1 import agent_pb2 as pb
@@ -14,13 +15,24 @@ from vglobal.scheduler.devices.mig import DEFAULT_MIG, MigConfig, mig_config_of
 from vglobal.scheduler.devices.table import DeviceTable
 
 
-def mig_config(conf: SchedulerConf) -> MigConfig:
-    """The MIG geometries this agent's deviceshare plugin cuts GPUs by (its defaults without it)."""
+def _deviceshare(conf: SchedulerConf) -> Mapping[str, Any] | None:
     for tier in conf.tiers:
         for plugin in tier:
             if plugin.name == "deviceshare":
-                return mig_config_of(plugin.arguments)
-    return DEFAULT_MIG
+                return plugin.arguments
+    return None
+
+
+def mig_config(conf: SchedulerConf) -> MigConfig:
+    """The MIG geometries this agent's deviceshare plugin cuts GPUs by (its defaults without it)."""
+    args = _deviceshare(conf)
+    return DEFAULT_MIG if args is None else mig_config_of(args)
+
+
+def card_policy(conf: SchedulerConf) -> str:
+    """The order deviceshare gives a pod its cards in (deviceshare.SchedulePolicy; "" = by index)."""
+    args = _deviceshare(conf) or {}
+    return str(args.get("deviceshare.SchedulePolicy", "") or "").lower()
 
 
 def card_uses(grants: tuple[Grant, ...]) -> tuple[CardUse, ...]:
@@ -42,6 +54,7 @@ def node_cards(
     specs: Sequence[NodeSpec],
     grants: Mapping[str, tuple[str, tuple[Grant, ...]]],
     mig: MigConfig = DEFAULT_MIG,
+    policy: str = "",
 ) -> dict[str, tuple[CardFree, ...]]:
     """Per node with cards of known memory, what is free on each (nodes without cards are left out);
     a MIG-capable card also says its geometries and the instances taken, as ``mig`` cuts it."""
@@ -65,6 +78,7 @@ def node_cards(
                 model=d.model,
                 mode=int(table.mode[row, d.index]),
                 mig=_mig_card(table, row, d.index) if d.mig else None,
+                policy=policy,
             )
             for d in devs
         )

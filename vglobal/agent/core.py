@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from vglobal import __version__, convert
 from vglobal.agent import report
-from vglobal.agent.cards import mig_config, node_cards
+from vglobal.agent.cards import card_policy, mig_config, node_cards
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.agent.snapshot import queue_specs
@@ -62,7 +62,8 @@ class AgentCore:
         self.rejected: dict[tuple[str, int], str] = {}  # (uid, generation) -> reason, to answer re-sends
         self.latest_generation: dict[str, int] = {}
         self._unsent: list[pb.AgentMessage] = []  # acks produced while no stream was registered
-        self._mig: MigConfig | None = None  # how deviceshare cuts MIG cards, read on first report
+        # how deviceshare cuts MIG cards and orders cards, read on first report
+        self._mig: tuple[MigConfig, str] | None = None
 
     @property
     def runs(self) -> dict[str, JobRun]:
@@ -246,8 +247,8 @@ class AgentCore:
         if not specs:
             return {}
         if self._mig is None:
-            self._mig = mig_config(self.runtime.conf)
-        return node_cards(specs, self.runtime.live_grants(), self._mig)
+            self._mig = (mig_config(self.runtime.conf), card_policy(self.runtime.conf))
+        return node_cards(specs, self.runtime.live_grants(), *self._mig)
 
     def _expire(self, now: float) -> None:
         for run in list(self.runs.values()):

@@ -2,9 +2,9 @@
 
 The agent reports what is left of each card (CardFree; for a MIG-capable card also its geometries,
 the one in force and the instances taken: all that the MIG rule reads) and, per placed pod, the
-cards it holds (CardUse). NodeCards rebuilds the arrays the shared rules read (gpu_fit.cards_fit,
+cards it holds (CardUse). NodeCards rebuilds the arrays the shared rules read (gpu_fit.cards_fit, card_order,
 mig_fit.mig_pick) and takes or gives back one pod's cards exactly as the agent's device table does
-(vglobal.scheduler.devices.table): the highest card index first, its default order.
+(vglobal.scheduler.devices.table), in the order of the agent's deviceshare.SchedulePolicy.
 """
 
 from __future__ import annotations
@@ -14,7 +14,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from vglobal.model.gpu_fit import FREE, HAMI, MIG, Cards, DeviceRequest, IntArray, cards_fit, memory_needed
+from vglobal.model.gpu_fit import (
+    FREE,
+    HAMI,
+    MIG,
+    Cards,
+    DeviceRequest,
+    IntArray,
+    card_order,
+    cards_fit,
+    memory_needed,
+)
 from vglobal.model.mig_fit import (
     Geometry,
     MigInstance,
@@ -67,20 +77,24 @@ class CardFree:
     model: str = ""
     mode: int = FREE
     mig: MigCard | None = None  # a MIG-capable card's geometries and instances taken
+    policy: str = ""  # the agent's deviceshare.SchedulePolicy: the order a pod gets its cards in
 
     def to_json(self) -> list[object]:
         out: list[object] = [self.memory_mib, self.free_memory_mib, self.free_cores, self.free_slots,
                              self.split, self.model, self.mode]  # fmt: skip
-        if self.mig is not None:
-            out.append(self.mig.to_json())
+        if self.mig is not None or self.policy:
+            out.append(None if self.mig is None else self.mig.to_json())
+        if self.policy:
+            out.append(self.policy)
         return out
 
     @classmethod
     def from_json(cls, raw: Sequence[object]) -> CardFree:
         m, fm, fc, fs, sp, model, mode = raw[:7]
-        mig = MigCard.from_json(raw[7]) if len(raw) > 7 else None  # type: ignore[arg-type]
+        mig = MigCard.from_json(raw[7]) if len(raw) > 7 and raw[7] is not None else None  # type: ignore[arg-type]
+        policy = str(raw[8]) if len(raw) > 8 else ""
         return cls(int(str(m)), int(str(fm)), int(str(fc)), int(str(fs)), int(str(sp)), str(model),
-                   int(str(mode)), mig)  # fmt: skip
+                   int(str(mode)), mig, policy)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +146,7 @@ class NodeCards:
     models: tuple[str, ...]
     mig: tuple[MigCard | None, ...]  # the static MIG side per card (None: not MIG-capable)
     states: tuple[MigState | None, ...]  # the MIG use per card now
+    policy: str = ""  # the order a pod gets its cards in (gpu_fit.card_order)
 
     @classmethod
     def of(cls, free: Sequence[CardFree]) -> NodeCards:
@@ -140,6 +155,7 @@ class NodeCards:
             tuple(c.model for c in free),
             tuple(c.mig for c in free),
             tuple(None if c.mig is None else c.mig.state() for c in free),
+            free[0].policy if free else "",
         )
 
     @property
@@ -148,8 +164,8 @@ class NodeCards:
         return int((c.memory - c.used_mem).max(initial=0))
 
     def fits(self, req: DeviceRequest) -> IntArray:
-        """The cards one pod of ``req`` would get, in the agent's default order (highest index
-        first); fewer than ``req.units`` if the node cannot take it."""
+        """The cards one pod of ``req`` would get, in the agent's order (its SchedulePolicy's; by
+        default the highest index first); fewer than ``req.units`` if the node cannot take it."""
         model_ok = np.array([req.model_ok(m) for m in self.models], dtype=np.bool_)
         if req.mode == "mig" and not req.whole:
             capable = np.array([m is not None for m in self.mig], dtype=np.bool_)
@@ -158,7 +174,9 @@ class NodeCards:
                 ok[k] = self._pick(req, k) is not None
         else:
             ok = cards_fit(req, self.cards, model_ok)
-        out: IntArray = np.flatnonzero(ok)[::-1][: req.units]
+        key = np.where(ok, card_order(self.cards, self.policy), np.inf)
+        order = np.argsort(key, kind="stable")[: req.units]
+        out: IntArray = order[ok[order]]
         return out
 
     def _pick(self, req: DeviceRequest, k: int) -> tuple[int, MigInstance] | None:

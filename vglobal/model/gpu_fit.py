@@ -20,6 +20,7 @@ from vglobal.model.resources import ResourceVector
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 
 NVIDIA_GPU = "nvidia.com/gpu"
 VGPU_NUMBER = "volcano.sh/vgpu-number"
@@ -146,3 +147,28 @@ def vgpu_checks(req: DeviceRequest, cards: Cards) -> BoolArray:
     if req.cores == 0:
         ok &= used_cores < 100
     return ok
+
+
+def free_milli(cards: Cards) -> IntArray:
+    """Per card, its free share in milli (the smaller of compute and memory); 0 for no card."""
+    cores = (100 - cards.used_cores) * 10
+    mem = cards.memory
+    by_mem = np.where(mem > 0, (mem - cards.used_mem) * 1000 // np.maximum(mem, 1), 1000)
+    out: IntArray = np.where(cards.present, np.minimum(cores, by_mem), 0)
+    return out
+
+
+def card_order(cards: Cards, policy: str) -> FloatArray:
+    """The order deviceshare gives a pod its cards in, smaller first (cards on the last axis).
+    Volcano: binpack = most used memory, spread = fewest tasks, else the highest index first;
+    ours: fgd / bestfit take the card left with the least free capacity (best fit)."""
+    idx = np.broadcast_to(np.arange(cards.present.shape[-1], dtype=np.float64), cards.present.shape)
+    if policy == "binpack":
+        out: FloatArray = -cards.used_mem * 1e3 + idx
+    elif policy == "spread":
+        out = cards.used_num * 1e3 + idx
+    elif policy in ("fgd", "bestfit"):
+        out = free_milli(cards) * 1e3 + idx
+    else:
+        out = -idx
+    return out

@@ -161,19 +161,23 @@ REQUESTS = [
 ]
 
 
-def _same_answers(table: DeviceTable, reported: dict[str, tuple[CardFree, ...]], name: str) -> None:
+def _same_answers(
+    table: DeviceTable, reported: dict[str, tuple[CardFree, ...]], name: str, policy: str
+) -> None:
     hub = NodeCards.of(reported[name])
     for k, res in enumerate(REQUESTS):
         for ann in ({}, MIG):
             req = device_request(task(f"q{k}", ann=ann, **res))
-            agent = table.grants(req, 0, "")
+            agent = table.grants(req, 0, policy)
             ours = hub.fits(req)
             want = None if agent is None else [g.device for g in agent]
             got = ours.tolist() if ours.size == req.units else None
             assert got == want, (res, ann)
 
 
-def test_hub_cards_answer_as_the_agent_table_over_a_run_of_placements() -> None:
+@pytest.mark.parametrize("policy", ["", "binpack", "spread", "fgd"])
+def test_hub_cards_answer_as_the_agent_table_over_a_run_of_placements(policy: str) -> None:
+    """Card by card, in the order of the agent's deviceshare.SchedulePolicy, which it reports."""
     config = parse_mig_config(A100)
     node = gpu_node("n0", count=3, memory=40960, model="A100-SXM4-40GB", mig=True)
     table = DeviceTable([node], config)
@@ -182,24 +186,25 @@ def test_hub_cards_answer_as_the_agent_table_over_a_run_of_placements() -> None:
         ("a", MIG, {"mem": 8000}),
         ("b", {}, {"mem": 10000}),
         ("c", MIG, {"mem": 5000}),
-        ("d", MIG, {"mem": 9000}),
-        ("e", {}, {"gpu": 1}),
-        ("f", MIG, {"mem": 4000}),
+        ("d", {}, {"mem": 2000, "cores": 20}),
+        ("e", MIG, {"mem": 9000}),
+        ("f", {}, {"gpu": 1}),
+        ("g", MIG, {"mem": 4000}),
     ]
     for uid, ann, res in placed:
-        _same_answers(table, node_cards([node], live, config), "n0")
+        _same_answers(table, node_cards([node], live, config, policy), "n0", policy)
         req = device_request(task(uid, ann=ann, **res))
-        grants = table.grants(req, 0, "")
+        grants = table.grants(req, 0, policy)
         if grants is None:
             continue
         table.apply(0, grants, +1)
         live[uid] = ("n0", tuple(grants))
-    _same_answers(table, node_cards([node], live, config), "n0")
+    _same_answers(table, node_cards([node], live, config, policy), "n0", policy)
     # and back, one pod at a time (what a victim's eviction gives back)
     for uid in list(live):
         _, grants = live.pop(uid)
         table.apply(0, grants, -1)
-        _same_answers(table, node_cards([node], live, config), "n0")
+        _same_answers(table, node_cards([node], live, config, policy), "n0", policy)
 
 
 def test_mig_request_passes_the_card_checks_first() -> None:
@@ -230,6 +235,11 @@ def test_reported_mig_card_round_trips_through_json() -> None:
     assert CardFree.from_json(card.to_json()) == card
     # an older hub row without the MIG part still reads
     assert CardFree.from_json(card.to_json()[:7]).mig is None
+    # the agent's card order travels with its cards, with or without a MIG part
+    (ordered,) = node_cards([node], {}, config, "spread")["n0"]
+    assert CardFree.from_json(ordered.to_json()) == ordered and ordered.policy == "spread"
+    plain = CardFree(24000, 24000, 100, 10, 10, "T4", policy="binpack")
+    assert CardFree.from_json(plain.to_json()) == plain
 
 
 def test_model_filter_per_card() -> None:
