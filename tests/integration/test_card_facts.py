@@ -1,7 +1,8 @@
 """What the hub's snapshot gives the card fit, read back from Postgres: a MIG card as its agent
 reported it (geometries, the one in force, instances taken), a pending job's GPU-type annotations
 per gang task (from its pod templates, kept with its placement at submit), and the cards each
-running pod holds (what evicting it gives back)."""
+running pod holds (what evicting it gives back); and the gangs dispatched but not placed yet that
+take cards, with their annotations."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def test_snapshot_carries_mig_cards_gpu_annotations_and_pod_cards(engine: sa.Eng
         clusters_repo.heartbeat("c1", {}, session=session, cards_patch={"n0": [reported.to_json()]})
         jobs_repo.insert_job(_new_job("waits"), session=session)
         jobs_repo.insert_job(_new_job("runs"), session=session)
-        bindings_repo.admit([("runs", "c1")], session=session)
+        jobs_repo.insert_job(_new_job("sent"), session=session)  # dispatched, no pod placed yet
+        bindings_repo.admit([("runs", "c1"), ("sent", "c1")], session=session)
         pod = {"pod": "runs-b-0", "task": "b", "node": "n0", "phase": "Running", "uid": "runs/1/runs-b-0/0",
                "cards": [CardUse(0, 5120, 30, geometry=0, instance="1g.5gb").to_json()]}  # fmt: skip
         session.execute(
@@ -101,6 +103,8 @@ def test_snapshot_carries_mig_cards_gpu_annotations_and_pod_cards(engine: sa.Eng
         {},
         {"volcano.sh/vgpu-mode": "mig", "nvidia.com/use-gputype": "A100"},
     ]
+    ((gang, hints),) = cluster.unplaced_cards  # "sent" takes its cards before new gangs
+    assert len(gang) == 2 and [dict(h) for h in hints] == [dict(h) for h in waits.gpu_hints]
     (runs,) = [r for r in snap.running if r.uid == "runs"]
     (running_pod,) = runs.pods
     assert running_pod.cards == (CardUse(0, 5120, 30, geometry=0, instance="1g.5gb"),)

@@ -69,7 +69,7 @@ class _Cycle:
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
         self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
-        self.devices = DeviceFit(self.clusters, prep.index, snapshot.running)
+        self.devices = DeviceFit(self.clusters, prep.index, snapshot.running, prep.gang)
         self._card_misfit: dict[str, str] = {}  # job uid -> why its vGPUs fit no cluster's cards
 
     def run(self) -> AdmissionResult:

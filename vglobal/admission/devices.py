@@ -13,29 +13,35 @@ clusters whose agents report no cards, never come here: the cost is nil for them
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from vglobal.admission.gang import PreparedGang, Shape
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.placement import Candidates, Clusters, Held, Placement
-from vglobal.admission.snapshot import PendingJob, RunningJob
+from vglobal.admission.snapshot import Gang, PendingJob, RunningJob
 from vglobal.model.cards import CardUse, NodeCards
-from vglobal.model.gpu_fit import NVIDIA_GPU, DeviceRequest, asks_vgpu, request_of
+from vglobal.model.gpu_fit import DeviceRequest, asks_cards, request_of
 
 _NO_HINTS: Mapping[str, str] = {}
 
 
 def needs_cards(job: PendingJob) -> bool:
-    return any(asks_vgpu(vec) or vec[NVIDIA_GPU] for vec, _ in job.gang)
+    return any(asks_cards(vec) for vec, _ in job.gang)
 
 
 class DeviceFit:
     """Per cluster (Clusters' index) and node row, the reported cards, kept current as gangs go;
     and the cards each running pod holds (what evicting it gives back)."""
 
-    def __init__(self, clusters: Clusters, index: ResourceIndex, running: Sequence[RunningJob] = ()) -> None:
+    def __init__(
+        self,
+        clusters: Clusters,
+        index: ResourceIndex,
+        running: Sequence[RunningJob] = (),
+        prepare: Callable[[Gang], PreparedGang] | None = None,
+    ) -> None:
         self.clusters, self.index = clusters, index
         self.nodes: list[dict[int, NodeCards]] = []
         for c, snap in enumerate(clusters.snaps):
@@ -44,6 +50,10 @@ class DeviceFit:
                 {rows[n]: NodeCards.of(cs) for n, cs in snap.devices.items() if n in rows and cs}
             )
         self.active = any(self.nodes)
+        if self.active and prepare is not None:
+            for c, snap in enumerate(clusters.snaps):
+                for gang, hints in snap.unplaced_cards:
+                    self._take_unplaced(c, gang, hints, prepare)
         # victim key (a pod uid, or a job uid for all its pods) -> (node name, cards) it holds
         self.held: dict[str, list[tuple[str, CardUse]]] = {}
         if self.active:
@@ -60,7 +70,29 @@ class DeviceFit:
         """The job's card packer, or None if it asks for no card or no cluster reports any."""
         if not self.active or not needs_cards(job):
             return None
-        return CardPacker(self, job)
+        return CardPacker(self, job.gang, job.gpu_hints)
+
+    def _take_unplaced(
+        self, c: int, gang: Gang, hints: Sequence[Mapping[str, str]], prepare: Callable[[Gang], PreparedGang]
+    ) -> None:
+        """A gang dispatched here whose pods hold no cards yet: its cards are taken before this
+        cycle's gangs (whole if it fits, else pod by pod what fits), on nodes that could hold it."""
+        if not self.nodes[c]:
+            return
+        packer = CardPacker(self, gang, hints)
+        alloc = self.clusters.alloc[c]
+        rows = np.arange(alloc.shape[0], dtype=np.int64)
+        packer.start(c)
+        if packer(alloc, rows, prepare(gang).shapes) is not None:
+            packer.commit()
+            return
+        for shape in prepare(gang).shapes:
+            one = prepare(((self.index.vector(shape.row.tolist()), 1),)).shapes
+            for _ in range(shape.count):
+                packer.start(c)
+                if packer(alloc, rows, one) is None:
+                    break
+                packer.commit()
 
     def released(self, c: int, victims: Iterable[str]) -> dict[int, NodeCards]:
         """Cluster c's node cards (changed nodes only) once these victims' pods are gone."""
@@ -85,12 +117,11 @@ class CardPacker:
     fit, keeps their cards in the attempt (``taken``) for the next call of the same attempt.
     """
 
-    def __init__(self, fit: DeviceFit, job: PendingJob) -> None:
+    def __init__(self, fit: DeviceFit, gang: Gang, hints: Sequence[Mapping[str, str]]) -> None:
         self.fit = fit
-        hints = job.gpu_hints
         # per pod row: its pods' device requests in gang order, (request, count)
         self._reqs: dict[bytes, list[tuple[DeviceRequest, int]]] = {}
-        for k, (vec, count) in enumerate(job.gang):
+        for k, (vec, count) in enumerate(gang):
             row = np.array(fit.index.row(vec), dtype=np.int64)
             req = request_of(vec, hints[k] if k < len(hints) else _NO_HINTS)
             self._reqs.setdefault(row.tobytes(), []).append((req, count))

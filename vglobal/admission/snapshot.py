@@ -88,6 +88,9 @@ class ClusterSnap:
     # Per node name, its GPU cards as the agent reported them free (nodes with cards only): a gang
     # asking for vGPUs must fit the cards, not only the node totals (admission/devices.py).
     devices: Mapping[str, tuple[CardFree, ...]] = field(default_factory=lambda: _NO_CARDS)
+    # Of the unplaced gangs, those asking for GPU cards, with their GPU annotations per gang entry:
+    # the cards they will take are taken first, as their resources are (devices.py).
+    unplaced_cards: tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...] = ()
 
 
 @dataclass(frozen=True)

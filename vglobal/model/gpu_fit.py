@@ -96,6 +96,11 @@ def gpu_hints(annotations: Mapping[str, str]) -> dict[str, str]:
     return {k: str(annotations[k]) for k in GPU_HINTS if k in annotations}
 
 
+def asks_cards(req: ResourceVector) -> bool:
+    """A pod's request takes GPU cards (vGPUs, MIG instances or whole GPUs)."""
+    return asks_vgpu(req) or req[NVIDIA_GPU] > 0
+
+
 def asks_vgpu(req: ResourceVector) -> bool:
     """A pod's request names a vGPU resource (a pod without one needs no card-level check)."""
     return any(req[r] for r in VGPU_RESOURCES)

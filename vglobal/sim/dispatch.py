@@ -27,6 +27,7 @@ from vglobal.admission import (
 from vglobal.admission.reclaim_window import RecentReclaims
 from vglobal.admission.usage import UsageLedger
 from vglobal.model.cards import CardUse
+from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.resources import EMPTY, ResourceVector
 
 
@@ -114,7 +115,12 @@ class Dispatcher:
                 for q in self.queues
             ),
             clusters=tuple(
-                replace(c, unplaced=tuple(self.unplaced.get(c.name, {}).values())) for c in clusters
+                replace(
+                    c,
+                    unplaced=tuple(self.unplaced.get(c.name, {}).values()),
+                    unplaced_cards=self._unplaced_cards(c.name),
+                )
+                for c in clusters
             ),
             pending=tuple(self._waiting(now)),
             running=tuple(self.running.values()),
@@ -126,6 +132,14 @@ class Dispatcher:
             max_admissions=rules.max_admissions,
             fair_share_half_life=rules.fair_share_half_life,
             reclaim_limit=rules.reclaim_limit,
+        )
+
+    def _unplaced_cards(self, cluster: str) -> tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...]:
+        """The cluster's unplaced gangs that take GPU cards, with their GPU annotations."""
+        return tuple(
+            (gang, self.jobs[uid].gpu_hints)
+            for uid, gang in self.unplaced.get(cluster, {}).items()
+            if uid in self.jobs and any(asks_cards(vec) for vec, _ in gang)
         )
 
     def _waiting(self, now: float) -> Iterable[PendingJob]:

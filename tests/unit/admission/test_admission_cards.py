@@ -353,3 +353,26 @@ def test_starving_gang_its_cards_can_never_hold_reserves_nothing() -> None:
     result = admit(snap(c, pending=pending, starvation_after=10.0))
     assert result.decisions["j"].kind == WaitKind.NeverFits  # type: ignore[union-attr]
     assert reason(result, "j").endswith("no candidate cluster could hold it even when empty")
+
+
+def test_cards_of_gangs_dispatched_but_not_placed_are_taken_first() -> None:
+    """A gang dispatched in an earlier cycle holds no card in the agent's report until its pods
+    are bound: its cards are taken before this cycle's gangs, as its resources are."""
+    c = cluster("c", {"n0": (card(24000),)})
+    earlier = ((vgpu(20000), 1),)
+    pending = (job("j", "q", vgpu(20000)),)
+    # the resources are free enough for both (a stale total): only the cards tell
+    (n0,) = c.nodes
+    roomy = replace(c, nodes=(replace(n0, free=n0.free + vgpu(24000, 10)),))
+    assert admitted(admit(snap(replace(roomy, unplaced=(earlier,)), pending=pending))) == {"j": "c"}
+    result = admit(snap(replace(roomy, unplaced=(earlier,), unplaced_cards=((earlier, ()),)), pending=pending))
+    assert admitted(result) == {}
+    assert "no node in cluster c has a card with 20000 MiB free (most: 4000 MiB)" in reason(result, "j")
+    # a MIG gang takes its instance, with its own annotations
+    cut = cluster("m", {"n0": (mig_card(2, (("3g.20gb", 1),)),)})
+    (m0,) = cut.nodes
+    cut = replace(cut, nodes=(replace(m0, free=m0.free + vgpu(40960, 10)),))
+    mig_job = (job("k", "q", vgpu(15000), gpu_hints=(MIG_MODE,)),)
+    gone = replace(cut, unplaced=(earlier,), unplaced_cards=((earlier, (MIG_MODE,)),))
+    assert admitted(admit(snap(replace(cut, unplaced=(earlier,)), pending=mig_job))) == {"k": "m"}
+    assert admitted(admit(snap(gone, pending=mig_job))) == {}
