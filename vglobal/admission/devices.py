@@ -6,9 +6,11 @@ do not hold a 20000 MiB vGPU; a MIG card serves only the instances its geometry 
 gang is packed pod by pod onto nodes that hold its resources AND whose cards take its devices under
 the local scheduler's own rules (vglobal.model.cards over gpu_fit.cards_fit and mig_fit.mig_pick).
 Every path that places a gang uses the same packer: the plain placement, HyperNodes (topology.py),
-partitions (partitions.py), and the plans of preemption and reclaim, which give back the cards their
-victims' pods hold. Cards taken are kept for the rest of the cycle. Jobs without such a request, and
-clusters whose agents report no cards, never come here: the cost is nil for them.
+partitions (partitions.py), the plans of preemption and reclaim, which give back the cards their
+victims' pods hold, and starvation holds (only where the cards could ever hold the gang). Gangs
+dispatched but not placed yet take their cards first; cards taken are kept for the rest of the
+cycle. Jobs without such a request, and clusters whose agents report no cards, never come here:
+the cost is nil for them.
 """
 
 from __future__ import annotations
