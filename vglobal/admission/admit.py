@@ -234,6 +234,8 @@ class _Cycle:
         clusters.commit(c, placement, job.gang)
         if cards is not None:
             cards.commit()
+        else:
+            self.devices.placed(c, job.snap)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
         return Admit(clusters.names[c])
@@ -345,6 +347,8 @@ class _Cycle:
         clusters.commit(c, placement, job.gang)
         if cards is not None:
             cards.commit()
+        else:
+            self.devices.placed(c, job.snap)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
 

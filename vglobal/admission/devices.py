@@ -24,13 +24,19 @@ from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.placement import Candidates, Clusters, Held, Placement
 from vglobal.admission.snapshot import Gang, PendingJob, RunningJob
 from vglobal.model.cards import CardUse, NodeCards
-from vglobal.model.gpu_fit import DeviceRequest, asks_cards, request_of
+from vglobal.model.gpu_fit import FREE, DeviceRequest, asks_cards, asks_vgpu, request_of
 
 _NO_HINTS: Mapping[str, str] = {}
 
 
 def needs_cards(job: PendingJob) -> bool:
     return any(asks_cards(vec) for vec, _ in job.gang)
+
+
+def _whole_only(job: PendingJob) -> bool:
+    """Only whole GPUs, of any model: while no card is shared, the nvidia.com/gpu column counts
+    exactly the idle cards, so the resource fit is the card fit."""
+    return not any(asks_vgpu(vec) for vec, _ in job.gang) and not any(job.gpu_hints)
 
 
 class DeviceFit:
@@ -44,7 +50,7 @@ class DeviceFit:
         running: Sequence[RunningJob] = (),
         prepare: Callable[[Gang], PreparedGang] | None = None,
     ) -> None:
-        self.clusters, self.index = clusters, index
+        self.clusters, self.index, self.prepare = clusters, index, prepare
         self.nodes: list[dict[int, NodeCards]] = []
         for c, snap in enumerate(clusters.snaps):
             rows = clusters.node_col[c]
@@ -52,6 +58,11 @@ class DeviceFit:
                 {rows[n]: NodeCards.of(cs) for n, cs in snap.devices.items() if n in rows and cs}
             )
         self.active = any(self.nodes)
+        # per cluster: some card serves vGPUs or MIG instances (whole GPUs then need the card fit)
+        self.shared = [any(bool((n.cards.mode != FREE).any()) for n in cs.values()) for cs in self.nodes]
+        # per cluster: whole-GPU gangs placed by resources alone, their cards taken when a card
+        # fit next needs them
+        self._deferred: list[list[tuple[Gang, tuple[Mapping[str, str], ...]]]] = [[] for _ in self.nodes]
         if self.active and prepare is not None:
             for c, snap in enumerate(clusters.snaps):
                 for gang, hints in snap.unplaced_cards:
@@ -72,7 +83,20 @@ class DeviceFit:
         """The job's card packer, or None if it asks for no card or no cluster reports any."""
         if not self.active or not needs_cards(job):
             return None
+        if not any(self.shared) and _whole_only(job):
+            return None
+        if self.prepare is not None:
+            for c, gangs in enumerate(self._deferred):
+                for gang, hints in gangs:
+                    self._take_unplaced(c, gang, hints, self.prepare)
+                gangs.clear()
         return CardPacker(self, job.gang, job.gpu_hints)
+
+    def placed(self, c: int, job: PendingJob) -> None:
+        """A gang placed on cluster c without a card packer (it takes whole GPUs only while no
+        card is shared): its cards are taken before the next card fit."""
+        if self.active and needs_cards(job):
+            self._deferred[c].append((job.gang, job.gpu_hints))
 
     def _take_unplaced(
         self, c: int, gang: Gang, hints: Sequence[Mapping[str, str]], prepare: Callable[[Gang], PreparedGang]
@@ -109,6 +133,8 @@ class DeviceFit:
 
     def commit(self, c: int, taken: Mapping[int, NodeCards]) -> None:
         self.nodes[c].update(taken)
+        if not self.shared[c]:
+            self.shared[c] = any(bool((n.cards.mode != FREE).any()) for n in taken.values())
 
 
 class CardPacker:
@@ -130,7 +156,9 @@ class CardPacker:
         self.c = -1
         self.taken: dict[int, NodeCards] = {}
         self._done: dict[bytes, int] = {}  # pods of each row placed in this attempt
-        self.why = ""  # the last misfit, said of its cluster
+        # the misfits to explain, as (cluster, request, pods, node rows, their cards): said only
+        # when asked (most misfits are followed by a fit elsewhere)
+        self._misses: list[tuple[int, DeviceRequest, int, IntArray, Mapping[int, NodeCards]]] = []
         self._kept: dict[int, dict[int, NodeCards]] = {}  # per cluster, its last attempt that fitted
 
     def start(self, c: int, base: Mapping[int, NodeCards] | None = None) -> None:
@@ -178,15 +206,22 @@ class CardPacker:
                     work[i] -= shape.row
                     break
                 else:
-                    self.why = self._why(req, shape.count, rows, taken)
+                    self._misses = [(self.c, req, shape.count, rows, taken)]
                     return None
         self.taken, self._done = taken, done
         self._kept[self.c] = taken
         return work
 
-    def _why(self, req: DeviceRequest, pods: int, rows: IntArray, taken: Mapping[int, NodeCards]) -> str:
-        cluster = self.fit.clusters.names[self.c]
-        nodes = self.fit.nodes[self.c]
+    @property
+    def why(self) -> str:
+        """Why the last placement or packing found no cards, cluster by cluster."""
+        return "; ".join(self._why(*miss) for miss in self._misses)
+
+    def _why(
+        self, c: int, req: DeviceRequest, pods: int, rows: IntArray, taken: Mapping[int, NodeCards]
+    ) -> str:
+        cluster = self.fit.clusters.names[c]
+        nodes = self.fit.nodes[c]
         have = [taken.get(i, nodes[i]) for i in rows.tolist() if i in nodes]
         if not have:
             return f"cluster {cluster}: no room for the gang"
@@ -220,15 +255,15 @@ class CardPacker:
     ) -> tuple[int, Placement] | None:
         """The first cluster in order that holds the gang, resources and cards (committing is the
         caller's, with ``commit``); else None, with ``why`` naming each cluster's misfit."""
-        why: list[str] = []
+        misses: list[tuple[int, DeviceRequest, int, IntArray, Mapping[int, NodeCards]]] = []
         for c in clusters.order(cand, gang):
             if not clusters.could_hold(c, gang):
                 continue
             got = self.on(clusters, c, gang, held.get(c) if held else None)
             if got is not None:
                 return c, got
-            why.append(self.why)
-        self.why = "; ".join(why)
+            misses += self._misses
+        self._misses = misses
         return None
 
     def on(

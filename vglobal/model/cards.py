@@ -138,6 +138,10 @@ def cards_of(free: Sequence[CardFree]) -> Cards:
     )
 
 
+# policies whose card order is not by index alone (gpu_fit.card_order); any other: the highest first
+_ORDERED = frozenset({"binpack", "spread", "fgd", "bestfit"})
+
+
 @dataclass(frozen=True, slots=True)
 class NodeCards:
     """One node's cards as the hub works on them: taking returns a new value, the old stays valid."""
@@ -166,7 +170,10 @@ class NodeCards:
     def fits(self, req: DeviceRequest) -> IntArray:
         """The cards one pod of ``req`` would get, in the agent's order (its SchedulePolicy's; by
         default the highest index first); fewer than ``req.units`` if the node cannot take it."""
-        model_ok = np.array([req.model_ok(m) for m in self.models], dtype=np.bool_)
+        if req.use_types or req.nouse_types:
+            model_ok = np.array([req.model_ok(m) for m in self.models], dtype=np.bool_)
+        else:
+            model_ok = self.cards.present  # no model filter
         if req.mode == "mig" and not req.whole:
             capable = np.array([m is not None for m in self.mig], dtype=np.bool_)
             ok = mig_cards_ok(req, self.cards, capable, model_ok)
@@ -174,6 +181,9 @@ class NodeCards:
                 ok[k] = self._pick(req, k) is not None
         else:
             ok = cards_fit(req, self.cards, model_ok)
+        if self.policy not in _ORDERED:  # the default order: the highest index first
+            by_index: IntArray = np.flatnonzero(ok)[::-1][: req.units]
+            return by_index
         key = np.where(ok, card_order(self.cards, self.policy), np.inf)
         order = np.argsort(key, kind="stable")[: req.units]
         out: IntArray = order[ok[order]]
@@ -217,7 +227,9 @@ class NodeCards:
         used_num, used_mem, used_cores, mode = (
             c.used_num.copy(), c.used_mem.copy(), c.used_cores.copy(), c.mode.copy()
         )  # fmt: skip
-        states = [None if s is None else s.copy() for s in self.states]
+        states: Sequence[MigState | None] = self.states
+        if any(s is not None for s in states):  # MIG states change in place: copies
+            states = [None if s is None else s.copy() for s in states]
         for u in uses:
             d = u.device
             if d >= used_num.size:

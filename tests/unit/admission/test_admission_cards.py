@@ -365,7 +365,9 @@ def test_cards_of_gangs_dispatched_but_not_placed_are_taken_first() -> None:
     (n0,) = c.nodes
     roomy = replace(c, nodes=(replace(n0, free=n0.free + vgpu(24000, 10)),))
     assert admitted(admit(snap(replace(roomy, unplaced=(earlier,)), pending=pending))) == {"j": "c"}
-    result = admit(snap(replace(roomy, unplaced=(earlier,), unplaced_cards=((earlier, ()),)), pending=pending))
+    result = admit(
+        snap(replace(roomy, unplaced=(earlier,), unplaced_cards=((earlier, ()),)), pending=pending)
+    )
     assert admitted(result) == {}
     assert "no node in cluster c has a card with 20000 MiB free (most: 4000 MiB)" in reason(result, "j")
     # a MIG gang takes its instance, with its own annotations
@@ -376,3 +378,21 @@ def test_cards_of_gangs_dispatched_but_not_placed_are_taken_first() -> None:
     gone = replace(cut, unplaced=(earlier,), unplaced_cards=((earlier, (MIG_MODE,)),))
     assert admitted(admit(snap(replace(cut, unplaced=(earlier,)), pending=mig_job))) == {"k": "m"}
     assert admitted(admit(snap(gone, pending=mig_job))) == {}
+
+
+def test_whole_gpus_placed_by_their_count_keep_their_cards_for_later_vgpus() -> None:
+    """While no card is shared, a whole-GPU gang is placed by the nvidia.com/gpu count (the same
+    answer, cheaper); a vGPU gang later in the cycle still finds the card that gang took."""
+    c = cluster("c", {"n0": (card(24000),)})
+    (n0,) = c.nodes
+    gpu = ResourceVector({"nvidia.com/gpu": 1000})
+    c = replace(c, nodes=(replace(n0, free=n0.free + gpu, allocatable=n0.allocatable + gpu),))
+    whole = job("a", "q", ResourceVector({"cpu": 1000, "nvidia.com/gpu": 1000}))
+    shared = job("b", "q", vgpu(20000), created=1.0)
+    result = admit(snap(c, pending=(whole, shared)))
+    assert admitted(result) == {"a": "c"}
+    assert "no node in cluster c has a card with 20000 MiB free (most: 0 MiB)" in reason(result, "b")
+    # and a whole GPU waits for a card a vGPU holds, though the count says one is free
+    result = admit(snap(c, pending=(replace(shared, created=0.0), replace(whole, created=1.0))))
+    assert admitted(result) == {"b": "c"}
+    assert "no node in cluster c has 1 idle GPU card per pod" in reason(result, "a")
