@@ -13,11 +13,11 @@ capacity in its queue.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import repeat
 
 from vglobal.admission.checks import Checks
-from vglobal.admission.devices import DeviceFit, needs_cards
+from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
@@ -26,10 +26,11 @@ from vglobal.admission.explain import (
     preempting_reason,
 )
 from vglobal.admission.hyperjob import admit_groups, groups_of
+from vglobal.admission.index import IntArray
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import FailureCache
-from vglobal.admission.preempt import Plan, Preemptions
+from vglobal.admission.placement import FailureCache, Held, Placement
+from vglobal.admission.preempt import CardCheck, Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
 from vglobal.admission.reclaim_pods import reclaim_evictions
@@ -68,7 +69,7 @@ class _Cycle:
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
         self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
-        self.devices = DeviceFit(self.clusters, prep.index)
+        self.devices = DeviceFit(self.clusters, prep.index, snapshot.running, prep.gang)
         self._card_misfit: dict[str, str] = {}  # job uid -> why its vGPUs fit no cluster's cards
 
     def run(self) -> AdmissionResult:
@@ -157,14 +158,15 @@ class _Cycle:
 
     def _decide(self, job: Job, leaf: Leaf) -> Admit | Wait:
         checks = self.checks
+        cards = self.devices.packer(job.snap)  # None unless it asks for GPU cards
         if leaf.checked_at != checks.charges:  # usage moved since the check in _advance
             wait = checks.capability(job, leaf)
             if wait is not None:
                 if wait.kind == WaitKind.Capability and self._may_preempt(job, leaf):
-                    return self._preempt(job, leaf) or wait
+                    return self._preempt(job, leaf, cards) or wait
                 within = self._capped_parent(job, leaf)
                 if within is not None:
-                    taken = self._reclaim_pods(job, self.checks.excess(job), within)
+                    taken = self._reclaim_pods(job, cards, self.checks.excess(job), within)
                     if taken is not None:
                         return taken
                     leaf.reclaim_failed = True
@@ -175,12 +177,12 @@ class _Cycle:
                 return wait
         best = self.failures.lookup(job.cand, job.gang)
         if best is None:
-            placed = self._place(job, leaf)
+            placed = self._place(job, leaf, cards)
             if placed is not None:
                 return placed
             held = any(c in leaf.held for c in job.cand.ids)
             if held:
-                reserved = self.starvation.reserved(job, leaf)
+                reserved = self.starvation.reserved(job, leaf, cards)
                 if reserved is not None:
                     return reserved
             if job.affinity is None:
@@ -200,51 +202,77 @@ class _Cycle:
             elif not held:
                 self.failures.record(job.cand, job.gang, best, self.clusters.describe(job.gang))
         if self._may_preempt(job, leaf):
-            preempted = self._preempt(job, leaf)
+            preempted = self._preempt(job, leaf, cards)
             if preempted is not None:
                 return preempted
         if self._may_reclaim(job, leaf):
-            planned = self.reclaims.plan(job, leaf)
+            planned = self.reclaims.plan(job, leaf, None if cards is None else self._card_check(job, cards))
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
                 return planned
-            taken = self._reclaim_pods(job)
+            taken = self._reclaim_pods(job, cards)
             if taken is not None:
                 return taken
             leaf.reclaim_failed = True
         if self.starvation.starving(job):
             if leaf.starving is None:
-                return self.starvation.reserve(job, leaf, best)
+                return self.starvation.reserve(job, leaf, best, cards)
             return self.starvation.behind(job, leaf, best)
         return self._no_fit(job, best)
 
-    def _place(self, job: Job, leaf: Leaf) -> Admit | None:
+    def _place(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
         clusters = self.clusters
         held = leaf.held
         if job.affinity is not None:
             held = self.prep.nodegroups.held(job.affinity, job.cand, held)
-        if self.devices.active and needs_cards(job.snap):
-            got = self.devices.place(clusters, job.cand, job.gang, held, job.snap)
-            if isinstance(got, str):
-                self._card_misfit[job.snap.uid] = got
-                return None
-            self.checks.charge(job)
-            self.admitted.append(job.snap.uid)
-            return Admit(clusters.names[got[0]])
-        if job.snap.partitions:
-            prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
-            found = place_partitioned(
-                clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared
-            )
-        else:
-            found = place(clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap.network_topology)
+        found = self._placement(job, held, cards)
         if found is None:
+            if cards is not None:
+                self._card_misfit[job.snap.uid] = self._card_reason(job, held, cards)
             return None
         c, placement = found
         clusters.commit(c, placement, job.gang)
+        if cards is not None:
+            cards.commit()
+        else:
+            self.devices.placed(c, job.snap)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
         return Admit(clusters.names[c])
+
+    def _placement(
+        self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
+    ) -> tuple[int, Placement] | None:
+        """Where the gang goes (its HyperNodes, partitions and GPU cards too), not committed."""
+        clusters = self.clusters
+        if job.snap.partitions:
+            prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
+            return place_partitioned(
+                clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared, cards
+            )
+        topo = job.snap.network_topology
+        return place(clusters, self._hypernode_rows, job.cand, job.gang, held, topo, cards)
+
+    def _card_reason(self, job: Job, held: Mapping[int, Held], cards: CardPacker) -> str:
+        """Why the gang waits when its GPU cards are what keeps it out ("" when its resources or
+        HyperNodes alone do: their reasons say it)."""
+        why = cards.why
+        if self._placement(job, held, None) is None:
+            return ""
+        if not job.snap.partitions and job.snap.network_topology is None:
+            return why
+        if cards.place(self.clusters, job.cand, job.gang, held) is None:
+            return cards.why
+        return "no HyperNode the job's topology allows has both the room and the GPU cards for the gang"
+
+    def _card_check(self, job: Job, cards: CardPacker) -> CardCheck:
+        """A preemption or reclaim plan's card test for this job's gang."""
+        gang = job.gang
+
+        def check(c: int, free: IntArray, victims: Iterable[str]) -> bool:
+            return cards.check(c, free, gang, victims)
+
+        return check
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
@@ -254,23 +282,32 @@ class _Cycle:
             return False
         return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
 
-    def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:
+    def _preempt(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
         """Lower-priority pods of the job's queue make way for it on one cluster, and it goes
         there now (see preempt.py); None if no cluster has victims enough."""
         clusters = self.clusters
         cand = clusters.fits_allocatable(job.cand, job.gang)
-        plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, self.checks.excess(job))
+        check = None
+        if cards is not None:
+            cand = [c for c in cand if cards.could_ever(c, job.gang)]
+            check = self._card_check(job, cards)
+        plan = self.preempt.plan(
+            leaf.index, job.snap.priority, cand, job.gang, self.checks.excess(job), check
+        )
         if plan is None:
             return None
-        self._take_place(job, plan, {job.leaf: plan.freed})
+        self._take_place(job, plan, {job.leaf: plan.freed}, cards)
         return Admit(clusters.names[plan.cluster], preempting=self._record_preemption(job, plan))
 
-    def _reclaim_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> Admit | None:
+    def _reclaim_pods(
+        self, job: Job, cards: CardPacker | None, need: list[int] | None = None, within: int = 0
+    ) -> Admit | None:
         """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
-        got = self.reclaims.plan_pods(job, need, within)
+        check = None if cards is None else self._card_check(job, cards)
+        got = self.reclaims.plan_pods(job, need, within, check)
         if got is None:
             return None
-        self._take_place(job, got.plan, got.freed)
+        self._take_place(job, got.plan, got.freed, cards)
         evictions, whole, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
         self.evictions += evictions
         self.reclaims.victims += whole
@@ -288,9 +325,12 @@ class _Cycle:
         # some groups waits for free room there instead.
         return job.affinity is None and self.reclaims.may(job, leaf)
 
-    def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:
+    def _take_place(
+        self, job: Job, plan: Plan, freed: dict[int, list[int]], cards: CardPacker | None = None
+    ) -> None:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
-        onto the resources being released); their queues get their charge back."""
+        onto the resources being released); their queues get their charge back (and their GPU
+        cards, which the job's pods then take)."""
         clusters, c = self.clusters, plan.cluster
         clusters.release(c, plan.freed_rows)
         for q, charge in freed.items():
@@ -298,9 +338,17 @@ class _Cycle:
         self.failures = FailureCache()  # free grew: recorded misfits may fit now
         for other in self.leaves.values():
             other.over_cap.clear()
-        placement = clusters.fit(c, job.gang)
+        if cards is None:
+            placement = clusters.fit(c, job.gang)
+        else:
+            victims = [*plan.whole, *(u for pods in plan.pods.values() for u in pods)]
+            placement = cards.on(clusters, c, job.gang, victims=victims)
         assert placement is not None, "a plan packs the gang before it is made"
         clusters.commit(c, placement, job.gang)
+        if cards is not None:
+            cards.commit()
+        else:
+            self.devices.placed(c, job.snap)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
 

@@ -15,8 +15,9 @@ in the same cycle (Volcano pipelines the preemptor onto the freed nodes).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 
 from vglobal.admission.gang import PreparedGang, pack
@@ -31,6 +32,9 @@ NEVER = "Never"
 MAX_PREEMPT_PLANS = 16
 # Candidate clusters searched per plan, the ones holding the most victims first.
 CLUSTERS_PER_PLAN = 3
+# (cluster, its free matrix with the victims' resources back, victim pod or job uids): whether the
+# gang's GPU cards fit once the victims' cards are back too (devices.CardPacker.check).
+CardCheck = Callable[[int, IntArray, Iterable[str]], bool]
 
 
 @dataclass(slots=True)
@@ -108,7 +112,13 @@ class Preemptions:
         return got
 
     def plan(
-        self, leaf: int, priority: int, cand: Sequence[int], gang: PreparedGang, need: list[int]
+        self,
+        leaf: int,
+        priority: int,
+        cand: Sequence[int],
+        gang: PreparedGang,
+        need: list[int],
+        cards: CardCheck | None = None,
     ) -> Plan | None:
         """Victims on one candidate cluster that make room for the gang and free `need` of the
         queue's charge (what its limits are exceeded by); None if no cluster works."""
@@ -124,7 +134,7 @@ class Preemptions:
                 per_cluster.setdefault(c, []).append(job)
         ranked = sorted(per_cluster, key=lambda c: (-len(per_cluster[c]), c))[:CLUSTERS_PER_PLAN]
         for c in ranked:
-            got = self._plan_cluster(c, per_cluster[c], gang, need, priority)
+            got = self._plan_cluster(c, per_cluster[c], gang, need, priority, cards)
             if got is not None:
                 self.taken.update(got.pods)
                 self.taken.update(got.whole)
@@ -133,10 +143,16 @@ class Preemptions:
         return None
 
     def _plan_cluster(
-        self, c: int, jobs: list[RunningJob], gang: PreparedGang, need: list[int], priority: int
+        self,
+        c: int,
+        jobs: list[RunningJob],
+        gang: PreparedGang,
+        need: list[int],
+        priority: int,
+        cards: CardCheck | None,
     ) -> Plan | None:
         victims = [self._victim(j, c, priority) for j in jobs]
-        enough = Fit(self.clusters.free(c), gang, need)
+        enough = Fit(self.clusters.free(c), gang, need, None if cards is None else partial(cards, c))
         steps: list[Step] = []
         found = False
         for v in victims:  # surplus pods of elastic victims first, one at a time
@@ -184,10 +200,17 @@ def victim_of(
 
 class Fit:
     """Whether victims are enough: they give back at least `need` of the queue charge, and the gang
-    packs onto the cluster's free capacity (`base`, per node row) plus what they hold there."""
+    packs onto the cluster's free capacity (`base`, per node row) plus what they hold there (and,
+    with `cards`, onto the GPU cards with theirs back)."""
 
-    def __init__(self, base: IntArray, gang: PreparedGang, need: list[int]) -> None:
-        self.base, self.gang, self.need = base, gang, need
+    def __init__(
+        self,
+        base: IntArray,
+        gang: PreparedGang,
+        need: list[int],
+        cards: Callable[[IntArray, Iterable[str]], bool] | None = None,
+    ) -> None:
+        self.base, self.gang, self.need, self.cards = base, gang, need, cards
 
     def __call__(self, chosen: Sequence[Step]) -> bool:
         freed = [0] * len(self.need)
@@ -202,7 +225,13 @@ class Fit:
             return False
         if (free.sum(axis=0) < self.gang.total).any():
             return False
-        return pack(free, self.gang.shapes)[1] is not None
+        if pack(free, self.gang.shapes)[1] is None:
+            return False
+        if self.cards is None:
+            return True
+        return self.cards(
+            free, [k for st in chosen for k in ([st.victim] if st.whole else [p.uid for p in st.pods])]
+        )
 
 
 def trim(steps: list[Step], enough: Fit) -> list[Step]:

@@ -22,6 +22,7 @@ from vglobal.admission.explain import reclaiming_reason, victim_reason
 from vglobal.admission.gang import PreparedGang, Shape, pack
 from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
 from vglobal.admission.placement import Clusters
+from vglobal.admission.preempt import CardCheck
 from vglobal.admission.prepare import Job, Leaf
 from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.admission.snapshot import Reclaim, RunningJob, Snapshot, Wait
@@ -222,7 +223,7 @@ class ReclaimPlanner:
         return slack
 
     def plan(
-        self, reclaimer: int, cand: Sequence[int], gang: PreparedGang
+        self, reclaimer: int, cand: Sequence[int], gang: PreparedGang, cards: CardCheck | None = None
     ) -> tuple[int, list[Victim]] | None:
         """Fewest victims on one cluster that let the gang fit there; None if no cluster works."""
         if not gang.shapes:
@@ -246,7 +247,7 @@ class ReclaimPlanner:
             if not ok.any():
                 continue
             tried += 1
-            chosen = self._plan_cluster(c, cv, ok, slack, gang, best)
+            chosen = self._plan_cluster(c, cv, ok, slack, gang, best, cards)
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
                 if best[0] == 1:
@@ -280,6 +281,7 @@ class ReclaimPlanner:
         slack: FloatArray,
         gang: PreparedGang,
         best: tuple[int, int, list[Victim]] | None,
+        cards: CardCheck | None = None,
     ) -> list[Victim] | None:
         free = self.clusters.free(c).copy()
         if ((self.clusters.total_free(c) + cv.req[ok].sum(axis=0)) < gang.total).any():
@@ -329,7 +331,8 @@ class ReclaimPlanner:
                 rows.lose(v)
             if limit is not None and len(chosen) >= limit:
                 return None
-            if pack(free, gang.shapes)[1] is not None:
+            fits = pack(free, gang.shapes)[1] is not None
+            if fits and (cards is None or cards(c, free, [v.uid for v in chosen])):
                 return chosen
             if victims:
                 heapq.heappush(heap, (1, victims[0].rank, node))
@@ -435,15 +438,19 @@ class Reclaims:
         planned = leaf.planned or [0] * self.index.size
         return any(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
 
-    def plan_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> PodPlan | None:
+    def plan_pods(
+        self, job: Job, need: list[int] | None = None, within: int = 0, cards: CardCheck | None = None
+    ) -> PodPlan | None:
         """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
         self.plans += 1
         if self._pods is None:
             self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots)
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
-        return self._pods.plan(job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within)
+        return self._pods.plan(
+            job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within, cards
+        )
 
-    def plan(self, job: Job, leaf: Leaf) -> Wait | None:
+    def plan(self, job: Job, leaf: Leaf, cards: CardCheck | None = None) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""
         self.plans += 1
         clusters = self.clusters
@@ -454,7 +461,7 @@ class Reclaims:
             self._planner = ReclaimPlanner(
                 snap.running, self.tree, clusters, self.index, protected, snap.reclaim_limit, self._used
             )
-        plan = self._planner.plan(job.leaf, cand, job.gang)
+        plan = self._planner.plan(job.leaf, cand, job.gang, cards)
         if plan is None:
             return None
         c, victims = plan

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from operator import itemgetter
 
 from vglobal.admission.explain import reclaiming_pods_reason, victim_reason
 from vglobal.admission.gang import PreparedGang
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.placement import Clusters
-from vglobal.admission.preempt import Fit, Plan, Step, VictimPod, plan_of, trim, victim_of
+from vglobal.admission.preempt import CardCheck, Fit, Plan, Step, VictimPod, plan_of, trim, victim_of
 from vglobal.admission.prepare import Job
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
 from vglobal.admission.tree import QueueTree
@@ -67,12 +68,19 @@ class PodReclaims:
         self._given: dict[int, list[float]] = {}  # per leaf, charge given up by earlier plans
 
     def plan(
-        self, leaf: int, req: list[int], cand: Sequence[int], gang: PreparedGang, need: list[int], within: int
+        self,
+        leaf: int,
+        req: list[int],
+        cand: Sequence[int],
+        gang: PreparedGang,
+        need: list[int],
+        within: int,
+        cards: CardCheck | None = None,
     ) -> PodPlan | None:
         """Victim pods on one candidate cluster that let the gang fit there and give back `need` of
         the charge of queue `within` (0: root, no need), all from below `within`; None if none."""
         for c in cand:
-            got = self._plan_cluster(c, leaf, req, gang, need, within)
+            got = self._plan_cluster(c, leaf, req, gang, need, within, cards)
             if got is not None:
                 for pods in got.plan.pods.values():
                     self.taken.update(pods)
@@ -114,10 +122,17 @@ class PodReclaims:
         return (-shared, tree.priority[q], -share, -tree.created[q], -q)
 
     def _plan_cluster(
-        self, c: int, leaf: int, req: list[int], gang: PreparedGang, need: list[int], within: int
+        self,
+        c: int,
+        leaf: int,
+        req: list[int],
+        gang: PreparedGang,
+        need: list[int],
+        within: int,
+        cards: CardCheck | None,
     ) -> PodPlan | None:
         tree, size = self.tree, self.index.size
-        enough = Fit(self.clusters.free(c), gang, need)
+        enough = Fit(self.clusters.free(c), gang, need, None if cards is None else partial(cards, c))
         alloc: dict[int, list[float]] = {}
         steps: list[Step] = []
         queue_of: dict[str, int] = {}

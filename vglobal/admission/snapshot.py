@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from vglobal.model.gpu_fit import CardFree
+from vglobal.model.cards import CardFree, CardUse
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -88,6 +88,9 @@ class ClusterSnap:
     # Per node name, its GPU cards as the agent reported them free (nodes with cards only): a gang
     # asking for vGPUs must fit the cards, not only the node totals (admission/devices.py).
     devices: Mapping[str, tuple[CardFree, ...]] = field(default_factory=lambda: _NO_CARDS)
+    # Of the unplaced gangs, those asking for GPU cards, with their GPU annotations per gang entry:
+    # the cards they will take are taken first, as their resources are (devices.py).
+    unplaced_cards: tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,8 +139,9 @@ class PendingJob:
     # a cluster whose agent says its API lacks it is no candidate.
     workload: str = ""
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks (partitionPolicy)
-    # The GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the card fit reads.
-    gpu_hints: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    # Per gang entry, the GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the
+    # card fit reads; () when none has any.
+    gpu_hints: tuple[Mapping[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,7 @@ class RunningPod:
     request: ResourceVector
     preemptable: bool = True  # False: annotated volcano.sh/preemptable: "false", never a victim
     priority: int | None = None  # its task's own PriorityClass value; None = the job's
+    cards: tuple[CardUse, ...] = ()  # the GPU cards it holds, as its agent granted them
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,9 @@ class RunningJob:
     # No pod of it may go (all not preemptable; a long-running kind that does not say "true"): no
     # victim even while its pods are not known one by one.
     pinned: bool = False
+    # (node, card) of the GPU cards its pods hold when they are not listed in ``pods`` (the
+    # simulator's runs): what taking the whole job gives back.
+    cards: tuple[tuple[str, CardUse], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,17 @@ from dataclasses import dataclass, field
 
 from vglobal import __version__, convert
 from vglobal.agent import report
-from vglobal.agent.cards import node_cards
+from vglobal.agent.cards import card_policy, mig_config, node_cards
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.agent.snapshot import queue_specs
 from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.model.cards import CardFree
 from vglobal.model.errors import ManifestError
-from vglobal.model.gpu_fit import CardFree
 from vglobal.model.preemptable import preemption_policy, template_preemption_policies
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import parse_run
+from vglobal.scheduler.devices.mig import MigConfig
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,8 @@ class AgentCore:
         self.rejected: dict[tuple[str, int], str] = {}  # (uid, generation) -> reason, to answer re-sends
         self.latest_generation: dict[str, int] = {}
         self._unsent: list[pb.AgentMessage] = []  # acks produced while no stream was registered
+        # how deviceshare cuts MIG cards and orders cards, read on first report
+        self._mig: tuple[MigConfig, str] | None = None
 
     @property
     def runs(self) -> dict[str, JobRun]:
@@ -120,7 +123,7 @@ class AgentCore:
         self._unsent = []
         for run in sorted(self.runs.values(), key=lambda r: r.seq):
             run.dirty = False
-            out.append(report.job_status(run, run.take_events()))
+            out.append(report.job_status(run, run.take_events(), self.runtime.grants))
         return out
 
     def _send_or_keep(self, msgs: list[pb.AgentMessage]) -> list[pb.AgentMessage]:
@@ -145,7 +148,7 @@ class AgentCore:
             return []  # ran here, finished and expired: nothing left to say about it
         if run is not None and run.generation == gen:
             run.dirty = False
-            return [report.accepted(uid, gen), report.job_status(run, run.take_events())]
+            return [report.accepted(uid, gen), report.job_status(run, run.take_events(), self.runtime.grants)]
         self.latest_generation[uid] = gen
         if run is not None:
             log.info("job %s gen %d replaces gen %d: stopping its pods", uid, gen, run.generation)
@@ -216,7 +219,7 @@ class AgentCore:
             out.insert(0, self._register())
         for run in sorted((r for r in self.runs.values() if r.dirty), key=lambda r: r.seq):
             run.dirty = False
-            out.append(report.job_status(run, run.take_events()))
+            out.append(report.job_status(run, run.take_events(), self.runtime.grants))
         return out
 
     def _heartbeat(self, now: float) -> pb.AgentMessage | None:
@@ -243,7 +246,9 @@ class AgentCore:
         specs = [s for s in self.runtime.backend.nodes() if nodes is None or s.name in nodes]
         if not specs:
             return {}
-        return node_cards(specs, self.runtime.live_grants())
+        if self._mig is None:
+            self._mig = (mig_config(self.runtime.conf), card_policy(self.runtime.conf))
+        return node_cards(specs, self.runtime.live_grants(), *self._mig)
 
     def _expire(self, now: float) -> None:
         for run in list(self.runs.values()):

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.mig_fit import MigInstance
 from vglobal.model.resources import EMPTY, ResourceVector
 
 _NO_STRINGS: Mapping[str, str] = {}
@@ -134,15 +135,6 @@ class ClusterSnapshot:
     queues: tuple[QueueSpec, ...]
     # the cluster's resolved network topology (network-topology-aware); empty = none known
     hyper_nodes: tuple[ResolvedHyperNode, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class MigInstance:
-    """One MIG instance profile of a geometry (``1g.5gb``: its memory, how many a geometry has)."""
-
-    name: str
-    memory_mib: int
-    count: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from vglobal.agent.job_plugins import pod_name
 from vglobal.agent.pods import FINISHED_POD_PHASES
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import Clock
+from vglobal.model.cards import CardUse
 from vglobal.model.manifests import manifest_to_json
 from vglobal.model.phases import JobPhase, is_finished
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -197,8 +198,10 @@ class Federation:
         else:
             requests = self._pods[st.job_uid]
             used: dict[str, ResourceVector] = {}
+            cards: list[tuple[str, CardUse]] = []
             for p in st.placements:
                 if p.node and p.phase not in FINISHED_POD_PHASES:
                     used[p.node] = used.get(p.node, EMPTY) + requests.get(p.pod, EMPTY)
-            self.dispatcher.report(st.job_uid, used, started=st.phase in STARTED)
+                    cards += [(p.node, convert.card_use_of(u)) for u in p.cards]
+            self.dispatcher.report(st.job_uid, used, started=st.phase in STARTED, cards=tuple(cards))
         self.dirty = True

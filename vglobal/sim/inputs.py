@@ -15,7 +15,7 @@ from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError
-from vglobal.model.forms import Member, Placement
+from vglobal.model.forms import Member, Placement, gang_gpu_hints
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
@@ -140,6 +140,7 @@ class Submission:
             network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),
             group=_group(job),
             partitions=partitions_of(Placement.of(job).partitions),
+            gpu_hints=gang_gpu_hints(job),
         )
 
 

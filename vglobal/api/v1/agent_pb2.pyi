@@ -279,6 +279,12 @@ class GpuCardFree(_message.Message):
     SPLIT_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    MIG_CAPABLE_FIELD_NUMBER: _builtins.int
+    MIG_GEOMETRIES_FIELD_NUMBER: _builtins.int
+    MIG_GEOMETRY_FIELD_NUMBER: _builtins.int
+    MIG_USED_FIELD_NUMBER: _builtins.int
+    MIG_MEMORY_FACTOR_FIELD_NUMBER: _builtins.int
+    POLICY_FIELD_NUMBER: _builtins.int
     memory_mib: _builtins.int
     free_memory_mib: _builtins.int
     free_cores: _builtins.int
@@ -286,6 +292,18 @@ class GpuCardFree(_message.Message):
     split: _builtins.int
     model: _builtins.str
     mode: _builtins.int
+    mig_capable: _builtins.bool
+    """A MIG-capable card: the geometries it may be cut by (in the agent's order), the one in force
+    (-1: untouched), the instances taken by profile, and the memory factor requests are scaled by.
+    """
+    mig_geometry: _builtins.int
+    mig_memory_factor: _builtins.int
+    policy: _builtins.str
+    """The agent's deviceshare.SchedulePolicy: the order a pod is given its cards in (binpack, spread...)."""
+    @_builtins.property
+    def mig_geometries(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigGeometry]: ...
+    @_builtins.property
+    def mig_used(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigUsed]: ...
     def __init__(
         self,
         *,
@@ -296,14 +314,125 @@ class GpuCardFree(_message.Message):
         split: _builtins.int = ...,
         model: _builtins.str = ...,
         mode: _builtins.int = ...,
+        mig_capable: _builtins.bool = ...,
+        mig_geometries: _abc.Iterable[Global___MigGeometry] | None = ...,
+        mig_geometry: _builtins.int = ...,
+        mig_used: _abc.Iterable[Global___MigUsed] | None = ...,
+        mig_memory_factor: _builtins.int = ...,
+        policy: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "memory_mib", b"memory_mib", "mode", b"mode", "model", b"model", "split", b"split"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "memory_mib", b"memory_mib", "mig_capable", b"mig_capable", "mig_geometries", b"mig_geometries", "mig_geometry", b"mig_geometry", "mig_memory_factor", b"mig_memory_factor", "mig_used", b"mig_used", "mode", b"mode", "model", b"model", "policy", b"policy", "split", b"split"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GpuCardFree: _TypeAlias = GpuCardFree  # noqa: Y015
+
+@_typing.final
+class MigProfile(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    memory_mib: _builtins.int
+    count: _builtins.int
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        memory_mib: _builtins.int = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "memory_mib", b"memory_mib", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigProfile: _TypeAlias = MigProfile  # noqa: Y015
+
+@_typing.final
+class MigGeometry(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INSTANCES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def instances(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigProfile]: ...
+    def __init__(
+        self,
+        *,
+        instances: _abc.Iterable[Global___MigProfile] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["instances", b"instances"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigGeometry: _TypeAlias = MigGeometry  # noqa: Y015
+
+@_typing.final
+class MigUsed(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    count: _builtins.int
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigUsed: _TypeAlias = MigUsed  # noqa: Y015
+
+@_typing.final
+class CardUse(_message.Message):
+    """One card a placed pod holds, as its agent granted it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEVICE_FIELD_NUMBER: _builtins.int
+    MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    CORES_FIELD_NUMBER: _builtins.int
+    WHOLE_FIELD_NUMBER: _builtins.int
+    GEOMETRY_FIELD_NUMBER: _builtins.int
+    INSTANCE_FIELD_NUMBER: _builtins.int
+    device: _builtins.int
+    memory_mib: _builtins.int
+    cores: _builtins.int
+    whole: _builtins.bool
+    geometry: _builtins.int
+    """a MIG instance's geometry, -1 otherwise"""
+    instance: _builtins.str
+    """a MIG instance's profile name"""
+    def __init__(
+        self,
+        *,
+        device: _builtins.int = ...,
+        memory_mib: _builtins.int = ...,
+        cores: _builtins.int = ...,
+        whole: _builtins.bool = ...,
+        geometry: _builtins.int = ...,
+        instance: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cores", b"cores", "device", b"device", "geometry", b"geometry", "instance", b"instance", "memory_mib", b"memory_mib", "whole", b"whole"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CardUse: _TypeAlias = CardUse  # noqa: Y015
 
 @_typing.final
 class NodeCards(_message.Message):
@@ -479,6 +608,7 @@ class PodPlacement(_message.Message):
     PHASE_FIELD_NUMBER: _builtins.int
     TASK_FIELD_NUMBER: _builtins.int
     UID_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     """empty while the pod waits for a node"""
@@ -487,6 +617,10 @@ class PodPlacement(_message.Message):
     """the job's task the pod belongs to"""
     uid: _builtins.str
     """The agent's name for this incarnation of the pod (a replacement has another): what an Evict names."""
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___CardUse]:
+        """the GPU cards it holds (vGPU, MIG instance or whole GPU)"""
+
     def __init__(
         self,
         *,
@@ -495,10 +629,11 @@ class PodPlacement(_message.Message):
         phase: _builtins.str = ...,
         task: _builtins.str = ...,
         uid: _builtins.str = ...,
+        cards: _abc.Iterable[Global___CardUse] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task", "uid", b"uid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task", "uid", b"uid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -56,6 +56,7 @@ class JobFacts:
     group: GroupRef | None = None  # a HyperJob's child
     workload: str = ""  # the API resource it is written as in its cluster ("" for a Volcano Job)
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
+    gpu_hints: tuple[Mapping[str, str], ...] = ()  # per gang shape, its GPU annotations
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
@@ -87,6 +88,7 @@ class JobFacts:
             else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
             workload=s.placement.workload,
             partitions=partitions_of(s.placement.partitions),
+            gpu_hints=s.placement.gpu,
         )
 
     @property
@@ -113,7 +115,7 @@ class JobFacts:
             if p.holds_node and p.uid and p.uid not in gone:
                 req = self.pod_requests.get(p.task, ResourceVector())
                 prio = self.task_priorities.get(p.task)
-                out.append(RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable, prio))
+                out.append(RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable, prio, p.cards))
         return tuple(out)
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:

@@ -72,7 +72,7 @@ class SnapshotReader:
             for q in queue_rows
         )
         clusters = tuple(
-            self.clusters.snap(c, tuple(jobs.unplaced.get(c.name, {}).values()))
+            self.clusters.snap(c, tuple(jobs.unplaced.get(c.name, {}).values()), jobs.unplaced_cards(c.name))
             for c in self.clusters.read(session=session)
         )
         return Snapshot(
