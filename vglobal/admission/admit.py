@@ -26,6 +26,7 @@ from vglobal.admission.explain import (
     preempting_reason,
 )
 from vglobal.admission.hyperjob import admit_groups, groups_of
+from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
 from vglobal.admission.placement import FailureCache
@@ -204,7 +205,7 @@ class _Cycle:
             if preempted is not None:
                 return preempted
         if self._may_reclaim(job, leaf):
-            planned = self.reclaims.plan(job, leaf)
+            planned = self.reclaims.plan(job, leaf, self._mask(job))
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
                 return planned
@@ -248,9 +249,8 @@ class _Cycle:
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
-        if snap.partitions or job.affinity is not None:
-            # a preemption plan packs the gang on every node: not its partitions' HyperNodes, not
-            # only its queue's node groups
+        if snap.partitions:
+            # a preemption plan packs the gang on the cluster's nodes, not its partitions' HyperNodes
             return False
         return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
 
@@ -259,7 +259,8 @@ class _Cycle:
         there now (see preempt.py); None if no cluster has victims enough."""
         clusters = self.clusters
         cand = clusters.fits_allocatable(job.cand, job.gang)
-        plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, self.checks.excess(job))
+        need = self.checks.excess(job)
+        plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, need, self._mask(job))
         if plan is None:
             return None
         self._take_place(job, plan, {job.leaf: plan.freed})
@@ -267,7 +268,7 @@ class _Cycle:
 
     def _reclaim_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> Admit | None:
         """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
-        got = self.reclaims.plan_pods(job, need, within)
+        got = self.reclaims.plan_pods(job, need, within, self._mask(job))
         if got is None:
             return None
         self._take_place(job, got.plan, got.freed)
@@ -284,9 +285,11 @@ class _Cycle:
         return self.checks.capped_at(job)
 
     def _may_reclaim(self, job: Job, leaf: Leaf) -> bool:
-        # Victims are chosen by node capacity without the queue's node groups: a job confined to
-        # some groups waits for free room there instead.
-        return job.affinity is None and self.reclaims.may(job, leaf)
+        return self.reclaims.may(job, leaf)
+
+    def _mask(self, job: Job) -> NodeMask:
+        """Per cluster, the nodes the job's gang may use: victims count only there."""
+        return everywhere if job.affinity is None else self.prep.nodegroups.mask(job.affinity)
 
     def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
@@ -298,7 +301,7 @@ class _Cycle:
         self.failures = FailureCache()  # free grew: recorded misfits may fit now
         for other in self.leaves.values():
             other.over_cap.clear()
-        placement = clusters.fit(c, job.gang)
+        placement = clusters.fit(c, job.gang, closed_rows(clusters.free(c), plan.closed))
         assert placement is not None, "a plan packs the gang before it is made"
         clusters.commit(c, placement, job.gang)
         self.checks.charge(job)

@@ -18,12 +18,10 @@ import numpy as np
 
 from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray
+from vglobal.admission.node_mask import BLOCKED, NodeMask, Usable
 from vglobal.admission.placement import Candidates, Clusters, Held
 from vglobal.admission.snapshot import ROOT, QueueSnap
 from vglobal.model.queue_affinity import NODE_GROUP_LABEL, QueueAffinity
-
-# What a disallowed node holds away from a gang: more than any node has of anything.
-_BLOCKED = 1 << 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +74,17 @@ class NodeGroups:
             got = self._cands[key] = Candidates(arr, tuple(ids), arr.tobytes() + b"|" + tag, note)
         return got
 
+    def mask(self, aff: QueueAffinity) -> NodeMask:
+        """Per cluster, the allowed nodes as the victim planners take them (node_mask.py)."""
+        return lambda c: Usable(self.allowed(aff, c))
+
     def held(self, aff: QueueAffinity, cand: Candidates, base: Mapping[int, Held]) -> dict[int, Held]:
         """Per candidate cluster, what the gang may not use: the nodes outside the allowed groups
         whole, plus what ``base`` (a starvation reservation) keeps."""
         out: dict[int, Held] = {}
         size = self.clusters.index.size
         for c in cand.ids:
-            blocked = np.where(self.allowed(aff, c)[:, None], 0, _BLOCKED).astype(np.int64)
+            blocked = np.where(self.allowed(aff, c)[:, None], 0, BLOCKED).astype(np.int64)
             matrix = np.broadcast_to(blocked, (blocked.shape[0], size))
             kept = base.get(c)
             out[c] = _Kept(matrix + kept.matrix if kept is not None else np.array(matrix))

@@ -21,6 +21,7 @@ from operator import attrgetter
 
 from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.node_mask import EVERYWHERE, NodeMask, Usable, everywhere
 from vglobal.admission.placement import Clusters
 from vglobal.admission.snapshot import RunningJob, RunningPod, Snapshot
 from vglobal.admission.tree import QueueTree
@@ -56,6 +57,7 @@ class Plan:
     freed: list[int]  # queue charge the victims give back
     pods: dict[str, list[str]] = field(default_factory=dict)  # victim uid -> pod uids (evicted)
     whole: list[str] = field(default_factory=list)  # victim uids taken whole (re-queued)
+    closed: list[int] = field(default_factory=list)  # node rows the gang may not use (node_mask.py)
 
 
 def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
@@ -108,10 +110,17 @@ class Preemptions:
         return got
 
     def plan(
-        self, leaf: int, priority: int, cand: Sequence[int], gang: PreparedGang, need: list[int]
+        self,
+        leaf: int,
+        priority: int,
+        cand: Sequence[int],
+        gang: PreparedGang,
+        need: list[int],
+        mask: NodeMask = everywhere,
     ) -> Plan | None:
-        """Victims on one candidate cluster that make room for the gang and free `need` of the
-        queue's charge (what its limits are exceeded by); None if no cluster works."""
+        """Victims on one candidate cluster that make room for the gang on the nodes `mask`
+        leaves it and free `need` of the queue's charge (what its limits are exceeded by); None
+        if no cluster works."""
         self.plans += 1
         names = self.clusters.names
         wanted = {names[c]: c for c in cand}
@@ -124,7 +133,7 @@ class Preemptions:
                 per_cluster.setdefault(c, []).append(job)
         ranked = sorted(per_cluster, key=lambda c: (-len(per_cluster[c]), c))[:CLUSTERS_PER_PLAN]
         for c in ranked:
-            got = self._plan_cluster(c, per_cluster[c], gang, need, priority)
+            got = self._plan_cluster(c, per_cluster[c], gang, need, priority, mask(c))
             if got is not None:
                 self.taken.update(got.pods)
                 self.taken.update(got.whole)
@@ -133,14 +142,22 @@ class Preemptions:
         return None
 
     def _plan_cluster(
-        self, c: int, jobs: list[RunningJob], gang: PreparedGang, need: list[int], priority: int
+        self,
+        c: int,
+        jobs: list[RunningJob],
+        gang: PreparedGang,
+        need: list[int],
+        priority: int,
+        usable: Usable,
     ) -> Plan | None:
         victims = [self._victim(j, c, priority) for j in jobs]
-        enough = Fit(self.clusters.free(c), gang, need)
+        enough = Fit(self.clusters.free(c), gang, need, usable)
         steps: list[Step] = []
         found = False
         for v in victims:  # surplus pods of elastic victims first, one at a time
             for pod in v.surplus:
+                if not usable.admits(pod.node):
+                    continue  # frees room the gang may not use
                 steps.append(Step(v.job.uid, [pod], pod.req, whole=False))
                 if enough(steps):
                     found = True
@@ -149,7 +166,7 @@ class Preemptions:
                 break
         if not found:
             for v in victims:  # then whole jobs: all their pods and their whole charge
-                if not v.whole_ok:
+                if not v.whole_ok or not any(usable.admits(p.node) for p in v.pods):
                     continue
                 steps = [st for st in steps if st.victim != v.job.uid]
                 steps.append(Step(v.job.uid, v.pods, v.charge, whole=True))
@@ -158,7 +175,7 @@ class Preemptions:
                     break
         if not found:
             return None
-        return plan_of(c, trim(steps, enough), self.index.size)
+        return enough.plan(c, trim(steps, enough), self.index.size)
 
 
 def victim_of(
@@ -184,10 +201,13 @@ def victim_of(
 
 class Fit:
     """Whether victims are enough: they give back at least `need` of the queue charge, and the gang
-    packs onto the cluster's free capacity (`base`, per node row) plus what they hold there."""
+    packs onto the cluster's free capacity (`base`, per node row) plus what they hold there, on
+    the rows `usable` leaves it once they are gone."""
 
-    def __init__(self, base: IntArray, gang: PreparedGang, need: list[int]) -> None:
-        self.base, self.gang, self.need = base, gang, need
+    def __init__(
+        self, base: IntArray, gang: PreparedGang, need: list[int], usable: Usable = EVERYWHERE
+    ) -> None:
+        self.base, self.gang, self.need, self.usable = base, gang, need, usable
 
     def __call__(self, chosen: Sequence[Step]) -> bool:
         freed = [0] * len(self.need)
@@ -200,9 +220,20 @@ class Fit:
                     free[pod.node] += pod.req
         if any(f < n for f, n in zip(freed, self.need, strict=True)):
             return False
+        free = self.usable.apply(free, _gone(chosen))
         if (free.sum(axis=0) < self.gang.total).any():
             return False
         return pack(free, self.gang.shapes)[1] is not None
+
+    def plan(self, c: int, steps: Sequence[Step], size: int) -> Plan:
+        """The plan of the chosen steps, with the rows the gang may still not use."""
+        out = plan_of(c, steps, size)
+        out.closed = self.usable.closed(_gone(steps))
+        return out
+
+
+def _gone(steps: Sequence[Step]) -> set[str]:
+    return {p.uid for st in steps for p in st.pods}
 
 
 def trim(steps: list[Step], enough: Fit) -> list[Step]:
