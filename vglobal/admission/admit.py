@@ -263,19 +263,20 @@ class _Cycle:
         plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, need, self._mask(job))
         if plan is None:
             return None
-        self._take_place(job, plan, {job.leaf: plan.freed})
-        return Admit(clusters.names[plan.cluster], preempting=self._record_preemption(job, plan))
+        nominated = self._take_place(job, plan, {job.leaf: plan.freed})
+        preempting = self._record_preemption(job, plan)
+        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated)
 
     def _reclaim_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> Admit | None:
         """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
         got = self.reclaims.plan_pods(job, need, within, self._mask(job))
         if got is None:
             return None
-        self._take_place(job, got.plan, got.freed)
+        nominated = self._take_place(job, got.plan, got.freed)
         evictions, whole, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
         self.evictions += evictions
         self.reclaims.victims += whole
-        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text)
+        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
 
     def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
         """A queue above the job's leaf at its limit, below which the job may reclaim from its
@@ -291,9 +292,10 @@ class _Cycle:
         """Per cluster, the nodes the job's gang may use: victims count only there."""
         return everywhere if job.affinity is None else self.prep.nodegroups.mask(job.affinity)
 
-    def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:
+    def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> tuple[str, ...]:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
-        onto the resources being released); their queues get their charge back."""
+        onto the resources being released); their queues get their charge back. Returns the nodes
+        its gang was packed onto, for its agent to try first (Volcano's nominatedNodeName)."""
         clusters, c = self.clusters, plan.cluster
         clusters.release(c, plan.freed_rows)
         for q, charge in freed.items():
@@ -306,6 +308,7 @@ class _Cycle:
         clusters.commit(c, placement, job.gang)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
+        return clusters.node_names(c, placement.rows)
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
         cluster, uid = self.clusters.names[plan.cluster], job.snap.uid

@@ -14,7 +14,7 @@ numpy matrices built from the lists on demand (`gang.pack`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -434,6 +434,12 @@ class Clusters:
             if ok:
                 out.append(c)
         return out
+
+    def node_names(self, c: int, rows: Iterable[int]) -> tuple[str, ...]:
+        """The names of cluster c's node rows, in name order."""
+        names = self.snaps[c].nodes
+        wanted = set(rows)
+        return tuple(sorted(n.name for n in names if self.node_col[c][n.name] in wanted))
 
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)

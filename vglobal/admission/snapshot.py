@@ -215,6 +215,9 @@ class Admit:
     preempting: str = ""
     # Set when it goes there in place of surplus pods of queues above their deserved (reclaim).
     reclaiming: str = ""
+    # With preempting or reclaiming: the nodes its gang was packed onto in the room the victims
+    # free, which its agent tries first (Volcano's nominatedNodeName).
+    nominated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,7 @@ class AgentCore:
             own = template_preemption_policies(t.template for t in job.tasks)
             run.preemption_policy = preemption_policy(d.preemption_policy or run.preemption_policy, own)
             run.task_priorities = dict(d.task_priorities)
+            run.nominated = tuple(d.nominated_nodes)
             run.queues = queue_specs(
                 (
                     q.name,

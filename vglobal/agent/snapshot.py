@@ -142,6 +142,7 @@ def job_spec(
         network_topology=topology,
         annotations=dict(job.annotations),
         sub_groups=sub_groups(run, hyper_nodes),
+        nominated_nodes=run.nominated,
     )
 
 

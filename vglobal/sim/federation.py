@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vglobal import convert
-from vglobal.admission import QueueSnap, Wait
+from vglobal.admission import Admit, QueueSnap, Wait
 from vglobal.agent.job_plugins import pod_name
 from vglobal.agent.pods import FINISHED_POD_PHASES
 from vglobal.api.v1 import agent_pb2 as pb
@@ -123,6 +123,7 @@ class Federation:
                         queue=s.job.queue,
                         priority=s.priority,
                         queues=self._chain(s.job.queue),
+                        nominated_nodes=_nominated(cycle.result.decisions[a.uid]),
                     )
                 )
             )
@@ -202,3 +203,8 @@ class Federation:
                     used[p.node] = used.get(p.node, EMPTY) + requests.get(p.pod, EMPTY)
             self.dispatcher.report(st.job_uid, used, started=st.phase in STARTED)
         self.dirty = True
+
+
+def _nominated(decision: Admit | Wait) -> tuple[str, ...]:
+    """The nodes admission made room on for the job, which its Dispatch carries."""
+    return decision.nominated if isinstance(decision, Admit) else ()

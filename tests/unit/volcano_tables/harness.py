@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap, RunningPod, Wait
+from vglobal.admission import Admit, ClusterSnap, HyperNodeSnap, NodeSnap, RunningPod, Wait
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
@@ -454,6 +454,9 @@ class _Federation:
         for a in cycle.admitted:
             m = self.members[a.uid]
             m.run = self._run(m)
+            decision = cycle.result.decisions[a.uid]
+            if isinstance(decision, Admit):  # as the Dispatch carries them
+                m.run.nominated = decision.nominated
             out.admitted.append(m.group.name)
         out.waiting = {
             self.members[uid].group.name: d.reason
