@@ -30,6 +30,7 @@ from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
 from vglobal.admission.placement import FailureCache
+from vglobal.admission.pod_anti import job_mask
 from vglobal.admission.preempt import Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
@@ -224,6 +225,8 @@ class _Cycle:
         held = leaf.held
         if job.affinity is not None:
             held = self.prep.nodegroups.held(job.affinity, job.cand, held)
+        if job.snap.anti_affinity:
+            held = self.prep.anti.held(job.snap, job.cand, held)
         if self.devices.active and needs_cards(job.snap):
             got = self.devices.place(clusters, job.cand, job.gang, held, job.snap)
             if isinstance(got, str):
@@ -290,7 +293,9 @@ class _Cycle:
 
     def _mask(self, job: Job) -> NodeMask:
         """Per cluster, the nodes the job's gang may use: victims count only there."""
-        return everywhere if job.affinity is None else self.prep.nodegroups.mask(job.affinity)
+        if job.affinity is None and not job.snap.anti_affinity:
+            return everywhere
+        return job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
 
     def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> tuple[str, ...]:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it

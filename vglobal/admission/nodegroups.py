@@ -18,7 +18,7 @@ import numpy as np
 
 from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray
-from vglobal.admission.node_mask import BLOCKED, NodeMask, Usable
+from vglobal.admission.node_mask import BLOCKED
 from vglobal.admission.placement import Candidates, Clusters, Held
 from vglobal.admission.snapshot import ROOT, QueueSnap
 from vglobal.model.queue_affinity import NODE_GROUP_LABEL, QueueAffinity
@@ -73,10 +73,6 @@ class NodeGroups:
                 note = f"{cand.note}; {note}"
             got = self._cands[key] = Candidates(arr, tuple(ids), arr.tobytes() + b"|" + tag, note)
         return got
-
-    def mask(self, aff: QueueAffinity) -> NodeMask:
-        """Per cluster, the allowed nodes as the victim planners take them (node_mask.py)."""
-        return lambda c: Usable(self.allowed(aff, c))
 
     def held(self, aff: QueueAffinity, cand: Candidates, base: Mapping[int, Held]) -> dict[int, Held]:
         """Per candidate cluster, what the gang may not use: the nodes outside the allowed groups

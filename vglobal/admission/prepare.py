@@ -20,6 +20,7 @@ from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.nodegroups import NodeGroups
 from vglobal.admission.order import queue_order
 from vglobal.admission.placement import Candidates, Clusters, Held
+from vglobal.admission.pod_anti import PodAntiAffinity, anti_candidates
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.queue_affinity import QueueAffinity
@@ -151,6 +152,7 @@ class Prepared:
         self.gangs = [self.gang(spec) for spec in gid_of]
         self.anywhere = clusters.candidates_anywhere()
         self.nodegroups = NodeGroups(snapshot.queues, clusters)
+        self.anti = PodAntiAffinity(snapshot.running, clusters)
 
     @property
     def scale(self) -> IntArray:
@@ -209,5 +211,7 @@ class Prepared:
                 cand = self.clusters.candidates(job)
             if affinity is not None:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
+            if job.anti_affinity:
+                cand = anti_candidates(cand, job.anti_affinity)
             gang = gangs[gid_by_id[id(job.gang)]]
             append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity))

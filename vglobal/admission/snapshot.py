@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from vglobal.model.gpu_fit import CardFree
+from vglobal.model.pod_anti_affinity import AntiTerm
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -138,6 +139,9 @@ class PendingJob:
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks (partitionPolicy)
     # The GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the card fit reads.
     gpu_hints: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    # Its pods' required pod anti-affinity terms (pod_anti.py): nodes where running pods they
+    # select sit are closed to the gang until those pods are victims.
+    anti_affinity: tuple[AntiTerm, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,8 @@ class RunningPod:
     request: ResourceVector
     preemptable: bool = True  # False: annotated volcano.sh/preemptable: "false", never a victim
     priority: int | None = None  # its task's own PriorityClass value; None = the job's
+    # Its labels (shared by the pods of a task), read only against pending jobs' anti-affinity.
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,7 @@ class RunningJob:
     # No pod of it may go (all not preemptable; a long-running kind that does not say "true"): no
     # victim even while its pods are not known one by one.
     pinned: bool = False
+    namespace: str = ""  # where its pods run (a pod anti-affinity term selects by namespace)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
+from vglobal.model.pod_anti_affinity import anti_terms
 from vglobal.model.preemptable import (
     PREEMPTABLE_KEY,
     preemption_policy,
@@ -140,6 +141,7 @@ class Submission:
             network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),
             group=_group(job),
             partitions=partitions_of(Placement.of(job).partitions),
+            anti_affinity=anti_terms(t.template.get("spec") for t in job.tasks),
         )
 
 

@@ -34,6 +34,7 @@ from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.job import Job, Task, parse_job
+from vglobal.model.pod_anti_affinity import task_pod_labels
 from vglobal.model.preemptable import PREEMPTABLE_KEY, unpreemptable_tasks
 from vglobal.model.queue import parse_queue
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -376,16 +377,22 @@ class _Federation:
         pods = []
         pinned = _unpreemptable(m.job)
         own = self._task_priorities(m)
+        job = m.job
+        labels = {
+            t.name: task_pod_labels(job.name, job.namespace, t.name, _template_labels(t)) for t in job.tasks
+        }
         for name, st in m.run.status.items():
             if st.node:
                 pod = m.run.pods[name]
                 used[st.node] = used.get(st.node, EMPTY) + pod.request + POD_SLOT
-                prio = own.get(pod.task)
-                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, pod.task not in pinned, prio))
+                prio, ok = own.get(pod.task), pod.task not in pinned
+                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, ok, prio, labels[pod.task]))
         self.dispatcher.report(m.uid, used, started=bool(used))
         run = self.dispatcher.running.get(m.uid)
         if run is not None:
-            self.dispatcher.running[m.uid] = replace(run, pods=tuple(pods), min_available=m.job.min_available)
+            self.dispatcher.running[m.uid] = replace(
+                run, pods=tuple(pods), min_available=job.min_available, namespace=job.namespace
+            )
 
     def runs(self) -> list[JobRun]:
         return [m.run for m in self.members.values() if m.run is not None]

@@ -239,9 +239,9 @@ CASES += [
         conf=conf("preempt", ["conformance", "gang", "priority", "proportion", "predicates"]),
         classes=CLASSES,
         evicted=["c1/preemptee2"],
-        # The hub frees room by resources only: it takes preemptee1, not preemptee2 whose
-        # anti-affinity is the conflict (it does not see pods' labels and affinity).
-        pending="pod anti-affinity to running pods at the hub's choice of victims",
+        # The hub sees the preemptor's required anti-affinity and the running pods' labels: n1
+        # stays closed to it while preemptee2 runs there, so preemptee2 is the victim, not the
+        # newer preemptee1 that victim order would take first.
     ),
     Case(
         TOPOLOGY_AWARE,

@@ -243,6 +243,7 @@ class JobCache:
                         group=None if facts.group is None else facts.group.key,
                         whole_only=facts.workload == GROUPED,
                         pinned=facts.pinned,
+                        namespace=facts.namespace,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
@@ -334,4 +335,5 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         group=f.group,
         workload=f.workload,
         partitions=f.partitions,
+        anti_affinity=f.anti_affinity,
     )
