@@ -1,0 +1,109 @@
+"""Queue node-group affinity through hub and agent processes (the agent runs the default conf).
+
+One simulated cluster has two nodes in group team-a, two in team-b and two in none. A job of a
+queue whose affinity requires team-a runs only on team-a's nodes, as its placements show; while
+they are full, the next job of that queue waits at the hub, its reason naming the group, though
+four nodes are free. A queue naming no group keeps to the nodes outside every group (the default
+conf runs nodegroup with strict: false)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.harness import System, wait_for
+from vglobal.client import Client
+
+pytestmark = pytest.mark.e2e
+
+# Nodes are named so that, without the groups, the agent (ties to the lowest name) would place each
+# job elsewhere: team-b's ab-* first, then mplain-*, then team-a's za-*.
+CLUSTER = """
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {name: east}
+spec:
+  nodeGroups:
+  - {name: ab, count: 2, allocatable: {cpu: "4", memory: 16Gi}, labels: {volcano.sh/nodegroup-name: team-b}}
+  - {name: mplain, count: 2, allocatable: {cpu: "4", memory: 16Gi}}
+  - {name: za, count: 2, allocatable: {cpu: "4", memory: 16Gi}, labels: {volcano.sh/nodegroup-name: team-a}}
+"""
+QUEUES = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: qa}
+spec:
+  weight: 1
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [team-a]
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: open}
+spec: {weight: 1}
+"""
+
+
+def _job(name: str, queue: str, pods: int, cpu: str) -> str:
+    # No duration: the pods run until the job is stopped, so the room they take stays taken.
+    return f"""
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: {name}}}
+spec:
+  queue: {queue}
+  minAvailable: {pods}
+  tasks:
+  - name: w
+    replicas: {pods}
+    template:
+      spec:
+        containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+
+
+def _apply(system: System, name: str, text: str) -> None:
+    path = system.tmp / f"{name}.yaml"
+    path.write_text(text)
+    system.cli("apply", "-f", str(path))
+
+
+def _running_on(c: Client, name: str, pods: int) -> list[str] | None:
+    """The nodes of the job's running pods once all ``pods`` run, else None."""
+    j = c.get_job(name)
+    nodes = [p.node for p in j.placements if p.node and p.phase == "Running"]
+    return nodes if j.binding_phase == "Running" and len(nodes) == pods else None
+
+
+def test_a_queue_with_required_node_group_affinity_runs_only_in_its_group(system: System) -> None:
+    system.start_hub()
+    system.start_agent("east", CLUSTER)
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
+    _apply(system, "queues", QUEUES)
+    _apply(system, "team-a-job", _job("team-a-job", "qa", 4, "2"))
+    with system.client() as c:
+        nodes = wait_for(lambda: _running_on(c, "team-a-job", 4), 60, "team-a-job's 4 pods running", system)
+        # 4 pods of 2 cpu: exactly the room of team-a's two nodes, and no other node
+        assert sorted(nodes) == ["za-0", "za-0", "za-1", "za-1"], nodes
+
+        # team-a is full: the next job of qa waits at the hub, not dispatched, though ab-* and
+        # mplain-* (16 cpu) are free; the reason names the group
+        _apply(system, "team-a-more", _job("team-a-more", "qa", 1, "1"))
+        want = "queue qa allows node groups team-a"
+        wait_for(
+            lambda: want in json.dumps(system.get_json("jobs")),
+            60,
+            "team-a-more's reason naming team-a",
+            system,
+        )
+        more = c.get_job("team-a-more")
+        assert more.binding_phase == "Suspended" and not more.cluster, more
+        assert "allowed nodes of east can hold 0 of the 1 pods" in c.explain_job("team-a-more").reason
+
+        # a queue naming no group keeps off every grouped node (strict: false)
+        _apply(system, "anyone", _job("anyone", "open", 2, "4"))
+        nodes = wait_for(lambda: _running_on(c, "anyone", 2), 60, "anyone's 2 pods running", system)
+        assert sorted(nodes) == ["mplain-0", "mplain-1"], nodes
+        assert c.get_job("team-a-more").binding_phase == "Suspended"  # still waiting for team-a
