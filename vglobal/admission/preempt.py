@@ -220,7 +220,8 @@ class Fit:
                     free[pod.node] += pod.req
         if any(f < n for f, n in zip(freed, self.need, strict=True)):
             return False
-        free = self.usable.apply(free, _gone(chosen))
+        if not self.usable.everywhere:
+            free = self.usable.apply(free, _gone(chosen))
         if (free.sum(axis=0) < self.gang.total).any():
             return False
         return pack(free, self.gang.shapes)[1] is not None
