@@ -107,3 +107,41 @@ def test_a_queue_with_required_node_group_affinity_runs_only_in_its_group(system
         nodes = wait_for(lambda: _running_on(c, "anyone", 2), 60, "anyone's 2 pods running", system)
         assert sorted(nodes) == ["mplain-0", "mplain-1"], nodes
         assert c.get_job("team-a-more").binding_phase == "Suspended"  # still waiting for team-a
+
+
+LIMITED = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: ql
+  annotations:
+    volcano.sh/nodegroup-resource-limits: '{"team-a": {"cpu": "4"}}'
+spec:
+  weight: 1
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [team-a]
+"""
+
+
+def test_a_queues_node_group_limit_holds_its_next_gang_at_the_hub(system: System) -> None:
+    """team-a has 8 cpu free, but queue ql may hold only 4 there: its second gang of 2 x 2 cpu waits
+    at the hub, saying so, instead of being sent to an agent that would not place it."""
+    system.start_hub()
+    system.start_agent("east", CLUSTER)
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
+    _apply(system, "limited", LIMITED)
+    _apply(system, "first", _job("first", "ql", 2, "2"))
+    with system.client() as c:
+        nodes = wait_for(lambda: _running_on(c, "first", 2), 60, "first's 2 pods running", system)
+        assert {n[:2] for n in nodes} == {"za"}, nodes
+        _apply(system, "second", _job("second", "ql", 2, "2"))
+        want = "queue ql limits what it holds in node groups team-a"
+        wait_for(
+            lambda: want in json.dumps(system.get_json("jobs")),
+            60,
+            "second's reason naming the limit",
+            system,
+        )
+        second = c.get_job("second")
+        assert second.binding_phase == "Suspended" and not second.cluster, second

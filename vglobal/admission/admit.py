@@ -13,7 +13,7 @@ capacity in its queue.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import repeat
 
 from vglobal.admission.checks import Checks
@@ -29,7 +29,7 @@ from vglobal.admission.hyperjob import admit_groups, groups_of
 from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import FailureCache
+from vglobal.admission.placement import FailureCache, Held, Placement
 from vglobal.admission.pod_anti import job_mask
 from vglobal.admission.preempt import Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
@@ -241,7 +241,7 @@ class _Cycle:
                 clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared
             )
         else:
-            found = place(clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap.network_topology)
+            found = self._place_plain(job, held)
         if found is None:
             return None
         c, placement = found
@@ -249,6 +249,17 @@ class _Cycle:
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
         return Admit(clusters.names[c])
+
+    def _place_plain(self, job: Job, held: Mapping[int, Held]) -> tuple[int, Placement] | None:
+        """placement.py's fit (with a network topology, topology.py's), within the queue's
+        per node group limits if it sets any (group_limits.py)."""
+
+        def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
+            topology = job.snap.network_topology
+            return place(self.clusters, self._hypernode_rows, job.cand, job.gang, holds, topology)
+
+        limits, queue = self.prep.group_limits, self.tree.names[job.leaf]
+        return limits.place(queue, job.cand, job.gang, held, fit) if limits.limited(queue) else fit(held)
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap

@@ -16,6 +16,7 @@ import numpy as np
 
 from vglobal.admission.explain import lookback_wait, queue_wait
 from vglobal.admission.gang import PreparedGang, prepare_gang
+from vglobal.admission.group_limits import GroupLimits
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.nodegroups import NodeGroups
 from vglobal.admission.order import queue_order
@@ -153,6 +154,7 @@ class Prepared:
         self.anywhere = clusters.candidates_anywhere()
         self.nodegroups = NodeGroups(snapshot.queues, clusters)
         self.anti = PodAntiAffinity(snapshot.running, clusters)
+        self.group_limits = GroupLimits(snapshot.queues, snapshot.running, clusters, index)
 
     @property
     def scale(self) -> IntArray:
@@ -198,6 +200,7 @@ class Prepared:
         append = leaf.jobs.append
         queue = self.tree.names[i]
         affinity = self.nodegroups.of(queue)
+        limited = self.group_limits.limited(queue)
         for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
             rid = rid_by_id[id(job.request)]
             if (
@@ -213,5 +216,7 @@ class Prepared:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
             if job.anti_affinity:
                 cand = anti_candidates(cand, job.anti_affinity)
+            if limited:
+                cand = self.group_limits.note(cand, queue)
             gang = gangs[gid_by_id[id(job.gang)]]
             append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity))

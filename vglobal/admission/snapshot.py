@@ -23,6 +23,7 @@ _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 _NO_PLACEMENTS: Mapping[str, ResourceVector] = MappingProxyType({})
 _NO_USAGE: Mapping[str, float] = MappingProxyType({})
 _NO_CARDS: Mapping[str, tuple[CardFree, ...]] = MappingProxyType({})
+_NO_LIMITS: Mapping[str, ResourceVector] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class QueueSnap:
     reclaimed: ResourceVector = EMPTY
     # spec.affinity (node groups); None = unset, so the nearest ancestor's applies (nodegroups.py).
     affinity: QueueAffinity | None = None
+    # Its volcano.sh/nodegroup-resource-limits: per node group, what its pods may hold there
+    # (group_limits.py); not inherited.
+    node_group_limits: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_LIMITS)
 
 
 Gang = tuple[tuple[ResourceVector, int], ...]

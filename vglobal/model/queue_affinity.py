@@ -14,6 +14,7 @@ from pydantic import Field, StrictStr
 
 from vglobal.model.errors import Problems
 from vglobal.model.k8s import Model
+from vglobal.model.resources import ResourceVector
 
 NODE_GROUP_LABEL = "volcano.sh/nodegroup-name"
 # The cluster label an agent registers with when its scheduler runs the nodegroup predicate:
@@ -145,3 +146,15 @@ def node_group_limits(raw: str) -> dict[str, dict[str, str]]:
                 raise ValueError(f"{group}.{name}: expected a quantity, got {value!r}")
         out[str(group)] = {str(k): str(v) for k, v in resources.items()}
     return out
+
+
+def limit_vectors(annotations: Mapping[str, Any]) -> dict[str, ResourceVector]:
+    """The annotation's limits in canonical units ({} when the queue sets none; a stored queue's
+    annotation was checked on apply)."""
+    raw = annotations.get(NODE_GROUP_LIMITS)
+    if not raw:
+        return {}
+    try:
+        return {g: ResourceVector.from_quantities(r) for g, r in node_group_limits(str(raw)).items()}
+    except ValueError:
+        return {}

@@ -29,6 +29,7 @@ from vglobal.model.preemptable import (
 )
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import ROOT, Queue, default_queue
+from vglobal.model.queue_affinity import limit_vectors
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.model.workloads import long_running
 
@@ -166,6 +167,7 @@ class Workload:
                 open=q.state == "Open",
                 created=i,
                 affinity=q.affinity,
+                node_group_limits=limit_vectors(q.annotations),
             )
             for i, q in enumerate(self.queues)
         )

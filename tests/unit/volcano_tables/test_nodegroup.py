@@ -310,9 +310,11 @@ def test_invalid_annotation_rejects_queue_tasks() -> None:
 
 def test_allocation_event_updates_nodegroup_usage() -> None:
     """TestNodeGroupResourceLimitAllocationEvent: once the first pod is allocated in group1, the
-    second would pass the group's limit. Through the hub and the agent: the hub admits both
-    PodGroups (it does not count usage per node group; see the README), the agent binds one and
-    keeps the other pending."""
+    second would pass the group's limit. The agent's plugin counts the allocation as Volcano's
+    event handler does. Through the hub and the agent: both PodGroups have minMember 0, so their
+    pods are elastic and the hub has no gang to place (nor count) in the group; it admits both,
+    the agent binds one and keeps the other pending (tests/unit/admission/test_admission_group_limits.py
+    has the hub counting gangs)."""
     queue = Queue(
         "q-event-limit",
         affinity=affinity(["group1"], []),
@@ -336,5 +338,8 @@ def test_allocation_event_updates_nodegroup_usage() -> None:
         waiting=[],
     )
     ssn, _ = _session(case)
+    task1 = next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.uid == "limit/pending-1")
     assert _verdict(ssn, "limit/pending-2")[0] == {"n1": OK}  # before any allocation
+    ssn.allocate_on(task1, 0)
+    assert _verdict(ssn, "limit/pending-2")[0] == {"n1": NO}  # the allocation event counted it
     check(case)
