@@ -436,10 +436,9 @@ class Clusters:
         return out
 
     def node_names(self, c: int, rows: Iterable[int]) -> tuple[str, ...]:
-        """The names of cluster c's node rows, in name order."""
-        names = self.snaps[c].nodes
-        wanted = set(rows)
-        return tuple(sorted(n.name for n in names if self.node_col[c][n.name] in wanted))
+        """The names of cluster c's node rows, in name order (rows are in name order)."""
+        names = sorted(self.node_col[c])
+        return tuple(names[r] for r in sorted(rows))
 
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)
