@@ -11,6 +11,7 @@ a finished job releases its queue usage at once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,7 +141,16 @@ class Federation:
         q = self._queues.get(queue)
         while q is not None and len(out) < len(self._queues):
             aff = None if q.affinity is None else convert.queue_affinity(q.affinity)
-            out.append(pb.DispatchQueue(name=q.name, parent=q.parent or "", weight=q.weight, affinity=aff))
+            limits = {g: v.to_quantities() for g, v in q.node_group_limits.items()}
+            out.append(
+                pb.DispatchQueue(
+                    name=q.name,
+                    parent=q.parent or "",
+                    weight=q.weight,
+                    affinity=aff,
+                    node_group_resource_limits=json.dumps(limits) if limits else "",
+                )
+            )
             q = self._queues.get(q.parent or "")
         return out
 
