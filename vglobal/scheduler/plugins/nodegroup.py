@@ -129,7 +129,8 @@ class NodeGroupPlugin(Plugin[Session]):
                 limit.add(task, sign)
 
         ssn.add_predicate_fn(self.name, predicate)
-        ssn.add_node_order_fn(self.name, one, batch)
+        if any(g is not None for g in groups):  # else every node scores 0: nothing to add
+            ssn.add_node_order_fn(self.name, one, batch)
         if any(v is not None for v in limits.values()):
             ssn.add_event_handler(EventHandler(lambda t: allocated(t, 1), lambda t: allocated(t, -1)))
 
@@ -209,7 +210,8 @@ def _filters(groups: list[str | None], aff: GroupAffinity | None, strict: bool) 
     if aff is None or aff.unset:
         if strict:
             return [NodeFilter(LABEL_NOT_FOUND, labelled), NodeFilter(AFFINITY_NOT_FOUND, ~labelled)]
-        return [NodeFilter(AFFINITY_NOT_FOUND, ~labelled)]
+        # not strict: the nodes outside every group (on a cluster without groups, all: no filter)
+        return [NodeFilter(AFFINITY_NOT_FOUND, ~labelled)] if labelled.any() else []
     admitted = np.array([g is not None and aff.admits(g) for g in groups], dtype=np.bool_)
     return [NodeFilter(LABEL_NOT_FOUND, labelled), NodeFilter(UNSATISFIED, admitted | ~labelled)]
 
