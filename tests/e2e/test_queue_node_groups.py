@@ -145,3 +145,78 @@ def test_a_queues_node_group_limit_holds_its_next_gang_at_the_hub(system: System
         )
         second = c.get_job("second")
         assert second.binding_phase == "Suspended" and not second.cluster, second
+
+
+# Team-a's node sorts first: the agent fills it with an elastic job's first pods, so the newest
+# pods, which victim order takes first, are on team-b's node.
+TWO = """
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {name: east}
+spec:
+  nodeGroups:
+  - {name: aa, count: 1, allocatable: {cpu: "4", memory: 16Gi}, labels: {volcano.sh/nodegroup-name: team-a}}
+  - {name: zb, count: 1, allocatable: {cpu: "4", memory: 16Gi}, labels: {volcano.sh/nodegroup-name: team-b}}
+"""
+SHARED = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: wide}
+spec:
+  deserved: {cpu: "4"}
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [team-a, team-b]
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: qa}
+spec:
+  deserved: {cpu: "4"}
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [team-a]
+"""
+
+
+def _on(c: Client, name: str) -> dict[str, list[str]]:
+    """Node -> names of the job's running pods there."""
+    out: dict[str, list[str]] = {}
+    for p in c.get_job(name).placements:
+        if p.node and p.phase == "Running":
+            out.setdefault(p.node, []).append(p.pod)
+    return out
+
+
+def test_reclaim_for_a_queue_confined_to_a_group_takes_pods_only_there(system: System) -> None:
+    """Queue wide runs 8 pods over its deserved share on both nodes; queue qa (team-a only) takes
+    back room for its gang: the pods evicted are on team-a's node, though the newest are not, and
+    its pods run there."""
+    system.start_hub()
+    system.start_agent("east", TWO)
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
+    _apply(system, "shared", SHARED)
+    elastic = _job("elastic", "wide", 8, "1").replace("minAvailable: 8", "minAvailable: 1")
+    _apply(system, "elastic", elastic)
+    with system.client() as c:
+        before = wait_for(
+            lambda: (got := _on(c, "elastic")) and sum(map(len, got.values())) == 8 and got,
+            60,
+            "the elastic job's 8 pods running",
+            system,
+        )
+        assert sorted(before) == ["aa-0", "zb-0"] and len(before["aa-0"]) == 4, before
+        _apply(system, "taker", _job("taker", "qa", 2, "1"))
+        taker = wait_for(
+            lambda: (got := _on(c, "taker")) and sum(map(len, got.values())) == 2 and got,
+            60,
+            "the taker's 2 pods running",
+            system,
+        )
+        assert list(taker) == ["aa-0"], taker
+        after = _on(c, "elastic")
+        # its pods on team-b's node are untouched; 2 of those on team-a's made room
+        assert sorted(after["zb-0"]) == sorted(before["zb-0"]), (before, after)
+        assert len(after.get("aa-0", [])) == 2 and set(after["aa-0"]) <= set(before["aa-0"]), (before, after)
+        reclaiming = [e.message for e in c.explain_job("taker").events if e.reason == "Reclaiming"]
+        assert len(reclaiming) == 1 and "evicting 2 pods of" in reclaiming[0], reclaiming
