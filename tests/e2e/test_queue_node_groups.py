@@ -4,7 +4,8 @@ One simulated cluster has two nodes in group team-a, two in team-b and two in no
 queue whose affinity requires team-a runs only on team-a's nodes, as its placements show; while
 they are full, the next job of that queue waits at the hub, its reason naming the group, though
 four nodes are free. A queue naming no group keeps to the nodes outside every group (the default
-conf runs nodegroup with strict: false)."""
+conf runs nodegroup with strict: false). A queue's node-group limit holds its next gang at the hub;
+reclaim for a queue confined to a group evicts pods only on that group's nodes."""
 
 from __future__ import annotations
 
