@@ -266,7 +266,7 @@ class _Cycle:
         if snap.partitions:
             # a preemption plan packs the gang on the cluster's nodes, not its partitions' HyperNodes
             return False
-        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
+        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang, _mask_key(job))
 
     def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:
         """Lower-priority pods of the job's queue make way for it on one cluster, and it goes
@@ -274,7 +274,9 @@ class _Cycle:
         clusters = self.clusters
         cand = clusters.fits_allocatable(job.cand, job.gang)
         need = self.checks.excess(job)
-        plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, need, self._mask(job))
+        plan = self.preempt.plan(
+            leaf.index, job.snap.priority, cand, job.gang, need, self._mask(job), _mask_key(job)
+        )
         if plan is None:
             return None
         nominated = self._take_place(job, plan, {job.leaf: plan.freed})
@@ -346,6 +348,12 @@ class _Cycle:
             got = Wait(WaitKind.NoFit, no_fit_reason(self.clusters.describe(job.gang), best))
             self._no_fits[key] = got
         return got
+
+
+def _mask_key(job: Job) -> str:
+    """What sets the job's node mask apart from its queue's (whose jobs share node groups): its
+    pods' anti-affinity terms; a failed preemption plan is remembered under it."""
+    return repr(job.snap.anti_affinity) if job.snap.anti_affinity else ""
 
 
 def admit(snapshot: Snapshot) -> AdmissionResult:

@@ -88,17 +88,18 @@ class Preemptions:
         self.lowest = {i: jobs[0].priority for i, jobs in self._jobs.items()}
         self.plans = 0
         self.taken: set[str] = set()
-        self._failed: set[tuple[int, int, str]] = set()  # (leaf, priority, gang tag)
+        # (leaf, priority, gang tag, key): a key tells apart jobs whose masks differ (anti-affinity)
+        self._failed: set[tuple[int, int, str, str]] = set()
         self._victims: dict[tuple[str, int], Victim] = {}
 
-    def may(self, leaf: int, priority: int, policy: str, gang: PreparedGang) -> bool:
+    def may(self, leaf: int, priority: int, policy: str, gang: PreparedGang, key: str = "") -> bool:
         low = self.lowest.get(leaf)
         return (
             low is not None
             and low < priority
             and policy != NEVER
             and self.plans < MAX_PREEMPT_PLANS
-            and (leaf, priority, gang.tag) not in self._failed
+            and (leaf, priority, gang.tag, key) not in self._failed
         )
 
     def _victim(self, job: RunningJob, c: int, priority: int) -> Victim:
@@ -117,6 +118,7 @@ class Preemptions:
         gang: PreparedGang,
         need: list[int],
         mask: NodeMask = everywhere,
+        key: str = "",
     ) -> Plan | None:
         """Victims on one candidate cluster that make room for the gang on the nodes `mask`
         leaves it and free `need` of the queue's charge (what its limits are exceeded by); None
@@ -138,7 +140,7 @@ class Preemptions:
                 self.taken.update(got.pods)
                 self.taken.update(got.whole)
                 return got
-        self._failed.add((leaf, priority, gang.tag))
+        self._failed.add((leaf, priority, gang.tag, key))
         return None
 
     def _plan_cluster(

@@ -78,3 +78,19 @@ def test_preemption_takes_the_pod_that_closes_the_node() -> None:
     assert admitted(got) == {"hi": "c"}
     assert [p for e in got.evictions for p in e.pods] == ["conflict-0"]
     assert got.decisions["hi"].nominated == ("n1",)  # type: ignore[union-attr]
+
+
+def test_a_job_whose_anti_affinity_finds_no_victims_does_not_stop_the_same_gang_without_it() -> None:
+    # n1 is full: a lower-priority pod that may go, and a pod of the preemptors' own priority that
+    # closes n1 to the anti-affinity job. The older job (with the term) cannot preempt; the younger
+    # one of the same gang and priority can, in the same cycle.
+    node = ClusterSnap("c", {}, (NodeSnap("n1", cpu(0), cpu(2), {HOST: "n1"}),))
+    running = (_run("low", "n1", {"app": "web"}), _run("peer", "n1", {"app": "db"}, priority=100))
+    anti = (term(HOST, {"matchLabels": {"app": "db"}}),)
+    pending = (
+        replace(job("picky", "q", cpu(1), priority=100, created=1), anti_affinity=anti),
+        job("plain", "q", cpu(1), priority=100, created=2),
+    )
+    got = admit(Snapshot(0, (QueueSnap("q"),), (node,), pending, running))
+    assert admitted(got) == {"plain": "c"}
+    assert [p for e in got.evictions for p in e.pods] == ["low-0"]
