@@ -225,7 +225,7 @@ class _Cycle:
         held = leaf.held
         if job.affinity is not None:
             held = self.prep.nodegroups.held(job.affinity, job.cand, held)
-        if job.snap.anti_affinity:
+        if self.prep.anti.applies(job.snap):
             held = self.prep.anti.held(job.snap, job.cand, held)
         if self.devices.active and needs_cards(job.snap):
             got = self.devices.place(clusters, job.cand, job.gang, held, job.snap)
@@ -266,7 +266,9 @@ class _Cycle:
         if snap.partitions:
             # a preemption plan packs the gang on the cluster's nodes, not its partitions' HyperNodes
             return False
-        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang, _mask_key(job))
+        return self.preempt.may(
+            leaf.index, snap.priority, snap.preemption_policy, job.gang, self._mask_key(job)
+        )
 
     def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:
         """Lower-priority pods of the job's queue make way for it on one cluster, and it goes
@@ -275,7 +277,7 @@ class _Cycle:
         cand = clusters.fits_allocatable(job.cand, job.gang)
         need = self.checks.excess(job)
         plan = self.preempt.plan(
-            leaf.index, job.snap.priority, cand, job.gang, need, self._mask(job), _mask_key(job)
+            leaf.index, job.snap.priority, cand, job.gang, need, self._mask(job), self._mask_key(job)
         )
         if plan is None:
             return None
@@ -306,9 +308,15 @@ class _Cycle:
 
     def _mask(self, job: Job) -> NodeMask:
         """Per cluster, the nodes the job's gang may use: victims count only there."""
-        if job.affinity is None and not job.snap.anti_affinity:
+        if job.affinity is None and not self.prep.anti.applies(job.snap):
             return everywhere
         return job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
+
+    def _mask_key(self, job: Job) -> str:
+        """What sets the job's node mask apart from its queue's (whose jobs share node groups): pod
+        anti-affinity, whose candidates carry a key of their own; a failed preemption plan is
+        remembered under it."""
+        return job.cand.key.hex() if self.prep.anti.applies(job.snap) else ""
 
     def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> tuple[str, ...]:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
@@ -348,12 +356,6 @@ class _Cycle:
             got = Wait(WaitKind.NoFit, no_fit_reason(self.clusters.describe(job.gang), best))
             self._no_fits[key] = got
         return got
-
-
-def _mask_key(job: Job) -> str:
-    """What sets the job's node mask apart from its queue's (whose jobs share node groups): its
-    pods' anti-affinity terms; a failed preemption plan is remembered under it."""
-    return repr(job.snap.anti_affinity) if job.snap.anti_affinity else ""
 
 
 def admit(snapshot: Snapshot) -> AdmissionResult:

@@ -21,7 +21,7 @@ from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.nodegroups import NodeGroups
 from vglobal.admission.order import queue_order
 from vglobal.admission.placement import Candidates, Clusters, Held
-from vglobal.admission.pod_anti import PodAntiAffinity, anti_candidates
+from vglobal.admission.pod_anti import PodAntiAffinity
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.queue_affinity import QueueAffinity
@@ -214,8 +214,8 @@ class Prepared:
                 cand = self.clusters.candidates(job)
             if affinity is not None:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
-            if job.anti_affinity:
-                cand = anti_candidates(cand, job.anti_affinity)
+            if self.anti.applies(job):
+                cand = self.anti.candidates(cand, job)
             if limited:
                 cand = self.group_limits.note(cand, queue)
             gang = gangs[gid_by_id[id(job.gang)]]

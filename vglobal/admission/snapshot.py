@@ -24,6 +24,7 @@ _NO_PLACEMENTS: Mapping[str, ResourceVector] = MappingProxyType({})
 _NO_USAGE: Mapping[str, float] = MappingProxyType({})
 _NO_CARDS: Mapping[str, tuple[CardFree, ...]] = MappingProxyType({})
 _NO_LIMITS: Mapping[str, ResourceVector] = MappingProxyType({})
+_NO_TASK_LABELS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,10 @@ class PendingJob:
     # Its pods' required pod anti-affinity terms (pod_anti.py): nodes where running pods they
     # select sit are closed to the gang until those pods are victims.
     anti_affinity: tuple[AntiTerm, ...] = ()
+    # Its tasks and the labels their templates give their pods (tasks with labels only): running
+    # pods' own anti-affinity is checked against them (with the controller's labels, pod_anti.py).
+    tasks: tuple[str, ...] = ()
+    task_labels: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _NO_TASK_LABELS)
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,7 @@ class RunningJob:
     # victim even while its pods are not known one by one.
     pinned: bool = False
     namespace: str = ""  # where its pods run (a pod anti-affinity term selects by namespace)
+    anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
 
 
 @dataclass(frozen=True)

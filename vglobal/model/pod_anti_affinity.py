@@ -71,3 +71,9 @@ def task_pod_labels(
 ) -> dict[str, str]:
     """The labels every pod of a task carries on its cluster."""
     return {**(template or {}), JOB_NAME: job, JOB_NAMESPACE: namespace, TASK_SPEC: task}
+
+
+def template_labels(template: Mapping[str, Any] | None) -> dict[str, str]:
+    """The labels a pod template gives its pods."""
+    labels = ((template or {}).get("metadata") or {}).get("labels") or {}
+    return {str(k): str(v) for k, v in labels.items()}

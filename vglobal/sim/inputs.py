@@ -20,7 +20,7 @@ from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
-from vglobal.model.pod_anti_affinity import anti_terms
+from vglobal.model.pod_anti_affinity import anti_terms, template_labels
 from vglobal.model.preemptable import (
     PREEMPTABLE_KEY,
     preemption_policy,
@@ -143,6 +143,8 @@ class Submission:
             group=_group(job),
             partitions=partitions_of(Placement.of(job).partitions),
             anti_affinity=anti_terms(t.template.get("spec") for t in job.tasks),
+            tasks=tuple(t.name for t in job.tasks),
+            task_labels={t.name: labels for t in job.tasks if (labels := template_labels(t.template))},
         )
 
 

@@ -94,3 +94,25 @@ def test_a_job_whose_anti_affinity_finds_no_victims_does_not_stop_the_same_gang_
     got = admit(Snapshot(0, (QueueSnap("q"),), (node,), pending, running))
     assert admitted(got) == {"plain": "c"}
     assert [p for e in got.evictions for p in e.pods] == ["low-0"]
+
+
+def test_a_running_pods_own_anti_affinity_keeps_the_gang_out_of_its_domain() -> None:
+    # The pod on n1 (zone a) will have no pod labelled app=db in its zone: a gang whose template
+    # says app=db goes to zone b; one of another app may go to zone a.
+    guard = replace(
+        _run("guard", "n1", {"app": "guard"}),
+        anti_affinity=(term(ZONE, {"matchLabels": {"app": "db"}}),),
+    )
+    db = replace(job("db", "q", cpu(2)), tasks=("w",), task_labels={"w": {"app": "db"}})
+    web = replace(job("web", "q", cpu(2), created=1), tasks=("w",), task_labels={"w": {"app": "web"}})
+    # zone a has n2 free (2 cpu), zone b has nothing free but n4 (2 cpu): one pod each
+    cluster = _cluster({"n1": 1, "n3": 2})
+    got = admit(Snapshot(0, (QueueSnap("q"),), (cluster,), (db, web), (guard,)))
+    assert admitted(got) == {"db": "c", "web": "c"}
+    # with zone b full, the db gang has nowhere to go though n2 is free
+    full_b = _cluster({"n1": 1, "n3": 2, "n4": 2})
+    got = admit(Snapshot(0, (QueueSnap("q"),), (full_b,), (db,), (guard,)))
+    assert admitted(got) == {}
+    assert "anti-affinity" in reason(got, "db")
+    got = admit(Snapshot(0, (QueueSnap("q"),), (full_b,), (web,), (guard,)))
+    assert admitted(got) == {"web": "c"}

@@ -244,6 +244,7 @@ class JobCache:
                         whole_only=facts.workload == GROUPED,
                         pinned=facts.pinned,
                         namespace=facts.namespace,
+                        anti_affinity=facts.anti_affinity,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
@@ -336,4 +337,6 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         workload=f.workload,
         partitions=f.partitions,
         anti_affinity=f.anti_affinity,
+        tasks=f.tasks,
+        task_labels=f.template_labels,
     )

@@ -58,6 +58,7 @@ class JobFacts:
     workload: str = ""  # the API resource it is written as in its cluster ("" for a Volcano Job)
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
+    tasks: tuple[str, ...] = ()  # its task names
     template_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # labelled tasks
 
     @classmethod
@@ -91,6 +92,7 @@ class JobFacts:
             workload=s.placement.workload,
             partitions=partitions_of(s.placement.partitions),
             anti_affinity=s.anti_affinity,
+            tasks=tuple(s.pod_requests),
             template_labels=s.template_labels,
         )
 
