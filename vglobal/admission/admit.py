@@ -225,7 +225,7 @@ class _Cycle:
         held = leaf.held
         if job.affinity is not None:
             held = self.prep.nodegroups.held(job.affinity, job.cand, held)
-        if self.prep.anti.applies(job.snap):
+        if job.anti:
             held = self.prep.anti.held(job.snap, job.cand, held)
         if self.devices.active and needs_cards(job.snap):
             got = self.devices.place(clusters, job.cand, job.gang, held, job.snap)
@@ -254,12 +254,14 @@ class _Cycle:
         """placement.py's fit (with a network topology, topology.py's), within the queue's
         per node group limits if it sets any (group_limits.py)."""
 
+        topology = job.snap.network_topology
+        if not job.limited:
+            return place(self.clusters, self._hypernode_rows, job.cand, job.gang, held, topology)
+
         def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
-            topology = job.snap.network_topology
             return place(self.clusters, self._hypernode_rows, job.cand, job.gang, holds, topology)
 
-        limits, queue = self.prep.group_limits, self.tree.names[job.leaf]
-        return limits.place(queue, job.cand, job.gang, held, fit) if limits.limited(queue) else fit(held)
+        return self.prep.group_limits.place(self.tree.names[job.leaf], job.cand, job.gang, held, fit)
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
@@ -308,7 +310,7 @@ class _Cycle:
 
     def _mask(self, job: Job) -> NodeMask:
         """Per cluster, the nodes the job's gang may use: victims count only there."""
-        if job.affinity is None and not self.prep.anti.applies(job.snap):
+        if job.affinity is None and not job.anti:
             return everywhere
         return job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
 
@@ -316,7 +318,7 @@ class _Cycle:
         """What sets the job's node mask apart from its queue's (whose jobs share node groups): pod
         anti-affinity, whose candidates carry a key of their own; a failed preemption plan is
         remembered under it."""
-        return job.cand.key.hex() if self.prep.anti.applies(job.snap) else ""
+        return job.cand.key.hex() if job.anti else ""
 
     def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> tuple[str, ...]:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it

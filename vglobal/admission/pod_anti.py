@@ -55,6 +55,7 @@ class PodAntiAffinity:
             (j.namespace, t) for j in running if j.anti_affinity and j.pods for t in j.anti_affinity
         }
         self._selected: dict[str, bool] = {}
+        self.running_terms = bool(self._terms)
 
     def applies(self, job: PendingJob) -> bool:
         """Whether anti-affinity may close nodes to the job: its own terms, or a running pod's

@@ -42,6 +42,8 @@ class Job:
     gang: PreparedGang
     cand: Candidates
     affinity: QueueAffinity | None = None  # its queue's node groups (nodegroups.py)
+    anti: bool = False  # pod anti-affinity may close nodes to it (pod_anti.py)
+    limited: bool = False  # its queue limits what it holds per node group (group_limits.py)
 
 
 @dataclass(slots=True)
@@ -201,6 +203,7 @@ class Prepared:
         queue = self.tree.names[i]
         affinity = self.nodegroups.of(queue)
         limited = self.group_limits.limited(queue)
+        anti_on = self.anti.running_terms  # a running pod's own terms may select the job
         for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
             rid = rid_by_id[id(job.request)]
             if (
@@ -214,9 +217,10 @@ class Prepared:
                 cand = self.clusters.candidates(job)
             if affinity is not None:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
-            if self.anti.applies(job):
+            anti = (anti_on or bool(job.anti_affinity)) and self.anti.applies(job)
+            if anti:
                 cand = self.anti.candidates(cand, job)
             if limited:
                 cand = self.group_limits.note(cand, queue)
             gang = gangs[gid_by_id[id(job.gang)]]
-            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity))
+            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity, anti, limited))
