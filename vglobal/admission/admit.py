@@ -240,8 +240,10 @@ class _Cycle:
             found = place_partitioned(
                 clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared
             )
+        elif job.limited:
+            found = self._place_limited(job, held)
         else:
-            found = self._place_plain(job, held)
+            found = place(clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap.network_topology)
         if found is None:
             return None
         c, placement = found
@@ -250,13 +252,10 @@ class _Cycle:
         self.admitted.append(job.snap.uid)
         return Admit(clusters.names[c])
 
-    def _place_plain(self, job: Job, held: Mapping[int, Held]) -> tuple[int, Placement] | None:
-        """placement.py's fit (with a network topology, topology.py's), within the queue's
-        per node group limits if it sets any (group_limits.py)."""
-
+    def _place_limited(self, job: Job, held: Mapping[int, Held]) -> tuple[int, Placement] | None:
+        """placement.py's fit (with a network topology, topology.py's) within the queue's per
+        node group limits (group_limits.py)."""
         topology = job.snap.network_topology
-        if not job.limited:
-            return place(self.clusters, self._hypernode_rows, job.cand, job.gang, held, topology)
 
         def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
             return place(self.clusters, self._hypernode_rows, job.cand, job.gang, holds, topology)
@@ -268,9 +267,8 @@ class _Cycle:
         if snap.partitions:
             # a preemption plan packs the gang on the cluster's nodes, not its partitions' HyperNodes
             return False
-        return self.preempt.may(
-            leaf.index, snap.priority, snap.preemption_policy, job.gang, self._mask_key(job)
-        )
+        key = job.cand.key.hex() if job.anti else ""  # see _mask_key
+        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang, key)
 
     def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:
         """Lower-priority pods of the job's queue make way for it on one cluster, and it goes

@@ -217,7 +217,7 @@ class Prepared:
                 cand = self.clusters.candidates(job)
             if affinity is not None:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
-            anti = (anti_on or bool(job.anti_affinity)) and self.anti.applies(job)
+            anti = self.anti.applies(job) if anti_on or job.anti_affinity else False
             if anti:
                 cand = self.anti.candidates(cand, job)
             if limited:
