@@ -28,7 +28,7 @@ from vglobal.model.forms import PodPlacement, TaskCounts, tasks_from_json
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.mig_fit import MigInstance
-from vglobal.model.queue_affinity import QueueAffinity, affinity_from_manifest
+from vglobal.model.queue_affinity import NODE_GROUP_LIMITS, QueueAffinity, affinity_from_manifest
 from vglobal.model.records import (
     ClusterRow,
     CronJobRow,
@@ -276,12 +276,14 @@ def dispatch_queues(queue: str, rows: Mapping[str, QueueRow]) -> list[agent_pb2.
     while name and name != "root" and name in rows and len(out) < len(rows):
         row = rows[name]
         affinity = affinity_from_manifest(row.manifest)
+        annotations = (row.manifest.get("metadata") or {}).get("annotations") or {}
         out.append(
             agent_pb2.DispatchQueue(
                 name=name,
                 parent=row.parent or "",
                 weight=row.weight,
                 affinity=queue_affinity(affinity) if affinity is not None else None,
+                node_group_resource_limits=str(annotations.get(NODE_GROUP_LIMITS, "")),
             )
         )
         name = row.parent

@@ -27,9 +27,11 @@ from vglobal.admission.explain import (
 )
 from vglobal.admission.hyperjob import admit_groups, groups_of
 from vglobal.admission.index import IntArray
+from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.order import FairOrder, decayed_offsets
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import FailureCache, Held, Placement
+from vglobal.admission.placement import FailureCache, Held, HeldRows, Placement
+from vglobal.admission.pod_anti import job_mask
 from vglobal.admission.preempt import CardCheck, Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
@@ -206,7 +208,8 @@ class _Cycle:
             if preempted is not None:
                 return preempted
         if self._may_reclaim(job, leaf):
-            planned = self.reclaims.plan(job, leaf, None if cards is None else self._card_check(job, cards))
+            check = None if cards is None else self._card_check(job, cards)
+            planned = self.reclaims.plan(job, leaf, check, self._mask(job))
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
                 return planned
@@ -225,6 +228,8 @@ class _Cycle:
         held = leaf.held
         if job.affinity is not None:
             held = self.prep.nodegroups.held(job.affinity, job.cand, held)
+        if job.anti:
+            held = self.prep.anti.held(job.snap, job.cand, held)
         found = self._placement(job, held, cards)
         if found is None:
             if cards is not None:
@@ -243,7 +248,8 @@ class _Cycle:
     def _placement(
         self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
     ) -> tuple[int, Placement] | None:
-        """Where the gang goes (its HyperNodes, partitions and GPU cards too), not committed."""
+        """Where the gang goes (its HyperNodes, partitions, node-group limits and GPU cards too),
+        not committed."""
         clusters = self.clusters
         if job.snap.partitions:
             prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
@@ -251,7 +257,14 @@ class _Cycle:
                 clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared, cards
             )
         topo = job.snap.network_topology
-        return place(clusters, self._hypernode_rows, job.cand, job.gang, held, topo, cards)
+        if not job.limited:
+            return place(clusters, self._hypernode_rows, job.cand, job.gang, held, topo, cards)
+
+        def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
+            return place(clusters, self._hypernode_rows, job.cand, job.gang, holds, topo, cards)
+
+        # within the queue's per node group limits (group_limits.py)
+        return self.prep.group_limits.place(self.tree.names[job.leaf], job.cand, job.gang, held, fit)
 
     def _card_reason(self, job: Job, held: Mapping[int, Held], cards: CardPacker) -> str:
         """Why the gang waits when its GPU cards are what keeps it out ("" when its resources or
@@ -276,11 +289,11 @@ class _Cycle:
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
-        if snap.partitions or job.affinity is not None:
-            # a preemption plan packs the gang on every node: not its partitions' HyperNodes, not
-            # only its queue's node groups
+        if snap.partitions:
+            # a preemption plan packs the gang on the cluster's nodes, not its partitions' HyperNodes
             return False
-        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
+        key = job.cand.key.hex() if job.anti else ""  # see _mask_key
+        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang, key)
 
     def _preempt(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
         """Lower-priority pods of the job's queue make way for it on one cluster, and it goes
@@ -291,27 +304,29 @@ class _Cycle:
         if cards is not None:
             cand = [c for c in cand if cards.could_ever(c, job.gang)]
             check = self._card_check(job, cards)
+        need = self.checks.excess(job)
         plan = self.preempt.plan(
-            leaf.index, job.snap.priority, cand, job.gang, self.checks.excess(job), check
+            leaf.index, job.snap.priority, cand, job.gang, need, check, self._mask(job), self._mask_key(job)
         )
         if plan is None:
             return None
-        self._take_place(job, plan, {job.leaf: plan.freed}, cards)
-        return Admit(clusters.names[plan.cluster], preempting=self._record_preemption(job, plan))
+        nominated = self._take_place(job, plan, {job.leaf: plan.freed}, cards)
+        preempting = self._record_preemption(job, plan)
+        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated)
 
     def _reclaim_pods(
         self, job: Job, cards: CardPacker | None, need: list[int] | None = None, within: int = 0
     ) -> Admit | None:
         """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
         check = None if cards is None else self._card_check(job, cards)
-        got = self.reclaims.plan_pods(job, need, within, check)
+        got = self.reclaims.plan_pods(job, need, within, check, self._mask(job))
         if got is None:
             return None
-        self._take_place(job, got.plan, got.freed, cards)
+        nominated = self._take_place(job, got.plan, got.freed, cards)
         evictions, whole, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
         self.evictions += evictions
         self.reclaims.victims += whole
-        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text)
+        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
 
     def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
         """A queue above the job's leaf at its limit, below which the job may reclaim from its
@@ -321,16 +336,27 @@ class _Cycle:
         return self.checks.capped_at(job)
 
     def _may_reclaim(self, job: Job, leaf: Leaf) -> bool:
-        # Victims are chosen by node capacity without the queue's node groups: a job confined to
-        # some groups waits for free room there instead.
-        return job.affinity is None and self.reclaims.may(job, leaf)
+        return self.reclaims.may(job, leaf)
+
+    def _mask(self, job: Job) -> NodeMask:
+        """Per cluster, the nodes the job's gang may use: victims count only there."""
+        if job.affinity is None and not job.anti:
+            return everywhere
+        return job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
+
+    def _mask_key(self, job: Job) -> str:
+        """What sets the job's node mask apart from its queue's (whose jobs share node groups): pod
+        anti-affinity, whose candidates carry a key of their own; a failed preemption plan is
+        remembered under it."""
+        return job.cand.key.hex() if job.anti else ""
 
     def _take_place(
         self, job: Job, plan: Plan, freed: dict[int, list[int]], cards: CardPacker | None = None
-    ) -> None:
+    ) -> tuple[str, ...]:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
         onto the resources being released); their queues get their charge back (and their GPU
-        cards, which the job's pods then take)."""
+        cards, which the job's pods then take). Returns the nodes its gang was packed onto, for its
+        agent to try first (Volcano's nominatedNodeName)."""
         clusters, c = self.clusters, plan.cluster
         clusters.release(c, plan.freed_rows)
         for q, charge in freed.items():
@@ -338,11 +364,13 @@ class _Cycle:
         self.failures = FailureCache()  # free grew: recorded misfits may fit now
         for other in self.leaves.values():
             other.over_cap.clear()
+        closed = closed_rows(clusters.free(c), plan.closed)
         if cards is None:
-            placement = clusters.fit(c, job.gang)
+            placement = clusters.fit(c, job.gang, closed)
         else:
             victims = [*plan.whole, *(u for pods in plan.pods.values() for u in pods)]
-            placement = cards.on(clusters, c, job.gang, victims=victims)
+            held = None if closed is None else HeldRows(closed)
+            placement = cards.on(clusters, c, job.gang, held, victims)
         assert placement is not None, "a plan packs the gang before it is made"
         clusters.commit(c, placement, job.gang)
         if cards is not None:
@@ -351,6 +379,7 @@ class _Cycle:
             self.devices.placed(c, job.snap)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
+        return clusters.node_names(c, placement.rows)
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
         cluster, uid = self.clusters.names[plan.cluster], job.snap.uid

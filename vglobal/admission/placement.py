@@ -14,7 +14,7 @@ numpy matrices built from the lists on demand (`gang.pack`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +37,13 @@ class Held(Protocol):
 
     @property
     def matrix(self) -> IntArray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRows:
+    """A Held of a matrix computed once."""
+
+    matrix: IntArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +441,11 @@ class Clusters:
             if ok:
                 out.append(c)
         return out
+
+    def node_names(self, c: int, rows: Iterable[int]) -> tuple[str, ...]:
+        """The names of cluster c's node rows, in name order (rows are in name order)."""
+        names = sorted(self.node_col[c])
+        return tuple(names[r] for r in sorted(rows))
 
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)

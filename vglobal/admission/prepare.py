@@ -16,10 +16,12 @@ import numpy as np
 
 from vglobal.admission.explain import lookback_wait, queue_wait
 from vglobal.admission.gang import PreparedGang, prepare_gang
+from vglobal.admission.group_limits import GroupLimits
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.nodegroups import NodeGroups
 from vglobal.admission.order import queue_order
 from vglobal.admission.placement import Candidates, Clusters, Held
+from vglobal.admission.pod_anti import PodAntiAffinity
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.queue_affinity import QueueAffinity
@@ -40,6 +42,8 @@ class Job:
     gang: PreparedGang
     cand: Candidates
     affinity: QueueAffinity | None = None  # its queue's node groups (nodegroups.py)
+    anti: bool = False  # pod anti-affinity may close nodes to it (pod_anti.py)
+    limited: bool = False  # its queue limits what it holds per node group (group_limits.py)
 
 
 @dataclass(slots=True)
@@ -151,6 +155,8 @@ class Prepared:
         self.gangs = [self.gang(spec) for spec in gid_of]
         self.anywhere = clusters.candidates_anywhere()
         self.nodegroups = NodeGroups(snapshot.queues, clusters)
+        self.anti = PodAntiAffinity(snapshot.running, clusters)
+        self.group_limits = GroupLimits(snapshot.queues, snapshot.running, clusters, index)
 
     @property
     def scale(self) -> IntArray:
@@ -196,6 +202,8 @@ class Prepared:
         append = leaf.jobs.append
         queue = self.tree.names[i]
         affinity = self.nodegroups.of(queue)
+        limited = self.group_limits.limited(queue)
+        anti_on = self.anti.running_terms  # a running pod's own terms may select the job
         for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
             rid = rid_by_id[id(job.request)]
             if (
@@ -209,5 +217,10 @@ class Prepared:
                 cand = self.clusters.candidates(job)
             if affinity is not None:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
+            anti = self.anti.applies(job) if anti_on or job.anti_affinity else False
+            if anti:
+                cand = self.anti.candidates(cand, job)
+            if limited:
+                cand = self.group_limits.note(cand, queue)
             gang = gangs[gid_by_id[id(job.gang)]]
-            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity))
+            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity, anti, limited))

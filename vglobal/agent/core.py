@@ -16,19 +16,21 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from vglobal import __version__, convert
+from vglobal import __version__
 from vglobal.agent import report
 from vglobal.agent.cards import card_policy, mig_config, node_cards
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
-from vglobal.agent.snapshot import queue_specs
+from vglobal.agent.snapshot import dispatch_queue_specs
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.model.cards import CardFree
 from vglobal.model.errors import ManifestError
 from vglobal.model.preemptable import preemption_policy, template_preemption_policies
+from vglobal.model.queue_affinity import NODE_GROUP_MODE_LABEL
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import parse_run
 from vglobal.scheduler.devices.mig import MigConfig
+from vglobal.scheduler import node_group_mode
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +85,13 @@ class AgentCore:
     def _register(self) -> pb.AgentMessage:
         backend = self.runtime.backend
         self.link.inventory = backend.inventory_version()
+        labels = dict(backend.cluster_labels)
+        mode = node_group_mode(self.runtime.conf)
+        if mode:  # the hub confines queues naming no node group as this agent's scheduler does
+            labels[NODE_GROUP_MODE_LABEL] = mode
         return report.register(
             backend.cluster_name,
-            backend.cluster_labels,
+            labels,
             backend.nodes(),
             backend.free(),
             self.runs.values(),
@@ -160,15 +166,8 @@ class AgentCore:
             own = template_preemption_policies(t.template for t in job.tasks)
             run.preemption_policy = preemption_policy(d.preemption_policy or run.preemption_policy, own)
             run.task_priorities = dict(d.task_priorities)
-            run.queues = queue_specs(
-                (
-                    q.name,
-                    q.parent,
-                    q.weight,
-                    convert.queue_affinity_of(q.affinity) if q.HasField("affinity") else None,
-                )
-                for q in d.queues
-            )
+            run.nominated = tuple(d.nominated_nodes)
+            run.queues = dispatch_queue_specs(d.queues)
         except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
             reason = f"invalid manifest: {exc}"
             self.rejected[(uid, gen)] = reason

@@ -108,6 +108,9 @@ class JobSpec:
     min_resources: ResourceVector | None = None
     annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
     sub_groups: tuple[SubGroupSpec, ...] = ()  # the PodGroup's subGroupPolicy
+    # Nodes the hub freed for it by preemption or reclaim (Volcano's nominatedNodeName, per job):
+    # allocate tries them first, and preempt leaves a task alone while one of them fits it.
+    nominated_nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

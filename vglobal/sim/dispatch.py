@@ -173,6 +173,8 @@ class Dispatcher:
             running_since=now,
             group=None if job.group is None else job.group.key,
             pinned=uid in self.pinned,
+            namespace=job.namespace,
+            anti_affinity=job.anti_affinity,
         )
         self.unplaced.setdefault(cluster, {})[uid] = job.gang
         self._usage[job.queue] = self.allocated(job.queue) + job.request

@@ -803,6 +803,7 @@ class Dispatch(_message.Message):
     PREEMPTION_POLICY_FIELD_NUMBER: _builtins.int
     TASK_PRIORITIES_FIELD_NUMBER: _builtins.int
     QUEUES_FIELD_NUMBER: _builtins.int
+    NOMINATED_NODES_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     manifest: _builtins.str
@@ -821,6 +822,12 @@ class Dispatch(_message.Message):
         needs of them (the hub enforces quotas; affinity is for the nodegroup plugin).
         """
 
+    @_builtins.property
+    def nominated_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Nodes the hub freed for this job by preemption or reclaim and packed its gang onto (as
+        Volcano's nominatedNodeName): its pending pods try them before any other node.
+        """
+
     def __init__(
         self,
         *,
@@ -832,10 +839,11 @@ class Dispatch(_message.Message):
         preemption_policy: _builtins.str = ...,
         task_priorities: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         queues: _abc.Iterable[Global___DispatchQueue] | None = ...,
+        nominated_nodes: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "task_priorities", b"task_priorities"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "nominated_nodes", b"nominated_nodes", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "task_priorities", b"task_priorities"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -849,10 +857,15 @@ class DispatchQueue(_message.Message):
     PARENT_FIELD_NUMBER: _builtins.int
     WEIGHT_FIELD_NUMBER: _builtins.int
     AFFINITY_FIELD_NUMBER: _builtins.int
+    NODE_GROUP_RESOURCE_LIMITS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     """empty: root"""
     weight: _builtins.int
+    node_group_resource_limits: _builtins.str
+    """Its volcano.sh/nodegroup-resource-limits annotation as written (empty: none): per node group,
+    what the queue may hold there (the nodegroup plugin's limit).
+    """
     @_builtins.property
     def affinity(self) -> _common_pb2.QueueAffinity:
         """unset: the queue sets none"""
@@ -864,10 +877,11 @@ class DispatchQueue(_message.Message):
         parent: _builtins.str = ...,
         weight: _builtins.int = ...,
         affinity: _common_pb2.QueueAffinity | None = ...,
+        node_group_resource_limits: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "name", b"name", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "name", b"name", "node_group_resource_limits", b"node_group_resource_limits", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

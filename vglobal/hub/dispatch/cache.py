@@ -244,6 +244,8 @@ class JobCache:
                         group=None if facts.group is None else facts.group.key,
                         whole_only=facts.workload == GROUPED,
                         pinned=facts.pinned,
+                        namespace=facts.namespace,
+                        anti_affinity=facts.anti_affinity,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
@@ -345,4 +347,7 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         workload=f.workload,
         partitions=f.partitions,
         gpu_hints=f.gpu_hints,
+        anti_affinity=f.anti_affinity,
+        tasks=f.tasks,
+        task_labels=f.template_labels,
     )

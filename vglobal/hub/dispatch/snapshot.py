@@ -17,7 +17,7 @@ from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
 from vglobal.hub.dispatch.clusters import ClusterCache
 from vglobal.hub.dispatch.fair_usage import FairUsage
-from vglobal.model.queue_affinity import affinity_from_manifest
+from vglobal.model.queue_affinity import affinity_from_manifest, limit_vectors
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import queues as queues_repo
@@ -68,6 +68,7 @@ class SnapshotReader:
                 usage=fair.usage(q.name),
                 reclaimed=reclaimed.get(q.name, EMPTY),
                 affinity=affinity_from_manifest(q.manifest),
+                node_group_limits=limit_vectors((q.manifest.get("metadata") or {}).get("annotations") or {}),
             )
             for q in queue_rows
         )
