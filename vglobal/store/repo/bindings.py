@@ -72,7 +72,7 @@ def admit_written(
             "generation = b.generation + 1, reason = d.reason, reason_kind = d.kind, "
             "dispatched_at = now(), evictions = '[]'::jsonb, updated_at = now() "
             "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ','), "
-            "CAST(%(kinds)s AS text[]), CAST(%(reasons)s AS text[])) "
+            "CAST(%(kinds)b AS text[]), CAST(%(reasons)b AS text[])) "
             "AS d(uid, cluster, kind, reason) "
             "WHERE b.job_uid = d.uid AND b.phase = ANY(%(from)s) "
             # Dispatched: what the dispatcher reads of such a row is all in the binding.
@@ -145,13 +145,13 @@ def set_reasons(reasons: Sequence[tuple[str, str, str]], *, session: Session) ->
     refs = [distinct.setdefault((k, r), len(distinct) + 1) for _, k, r in reasons]  # SQL counts from 1
     with cursor(session) as cur:
         cur.execute(
-            "UPDATE resource_bindings AS b SET reason = (CAST(%(texts)s AS text[]))[d.ref], "
-            "reason_kind = (CAST(%(kinds)s AS text[]))[d.ref], updated_at = now() "
+            "UPDATE resource_bindings AS b SET reason = (CAST(%(texts)b AS text[]))[d.ref], "
+            "reason_kind = (CAST(%(kinds)b AS text[]))[d.ref], updated_at = now() "
             "FROM unnest(string_to_array(%(uids)s, ','), CAST(string_to_array(%(refs)s, ',') AS int[])) "
             "AS d(uid, ref) "
             "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' "
             "AND (b.reason, b.reason_kind) IS DISTINCT FROM "
-            "((CAST(%(texts)s AS text[]))[d.ref], (CAST(%(kinds)s AS text[]))[d.ref]) "
+            "((CAST(%(texts)b AS text[]))[d.ref], (CAST(%(kinds)b AS text[]))[d.ref]) "
             # Suspended: what the dispatcher reads of such a row is all in the binding.
             f"RETURNING {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, {EVICTIONS}, {XMIN}",
             {

@@ -109,13 +109,15 @@ def _row(r: sa.Row[Any]) -> JobRow:
     )
 
 
+# Array parameters go in binary (``%b``): psycopg writes a text array by quoting and escaping each
+# element in Python, which for 500 JSON manifests cost 7 ms against 0.4 ms in binary.
 _INSERT = (
-    "WITH d AS (SELECT * FROM unnest(CAST(%(uid)s AS text[]), CAST(%(ns)s AS text[]), "
-    "CAST(%(name)s AS text[]), CAST(%(rid)s AS text[]), CAST(%(queue)s AS text[]), CAST(%(pc)s AS text[]), "
-    "CAST(%(prio)s AS int[]), CAST(%(min)s AS int[]), CAST(%(req)s AS text[]), CAST(%(gang)s AS text[]), "
-    "CAST(%(pods)s AS text[]), CAST(%(where)s AS text[]), CAST(%(manifest)s AS text[]), "
-    "CAST(%(tasks)s AS text[]), CAST(%(labels)s AS text[]), CAST(%(owner)s AS text[]), "
-    "CAST(%(by)s AS text[])) "
+    "WITH d AS (SELECT * FROM unnest(CAST(%(uid)b AS text[]), CAST(%(ns)b AS text[]), "
+    "CAST(%(name)b AS text[]), CAST(%(rid)b AS text[]), CAST(%(queue)b AS text[]), CAST(%(pc)b AS text[]), "
+    "CAST(%(prio)b AS int[]), CAST(%(min)b AS int[]), CAST(%(req)b AS text[]), CAST(%(gang)b AS text[]), "
+    "CAST(%(pods)b AS text[]), CAST(%(where)b AS text[]), CAST(%(manifest)b AS text[]), "
+    "CAST(%(tasks)b AS text[]), CAST(%(labels)b AS text[]), CAST(%(owner)b AS text[]), "
+    "CAST(%(by)b AS text[])) "
     "WITH ORDINALITY AS d(uid, ns, name, rid, queue, pc, prio, min, req, gang, "
     "pods, place, manifest, tasks, labels, owner, by, k)), "
     "j AS (INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, "
