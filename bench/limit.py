@@ -80,6 +80,8 @@ class Result:
     cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds over the phase
     idle: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds per second idle
     errors: int = 0
+    cycles: float = 0.0  # the hub's dispatch cycles over the phase
+    cycle_seconds: float = 0.0  # and the time they took
 
     def per_job_ms(self, who: str, *, idle_off: bool = True) -> float:
         """CPU per job; ``idle_off``: less what the process burnt idle over as long (other
@@ -168,11 +170,16 @@ class Bench:
         """The load (bench/e2e_load.py's options) on ``server``, then ``wait``; what it achieved."""
         result = Result(server.kind, phase, idle=self.idle(server))
         before, started = self.cpu(server), time.time()
+        cycles = server.system.scrape() if server.system else {}
         records = self.load(server, prefix, **load)
         if wait is not None:
             wait()
         result.seconds = time.time() - started
         after = self.cpu(server)
+        if server.system:
+            now, name = server.system.scrape(), "vglobal_dispatch_cycle_seconds"
+            result.cycles = now[f"{name}_count"] - cycles[f"{name}_count"]
+            result.cycle_seconds = now[f"{name}_sum"] - cycles[f"{name}_sum"]
         result.cpu = {k: after[k] - before[k] for k in after}
         ok = [r for r in records if r[4] == "OK"]
         result.errors = len(records) - len(ok)
@@ -228,6 +235,7 @@ def show(r: Result, extra: str = "") -> None:
         f"  {r.phase:<7} {r.kind:<6} {r.jobs:>7} jobs {r.rate:>9,.0f} jobs/s  p50 {r.pct(50):7.1f} ms  "
         f"p99 {r.pct(99):7.1f} ms  CPU ms/job raw (idle taken off): {cpu}"
         + (f"  {r.errors} errors" if r.errors else "")
+        + (f"  {r.cycles:.0f} dispatch cycles ({r.cycle_seconds:.1f} s)" if r.cycles else "")
         + extra,
         flush=True,
     )

@@ -222,8 +222,8 @@ def store_jobs(
         if request_id:
             seen.add(request_id)
     to_store = [n for n in news if n is not None]
-    stored = jobs_repo.insert_jobs(to_store, session=session)
-    rows = jobs_repo.by_uids(sorted(stored), session=session)
+    rows = jobs_repo.insert_rows(to_store, session=session)
+    stored = rows.keys()
     for n in to_store:
         if n.uid in stored and n.request_id:
             earlier[n.request_id] = rows[n.uid]
