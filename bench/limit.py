@@ -102,6 +102,8 @@ class Bench:
         self.certs = work / "certs"
         init_certs(self.certs, "localhost", ["c0", "c1"], [UserSpec.parse("bench:admin")], days=1)
         self.pg = Postgres(work / "pgdata")
+        if args.statements:
+            self.pg.track_statements()
         self.n = 0
 
     def dial_args(self, target: str) -> list[str]:
@@ -169,6 +171,8 @@ class Bench:
     ) -> Result:
         """The load (bench/e2e_load.py's options) on ``server``, then ``wait``; what it achieved."""
         result = Result(server.kind, phase, idle=self.idle(server))
+        if self.args.statements and server.system:
+            self.pg.reset_statements(server.system.database_url)
         before, started = self.cpu(server), time.time()
         cycles = server.system.scrape() if server.system else {}
         records = self.load(server, prefix, **load)
@@ -180,6 +184,9 @@ class Bench:
             now, name = server.system.scrape(), "vglobal_dispatch_cycle_seconds"
             result.cycles = now[f"{name}_count"] - cycles[f"{name}_count"]
             result.cycle_seconds = now[f"{name}_sum"] - cycles[f"{name}_sum"]
+            if self.args.statements:
+                print(f"  Postgres, {phase}, top statements:", flush=True)
+                print(self.pg.top_statements(server.system.database_url), flush=True)
         result.cpu = {k: after[k] - before[k] for k in after}
         ok = [r for r in records if r[4] == "OK"]
         result.errors = len(records) - len(ok)
@@ -319,6 +326,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--nodes", type=int, default=50, help="nodes per simulated cluster (100 pods each)")
     p.add_argument("--phases", default=",".join(PHASES), help="comma-separated, of " + ", ".join(PHASES))
     p.add_argument("--profile", default="", help="py-spy the hub in each phase into this directory")
+    p.add_argument(
+        "--statements", action="store_true", help="pg_stat_statements: the hub's top statements per phase"
+    )
     p.add_argument("--workdir", default="", help="logs and data (default: a temporary directory)")
     return p.parse_args()
 
