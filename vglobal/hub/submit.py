@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from vglobal.config import HubSettings
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
-from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.notify import DISPATCH
 from vglobal.hub.servicers.access import require
 from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
@@ -274,9 +274,8 @@ def store(
             for row, principal in created
         ],
         session=session,
+        notify=DISPATCH,  # with the events (there are some whenever a job was created)
     )
-    if created:
-        notify(DISPATCH, session=session)
     return stored
 
 
