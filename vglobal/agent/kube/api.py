@@ -3,10 +3,10 @@
 Requests use the client's ``ApiClient`` (its configuration, authentication and urllib3 pool) with
 raw JSON in and out: no model (de)serialisation, which costs more than the HTTP exchange at the
 agent's pod rates (bench/RESULTS.md, "kube backend"). Single requests go on each thread's own
-keep-alive connection (direct.py); watches, and everything behind an HTTP proxy, through urllib3. Every request takes a token from the
-client-side rate limiter. Failures become one exception type, ``ApiError``: ``status`` is the HTTP
-code, or 0 when the server could not be reached (refused, timed out, cut); a 403 also names the
-RBAC rule the agent was missing.
+keep-alive connection (direct.py); watches, and everything behind an HTTP proxy, through urllib3.
+Every request takes a token from the client-side rate limiter. Failures become one exception
+type, ``ApiError``: ``status`` is the HTTP code, or 0 when the server could not be reached
+(refused, timed out, cut); a 403 also names the RBAC rule the agent was missing.
 """
 
 from __future__ import annotations
