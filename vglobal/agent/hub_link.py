@@ -27,6 +27,9 @@ from vglobal.dial import Dial
 log = logging.getLogger(__name__)
 
 Inbox = queue.Queue[tuple[str, int, Any]]
+# Messages in one AgentMessage.batch at most (a status is a few hundred bytes: far below the
+# hub's 4 MiB message limit).
+MAX_BATCH = 500
 
 
 class StreamLost(Exception):
@@ -123,6 +126,7 @@ class HubLink:
 
     def _run_stream(self) -> None:
         outbox: queue.Queue[pb.AgentMessage | None] = queue.Queue()
+        batches = threading.Event()  # this stream's hub reads AgentMessage.batch
         channel = self.dial.channel()
         with self._lock:
             if self._stop.is_set():
@@ -131,13 +135,15 @@ class HubLink:
             self._session += 1
             session = self._session
             self._outbox = outbox
-            self._call = call = pb_grpc.AgentServiceStub(channel).Connect(self._requests(outbox))
+            self._call = call = pb_grpc.AgentServiceStub(channel).Connect(self._requests(outbox, batches))
         registered = False
         try:
             self.inbox.put(("connected", session, None))
             for msg in call:
                 if msg.WhichOneof("body") == "registered":
                     registered = True
+                    if msg.registered.takes_batches:
+                        batches.set()
                 self.inbox.put(("message", session, msg))
         except grpc.RpcError as exc:
             if self._stop.is_set():
@@ -159,9 +165,29 @@ class HubLink:
             raise StreamLost("the hub closed the stream before registering this agent")
 
     @staticmethod
-    def _requests(outbox: queue.Queue[pb.AgentMessage | None]) -> Iterator[pb.AgentMessage]:
+    def _requests(
+        outbox: queue.Queue[pb.AgentMessage | None], batches: threading.Event
+    ) -> Iterator[pb.AgentMessage]:
+        """What the loop queued, in order; to a hub that takes batches, everything queued by the
+        time the stream can send goes as one message (a stream message costs the hub more than
+        the report in it)."""
         while True:
             msg = outbox.get()
             if msg is None:
                 return
-            yield msg
+            if not batches.is_set() or outbox.empty():
+                yield msg
+                continue
+            group, ended = [msg], False
+            while len(group) < MAX_BATCH:
+                try:
+                    more = outbox.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    ended = True
+                    break
+                group.append(more)
+            yield pb.AgentMessage(batch=pb.AgentBatch(messages=group)) if len(group) > 1 else msg
+            if ended:
+                return
