@@ -8,22 +8,11 @@ import pytest
 
 from tests.integration.agent_driver import ScriptedAgent
 from tests.integration.polling import wait
+from tests.integration.test_dispatch_and_fencing import JOB
 from vglobal.api.v1 import agent_pb2
 from vglobal.client import Client
 from vglobal.hub.server import Hub
 
-JOB = """
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: %s}
-spec:
-  tasks:
-  - name: t
-    replicas: 2
-    template:
-      spec:
-        containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
-"""
 
 
 def test_a_runs_whole_life_in_one_batch(hub: Hub, client: Client) -> None:
