@@ -14,7 +14,6 @@ from vglobal.client import Client
 from vglobal.hub.server import Hub
 
 
-
 def test_a_runs_whole_life_in_one_batch(hub: Hub, client: Client) -> None:
     agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east")
     try:
