@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -61,7 +61,7 @@ class HubLink:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._session = 0
-        self._outbox: queue.Queue[pb.AgentMessage | None] | None = None
+        self._outbox: queue.Queue[list[pb.AgentMessage] | None] | None = None
         self._call: Any = None
         self._thread = threading.Thread(target=self._loop, name="hub-link", daemon=True)
 
@@ -79,10 +79,16 @@ class HubLink:
 
     def send(self, session: int, msg: pb.AgentMessage) -> bool:
         """Queue ``msg`` on the stream ``session``; False if that stream is gone."""
+        return self.send_all(session, [msg])
+
+    def send_all(self, session: int, msgs: Sequence[pb.AgentMessage]) -> bool:
+        """Queue ``msgs`` on the stream ``session``, to go together (as one batch, to a hub that
+        takes batches); False if that stream is gone."""
         with self._lock:
             if session != self._session or self._outbox is None:
                 return False
-            self._outbox.put(msg)
+            if msgs:
+                self._outbox.put(list(msgs))
             return True
 
     # ---- the thread
@@ -125,7 +131,7 @@ class HubLink:
         self._stop.wait(seconds)
 
     def _run_stream(self) -> None:
-        outbox: queue.Queue[pb.AgentMessage | None] = queue.Queue()
+        outbox: queue.Queue[list[pb.AgentMessage] | None] = queue.Queue()
         batches = threading.Event()  # this stream's hub reads AgentMessage.batch
         channel = self.dial.channel()
         with self._lock:
@@ -166,20 +172,17 @@ class HubLink:
 
     @staticmethod
     def _requests(
-        outbox: queue.Queue[pb.AgentMessage | None], batches: threading.Event
+        outbox: queue.Queue[list[pb.AgentMessage] | None], batches: threading.Event
     ) -> Iterator[pb.AgentMessage]:
-        """What the loop queued, in order; to a hub that takes batches, everything queued by the
-        time the stream can send goes as one message (a stream message costs the hub more than
-        the report in it)."""
+        """What the loop queued, in order; to a hub that takes batches, what was queued together
+        and whatever else is queued by the time the stream can send go as one message (a stream
+        message costs the hub more than the report in it). A Register always goes alone."""
         while True:
-            msg = outbox.get()
-            if msg is None:
+            group = outbox.get()
+            if group is None:
                 return
-            if not batches.is_set() or outbox.empty():
-                yield msg
-                continue
-            group, ended = [msg], False
-            while len(group) < MAX_BATCH:
+            ended = False
+            while batches.is_set() and len(group) < MAX_BATCH:
                 try:
                     more = outbox.get_nowait()
                 except queue.Empty:
@@ -187,7 +190,12 @@ class HubLink:
                 if more is None:
                     ended = True
                     break
-                group.append(more)
-            yield pb.AgentMessage(batch=pb.AgentBatch(messages=group)) if len(group) > 1 else msg
+                group += more
+            if len(group) > 1 and batches.is_set() and not any(m.HasField("register") for m in group):
+                for i in range(0, len(group), MAX_BATCH):
+                    part = group[i : i + MAX_BATCH]
+                    yield pb.AgentMessage(batch=pb.AgentBatch(messages=part)) if len(part) > 1 else part[0]
+            else:
+                yield from group
             if ended:
                 return
