@@ -13,7 +13,6 @@ limits: there the agent's plugin has the last word.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 

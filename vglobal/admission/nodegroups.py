@@ -14,12 +14,10 @@ stays on the plain placement path. Other nodes of a candidate cluster are held a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.index import IntArray
 from vglobal.admission.node_mask import BLOCKED
 from vglobal.admission.placement import Candidates, Clusters, Held, HeldRows
 from vglobal.admission.snapshot import ROOT, QueueSnap

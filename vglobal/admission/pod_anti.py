@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vglobal.admission.index import IntArray
 from vglobal.admission.node_mask import BLOCKED, NodeMask, Usable
 from vglobal.admission.nodegroups import NodeGroups
 from vglobal.admission.placement import Candidates, Clusters, Held, HeldRows

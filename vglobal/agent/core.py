@@ -29,8 +29,8 @@ from vglobal.model.preemptable import preemption_policy, template_preemption_pol
 from vglobal.model.queue_affinity import NODE_GROUP_MODE_LABEL
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import parse_run
-from vglobal.scheduler.devices.mig import MigConfig
 from vglobal.scheduler import node_group_mode
+from vglobal.scheduler.devices.mig import MigConfig
 
 log = logging.getLogger(__name__)
 

@@ -144,10 +144,13 @@ class ClusterRuntime:
                 self.grants[uid] = (node, devices)
             run.pipelined.pop(uid, None)
             bound.setdefault(run.uid, []).append(f"{name}->{node}")
+        # Grouped by run once: a pass over every pipelined pod per run was quadratic.
+        pipelined: dict[int, dict[str, str]] = {}
+        for uid, n in result.pipelined.items():
+            if uid in owner:
+                pipelined.setdefault(id(owner[uid][0]), {})[uid] = n
         for run in self.runs.values():
-            run.pipelined = {
-                uid: n for uid, n in result.pipelined.items() if uid in owner and owner[uid][0] is run
-            }
+            run.pipelined = pipelined.get(id(run), {})
             phase = result.podgroup_phases.get(run.uid)
             if phase is not None:
                 self.controller.podgroup_changed(run, phase)

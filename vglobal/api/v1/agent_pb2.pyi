@@ -723,6 +723,7 @@ class AgentMessage(_message.Message):
     ACCEPTED_FIELD_NUMBER: _builtins.int
     REJECTED_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def register(self) -> Global___Register: ...
     @_builtins.property
@@ -733,6 +734,12 @@ class AgentMessage(_message.Message):
     def rejected(self) -> Global___BindingRejected: ...
     @_builtins.property
     def status(self) -> Global___JobStatus: ...
+    @_builtins.property
+    def batch(self) -> Global___AgentBatch:
+        """Several of the messages above but register (never a batch), in order: one stream message
+        for what the agent had queued, sent only to a hub whose Registered says takes_batches.
+        """
+
     def __init__(
         self,
         *,
@@ -741,31 +748,56 @@ class AgentMessage(_message.Message):
         accepted: Global___BindingAccepted | None = ...,
         rejected: Global___BindingRejected | None = ...,
         status: Global___JobStatus | None = ...,
+        batch: Global___AgentBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["register", "heartbeat", "accepted", "rejected", "status"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["register", "heartbeat", "accepted", "rejected", "status", "batch"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
 Global___AgentMessage: _TypeAlias = AgentMessage  # noqa: Y015
 
 @_typing.final
+class AgentBatch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgentMessage]: ...
+    def __init__(
+        self,
+        *,
+        messages: _abc.Iterable[Global___AgentMessage] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AgentBatch: _TypeAlias = AgentBatch  # noqa: Y015
+
+@_typing.final
 class Registered(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     HEARTBEAT_INTERVAL_SECONDS_FIELD_NUMBER: _builtins.int
+    TAKES_BATCHES_FIELD_NUMBER: _builtins.int
     heartbeat_interval_seconds: _builtins.float
+    takes_batches: _builtins.bool
+    """This hub reads AgentMessage.batch (an older hub does not: the agent then sends one by one)."""
     def __init__(
         self,
         *,
         heartbeat_interval_seconds: _builtins.float = ...,
+        takes_batches: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval_seconds", b"heartbeat_interval_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval_seconds", b"heartbeat_interval_seconds", "takes_batches", b"takes_batches"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
