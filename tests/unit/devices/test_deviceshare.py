@@ -209,8 +209,12 @@ def test_mig_pods_through_the_scheduler_keep_the_geometry() -> None:
     full = [*running, task("b", node="n0", ann=mig, mem=9000), task("c", node="n0", ann=mig, mem=9000)]
     assert schedule(nodes, [*full, task("d", ann=mig, mem=6000)], text) == {}  # only a 1g.5gb is left
     assert schedule(nodes, [*full, task("e", ann=mig, mem=5000)], text) == {"e": "n0"}
-    # a hami-core pod cannot share a GPU that is cut into MIG instances
-    assert schedule(nodes, [*running, task("h", mem=1000)], text) == {}
+    # the node is in MIG mode: a pod naming hami-core does not fit it, a pod naming no mode gets an
+    # instance of the geometry in force (checkNodeGPUSharingPredicateAndScore, the node's Sharing)
+    hami = {"volcano.sh/vgpu-mode": "hami-core"}
+    assert schedule(nodes, [*running, task("h", ann=hami, mem=1000)], text) == {}
+    assert schedule(nodes, [*full, task("h", mem=1000)], text) == {"h": "n0"}
+    assert schedule(nodes, [*full, task("h", mem=6000)], text) == {}  # only a 1g.5gb is left
 
 
 def test_vgpu_number_from_node_capacity_without_a_device_list() -> None:

@@ -75,7 +75,7 @@ def registered_devices(
         return (), ()
     healthy = [g for g in decode_register(raw) if g.healthy]
     devices = tuple(
-        GpuDevice(i, g.memory_mib, g.type, g.mode == MIG_MODE, split=max(1, g.split))
+        GpuDevice(i, g.memory_mib, g.type, g.mode == MIG_MODE, split=max(1, g.split), uuid=g.uuid)
         for i, g in enumerate(healthy)
     )
     return devices, tuple(g.uuid for g in healthy)
