@@ -147,6 +147,9 @@ class Grant:
     whole: bool = False
     geometry: int | None = None
     instance: MigInstance | None = None
+    # a MIG instance's position in its geometry, as Volcano's MIG id "<uuid>[<group>-<position>]"
+    # names it: the slots of the profiles before it, then the ones of its profile taken before
+    position: int = 0
 
 
 @dataclass(frozen=True, slots=True)

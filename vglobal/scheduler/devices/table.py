@@ -210,11 +210,26 @@ class DeviceTable:
                 assert choice is not None
                 geometry, inst = choice
                 mem = instance_memory(inst, self.mig_config.memory_factor)
-                out.append(Grant(dev, mem, req.cores, geometry=geometry, instance=inst))
+                at = self._position(row, dev, geometry, inst)
+                out.append(Grant(dev, mem, req.cores, geometry=geometry, instance=inst, position=at))
             else:
                 mem = int(self.memory_needed(req, rows)[0, dev])
                 out.append(Grant(dev, mem, req.cores))
         return out
+
+    def _position(self, row: int, dev: int, geometry: int, inst: MigInstance) -> int:
+        """Where ``inst`` sits in its geometry (Volcano's getPosition): the slots of the profiles
+        listed before it, then one past those of its own profile already taken on the card."""
+        gpu = self.devices[row][dev]
+        profiles = self.mig_config.geometries(gpu.model, gpu.memory_mib)[geometry]
+        offset = 0
+        for p in profiles:
+            if p.name == inst.name:
+                break
+            offset += p.count
+        state = self.mig_state.get((row, dev))
+        taken = state.used.get(inst.name, 0) if state is not None and state.geometry == geometry else 0
+        return offset + min(taken, inst.count - 1)
 
     def apply(self, row: int, grants: Sequence[Grant], sign: int, group: str = "") -> None:
         """Grants of a pod of PodGroup ``group`` taken (+1) or given back (-1)."""
