@@ -118,7 +118,11 @@ class ClusterRuntime:
         if key == self._last_key:
             return
         state = cluster_snapshot(
-            self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes(), self.backend.reserved()
+            self.backend.nodes(),
+            self.runs.values(),
+            self.backend.hyper_nodes(),
+            self.backend.reserved(),
+            self.live_grants(),
         )
         started = time.perf_counter()
         result = run_cycle(state, self.conf)

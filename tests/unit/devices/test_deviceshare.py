@@ -238,3 +238,24 @@ def test_gpus_from_spec_counts() -> None:
         d.mig and d.memory_mib == 81920 for d in devices
     )
     assert vgpu_capacity(devices)["volcano.sh/vgpu-number"] == 40_000
+
+
+def test_a_task_on_a_node_holds_the_devices_it_was_bound_with() -> None:
+    """Volcano's AddResource: a placed pod's devices are those its annotation records, not what the
+    rule would give it now (by default the highest free card first, here card 1)."""
+    from dataclasses import replace
+
+    from vglobal.scheduler.api import Grant
+
+    node = gpu_node("n0", count=2)
+    recorded = replace(task("a", node="n0", mem=10000), devices=(Grant(0, 10000, 0),))
+    for running, card in ((task("a", node="n0", mem=10000), 0), (recorded, 1)):  # policy "": by index
+        state = ClusterSnapshot(
+            (node,), (job(running, 0), job(task("b", mem=10000), 1)), (QueueSpec("default"),)
+        )
+        result = run_cycle(state, parse_conf(conf("")))
+        assert [g.device for g in result.devices["b"]] == [card]
+    # a recorded device the node no longer has: the rule gives the task its devices
+    gone = replace(recorded, devices=(Grant(5, 10000, 0),))
+    state = ClusterSnapshot((node,), (job(gone, 0), job(task("b", mem=10000), 1)), (QueueSpec("default"),))
+    assert [g.device for g in run_cycle(state, parse_conf(conf(""))).devices["b"]] == [0]

@@ -7,7 +7,8 @@ Arguments as Volcano's: ``deviceshare.VGPUEnable`` (default true), ``deviceshare
 ``deviceshare.FgdTightness`` (milli-GPU per unit of free GPU share left, default 24) and
 ``deviceshare.FgdCpuStrand`` (weight of GPU stranded by scarce cpu, default 1; 0 = off) for ``fgd``, and
 ``deviceshare.Seed`` for ``random``. Devices are granted when a task is allocated (the allocate
-event) with the same choice the score assumed, and taken back when it is deallocated or evicted.
+event) with the same choice the score assumed, and taken back when it is deallocated or evicted;
+a task already on a node holds the devices it was bound with (``TaskSpec.devices``).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class DeviceSharePlugin(Plugin[Session]):
             req = request(task)
             if req.empty or task.row is None or task.uid in granted:
                 return
-            given = table.grants(req, task.row, policy, task.spec.job_uid)
+            given = held(task, task.row) or table.grants(req, task.row, policy, task.spec.job_uid)
             if given:  # None: the node no longer has the devices (an over-committed snapshot)
                 table.apply(task.row, given, +1, task.spec.job_uid)
                 granted[task.uid] = (task.row, given)
@@ -83,7 +84,16 @@ class DeviceSharePlugin(Plugin[Session]):
             if held is not None:
                 table.apply(held[0], held[1], -1, task.spec.job_uid)
 
-        # Tasks already on nodes hold their devices first, in a fixed order.
+        def held(task: TaskInfo, row: int) -> list[Grant] | None:
+            """The devices a task on a node was bound with (AddResource), if the node has them."""
+            devices = task.spec.devices
+            if not devices or task.status not in ON_NODE or task.spec.node != nodes.specs[row].name:
+                return None
+            have = len(table.devices[row])
+            return list(devices) if all(g.device < have for g in devices) else None
+
+        # Tasks already on nodes hold their devices first (those they were bound with, else by the
+        # rule), in a fixed order.
         for row_tasks in ssn.node_tasks:
             for uid in sorted(row_tasks):
                 task = row_tasks[uid]
