@@ -146,6 +146,8 @@ def cards_of(free: Sequence[CardFree]) -> Cards:
     )
 
 
+_NO_HOLDERS: dict[str, int] = {}  # shared, never changed (apply copies a card's counts first)
+
 # policies whose card order is not by index alone (gpu_fit.card_order); any other: the highest first
 _ORDERED = frozenset({"binpack", "spread", "fgd", "bestfit"})
 
@@ -171,7 +173,7 @@ class NodeCards:
             tuple(None if c.mig is None else c.mig.state() for c in free),
             free[0].policy if free else "",
             tuple(c.uuid for c in free),
-            tuple(Counter(c.holders) for c in free),
+            tuple(dict(Counter(c.holders)) if c.holders else _NO_HOLDERS for c in free),
         )
 
     @property
@@ -243,7 +245,7 @@ class NodeCards:
         zero = np.zeros_like(self.cards.used_num)
         cards = replace(self.cards, used_num=zero, used_mem=zero, used_cores=zero, mode=zero)
         states = tuple(None if m is None else MigState() for m in self.mig)
-        return replace(self, cards=cards, states=states, holders=tuple(Counter() for _ in self.holders))
+        return replace(self, cards=cards, states=states, holders=tuple({} for _ in self.holders))
 
     def apply(self, uses: Sequence[CardUse], sign: int, group: str = "") -> NodeCards:
         """The cards after pods of PodGroup ``group`` take (+1) or give back (-1) these uses (the
@@ -255,9 +257,8 @@ class NodeCards:
         states: Sequence[MigState | None] = self.states
         if any(s is not None for s in states):  # MIG states change in place: copies
             states = [None if s is None else s.copy() for s in states]
-        holders = self.holders
-        if group and any(holds_card(u) for u in uses):
-            holders = tuple(Counter(h) for h in holders)
+        # the touched cards' counts are copied before they change
+        holders = list(self.holders) if group and self.holders and any(map(holds_card, uses)) else None
         for u in uses:
             d = u.device
             if d >= used_num.size:
@@ -268,10 +269,12 @@ class NodeCards:
             state = states[d]
             if u.instance and state is not None:
                 mig_use(state, u.geometry, u.instance, sign)
-            if group and holds_card(u) and d < len(holders):
+            if holders is not None and holds_card(u) and d < len(holders):
+                holders[d] = dict(holders[d])
                 count_holder(holders[d], group, sign)
             if u.whole:
                 continue
             mode[d] = FREE if used_num[d] <= 0 else (MIG if u.instance else HAMI)
         cards = replace(c, used_num=used_num, used_mem=used_mem, used_cores=used_cores, mode=mode)
-        return replace(self, cards=cards, states=tuple(states), holders=holders)
+        kept = self.holders if holders is None else tuple(holders)
+        return replace(self, cards=cards, states=tuple(states), holders=kept)

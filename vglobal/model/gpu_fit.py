@@ -114,7 +114,7 @@ class DeviceRequest:
 
     def mode_ok(self, mig_node: bool) -> bool:
         """A pod naming a vgpu-mode fits only a node of that mode (checkNodeGPUSharingPredicate)."""
-        return bool(modes_ok(self, np.array(mig_node)))
+        return self.mode is None or bool(modes_ok(self, np.array(mig_node)))
 
 
 def modes_ok(req: DeviceRequest, mig_node: BoolArray) -> BoolArray:
