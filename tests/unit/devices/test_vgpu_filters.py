@@ -17,7 +17,7 @@ import pytest
 
 from tests.unit.admission.builders import admitted, reason
 from tests.unit.admission.builders import job as pending_job
-from tests.unit.admission.test_admission_cards import cluster, snap, vgpu
+from tests.unit.admission.test_admission_cards import cluster, mig_card, snap, vgpu
 from tests.unit.devices.test_deviceshare import conf, task
 from vglobal.admission import admit
 from vglobal.agent.cards import node_cards
@@ -200,3 +200,18 @@ def test_spread_gang_through_the_scheduler_and_the_hub(gpus: int, ann: dict[str,
     why = hub_reason(node, 2, ann)
     assert (why == "") is fits, why
     assert fits or "vgpu-podgroup-policy spread" in why
+
+
+@pytest.mark.parametrize(("mode", "fits"), [(None, True), ("mig", True), ("hami-core", False), ("", False)])
+def test_vgpu_mode_at_the_hub_on_a_cluster_of_mig_cards(mode: str | None, fits: bool) -> None:
+    """checkNodeGPUSharingPredicateAndScore at the hub: on a node in MIG mode a pod naming no mode
+    gets an instance, one naming another mode waits, saying which mode no node has."""
+    hints = {} if mode is None else {"volcano.sh/vgpu-mode": mode}
+    cut = cluster("cut", {"n0": (mig_card(),)})
+    result = admit(snap(cut, pending=(pending_job("j", "q", vgpu(4000), gpu_hints=(hints,)),)))
+    if fits:
+        assert admitted(result) == {"j": "cut"}
+    else:
+        assert f"no node in cluster cut with room for the gang is in vgpu-mode {mode!r}" in reason(
+            result, "j"
+        )
