@@ -231,3 +231,8 @@ def test_mig_ids_are_read_back_to_the_instance_they_name() -> None:
     for raw, grant in written:
         assert vgpu.grants_of(raw, ("GPU-0",), gpus, config) == (grant,)
     assert vgpu.grants_of("GPU-0[group9-0],NVIDIA,1,0:", ("GPU-0",), gpus, config) == ()
+    # the first 2g.10gb given back: the next one takes its position again (getPosition takes the
+    # first slot no pod holds), not one a live pod holds
+    table.apply(0, [written[0][1]], -1)
+    (again,) = table.grants(device_request(task("p", mem=8000)), 0, "") or ()
+    assert (again.instance, again.position) == (written[0][1].instance, 0)

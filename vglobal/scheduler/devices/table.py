@@ -71,6 +71,8 @@ class DeviceTable:
         self.mig_state: dict[tuple[int, int], MigState] = {}
         # per node: in MIG mode (its vGPUs are MIG instances), as its last card is
         self.mig_node: BoolArray = mig_node(self.present, self.mig_capable)
+        # (node, device) -> positions of the MIG instances taken (Volcano's UsedIndex)
+        self.mig_slots: dict[tuple[int, int], set[int]] = {}
         # (node, device) -> vGPU pods using it per PodGroup (the podgroup spread policy)
         self.holders: dict[tuple[int, int], dict[str, int]] = {}
         self._model_masks: dict[tuple[frozenset[str], frozenset[str]], BoolArray] = {}
@@ -219,7 +221,7 @@ class DeviceTable:
 
     def _position(self, row: int, dev: int, geometry: int, inst: MigInstance) -> int:
         """Where ``inst`` sits in its geometry (Volcano's getPosition): the slots of the profiles
-        listed before it, then one past those of its own profile already taken on the card."""
+        listed before it, then the first slot of its own profile no pod on the card holds."""
         gpu = self.devices[row][dev]
         profiles = self.mig_config.geometries(gpu.model, gpu.memory_mib)[geometry]
         offset = 0
@@ -227,9 +229,9 @@ class DeviceTable:
             if p.name == inst.name:
                 break
             offset += p.count
-        state = self.mig_state.get((row, dev))
-        taken = state.used.get(inst.name, 0) if state is not None and state.geometry == geometry else 0
-        return offset + min(taken, inst.count - 1)
+        taken = self.mig_slots.get((row, dev), set())
+        free = next((i for i in range(inst.count) if offset + i not in taken), 0)
+        return offset + free
 
     def apply(self, row: int, grants: Sequence[Grant], sign: int, group: str = "") -> None:
         """Grants of a pod of PodGroup ``group`` taken (+1) or given back (-1)."""
@@ -240,6 +242,11 @@ class DeviceTable:
             self.used_cores[row, d] += sign * g.cores
             if g.instance is not None:
                 mig_use(self.mig_state.setdefault((row, d), MigState()), g.geometry, g.instance.name, sign)
+                slots = self.mig_slots.setdefault((row, d), set())
+                if sign > 0:
+                    slots.add(g.position)
+                else:
+                    slots.discard(g.position)
             if group and holds_card(g):
                 count_holder(self.holders.setdefault((row, d), {}), group, sign)
             if g.whole:
