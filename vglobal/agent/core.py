@@ -247,7 +247,8 @@ class AgentCore:
             return {}
         if self._mig is None:
             self._mig = (mig_config(self.runtime.conf), card_policy(self.runtime.conf))
-        return node_cards(specs, self.runtime.live_grants(), *self._mig)
+        groups = {pod.uid: run.uid for run in self.runs.values() for pod in run.pods.values()}
+        return node_cards(specs, self.runtime.live_grants(), *self._mig, groups)
 
     def _expire(self, now: float) -> None:
         for run in list(self.runs.values()):

@@ -285,6 +285,8 @@ class GpuCardFree(_message.Message):
     MIG_USED_FIELD_NUMBER: _builtins.int
     MIG_MEMORY_FACTOR_FIELD_NUMBER: _builtins.int
     POLICY_FIELD_NUMBER: _builtins.int
+    UUID_FIELD_NUMBER: _builtins.int
+    HOLDERS_FIELD_NUMBER: _builtins.int
     memory_mib: _builtins.int
     free_memory_mib: _builtins.int
     free_cores: _builtins.int
@@ -300,10 +302,16 @@ class GpuCardFree(_message.Message):
     mig_memory_factor: _builtins.int
     policy: _builtins.str
     """The agent's deviceshare.SchedulePolicy: the order a pod is given its cards in (binpack, spread...)."""
+    uuid: _builtins.str
+    """the GPU's UUID (volcano.sh/vgpu-use-gpuuuid / -nouse-gpuuuid name it)"""
     @_builtins.property
     def mig_geometries(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigGeometry]: ...
     @_builtins.property
     def mig_used(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigUsed]: ...
+    @_builtins.property
+    def holders(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Per vGPU pod using the card, its PodGroup (the job's uid): volcano.sh/vgpu-podgroup-policy spread."""
+
     def __init__(
         self,
         *,
@@ -320,10 +328,12 @@ class GpuCardFree(_message.Message):
         mig_used: _abc.Iterable[Global___MigUsed] | None = ...,
         mig_memory_factor: _builtins.int = ...,
         policy: _builtins.str = ...,
+        uuid: _builtins.str = ...,
+        holders: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "memory_mib", b"memory_mib", "mig_capable", b"mig_capable", "mig_geometries", b"mig_geometries", "mig_geometry", b"mig_geometry", "mig_memory_factor", b"mig_memory_factor", "mig_used", b"mig_used", "mode", b"mode", "model", b"model", "policy", b"policy", "split", b"split"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "holders", b"holders", "memory_mib", b"memory_mib", "mig_capable", b"mig_capable", "mig_geometries", b"mig_geometries", "mig_geometry", b"mig_geometry", "mig_memory_factor", b"mig_memory_factor", "mig_used", b"mig_used", "mode", b"mode", "model", b"model", "policy", b"policy", "split", b"split", "uuid", b"uuid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
