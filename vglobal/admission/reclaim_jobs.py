@@ -1,0 +1,404 @@
+"""Cross-cluster reclaim of whole running jobs from queues above their deserved share: the victim
+planner.
+
+After losing a victim, its queue keeps its guarantee on every resource, and its deserved on every
+resource it is short of (asks for more than it deserves). Victims are planned on ONE cluster,
+enough for the gang to fit there once they stop. Within a cluster, nodes are opened greedily by how
+few victims free room for one more pod of the gang's biggest shape; on a node, victims go lowest
+priority first, then newest, then uid. Of the few most promising clusters, the one needing the
+fewest victims wins (ties: the more promising, then the name).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
+import numpy.typing as npt
+
+from vglobal.admission.gang import PreparedGang, Shape, pack
+from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
+from vglobal.admission.node_mask import BoolArray, NodeMask, everywhere
+from vglobal.admission.placement import Clusters
+from vglobal.admission.preempt import CardCheck
+from vglobal.admission.snapshot import RunningJob
+from vglobal.admission.tree import QueueTree
+from vglobal.model.resources import ResourceVector
+
+# Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
+# every second or so, so later plans only wait one cycle.
+MAX_RECLAIM_PLANS = 16
+POD_SLOTS = "pods"  # a node's pod slots: every pod takes one, no queue is short of them
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    uid: str
+    queue: int
+    req: IntArray
+    node: int  # the node that holds most of it; the greedy groups victims by it
+    rows: IntArray  # node rows of its cluster
+    usage: IntArray  # what it uses on each of those rows
+    rank: int  # position in victim order (lowest priority, newest, uid)
+    req_list: list[int]  # req and its use of `node` as plain ints, for the per-node walks
+    here: list[int]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One cluster's victims as plain lists while the snapshot is read; arrays are built once."""
+
+    uids: list[str]
+    queues: list[int]
+    reqs: list[list[int]]
+    nodes: list[int]
+    spans: list[tuple[int, int]]
+    rows: list[int]
+    usage: list[list[int]]
+
+
+class _ClusterVictims:
+    def __init__(self, p: _Pending, size: int) -> None:
+        n = len(p.uids)
+        self.queue = np.array(p.queues, dtype=np.int64)
+        self.req = np.array(p.reqs, dtype=np.int64).reshape(n, size)
+        self.node = np.array(p.nodes, dtype=np.int64)
+        # Every (victim, node row, usage) triple, to add up what a set of victims frees in one call.
+        self.rows = np.array(p.rows, dtype=np.int64)
+        self.usage = np.array(p.usage, dtype=np.int64).reshape(len(p.rows), size)
+        self.owner = np.repeat(np.arange(n, dtype=np.int64), [b - a for a, b in p.spans])
+        self.taken = np.zeros(n, dtype=bool)
+        self.victims = []
+        for k, (uid, q, node, (a, b)) in enumerate(zip(p.uids, p.queues, p.nodes, p.spans, strict=True)):
+            here = [0] * size
+            for row, use in zip(p.rows[a:b], p.usage[a:b], strict=True):
+                if row == node:
+                    here = [x + y for x, y in zip(here, use, strict=True)]
+            self.victims.append(
+                Victim(uid, q, self.req[k], node, self.rows[a:b], self.usage[a:b], k, p.reqs[k], here)
+            )
+        self.by_node: dict[int, list[int]] = {}
+        for k, node in enumerate(p.nodes):
+            self.by_node.setdefault(node, []).append(k)
+
+
+def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
+    """Lowest priority, newest, uid (stable sorts, last key first)."""
+    out = sorted(jobs, key=attrgetter("uid"))
+    out.sort(key=attrgetter("created"), reverse=True)
+    out.sort(key=attrgetter("priority"))
+    return out
+
+
+# Clusters searched per plan (best first by free plus reclaimable room): the search is the costly
+# part, and a cluster further down rarely needs fewer victims.
+CLUSTERS_PER_PLAN = 3
+
+
+class ReclaimPlanner:
+    def __init__(
+        self,
+        running: Sequence[RunningJob],
+        tree: QueueTree,
+        clusters: Clusters,
+        index: ResourceIndex,
+        protected_after: float | None = None,
+        limit: float = 0.0,
+        used: FloatArray | None = None,
+    ) -> None:
+        """`protected_after`: runs admitted after this time (epoch seconds) are not victims.
+        `limit`: the reclaim rate limit (Snapshot.reclaim_limit), 0 = none. `used`: per queue, its
+        decayed share (fair share over time); a queue then takes only from queues that used as
+        much or more, else what it takes back the order would hand back again at once."""
+        self.tree = tree
+        self._used = used
+        self.clusters = clusters
+        deserved = np.array(tree.deserved).reshape(len(tree.names), index.size)
+        guarantee = np.array(tree.guarantee, dtype=np.float64).reshape(deserved.shape)
+        # A resource is contended for a queue when water-filling gave it less than it asks for. On
+        # those the queue keeps its deserved; on the others deserved is just its demand, and a whole
+        # victim job may take it below that (its guarantee is kept everywhere).
+        self._contended = np.array(tree.demand).reshape(deserved.shape) > deserved + 0.5
+        self._floor: FloatArray = np.where(self._contended, np.maximum(deserved, guarantee), guarantee)
+        self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
+        # The rate limit as a second floor: what a queue may still lose in this interval (Armada's
+        # fair-share preemption limit): `limit` of what it ran at the interval's start, less what
+        # reclaim took from it since.
+        self._budget: FloatArray | None = None
+        if limit > 0:
+            taken = np.array([index.known_row(q.reclaimed) for q in tree.snaps], dtype=np.float64)
+            ran = np.array(tree.initial_alloc, dtype=np.float64).reshape(deserved.shape) + taken
+            self._budget = limit * ran - taken
+        # Only queues above their deserved on a resource they are short of can lose jobs at all.
+        over = (self.slack() > 0) & self._contended
+        donors = {
+            q
+            for q in range(len(tree.names))
+            if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())
+        }
+        donor_names = {tree.names[q] for q in donors}
+        candidates = [
+            j
+            for j in running
+            if j.queue in donor_names
+            and j.cluster in clusters.col
+            and (protected_after is None or j.running_since is None or j.running_since <= protected_after)
+            and not j.pinned
+            and all(p.preemptable for p in j.pods)  # a pod annotated preemptable "false" never goes
+        ]
+        self._index = index
+        self._rows: dict[ResourceVector, list[int]] = {}  # jobs repeat a few shapes: convert each once
+        # Victims per cluster; a cluster's are put in victim order and made arrays when a plan first
+        # looks there (plans look at a few clusters each, most cycles at a few clusters in all).
+        self._groups: dict[int, list[RunningJob]] = {}
+        # What each cluster's victims hold in all: counted per (cluster, request) first, since
+        # jobs repeat a few requests (the hub shares one object per distinct value).
+        col, groups = clusters.col, self._groups
+        counts: dict[tuple[int, int], int] = {}
+        requests: dict[int, ResourceVector] = {}
+        for job in candidates:
+            if not job.placements:
+                continue  # frees no node we know of, so it cannot help a gang fit
+            c = col[job.cluster]
+            got = groups.get(c)
+            if got is None:
+                got = groups[c] = []
+            got.append(job)
+            key = (c, id(job.request))
+            if key in counts:
+                counts[key] += 1
+            else:
+                counts[key] = 1
+                requests[key[1]] = job.request
+        sums: dict[int, list[int]] = {}
+        for (c, rid), n in counts.items():
+            acc = sums.setdefault(c, [0] * index.size)
+            for k, v in enumerate(self._row(requests[rid])):
+                acc[k] += n * v
+        self._req_sum = {c: np.array(acc, dtype=np.int64) for c, acc in sums.items()}
+        self._built: dict[int, _ClusterVictims] = {}
+
+    def _row(self, vec: ResourceVector) -> list[int]:
+        got = self._rows.get(vec)
+        if got is None:
+            got = self._rows[vec] = self._index.known_row(vec)
+        return got
+
+    def victims(self, c: int) -> _ClusterVictims:
+        """Cluster c's victims as arrays (see _ClusterVictims), built on first use."""
+        got = self._built.get(c)
+        if got is not None:
+            return got
+        tree, row = self.tree, self._row
+        node_col = self.clusters.node_col[c]
+        acc = _Pending([], [], [], [], [], [], [])
+        for job in _victim_order(self._groups.get(c, [])):
+            placed = [(node_col[n], row(v)) for n, v in job.placements.items() if n in node_col]
+            if not placed:
+                continue
+            placed.sort()
+            main = max(placed, key=lambda p: (sum(p[1]), -p[0]))[0]
+            acc.uids.append(job.uid)
+            acc.queues.append(tree.idx[job.queue])
+            acc.reqs.append(row(job.request))
+            acc.nodes.append(main)
+            start = len(acc.rows)
+            acc.rows.extend(p[0] for p in placed)
+            acc.usage.extend(p[1] for p in placed)
+            acc.spans.append((start, len(acc.rows)))
+        got = self._built[c] = _ClusterVictims(acc, self._index.size)
+        return got
+
+    def slack(self) -> FloatArray:
+        """Per queue: how much it may still lose before reaching its floor (see __init__)."""
+        alloc = np.array(self.tree.alloc, dtype=np.float64).reshape(self._floor.shape)
+        slack = alloc - self._given - self._floor
+        if self._budget is not None:
+            slack = np.minimum(slack, self._budget - self._given)
+        return slack
+
+    def plan(
+        self,
+        reclaimer: int,
+        cand: Sequence[int],
+        gang: PreparedGang,
+        cards: CardCheck | None = None,
+        mask: NodeMask = everywhere,
+    ) -> tuple[int, list[Victim]] | None:
+        """Fewest victims on one cluster that let the gang fit there, on the nodes `mask` leaves
+        it; None if no cluster works."""
+        if not gang.shapes:
+            return None
+        slack = self.slack()
+        best: tuple[int, int, list[Victim]] | None = None
+        tried = 0
+        for c in self._by_promise(cand, gang):
+            if tried == CLUSTERS_PER_PLAN:
+                break
+            cv = self.victims(c)
+            # Victims whose queue may lose them, judged alone; the greedy re-checks as it takes them.
+            ok = (
+                ((cv.req <= slack[cv.queue]) | (cv.req == 0)).all(axis=1)
+                & ((cv.req > 0) & self._contended[cv.queue]).any(axis=1)  # it frees what is short
+                & (cv.queue != reclaimer)
+                & ~cv.taken
+            )
+            if self._used is not None:
+                ok &= self._used[cv.queue] >= self._used[reclaimer]
+            keep = mask(c).open_rows(len(self.clusters.rows[c]))
+            if keep is not None:  # only victims with pods where the gang may go count
+                touches = np.zeros(ok.shape[0], dtype=bool)
+                touches[cv.owner[keep[cv.rows]]] = True
+                ok &= touches
+            if not ok.any():
+                continue
+            tried += 1
+            chosen = self._plan_cluster(c, cv, ok, slack, gang, best, cards, keep)
+            if chosen is not None and (best is None or len(chosen) < best[0]):
+                best = (len(chosen), c, chosen)
+                if best[0] == 1:
+                    break  # no plan needs fewer
+        if best is None:
+            return None
+        _, c, chosen = best
+        cv = self.victims(c)
+        for v in chosen:
+            cv.taken[v.rank] = True
+            self._given[v.queue] += v.req
+        return c, chosen
+
+    def _by_promise(self, cand: Sequence[int], gang: PreparedGang) -> list[int]:
+        """Candidates with victims, most free-plus-reclaimable room for the gang first, then name."""
+        have = [c for c in cand if c in self._groups]
+        if not have:
+            return []
+        dims = gang.dims
+        room = np.array([(self.clusters.total_free(c)[dims] + self._req_sum[c][dims]) for c in have]).reshape(
+            len(have), dims.size
+        ) / np.maximum(gang.total[dims], 1)
+        order = np.lexsort((np.array(have), -room.min(axis=1)))
+        return [have[i] for i in order.tolist()]
+
+    def _plan_cluster(
+        self,
+        c: int,
+        cv: _ClusterVictims,
+        ok: npt.NDArray[np.bool_],
+        slack: FloatArray,
+        gang: PreparedGang,
+        best: tuple[int, int, list[Victim]] | None,
+        cards: CardCheck | None = None,
+        keep: BoolArray | None = None,
+    ) -> list[Victim] | None:
+        """`keep`: the node rows the gang may use (None: all); the others stay empty to it."""
+        free = self.clusters.free(c).copy()
+        if ((self.clusters.total_free(c) + cv.req[ok].sum(axis=0)) < gang.total).any():
+            return None
+        if keep is not None:
+            free[~keep] = 0
+        usage = cv.usage if keep is None else cv.usage * keep[cv.rows][:, None]
+        potential = free.copy()
+        flat = ok[cv.owner]
+        np.add.at(potential, cv.rows[flat], usage[flat])
+        if pack(potential, gang.shapes)[1] is None:
+            return None
+        rows = _SlackRows(slack)
+        big = gang.shapes[0]
+        eligible = np.flatnonzero(ok)  # rank order
+        nodes, first = np.unique(cv.node[eligible], return_index=True)
+        by_node: dict[int, list[Victim]] = {}
+
+        def node_victims(n: int) -> list[Victim]:
+            got = by_node.get(n)
+            if got is None:
+                got = by_node[n] = [cv.victims[k] for k in cv.by_node[n] if ok[k]]
+            return got
+
+        # Lazy greedy over nodes keyed by (victims needed for one more pod, rank of the last of
+        # them): a node starts at its lower bound (one victim, its first victim's rank); its exact
+        # key is computed when it reaches the top, and it goes back in if that is more.
+        # Nodes that cannot host even one more pod with all their victims gone are left out.
+        d = big.dims
+        more = (potential[:, d] // big.row[d]).min(axis=1) > (free[:, d] // big.row[d]).min(axis=1)
+        heap = [(1, int(eligible[f]), int(n)) for n, f in zip(nodes, first, strict=True) if more[n]]
+        heapq.heapify(heap)
+        chosen: list[Victim] = []
+        limit = best[0] if best is not None else None
+        while heap:
+            cost, rank, node = heapq.heappop(heap)
+            if limit is not None and len(chosen) + cost >= limit:
+                return None  # every node left needs at least `cost` more victims
+            victims = node_victims(node)
+            walk = _walk(free, node, victims, big, rows)
+            if not walk:
+                continue
+            if (len(walk), walk[-1].rank) != (cost, rank):
+                heapq.heappush(heap, (len(walk), walk[-1].rank, node))
+                continue
+            for v in walk:
+                victims.remove(v)
+                chosen.append(v)
+                np.add.at(free, v.rows, v.usage if keep is None else v.usage * keep[v.rows][:, None])
+                rows.lose(v)
+            if limit is not None and len(chosen) >= limit:
+                return None
+            fits = pack(free, gang.shapes)[1] is not None
+            if fits and (cards is None or cards(c, free, [v.uid for v in chosen])):
+                return chosen
+            if victims:
+                heapq.heappush(heap, (1, victims[0].rank, node))
+        return None
+
+
+class _SlackRows:
+    """Queue slack as plain lists, fetched from the matrix on first use: the walks are scalar."""
+
+    def __init__(self, slack: FloatArray) -> None:
+        self._slack = slack
+        self._rows: dict[int, list[float]] = {}
+
+    def row(self, q: int) -> list[float]:
+        got = self._rows.get(q)
+        if got is None:
+            got = self._rows[q] = self._slack[q].tolist()
+        return got
+
+    def lose(self, v: Victim) -> None:
+        row = self.row(v.queue)
+        self._rows[v.queue] = [s - r for s, r in zip(row, v.req_list, strict=True)]
+
+
+def _room(row: list[int], dims: list[int], pod: list[int]) -> int:
+    return min((row[d] // pod[d] for d in dims), default=1 << 30)
+
+
+def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack: _SlackRows) -> list[Victim]:
+    """The fewest of `victims`, in order, whose removal makes room for one more pod on the node.
+
+    Each must leave its queue at or above its floor, counting what the earlier ones took.
+    """
+    dims = shape.dims.tolist()
+    pod = shape.row.tolist()
+    row = free[node].tolist()
+    target = _room(row, dims, pod) + 1
+    lost: dict[int, list[int]] = {}
+    taken: list[Victim] = []
+    for v in victims:
+        room = slack.row(v.queue)
+        gone = lost.get(v.queue)
+        if gone is None:
+            if any(r > s for r, s in zip(v.req_list, room, strict=True) if r):
+                continue
+            lost[v.queue] = v.req_list
+        else:
+            if any(r + g > s for r, g, s in zip(v.req_list, gone, room, strict=True) if r):
+                continue
+            lost[v.queue] = [r + g for r, g in zip(v.req_list, gone, strict=True)]
+        taken.append(v)
+        row = [a + b for a, b in zip(row, v.here, strict=True)]
+        if _room(row, dims, pod) >= target:
+            return taken
+    return []
