@@ -4,7 +4,8 @@ The cycle is the loop; each step of 5.3 has a module of its own:
 1. queue tree and deserved: tree.py, water.py (built by prepare.py with the pending demand);
 2. order: order.py (progressive filling across queues, priority and age within one);
 3. checks: checks.py (open leaf, realCap up the tree, other queues' guarantees);
-4. placement: placement.py and gang.py (gang fit per cluster), topology.py (HyperNodes);
+4. placement: fit.py (one gang fit: placement.py and gang.py per cluster, topology.py and
+   partitions.py for HyperNodes, devices.py for vGPU cards, nodegroups.py for queue affinity);
 5. starvation: starvation.py;  6. reclaim: reclaim.py;  7. explain: explain.py (every sentence).
 A job that fits nowhere may reclaim jobs of queues above their deserved or, once starving, reserve
 capacity in its queue.
@@ -17,18 +18,15 @@ from collections.abc import Iterable
 from itertools import repeat
 
 from vglobal.admission.checks import Checks
-from vglobal.admission.devices import DeviceFit, needs_cards
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
-    no_hypernode_reason,
-    no_partition_fit_reason,
     preempting_reason,
 )
+from vglobal.admission.failures import FailureCache
+from vglobal.admission.fit import GangFit
 from vglobal.admission.hyperjob import admit_groups, groups_of
 from vglobal.admission.order import FairOrder, decayed_offsets
-from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import FailureCache
 from vglobal.admission.preempt import Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
@@ -44,7 +42,6 @@ from vglobal.admission.snapshot import (
 )
 from vglobal.admission.starvation import Starvation
 from vglobal.admission.status import queue_statuses
-from vglobal.admission.topology import HyperNodeRows, place
 from vglobal.model.reasons import WaitKind
 
 
@@ -67,16 +64,14 @@ class _Cycle:
         self.admitted: list[str] = []
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
-        self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
-        self.devices = DeviceFit(self.clusters, prep.index)
-        self._card_misfit: dict[str, str] = {}  # job uid -> why its vGPUs fit no cluster's cards
+        self.fit = GangFit(prep)  # the gang fit lone jobs and HyperJobs' children share
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
             admit_groups(
-                groups, self.prep, self.checks, self.decisions, self.admitted, self.snap.max_admissions
+                groups, self.fit, self.checks, self.decisions, self.admitted, self.snap.max_admissions
             )
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
@@ -183,21 +178,8 @@ class _Cycle:
                 reserved = self.starvation.reserved(job, leaf)
                 if reserved is not None:
                     return reserved
-            if job.affinity is None:
-                best = self.clusters.best_effort(job.cand, job.gang)
-            else:
-                best = self.prep.nodegroups.best_effort(job.cand, job.gang, job.affinity)
-            topo = job.snap.network_topology
-            card_misfit = self._card_misfit.get(job.snap.uid)
-            if card_misfit:
-                best = card_misfit  # the totals may hold the gang; its cards do not (not cached)
-            elif job.snap.partitions:
-                # nor does a partition failure: every partition must also fit one HyperNode
-                best = no_partition_fit_reason(job.snap.partitions, topo, best)
-            elif topo is not None and topo[0] == "hard":
-                # a topology failure says nothing about the same gang without topology: not cached
-                best = no_hypernode_reason(topo[1], best)
-            elif not held:
+            best, plain = self.fit.why_not(job, job.cand)
+            if plain and not held:  # a reservation or a card, partition or HyperNode answer: not cached
                 self.failures.record(job.cand, job.gang, best, self.clusters.describe(job.gang))
         if self._may_preempt(job, leaf):
             preempted = self._preempt(job, leaf)
@@ -219,32 +201,12 @@ class _Cycle:
         return self._no_fit(job, best)
 
     def _place(self, job: Job, leaf: Leaf) -> Admit | None:
-        clusters = self.clusters
-        held = leaf.held
-        if job.affinity is not None:
-            held = self.prep.nodegroups.held(job.affinity, job.cand, held)
-        if self.devices.active and needs_cards(job.snap):
-            got = self.devices.place(clusters, job.cand, job.gang, held, job.snap)
-            if isinstance(got, str):
-                self._card_misfit[job.snap.uid] = got
-                return None
-            self.checks.charge(job)
-            self.admitted.append(job.snap.uid)
-            return Admit(clusters.names[got[0]])
-        if job.snap.partitions:
-            prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
-            found = place_partitioned(
-                clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared
-            )
-        else:
-            found = place(clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap.network_topology)
+        found = self.fit.place(job, job.cand, leaf.held)
         if found is None:
             return None
-        c, placement = found
-        clusters.commit(c, placement, job.gang)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        return Admit(clusters.names[c])
+        return Admit(self.clusters.names[found[0]])
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap

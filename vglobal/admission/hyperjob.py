@@ -4,11 +4,12 @@ Rules (the README's "HyperJobs" says the same):
 - One decision per HyperJob and cycle: its pending children are admitted together or none is.
   Until ``minAvailable`` children run (default: all), every pending child must be placed at once;
   once that many are admitted, the rest follow one by one as room allows.
-- Each child's gang must fit its own cluster (the usual first-fit-decreasing packing).
+- Each child's gang must fit its own cluster exactly as a lone job's would (fit.py: the queue's
+  node groups, vGPU cards, partitions and network topology included).
 - Children go to different clusters: a child takes a candidate cluster no sibling holds (running
-  or placed in this decision), in the placement policy's order. Only when no such cluster can hold
-  it does it share one with a sibling (its ``clusterNames`` name fewer clusters than there are
-  children, or the others lack room), the siblings' gangs then packed together on that cluster.
+  or placed in this decision), chosen as a lone job's would be among them. Only when no such
+  cluster can hold it does it share one with a sibling (its ``clusterNames`` name fewer clusters
+  than there are children, or the others lack room), packed into what its siblings left there.
 - The whole HyperJob fits its queue's limits at once (the sum of the children's requests) and is
   charged to the queue as one job; HyperJobs are decided before the cycle's other jobs, highest
   priority first, then oldest.
@@ -20,14 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from vglobal.admission.checks import Checks
+from vglobal.admission.devices import needs_cards
 from vglobal.admission.explain import budget_wait, queue_wait
-from vglobal.admission.gang import PreparedGang
-from vglobal.admission.placement import Candidates, Clusters, Placement
+from vglobal.admission.fit import GangFit, subset
 from vglobal.admission.prepare import Job, Leaf, Prepared
-from vglobal.admission.snapshot import Admit, Gang, PendingJob, RunningJob, Wait
+from vglobal.admission.snapshot import Admit, PendingJob, RunningJob, Wait
 from vglobal.model.reasons import WaitKind
 
 __all__ = ["Group", "admit_groups", "groups_of", "split_accelerators"]
@@ -66,86 +65,79 @@ def groups_of(pending: Iterable[PendingJob], running: Iterable[RunningJob]) -> l
     )
 
 
-def _combined(gangs: Sequence[Gang]) -> Gang:
-    return tuple(shape for gang in gangs for shape in gang)
-
-
 class _Decision:
-    """One HyperJob's tentative placements: nothing is committed until every child needed fits."""
+    """One HyperJob's children placed one after the other through the lone-job fit (fit.py), each
+    committed as a trial so that the next sees what its siblings took: kept only when every child
+    needed fits and the queue takes them all, else taken back whole."""
 
-    def __init__(self, prep: Prepared, clusters: Clusters, taken: Iterable[str]) -> None:
-        self.prep, self.clusters = prep, clusters
-        self.taken = {clusters.col[c] for c in taken if c in clusters.col}
-        self.chosen: dict[int, list[Gang]] = {}  # cluster -> gangs placed there by this decision
-        self.placements: dict[int, tuple[Placement, PreparedGang]] = {}
+    def __init__(self, fit: GangFit, taken: Iterable[str], jobs: Sequence[Job]) -> None:
+        self.fit, self.clusters = fit, fit.clusters
+        # Clusters its siblings hold: running there, or placed by this decision.
+        self.taken = {self.clusters.col[c] for c in taken if c in self.clusters.col}
+        devices = fit.devices
+        # The card fit commits as it places (devices.py): its cards are put back on a rollback.
+        self.cards = (
+            [dict(d) for d in devices.cards]
+            if devices.active and any(needs_cards(j.snap) for j in jobs)
+            else None
+        )
+        self.clusters.begin_trial()
 
-    def _fit(self, c: int, gangs: list[Gang]) -> tuple[Placement, PreparedGang] | None:
-        gang = self.prep.gang(gangs[0] if len(gangs) == 1 else _combined(gangs))
-        placement = self.clusters.fit(c, gang)
-        return None if placement is None else (placement, gang)
+    def place(self, job: Job) -> int | None:
+        """The cluster the child went to (a trial commit), or None. A cluster no sibling holds
+        first; only when none holds it does it share one with a sibling."""
+        cand = job.cand
+        own = [c for c in cand.ids if c not in self.taken]
+        found = None
+        if own:
+            found = self.fit.place(job, cand if len(own) == len(cand.ids) else subset(cand, own), {})
+        if found is None and len(own) < len(cand.ids):
+            found = self.fit.place(job, subset(cand, [c for c in cand.ids if c in self.taken]), {})
+        if found is None:
+            return None
+        self.taken.add(found[0])
+        return found[0]
 
-    def place(self, job: PendingJob) -> int | None:
-        """The cluster the child goes to (held tentatively), or None."""
-        clusters = self.clusters
-        cand = clusters.candidates(job)
-        gang = self.prep.gang(job.gang)
-        shared: list[int] = []
-        for c in clusters.order(cand, gang):
-            if c in self.taken or c in self.chosen:
-                shared.append(c)
-                continue
-            got = self._fit(c, [job.gang])
-            if got is not None:
-                self.chosen[c] = [job.gang]
-                self.placements[c] = got
-                return c
-        for c in shared:  # no free-standing cluster holds it: share one with a sibling
-            gangs = [*self.chosen.get(c, []), job.gang]
-            got = self._fit(c, gangs)
-            if got is not None:
-                self.chosen[c] = gangs
-                self.placements[c] = got
-                return c
-        return None
-
-    def why_not(self, job: PendingJob) -> str:
-        clusters = self.clusters
-        cand = clusters.candidates(job)
-        gang = self.prep.gang(job.gang)
-        free = [c for c in cand.ids if c not in self.taken and c not in self.chosen]
-        held = sorted(clusters.names[c] for c in cand.ids if c not in free)
+    def why_not(self, job: Job) -> str:
+        """Which child fits no cluster, and what came closest among those its siblings leave."""
+        clusters, cand = self.clusters, job.cand
+        free = [c for c in cand.ids if c not in self.taken]
+        held = sorted(clusters.names[c] for c in cand.ids if c in self.taken)
         if free:
-            arr = np.array(free, dtype=np.int64)
-            best = clusters.best_effort(Candidates(arr, tuple(free), arr.tobytes()), gang)
+            best, _ = self.fit.why_not(job, cand if len(free) == len(cand.ids) else subset(cand, free))
         else:
             best = "no candidate cluster is free of its siblings"
-        text = f"child {job.name} ({clusters.describe(gang)}) fits no cluster: {best}"
+            if cand.note:
+                best += f"; {cand.note}"
+        text = f"child {job.snap.name} ({clusters.describe(job.gang)}) fits no cluster: {best}"
         if held:
             text += f"; its siblings hold {', '.join(held)}"
         return text
 
-    def commit(self) -> None:
-        for c, (placement, gang) in self.placements.items():
-            self.clusters.commit(c, placement, gang)
+    def keep(self) -> None:
+        self.clusters.end_trial()
+
+    def undo(self) -> None:
+        self.clusters.rollback()
+        if self.cards is not None:
+            self.fit.devices.cards[:] = self.cards
 
 
-def _as_job(prep: Prepared, group: Group, jobs: Sequence[PendingJob], leaf: int, serial: int) -> Job:
+def _as_job(prep: Prepared, jobs: Sequence[Job], leaf: int, serial: int) -> Job:
     """The children ``jobs`` as one job of admission's form: their summed request, for the queue's
     checks and its charge (a HyperJob counts as one job of its queue)."""
-    size = prep.index.size
-    req = [0] * size
+    req = [0] * prep.index.size
     for j in jobs:
-        for r, v in enumerate(prep.index.row(j.request)):
+        for r, v in enumerate(j.req):
             req[r] += v
     dims = tuple(r for r, v in enumerate(req) if v)
     first = jobs[0]
-    gang = prep.gang(first.gang)
-    return Job(first, leaf, req, -serial, dims, gang, prep.clusters.candidates(first))
+    return Job(first.snap, leaf, req, -serial, dims, first.gang, first.cand)
 
 
 def admit_groups(
     groups: Sequence[Group],
-    prep: Prepared,
+    fit: GangFit,
     checks: Checks,
     decisions: MutableMapping[str, Admit | Wait],
     admitted: list[str],
@@ -153,6 +145,7 @@ def admit_groups(
 ) -> None:
     """Decide every HyperJob's pending children: Admit for each placed, Wait for the rest. Once
     ``budget`` admissions are made (0: no limit) the HyperJobs left wait a turn."""
+    prep = fit.prep
     tree, clusters = prep.tree, prep.clusters
     for serial, group in enumerate(groups, start=1):
         if budget and len(admitted) >= budget:
@@ -164,17 +157,19 @@ def admit_groups(
             wait = queue_wait(tree, group.queue)
             decisions.update((j.uid, wait) for j in group.pending)
             continue
-        decision = _Decision(prep, clusters, group.running)
+        jobs = [prep.job_of(j, i) for j in group.pending]
+        decision = _Decision(fit, group.running, jobs)
         need = max(group.min_available - len(group.running), 0)
-        placed: list[tuple[PendingJob, int]] = []
-        misses: list[PendingJob] = []
-        for job in group.pending:
+        placed: list[tuple[Job, int]] = []
+        misses: list[Job] = []
+        for job in jobs:
             c = decision.place(job)
             if c is None:
                 misses.append(job)
             else:
                 placed.append((job, c))
         if need and misses and len(placed) < need:
+            decision.undo()
             text = decision.why_not(misses[0])
             wait = Wait(
                 WaitKind.NoFit,
@@ -183,22 +178,23 @@ def admit_groups(
             decisions.update((j.uid, wait) for j in group.pending)
             continue
         if placed:
-            as_job = _as_job(prep, group, [j for j, _ in placed], i, serial)
+            as_job = _as_job(prep, [j for j, _ in placed], i, serial)
             refused = (
                 checks.capability(as_job, Leaf(i)) or (checks.guarded and checks.guarantees(as_job)) or None
             )
             if refused is not None:
+                decision.undo()
                 wait = Wait(refused.kind, f"HyperJob {group.key} waits whole: {refused.reason}")
                 decisions.update((j.uid, wait) for j in group.pending)
                 continue
-            decision.commit()
             checks.charge(as_job)
             for job, c in placed:
-                decisions[job.uid] = Admit(clusters.names[c])
-                admitted.append(job.uid)
+                decisions[job.snap.uid] = Admit(clusters.names[c])
+                admitted.append(job.snap.uid)
+        decision.keep()
         for job in misses:
             text = decision.why_not(job)
-            decisions[job.uid] = Wait(
+            decisions[job.snap.uid] = Wait(
                 WaitKind.NoFit, f"HyperJob {group.key} runs without it until room frees: {text}"
             )
 

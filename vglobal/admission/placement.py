@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
 from vglobal.admission.gang import PreparedGang, pack
@@ -117,6 +116,8 @@ class Clusters:
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
         self._fits_empty: dict[tuple[int, str], bool] = {}
         self._whole: dict[tuple[bytes, str], list[int]] = {}
+        # While a trial runs (begin_trial), each commit's cluster and the rows it replaced.
+        self._journal: list[tuple[int, dict[int, list[int]]]] | None = None
 
     @property
     def alloc_totals(self) -> list[list[int]]:
@@ -340,6 +341,8 @@ class Clusters:
     def commit(self, c: int, placement: Placement, gang: PreparedGang) -> None:
         """Make the placement's rows the cluster's free capacity; `gang` is what it placed."""
         rows = self.rows[c]
+        if self._journal is not None:
+            self._journal.append((c, {i: rows[i] for i in placement.rows}))
         for i, row in placement.rows.items():
             rows[i] = row
         cursor = self._cursor[c]
@@ -377,6 +380,24 @@ class Clusters:
         self._dropped.clear()
         self._version[c] += 1
         self._log.append(c)
+
+    def begin_trial(self) -> None:
+        """Commits from now on may be taken back together (rollback) or kept (end_trial): a
+        HyperJob's children are placed one after the other, each seeing its siblings' room taken."""
+        self._journal = []
+
+    def end_trial(self) -> list[int]:
+        """Keep the trial's commits; the clusters they went to, in commit order."""
+        journal, self._journal = self._journal or [], None
+        return [c for c, _ in journal]
+
+    def rollback(self) -> None:
+        """Take back every commit of the trial, last first: what they took is free again."""
+        journal, self._journal = self._journal or [], None
+        for c, before in reversed(journal):
+            rows = self.rows[c]
+            freed = {i: [b - a for b, a in zip(old, rows[i], strict=True)] for i, old in before.items()}
+            self.release(c, freed)
 
     def take_unplaced(self, prepare: Callable[[Gang], PreparedGang]) -> None:
         """Take the capacity of gangs dispatched earlier whose pods are not on nodes yet
@@ -437,48 +458,3 @@ class Clusters:
 
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)
-
-
-class FailureCache:
-    """Gangs that fit no candidate cluster this cycle; a bigger gang then fails without packing.
-
-    Free capacity only shrinks within a cycle, so a failure stays a failure.
-    """
-
-    def __init__(self) -> None:
-        self._rows: dict[bytes, list[tuple[IntArray, int, str]]] = {}  # (pod row, pods, reason)
-        self._stack: dict[bytes, tuple[IntArray, IntArray, list[str]]] = {}
-        self._exact: dict[tuple[bytes, str], str] = {}
-        self._misses: dict[tuple[bytes, str], int] = {}
-
-    def lookup(self, cand: Candidates, gang: PreparedGang) -> str | None:
-        ck = cand.key
-        key = (ck, gang.tag)
-        hit = self._exact.get(key)
-        if hit is not None:
-            return hit
-        rows = self._rows.get(ck)
-        if not rows or self._misses.get(key) == len(rows):
-            return None  # nothing recorded since this gang last missed
-        stacked = self._stack.get(ck)
-        if stacked is None:
-            stacked = (np.stack([r[0] for r in rows]), np.array([r[1] for r in rows]), [r[2] for r in rows])
-            self._stack[ck] = stacked
-        mat, counts, reasons = stacked
-        for shape in gang.shapes:
-            dominated: npt.NDArray[np.bool_] = (shape.row >= mat).all(axis=1) & (shape.count >= counts)
-            if dominated.any():
-                found = self._exact[key] = reasons[int(np.argmax(dominated))]
-                return found
-        self._misses[key] = len(rows)
-        return None
-
-    def record(self, cand: Candidates, gang: PreparedGang, reason: str, described: str) -> None:
-        """`reason` says why the gang (`described`) fits no candidate. A bigger gang found through
-        it is told that this smaller one does not fit either: its own figures were not packed."""
-        ck = cand.key
-        self._exact[(ck, gang.tag)] = reason
-        if len(gang.shapes) == 1:
-            bigger = f"not even the smaller gang {described} fits a candidate cluster ({reason})"
-            self._rows.setdefault(ck, []).append((gang.shapes[0].row, gang.shapes[0].count, bigger))
-            self._stack.pop(ck, None)

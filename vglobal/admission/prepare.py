@@ -211,3 +211,14 @@ class Prepared:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
             gang = gangs[gid_by_id[id(job.gang)]]
             append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity))
+
+    def job_of(self, job: PendingJob, leaf: int) -> Job:
+        """One job in admission's form, as make() forms a queue's: a HyperJob's child."""
+        rid = self.rid_by_id[id(job.request)]
+        queue = self.tree.names[leaf]
+        affinity = self.nodegroups.of(queue)
+        cand = self.clusters.candidates(job)
+        if affinity is not None:
+            cand = self.nodegroups.candidates(cand, affinity, queue)
+        gang = self.gangs[self.gid_by_id[id(job.gang)]]
+        return Job(job, leaf, self.req_rows[rid], rid, self.req_dims[rid], gang, cand, affinity)
