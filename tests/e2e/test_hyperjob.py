@@ -341,3 +341,52 @@ def test_get_hyperjobs_watch_prints_each_change_of_its_status(system: System) ->
     rows = [json.loads(x) for x in watch.lines if x.startswith("{")]
     running = [r for r in rows if r["phase"] == "Running"]
     assert running and all(k["cluster"] == "solo" for k in running[-1]["children"])
+
+
+BOTH_FAIL = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: both}
+spec:
+  failurePolicy: RestartAll
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1s, vglobal.io/sim-exit-code: "1"}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+
+def test_two_children_failing_at_once_on_two_agents_restart_the_hyperjob_once_each_time(
+    system: System,
+) -> None:
+    # Both children start in one cycle on two clusters and fail a second later, each reported by
+    # its own agent: every such double failure is one restart of the whole HyperJob.
+    system.start_hub()
+    for name in ("c1", "c2"):
+        system.start_agent(name, sim_cluster(name, nodes=1))
+    _clusters(system, 2)
+    _apply(system, "both", BOTH_FAIL)
+    names = ["both-w-0", "both-w-1"]
+    with system.client() as c:
+        wait_for(
+            lambda: all(c.get_job(n).phase == "Failed" for n in names),
+            180,
+            "both children to fail at last",
+            system,
+        )
+        for name in names:
+            runs = c.job_dispatches(name)
+            # Three restarts, no more: one run per generation, on one cluster each, all but the
+            # last fenced; never two runs of one generation.
+            assert [d.generation for d in runs] == [1, 2, 3, 4]
+            assert [d.fenced for d in runs] == [True, True, True, False]
+            said = [e.message for e in c.explain_job(name).events if e.reason == "HyperJobFailurePolicy"]
+            assert len(said) == 3 and all("RestartAll" in m for m in said)
+        assert c.get_hyperjob("both").phase == "Failed"
