@@ -103,7 +103,7 @@ class _Decision:
         clusters, cand = self.clusters, job.cand
         free = [c for c in cand.ids if c not in self.taken]
         held = sorted(clusters.names[c] for c in cand.ids if c in self.taken)
-        if free:
+        if free or not held:
             best, _ = self.fit.why_not(job, cand if len(free) == len(cand.ids) else subset(cand, free))
         else:
             best = "no candidate cluster is free of its siblings"
