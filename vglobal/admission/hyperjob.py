@@ -18,7 +18,7 @@ Rules (the README's "HyperJobs" says the same):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from vglobal.admission.checks import Checks
@@ -27,9 +27,10 @@ from vglobal.admission.explain import budget_wait, queue_wait
 from vglobal.admission.fit import GangFit, subset
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.snapshot import Admit, PendingJob, RunningJob, Wait
+from vglobal.model.hyperjob import HyperJob
 from vglobal.model.reasons import WaitKind
 
-__all__ = ["Group", "admit_groups", "groups_of", "split_accelerators"]
+__all__ = ["Group", "SplitError", "admit_groups", "auto_shares", "groups_of", "split_accelerators"]
 
 
 @dataclass(slots=True)
@@ -217,3 +218,39 @@ def split_accelerators(
             out.append((name, share))
             left -= share
     return out if left <= 0 else None
+
+
+class SplitError(ValueError):
+    """An auto split no cluster set can hold; the message names the field."""
+
+
+def auto_shares(
+    hj: HyperJob, measures: Sequence[Callable[[str], Mapping[str, int]]]
+) -> dict[str, list[tuple[str, int]]]:
+    """Each auto replicated job's (cluster, accelerators) shares: split over the first of
+    ``measures`` (per cluster, how much of an accelerator type it offers) that holds it, among the
+    clusters its ``clusterNames`` allow. SplitError when none does."""
+    shares: dict[str, list[tuple[str, int]]] = {}
+    for i, rj in enumerate(hj.replicated):
+        if not rj.auto:
+            continue
+        _, per_pod = rj.split_task()
+        kind = rj.split.accelerator_type
+        assert rj.split.accelerators is not None
+        total = rj.split.accelerators * 1000  # accelerators are counted in thousandths
+        allowed = set(rj.cluster_names)
+        split = None
+        amounts: dict[str, int] = {}
+        for measure in measures:
+            amounts = {c: v for c, v in measure(kind).items() if not allowed or c in allowed}
+            split = split_accelerators(total, per_pod, amounts, hj.max_domains)
+            if split is not None:
+                break
+        if split is None:
+            limit = "" if hj.max_domains is None else f" within maxDomains {hj.max_domains}"
+            raise SplitError(
+                f"spec.replicatedJobs[{i}].splitPolicy.accelerators: no {len(amounts) or 'Ready'} cluster(s) "
+                f"can hold {rj.split.accelerators} {kind}{limit}"
+            )
+        shares[rj.name] = split
+    return shares

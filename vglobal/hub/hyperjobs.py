@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission.hyperjob import split_accelerators
+from vglobal.admission.hyperjob import SplitError, auto_shares
 from vglobal.config import HubSettings
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.dispatch.clusters import ClusterCache
@@ -70,28 +70,18 @@ def capacity_by_cluster(resource: str, *, session: Session) -> dict[str, int]:
 def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:
     """The HyperJob's children; an auto split divides its accelerators over the clusters' free
     capacity now (over their whole capacity when what is free cannot hold it: it then waits)."""
-    shares: dict[str, list[tuple[str, int]]] = {}
-    for i, rj in enumerate(hj.replicated):
-        if not rj.auto:
-            continue
-        _, per_pod = rj.split_task()
-        kind = rj.split.accelerator_type
-        assert rj.split.accelerators is not None
-        total = rj.split.accelerators * 1000  # accelerators are counted in thousandths
-        allowed = set(rj.cluster_names)
-        split = None
-        for measure in (free_by_cluster, capacity_by_cluster):
-            amounts = {c: v for c, v in measure(kind, session=session).items() if not allowed or c in allowed}
-            split = split_accelerators(total, per_pod, amounts, hj.max_domains)
-            if split is not None:
-                break
-        if split is None:
-            limit = "" if hj.max_domains is None else f" within maxDomains {hj.max_domains}"
-            raise FailedPrecondition(
-                f"spec.replicatedJobs[{i}].splitPolicy.accelerators: no {len(amounts) or 'Ready'} cluster(s) "
-                f"can hold {rj.split.accelerators} {kind}{limit}"
-            )
-        shares[rj.name] = split
+    if not hj.needs_split:
+        return hj.children()
+    try:
+        shares = auto_shares(
+            hj,
+            (
+                lambda kind: free_by_cluster(kind, session=session),
+                lambda kind: capacity_by_cluster(kind, session=session),
+            ),
+        )
+    except SplitError as exc:
+        raise FailedPrecondition(str(exc)) from None
     return hj.children(shares)
 
 

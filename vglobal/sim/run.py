@@ -41,7 +41,7 @@ def run_simulation(
     Raises SimInputError for bad input (naming the file and field), SimulationError if the run
     does not settle."""
     clusters = load_clusters(cluster_files)
-    workload = load_workload(jobs_path)
+    workload = load_workload(jobs_path, clusters)
     conf = DEFAULT_AGENT_CONF
     if scheduler_conf is not None:
         try:
