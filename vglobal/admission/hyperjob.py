@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from vglobal.admission.checks import Checks
 from vglobal.admission.devices import needs_cards
@@ -29,6 +30,7 @@ from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.snapshot import Admit, PendingJob, RunningJob, Wait
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.reasons import WaitKind
+from vglobal.model.resources import ResourceVector
 
 __all__ = ["Group", "SplitError", "admit_groups", "auto_shares", "groups_of", "split_accelerators"]
 
@@ -200,24 +202,55 @@ def admit_groups(
             )
 
 
+# For a cluster and a share of accelerators: the lowest network tier at which one HyperNode of it
+# holds the share's pods (None: none does, or it has no HyperNodes).
+ShareTier = Callable[[str, int], "int | None"]
+_NO_TIER = 1 << 30  # ranks after every tier
+
+
 def split_accelerators(
-    total: int, per_pod: int, free: Mapping[str, int], max_domains: int | None
+    total: int,
+    per_pod: int,
+    free: Mapping[str, int],
+    max_domains: int | None,
+    tier: ShareTier | None = None,
 ) -> list[tuple[str, int]] | None:
-    """``total`` accelerators over the fewest clusters: the clusters with the most free first
-    (then by name), each taking what it has free in whole pods, up to ``max_domains`` clusters.
-    None when they cannot hold it all."""
+    """``total`` accelerators over the fewest clusters, up to ``max_domains`` of them: each step
+    the cluster that takes the biggest share (what it has free in whole pods, at most what is
+    left) and, among those that take as much, the one whose HyperNodes hold that share at the
+    lowest network tier (``tier``), then the one with the most free, then by name. None when they
+    cannot hold it all."""
     if total <= 0 or per_pod <= 0:
         return None
     left = -(-total // per_pod) * per_pod  # whole pods
     out: list[tuple[str, int]] = []
-    for name, amount in sorted(free.items(), key=lambda kv: (-kv[1], kv[0])):
-        if left <= 0 or (max_domains is not None and len(out) >= max_domains):
+    rest = {name: amount // per_pod * per_pod for name, amount in free.items()}
+    while left > 0 and (max_domains is None or len(out) < max_domains):
+        shares = {name: min(amount, left) for name, amount in rest.items() if amount > 0}
+        if not shares:
             break
-        share = min(amount // per_pod * per_pod, left)
-        if share > 0:
-            out.append((name, share))
-            left -= share
+        biggest = max(shares.values())
+        tied = sorted(name for name, share in shares.items() if share == biggest)
+        if len(tied) > 1 and tier is not None:
+            tiers = {name: tier(name, biggest) for name in tied}
+            tied.sort(key=lambda n: (_NO_TIER if (t := tiers[n]) is None else t, -free[n], n))
+        else:
+            tied.sort(key=lambda n: (-free[n], n))
+        name = tied[0]
+        out.append((name, biggest))
+        left -= biggest
+        del rest[name]
     return out if left <= 0 else None
+
+
+def _pods_tier(
+    tiers: Callable[[str, ResourceVector, int], int | None],
+    pod: ResourceVector,
+    per_pod: int,
+    cluster: str,
+    share: int,
+) -> int | None:
+    return tiers(cluster, pod, share // per_pod)
 
 
 class SplitError(ValueError):
@@ -225,25 +258,30 @@ class SplitError(ValueError):
 
 
 def auto_shares(
-    hj: HyperJob, measures: Sequence[Callable[[str], Mapping[str, int]]]
+    hj: HyperJob,
+    measures: Sequence[Callable[[str], Mapping[str, int]]],
+    tiers: Callable[[str, ResourceVector, int], int | None] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:
     """Each auto replicated job's (cluster, accelerators) shares: split over the first of
     ``measures`` (per cluster, how much of an accelerator type it offers) that holds it, among the
-    clusters its ``clusterNames`` allow. SplitError when none does."""
+    clusters its ``clusterNames`` allow. ``tiers`` (cluster, pod request, pods) breaks ties between
+    clusters by the network tier that holds a share. SplitError when none does."""
     shares: dict[str, list[tuple[str, int]]] = {}
     for i, rj in enumerate(hj.replicated):
         if not rj.auto:
             continue
-        _, per_pod = rj.split_task()
+        task, per_pod = rj.split_task()
         kind = rj.split.accelerator_type
-        assert rj.split.accelerators is not None
+        assert rj.split.accelerators is not None and rj.template is not None
+        pod = rj.template.tasks[task].pod_request
+        tier = None if tiers is None else partial(_pods_tier, tiers, pod, per_pod)
         total = rj.split.accelerators * 1000  # accelerators are counted in thousandths
         allowed = set(rj.cluster_names)
         split = None
         amounts: dict[str, int] = {}
         for measure in measures:
             amounts = {c: v for c, v in measure(kind).items() if not allowed or c in allowed}
-            split = split_accelerators(total, per_pod, amounts, hj.max_domains)
+            split = split_accelerators(total, per_pod, amounts, hj.max_domains, tier)
             if split is not None:
                 break
         if split is None:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from vglobal.admission.hyperjob import SplitError, auto_shares
+from vglobal.admission.snapshot import ClusterSnap
+from vglobal.admission.topology import lowest_tier
 from vglobal.config import HubSettings
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.dispatch.clusters import ClusterCache
@@ -23,6 +25,7 @@ from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.phases import ClusterState
+from vglobal.model.resources import ResourceVector
 
 
 def accept_any(manifest: str, settings: HubSettings, validation: str = "") -> Job | HyperJob:
@@ -46,40 +49,36 @@ def accept_any(manifest: str, settings: HubSettings, validation: str = "") -> Jo
     return doc
 
 
-def free_by_cluster(resource: str, *, session: Session) -> dict[str, int]:
-    """Per Ready cluster, how much of ``resource`` its nodes last reported free."""
+def _ready_clusters(*, session: Session) -> dict[str, ClusterSnap]:
+    """Every Ready cluster as admission sees it (its nodes' free and allocatable, its HyperNodes)."""
     cache = ClusterCache()
-    out: dict[str, int] = {}
-    for row in cache.read(session=session):
-        if row.effective_state != ClusterState.Ready:
-            continue
-        snap = cache.snap(row, ())
-        out[row.name] = sum(n.free.get(resource, 0) for n in snap.nodes)
-    return out
-
-
-def capacity_by_cluster(resource: str, *, session: Session) -> dict[str, int]:
-    cache = ClusterCache()
-    out: dict[str, int] = {}
-    for row in cache.read(session=session):
-        if row.effective_state == ClusterState.Ready:
-            out[row.name] = sum(n.allocatable.get(resource, 0) for n in cache.snap(row, ()).nodes)
-    return out
+    return {
+        row.name: cache.snap(row, ())
+        for row in cache.read(session=session)
+        if row.effective_state == ClusterState.Ready
+    }
 
 
 def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:
     """The HyperJob's children; an auto split divides its accelerators over the clusters' free
-    capacity now (over their whole capacity when what is free cannot hold it: it then waits)."""
+    capacity now (over their whole capacity when what is free cannot hold it: it then waits),
+    clusters that take equal shares ranked by the network tier that holds a share's pods."""
     if not hj.needs_split:
         return hj.children()
+    ready = _ready_clusters(session=session)
+
+    def free(kind: str) -> dict[str, int]:
+        return {name: sum(n.free.get(kind, 0) for n in c.nodes) for name, c in ready.items()}
+
+    def capacity(kind: str) -> dict[str, int]:
+        return {name: sum(n.allocatable.get(kind, 0) for n in c.nodes) for name, c in ready.items()}
+
+    def tier(cluster: str, pod: ResourceVector, pods: int) -> int | None:
+        c = ready.get(cluster)
+        return None if c is None or not c.hypernodes else lowest_tier(c, ((pod, pods),), None)
+
     try:
-        shares = auto_shares(
-            hj,
-            (
-                lambda kind: free_by_cluster(kind, session=session),
-                lambda kind: capacity_by_cluster(kind, session=session),
-            ),
-        )
+        shares = auto_shares(hj, (free, capacity), tier)
     except SplitError as exc:
         raise FailedPrecondition(str(exc)) from None
     return hj.children(shares)
