@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from collections.abc import Callable
 
 import pytest
 
@@ -390,3 +391,38 @@ def test_two_children_failing_at_once_on_two_agents_restart_the_hyperjob_once_ea
             said = [e.message for e in c.explain_job(name).events if e.reason == "HyperJobFailurePolicy"]
             assert len(said) == 3 and all("RestartAll" in m for m in said)
         assert c.get_hyperjob("both").phase == "Failed"
+
+
+def _seen(stream: Stream, match: Callable[[str], bool], what: str) -> str:
+    """A line printed so far that matches, else the next one."""
+    return next((line for line in stream.lines if match(line)), None) or stream.expect(match, what)
+
+
+def test_describe_hyperjob_shows_why_each_child_waits_and_events_and_follows_it(system: System) -> None:
+    # No cluster yet: both children wait, each with its reason; then they run, are cancelled and
+    # deleted while `describe hyperjob -w` follows, which ends by itself once they are gone.
+    system.start_hub()
+    _apply(system, "pair", PAIR)
+    with system.client() as c:
+        wait_for(lambda: c.get_hyperjob("pair").waiting_reason, 60, "a waiting reason", system)
+    described = system.cli("describe", "hyperjob", "pair").stdout
+    lines = described.splitlines()
+    for child in ("pair-w-0", "pair-w-1"):
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith(child))
+        assert "HyperJob default/pair waits whole" in lines[at + 1], described
+    events = lines[lines.index("Events:") + 1 :]
+    assert sum("Submitted" in line for line in events) == 2, described
+    with Stream(system.target, "describe", "hyperjob", "pair", "-w") as follow:
+        follow.expect(lambda line: line.startswith("Following"), "the description, then following")
+        system.start_agent("solo", sim_cluster("solo", nodes=2))
+        follow.expect(lambda line: line.startswith("HyperJob default/pair Running: 2/2"), "pair Running")
+        # Each child's own changes and events come too (the HyperJob's line may come first: it is
+        # read when a child changes, and may already show what the next change will say).
+        running = _seen(follow, lambda line: "pair-w-0: phase Running" in line, "child 0 Running")
+        assert "on solo (generation 1)" in running
+        _seen(follow, lambda line: "pair-w-1" in line and "Dispatched" in line, "child 1's Dispatched event")
+        system.cli("hyperjob", "cancel", "pair")
+        follow.expect(lambda line: line.startswith("HyperJob default/pair Aborted"), "pair Aborted")
+        system.cli("hyperjob", "delete", "pair")
+        follow.expect(lambda line: line == "HyperJob default/pair deleted", "pair deleted")
+        assert follow.wait() == 0, "the follow ends by itself once the HyperJob is deleted"
