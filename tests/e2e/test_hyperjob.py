@@ -426,3 +426,15 @@ def test_describe_hyperjob_shows_why_each_child_waits_and_events_and_follows_it(
         system.cli("hyperjob", "delete", "pair")
         follow.expect(lambda line: line == "HyperJob default/pair deleted", "pair deleted")
         assert follow.wait() == 0, "the follow ends by itself once the HyperJob is deleted"
+
+
+def test_apply_refuses_a_bad_hyperjob_naming_each_field_and_stores_nothing(system: System) -> None:
+    system.start_hub()
+    typo = PAIR.replace("replicas: 2", "replica: 2")
+    bad_policy = PAIR.replace("spec:\n  replicatedJobs:", "spec:\n  failurePolicy: Retry\n  replicatedJobs:")
+    for text, field in ((typo, "spec.replicatedJobs[0].replica"), (bad_policy, "spec.failurePolicy")):
+        (path := system.tmp / "bad.yaml").write_text(text)
+        res = system.cli("apply", "-f", str(path), check=False)
+        assert res.returncode == 1 and "INVALID_ARGUMENT" in res.stderr and field in res.stderr, res.stderr
+    assert system.cli("get", "hyperjobs", "-o", "json").stdout.strip() in ("[]", "")
+    assert system.cli("get", "jobs", "-o", "name").stdout.strip() == ""
