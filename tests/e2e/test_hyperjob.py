@@ -438,3 +438,15 @@ def test_apply_refuses_a_bad_hyperjob_naming_each_field_and_stores_nothing(syste
         assert res.returncode == 1 and "INVALID_ARGUMENT" in res.stderr and field in res.stderr, res.stderr
     assert system.cli("get", "hyperjobs", "-o", "json").stdout.strip() in ("[]", "")
     assert system.cli("get", "jobs", "-o", "name").stdout.strip() == ""
+
+
+def test_a_hyperjob_whose_children_all_complete_is_completed(system: System) -> None:
+    system.start_hub()
+    system.start_agent("solo", sim_cluster("solo", nodes=2))
+    _clusters(system, 1)
+    _apply(system, "pair", PAIR.replace("1000h", "1s"))
+    with system.client() as c:
+        wait_for(lambda: c.get_hyperjob("pair").phase == "Completed", 90, "pair Completed", system)
+        done = c.get_hyperjob("pair")
+        assert [(k.phase, k.succeeded) for k in done.children] == [("Completed", 1), ("Completed", 1)]
+    assert "Completed" in system.cli("get", "hyperjobs").stdout
