@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cli_run import vglobal
+from tests.unit.sim.test_sim_hyperjob import AUTO  # splitPolicy auto, accelerators %d, 8 GPUs a pod
 from tests.unit.sim.test_sim_hyperjob import HYPERJOB as STATIC  # 3 children of 4 8-GPU pods, 10m
 
 pytestmark = pytest.mark.e2e
@@ -24,24 +25,6 @@ spec:
   - name: %(name)s
     count: %(nodes)d
     allocatable: {cpu: "64", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
-"""
-
-AUTO = """
-apiVersion: training.volcano.sh/v1alpha1
-kind: HyperJob
-metadata: {name: auto}
-spec:
-  replicatedJobs:
-  - name: part
-    splitPolicy: {mode: auto, accelerators: %d}
-    templateSpec:
-      tasks:
-      - name: worker
-        replicas: 1
-        template:
-          metadata: {annotations: {vglobal.io/sim-duration: 1h}}
-          spec:
-            containers: [{name: c, image: x, resources: {requests: {nvidia.com/gpu: "8"}}}]
 """
 
 

@@ -27,12 +27,21 @@ from vglobal.admission.devices import needs_cards
 from vglobal.admission.explain import budget_wait, queue_wait
 from vglobal.admission.fit import GangFit, subset
 from vglobal.admission.prepare import Job, Leaf, Prepared
-from vglobal.admission.snapshot import Admit, PendingJob, RunningJob, Wait
+from vglobal.admission.snapshot import Admit, ClusterSnap, PendingJob, RunningJob, Wait
+from vglobal.admission.topology import lowest_tier
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
 
-__all__ = ["Group", "SplitError", "admit_groups", "auto_shares", "groups_of", "split_accelerators"]
+__all__ = [
+    "Group",
+    "SplitError",
+    "admit_groups",
+    "auto_shares",
+    "groups_of",
+    "split_accelerators",
+    "split_over",
+]
 
 
 @dataclass(slots=True)
@@ -292,3 +301,20 @@ def auto_shares(
             )
         shares[rj.name] = split
     return shares
+
+
+def split_over(hj: HyperJob, clusters: Mapping[str, ClusterSnap]) -> dict[str, list[tuple[str, int]]]:
+    """The auto split over ``clusters`` (by name): over what they have free, else over their whole
+    capacity; clusters that take equal shares ranked by the network tier holding a share's pods."""
+
+    def free(kind: str) -> dict[str, int]:
+        return {name: sum(n.free.get(kind, 0) for n in c.nodes) for name, c in clusters.items()}
+
+    def capacity(kind: str) -> dict[str, int]:
+        return {name: sum(n.allocatable.get(kind, 0) for n in c.nodes) for name, c in clusters.items()}
+
+    def tier(cluster: str, pod: ResourceVector, pods: int) -> int | None:
+        c = clusters.get(cluster)
+        return None if c is None or not c.hypernodes else lowest_tier(c, ((pod, pods),), None)
+
+    return auto_shares(hj, (free, capacity), tier)

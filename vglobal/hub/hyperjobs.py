@@ -12,9 +12,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission.hyperjob import SplitError, auto_shares
+from vglobal.admission.hyperjob import SplitError, split_over
 from vglobal.admission.snapshot import ClusterSnap
-from vglobal.admission.topology import lowest_tier
 from vglobal.config import HubSettings
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.dispatch.clusters import ClusterCache
@@ -25,7 +24,6 @@ from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.phases import ClusterState
-from vglobal.model.resources import ResourceVector
 
 
 def accept_any(manifest: str, settings: HubSettings, validation: str = "") -> Job | HyperJob:
@@ -65,20 +63,8 @@ def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:
     clusters that take equal shares ranked by the network tier that holds a share's pods."""
     if not hj.needs_split:
         return hj.children()
-    ready = _ready_clusters(session=session)
-
-    def free(kind: str) -> dict[str, int]:
-        return {name: sum(n.free.get(kind, 0) for n in c.nodes) for name, c in ready.items()}
-
-    def capacity(kind: str) -> dict[str, int]:
-        return {name: sum(n.allocatable.get(kind, 0) for n in c.nodes) for name, c in ready.items()}
-
-    def tier(cluster: str, pod: ResourceVector, pods: int) -> int | None:
-        c = ready.get(cluster)
-        return None if c is None or not c.hypernodes else lowest_tier(c, ((pod, pods),), None)
-
     try:
-        shares = auto_shares(hj, (free, capacity), tier)
+        shares = split_over(hj, _ready_clusters(session=session))
     except SplitError as exc:
         raise FailedPrecondition(str(exc)) from None
     return hj.children(shares)

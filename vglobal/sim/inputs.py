@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vglobal.admission import GroupRef, PendingJob, QueueSnap
-from vglobal.admission.hyperjob import SplitError, auto_shares
+from vglobal.admission import ClusterSnap, GroupRef, PendingJob, QueueSnap
+from vglobal.admission.hyperjob import SplitError, split_over
 from vglobal.admission.partitions import partitions_of
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
@@ -170,22 +170,17 @@ class Workload:
         )
 
 
-def _hyperjob_children(f: Path, hj: HyperJob, clusters: Sequence[SimCluster]) -> tuple[Job, ...]:
-    """The children, an auto split made over the clusters' whole capacity of the accelerator (the
-    hub splits over what is free when the HyperJob comes; a simulation's clusters start empty)."""
+def _hyperjob_children(f: Path, hj: HyperJob, clusters: Mapping[str, ClusterSnap]) -> tuple[Job, ...]:
+    """The children, an auto split made as the hub makes it over the clusters as they start."""
     if not hj.needs_split:
         return hj.children()
-
-    def capacity(kind: str) -> dict[str, int]:
-        return {c.name: sum(n.allocatable.get(kind, 0) for n in c.nodes) for c in clusters}
-
     try:
-        return hj.children(auto_shares(hj, (capacity,)))
+        return hj.children(split_over(hj, clusters))
     except SplitError as exc:
         raise SimInputError(f"{f}: HyperJob {hj.key}: {exc}") from None
 
 
-def load_workload(path: Path, clusters: Sequence[SimCluster] = ()) -> Workload:
+def load_workload(path: Path, clusters: Mapping[str, ClusterSnap] | None = None) -> Workload:
     """Queues and PriorityClasses apply first (the last of a name wins), then every Job is
     submitted in file order, at the time its ``vglobal.io/sim-submit-at`` says (else at once); a
     file holding a SimCluster belongs in ``--cluster``. CronJobs, JobTemplates and JobFlows are
@@ -203,7 +198,7 @@ def load_workload(path: Path, clusters: Sequence[SimCluster] = ()) -> Workload:
         elif isinstance(m, Job):
             jobs.append((f, m))
         elif isinstance(m, HyperJob):
-            jobs.extend((f, child) for child in _hyperjob_children(f, m, clusters))
+            jobs.extend((f, child) for child in _hyperjob_children(f, m, clusters or {}))
         elif isinstance(m, CronJob | JobTemplate | JobFlow):
             # The hub's loops make their Jobs over time; a simulation replays Jobs only.
             skipped.append(f"{type(m).__name__} {m.namespace}/{m.name} ({f})")
