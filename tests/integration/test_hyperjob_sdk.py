@@ -4,12 +4,15 @@ with nothing stored."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import grpc
 import pytest
 
+from vglobal.aio import AsyncClient
 from vglobal.client import Client, VGlobalError
+from vglobal.hub.server import Hub
 
 HYPERJOB = """
 apiVersion: training.volcano.sh/v1alpha1
@@ -126,3 +129,24 @@ def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored(
         client.submit_jobs([(HYPERJOB % "good", ""), (manifest, "")])
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and field in err.value.message
     assert client.list_hyperjobs() == [] and client.list_jobs() == []
+
+
+async def _async_life(target: str) -> tuple[list[str], str, str, list[str], list[str]]:
+    async with AsyncClient(target) as ac:
+        submitted = await ac.submit_job(HYPERJOB % "llm", request_id="async-1")
+        got = await ac.get_hyperjob("llm")
+        cancelled = await ac.cancel_hyperjob("llm")
+        deleted = await ac.delete_hyperjob("llm")
+        return (
+            [k.name for k in submitted.hyperjob_children],
+            got.phase,
+            cancelled.phase,
+            sorted(deleted.uids),
+            sorted(k.uid for k in submitted.hyperjob_children),
+        )
+
+
+def test_the_async_sdk_submits_gets_cancels_and_deletes_a_hyperjob(hub: Hub, client: Client) -> None:
+    names, phase, cancelled, deleted, uids = asyncio.run(_async_life(f"127.0.0.1:{hub.port}"))
+    assert (names, phase, cancelled, deleted) == (CHILDREN, "Pending", "Aborted", uids)
+    assert client.list_hyperjobs() == []
