@@ -63,7 +63,7 @@ def test_a_hyperjob_that_cannot_start_whole_waits_whole_naming_the_child(tmp_pat
     assert reason.startswith(
         "HyperJob default/llm waits whole (3 children must start together): child llm-trainer-2 "
     )
-    assert "its siblings hold c1, c2" in reason
+    assert "beside them, best: c1 can hold 0 of the 4 pods" in reason and "its siblings hold c1, c2" in reason
 
 
 def test_auto_split_divides_80_gpus_as_32_32_16(tmp_path: Path) -> None:

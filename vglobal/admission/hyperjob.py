@@ -111,16 +111,17 @@ class _Decision:
         return found[0]
 
     def why_not(self, job: Job) -> str:
-        """Which child fits no cluster, and what came closest among those its siblings leave."""
+        """Which child fits no cluster, and what came closest among those its siblings leave (else
+        among theirs, beside them). Asked before a rollback: the trial shows what they took."""
         clusters, cand = self.clusters, job.cand
         free = [c for c in cand.ids if c not in self.taken]
-        held = sorted(clusters.names[c] for c in cand.ids if c in self.taken)
+        taken = [c for c in cand.ids if c in self.taken]
+        held = sorted(clusters.names[c] for c in taken)
         if free or not held:
             best, _ = self.fit.why_not(job, cand if len(free) == len(cand.ids) else subset(cand, free))
         else:
-            best = "no candidate cluster is free of its siblings"
-            if cand.note:
-                best += f"; {cand.note}"
+            beside, _ = self.fit.why_not(job, subset(cand, taken))
+            best = f"no candidate cluster is free of its siblings; beside them, {beside}"
         text = f"child {job.snap.name} ({clusters.describe(job.gang)}) fits no cluster: {best}"
         if held:
             text += f"; its siblings hold {', '.join(held)}"
@@ -181,8 +182,8 @@ def admit_groups(
             else:
                 placed.append((job, c))
         if need and misses and len(placed) < need:
-            decision.undo()
             text = decision.why_not(misses[0])
+            decision.undo()
             wait = Wait(
                 WaitKind.NoFit,
                 f"HyperJob {group.key} waits whole ({need} children must start together): {text}",

@@ -78,7 +78,12 @@ def test_siblings_packed_together_must_fit_together() -> None:
     kids = children("hj", 2, pods=3, allowed_clusters=frozenset({"a"}))
     result = admit(Snapshot(0, Q, three(), tuple(kids)))
     assert admitted(result) == {}
-    assert "siblings hold a" in reason(result, "hj-w-1")
+    text = reason(result, "hj-w-1")
+    assert "siblings hold a" in text
+    # What the cluster has beside the sibling placed first (4 nodes, 3 taken by child 0).
+    assert (
+        "no candidate cluster is free of its siblings; beside them, best: a can hold 1 of the 3 pods" in text
+    )
 
 
 def test_min_available_admits_the_children_that_fit_and_the_rest_wait() -> None:
