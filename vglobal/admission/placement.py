@@ -57,6 +57,17 @@ class Placement:
     cursors: tuple[tuple[str, int], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """A cluster as it was when a trial first committed to it (Clusters.rollback)."""
+
+    rows: list[list[int]]
+    tot: list[int]
+    full: list[float]
+    cursor: dict[str, int]
+    misfit: set[str]
+
+
 @dataclass(slots=True)
 class _Ranking:
     ranked: list[int]
@@ -116,8 +127,8 @@ class Clusters:
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
         self._fits_empty: dict[tuple[int, str], bool] = {}
         self._whole: dict[tuple[bytes, str], list[int]] = {}
-        # While a trial runs (begin_trial), each commit's cluster and the rows it replaced.
-        self._journal: list[tuple[int, dict[int, list[int]]]] | None = None
+        # While a trial runs (begin_trial): each cluster it committed to, as it was before.
+        self._trial: dict[int, _Saved] | None = None
 
     @property
     def alloc_totals(self) -> list[list[int]]:
@@ -321,7 +332,10 @@ class Clusters:
         return Placement(out, tuple(moves))
 
     def _drop(self, c: int, gang: PreparedGang) -> None:
-        """The gang does not fit cluster c now, so it will not later this cycle: free only shrinks."""
+        """The gang does not fit cluster c now, so it will not later this cycle: free only shrinks
+        (but not below what a trial took, which may be given back: then nothing is noted)."""
+        if self._trial is not None and c in self._trial:
+            return
         self._misfit[c].add(gang.tag)
         self._dropped.setdefault(gang.tag, []).append(c)
 
@@ -341,8 +355,11 @@ class Clusters:
     def commit(self, c: int, placement: Placement, gang: PreparedGang) -> None:
         """Make the placement's rows the cluster's free capacity; `gang` is what it placed."""
         rows = self.rows[c]
-        if self._journal is not None:
-            self._journal.append((c, {i: rows[i] for i in placement.rows}))
+        trial = self._trial
+        if trial is not None and c not in trial:  # rows are replaced, never changed in place
+            trial[c] = _Saved(
+                list(rows), self.tot[c][:], self.full[c][:], dict(self._cursor[c]), set(self._misfit[c])
+            )
         for i, row in placement.rows.items():
             rows[i] = row
         cursor = self._cursor[c]
@@ -384,20 +401,33 @@ class Clusters:
     def begin_trial(self) -> None:
         """Commits from now on may be taken back together (rollback) or kept (end_trial): a
         HyperJob's children are placed one after the other, each seeing its siblings' room taken."""
-        self._journal = []
+        self._trial = {}
 
-    def end_trial(self) -> list[int]:
-        """Keep the trial's commits; the clusters they went to, in commit order."""
-        journal, self._journal = self._journal or [], None
-        return [c for c, _ in journal]
+    def end_trial(self) -> None:
+        """Keep the trial's commits."""
+        self._trial = None
 
     def rollback(self) -> None:
-        """Take back every commit of the trial, last first: what they took is free again."""
-        journal, self._journal = self._journal or [], None
-        for c, before in reversed(journal):
-            rows = self.rows[c]
-            freed = {i: [b - a for b, a in zip(old, rows[i], strict=True)] for i, old in before.items()}
-            self.release(c, freed)
+        """Take back every commit of the trial: each cluster it touched is as it was before, what
+        this cycle had learnt of it (misfits, cursors) included."""
+        trial, self._trial = self._trial or {}, None
+        for c, saved in trial.items():
+            if self.schedulable[c]:
+                for r, (was, now) in enumerate(zip(saved.tot, self.tot[c], strict=True)):
+                    self.free_sum[r] += was - now
+            self.rows[c][:], self.tot[c][:], self.full[c][:] = saved.rows, saved.tot, saved.full
+            self._cursor[c].clear()
+            self._cursor[c].update(saved.cursor)
+            self._misfit[c].clear()
+            self._misfit[c].update(saved.misfit)
+            for dims, keys in self._scores.items():
+                keys[c] = self._rank_key(c, dims)
+            self._version[c] += 1
+            self._log.append(c)
+        if trial:
+            # Not a commit: order()'s shortcut for one (the cluster first in line only got fuller)
+            # does not hold, so rankings re-sort the clusters logged above.
+            self._log.append(-1)
 
     def take_unplaced(self, prepare: Callable[[Gang], PreparedGang]) -> None:
         """Take the capacity of gangs dispatched earlier whose pods are not on nodes yet
