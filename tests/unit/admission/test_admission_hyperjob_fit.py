@@ -4,7 +4,10 @@ which child fits no cluster and why; what its children tried is given back to th
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
+
+import pytest
 
 from tests.unit.admission.builders import admitted, cluster, gpus, job, reason
 from tests.unit.admission.test_admission_devices import _cluster as card_cluster
@@ -141,3 +144,25 @@ def test_cards_a_waiting_hyperjob_tried_are_free_for_the_next_job() -> None:
     children = kids("hj", 2, pods=1, pod=_vgpu(20000))
     solo = job("solo", "q", _vgpu(20000), created=5.0)
     assert admitted(run(clusters, *children, solo)) == {"solo": "c2"}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_hyperjob_that_waits_whole_changes_nothing_for_the_cycles_other_jobs(seed: int) -> None:
+    # The same cycle with the HyperJob's queue open (its children tried, then taken back: one of
+    # them can never fit) and closed (never tried): every other job is decided the same.
+    rnd = random.Random(seed)
+    clusters = tuple(cluster(f"c{k}", 6, gpus(8)) for k in range(4))
+    others = tuple(
+        job(f"j{n:02d}", f"q{n % 3}", gpus(rnd.choice((1, 2, 4, 8))), rnd.randint(1, 4), created=float(n))
+        for n in range(40)
+    )
+    children = kids("hj", 3, queue="hq", pods=2, created=-1.0)
+    children[2] = replace(children[2], gang=((gpus(16), 1),), request=gpus(16))
+    queues = tuple(QueueSnap(q) for q in ("q0", "q1", "q2"))
+    tried = admit(Snapshot(0, (*queues, QueueSnap("hq")), clusters, (*others, *children)))
+    untried = admit(Snapshot(0, (*queues, QueueSnap("hq", open=False)), clusters, (*others, *children)))
+    assert "child hj-w-2 " in reason(tried, "hj-w-0")
+    assert {u: tried.decisions[u] for u in (j.uid for j in others)} == {
+        u: untried.decisions[u] for u in (j.uid for j in others)
+    }
+    assert admitted(tried)  # the cycle admitted something beside it
