@@ -22,11 +22,13 @@ from vglobal.api.v1 import (
     jobs_pb2,
     queues_pb2,
 )
+from vglobal.model.cards import CardFree, CardUse, MigCard
 from vglobal.model.cronjob import CronJob
 from vglobal.model.forms import PodPlacement, TaskCounts, tasks_from_json
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.jobflow import JobFlow, JobTemplate
-from vglobal.model.queue_affinity import QueueAffinity, affinity_from_manifest
+from vglobal.model.mig_fit import MigInstance
+from vglobal.model.queue_affinity import NODE_GROUP_LIMITS, QueueAffinity, affinity_from_manifest
 from vglobal.model.records import (
     ClusterRow,
     CronJobRow,
@@ -82,12 +84,83 @@ def task_counts(msg: agent_pb2.TaskStatus | jobs_pb2.TaskCounts) -> TaskCounts:
 
 
 def placement_report(p: PodPlacement) -> agent_pb2.PodPlacement:
-    return agent_pb2.PodPlacement(**p.to_json())
+    return agent_pb2.PodPlacement(
+        pod=p.pod, task=p.task, node=p.node, phase=p.phase, uid=p.uid, cards=[card_use(u) for u in p.cards]
+    )
 
 
 def pod_placement(msg: agent_pb2.PodPlacement | jobs_pb2.Placement) -> PodPlacement:
-    uid = msg.uid if isinstance(msg, agent_pb2.PodPlacement) else ""
-    return PodPlacement(msg.pod, msg.task, msg.node, msg.phase, uid)
+    if not isinstance(msg, agent_pb2.PodPlacement):
+        return PodPlacement(msg.pod, msg.task, msg.node, msg.phase)
+    cards = tuple(card_use_of(u) for u in msg.cards)
+    return PodPlacement(msg.pod, msg.task, msg.node, msg.phase, msg.uid, cards)
+
+
+def card_use(u: CardUse) -> agent_pb2.CardUse:
+    geometry = -1 if u.geometry is None else u.geometry
+    return agent_pb2.CardUse(
+        device=u.device,
+        memory_mib=u.memory_mib,
+        cores=u.cores,
+        whole=u.whole,
+        geometry=geometry,
+        instance=u.instance,
+    )
+
+
+def card_use_of(msg: agent_pb2.CardUse) -> CardUse:
+    geometry = None if msg.geometry < 0 else msg.geometry
+    return CardUse(msg.device, msg.memory_mib, msg.cores, msg.whole, geometry, msg.instance)
+
+
+def card_message(c: CardFree) -> agent_pb2.GpuCardFree:
+    msg = agent_pb2.GpuCardFree(
+        memory_mib=c.memory_mib,
+        free_memory_mib=c.free_memory_mib,
+        free_cores=c.free_cores,
+        free_slots=c.free_slots,
+        split=c.split,
+        model=c.model,
+        mode=c.mode,
+        policy=c.policy,
+    )
+    if c.mig is not None:
+        msg.mig_capable = True
+        msg.mig_geometry = -1 if c.mig.geometry is None else c.mig.geometry
+        msg.mig_memory_factor = c.mig.factor
+        for g in c.mig.groups:
+            msg.mig_geometries.add(
+                instances=[
+                    agent_pb2.MigProfile(name=i.name, memory_mib=i.memory_mib, count=i.count) for i in g
+                ]
+            )
+        msg.mig_used.extend(agent_pb2.MigUsed(name=n, count=k) for n, k in c.mig.used)
+    return msg
+
+
+def card_of(msg: agent_pb2.GpuCardFree) -> CardFree:
+    mig = None
+    if msg.mig_capable:
+        mig = MigCard(
+            tuple(
+                tuple(MigInstance(i.name, i.memory_mib, i.count) for i in g.instances)
+                for g in msg.mig_geometries
+            ),
+            None if msg.mig_geometry < 0 else msg.mig_geometry,
+            tuple((u.name, u.count) for u in msg.mig_used),
+            max(msg.mig_memory_factor, 1),
+        )
+    return CardFree(
+        msg.memory_mib,
+        msg.free_memory_mib,
+        msg.free_cores,
+        msg.free_slots,
+        msg.split,
+        msg.model,
+        msg.mode,
+        mig,
+        msg.policy,
+    )
 
 
 def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
@@ -203,12 +276,14 @@ def dispatch_queues(queue: str, rows: Mapping[str, QueueRow]) -> list[agent_pb2.
     while name and name != "root" and name in rows and len(out) < len(rows):
         row = rows[name]
         affinity = affinity_from_manifest(row.manifest)
+        annotations = (row.manifest.get("metadata") or {}).get("annotations") or {}
         out.append(
             agent_pb2.DispatchQueue(
                 name=name,
                 parent=row.parent or "",
                 weight=row.weight,
                 affinity=queue_affinity(affinity) if affinity is not None else None,
+                node_group_resource_limits=str(annotations.get(NODE_GROUP_LIMITS, "")),
             )
         )
         name = row.parent

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from vglobal.model.forms import Gang, Placement, PodShape
+from vglobal.model.pod_anti_affinity import AntiTerm
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.resources import ResourceVector
 from vglobal.store.engine import make_sessionmaker, session_scope
@@ -156,3 +157,29 @@ def test_admission_reads_a_pod_template_preemption_policy_never(engine: sa.Engin
         got = {s.uid: s.preemption_policy for s in jobs_repo.statics(["patient", "eager"], session=session)}
     # Volcano never preempts for a pod whose own spec says Never; the hub places the gang as one
     assert got == {"patient": "Never", "eager": "PreemptLowerPriority"}
+
+
+def test_admission_reads_pod_anti_affinity_terms_and_template_labels(engine: sa.Engine) -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    zone = {
+        "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+        "topologyKey": "zone",
+    }
+    spread = _task("w", labels={"app": "db"})
+    spread["template"]["spec"]["affinity"] = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    }
+    other = _task("x")
+    other["template"]["spec"]["affinity"] = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term, zone]}
+    }
+    sessions = make_sessionmaker(engine)
+    with session_scope(sessions) as session:
+        jobs_repo.insert_jobs(
+            [_job("anti", [spread, other], {}), _job("bare", [_task("w")], {})], session=session
+        )
+    with session_scope(sessions) as session:
+        got = {s.uid: s for s in jobs_repo.statics(["anti", "bare"], session=session)}
+    assert got["anti"].anti_affinity == (AntiTerm.of(term), AntiTerm.of(zone))  # distinct, in order
+    assert got["anti"].template_labels == {"w": {"app": "db"}}
+    assert got["bare"].anti_affinity == () and got["bare"].template_labels == {}

@@ -53,6 +53,8 @@ def test_a_preemptor_names_its_victims_and_cluster_until_it_runs(hub: Hub, clien
         client.submit_job(_job("urgent", "high", 1, 1))
         u = agent.expect("dispatch").dispatch
         assert u.job_uid != d.job_uid
+        # the node the victim frees, where the hub packed the preemptor (Volcano's nominatedNodeName)
+        assert list(u.nominated_nodes) == ["east-0"], u
         explained = client.explain_job("urgent")
         assert explained.decision == "Admitted"
         assert explained.reason_kind == "Preempting", explained.reason

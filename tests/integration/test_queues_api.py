@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import grpc
 import pytest
 import sqlalchemy as sa
@@ -86,6 +88,33 @@ def test_bad_queue_affinity_is_refused(client: Client) -> None:
         assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert "spec.affinity.nodeGroupAffinity" in err.value.message and field in err.value.message
     assert [q.name for q in client.list_queues()] == ["default"]
+
+
+def test_bad_node_group_resource_limits_are_refused(client: Client) -> None:
+    """volcano.sh/nodegroup-resource-limits must be a JSON object of group -> {resource: quantity}
+    (Volcano would accept the Queue and then place none of its pods)."""
+    key = "volcano.sh/nodegroup-resource-limits"
+    for value, says in [
+        ('{"g1": {"cpu":', "not JSON"),
+        ('["g1"]', "expected a JSON object"),
+        ('{"g1": {"cpu": "lots"}}', 'g1.cpu: invalid quantity "lots"'),
+    ]:
+        text = f"""
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: team-a
+  annotations: {{{key}: {json.dumps(value)}}}
+spec: {{weight: 1}}
+"""
+        with pytest.raises(VGlobalError) as err:
+            client.apply_queue(text)
+        assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert f'metadata.annotations["{key}"]' in err.value.message and says in err.value.message, err.value
+    assert [q.name for q in client.list_queues()] == ["default"]
+    good = '{"g1": {"cpu": "3", "memory": "8Gi"}}'
+    client.apply_queue(text.replace(json.dumps('{"g1": {"cpu": "lots"}}'), json.dumps(good)))
+    assert client.get_queue("team-a").name == "team-a"
 
 
 def test_delete_refused_with_live_jobs_then_allowed(client: Client, engine: sa.Engine) -> None:

@@ -4,8 +4,9 @@ The cycle is the loop; each step of 5.3 has a module of its own:
 1. queue tree and deserved: tree.py, water.py (built by prepare.py with the pending demand);
 2. order: order.py (progressive filling across queues, priority and age within one);
 3. checks: checks.py (open leaf, realCap up the tree, other queues' guarantees);
-4. placement: fit.py (one gang fit: placement.py and gang.py per cluster, topology.py and
-   partitions.py for HyperNodes, devices.py for vGPU cards, nodegroups.py for queue affinity);
+4. placement: fit.py (one gang fit for lone jobs and HyperJobs' children: placement.py and gang.py
+   per cluster, topology.py and partitions.py for HyperNodes, devices.py for GPU cards,
+   nodegroups.py, pod_anti.py and group_limits.py for the nodes a queue or job may use);
 5. starvation: starvation.py;  6. reclaim: reclaim.py;  7. explain: explain.py (every sentence).
 A job that fits nowhere may reclaim jobs of queues above their deserved or, once starving, reserve
 capacity in its queue.
@@ -18,6 +19,7 @@ from collections.abc import Iterable
 from itertools import repeat
 
 from vglobal.admission.checks import Checks
+from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
@@ -26,8 +28,12 @@ from vglobal.admission.explain import (
 from vglobal.admission.failures import FailureCache
 from vglobal.admission.fit import GangFit
 from vglobal.admission.hyperjob import admit_groups, groups_of
+from vglobal.admission.index import IntArray
+from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.order import FairOrder, decayed_offsets
-from vglobal.admission.preempt import Plan, Preemptions
+from vglobal.admission.placement import HeldRows
+from vglobal.admission.pod_anti import job_mask
+from vglobal.admission.preempt import CardCheck, Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
 from vglobal.admission.reclaim_pods import reclaim_evictions
@@ -64,7 +70,8 @@ class _Cycle:
         self.admitted: list[str] = []
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
-        self.fit = GangFit(prep)  # the gang fit lone jobs and HyperJobs' children share
+        self.devices = DeviceFit(self.clusters, prep.index, snapshot.running, prep.gang)
+        self.fit = GangFit(prep, self.devices)  # the gang fit lone jobs and HyperJobs' children share
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
@@ -152,14 +159,15 @@ class _Cycle:
 
     def _decide(self, job: Job, leaf: Leaf) -> Admit | Wait:
         checks = self.checks
+        cards = self.devices.packer(job.snap)  # None unless it asks for GPU cards
         if leaf.checked_at != checks.charges:  # usage moved since the check in _advance
             wait = checks.capability(job, leaf)
             if wait is not None:
                 if wait.kind == WaitKind.Capability and self._may_preempt(job, leaf):
-                    return self._preempt(job, leaf) or wait
+                    return self._preempt(job, leaf, cards) or wait
                 within = self._capped_parent(job, leaf)
                 if within is not None:
-                    taken = self._reclaim_pods(job, self.checks.excess(job), within)
+                    taken = self._reclaim_pods(job, cards, self.checks.excess(job), within)
                     if taken is not None:
                         return taken
                     leaf.reclaim_failed = True
@@ -170,73 +178,94 @@ class _Cycle:
                 return wait
         best = self.failures.lookup(job.cand, job.gang)
         if best is None:
-            placed = self._place(job, leaf)
+            placed = self._place(job, leaf, cards)
             if placed is not None:
                 return placed
             held = any(c in leaf.held for c in job.cand.ids)
             if held:
-                reserved = self.starvation.reserved(job, leaf)
+                reserved = self.starvation.reserved(job, leaf, cards)
                 if reserved is not None:
                     return reserved
-            best, plain = self.fit.why_not(job, job.cand)
+            best, plain = self.fit.why_not(job)
             if plain and not held:  # a reservation or a card, partition or HyperNode answer: not cached
                 self.failures.record(job.cand, job.gang, best, self.clusters.describe(job.gang))
         if self._may_preempt(job, leaf):
-            preempted = self._preempt(job, leaf)
+            preempted = self._preempt(job, leaf, cards)
             if preempted is not None:
                 return preempted
         if self._may_reclaim(job, leaf):
-            planned = self.reclaims.plan(job, leaf)
+            check = None if cards is None else self._card_check(job, cards)
+            planned = self.reclaims.plan(job, leaf, check, self._mask(job))
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
                 return planned
-            taken = self._reclaim_pods(job)
+            taken = self._reclaim_pods(job, cards)
             if taken is not None:
                 return taken
             leaf.reclaim_failed = True
         if self.starvation.starving(job):
             if leaf.starving is None:
-                return self.starvation.reserve(job, leaf, best)
+                return self.starvation.reserve(job, leaf, best, cards)
             return self.starvation.behind(job, leaf, best)
         return self._no_fit(job, best)
 
-    def _place(self, job: Job, leaf: Leaf) -> Admit | None:
-        found = self.fit.place(job, job.cand, leaf.held)
-        if found is None:
+    def _place(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
+        c = self.fit.place(job, leaf.held, cards)
+        if c is None:
             return None
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        return Admit(self.clusters.names[found[0]])
+        return Admit(self.clusters.names[c])
+
+    def _card_check(self, job: Job, cards: CardPacker) -> CardCheck:
+        """A preemption or reclaim plan's card test for this job's gang."""
+        gang = job.gang
+
+        def check(c: int, free: IntArray, victims: Iterable[str]) -> bool:
+            return cards.check(c, free, gang, victims)
+
+        return check
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
-        if snap.partitions or job.affinity is not None:
-            # a preemption plan packs the gang on every node: not its partitions' HyperNodes, not
-            # only its queue's node groups
+        if snap.partitions:
+            # a preemption plan packs the gang on the cluster's nodes, not its partitions' HyperNodes
             return False
-        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang)
+        key = job.cand.key.hex() if job.anti else ""  # see _mask_key
+        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang, key)
 
-    def _preempt(self, job: Job, leaf: Leaf) -> Admit | None:
+    def _preempt(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
         """Lower-priority pods of the job's queue make way for it on one cluster, and it goes
         there now (see preempt.py); None if no cluster has victims enough."""
         clusters = self.clusters
         cand = clusters.fits_allocatable(job.cand, job.gang)
-        plan = self.preempt.plan(leaf.index, job.snap.priority, cand, job.gang, self.checks.excess(job))
+        check = None
+        if cards is not None:
+            cand = [c for c in cand if cards.could_ever(c, job.gang)]
+            check = self._card_check(job, cards)
+        need = self.checks.excess(job)
+        plan = self.preempt.plan(
+            leaf.index, job.snap.priority, cand, job.gang, need, check, self._mask(job), self._mask_key(job)
+        )
         if plan is None:
             return None
-        self._take_place(job, plan, {job.leaf: plan.freed})
-        return Admit(clusters.names[plan.cluster], preempting=self._record_preemption(job, plan))
+        nominated = self._take_place(job, plan, {job.leaf: plan.freed}, cards)
+        preempting = self._record_preemption(job, plan)
+        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated)
 
-    def _reclaim_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> Admit | None:
+    def _reclaim_pods(
+        self, job: Job, cards: CardPacker | None, need: list[int] | None = None, within: int = 0
+    ) -> Admit | None:
         """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
-        got = self.reclaims.plan_pods(job, need, within)
+        check = None if cards is None else self._card_check(job, cards)
+        got = self.reclaims.plan_pods(job, need, within, check, self._mask(job))
         if got is None:
             return None
-        self._take_place(job, got.plan, got.freed)
+        nominated = self._take_place(job, got.plan, got.freed, cards)
         evictions, whole, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
         self.evictions += evictions
         self.reclaims.victims += whole
-        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text)
+        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
 
     def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
         """A queue above the job's leaf at its limit, below which the job may reclaim from its
@@ -246,13 +275,27 @@ class _Cycle:
         return self.checks.capped_at(job)
 
     def _may_reclaim(self, job: Job, leaf: Leaf) -> bool:
-        # Victims are chosen by node capacity without the queue's node groups: a job confined to
-        # some groups waits for free room there instead.
-        return job.affinity is None and self.reclaims.may(job, leaf)
+        return self.reclaims.may(job, leaf)
 
-    def _take_place(self, job: Job, plan: Plan, freed: dict[int, list[int]]) -> None:
+    def _mask(self, job: Job) -> NodeMask:
+        """Per cluster, the nodes the job's gang may use: victims count only there."""
+        if job.affinity is None and not job.anti:
+            return everywhere
+        return job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
+
+    def _mask_key(self, job: Job) -> str:
+        """What sets the job's node mask apart from its queue's (whose jobs share node groups): pod
+        anti-affinity, whose candidates carry a key of their own; a failed preemption plan is
+        remembered under it."""
+        return job.cand.key.hex() if job.anti else ""
+
+    def _take_place(
+        self, job: Job, plan: Plan, freed: dict[int, list[int]], cards: CardPacker | None = None
+    ) -> tuple[str, ...]:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
-        onto the resources being released); their queues get their charge back."""
+        onto the resources being released); their queues get their charge back (and their GPU
+        cards, which the job's pods then take). Returns the nodes its gang was packed onto, for its
+        agent to try first (Volcano's nominatedNodeName)."""
         clusters, c = self.clusters, plan.cluster
         clusters.release(c, plan.freed_rows)
         for q, charge in freed.items():
@@ -260,11 +303,22 @@ class _Cycle:
         self.failures = FailureCache()  # free grew: recorded misfits may fit now
         for other in self.leaves.values():
             other.over_cap.clear()
-        placement = clusters.fit(c, job.gang)
+        closed = closed_rows(clusters.free(c), plan.closed)
+        if cards is None:
+            placement = clusters.fit(c, job.gang, closed)
+        else:
+            victims = [*plan.whole, *(u for pods in plan.pods.values() for u in pods)]
+            held = None if closed is None else HeldRows(closed)
+            placement = cards.on(clusters, c, job.gang, held, victims)
         assert placement is not None, "a plan packs the gang before it is made"
         clusters.commit(c, placement, job.gang)
+        if cards is not None:
+            cards.commit()
+        else:
+            self.devices.placed(c, job.snap)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
+        return clusters.node_names(c, placement.rows)
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
         cluster, uid = self.clusters.names[plan.cluster], job.snap.uid

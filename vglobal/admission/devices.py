@@ -1,152 +1,301 @@
-"""Card-level fit for gangs that ask for vGPUs: per node, the cards their agents reported free.
+"""Card-level fit for gangs that ask for vGPUs, MIG instances or whole GPUs: per node, the cards
+their agents reported.
 
-Node totals of ``volcano.sh/vgpu-*`` hide how they split over cards (two cards with 10000 MiB
-free do not hold a 20000 MiB vGPU), so a gang that asks for vGPUs is packed pod by pod onto nodes
-that hold its resources AND whose cards take its vGPUs under the local scheduler's own card rule
-(vglobal.model.gpu_fit.cards_fit). Cards taken are kept for the rest of the cycle. Jobs without a
-vGPU request, and clusters whose agents report no cards, never come here: the cost is nil for them.
+Node totals of ``volcano.sh/vgpu-*`` hide how they split over cards (two cards with 10000 MiB free
+do not hold a 20000 MiB vGPU; a MIG card serves only the instances its geometry has left), so such a
+gang is packed pod by pod onto nodes that hold its resources AND whose cards take its devices under
+the local scheduler's own rules (vglobal.model.cards over gpu_fit.cards_fit and mig_fit.mig_pick).
+Every path that places a gang uses the same packer: the plain placement, HyperNodes (topology.py),
+partitions (partitions.py), the plans of preemption and reclaim, which give back the cards their
+victims' pods hold, and starvation holds (only where the cards could ever hold the gang). Gangs
+dispatched but not placed yet take their cards first; cards taken are kept for the rest of the
+cycle. Jobs without such a request, and clusters whose agents report no cards, never come here:
+the cost is nil for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
-from vglobal.admission.gang import PreparedGang
+from vglobal.admission.gang import PreparedGang, Shape
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.placement import Candidates, Clusters, Held, Placement
-from vglobal.admission.snapshot import PendingJob
-from vglobal.model.gpu_fit import (
-    HAMI,
-    Cards,
-    DeviceRequest,
-    asks_vgpu,
-    cards_fit,
-    cards_of,
-    memory_needed,
-    request_of,
-)
+from vglobal.admission.snapshot import Gang, PendingJob, RunningJob
+from vglobal.model.cards import CardUse, NodeCards
+from vglobal.model.gpu_fit import FREE, DeviceRequest, asks_cards, asks_vgpu, request_of
+
+_NO_HINTS: Mapping[str, str] = {}
 
 
 def needs_cards(job: PendingJob) -> bool:
-    return any(asks_vgpu(vec) for vec, _ in job.gang)
+    return any(asks_cards(vec) for vec, _ in job.gang)
 
 
-@dataclass(slots=True)
-class _Taken:
-    cards: dict[int, Cards]  # node row -> its cards after the gang
-    rows: dict[int, list[int]]  # node row -> its free resources after the gang
+def _whole_only(job: PendingJob) -> bool:
+    """Only whole GPUs, of any model: while no card is shared, the nvidia.com/gpu column counts
+    exactly the idle cards, so the resource fit is the card fit."""
+    return not any(asks_vgpu(vec) for vec, _ in job.gang) and not any(job.gpu_hints)
 
 
 class DeviceFit:
-    """Per cluster (Clusters' index) and node row, the reported cards, kept current as gangs go."""
+    """Per cluster (Clusters' index) and node row, the reported cards, kept current as gangs go;
+    and the cards each running pod holds (what evicting it gives back)."""
 
-    def __init__(self, clusters: Clusters, index: ResourceIndex) -> None:
-        self.index = index
-        self.cards: list[dict[int, Cards]] = []
-        self.models: list[dict[int, tuple[str, ...]]] = []  # per node row, its cards' models
-        for c, snap in enumerate(clusters.snaps):
-            rows = clusters.node_col[c]
-            have = {rows[n]: cs for n, cs in snap.devices.items() if n in rows and cs}
-            self.cards.append({i: cards_of(cs) for i, cs in have.items()})
-            self.models.append({i: tuple(card.model for card in cs) for i, cs in have.items()})
-        self.active = any(self.cards)
-
-    def place(
+    def __init__(
         self,
         clusters: Clusters,
-        cand: Candidates,
-        gang: PreparedGang,
-        held: Mapping[int, Held],
-        job: PendingJob,
-    ) -> tuple[int, Placement] | str:
-        """The first cluster in order that holds the gang, resources and cards, committed; else why not."""
-        reqs = [self._request(s.row, job) for s in gang.shapes]
-        why: list[str] = []
+        index: ResourceIndex,
+        running: Sequence[RunningJob] = (),
+        prepare: Callable[[Gang], PreparedGang] | None = None,
+    ) -> None:
+        self.clusters, self.index, self.prepare = clusters, index, prepare
+        self.nodes: list[dict[int, NodeCards]] = []
+        for c, snap in enumerate(clusters.snaps):
+            rows = clusters.node_col[c]
+            self.nodes.append(
+                {rows[n]: NodeCards.of(cs) for n, cs in snap.devices.items() if n in rows and cs}
+            )
+        self.active = any(self.nodes)
+        # per cluster: some card serves vGPUs or MIG instances (whole GPUs then need the card fit)
+        self.shared = [any(bool((n.cards.mode != FREE).any()) for n in cs.values()) for cs in self.nodes]
+        # per cluster: whole-GPU gangs placed by resources alone, their cards taken when a card
+        # fit next needs them
+        self._deferred: list[list[tuple[Gang, tuple[Mapping[str, str], ...]]]] = [[] for _ in self.nodes]
+        if self.active and prepare is not None:
+            for c, snap in enumerate(clusters.snaps):
+                for gang, hints in snap.unplaced_cards:
+                    self._take_unplaced(c, gang, hints, prepare)
+        # victim key (a pod uid, or a job uid for all its pods) -> (node name, cards) it holds
+        self.held: dict[str, list[tuple[str, CardUse]]] = {}
+        if self.active:
+            for job in running:
+                for pod in job.pods:
+                    if pod.cards:
+                        uses = [(pod.node, u) for u in pod.cards]
+                        self.held[pod.uid] = uses
+                        self.held.setdefault(job.uid, []).extend(uses)
+                if job.cards and not job.pods:
+                    self.held[job.uid] = list(job.cards)
+
+    def packer(self, job: PendingJob) -> CardPacker | None:
+        """The job's card packer, or None if it asks for no card or no cluster reports any."""
+        if not self.active or not needs_cards(job):
+            return None
+        if not any(self.shared) and _whole_only(job):
+            return None
+        if self.prepare is not None:
+            for c, gangs in enumerate(self._deferred):
+                for gang, hints in gangs:
+                    self._take_unplaced(c, gang, hints, self.prepare)
+                gangs.clear()
+        return CardPacker(self, job.gang, job.gpu_hints)
+
+    def placed(self, c: int, job: PendingJob) -> None:
+        """A gang placed on cluster c without a card packer (it takes whole GPUs only while no
+        card is shared): its cards are taken before the next card fit."""
+        if self.active and needs_cards(job):
+            self._deferred[c].append((job.gang, job.gpu_hints))
+
+    def _take_unplaced(
+        self, c: int, gang: Gang, hints: Sequence[Mapping[str, str]], prepare: Callable[[Gang], PreparedGang]
+    ) -> None:
+        """A gang dispatched here whose pods hold no cards yet: its cards are taken before this
+        cycle's gangs (whole if it fits, else pod by pod what fits), on nodes that could hold it."""
+        if not self.nodes[c]:
+            return
+        packer = CardPacker(self, gang, hints)
+        alloc = self.clusters.alloc[c]
+        rows = np.arange(alloc.shape[0], dtype=np.int64)
+        packer.start(c)
+        if packer(alloc, rows, prepare(gang).shapes) is not None:
+            packer.commit()
+            return
+        for shape in prepare(gang).shapes:
+            one = prepare(((self.index.vector(shape.row.tolist()), 1),)).shapes
+            for _ in range(shape.count):
+                packer.start(c)
+                if packer(alloc, rows, one) is None:
+                    break
+                packer.commit()
+
+    def released(self, c: int, victims: Iterable[str]) -> dict[int, NodeCards]:
+        """Cluster c's node cards (changed nodes only) once these victims' pods are gone."""
+        rows = self.clusters.node_col[c]
+        back: dict[int, list[CardUse]] = {}
+        for key in victims:
+            for node, use in self.held.get(key, ()):
+                i = rows.get(node)
+                if i is not None and i in self.nodes[c]:
+                    back.setdefault(i, []).append(use)
+        return {i: self.nodes[c][i].apply(uses, -1) for i, uses in back.items()}
+
+    def commit(self, c: int, taken: Mapping[int, NodeCards]) -> None:
+        self.nodes[c].update(taken)
+        if not self.shared[c]:
+            self.shared[c] = any(bool((n.cards.mode != FREE).any()) for n in taken.values())
+
+
+class CardPacker:
+    """One gang's packing onto cards: pod by pod, first-fit over the nodes given, a pod taking the
+    first node with room for its resources and cards for its devices.
+
+    ``start(c)`` begins an attempt on cluster c; each call packs shapes onto rows of it and, if all
+    fit, keeps their cards in the attempt (``taken``) for the next call of the same attempt.
+    """
+
+    def __init__(self, fit: DeviceFit, gang: Gang, hints: Sequence[Mapping[str, str]]) -> None:
+        self.fit = fit
+        # per pod row: its pods' device requests in gang order, (request, count)
+        self._reqs: dict[bytes, list[tuple[DeviceRequest, int]]] = {}
+        for k, (vec, count) in enumerate(gang):
+            row = np.array(fit.index.row(vec), dtype=np.int64)
+            req = request_of(vec, hints[k] if k < len(hints) else _NO_HINTS)
+            self._reqs.setdefault(row.tobytes(), []).append((req, count))
+        self.c = -1
+        self.taken: dict[int, NodeCards] = {}
+        self._done: dict[bytes, int] = {}  # pods of each row placed in this attempt
+        # the misfits to explain, as (cluster, request, pods, node rows, their cards): said only
+        # when asked (most misfits are followed by a fit elsewhere)
+        self._misses: list[tuple[int, DeviceRequest, int, IntArray, Mapping[int, NodeCards]]] = []
+        self._kept: dict[int, dict[int, NodeCards]] = {}  # per cluster, its last attempt that fitted
+
+    def start(self, c: int, base: Mapping[int, NodeCards] | None = None) -> None:
+        """A new attempt on cluster c (``base``: its node cards as they would be, e.g. with victims gone)."""
+        self.c = c
+        self.taken = dict(base or {})
+        self._done = {}
+
+    def choose(self, c: int) -> None:
+        self.c, self.taken = c, self._kept[c]
+
+    def _request(self, shape: Shape, done: Mapping[bytes, int]) -> DeviceRequest:
+        """The request of the next pod of this shape (tasks of equal resources may differ in GPU hints)."""
+        key = shape.row.tobytes()
+        left = done.get(key, 0)
+        for req, count in self._reqs.get(key, ()):
+            if left < count:
+                return req
+            left -= count
+        return request_of(self.fit.index.vector(shape.row.tolist()), _NO_HINTS)
+
+    def __call__(self, free: IntArray, rows: IntArray, shapes: Sequence[Shape]) -> IntArray | None:
+        """``free`` (one line per node of ``rows``) after the pods of ``shapes``, or None."""
+        nodes = self.fit.nodes[self.c]
+        work = free.copy()
+        taken = dict(self.taken)
+        done = dict(self._done)
+        ids = rows.tolist()
+        for shape in shapes:
+            key = shape.row.tobytes()
+            d = shape.dims
+            for _ in range(shape.count):
+                req = self._request(shape, done)
+                done[key] = done.get(key, 0) + 1
+                if d.size == 0:
+                    continue  # a pod that requests nothing fits any node
+                fits = np.flatnonzero((work[:, d] >= shape.row[d]).all(axis=1)).tolist()
+                for i in fits:
+                    node = ids[i]
+                    if not req.empty and node in nodes:
+                        got = taken.get(node, nodes[node]).take(req)
+                        if got is None:
+                            continue
+                        taken[node] = got
+                    work[i] -= shape.row
+                    break
+                else:
+                    self._misses = [(self.c, req, shape.count, rows, taken)]
+                    return None
+        self.taken, self._done = taken, done
+        self._kept[self.c] = taken
+        return work
+
+    @property
+    def why(self) -> str:
+        """Why the last placement or packing found no cards, cluster by cluster."""
+        return "; ".join(self._why(*miss) for miss in self._misses)
+
+    def _why(
+        self, c: int, req: DeviceRequest, pods: int, rows: IntArray, taken: Mapping[int, NodeCards]
+    ) -> str:
+        cluster = self.fit.clusters.names[c]
+        nodes = self.fit.nodes[c]
+        have = [taken.get(i, nodes[i]) for i in rows.tolist() if i in nodes]
+        if not have:
+            return f"cluster {cluster}: no room for the gang"
+        if req.mode == "mig" and not req.whole:
+            need = f" of {req.memory_mib} MiB" if req.memory_mib else ""
+            mig = sum(1 for n in have for m in n.mig if m is not None)
+            return (
+                f"no node in cluster {cluster} has MIG cards with a free instance for {req.units} vGPU"
+                f"{'s' if req.units != 1 else ''}{need} per pod ({pods} pods; {mig} MIG cards)"
+            )
+        if req.whole:
+            cards = f"{req.whole} idle GPU card{'s' if req.whole != 1 else ''}"
+            return f"no node in cluster {cluster} has {cards} per pod ({pods} pods)"
+        most = max(n.most_free_mib for n in have)
+        need_mib = req.memory_mib
+        if need_mib and most < need_mib:
+            return f"no node in cluster {cluster} has a card with {need_mib} MiB free (most: {most} MiB)"
+        what = f"{req.units} vGPU{'s' if req.units != 1 else ''}" + (
+            f" of {need_mib} MiB" if need_mib else ""
+        )
+        cores = f", {req.cores}% cores" if req.cores else ""
+        models = ""
+        if req.use_types or req.nouse_types:
+            models = f" of model {'|'.join(sorted(req.use_types)) or 'any'}"
+            models += f" but not {'|'.join(sorted(req.nouse_types))}" if req.nouse_types else ""
+        return f"no node in cluster {cluster} has cards{models} for {what}{cores} per pod ({pods} pods)"
+
+    # --- the plain placement and the plans' checks ---------------------------------------------
+    def place(
+        self, clusters: Clusters, cand: Candidates, gang: PreparedGang, held: Mapping[int, Held]
+    ) -> tuple[int, Placement] | None:
+        """The first cluster in order that holds the gang, resources and cards (committing is the
+        caller's, with ``commit``); else None, with ``why`` naming each cluster's misfit."""
+        misses: list[tuple[int, DeviceRequest, int, IntArray, Mapping[int, NodeCards]]] = []
         for c in clusters.order(cand, gang):
             if not clusters.could_hold(c, gang):
                 continue
-            kept = held.get(c) if held else None
-            taken = self._pack(clusters, c, gang, reqs, None if kept is None else kept.matrix)
-            if isinstance(taken, str):
-                why.append(taken)
-                continue
-            placement = Placement(taken.rows)
-            clusters.commit(c, placement, gang)
-            self.cards[c].update(taken.cards)
-            return c, placement
-        return "; ".join(why)
+            got = self.on(clusters, c, gang, held.get(c) if held else None)
+            if got is not None:
+                return c, got
+            misses += self._misses
+        self._misses = misses
+        return None
 
-    def _request(self, row: IntArray, job: PendingJob) -> DeviceRequest:
-        req = request_of(self.index.vector(row.tolist()), job.gpu_hints)
-        # MIG instances depend on the agent's geometries, which the hub does not know: totals only
-        return DeviceRequest() if req.mode == "mig" else req
-
-    def _pack(
+    def on(
         self,
         clusters: Clusters,
         c: int,
         gang: PreparedGang,
-        reqs: Sequence[DeviceRequest],
-        held: IntArray | None,
-    ) -> _Taken | str:
-        free_rows = clusters.rows[c]
-        cards = self.cards[c]
-        taken = _Taken({}, {})
-        for shape, req in zip(gang.shapes, reqs, strict=True):
-            for _ in range(shape.count):
-                placed = False
-                for i, base in enumerate(free_rows):
-                    f = taken.rows.get(i, base)
-                    left = [v - int(h) for v, h in zip(f, held[i], strict=True)] if held is not None else f
-                    if any(left[r] < q for r, q in shape.pairs):
-                        continue
-                    if not req.empty and i in cards:
-                        allowed = np.array([req.model_ok(m) for m in self.models[c][i]], dtype=np.bool_)
-                        got = _take(req, taken.cards.get(i, cards[i]), allowed)
-                        if got is None:
-                            continue
-                        taken.cards[i] = got
-                    row = taken.rows[i] = f[:]
-                    for r, q in shape.pairs:
-                        row[r] -= q
-                    placed = True
-                    break
-                if not placed:
-                    return self._why(clusters.names[c], cards, req, shape.count)
-        return taken
+        held: Held | None = None,
+        victims: Iterable[str] = (),
+    ) -> Placement | None:
+        """The gang packed onto cluster c's nodes and cards (those of ``victims`` back), or None."""
+        current = clusters.free(c)
+        free = current if held is None else np.maximum(current - held.matrix, 0)
+        self.start(c, self.fit.released(c, victims))
+        after = self(free, np.arange(free.shape[0], dtype=np.int64), gang.shapes)
+        if after is None:
+            return None
+        return clusters.placement_from(c, current - (free - after))
 
-    def _why(self, cluster: str, cards: Mapping[int, Cards], req: DeviceRequest, pods: int) -> str:
-        if not cards:
-            return f"cluster {cluster}: no room for the gang"
-        most = max(int((cs.memory - cs.used_mem).max()) for cs in cards.values())
-        need = req.memory_mib
-        if need and most < need:
-            return f"no node in cluster {cluster} has a card with {need} MiB free (most: {most} MiB)"
-        what = f"{req.units} vGPU{'s' if req.units != 1 else ''}" + (f" of {need} MiB" if need else "")
-        cores = f", {req.cores}% cores" if req.cores else ""
-        return f"no node in cluster {cluster} has cards for {what}{cores} per pod ({pods} pods)"
+    def commit(self) -> None:
+        self.fit.commit(self.c, self.taken)
 
+    def check(self, c: int, free: IntArray, gang: PreparedGang, victims: Iterable[str]) -> bool:
+        """Whether the gang packs onto ``free`` (cluster c with the victims' resources back) once
+        the victims' cards are back too (a preemption or reclaim plan's test)."""
+        self.start(c, self.fit.released(c, victims))
+        return self(free, np.arange(free.shape[0], dtype=np.int64), gang.shapes) is not None
 
-def _take(req: DeviceRequest, cards: Cards, model_ok: npt.NDArray[np.bool_]) -> Cards | None:
-    """The cards after one pod takes ``req.units`` of them (the highest index first, as the
-    local scheduler's default order), or None if too few fit."""
-    ok = cards_fit(req, cards, model_ok)
-    idx = np.flatnonzero(ok)[::-1][: req.units]
-    if idx.size < req.units:
-        return None
-    used_num, used_mem, used_cores, mode = (
-        cards.used_num.copy(), cards.used_mem.copy(), cards.used_cores.copy(), cards.mode.copy()
-    )  # fmt: skip
-    used_num[idx] += 1
-    if req.whole:
-        used_mem[idx] = cards.memory[idx]
-        used_cores[idx] = 100
-    else:
-        used_mem[idx] += memory_needed(req, cards.memory)[idx]
-        used_cores[idx] += req.cores
-        mode[idx] = HAMI
-    return replace(cards, used_num=used_num, used_mem=used_mem, used_cores=used_cores, mode=mode)
+    def could_ever(self, c: int, gang: PreparedGang) -> bool:
+        """Whether the gang fits cluster c's cards with nothing else on them (starvation holds)."""
+        nodes = self.fit.nodes[c]
+        empty = {i: n.emptied() for i, n in nodes.items()}
+        self.start(c, empty)
+        alloc = self.fit.clusters.alloc[c]
+        return self(alloc, np.arange(alloc.shape[0], dtype=np.int64), gang.shapes) is not None

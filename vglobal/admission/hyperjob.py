@@ -19,11 +19,10 @@ Rules (the README's "HyperJobs" says the same):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from vglobal.admission.checks import Checks
-from vglobal.admission.devices import needs_cards
 from vglobal.admission.explain import budget_wait, queue_wait
 from vglobal.admission.fit import GangFit, subset
 from vglobal.admission.prepare import Job, Leaf, Prepared
@@ -82,45 +81,40 @@ class _Decision:
     committed as a trial so that the next sees what its siblings took: kept only when every child
     needed fits and the queue takes them all, else taken back whole."""
 
-    def __init__(self, fit: GangFit, taken: Iterable[str], jobs: Sequence[Job]) -> None:
+    def __init__(self, fit: GangFit, taken: Iterable[str]) -> None:
         self.fit, self.clusters = fit, fit.clusters
         # Clusters its siblings hold: running there, or placed by this decision.
         self.taken = {self.clusters.col[c] for c in taken if c in self.clusters.col}
-        devices = fit.devices
-        # The card fit commits as it places (devices.py): its cards are put back on a rollback.
-        self.cards = (
-            [dict(d) for d in devices.cards]
-            if devices.active and any(needs_cards(j.snap) for j in jobs)
-            else None
-        )
-        self.clusters.begin_trial()
+        fit.begin_trial()
+
+    def _within(self, job: Job, ids: Sequence[int]) -> Job:
+        """The child with only these of its candidate clusters."""
+        return job if len(ids) == len(job.cand.ids) else replace(job, cand=subset(job.cand, ids))
 
     def place(self, job: Job) -> int | None:
         """The cluster the child went to (a trial commit), or None. A cluster no sibling holds
         first; only when none holds it does it share one with a sibling."""
-        cand = job.cand
-        own = [c for c in cand.ids if c not in self.taken]
-        found = None
-        if own:
-            found = self.fit.place(job, cand if len(own) == len(cand.ids) else subset(cand, own), {})
-        if found is None and len(own) < len(cand.ids):
-            found = self.fit.place(job, subset(cand, [c for c in cand.ids if c in self.taken]), {})
-        if found is None:
-            return None
-        self.taken.add(found[0])
-        return found[0]
+        ids = job.cand.ids
+        own = [c for c in ids if c not in self.taken]
+        cards = self.fit.devices.packer(job.snap)  # None unless it asks for GPU cards
+        c = self.fit.place(self._within(job, own), {}, cards) if own else None
+        if c is None and len(own) < len(ids):
+            c = self.fit.place(self._within(job, [c for c in ids if c in self.taken]), {}, cards)
+        if c is not None:
+            self.taken.add(c)
+        return c
 
     def why_not(self, job: Job) -> str:
         """Which child fits no cluster, and what came closest among those its siblings leave (else
         among theirs, beside them). Asked before a rollback: the trial shows what they took."""
-        clusters, cand = self.clusters, job.cand
-        free = [c for c in cand.ids if c not in self.taken]
-        taken = [c for c in cand.ids if c in self.taken]
+        clusters, ids = self.clusters, job.cand.ids
+        free = [c for c in ids if c not in self.taken]
+        taken = [c for c in ids if c in self.taken]
         held = sorted(clusters.names[c] for c in taken)
         if free or not held:
-            best, _ = self.fit.why_not(job, cand if len(free) == len(cand.ids) else subset(cand, free))
+            best, _ = self.fit.why_not(self._within(job, free))
         else:
-            beside, _ = self.fit.why_not(job, subset(cand, taken))
+            beside, _ = self.fit.why_not(self._within(job, taken))
             best = f"no candidate cluster is free of its siblings; beside them, {beside}"
         text = f"child {job.snap.name} ({clusters.describe(job.gang)}) fits no cluster: {best}"
         if held:
@@ -128,12 +122,10 @@ class _Decision:
         return text
 
     def keep(self) -> None:
-        self.clusters.end_trial()
+        self.fit.keep()
 
     def undo(self) -> None:
-        self.clusters.rollback()
-        if self.cards is not None:
-            self.fit.devices.cards[:] = self.cards
+        self.fit.rollback()
 
 
 def _as_job(prep: Prepared, jobs: Sequence[Job], leaf: int, serial: int) -> Job:
@@ -171,7 +163,7 @@ def admit_groups(
             decisions.update((j.uid, wait) for j in group.pending)
             continue
         jobs = [prep.job_of(j, i) for j in group.pending]
-        decision = _Decision(fit, group.running, jobs)
+        decision = _Decision(fit, group.running)
         need = max(group.min_available - len(group.running), 0)
         placed: list[tuple[Job, int]] = []
         misses: list[Job] = []

@@ -3,32 +3,28 @@ only on the nodes the agent's nodegroup plugin would let it use (node label
 ``volcano.sh/nodegroup-name`` in an allowed group, not in a required anti-affinity group).
 
 The queue tree is always hierarchical at the hub, so a queue without affinity takes its nearest
-ancestor's, as Volcano's nodegroup plugin does with ``enableHierarchy``. Queues without affinity
-(own or inherited) are not restricted: the hub cannot see whether an agent runs the plugin, and
-the common case stays on the plain placement path. Other nodes of a candidate cluster are held
-away from the gang (a Held matrix), so the packing is placement's own.
+ancestor's, as Volcano's nodegroup plugin does with ``enableHierarchy``. A queue that names no
+group (own or inherited) is confined only on clusters whose agent says it runs the plugin (cluster
+label ``vglobal.io/nodegroup-plugin``): to the nodes outside every group ("lenient", the default
+conf's strict: false), or to none ("strict"); elsewhere, and wherever no node is in a group, it
+stays on the plain placement path. Other nodes of a candidate cluster are held away from the gang
+(a Held matrix), so the packing is placement's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.index import IntArray
-from vglobal.admission.placement import Candidates, Clusters, Held
+from vglobal.admission.node_mask import BLOCKED
+from vglobal.admission.placement import Candidates, Clusters, Held, HeldRows
 from vglobal.admission.snapshot import ROOT, QueueSnap
-from vglobal.model.queue_affinity import NODE_GROUP_LABEL, QueueAffinity
+from vglobal.model.queue_affinity import NODE_GROUP_LABEL, NODE_GROUP_MODE_LABEL, QueueAffinity
 
-# What a disallowed node holds away from a gang: more than any node has of anything.
-_BLOCKED = 1 << 60
-
-
-@dataclass(frozen=True, slots=True)
-class _Kept:
-    matrix: IntArray
+STRICT, LENIENT = "strict", "lenient"  # the agents' nodegroup modes (scheduler.node_group_mode)
+UNNAMED = QueueAffinity()  # the affinity of a queue that names no node group
 
 
 class NodeGroups:
@@ -37,15 +33,22 @@ class NodeGroups:
     def __init__(self, queues: Sequence[QueueSnap], clusters: Clusters) -> None:
         self.clusters = clusters
         by_name = {q.name: q for q in queues}
+        self._mode = [c.labels.get(NODE_GROUP_MODE_LABEL, "") for c in clusters.snaps]
+        unnamed = UNNAMED if any(self._confines_unnamed(c) for c in range(len(self._mode))) else None
         self._of: dict[str, QueueAffinity | None] = {}
         for name in by_name:
-            self._of[name] = _nearest(by_name, name)
+            self._of[name] = _nearest(by_name, name) or unnamed
         self._allowed: dict[tuple[QueueAffinity, int], np.ndarray] = {}
         self._cands: dict[tuple[bytes, QueueAffinity], Candidates] = {}
 
     def of(self, queue: str) -> QueueAffinity | None:
         """The affinity that confines the queue's jobs (None: not confined)."""
         return self._of.get(queue)
+
+    def _confines_unnamed(self, c: int) -> bool:
+        mode = self._mode[c]
+        nodes = self.clusters.snaps[c].nodes
+        return mode == STRICT or (mode == LENIENT and any(NODE_GROUP_LABEL in n.labels for n in nodes))
 
     def allowed(self, aff: QueueAffinity, c: int) -> np.ndarray:
         """Per node of cluster c (placement's row order): whether the affinity admits it."""
@@ -54,7 +57,14 @@ class NodeGroups:
         if got is None:
             labels = {n.name: n.labels for n in self.clusters.snaps[c].nodes}
             order = sorted(self.clusters.node_col[c], key=self.clusters.node_col[c].__getitem__)
-            got = np.array([aff.admits(labels[n].get(NODE_GROUP_LABEL)) for n in order], dtype=np.bool_)
+            groups = [labels[n].get(NODE_GROUP_LABEL) for n in order]
+            if aff.empty:  # a queue naming no group, as this cluster's agent treats it
+                mode = self._mode[c]
+                got = np.array(
+                    [mode == "" or (mode == LENIENT and g is None) for g in groups], dtype=np.bool_
+                )
+            else:
+                got = np.array([aff.admits(g) for g in groups], dtype=np.bool_)
             self._allowed[key] = got
         return got
 
@@ -67,10 +77,15 @@ class NodeGroups:
             ids = [c for c in cand.ids if self.allowed(aff, c).any()]
             arr = np.array(ids, dtype=np.int64)
             tag = repr((aff.required, aff.preferred, aff.anti_required, aff.anti_preferred)).encode()
-            note = f"queue {queue} allows {aff.groups_text()}"
             missing = [self.clusters.names[c] for c in cand.ids if c not in ids]
-            if missing:
-                note += f"; no node of them in {', '.join(missing)}"
+            if aff.empty:
+                note = f"queue {queue} names no node group: the nodegroup plugin keeps it off grouped nodes"
+                if missing:
+                    note += f"; no node open to it in {', '.join(missing)}"
+            else:
+                note = f"queue {queue} allows {aff.groups_text()}"
+                if missing:
+                    note += f"; no node of them in {', '.join(missing)}"
             if cand.note:
                 note = f"{cand.note}; {note}"
             got = self._cands[key] = Candidates(arr, tuple(ids), arr.tobytes() + b"|" + tag, note)
@@ -82,10 +97,10 @@ class NodeGroups:
         out: dict[int, Held] = {}
         size = self.clusters.index.size
         for c in cand.ids:
-            blocked = np.where(self.allowed(aff, c)[:, None], 0, _BLOCKED).astype(np.int64)
+            blocked = np.where(self.allowed(aff, c)[:, None], 0, BLOCKED).astype(np.int64)
             matrix = np.broadcast_to(blocked, (blocked.shape[0], size))
             kept = base.get(c)
-            out[c] = _Kept(matrix + kept.matrix if kept is not None else np.array(matrix))
+            out[c] = HeldRows(matrix + kept.matrix if kept is not None else np.array(matrix))
         return out
 
     def best_effort(self, cand: Candidates, gang: PreparedGang, aff: QueueAffinity) -> str:

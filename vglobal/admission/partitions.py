@@ -17,6 +17,7 @@ import numpy as np
 
 from vglobal.admission.gang import PreparedGang, Shape, pack, prepare_gang
 from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.packer import Packer
 from vglobal.admission.placement import Candidates, Clusters, Held, Placement
 from vglobal.admission.snapshot import Gang, Partitions, PendingJob
 from vglobal.admission.topology import HyperNodeRows
@@ -95,10 +96,19 @@ def _inside(
 
 
 def fit_domain(
-    free: IntArray, domain: IntArray, subs: Sequence[tuple[int, str, IntArray]], gang: PartitionedGang
+    free: IntArray,
+    domain: IntArray,
+    subs: Sequence[tuple[int, str, IntArray]],
+    gang: PartitionedGang,
+    packer: Packer | None = None,
 ) -> IntArray | None:
     """``free`` after placing every partition in a sub-HyperNode of ``domain`` (rows) its tier
-    allows and the rest of the gang in the domain; None if something does not fit."""
+    allows and the rest of the gang in the domain; None if something does not fit. A ``packer``
+    (started on the cluster by the caller) packs instead of ``pack`` (the GPU cards fit too)."""
+
+    def packed(rows: IntArray, shapes: Sequence[Shape]) -> IntArray | None:
+        return pack(work[rows], shapes)[1] if packer is None else packer(work[rows], rows, shapes)
+
     work = free.copy()
     for part in gang.parts:
         allowed = [domain]  # without a topology: anywhere in the job's domain
@@ -110,14 +120,14 @@ def fit_domain(
                 allowed.append(domain)  # soft: the job's domain is the fallback
         for _ in range(part.count):
             for rows in allowed:
-                _, sub = pack(work[rows], (part.shape,))
+                sub = packed(rows, (part.shape,))
                 if sub is not None:
                     work[rows] = sub
                     break
             else:
                 return None
     if gang.rest:
-        _, sub = pack(work[domain], gang.rest)
+        sub = packed(domain, gang.rest)
         if sub is None:
             return None
         work[domain] = sub
@@ -146,6 +156,7 @@ def place_partitioned(
     held: Mapping[int, Held],
     job: PendingJob,
     prepared: PartitionedGang,
+    packer: Packer | None = None,
 ) -> tuple[int, Placement] | None:
     """Where the partitioned gang goes now and how (committing is the caller's), or None."""
     best: tuple[int, int, IntArray] | None = None
@@ -160,8 +171,14 @@ def place_partitioned(
         for tier, domain in _domains(rows, free.shape[0], job.network_topology):
             if best is not None and tier >= best[0]:
                 break
-            after = fit_domain(free, domain, _inside(rows.entries, domain), prepared)
+            if packer is not None:
+                packer.start(c)
+            after = fit_domain(free, domain, _inside(rows.entries, domain), prepared, packer)
             if after is not None:
                 best = (tier, c, after if kept is None else current - (free - after))
                 break
-    return None if best is None else (best[1], clusters.placement_from(best[1], best[2]))
+    if best is None:
+        return None
+    if packer is not None:
+        packer.choose(best[1])  # its cards, not those of a cluster tried after it
+    return best[1], clusters.placement_from(best[1], best[2])

@@ -14,7 +14,7 @@ numpy matrices built from the lists on demand (`gang.pack`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,6 +36,13 @@ class Held(Protocol):
 
     @property
     def matrix(self) -> IntArray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRows:
+    """A Held of a matrix computed once."""
+
+    matrix: IntArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,10 +423,7 @@ class Clusters:
                 for r, (was, now) in enumerate(zip(saved.tot, self.tot[c], strict=True)):
                     self.free_sum[r] += was - now
             self.rows[c][:], self.tot[c][:], self.full[c][:] = saved.rows, saved.tot, saved.full
-            self._cursor[c].clear()
-            self._cursor[c].update(saved.cursor)
-            self._misfit[c].clear()
-            self._misfit[c].update(saved.misfit)
+            self._cursor[c], self._misfit[c] = saved.cursor, saved.misfit  # copies: the trial's own
             for dims, keys in self._scores.items():
                 keys[c] = self._rank_key(c, dims)
             self._version[c] += 1
@@ -485,6 +489,11 @@ class Clusters:
             if ok:
                 out.append(c)
         return out
+
+    def node_names(self, c: int, rows: Iterable[int]) -> tuple[str, ...]:
+        """The names of cluster c's node rows, in name order (rows are in name order)."""
+        names = sorted(self.node_col[c])
+        return tuple(names[r] for r in sorted(rows))
 
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)

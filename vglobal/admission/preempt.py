@@ -15,12 +15,14 @@ in the same cycle (Volcano pipelines the preemptor onto the freed nodes).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 
 from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.node_mask import EVERYWHERE, NodeMask, Usable, everywhere
 from vglobal.admission.placement import Clusters
 from vglobal.admission.snapshot import RunningJob, RunningPod, Snapshot
 from vglobal.admission.tree import QueueTree
@@ -31,6 +33,9 @@ NEVER = "Never"
 MAX_PREEMPT_PLANS = 16
 # Candidate clusters searched per plan, the ones holding the most victims first.
 CLUSTERS_PER_PLAN = 3
+# (cluster, its free matrix with the victims' resources back, victim pod or job uids): whether the
+# gang's GPU cards fit once the victims' cards are back too (devices.CardPacker.check).
+CardCheck = Callable[[int, IntArray, Iterable[str]], bool]
 
 
 @dataclass(slots=True)
@@ -56,6 +61,7 @@ class Plan:
     freed: list[int]  # queue charge the victims give back
     pods: dict[str, list[str]] = field(default_factory=dict)  # victim uid -> pod uids (evicted)
     whole: list[str] = field(default_factory=list)  # victim uids taken whole (re-queued)
+    closed: list[int] = field(default_factory=list)  # node rows the gang may not use (node_mask.py)
 
 
 def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
@@ -86,17 +92,18 @@ class Preemptions:
         self.lowest = {i: jobs[0].priority for i, jobs in self._jobs.items()}
         self.plans = 0
         self.taken: set[str] = set()
-        self._failed: set[tuple[int, int, str]] = set()  # (leaf, priority, gang tag)
+        # (leaf, priority, gang tag, key): a key tells apart jobs whose masks differ (anti-affinity)
+        self._failed: set[tuple[int, int, str, str]] = set()
         self._victims: dict[tuple[str, int], Victim] = {}
 
-    def may(self, leaf: int, priority: int, policy: str, gang: PreparedGang) -> bool:
+    def may(self, leaf: int, priority: int, policy: str, gang: PreparedGang, key: str = "") -> bool:
         low = self.lowest.get(leaf)
         return (
             low is not None
             and low < priority
             and policy != NEVER
             and self.plans < MAX_PREEMPT_PLANS
-            and (leaf, priority, gang.tag) not in self._failed
+            and (leaf, priority, gang.tag, key) not in self._failed
         )
 
     def _victim(self, job: RunningJob, c: int, priority: int) -> Victim:
@@ -108,10 +115,19 @@ class Preemptions:
         return got
 
     def plan(
-        self, leaf: int, priority: int, cand: Sequence[int], gang: PreparedGang, need: list[int]
+        self,
+        leaf: int,
+        priority: int,
+        cand: Sequence[int],
+        gang: PreparedGang,
+        need: list[int],
+        cards: CardCheck | None = None,
+        mask: NodeMask = everywhere,
+        key: str = "",
     ) -> Plan | None:
-        """Victims on one candidate cluster that make room for the gang and free `need` of the
-        queue's charge (what its limits are exceeded by); None if no cluster works."""
+        """Victims on one candidate cluster that make room for the gang on the nodes `mask`
+        leaves it and free `need` of the queue's charge (what its limits are exceeded by); None
+        if no cluster works."""
         self.plans += 1
         names = self.clusters.names
         wanted = {names[c]: c for c in cand}
@@ -124,23 +140,33 @@ class Preemptions:
                 per_cluster.setdefault(c, []).append(job)
         ranked = sorted(per_cluster, key=lambda c: (-len(per_cluster[c]), c))[:CLUSTERS_PER_PLAN]
         for c in ranked:
-            got = self._plan_cluster(c, per_cluster[c], gang, need, priority)
+            got = self._plan_cluster(c, per_cluster[c], gang, need, priority, mask(c), cards)
             if got is not None:
                 self.taken.update(got.pods)
                 self.taken.update(got.whole)
                 return got
-        self._failed.add((leaf, priority, gang.tag))
+        self._failed.add((leaf, priority, gang.tag, key))
         return None
 
     def _plan_cluster(
-        self, c: int, jobs: list[RunningJob], gang: PreparedGang, need: list[int], priority: int
+        self,
+        c: int,
+        jobs: list[RunningJob],
+        gang: PreparedGang,
+        need: list[int],
+        priority: int,
+        usable: Usable,
+        cards: CardCheck | None,
     ) -> Plan | None:
         victims = [self._victim(j, c, priority) for j in jobs]
-        enough = Fit(self.clusters.free(c), gang, need)
+        check = None if cards is None else partial(cards, c)
+        enough = Fit(self.clusters.free(c), gang, need, usable, check)
         steps: list[Step] = []
         found = False
         for v in victims:  # surplus pods of elastic victims first, one at a time
             for pod in v.surplus:
+                if not usable.admits(pod.node):
+                    continue  # frees room the gang may not use
                 steps.append(Step(v.job.uid, [pod], pod.req, whole=False))
                 if enough(steps):
                     found = True
@@ -149,7 +175,7 @@ class Preemptions:
                 break
         if not found:
             for v in victims:  # then whole jobs: all their pods and their whole charge
-                if not v.whole_ok:
+                if not v.whole_ok or not any(usable.admits(p.node) for p in v.pods):
                     continue
                 steps = [st for st in steps if st.victim != v.job.uid]
                 steps.append(Step(v.job.uid, v.pods, v.charge, whole=True))
@@ -158,7 +184,7 @@ class Preemptions:
                     break
         if not found:
             return None
-        return plan_of(c, trim(steps, enough), self.index.size)
+        return enough.plan(c, trim(steps, enough), self.index.size)
 
 
 def victim_of(
@@ -184,10 +210,19 @@ def victim_of(
 
 class Fit:
     """Whether victims are enough: they give back at least `need` of the queue charge, and the gang
-    packs onto the cluster's free capacity (`base`, per node row) plus what they hold there."""
+    packs onto the cluster's free capacity (`base`, per node row) plus what they hold there, on
+    the rows `usable` leaves it once they are gone (and, with `cards`, onto the GPU cards with
+    theirs back)."""
 
-    def __init__(self, base: IntArray, gang: PreparedGang, need: list[int]) -> None:
-        self.base, self.gang, self.need = base, gang, need
+    def __init__(
+        self,
+        base: IntArray,
+        gang: PreparedGang,
+        need: list[int],
+        usable: Usable = EVERYWHERE,
+        cards: Callable[[IntArray, Iterable[str]], bool] | None = None,
+    ) -> None:
+        self.base, self.gang, self.need, self.usable, self.cards = base, gang, need, usable, cards
 
     def __call__(self, chosen: Sequence[Step]) -> bool:
         freed = [0] * len(self.need)
@@ -200,9 +235,27 @@ class Fit:
                     free[pod.node] += pod.req
         if any(f < n for f, n in zip(freed, self.need, strict=True)):
             return False
+        if not self.usable.everywhere:
+            free = self.usable.apply(free, _gone(chosen))
         if (free.sum(axis=0) < self.gang.total).any():
             return False
-        return pack(free, self.gang.shapes)[1] is not None
+        if pack(free, self.gang.shapes)[1] is None:
+            return False
+        if self.cards is None:
+            return True
+        return self.cards(
+            free, [k for st in chosen for k in ([st.victim] if st.whole else [p.uid for p in st.pods])]
+        )
+
+    def plan(self, c: int, steps: Sequence[Step], size: int) -> Plan:
+        """The plan of the chosen steps, with the rows the gang may still not use."""
+        out = plan_of(c, steps, size)
+        out.closed = self.usable.closed(_gone(steps))
+        return out
+
+
+def _gone(steps: Sequence[Step]) -> set[str]:
+    return {p.uid for st in steps for p in st.pods}
 
 
 def trim(steps: list[Step], enough: Fit) -> list[Step]:

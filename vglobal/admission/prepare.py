@@ -16,10 +16,12 @@ import numpy as np
 
 from vglobal.admission.explain import lookback_wait, queue_wait
 from vglobal.admission.gang import PreparedGang, prepare_gang
+from vglobal.admission.group_limits import GroupLimits
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.nodegroups import NodeGroups
 from vglobal.admission.order import queue_order
 from vglobal.admission.placement import Candidates, Clusters, Held
+from vglobal.admission.pod_anti import PodAntiAffinity
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.queue_affinity import QueueAffinity
@@ -40,6 +42,8 @@ class Job:
     gang: PreparedGang
     cand: Candidates
     affinity: QueueAffinity | None = None  # its queue's node groups (nodegroups.py)
+    anti: bool = False  # pod anti-affinity may close nodes to it (pod_anti.py)
+    limited: bool = False  # its queue limits what it holds per node group (group_limits.py)
 
 
 @dataclass(slots=True)
@@ -151,6 +155,8 @@ class Prepared:
         self.gangs = [self.gang(spec) for spec in gid_of]
         self.anywhere = clusters.candidates_anywhere()
         self.nodegroups = NodeGroups(snapshot.queues, clusters)
+        self.anti = PodAntiAffinity(snapshot.running, clusters)
+        self.group_limits = GroupLimits(snapshot.queues, snapshot.running, clusters, index)
 
     @property
     def scale(self) -> IntArray:
@@ -191,12 +197,24 @@ class Prepared:
         """The leaf's next jobs in admission's form (see Leaf.jobs), a few at a time: in a busy
         cycle most queues' jobs all wait, and are reached one after the other."""
         start = len(leaf.jobs)
+        append, form = leaf.jobs.append, self._former(leaf.index)
+        for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
+            append(form(job))
+
+    def job_of(self, job: PendingJob, leaf: int) -> Job:
+        """One job in admission's form, as make() forms a queue's: a HyperJob's child."""
+        return self._former(leaf)(job)
+
+    def _former(self, i: int) -> Callable[[PendingJob], Job]:
+        """What turns a job of leaf queue ``i`` into admission's form."""
         rid_by_id, gid_by_id, gangs = self.rid_by_id, self.gid_by_id, self.gangs
-        req_rows, req_dims, anywhere, i = self.req_rows, self.req_dims, self.anywhere, leaf.index
-        append = leaf.jobs.append
+        req_rows, req_dims, anywhere = self.req_rows, self.req_dims, self.anywhere
         queue = self.tree.names[i]
         affinity = self.nodegroups.of(queue)
-        for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
+        limited = self.group_limits.limited(queue)
+        anti_on = self.anti.running_terms  # a running pod's own terms may select the job
+
+        def form(job: PendingJob) -> Job:
             rid = rid_by_id[id(job.request)]
             if (
                 job.allowed_clusters is None
@@ -209,16 +227,12 @@ class Prepared:
                 cand = self.clusters.candidates(job)
             if affinity is not None:
                 cand = self.nodegroups.candidates(cand, affinity, queue)
+            anti = self.anti.applies(job) if anti_on or job.anti_affinity else False
+            if anti:
+                cand = self.anti.candidates(cand, job)
+            if limited:
+                cand = self.group_limits.note(cand, queue)
             gang = gangs[gid_by_id[id(job.gang)]]
-            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity))
+            return Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity, anti, limited)
 
-    def job_of(self, job: PendingJob, leaf: int) -> Job:
-        """One job in admission's form, as make() forms a queue's: a HyperJob's child."""
-        rid = self.rid_by_id[id(job.request)]
-        queue = self.tree.names[leaf]
-        affinity = self.nodegroups.of(queue)
-        cand = self.clusters.candidates(job)
-        if affinity is not None:
-            cand = self.nodegroups.candidates(cand, affinity, queue)
-        gang = self.gangs[self.gid_by_id[id(job.gang)]]
-        return Job(job, leaf, self.req_rows[rid], rid, self.req_dims[rid], gang, cand, affinity)
+        return form

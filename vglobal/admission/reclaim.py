@@ -21,7 +21,9 @@ import numpy.typing as npt
 from vglobal.admission.explain import reclaiming_reason, victim_reason
 from vglobal.admission.gang import PreparedGang, Shape, pack
 from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
+from vglobal.admission.node_mask import BoolArray, NodeMask, everywhere
 from vglobal.admission.placement import Clusters
+from vglobal.admission.preempt import CardCheck
 from vglobal.admission.prepare import Job, Leaf
 from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.admission.snapshot import Reclaim, RunningJob, Snapshot, Wait
@@ -222,9 +224,15 @@ class ReclaimPlanner:
         return slack
 
     def plan(
-        self, reclaimer: int, cand: Sequence[int], gang: PreparedGang
+        self,
+        reclaimer: int,
+        cand: Sequence[int],
+        gang: PreparedGang,
+        cards: CardCheck | None = None,
+        mask: NodeMask = everywhere,
     ) -> tuple[int, list[Victim]] | None:
-        """Fewest victims on one cluster that let the gang fit there; None if no cluster works."""
+        """Fewest victims on one cluster that let the gang fit there, on the nodes `mask` leaves
+        it; None if no cluster works."""
         if not gang.shapes:
             return None
         slack = self.slack()
@@ -243,10 +251,15 @@ class ReclaimPlanner:
             )
             if self._used is not None:
                 ok &= self._used[cv.queue] >= self._used[reclaimer]
+            keep = mask(c).open_rows(len(self.clusters.rows[c]))
+            if keep is not None:  # only victims with pods where the gang may go count
+                touches = np.zeros(ok.shape[0], dtype=bool)
+                touches[cv.owner[keep[cv.rows]]] = True
+                ok &= touches
             if not ok.any():
                 continue
             tried += 1
-            chosen = self._plan_cluster(c, cv, ok, slack, gang, best)
+            chosen = self._plan_cluster(c, cv, ok, slack, gang, best, cards, keep)
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
                 if best[0] == 1:
@@ -280,13 +293,19 @@ class ReclaimPlanner:
         slack: FloatArray,
         gang: PreparedGang,
         best: tuple[int, int, list[Victim]] | None,
+        cards: CardCheck | None = None,
+        keep: BoolArray | None = None,
     ) -> list[Victim] | None:
+        """`keep`: the node rows the gang may use (None: all); the others stay empty to it."""
         free = self.clusters.free(c).copy()
         if ((self.clusters.total_free(c) + cv.req[ok].sum(axis=0)) < gang.total).any():
             return None
+        if keep is not None:
+            free[~keep] = 0
+        usage = cv.usage if keep is None else cv.usage * keep[cv.rows][:, None]
         potential = free.copy()
         flat = ok[cv.owner]
-        np.add.at(potential, cv.rows[flat], cv.usage[flat])
+        np.add.at(potential, cv.rows[flat], usage[flat])
         if pack(potential, gang.shapes)[1] is None:
             return None
         rows = _SlackRows(slack)
@@ -325,11 +344,12 @@ class ReclaimPlanner:
             for v in walk:
                 victims.remove(v)
                 chosen.append(v)
-                np.add.at(free, v.rows, v.usage)
+                np.add.at(free, v.rows, v.usage if keep is None else v.usage * keep[v.rows][:, None])
                 rows.lose(v)
             if limit is not None and len(chosen) >= limit:
                 return None
-            if pack(free, gang.shapes)[1] is not None:
+            fits = pack(free, gang.shapes)[1] is not None
+            if fits and (cards is None or cards(c, free, [v.uid for v in chosen])):
                 return chosen
             if victims:
                 heapq.heappush(heap, (1, victims[0].rank, node))
@@ -435,15 +455,26 @@ class Reclaims:
         planned = leaf.planned or [0] * self.index.size
         return any(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
 
-    def plan_pods(self, job: Job, need: list[int] | None = None, within: int = 0) -> PodPlan | None:
+    def plan_pods(
+        self,
+        job: Job,
+        need: list[int] | None = None,
+        within: int = 0,
+        cards: CardCheck | None = None,
+        mask: NodeMask = everywhere,
+    ) -> PodPlan | None:
         """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
         self.plans += 1
         if self._pods is None:
             self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots)
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
-        return self._pods.plan(job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within)
+        return self._pods.plan(
+            job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within, cards, mask
+        )
 
-    def plan(self, job: Job, leaf: Leaf) -> Wait | None:
+    def plan(
+        self, job: Job, leaf: Leaf, cards: CardCheck | None = None, mask: NodeMask = everywhere
+    ) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""
         self.plans += 1
         clusters = self.clusters
@@ -454,7 +485,7 @@ class Reclaims:
             self._planner = ReclaimPlanner(
                 snap.running, self.tree, clusters, self.index, protected, snap.reclaim_limit, self._used
             )
-        plan = self._planner.plan(job.leaf, cand, job.gang)
+        plan = self._planner.plan(job.leaf, cand, job.gang, cards, mask)
         if plan is None:
             return None
         c, victims = plan

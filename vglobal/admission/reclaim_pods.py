@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from operator import itemgetter
 
 from vglobal.admission.explain import reclaiming_pods_reason, victim_reason
 from vglobal.admission.gang import PreparedGang
 from vglobal.admission.index import ResourceIndex
+from vglobal.admission.node_mask import NodeMask, Usable, everywhere
 from vglobal.admission.placement import Clusters
-from vglobal.admission.preempt import Fit, Plan, Step, VictimPod, plan_of, trim, victim_of
+from vglobal.admission.preempt import CardCheck, Fit, Plan, Step, VictimPod, trim, victim_of
 from vglobal.admission.prepare import Job
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
 from vglobal.admission.tree import QueueTree
@@ -67,12 +69,21 @@ class PodReclaims:
         self._given: dict[int, list[float]] = {}  # per leaf, charge given up by earlier plans
 
     def plan(
-        self, leaf: int, req: list[int], cand: Sequence[int], gang: PreparedGang, need: list[int], within: int
+        self,
+        leaf: int,
+        req: list[int],
+        cand: Sequence[int],
+        gang: PreparedGang,
+        need: list[int],
+        within: int,
+        cards: CardCheck | None = None,
+        mask: NodeMask = everywhere,
     ) -> PodPlan | None:
-        """Victim pods on one candidate cluster that let the gang fit there and give back `need` of
-        the charge of queue `within` (0: root, no need), all from below `within`; None if none."""
+        """Victim pods on one candidate cluster that let the gang fit there (on the nodes `mask`
+        leaves it) and give back `need` of the charge of queue `within` (0: root, no need), all
+        from below `within`; None if none."""
         for c in cand:
-            got = self._plan_cluster(c, leaf, req, gang, need, within)
+            got = self._plan_cluster(c, leaf, req, gang, need, within, mask(c), cards)
             if got is not None:
                 for pods in got.plan.pods.values():
                     self.taken.update(pods)
@@ -82,8 +93,9 @@ class PodReclaims:
                 return got
         return None
 
-    def _candidates(self, c: int, leaf: int, req: list[int], within: int) -> list[_Candidate]:
-        """Surplus pods one by one, in victim order; then whole jobs in the same order."""
+    def _candidates(self, c: int, leaf: int, req: list[int], within: int, usable: Usable) -> list[_Candidate]:
+        """Surplus pods one by one, in victim order; then whole jobs in the same order; only those
+        on nodes the gang may use."""
         tree, slots = self.tree, self.slots
         asks = [r for r, x in enumerate(req) if x > 0 and r != slots]
         jobs = []
@@ -98,9 +110,19 @@ class PodReclaims:
         for *_, q, job in jobs:
             v = victim_of(job, node_col, row, _ANY_PRIORITY)
             for pod in v.surplus:
-                if pod.node >= 0 and pod.uid not in self.taken and any(pod.req[r] > 0 for r in asks):
+                if (
+                    pod.node >= 0
+                    and usable.admits(pod.node)
+                    and pod.uid not in self.taken
+                    and any(pod.req[r] > 0 for r in asks)
+                ):
                     pods.append(_Candidate(q, job.uid, [pod], pod.req, whole=False))
-            if v.whole_ok and len(v.surplus) < len(v.pods) and not any(p.uid in self.taken for p in v.pods):
+            if (
+                v.whole_ok
+                and len(v.surplus) < len(v.pods)
+                and not any(p.uid in self.taken for p in v.pods)
+                and any(usable.admits(p.node) for p in v.pods)
+            ):
                 wholes.append(_Candidate(q, job.uid, v.pods, v.charge, whole=True))
         return pods + wholes
 
@@ -114,14 +136,23 @@ class PodReclaims:
         return (-shared, tree.priority[q], -share, -tree.created[q], -q)
 
     def _plan_cluster(
-        self, c: int, leaf: int, req: list[int], gang: PreparedGang, need: list[int], within: int
+        self,
+        c: int,
+        leaf: int,
+        req: list[int],
+        gang: PreparedGang,
+        need: list[int],
+        within: int,
+        usable: Usable,
+        cards: CardCheck | None,
     ) -> PodPlan | None:
         tree, size = self.tree, self.index.size
-        enough = Fit(self.clusters.free(c), gang, need)
+        check = None if cards is None else partial(cards, c)
+        enough = Fit(self.clusters.free(c), gang, need, usable, check)
         alloc: dict[int, list[float]] = {}
         steps: list[Step] = []
         queue_of: dict[str, int] = {}
-        for cand in self._candidates(c, leaf, req, within):
+        for cand in self._candidates(c, leaf, req, within, usable):
             q = cand.leaf
             left = alloc.get(q)
             if left is None:
@@ -147,7 +178,7 @@ class PodReclaims:
                     acc = freed.setdefault(queue_of[st.victim], [0] * size)
                     freed[queue_of[st.victim]] = [a + x for a, x in zip(acc, st.charge, strict=True)]
                 kept_of = {u: queue_of[u] for u in {st.victim for st in steps}}
-                return PodPlan(plan_of(c, steps, size), freed, kept_of)
+                return PodPlan(enough.plan(c, steps, size), freed, kept_of)
         return None
 
     def _lose(self, q: int, left: list[float], cand: _Candidate) -> list[float] | None:

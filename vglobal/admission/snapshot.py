@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from vglobal.model.gpu_fit import CardFree
+from vglobal.model.cards import CardFree, CardUse
+from vglobal.model.pod_anti_affinity import AntiTerm
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -22,6 +23,8 @@ _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 _NO_PLACEMENTS: Mapping[str, ResourceVector] = MappingProxyType({})
 _NO_USAGE: Mapping[str, float] = MappingProxyType({})
 _NO_CARDS: Mapping[str, tuple[CardFree, ...]] = MappingProxyType({})
+_NO_LIMITS: Mapping[str, ResourceVector] = MappingProxyType({})
+_NO_TASK_LABELS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class QueueSnap:
     reclaimed: ResourceVector = EMPTY
     # spec.affinity (node groups); None = unset, so the nearest ancestor's applies (nodegroups.py).
     affinity: QueueAffinity | None = None
+    # Its volcano.sh/nodegroup-resource-limits: per node group, what its pods may hold there
+    # (group_limits.py); not inherited.
+    node_group_limits: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_LIMITS)
 
 
 Gang = tuple[tuple[ResourceVector, int], ...]
@@ -88,6 +94,9 @@ class ClusterSnap:
     # Per node name, its GPU cards as the agent reported them free (nodes with cards only): a gang
     # asking for vGPUs must fit the cards, not only the node totals (admission/devices.py).
     devices: Mapping[str, tuple[CardFree, ...]] = field(default_factory=lambda: _NO_CARDS)
+    # Of the unplaced gangs, those asking for GPU cards, with their GPU annotations per gang entry:
+    # the cards they will take are taken first, as their resources are (devices.py).
+    unplaced_cards: tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,8 +145,16 @@ class PendingJob:
     # a cluster whose agent says its API lacks it is no candidate.
     workload: str = ""
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks (partitionPolicy)
-    # The GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the card fit reads.
-    gpu_hints: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+    # Per gang entry, the GPU annotations of its pods (vgpu-mode, use-gputype, nouse-gputype) the
+    # card fit reads; () when none has any.
+    gpu_hints: tuple[Mapping[str, str], ...] = ()
+    # Its pods' required pod anti-affinity terms (pod_anti.py): nodes where running pods they
+    # select sit are closed to the gang until those pods are victims.
+    anti_affinity: tuple[AntiTerm, ...] = ()
+    # Its tasks and the labels their templates give their pods (tasks with labels only): running
+    # pods' own anti-affinity is checked against them (with the controller's labels, pod_anti.py).
+    tasks: tuple[str, ...] = ()
+    task_labels: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _NO_TASK_LABELS)
 
 
 @dataclass(frozen=True)
@@ -149,6 +166,9 @@ class RunningPod:
     request: ResourceVector
     preemptable: bool = True  # False: annotated volcano.sh/preemptable: "false", never a victim
     priority: int | None = None  # its task's own PriorityClass value; None = the job's
+    cards: tuple[CardUse, ...] = ()  # the GPU cards it holds, as its agent granted them
+    # Its labels (shared by the pods of a task), read only against pending jobs' anti-affinity.
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
 
 
 @dataclass(frozen=True)
@@ -173,6 +193,11 @@ class RunningJob:
     # No pod of it may go (all not preemptable; a long-running kind that does not say "true"): no
     # victim even while its pods are not known one by one.
     pinned: bool = False
+    # (node, card) of the GPU cards its pods hold when they are not listed in ``pods`` (the
+    # simulator's runs): what taking the whole job gives back.
+    cards: tuple[tuple[str, CardUse], ...] = ()
+    namespace: str = ""  # where its pods run (a pod anti-affinity term selects by namespace)
+    anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
 
 
 @dataclass(frozen=True)
@@ -215,6 +240,9 @@ class Admit:
     preempting: str = ""
     # Set when it goes there in place of surplus pods of queues above their deserved (reclaim).
     reclaiming: str = ""
+    # With preempting or reclaiming: the nodes its gang was packed onto in the room the victims
+    # free, which its agent tries first (Volcano's nominatedNodeName).
+    nominated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vglobal.admission.devices import CardPacker
 from vglobal.admission.explain import (
     behind_reason,
     fmt_row,
@@ -98,11 +99,15 @@ class Starvation:
     def starving(self, job: Job) -> bool:
         return self.now - job.snap.waiting_since > self.after
 
-    def reserve(self, job: Job, leaf: Leaf, best: str) -> Wait:
-        """The queue's first starving job that fits nowhere now holds capacity where it could fit."""
+    def reserve(self, job: Job, leaf: Leaf, best: str, cards: CardPacker | None = None) -> Wait:
+        """The queue's first starving job that fits nowhere now holds capacity where it could fit
+        (with ``cards``, where its GPU cards could hold it too)."""
         clusters = self.clusters
         head = no_fit_reason(clusters.describe(job.gang), best)
-        found = reservation(clusters, clusters.fits_allocatable(job.cand, job.gang), job.gang)
+        fits = clusters.fits_allocatable(job.cand, job.gang)
+        if cards is not None:
+            fits = [c for c in fits if cards.could_ever(c, job.gang)]
+        found = reservation(clusters, fits, job.gang)
         if found is None:
             return Wait(WaitKind.NeverFits, never_fits_reason(head))
         c = found.cluster
@@ -136,11 +141,15 @@ class Starvation:
             self._behind[key] = got
         return got
 
-    def reserved(self, job: Job, leaf: Leaf) -> Wait | None:
-        """The job would fit a cluster but for its queue's reservation there, or None."""
+    def reserved(self, job: Job, leaf: Leaf, cards: CardPacker | None = None) -> Wait | None:
+        """The job would fit a cluster (and its GPU cards) but for its queue's reservation there, or None."""
         clusters = self.clusters
         for c in clusters.ranked(job.cand, job.gang):
-            if c in leaf.held and clusters.fit(c, job.gang) is not None:
+            if (
+                c in leaf.held
+                and clusters.fit(c, job.gang) is not None
+                and (cards is None or cards.on(clusters, c, job.gang) is not None)
+            ):
                 return Wait(
                     WaitKind.ReservedForStarving,
                     reserved_reason(

@@ -16,6 +16,7 @@ import numpy as np
 
 from vglobal.admission.gang import PreparedGang, Shape, pack, prepare_gang
 from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.packer import Packer
 from vglobal.admission.placement import Candidates, Clusters, Held, Placement
 from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap
 
@@ -40,13 +41,13 @@ class HyperNodeRows:
                 self.entries.append((h.tier, h.name, rows))
 
     def lowest_fit(
-        self, free: IntArray, shapes: Sequence[Shape], highest_tier: int | None
+        self, free: IntArray, shapes: Sequence[Shape], highest_tier: int | None, packer: Packer | None = None
     ) -> TopologyFit | None:
         """The first HyperNode in (tier, name) order that holds every pod of the gang."""
         for tier, name, rows in self.entries:
             if highest_tier is not None and tier > highest_tier:
                 break
-            _, sub = pack(free[rows], shapes)
+            sub = pack(free[rows], shapes)[1] if packer is None else packer(free[rows], rows, shapes)
             if sub is not None:
                 after = free.copy()
                 after[rows] = sub
@@ -77,6 +78,7 @@ def place_with_topology(
     gang: PreparedGang,
     held: Mapping[int, Held],
     highest_tier: int | None,
+    packer: Packer | None = None,
 ) -> tuple[int, IntArray] | None:
     """(cluster, free matrix after) for the candidate with the lowest-tier HyperNode holding the
     gang; among equal tiers the cluster policy's ranking decides. None if no cluster has one."""
@@ -89,7 +91,9 @@ def place_with_topology(
         kept = None if hold is None else hold.matrix
         current = clusters.free(c)
         free = current if kept is None else np.maximum(current - kept, 0)
-        fit = rows.lowest_fit(free, gang.shapes, highest_tier)
+        if packer is not None:
+            packer.start(c)
+        fit = rows.lowest_fit(free, gang.shapes, highest_tier, packer)
         if fit is not None and (best is None or fit.tier < best[0]):
             after = fit.after if kept is None else current - (free - fit.after)
             best = (fit.tier, c, after)
@@ -103,14 +107,20 @@ def place(
     gang: PreparedGang,
     held: Mapping[int, Held],
     topology: tuple[str, int | None] | None,
+    packer: Packer | None = None,
 ) -> tuple[int, Placement] | None:
     """Where the gang goes now and how (committing is the caller's). With a network topology, the
     candidate with the lowest-tier HyperNode that holds it; a soft one falls back to the plain
-    placement when no HyperNode does, a hard one does not. `cache` keeps each cluster's rows."""
+    placement when no HyperNode does, a hard one does not. `cache` keeps each cluster's rows.
+    With a ``packer`` every packing goes through it (the gang's GPU cards fit too)."""
     if topology is not None:
-        found = place_with_topology(clusters, cache, cand, gang, held, topology[1])
+        found = place_with_topology(clusters, cache, cand, gang, held, topology[1], packer)
         if found is not None:
+            if packer is not None:
+                packer.choose(found[0])  # its cards, not those of a cluster tried after it
             return found[0], clusters.placement_from(*found)
         if topology[0] == "hard":
             return None
+    if packer is not None:
+        return packer.place(clusters, cand, gang, held)
     return clusters.place(cand, gang, held)

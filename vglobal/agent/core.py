@@ -16,18 +16,21 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from vglobal import __version__, convert
+from vglobal import __version__
 from vglobal.agent import report
-from vglobal.agent.cards import node_cards
+from vglobal.agent.cards import card_policy, mig_config, node_cards
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
-from vglobal.agent.snapshot import queue_specs
+from vglobal.agent.snapshot import dispatch_queue_specs
 from vglobal.api.v1 import agent_pb2 as pb
+from vglobal.model.cards import CardFree
 from vglobal.model.errors import ManifestError
-from vglobal.model.gpu_fit import CardFree
 from vglobal.model.preemptable import preemption_policy, template_preemption_policies
+from vglobal.model.queue_affinity import NODE_GROUP_MODE_LABEL
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import parse_run
+from vglobal.scheduler.devices.mig import MigConfig
+from vglobal.scheduler import node_group_mode
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,8 @@ class AgentCore:
         self.rejected: dict[tuple[str, int], str] = {}  # (uid, generation) -> reason, to answer re-sends
         self.latest_generation: dict[str, int] = {}
         self._unsent: list[pb.AgentMessage] = []  # acks produced while no stream was registered
+        # how deviceshare cuts MIG cards and orders cards, read on first report
+        self._mig: tuple[MigConfig, str] | None = None
 
     @property
     def runs(self) -> dict[str, JobRun]:
@@ -80,9 +85,13 @@ class AgentCore:
     def _register(self) -> pb.AgentMessage:
         backend = self.runtime.backend
         self.link.inventory = backend.inventory_version()
+        labels = dict(backend.cluster_labels)
+        mode = node_group_mode(self.runtime.conf)
+        if mode:  # the hub confines queues naming no node group as this agent's scheduler does
+            labels[NODE_GROUP_MODE_LABEL] = mode
         return report.register(
             backend.cluster_name,
-            backend.cluster_labels,
+            labels,
             backend.nodes(),
             backend.free(),
             self.runs.values(),
@@ -120,7 +129,7 @@ class AgentCore:
         self._unsent = []
         for run in sorted(self.runs.values(), key=lambda r: r.seq):
             run.dirty = False
-            out.append(report.job_status(run, run.take_events()))
+            out.append(report.job_status(run, run.take_events(), self.runtime.grants))
         return out
 
     def _send_or_keep(self, msgs: list[pb.AgentMessage]) -> list[pb.AgentMessage]:
@@ -145,7 +154,7 @@ class AgentCore:
             return []  # ran here, finished and expired: nothing left to say about it
         if run is not None and run.generation == gen:
             run.dirty = False
-            return [report.accepted(uid, gen), report.job_status(run, run.take_events())]
+            return [report.accepted(uid, gen), report.job_status(run, run.take_events(), self.runtime.grants)]
         self.latest_generation[uid] = gen
         if run is not None:
             log.info("job %s gen %d replaces gen %d: stopping its pods", uid, gen, run.generation)
@@ -157,15 +166,8 @@ class AgentCore:
             own = template_preemption_policies(t.template for t in job.tasks)
             run.preemption_policy = preemption_policy(d.preemption_policy or run.preemption_policy, own)
             run.task_priorities = dict(d.task_priorities)
-            run.queues = queue_specs(
-                (
-                    q.name,
-                    q.parent,
-                    q.weight,
-                    convert.queue_affinity_of(q.affinity) if q.HasField("affinity") else None,
-                )
-                for q in d.queues
-            )
+            run.nominated = tuple(d.nominated_nodes)
+            run.queues = dispatch_queue_specs(d.queues)
         except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
             reason = f"invalid manifest: {exc}"
             self.rejected[(uid, gen)] = reason
@@ -216,7 +218,7 @@ class AgentCore:
             out.insert(0, self._register())
         for run in sorted((r for r in self.runs.values() if r.dirty), key=lambda r: r.seq):
             run.dirty = False
-            out.append(report.job_status(run, run.take_events()))
+            out.append(report.job_status(run, run.take_events(), self.runtime.grants))
         return out
 
     def _heartbeat(self, now: float) -> pb.AgentMessage | None:
@@ -243,7 +245,9 @@ class AgentCore:
         specs = [s for s in self.runtime.backend.nodes() if nodes is None or s.name in nodes]
         if not specs:
             return {}
-        return node_cards(specs, self.runtime.live_grants())
+        if self._mig is None:
+            self._mig = (mig_config(self.runtime.conf), card_policy(self.runtime.conf))
+        return node_cards(specs, self.runtime.live_grants(), *self._mig)
 
     def _expire(self, now: float) -> None:
         for run in list(self.runs.values()):

@@ -4,15 +4,16 @@ from the agent's own types here, from shared model types by ``vglobal.convert``)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
-from vglobal.agent.cards import cards_message
+from vglobal.agent.cards import card_uses, cards_message
 from vglobal.agent.run import JobRun, RunEvent
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.convert import hypernode, placement_report, task_status, units
-from vglobal.model.gpu_fit import CardFree
+from vglobal.model.cards import CardFree
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
-from vglobal.scheduler.api import NodeSpec
+from vglobal.scheduler.api import Grant, NodeSpec
 from vglobal.scheduler.devices import node_gpus
 
 
@@ -80,13 +81,22 @@ def _event(e: RunEvent) -> pb.AgentEvent:
     return pb.AgentEvent(kind=e.kind, reason=e.reason, message=e.message, time=e.time)
 
 
-def job_status(run: JobRun, events: Iterable[RunEvent]) -> pb.AgentMessage:
+def job_status(
+    run: JobRun, events: Iterable[RunEvent], grants: Mapping[str, tuple[str, tuple[Grant, ...]]] | None = None
+) -> pb.AgentMessage:
+    """``grants``: the GPUs of the pods that hold some (a placement names its cards)."""
+    placements = run.placements()
+    if grants:
+        placements = [
+            replace(p, cards=card_uses(got[1])) if p.node and (got := grants.get(p.uid)) else p
+            for p in placements
+        ]
     status = pb.JobStatus(
         job_uid=run.uid,
         generation=run.generation,
         phase=str(run.phase),
         tasks=[task_status(t) for t in run.task_counts()],
-        placements=[placement_report(p) for p in run.placements()],
+        placements=[placement_report(p) for p in placements],
         events=[_event(e) for e in events],
         retry_count=run.retry_count,
         message=run.message,

@@ -76,6 +76,8 @@ class JobRun:
     task_priorities: dict[str, int] = field(default_factory=dict)  # tasks with their own class
     # Its queue and the queue's ancestors as the hub sent them (weight, parent, node-group affinity).
     queues: tuple[QueueSpec, ...] = ()
+    # Nodes the hub made room on for this run (preemption, reclaim): its pending pods try them first.
+    nominated: tuple[str, ...] = ()
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
     dirty: bool = True  # status changed since the last report
 

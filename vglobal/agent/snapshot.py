@@ -6,11 +6,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from vglobal import convert
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
+from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.model.hypernode import ResolvedHyperNode, tier_of_name
 from vglobal.model.network_topology import NetworkTopology
-from vglobal.model.queue_affinity import QueueAffinity
+from vglobal.model.queue_affinity import NODE_GROUP_LIMITS
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import (
     ClusterSnapshot,
@@ -142,6 +144,7 @@ def job_spec(
         network_topology=topology,
         annotations=dict(job.annotations),
         sub_groups=sub_groups(run, hyper_nodes),
+        nominated_nodes=run.nominated,
     )
 
 
@@ -174,18 +177,24 @@ def cluster_snapshot(
     return ClusterSnapshot(nodes=nodes, jobs=jobs, queues=queues, hyper_nodes=hyper_nodes)
 
 
-def queue_specs(queues: Iterable[tuple[str, str, int, QueueAffinity | None]]) -> tuple[QueueSpec, ...]:
-    """(name, parent, weight, affinity) as a Dispatch carries them: open, unlimited local queues
-    (the hub enforced quotas) with their place in the tree and node-group affinity."""
-    return tuple(
-        QueueSpec(
-            name=name,
-            parent=parent or "root",
-            weight=max(weight, 1),
-            affinity=None if affinity is None else affinity.to_manifest(),
+def dispatch_queue_specs(queues: Iterable[pb.DispatchQueue]) -> tuple[QueueSpec, ...]:
+    """The queues a Dispatch carries as local queues: open and unlimited (the hub enforced quotas),
+    with their place in the tree, node-group affinity and the annotation limiting what they hold
+    per node group."""
+    out = []
+    for q in queues:
+        affinity = convert.queue_affinity_of(q.affinity) if q.HasField("affinity") else None
+        limits = q.node_group_resource_limits
+        out.append(
+            QueueSpec(
+                name=q.name,
+                parent=q.parent or "root",
+                weight=max(q.weight, 1),
+                affinity=None if affinity is None else affinity.to_manifest(),
+                annotations={NODE_GROUP_LIMITS: limits} if limits else {},
+            )
         )
-        for name, parent, weight, affinity in queues
-    )
+    return tuple(out)
 
 
 def _gang_short(run: JobRun) -> bool:

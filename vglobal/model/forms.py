@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vglobal.model import hyperjob
+from vglobal.model.cards import CardUse
+from vglobal.model.gpu_fit import gpu_hints
 from vglobal.model.job import Job, NetworkTopology, Task
 from vglobal.model.resources import ResourceVector
 from vglobal.model.served import resource_of
@@ -43,6 +45,13 @@ class Gang:
     @classmethod
     def from_json(cls, data: Iterable[Sequence[Any]]) -> Gang:
         return cls(tuple([PodShape(ResourceVector(units), n) for units, n in data]))
+
+
+def gang_gpu_hints(job: Job) -> tuple[Mapping[str, str], ...]:
+    """Per gang shape, the GPU annotations of its task's pods; () when no task has any."""
+    tasks = {t.name: t for t in job.tasks}
+    hints = tuple(gpu_hints(tasks[name].annotations) for name, _, _ in job.gang())
+    return hints if any(hints) else ()
 
 
 def _topology_json(topo: NetworkTopology | None) -> dict[str, Any] | None:
@@ -129,6 +138,8 @@ class Placement:
     member: Member | None = None
     partitions: tuple[PartitionGang, ...] = ()
     workload: str = ""
+    # Per gang shape (Gang.of's order), its task's GPU annotations (gpu_fit.GPU_HINTS); () if none.
+    gpu: tuple[Mapping[str, str], ...] = ()
 
     @classmethod
     def of(cls, job: Job) -> Placement:
@@ -149,6 +160,7 @@ class Placement:
             Member.of(job),
             partitions,
             resource_of(job.raw),
+            gang_gpu_hints(job),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -161,6 +173,8 @@ class Placement:
         }
         if self.partitions:
             out["partitions"] = [p.to_json() for p in self.partitions]
+        if self.gpu:
+            out["gpu"] = [dict(h) for h in self.gpu]
         return out
 
     @classmethod
@@ -174,6 +188,7 @@ class Placement:
             member=Member(*data["hyperjob"]) if data.get("hyperjob") else None,
             workload=str(data.get("workload") or ""),
             partitions=tuple(PartitionGang.from_json(p) for p in data.get("partitions") or ()),
+            gpu=tuple(data.get("gpu") or ()),
         )
 
 
@@ -224,6 +239,7 @@ class PodPlacement:
     node: str
     phase: str
     uid: str = ""  # the agent's name for this incarnation of the pod ("" from older agents)
+    cards: tuple[CardUse, ...] = ()  # the GPU cards its agent granted it
 
     @property
     def holds_node(self) -> bool:
@@ -231,9 +247,11 @@ class PodPlacement:
         return bool(self.node) and self.phase not in FINISHED_POD_PHASES
 
     def to_json(self) -> dict[str, Any]:
-        out = {"pod": self.pod, "task": self.task, "node": self.node, "phase": self.phase}
+        out: dict[str, Any] = {"pod": self.pod, "task": self.task, "node": self.node, "phase": self.phase}
         if self.uid:
             out["uid"] = self.uid
+        if self.cards:
+            out["cards"] = [c.to_json() for c in self.cards]
         return out
 
     @classmethod
@@ -244,6 +262,7 @@ class PodPlacement:
             data.get("node") or "",
             data.get("phase") or "",
             data.get("uid") or "",
+            tuple(CardUse.from_json(c) for c in data.get("cards") or ()),
         )
 
 

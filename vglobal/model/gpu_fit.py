@@ -20,6 +20,7 @@ from vglobal.model.resources import ResourceVector
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 
 NVIDIA_GPU = "nvidia.com/gpu"
 VGPU_NUMBER = "volcano.sh/vgpu-number"
@@ -30,6 +31,7 @@ VGPU_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, VGPU_MEMORY_PERCENTAGE)
 MODE_ANNOTATION = "volcano.sh/vgpu-mode"  # hami-core | mig
 USE_TYPE_ANNOTATION = "nvidia.com/use-gputype"  # allowed models, comma or | separated
 NOUSE_TYPE_ANNOTATION = "nvidia.com/nouse-gputype"
+GPU_HINTS = (MODE_ANNOTATION, USE_TYPE_ANNOTATION, NOUSE_TYPE_ANNOTATION)  # what the card fit reads
 MILLI = 1000
 FREE, HAMI, MIG = 0, 1, 2  # what a card is used for
 
@@ -61,10 +63,12 @@ class DeviceRequest:
         return self.whole or self.number
 
     def model_ok(self, model: str) -> bool:
-        """HAMi's type filter: a listed substring of the model name allows (or forbids) the GPU."""
-        if self.use_types and not any(t.lower() in model.lower() for t in self.use_types):
-            return False
-        return not any(t.lower() in model.lower() for t in self.nouse_types)
+        """HAMi's type filter: a listed substring of the model name allows (or forbids) the GPU.
+        Volcano's checkGPUtype reads the use list when a pod has one and the nouse list only then."""
+        name = model.lower()
+        if self.use_types:
+            return any(t.lower() in name for t in self.use_types)
+        return not any(t.lower() in name for t in self.nouse_types)
 
 
 def request_of(req: ResourceVector, annotations: Mapping[str, str]) -> DeviceRequest:
@@ -85,6 +89,16 @@ def request_of(req: ResourceVector, annotations: Mapping[str, str]) -> DeviceReq
         use_types=_types(annotations.get(USE_TYPE_ANNOTATION)),
         nouse_types=_types(annotations.get(NOUSE_TYPE_ANNOTATION)),
     )
+
+
+def gpu_hints(annotations: Mapping[str, str]) -> dict[str, str]:
+    """The pod annotations the card fit reads (GPU mode and model filters), of a task's template."""
+    return {k: str(annotations[k]) for k in GPU_HINTS if k in annotations}
+
+
+def asks_cards(req: ResourceVector) -> bool:
+    """A pod's request takes GPU cards (vGPUs, MIG instances or whole GPUs)."""
+    return asks_vgpu(req) or req[NVIDIA_GPU] > 0
 
 
 def asks_vgpu(req: ResourceVector) -> bool:
@@ -116,14 +130,21 @@ class Cards:
 
 
 def cards_fit(req: DeviceRequest, cards: Cards, model_ok: BoolArray) -> BoolArray:
-    """Which cards could take one unit of a hami-core vGPU or whole-GPU request (MIG: see mig)."""
+    """Which cards could take one unit of a hami-core vGPU or whole-GPU request (MIG: mig_fit)."""
     ok: BoolArray = cards.present & model_ok
     if req.whole:
         ok &= cards.used_num == 0
         return ok
-    used_num, used_cores = cards.used_num, cards.used_cores
     ok &= cards.mode != MIG
-    ok &= used_num < cards.split
+    ok &= vgpu_checks(req, cards)
+    return ok
+
+
+def vgpu_checks(req: DeviceRequest, cards: Cards) -> BoolArray:
+    """Volcano's checks of every card before its sharing mode (hami-core or MIG) is asked:
+    a free share slot, the memory, the cores, exclusive and full cards."""
+    used_num, used_cores = cards.used_num, cards.used_cores
+    ok: BoolArray = used_num < cards.split
     ok &= cards.memory - cards.used_mem >= memory_needed(req, cards.memory)
     ok &= used_cores + req.cores <= 100
     if req.cores >= 100:
@@ -133,43 +154,26 @@ def cards_fit(req: DeviceRequest, cards: Cards, model_ok: BoolArray) -> BoolArra
     return ok
 
 
-@dataclass(frozen=True, slots=True)
-class CardFree:
-    """One card as its agent reports it to the hub: what is left of it."""
-
-    memory_mib: int
-    free_memory_mib: int
-    free_cores: int  # percent of the card's compute
-    free_slots: int  # vGPU tasks it may still take
-    split: int
-    model: str = ""
-    mode: int = FREE
-
-    def to_json(self) -> list[object]:
-        return [self.memory_mib, self.free_memory_mib, self.free_cores, self.free_slots, self.split,
-                self.model, self.mode]  # fmt: skip
-
-    @classmethod
-    def from_json(cls, raw: list[object]) -> CardFree:
-        m, fm, fc, fs, sp, model, mode = raw
-        return cls(int(str(m)), int(str(fm)), int(str(fc)), int(str(fs)), int(str(sp)), str(model),
-                   int(str(mode)))  # fmt: skip
+def free_milli(cards: Cards) -> IntArray:
+    """Per card, its free share in milli (the smaller of compute and memory); 0 for no card."""
+    cores = (100 - cards.used_cores) * 10
+    mem = cards.memory
+    by_mem = np.where(mem > 0, (mem - cards.used_mem) * 1000 // np.maximum(mem, 1), 1000)
+    out: IntArray = np.where(cards.present, np.minimum(cores, by_mem), 0)
+    return out
 
 
-def cards_of(free: tuple[CardFree, ...]) -> Cards:
-    """The arrays ``cards_fit`` reads, rebuilt from reported cards (copies: a caller may take from them)."""
-    n = len(free)
-
-    def col(get: object) -> IntArray:
-        return np.array([getattr(c, str(get)) for c in free], dtype=np.int64).reshape(n)
-
-    memory, split = col("memory_mib"), col("split")
-    return Cards(
-        present=np.ones(n, dtype=np.bool_),
-        memory=memory,
-        split=split,
-        used_num=split - col("free_slots"),
-        used_mem=memory - col("free_memory_mib"),
-        used_cores=100 - col("free_cores"),
-        mode=col("mode"),
-    )
+def card_order(cards: Cards, policy: str) -> FloatArray:
+    """The order deviceshare gives a pod its cards in, smaller first (cards on the last axis).
+    Volcano: binpack = most used memory, spread = fewest tasks, else the highest index first;
+    ours: fgd / bestfit take the card left with the least free capacity (best fit)."""
+    idx = np.broadcast_to(np.arange(cards.present.shape[-1], dtype=np.float64), cards.present.shape)
+    if policy == "binpack":
+        out: FloatArray = -cards.used_mem * 1e3 + idx
+    elif policy == "spread":
+        out = cards.used_num * 1e3 + idx
+    elif policy in ("fgd", "bestfit"):
+        out = free_milli(cards) * 1e3 + idx
+    else:
+        out = -idx
+    return out

@@ -19,7 +19,14 @@ from vglobal.model.k8s import (
     parse_resources,
     validate_model,
 )
-from vglobal.model.queue_affinity import AffinitySpec, QueueAffinity, affinity_of
+from vglobal.model.queue_affinity import (
+    LIMITS_FIELD,
+    NODE_GROUP_LIMITS,
+    AffinitySpec,
+    QueueAffinity,
+    affinity_of,
+    node_group_limits,
+)
 from vglobal.model.resources import EMPTY, ResourceVector
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -120,6 +127,13 @@ def parse_queue(doc: Mapping[str, Any]) -> Queue:
     if parent == name:
         p.add("spec.parent", f'queue "{name}" cannot be its own parent')
     affinity = affinity_of(p, s.affinity)
+    limits = m.metadata.annotations.get(NODE_GROUP_LIMITS)
+    if limits is not None:
+        try:
+            for group, resources in node_group_limits(limits).items():
+                parse_resources(p, f"{LIMITS_FIELD}.{group}", resources)
+        except ValueError as exc:
+            p.add(LIMITS_FIELD, str(exc))
     p.raise_if_any()
     return Queue(
         name=name,

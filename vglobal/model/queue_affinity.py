@@ -4,6 +4,7 @@ may use (nodeGroupAffinity) and may not (nodeGroupAntiAffinity), each as hard (r
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,8 +14,12 @@ from pydantic import Field, StrictStr
 
 from vglobal.model.errors import Problems
 from vglobal.model.k8s import Model
+from vglobal.model.resources import ResourceVector
 
 NODE_GROUP_LABEL = "volcano.sh/nodegroup-name"
+# The cluster label an agent registers with when its scheduler runs the nodegroup predicate:
+# "strict" or "lenient" (strict: false), how it treats queues that name no node group.
+NODE_GROUP_MODE_LABEL = "vglobal.io/nodegroup-plugin"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
@@ -116,3 +121,40 @@ def affinity_from_manifest(manifest: Mapping[str, Any]) -> QueueAffinity | None:
     if raw is None:
         return None
     return affinity_of(Problems(), AffinitySpec.model_validate(raw))
+
+
+NODE_GROUP_LIMITS = "volcano.sh/nodegroup-resource-limits"
+LIMITS_FIELD = f'metadata.annotations["{NODE_GROUP_LIMITS}"]'
+
+
+def node_group_limits(raw: str) -> dict[str, dict[str, str]]:
+    """The annotation's per node group resource lists, as written (a quantity per resource it
+    limits; others are not limited); ValueError says what is wrong. Volcano's nodegroup plugin
+    checks allocated(queue, group) + the task's request against it."""
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError("expected a JSON object of node group -> {resource: quantity}")
+    out: dict[str, dict[str, str]] = {}
+    for group, resources in doc.items():
+        if not isinstance(resources, dict):
+            raise ValueError(f"{group}: expected an object of resource -> quantity")
+        for name, value in resources.items():
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise ValueError(f"{group}.{name}: expected a quantity, got {value!r}")
+        out[str(group)] = {str(k): str(v) for k, v in resources.items()}
+    return out
+
+
+def limit_vectors(annotations: Mapping[str, Any]) -> dict[str, ResourceVector]:
+    """The annotation's limits in canonical units ({} when the queue sets none; a stored queue's
+    annotation was checked on apply)."""
+    raw = annotations.get(NODE_GROUP_LIMITS)
+    if not raw:
+        return {}
+    try:
+        return {g: ResourceVector.from_quantities(r) for g, r in node_group_limits(str(raw)).items()}
+    except ValueError:
+        return {}

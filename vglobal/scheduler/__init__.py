@@ -27,7 +27,7 @@ from vglobal.scheduler.api import (
     TaskSpec,
     TaskStatus,
 )
-from vglobal.scheduler.conf import DEFAULT_AGENT_CONF, PluginOption, SchedulerConf
+from vglobal.scheduler.conf import DEFAULT_AGENT_CONF, PluginOption, SchedulerConf, node_group_mode
 from vglobal.scheduler.conf import parse_conf as _parse_conf
 from vglobal.scheduler.session import ActionFn, PluginFactory, Session
 from vglobal.scheduler.tables import ACTIONS, PLUGINS
@@ -72,6 +72,7 @@ __all__ = [
     "Taint",
     "TaskSpec",
     "TaskStatus",
+    "node_group_mode",
     "parse_conf",
     "run_cycle",
 ]

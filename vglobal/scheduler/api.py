@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.mig_fit import MigInstance
 from vglobal.model.resources import EMPTY, ResourceVector
 
 _NO_STRINGS: Mapping[str, str] = {}
@@ -107,6 +108,9 @@ class JobSpec:
     min_resources: ResourceVector | None = None
     annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
     sub_groups: tuple[SubGroupSpec, ...] = ()  # the PodGroup's subGroupPolicy
+    # Nodes the hub freed for it by preemption or reclaim (Volcano's nominatedNodeName, per job):
+    # allocate tries them first, and preempt leaves a task alone while one of them fits it.
+    nominated_nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,15 +138,6 @@ class ClusterSnapshot:
     queues: tuple[QueueSpec, ...]
     # the cluster's resolved network topology (network-topology-aware); empty = none known
     hyper_nodes: tuple[ResolvedHyperNode, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class MigInstance:
-    """One MIG instance profile of a geometry (``1g.5gb``: its memory, how many a geometry has)."""
-
-    name: str
-    memory_mib: int
-    count: int
 
 
 @dataclass(frozen=True, slots=True)

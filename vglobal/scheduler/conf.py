@@ -144,10 +144,29 @@ tiers:
       binpack.resources.nvidia.com/gpu: 8
   - name: network-topology-aware
   - name: deviceshare
+  - name: nodegroup
+    enableHierarchy: true
+    arguments:
+      strict: false
 """
 
-# DESIGN.md section 6.3. binpack outweighs nodeorder's least-requested and balanced scores (at most
-# 100 each) and weighs GPUs above cpu and memory: the agent fills the nodes a gang's GPUs already
-# use before it opens an empty one, as the hub's fit assumed when it admitted the next gang there.
+# DESIGN.md section 6.3. nodegroup holds a queue's jobs to the node groups its spec.affinity names
+# (inherited down the tree, as the hub reads it); not strict, so a queue that names none keeps
+# the nodes outside every group (on a cluster without node-group labels: all of them), as
+# Volcano's plugin does with strict: false. binpack outweighs nodeorder's least-requested and
+# balanced scores (at most 100 each) and weighs GPUs above cpu and memory: the agent fills the nodes
+# a gang's GPUs already use before it opens an empty one, as the hub's fit assumed when it admitted
+# the next gang there.
 # Not checked against the tables here: the plugins import this module (a test checks the names).
 DEFAULT_AGENT_CONF: SchedulerConf = parse_conf(DEFAULT_AGENT_CONF_TEXT, actions=None, plugins=None)
+
+
+def node_group_mode(conf: SchedulerConf) -> str:
+    """How the conf's nodegroup plugin confines queues that name no node group: "strict" (no node
+    at all), "lenient" (nodes without a group label only), "" (no nodegroup predicate runs)."""
+    for tier in conf.tiers:
+        for p in tier:
+            if p.name == "nodegroup" and p.enabled("Predicate"):
+                strict = p.arguments.get("strict", True)
+                return "lenient" if strict is False or str(strict).lower() == "false" else "strict"
+    return ""

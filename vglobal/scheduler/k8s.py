@@ -5,40 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from vglobal.model.label_selector import match_expression
 from vglobal.scheduler.api import Taint
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
-
-
-def _int(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
-def match_expression(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """One NodeSelectorRequirement: In, NotIn, Exists, DoesNotExist, Gt, Lt."""
-    key = str(expr.get("key", ""))
-    op = str(expr.get("operator", "In"))
-    values = [str(v) for v in expr.get("values") or ()]
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt"):
-        if not present or len(values) != 1:
-            return False
-        have, want = _int(labels[key]), _int(values[0])
-        if have is None or want is None:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
 
 
 def match_term(term: Mapping[str, Any], labels: Mapping[str, str], node_name: str) -> bool:

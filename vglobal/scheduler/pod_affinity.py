@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from vglobal.scheduler import k8s
+from vglobal.model.label_selector import selects
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.framework import NodeFilter
 from vglobal.scheduler.info import TaskInfo
@@ -46,14 +46,6 @@ def has_pod_affinity(affinity: Mapping[str, Any] | None) -> bool:
     return bool(required_terms(affinity, "podAffinity") or required_terms(affinity, "podAntiAffinity"))
 
 
-def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    if selector is None:
-        return False  # a null selector selects nothing
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    return all(k8s.match_expression(e, labels) for e in selector.get("matchExpressions") or ())
-
-
 def term_matches(term: Term, owner_namespace: str, task: TaskInfo) -> bool:
     """Whether the term of a pod in ``owner_namespace`` selects ``task``."""
     namespaces = term.get("namespaces") or ()
@@ -65,7 +57,7 @@ def term_matches(term: Term, owner_namespace: str, task: TaskInfo) -> bool:
             return False
     elif (ns_selector is None and task.namespace != owner_namespace) or ns_selector:
         return False
-    return _selects(term.get("labelSelector"), task.spec.labels)
+    return selects(term.get("labelSelector"), task.spec.labels)
 
 
 def _placed(node_tasks: Sequence[Mapping[str, TaskInfo]], skip: TaskInfo) -> Iterator[tuple[int, TaskInfo]]:

@@ -160,3 +160,26 @@ def fits_idle(ssn: Session, task: TaskInfo, row: int) -> bool:
 
 def fits_future(ssn: Session, task: TaskInfo, row: int) -> bool:
     return bool((ssn.nodes.future_idle[row, task.cols] >= task.req[task.cols]).all())
+
+
+def nominated_rows(ssn: Session, task: TaskInfo, candidates: IntArray | None = None) -> IntArray | None:
+    """The rows of the nodes the hub freed for the task's job (its nominated nodes) that are in
+    this session and among ``candidates``; None if there are none."""
+    names = task.job.spec.nominated_nodes
+    if not names:
+        return None
+    rows = [r for n in names if (r := ssn.nodes.row.get(n)) is not None]
+    if candidates is not None:
+        allowed = set(candidates.tolist())
+        rows = [r for r in rows if r in allowed]
+    return np.array(sorted(rows), dtype=np.int64) if rows else None
+
+
+def nominated_fit(ssn: Session, task: TaskInfo, candidates: IntArray | None = None) -> PredicateResult | None:
+    """Allocate's predicate on the task's nominated nodes only, if any passes: Volcano tries a
+    pod's nominated node before every other, as it is likely the only one it fits."""
+    rows = nominated_rows(ssn, task, candidates)
+    if rows is None:
+        return None
+    found = predicate_nodes(ssn, task, limit=False, candidates=rows)
+    return found if found.rows.size else None

@@ -1,12 +1,13 @@
 """One simulated member cluster as the hub meets it: the agent's own ``AgentCore`` over a
 ``SimBackend``, with the AgentService messages handed over in memory instead of over a stream.
 
-The hub's picture of the cluster (labels, nodes, free capacity, HyperNodes) is built only from
+The hub's picture of the cluster (labels, nodes, free capacity, HyperNodes, GPU cards) is built only from
 what the agent reports, its Register and its Heartbeats, as the hub builds it from its stream.
 """
 
 from __future__ import annotations
 
+from vglobal import convert
 from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap
 from vglobal.agent.backends.sim import SimBackend
 from vglobal.agent.backends.sim_cluster import SimCluster
@@ -14,6 +15,7 @@ from vglobal.agent.core import AgentCore
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import Clock
+from vglobal.model.cards import CardFree
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import SchedulerConf
 
@@ -47,6 +49,7 @@ class SimAgent:
         self._labels = dict(reg.labels)
         self._nodes = [(n.name, _units(n.allocatable), dict(n.labels), _usable(n)) for n in reg.nodes]
         self.free = {n.name: _units(n.free) for n in reg.nodes}
+        self.cards: dict[str, tuple[CardFree, ...]] = {}  # per GPU node, its cards as last reported
         self._hypernodes = tuple(
             HyperNodeSnap(name=h.name, tier=h.tier, parent=h.parent or None, nodes=tuple(h.nodes))
             for h in reg.hypernodes
@@ -62,7 +65,7 @@ class SimAgent:
             )
             for name, alloc, labels, usable in sorted(self._nodes)
         )
-        return ClusterSnap(self.name, self._labels, nodes, True, self._hypernodes)
+        return ClusterSnap(self.name, self._labels, nodes, True, self._hypernodes, devices=dict(self.cards))
 
     def send(self, msg: pb.HubMessage) -> None:
         self.outbox += self.core.on_message(msg)
@@ -73,6 +76,9 @@ class SimAgent:
         for m in out:
             if m.WhichOneof("body") == "heartbeat":
                 self.free.update({n.name: _units(n.free) for n in m.heartbeat.nodes})
+                self.cards.update(
+                    {n.name: tuple(convert.card_of(c) for c in n.cards) for n in m.heartbeat.cards}
+                )
         return out
 
     def next_event_time(self) -> float | None:

@@ -26,6 +26,8 @@ from vglobal.admission import (
 )
 from vglobal.admission.reclaim_window import RecentReclaims
 from vglobal.admission.usage import UsageLedger
+from vglobal.model.cards import CardUse
+from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.resources import EMPTY, ResourceVector
 
 
@@ -113,7 +115,12 @@ class Dispatcher:
                 for q in self.queues
             ),
             clusters=tuple(
-                replace(c, unplaced=tuple(self.unplaced.get(c.name, {}).values())) for c in clusters
+                replace(
+                    c,
+                    unplaced=tuple(self.unplaced.get(c.name, {}).values()),
+                    unplaced_cards=self._unplaced_cards(c.name),
+                )
+                for c in clusters
             ),
             pending=tuple(self._waiting(now)),
             running=tuple(self.running.values()),
@@ -125,6 +132,14 @@ class Dispatcher:
             max_admissions=rules.max_admissions,
             fair_share_half_life=rules.fair_share_half_life,
             reclaim_limit=rules.reclaim_limit,
+        )
+
+    def _unplaced_cards(self, cluster: str) -> tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...]:
+        """The cluster's unplaced gangs that take GPU cards, with their GPU annotations."""
+        return tuple(
+            (gang, self.jobs[uid].gpu_hints)
+            for uid, gang in self.unplaced.get(cluster, {}).items()
+            if uid in self.jobs and any(asks_cards(vec) for vec, _ in gang)
         )
 
     def _waiting(self, now: float) -> Iterable[PendingJob]:
@@ -158,16 +173,28 @@ class Dispatcher:
             running_since=now,
             group=None if job.group is None else job.group.key,
             pinned=uid in self.pinned,
+            namespace=job.namespace,
+            anti_affinity=job.anti_affinity,
         )
         self.unplaced.setdefault(cluster, {})[uid] = job.gang
         self._usage[job.queue] = self.allocated(job.queue) + job.request
         return Admission(uid, cluster, generation)
 
-    def report(self, uid: str, placements: Mapping[str, ResourceVector], *, started: bool) -> None:
-        """What the agent running ``uid`` says: per node, what its pods use there; whether it started."""
+    def report(
+        self,
+        uid: str,
+        placements: Mapping[str, ResourceVector],
+        *,
+        started: bool,
+        cards: tuple[tuple[str, CardUse], ...] = (),
+    ) -> None:
+        """What the agent running ``uid`` says: per node, what its pods use there (and the GPU cards
+        they hold); whether it started."""
         run = self.running.get(uid)
         if run is None:
             return
+        if cards != run.cards:
+            run = self.running[uid] = replace(run, cards=cards)
         if placements != run.placements:
             # As the hub charges a queue: what runs, and at least the gang's minResources.
             ran = EMPTY

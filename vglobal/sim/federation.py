@@ -11,16 +11,18 @@ a finished job releases its queue usage at once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vglobal import convert
-from vglobal.admission import QueueSnap, Wait
+from vglobal.admission import Admit, QueueSnap, Wait
 from vglobal.agent.job_plugins import pod_name
 from vglobal.agent.pods import FINISHED_POD_PHASES
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import Clock
+from vglobal.model.cards import CardUse
 from vglobal.model.manifests import manifest_to_json
 from vglobal.model.phases import JobPhase, is_finished
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -123,6 +125,7 @@ class Federation:
                         queue=s.job.queue,
                         priority=s.priority,
                         queues=self._chain(s.job.queue),
+                        nominated_nodes=_nominated(cycle.result.decisions[a.uid]),
                     )
                 )
             )
@@ -139,7 +142,16 @@ class Federation:
         q = self._queues.get(queue)
         while q is not None and len(out) < len(self._queues):
             aff = None if q.affinity is None else convert.queue_affinity(q.affinity)
-            out.append(pb.DispatchQueue(name=q.name, parent=q.parent or "", weight=q.weight, affinity=aff))
+            limits = {g: v.to_quantities() for g, v in q.node_group_limits.items()}
+            out.append(
+                pb.DispatchQueue(
+                    name=q.name,
+                    parent=q.parent or "",
+                    weight=q.weight,
+                    affinity=aff,
+                    node_group_resource_limits=json.dumps(limits) if limits else "",
+                )
+            )
             q = self._queues.get(q.parent or "")
         return out
 
@@ -197,8 +209,15 @@ class Federation:
         else:
             requests = self._pods[st.job_uid]
             used: dict[str, ResourceVector] = {}
+            cards: list[tuple[str, CardUse]] = []
             for p in st.placements:
                 if p.node and p.phase not in FINISHED_POD_PHASES:
                     used[p.node] = used.get(p.node, EMPTY) + requests.get(p.pod, EMPTY)
-            self.dispatcher.report(st.job_uid, used, started=st.phase in STARTED)
+                    cards += [(p.node, convert.card_use_of(u)) for u in p.cards]
+            self.dispatcher.report(st.job_uid, used, started=st.phase in STARTED, cards=tuple(cards))
         self.dirty = True
+
+
+def _nominated(decision: Admit | Wait) -> tuple[str, ...]:
+    """The nodes admission made room on for the job, which its Dispatch carries."""
+    return decision.nominated if isinstance(decision, Admit) else ()

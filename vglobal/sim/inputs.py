@@ -16,11 +16,12 @@ from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError
-from vglobal.model.forms import Member, Placement
+from vglobal.model.forms import Member, Placement, gang_gpu_hints
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
+from vglobal.model.pod_anti_affinity import anti_terms, template_labels
 from vglobal.model.preemptable import (
     PREEMPTABLE_KEY,
     preemption_policy,
@@ -29,6 +30,7 @@ from vglobal.model.preemptable import (
 )
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import ROOT, Queue, default_queue
+from vglobal.model.queue_affinity import limit_vectors
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.model.workloads import long_running
 
@@ -141,6 +143,10 @@ class Submission:
             network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),
             group=_group(job),
             partitions=partitions_of(Placement.of(job).partitions),
+            gpu_hints=gang_gpu_hints(job),
+            anti_affinity=anti_terms(t.template.get("spec") for t in job.tasks),
+            tasks=tuple(t.name for t in job.tasks),
+            task_labels={t.name: labels for t in job.tasks if (labels := template_labels(t.template))},
         )
 
 
@@ -165,6 +171,7 @@ class Workload:
                 open=q.state == "Open",
                 created=i,
                 affinity=q.affinity,
+                node_group_limits=limit_vectors(q.annotations),
             )
             for i, q in enumerate(self.queues)
         )

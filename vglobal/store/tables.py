@@ -139,6 +139,9 @@ resource_bindings = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     # Pod uids of the current run its agent is to evict (preemption; migration 0012).
     sa.Column("evictions", JSONB, nullable=False, server_default="[]"),
+    # Node names its current run's pods try first: where admission made room by preemption or
+    # reclaim (migration 0015).
+    sa.Column("nominated", JSONB, nullable=False, server_default="[]"),
     sa.Index("ix_resource_bindings_phase_cluster", "phase", "cluster"),
     # Sorting the job list by cluster (migration 0009)
     sa.Index("ix_resource_bindings_cluster_sort", sa.text("coalesce(cluster, '')"), "job_uid"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tests.unit.admission.builders import admitted, job, reason
 from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
-from vglobal.model.gpu_fit import HAMI, CardFree
+from vglobal.model.cards import CardFree
+from vglobal.model.gpu_fit import HAMI
 from vglobal.model.resources import ResourceVector
 
 MEM = "volcano.sh/vgpu-memory"
@@ -64,7 +65,7 @@ def test_two_vgpus_of_one_pod_need_two_cards() -> None:
 
 
 def test_gpu_type_hint_is_applied() -> None:
-    pending = (job("j", "q", _vgpu(1000), gpu_hints={"nvidia.com/use-gputype": "H100"}),)
+    pending = (job("j", "q", _vgpu(1000), gpu_hints=({"nvidia.com/use-gputype": "H100"},)),)
     result = admit(_snap(_cluster("c1", 24000), pending=pending))
     assert "j" not in admitted(result)
 
@@ -74,3 +75,18 @@ def test_clusters_without_card_reports_keep_the_totals_check() -> None:
     plain = ClusterSnap("c1", {}, (NodeSnap("n0", total, total),))
     result = admit(_snap(plain, pending=(job("j", "q", _vgpu(20000)),)))
     assert admitted(result) == {"j": "c1"}
+
+
+def test_filter_node_three_cards_of_different_memory() -> None:
+    """deviceshare_test.go Test_FilterNode "case0, should allocated 3 card with diff memory for pod":
+    3 vGPUs at 100% cores each and no memory named take three whole cards of 30000, 20000 and
+    30000 MiB; the hub fits them as the agent does, and a fourth card is needed for 4."""
+    cards = tuple(CardFree(m, m, 100, 10, 10, "NVIDIA") for m in (30000, 20000, 30000))
+    total = _node_total(cards) + {"volcano.sh/vgpu-cores": 300_000}
+    c1 = ClusterSnap("c1", {}, (NodeSnap("n0", total, total),), devices={"n0": cards})
+    three = ResourceVector({"cpu": 2000, NUM: 3000, "volcano.sh/vgpu-cores": 100_000})
+    assert admitted(admit(_snap(c1, pending=(job("j", "q", three),)))) == {"j": "c1"}
+    busy = (CardFree(30000, 29000, 90, 9, 10, "NVIDIA", HAMI), *cards[1:])
+    c2 = ClusterSnap("c1", {}, (NodeSnap("n0", total, total),), devices={"n0": busy})
+    result = admit(_snap(c2, pending=(job("j", "q", three),)))
+    assert "no node in cluster c1 has cards for 3 vGPUs, 100% cores per pod" in reason(result, "j")

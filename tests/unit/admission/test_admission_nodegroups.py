@@ -3,9 +3,11 @@ affinity admits (own or the nearest ancestor's); queues without one are not conf
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.unit.admission.builders import admitted, gpus, job, reason
 from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
-from vglobal.model.queue_affinity import NODE_GROUP_LABEL, QueueAffinity
+from vglobal.model.queue_affinity import NODE_GROUP_LABEL, NODE_GROUP_MODE_LABEL, QueueAffinity
 
 
 def grouped(name: str, groups: list[str | None], free: int = 8) -> ClusterSnap:
@@ -59,3 +61,23 @@ def test_an_empty_affinity_confines_nothing_and_stops_inheritance() -> None:
     clusters = (grouped("east", ["g1"]),)
     queues = (QueueSnap("dept", affinity=G2), QueueSnap("team", parent="dept", affinity=QueueAffinity()))
     assert admitted(admit(Snapshot(0, queues, clusters, (job("j", "team", gpus(8)),)))) == {"j": "east"}
+
+
+def test_a_queue_naming_no_group_keeps_off_grouped_nodes_where_the_agent_runs_the_plugin() -> None:
+    """As the agent's nodegroup plugin decides for a queue without affinity: strict: false (the
+    default conf, "lenient") leaves it the nodes outside every group, strict leaves it none, and a
+    cluster whose agent runs no nodegroup predicate does not confine it."""
+
+    def labelled(c: ClusterSnap, mode: str | None) -> ClusterSnap:
+        return replace(c, labels={NODE_GROUP_MODE_LABEL: mode} if mode else {})
+
+    pending = (job("j", "free", gpus(8), pods=2),)
+    queues = (QueueSnap("free"),)
+    one_free_node = grouped("east", ["g1", None])  # room for one pod outside the groups
+    for mode, fits in ((None, True), ("lenient", False), ("strict", False)):
+        got = admit(Snapshot(0, queues, (labelled(one_free_node, mode),), pending))
+        assert (admitted(got) == {"j": "east"}) is fits, mode
+    got = admit(Snapshot(0, queues, (labelled(grouped("east", [None, None]), "strict"),), pending))
+    assert "queue free names no node group" in reason(got, "j")
+    got = admit(Snapshot(0, queues, (labelled(grouped("east", [None, None]), "lenient"),), pending))
+    assert admitted(got) == {"j": "east"}

@@ -48,6 +48,8 @@ def test_register_lists_inventory_and_running_jobs(core: Any, jobs: Any) -> None
     (msg,) = core.on_connected()
     reg = msg.register
     assert reg.cluster == "test" and reg.labels["region"] == "test"
+    # the default conf runs nodegroup with strict: false, and the hub is told so
+    assert reg.labels["vglobal.io/nodegroup-plugin"] == "lenient"
     assert [n.name for n in reg.nodes] == ["n-0", "n-1"]
     assert reg.nodes[0].allocatable.values["cpu"] == 8000 and reg.nodes[0].free.values["pods"] == 110
     assert list(reg.jobs) == []

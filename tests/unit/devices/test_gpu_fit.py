@@ -87,6 +87,13 @@ def test_memory_by_percentage_and_whole_card_by_default() -> None:
         ("Multiple GPUNoUse values, one matches", {"nvidia.com/nouse-gputype": "V100,A100"}, "A100", False),
         ("Multiple GPUNoUse values, none matches", {"nvidia.com/nouse-gputype": "V100,T4"}, "A100", True),
         ("Empty annotations map", {}, "A100", True),
+        # checkGPUtype returns on the use list: a nouse list beside it is never read
+        (
+            "use and nouse: the use list decides",
+            {"nvidia.com/use-gputype": "A100", "nvidia.com/nouse-gputype": "A100"},
+            "A100",
+            True,
+        ),
     ],
 )
 def test_check_gpu_type(case: str, annotations: dict[str, str], model: str, ok: bool) -> None:

@@ -15,6 +15,7 @@ from vglobal.scheduler import (
     PluginOption,
     SchedulerConf,
     TaskStatus,
+    node_group_mode,
     parse_conf,
 )
 from vglobal.scheduler.framework import ABSTAIN, PERMIT, REJECT, JobVoteFn, Plugin, VictimsFn
@@ -92,7 +93,13 @@ def test_default_agent_conf_uses_built_in_actions_and_plugins() -> None:
         "binpack",
         "network-topology-aware",
         "deviceshare",
+        "nodegroup",
     ]
+    # queue node-group affinity is honoured, inherited down the tree as at the hub; queues that
+    # name no group keep every node outside the groups (strict: false)
+    (nodegroup,) = [p for p in DEFAULT_AGENT_CONF.tiers[1] if p.name == "nodegroup"]
+    assert nodegroup.flags == {"enableHierarchy": True} and dict(nodegroup.arguments) == {"strict": False}
+    assert node_group_mode(DEFAULT_AGENT_CONF) == "lenient"
 
 
 @given(st.lists(st.integers(-50, 50), max_size=60))

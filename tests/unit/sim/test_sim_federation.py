@@ -313,3 +313,60 @@ def test_a_long_running_kind_is_no_victim_unless_it_says_preemptable(
     else:
         assert victims == [] and by_name["high"]["admittedAt"] is None
         assert all(by_name[f"serve-{i}"]["admittedAt"] == 0.0 for i in range(2))
+
+
+MIG_CLUSTER = """\
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {{name: {name}}}
+spec:
+  nodeGroups:
+  - name: {name}
+    count: 1
+    allocatable: {{cpu: "16", memory: 64Gi, pods: "110", nvidia.com/gpu: "1"}}
+    gpus: {{count: 1, memoryMiB: 40960, model: A100-SXM4-40GB, mig: true}}
+"""
+MIG_JOB = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: {name}, annotations: {{vglobal.io/sim-duration: 1h{pin}}}}}
+spec:
+  tasks:
+  - name: w
+    replicas: 1
+    template:
+      metadata: {{annotations: {{volcano.sh/vgpu-mode: mig}}}}
+      spec:
+        containers:
+        - name: w
+          image: x
+          resources: {{limits: {{volcano.sh/vgpu-number: "1", volcano.sh/vgpu-memory: "{mib}"}}}}
+"""
+
+
+@pytest.mark.parametrize("names", [("cut", "fresh"), ("cut",)])
+def test_sim_gives_admission_the_agents_mig_cards(names: tuple[str, ...], tmp_path: Path) -> None:
+    """`small` (5 GB, pinned to cut) cuts cut's card 7 x 1g.5gb; `big` (30000 MiB) fits cut's totals
+    but needs an untouched card: the simulated hub sees the cards the agents report, so big goes
+    to fresh once (no bounce after --bind-timeout), or waits at the hub naming the MIG constraint."""
+    files = []
+    for name in names:
+        files.append(tmp_path / f"{name}.yaml")
+        files[-1].write_text(MIG_CLUSTER.format(name=name))
+    docs = [
+        MIG_JOB.format(name="small", mib=4000, pin=", vglobal.io/clusters: cut"),
+        MIG_JOB.format(name="big", mib=30000, pin=""),
+    ]
+    path = write(tmp_path / "jobs.yaml", docs)
+    result = run_simulation(cluster_files=files, jobs_path=path, bind_timeout=60.0, until=300.0)
+    big = next(j for j in result["jobs"] if j["name"] == "big")
+    hub = [(e["reason"], e["message"]) for e in big["events"] if e["reason"] in ("Dispatched", "Rejected")]
+    if "fresh" in names:
+        assert [r for r, _ in hub] == ["Dispatched"] and "admitted to cluster fresh" in hub[0][1]
+        assert big["cluster"] == "fresh"
+    else:
+        assert hub == [] and big["cluster"] is None
+        assert (
+            "no node in cluster cut has MIG cards with a free instance for 1 vGPU of 30000 MiB"
+            in big["reason"]
+        )

@@ -23,25 +23,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import yaml
 
-from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap, RunningPod, Wait
+from vglobal import convert
+from vglobal.admission import Admit, ClusterSnap, HyperNodeSnap, NodeSnap, RunningPod, Wait
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
-from vglobal.agent.snapshot import cluster_snapshot
+from vglobal.agent.snapshot import cluster_snapshot, dispatch_queue_specs
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.job import Job, Task, parse_job
+from vglobal.model.pod_anti_affinity import task_pod_labels
 from vglobal.model.preemptable import PREEMPTABLE_KEY, unpreemptable_tasks
 from vglobal.model.queue import parse_queue
+from vglobal.model.queue_affinity import NODE_GROUP_MODE_LABEL
+from vglobal.model.records import QueueRow
 from vglobal.model.resources import EMPTY, ResourceVector
-from vglobal.scheduler import NodeSpec, Taint, parse_conf, run_cycle
+from vglobal.scheduler import NodeSpec, QueueSpec, Taint, node_group_mode, parse_conf, run_cycle
 from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.inputs import POD_SLOT, Submission, Workload
 
 CLUSTER = "member"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)  # the queues' creation time (not read)
 ROUNDS = 6  # hub cycles at most; a case that needs more does not settle
 TASK_SPEC = "volcano.sh/task-spec"  # Volcano's pod annotation naming the pod's task (role)
 
@@ -125,10 +131,11 @@ class Queue:
     priority: int = 0
     state: str | None = None  # Open (unset) or Closed
     annotations: Mapping[str, str] = field(default_factory=dict)
+    affinity: Mapping[str, Any] | None = None  # spec.affinity (nodeGroupAffinity / AntiAffinity)
 
     def manifest(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"weight": self.weight, "priority": self.priority}
-        for key in ("capability", "deserved", "parent", "reclaimable", "state"):
+        for key in ("capability", "deserved", "parent", "reclaimable", "state", "affinity"):
             if getattr(self, key) is not None:
                 spec[key] = getattr(self, key)
         if self.guarantee is not None:
@@ -316,6 +323,12 @@ class _Federation:
         )
         self.hyper = _resolved(case.hyper_nodes)
         queues = [parse_queue(q.manifest()) for q in case.queues]
+        self.queue_rows = {
+            q.name: QueueRow(
+                q.name, q.parent, q.weight, q.priority, q.state, q.reclaimable, None, None, {}, q.raw, NOW
+            )
+            for q in queues
+        }
         self.dispatcher = Dispatcher(Workload(tuple(queues), ()).queue_snaps(), case.rules)
         self.members: dict[str, _Member] = {}
         self.by_ref: dict[str, _Member] = {}
@@ -349,6 +362,7 @@ class _Federation:
         self.seq += 1
         run = JobRun(m.uid, 1, m.job, m.job.queue, m.priority, self.seq, 0.0)
         run.task_priorities = self._task_priorities(m)
+        run.queues = self._chain(m.job.queue)
         tasks = {t.name: t for t in m.job.tasks}
         for ref, (task, index) in m.pods.items():
             t = tasks[task]
@@ -357,6 +371,11 @@ class _Federation:
             run.pods[name] = PodManifest(ref, name, m.job.namespace, m.uid, task, index, t.pod_request, obj)
             run.status[name] = PodStatus(ref, PodPhase.Pending)
         return run
+
+    def _chain(self, queue: str) -> tuple[QueueSpec, ...]:
+        """The job's queue and its ancestors as the hub's Dispatch carries them (from the stored
+        Queue manifests) and the agent takes them in."""
+        return dispatch_queue_specs(convert.dispatch_queues(queue, self.queue_rows))
 
     def _task_priorities(self, m: _Member) -> dict[str, int]:
         """As the hub sends them: the value of each task's own PriorityClass."""
@@ -376,16 +395,22 @@ class _Federation:
         pods = []
         pinned = _unpreemptable(m.job)
         own = self._task_priorities(m)
+        job = m.job
+        labels = {
+            t.name: task_pod_labels(job.name, job.namespace, t.name, _template_labels(t)) for t in job.tasks
+        }
         for name, st in m.run.status.items():
             if st.node:
                 pod = m.run.pods[name]
                 used[st.node] = used.get(st.node, EMPTY) + pod.request + POD_SLOT
-                prio = own.get(pod.task)
-                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, pod.task not in pinned, prio))
+                prio, ok = own.get(pod.task), pod.task not in pinned
+                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, ok, prio, labels[pod.task]))
         self.dispatcher.report(m.uid, used, started=bool(used))
         run = self.dispatcher.running.get(m.uid)
         if run is not None:
-            self.dispatcher.running[m.uid] = replace(run, pods=tuple(pods), min_available=m.job.min_available)
+            self.dispatcher.running[m.uid] = replace(
+                run, pods=tuple(pods), min_available=job.min_available, namespace=job.namespace
+            )
 
     def runs(self) -> list[JobRun]:
         return [m.run for m in self.members.values() if m.run is not None]
@@ -408,7 +433,8 @@ class _Federation:
             for n in sorted(self.nodes, key=lambda n: n.name)
         )
         hyper = tuple(HyperNodeSnap(h.name, h.tier, h.parent, tuple(sorted(h.nodes))) for h in self.hyper)
-        return ClusterSnap(CLUSTER, {}, nodes, True, hyper)
+        mode = node_group_mode(self.conf)  # the label the agent registers with
+        return ClusterSnap(CLUSTER, {NODE_GROUP_MODE_LABEL: mode} if mode else {}, nodes, True, hyper)
 
     def session(self, out: Outcome) -> None:
         runs = self.runs()
@@ -454,6 +480,9 @@ class _Federation:
         for a in cycle.admitted:
             m = self.members[a.uid]
             m.run = self._run(m)
+            decision = cycle.result.decisions[a.uid]
+            if isinstance(decision, Admit):  # as the Dispatch carries them
+                m.run.nominated = decision.nominated
             out.admitted.append(m.group.name)
         out.waiting = {
             self.members[uid].group.name: d.reason

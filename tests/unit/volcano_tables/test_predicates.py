@@ -105,13 +105,12 @@ CASES = [
         classes=CLASSES,
         evicted=[],
         pipelined={},
-        # The hub does keep worker-1 (its own PriorityClass is high) out of its victims, but it
-        # does not see pods' labels and anti-affinity: it evicts worker-2 for the node's pod slot
-        # though worker-3 still cannot go beside worker-1. The Go test turns on the preempt
-        # action's topology-aware preemption (victims by pod priority, so no node works and
-        # nothing is evicted); the agent's preempt has no such mode and takes worker-1 by job
-        # priority.
-        pending="pod anti-affinity to running pods at the hub; topology-aware preemption at the agent",
+        # The hub keeps worker-1 (its own PriorityClass is high) out of its victims and sees that
+        # worker-3's required anti-affinity closes n1 while worker-1 runs there: evicting worker-2
+        # for the pod slot would not do, so pg2 waits at the hub and nothing is evicted, as with
+        # the Go test's topology-aware preemption (victims by pod priority). The agent never gets
+        # pg2, so its preempt (by job priority) does not come into it.
+        waiting=["pg2"],
     ),
 ]
 

@@ -18,7 +18,6 @@ TIERS = conf(
 )
 CLASSES = {"high-priority": 100000, "low-priority": 10}
 YES, NO = {"volcano.sh/preemptable": "true"}, {"volcano.sh/preemptable": "false"}
-IN_QUEUE = "preemption inside a queue: the agent puts the preemptor where the hub's evictions made room"
 POD_LEVEL = "preemption of single pods: the hub takes whole victim jobs only"
 
 
@@ -185,11 +184,10 @@ CASES = [
         ],
         queues=[Queue("q1", capability={"cpu": "6", "memory": "6G"})],
         evicted=["c1/preemptee2"],
-        # The hub evicts preemptee2 as Volcano does. The agent then runs this table's conf (no
-        # allocate): its preempt skips n2, freed and with no victims left (Volcano's
-        # ValidateVictims), and takes preemptee1 on n1; the agent is not told to put the
-        # preemptor in the room the hub freed.
-        pending=IN_QUEUE,
+        # The hub evicts preemptee2 as Volcano does and nominates n2 for the preemptor (its
+        # Dispatch carries the node). The agent's preempt then leaves the preemptor alone, as
+        # Volcano's taskEligibleToPreempt does while the nominated node fits it, instead of taking
+        # preemptee1 on n1 (tests/unit/scheduler/test_nominated_nodes.py: allocate binds it there).
     ),
     _case(
         "multi-queue: preemptorTasks must not be overwritten by intra-job preemption of another queue",
@@ -241,9 +239,9 @@ CASES += [
         conf=conf("preempt", ["conformance", "gang", "priority", "proportion", "predicates"]),
         classes=CLASSES,
         evicted=["c1/preemptee2"],
-        # The hub frees room by resources only: it takes preemptee1, not preemptee2 whose
-        # anti-affinity is the conflict (it does not see pods' labels and affinity).
-        pending="pod anti-affinity to running pods at the hub's choice of victims",
+        # The hub sees the preemptor's required anti-affinity and the running pods' labels: n1
+        # stays closed to it while preemptee2 runs there, so preemptee2 is the victim, not the
+        # newer preemptee1 that victim order would take first.
     ),
     Case(
         TOPOLOGY_AWARE,

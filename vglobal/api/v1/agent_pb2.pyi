@@ -279,6 +279,12 @@ class GpuCardFree(_message.Message):
     SPLIT_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    MIG_CAPABLE_FIELD_NUMBER: _builtins.int
+    MIG_GEOMETRIES_FIELD_NUMBER: _builtins.int
+    MIG_GEOMETRY_FIELD_NUMBER: _builtins.int
+    MIG_USED_FIELD_NUMBER: _builtins.int
+    MIG_MEMORY_FACTOR_FIELD_NUMBER: _builtins.int
+    POLICY_FIELD_NUMBER: _builtins.int
     memory_mib: _builtins.int
     free_memory_mib: _builtins.int
     free_cores: _builtins.int
@@ -286,6 +292,18 @@ class GpuCardFree(_message.Message):
     split: _builtins.int
     model: _builtins.str
     mode: _builtins.int
+    mig_capable: _builtins.bool
+    """A MIG-capable card: the geometries it may be cut by (in the agent's order), the one in force
+    (-1: untouched), the instances taken by profile, and the memory factor requests are scaled by.
+    """
+    mig_geometry: _builtins.int
+    mig_memory_factor: _builtins.int
+    policy: _builtins.str
+    """The agent's deviceshare.SchedulePolicy: the order a pod is given its cards in (binpack, spread...)."""
+    @_builtins.property
+    def mig_geometries(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigGeometry]: ...
+    @_builtins.property
+    def mig_used(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigUsed]: ...
     def __init__(
         self,
         *,
@@ -296,14 +314,125 @@ class GpuCardFree(_message.Message):
         split: _builtins.int = ...,
         model: _builtins.str = ...,
         mode: _builtins.int = ...,
+        mig_capable: _builtins.bool = ...,
+        mig_geometries: _abc.Iterable[Global___MigGeometry] | None = ...,
+        mig_geometry: _builtins.int = ...,
+        mig_used: _abc.Iterable[Global___MigUsed] | None = ...,
+        mig_memory_factor: _builtins.int = ...,
+        policy: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "memory_mib", b"memory_mib", "mode", b"mode", "model", b"model", "split", b"split"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "memory_mib", b"memory_mib", "mig_capable", b"mig_capable", "mig_geometries", b"mig_geometries", "mig_geometry", b"mig_geometry", "mig_memory_factor", b"mig_memory_factor", "mig_used", b"mig_used", "mode", b"mode", "model", b"model", "policy", b"policy", "split", b"split"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GpuCardFree: _TypeAlias = GpuCardFree  # noqa: Y015
+
+@_typing.final
+class MigProfile(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    memory_mib: _builtins.int
+    count: _builtins.int
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        memory_mib: _builtins.int = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "memory_mib", b"memory_mib", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigProfile: _TypeAlias = MigProfile  # noqa: Y015
+
+@_typing.final
+class MigGeometry(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INSTANCES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def instances(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigProfile]: ...
+    def __init__(
+        self,
+        *,
+        instances: _abc.Iterable[Global___MigProfile] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["instances", b"instances"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigGeometry: _TypeAlias = MigGeometry  # noqa: Y015
+
+@_typing.final
+class MigUsed(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    count: _builtins.int
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigUsed: _TypeAlias = MigUsed  # noqa: Y015
+
+@_typing.final
+class CardUse(_message.Message):
+    """One card a placed pod holds, as its agent granted it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEVICE_FIELD_NUMBER: _builtins.int
+    MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    CORES_FIELD_NUMBER: _builtins.int
+    WHOLE_FIELD_NUMBER: _builtins.int
+    GEOMETRY_FIELD_NUMBER: _builtins.int
+    INSTANCE_FIELD_NUMBER: _builtins.int
+    device: _builtins.int
+    memory_mib: _builtins.int
+    cores: _builtins.int
+    whole: _builtins.bool
+    geometry: _builtins.int
+    """a MIG instance's geometry, -1 otherwise"""
+    instance: _builtins.str
+    """a MIG instance's profile name"""
+    def __init__(
+        self,
+        *,
+        device: _builtins.int = ...,
+        memory_mib: _builtins.int = ...,
+        cores: _builtins.int = ...,
+        whole: _builtins.bool = ...,
+        geometry: _builtins.int = ...,
+        instance: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cores", b"cores", "device", b"device", "geometry", b"geometry", "instance", b"instance", "memory_mib", b"memory_mib", "whole", b"whole"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CardUse: _TypeAlias = CardUse  # noqa: Y015
 
 @_typing.final
 class NodeCards(_message.Message):
@@ -479,6 +608,7 @@ class PodPlacement(_message.Message):
     PHASE_FIELD_NUMBER: _builtins.int
     TASK_FIELD_NUMBER: _builtins.int
     UID_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     """empty while the pod waits for a node"""
@@ -487,6 +617,10 @@ class PodPlacement(_message.Message):
     """the job's task the pod belongs to"""
     uid: _builtins.str
     """The agent's name for this incarnation of the pod (a replacement has another): what an Evict names."""
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___CardUse]:
+        """the GPU cards it holds (vGPU, MIG instance or whole GPU)"""
+
     def __init__(
         self,
         *,
@@ -495,10 +629,11 @@ class PodPlacement(_message.Message):
         phase: _builtins.str = ...,
         task: _builtins.str = ...,
         uid: _builtins.str = ...,
+        cards: _abc.Iterable[Global___CardUse] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task", "uid", b"uid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task", "uid", b"uid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -668,6 +803,7 @@ class Dispatch(_message.Message):
     PREEMPTION_POLICY_FIELD_NUMBER: _builtins.int
     TASK_PRIORITIES_FIELD_NUMBER: _builtins.int
     QUEUES_FIELD_NUMBER: _builtins.int
+    NOMINATED_NODES_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     manifest: _builtins.str
@@ -686,6 +822,12 @@ class Dispatch(_message.Message):
         needs of them (the hub enforces quotas; affinity is for the nodegroup plugin).
         """
 
+    @_builtins.property
+    def nominated_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Nodes the hub freed for this job by preemption or reclaim and packed its gang onto (as
+        Volcano's nominatedNodeName): its pending pods try them before any other node.
+        """
+
     def __init__(
         self,
         *,
@@ -697,10 +839,11 @@ class Dispatch(_message.Message):
         preemption_policy: _builtins.str = ...,
         task_priorities: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         queues: _abc.Iterable[Global___DispatchQueue] | None = ...,
+        nominated_nodes: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "task_priorities", b"task_priorities"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "nominated_nodes", b"nominated_nodes", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "task_priorities", b"task_priorities"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -714,10 +857,15 @@ class DispatchQueue(_message.Message):
     PARENT_FIELD_NUMBER: _builtins.int
     WEIGHT_FIELD_NUMBER: _builtins.int
     AFFINITY_FIELD_NUMBER: _builtins.int
+    NODE_GROUP_RESOURCE_LIMITS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     """empty: root"""
     weight: _builtins.int
+    node_group_resource_limits: _builtins.str
+    """Its volcano.sh/nodegroup-resource-limits annotation as written (empty: none): per node group,
+    what the queue may hold there (the nodegroup plugin's limit).
+    """
     @_builtins.property
     def affinity(self) -> _common_pb2.QueueAffinity:
         """unset: the queue sets none"""
@@ -729,10 +877,11 @@ class DispatchQueue(_message.Message):
         parent: _builtins.str = ...,
         weight: _builtins.int = ...,
         affinity: _common_pb2.QueueAffinity | None = ...,
+        node_group_resource_limits: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "name", b"name", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "name", b"name", "node_group_resource_limits", b"node_group_resource_limits", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -98,6 +98,7 @@ class Courier:
                 preemption_policy=d.preemption_policy,
                 task_priorities=d.task_priorities or {},
                 queues=queues,
+                nominated_nodes=d.nominated or (),
             )
         )
 

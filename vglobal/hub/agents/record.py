@@ -27,7 +27,6 @@ from vglobal.hub.errors import HubError
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, reported
 from vglobal.model.forms import TERMINATED, after_stop
-from vglobal.model.gpu_fit import CardFree
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
@@ -223,9 +222,7 @@ class _Batch:
 
 def _card(c: agent_pb2.GpuCardFree) -> list[Any]:
     """A reported card as the cluster row keeps it."""
-    return CardFree(
-        c.memory_mib, c.free_memory_mib, c.free_cores, c.free_slots, c.split, c.model, c.mode
-    ).to_json()
+    return convert.card_of(c).to_json()
 
 
 def job_uid(msg: agent_pb2.AgentMessage) -> str | None:

@@ -10,7 +10,7 @@ fetches those again, and what the cache holds of every other job stays.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from vglobal.admission import Gang, PendingJob, RunningJob
 from vglobal.hub.dispatch.facts import JobFacts, Shared
 from vglobal.model.binding import UNFINISHED, UNPLACED, BindingPhase
+from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
 from vglobal.model.served import GROUPED
@@ -243,6 +244,8 @@ class JobCache:
                         group=None if facts.group is None else facts.group.key,
                         whole_only=facts.workload == GROUPED,
                         pinned=facts.pinned,
+                        namespace=facts.namespace,
+                        anti_affinity=facts.anti_affinity,
                     )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
@@ -296,6 +299,15 @@ class JobCache:
                 run_acc[r] = run_acc.get(r, 0) + sign * v
         self._usage_vec.pop(queue, None)
 
+    def unplaced_cards(self, cluster: str) -> tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...]:
+        """The cluster's unplaced gangs that take GPU cards, with their GPU annotations."""
+        out = []
+        for uid, gang in self.unplaced.get(cluster, {}).items():
+            f = self.entries[uid].facts
+            if f is not None and any(asks_cards(vec) for vec, _ in gang):
+                out.append((gang, f.gpu_hints))
+        return tuple(out)
+
     def running_of(self, queue: str) -> ResourceVector:
         """What the placed pods of a queue's admitted jobs hold (the rest of its allocation is
         reserved for gangs not all placed yet)."""
@@ -334,4 +346,8 @@ def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
         group=f.group,
         workload=f.workload,
         partitions=f.partitions,
+        gpu_hints=f.gpu_hints,
+        anti_affinity=f.anti_affinity,
+        tasks=f.tasks,
+        task_labels=f.template_labels,
     )

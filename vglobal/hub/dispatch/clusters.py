@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from vglobal.admission import ClusterSnap, Gang, HyperNodeSnap, NodeSnap
-from vglobal.model.gpu_fit import CardFree
+from vglobal.model.cards import CardFree
 from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
 from vglobal.model.resources import ResourceVector
@@ -84,8 +84,14 @@ class ClusterCache:
         self.devices[row.name] = (row.devices, got)
         return got
 
-    def snap(self, row: ClusterRow, unplaced: Sequence[Gang]) -> ClusterSnap:
-        """The cluster as admission sees it, with the gangs admitted to it but not placed yet."""
+    def snap(
+        self,
+        row: ClusterRow,
+        unplaced: Sequence[Gang],
+        unplaced_cards: tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...] = (),
+    ) -> ClusterSnap:
+        """The cluster as admission sees it, with the gangs admitted to it but not placed yet (and
+        those of them that take GPU cards, with their GPU annotations)."""
         snaps = tuple(sorted((self.node(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
         hypernodes = tuple(
             HyperNodeSnap(
@@ -104,4 +110,5 @@ class ClusterCache:
             schedulable=row.effective_state == ClusterState.Ready,
             hypernodes=hypernodes,
             unplaced=tuple(unplaced),
+            unplaced_cards=unplaced_cards,
         )

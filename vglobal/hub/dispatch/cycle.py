@@ -69,7 +69,10 @@ def write_admissions(
         for uid, _ in admits
         if isinstance(d := decisions[uid], Admit) and (d.preempting or d.reclaiming)
     }
-    done, written = bindings_repo.admit_written(admits, session=session, waits=waits)
+    nominated = {
+        uid: d.nominated for uid, _ in admits if isinstance(d := decisions[uid], Admit) and d.nominated
+    }
+    done, written = bindings_repo.admit_written(admits, session=session, waits=waits, nominated=nominated)
     new_events: list[NewEvent] = []
     for preempted in (False, True):
         group = [r for r in result.reclaims if r.preempted == preempted]

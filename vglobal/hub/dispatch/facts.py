@@ -9,6 +9,7 @@ from typing import Any
 from vglobal.admission import Gang, GroupRef, Partitions, RunningPod
 from vglobal.admission.partitions import partitions_of
 from vglobal.model.forms import PodPlacement
+from vglobal.model.pod_anti_affinity import AntiTerm, task_pod_labels
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo.jobs import JobStatic
 
@@ -56,6 +57,10 @@ class JobFacts:
     group: GroupRef | None = None  # a HyperJob's child
     workload: str = ""  # the API resource it is written as in its cluster ("" for a Volcano Job)
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
+    gpu_hints: tuple[Mapping[str, str], ...] = ()  # per gang shape, its GPU annotations
+    anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
+    tasks: tuple[str, ...] = ()  # its task names
+    template_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # labelled tasks
 
     @classmethod
     def of(cls, s: JobStatic, shared: Shared) -> JobFacts:
@@ -87,6 +92,10 @@ class JobFacts:
             else GroupRef(m.hyperjob, m.min_available, m.children, m.index),
             workload=s.placement.workload,
             partitions=partitions_of(s.placement.partitions),
+            gpu_hints=s.placement.gpu,
+            anti_affinity=s.anti_affinity,
+            tasks=tuple(s.pod_requests),
+            template_labels=s.template_labels,
         )
 
     @property
@@ -108,12 +117,19 @@ class JobFacts:
         """The reported pods that hold a node, but those its agent is told to evict already."""
         gone = set(evicting or ())
         out = []
+        labels: dict[str, Mapping[str, str]] = {}  # one per task, shared by its pods
         for raw in placements or ():
             p = PodPlacement.from_json(raw)
             if p.holds_node and p.uid and p.uid not in gone:
                 req = self.pod_requests.get(p.task, ResourceVector())
                 prio = self.task_priorities.get(p.task)
-                out.append(RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable, prio))
+                own = labels.get(p.task)
+                if own is None:
+                    template = self.template_labels.get(p.task)
+                    own = labels[p.task] = task_pod_labels(self.name, self.namespace, p.task, template)
+                out.append(
+                    RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable, prio, p.cards, own)
+                )
         return tuple(out)
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:

@@ -17,7 +17,7 @@ from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
 from vglobal.hub.dispatch.clusters import ClusterCache
 from vglobal.hub.dispatch.fair_usage import FairUsage
-from vglobal.model.queue_affinity import affinity_from_manifest
+from vglobal.model.queue_affinity import affinity_from_manifest, limit_vectors
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import queues as queues_repo
@@ -68,11 +68,12 @@ class SnapshotReader:
                 usage=fair.usage(q.name),
                 reclaimed=reclaimed.get(q.name, EMPTY),
                 affinity=affinity_from_manifest(q.manifest),
+                node_group_limits=limit_vectors((q.manifest.get("metadata") or {}).get("annotations") or {}),
             )
             for q in queue_rows
         )
         clusters = tuple(
-            self.clusters.snap(c, tuple(jobs.unplaced.get(c.name, {}).values()))
+            self.clusters.snap(c, tuple(jobs.unplaced.get(c.name, {}).values()), jobs.unplaced_cards(c.name))
             for c in self.clusters.read(session=session)
         )
         return Snapshot(

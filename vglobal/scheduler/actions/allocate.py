@@ -7,7 +7,7 @@ from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo, need_continue_allocating
 from vglobal.scheduler.nodes import IntArray
-from vglobal.scheduler.selection import fits_future, fits_idle, pick_row, predicate_nodes
+from vglobal.scheduler.selection import fits_future, fits_idle, nominated_fit, pick_row, predicate_nodes
 from vglobal.scheduler.session import Session
 from vglobal.scheduler.statement import Statement
 
@@ -42,7 +42,7 @@ def allocate_for_tasks(
             job.nodes_fit_errors[task.uid] = reason
             _restore(stmt, task, restore)
             break
-        found = predicate_nodes(ssn, task, candidates=candidates)
+        found = nominated_fit(ssn, task, candidates) or predicate_nodes(ssn, task, candidates=candidates)
         if found.rows.size == 0:
             job.nodes_fit_errors[task.uid] = found.fit_error
             job.fit_error_roles.add(task.role)

@@ -9,6 +9,7 @@ import numpy as np
 
 from vglobal.scheduler.actions.victims import (
     fits_with,
+    nominated_pending,
     pending_tasks,
     predicates_pass,
     starving_jobs,
@@ -26,6 +27,8 @@ PREEMPTABLE_STATUS = (TaskStatus.Running, TaskStatus.Bound)
 def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, accept: Callable[[TaskInfo], bool]) -> bool:
     job = preemptor.job
     if job.preemption_policy == "Never" or ssn.pre_predicate(preemptor) is not None:
+        return False
+    if nominated_pending(ssn, preemptor):
         return False
     queue = ssn.queues[job.queue]
     rows = preempt_predicate_rows(ssn, preemptor)[: nodes_to_find(len(ssn.nodes))]

@@ -11,6 +11,7 @@ import numpy as np
 from vglobal.scheduler.api import TaskStatus
 from vglobal.scheduler.heap import GoHeap
 from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
+from vglobal.scheduler.selection import nominated_rows
 from vglobal.scheduler.session import Session
 
 
@@ -79,3 +80,19 @@ def fits_with(task: TaskInfo, available: np.ndarray) -> bool:
 
 def predicates_pass(ssn: Session, task: TaskInfo, row: int) -> bool:
     return all(bool(f.passed[row]) for f in ssn.predicate_filters(task))
+
+
+def nominated_pending(ssn: Session, preemptor: TaskInfo) -> bool:
+    """Volcano's taskEligibleToPreempt for a task with nominated nodes (the hub freed them for its
+    job): it preempts nothing while one of them fits it, or while a lower-priority pod on one of
+    them is still on its way out; it will go there."""
+    rows = nominated_rows(ssn, preemptor)
+    if rows is None:
+        return False
+    for row in rows.tolist():
+        if fits_with(preemptor, ssn.nodes.future_idle[row]) and predicates_pass(ssn, preemptor, row):
+            return True
+        leaving = (t for t in ssn.node_tasks[row].values() if t.status == TaskStatus.Releasing)
+        if any(t.priority < preemptor.priority for t in leaving):
+            return True
+    return False

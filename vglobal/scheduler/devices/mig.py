@@ -1,20 +1,25 @@
-"""Dynamic MIG: which instance a vGPU request gets on a MIG-capable GPU.
-
-A geometry is one allowed way to cut a GPU (e.g. 7 x 1g.5gb, or 3 x 2g.10gb + 1 x 1g.5gb). A GPU
-that already serves instances keeps its geometry; an untouched GPU takes the first geometry in the
-config that can serve the request. Inside the geometry the smallest instance with enough memory and
-a free slot is used (best fit), and the GPU's used memory grows by the instance's memory.
+"""Dynamic MIG geometries of the deviceshare plugin: the known geometries per GPU model
+(``deviceshare.KnownMigGeometries``) and the default A100/H100 shapes. Which instance a request gets
+is the shared rule of vglobal.model.mig_fit (the hub's admission applies it too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from vglobal.scheduler.api import MigInstance
+from vglobal.model.mig_fit import Geometry, MigInstance, MigState, mig_choice
 
-Geometry = tuple[MigInstance, ...]
+__all__ = [
+    "DEFAULT_MIG",
+    "Geometry",
+    "MigConfig",
+    "MigState",
+    "mig_choice",
+    "mig_config_of",
+    "parse_mig_config",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,26 +75,11 @@ def parse_mig_config(raw: Any, memory_factor: int = 1) -> MigConfig:
     return MigConfig(tuple(entries), memory_factor)
 
 
-@dataclass(slots=True)
-class MigState:
-    """One GPU's MIG use: the geometry in force (None = untouched) and instances taken by name."""
-
-    geometry: int | None = None
-    used: dict[str, int] = field(default_factory=dict)
-
-
-def mig_choice(
-    state: MigState, groups: Sequence[Geometry], memory_mib: int, factor: int = 1
-) -> tuple[int, MigInstance] | None:
-    """(geometry index, instance) for a request of ``memory_mib``, or None if the GPU cannot serve it."""
-    need = memory_mib * factor if factor > 1 else memory_mib
-    options = [state.geometry] if state.geometry is not None else list(range(len(groups)))
-    for g in options:
-        fitting = [
-            inst
-            for inst in groups[g]
-            if inst.memory_mib >= need and state.used.get(inst.name, 0) < inst.count
-        ]
-        if fitting:
-            return g, min(fitting, key=lambda inst: (inst.memory_mib, inst.name))
-    return None
+def mig_config_of(arguments: Mapping[str, Any]) -> MigConfig:
+    """The MIG config the deviceshare plugin's arguments give (the agent reports cards with it)."""
+    raw = arguments.get("deviceshare.GPUMemoryFactor")
+    try:
+        factor = 1 if raw is None else int(float(raw))
+    except (TypeError, ValueError):
+        factor = 1
+    return parse_mig_config(arguments.get("deviceshare.KnownMigGeometries"), factor)

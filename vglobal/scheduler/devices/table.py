@@ -13,10 +13,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vglobal.model.gpu_fit import FREE, HAMI, MIG, Cards, DeviceRequest, cards_fit, memory_needed
+from vglobal.model.gpu_fit import (
+    FREE,
+    HAMI,
+    MIG,
+    Cards,
+    DeviceRequest,
+    card_order,
+    cards_fit,
+    free_milli,
+    memory_needed,
+)
+from vglobal.model.mig_fit import MigState, instance_memory, mig_cards_ok, mig_pick, mig_use
 from vglobal.scheduler.api import Grant, MigInstance, NodeSpec
 from vglobal.scheduler.devices.inventory import GPUS_EXTENSION, GpuDevice, node_gpus
-from vglobal.scheduler.devices.mig import MigConfig, MigState, mig_choice
+from vglobal.scheduler.devices.mig import MigConfig
 from vglobal.scheduler.nodes import BoolArray, FloatArray, IntArray
 
 
@@ -72,13 +83,9 @@ class DeviceTable:
         """Per device, the memory one vGPU of ``req`` takes (whole card when none is given)."""
         return memory_needed(req, self.memory[rows])
 
-    def device_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
-        """(len(rows), width): which devices could take one unit of the request."""
-        if req.mode == "mig" and not req.whole:
-            ok: BoolArray = self.present[rows] & self.model_mask(req.use_types, req.nouse_types)[rows]
-            ok &= self.mig_capable[rows] & (self.mode[rows] != HAMI) & self._mig_ok(req, rows)
-            return ok
-        cards = Cards(
+    def _cards(self, rows: IntArray) -> Cards:
+        """These nodes' devices in the shared rules' form (lines = nodes, columns = devices)."""
+        return Cards(
             self.present[rows],
             self.memory[rows],
             self.split[rows],
@@ -87,7 +94,15 @@ class DeviceTable:
             self.used_cores[rows],
             self.mode[rows],
         )
-        return cards_fit(req, cards, self.model_mask(req.use_types, req.nouse_types)[rows])
+
+    def device_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
+        """(len(rows), width): which devices could take one unit of the request."""
+        cards = self._cards(rows)
+        model_ok = self.model_mask(req.use_types, req.nouse_types)[rows]
+        if req.mode == "mig" and not req.whole:
+            ok = mig_cards_ok(req, cards, self.mig_capable[rows], model_ok)
+            return ok & self._mig_ok(req, rows)
+        return cards_fit(req, cards, model_ok)
 
     def _mig_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         out = np.zeros((rows.size, self.width), dtype=np.bool_)
@@ -100,8 +115,7 @@ class DeviceTable:
         gpu = self.devices[row][dev]
         groups = self.mig_config.geometries(gpu.model, gpu.memory_mib)
         state = self.mig_state.get((row, dev), MigState())
-        need = req.memory_mib or gpu.memory_mib * (req.memory_percent or 100) // 100
-        return mig_choice(state, groups, need, self.mig_config.memory_factor)
+        return mig_pick(req, state, groups, gpu.memory_mib, self.mig_config.memory_factor)
 
     def node_ok(self, req: DeviceRequest, rows: IntArray) -> BoolArray:
         if req.empty:
@@ -120,24 +134,12 @@ class DeviceTable:
         return ok
 
     def order_key(self, req: DeviceRequest, rows: IntArray, policy: str) -> FloatArray:
-        """Smaller first. Volcano: binpack = most used memory, spread = fewest tasks, else index desc;
-        fgd / bestfit take the device left with the least free capacity (best fit)."""
-        idx = np.broadcast_to(np.arange(self.width, dtype=np.float64), (rows.size, self.width))
-        if policy == "binpack":
-            return -self.used_mem[rows] * 1e3 + idx
-        if policy == "spread":
-            return self.used_num[rows] * 1e3 + idx
-        if policy in ("fgd", "bestfit"):
-            return self.free_milli(rows) * 1e3 + idx
-        return -idx
+        """Smaller first (the shared rule, gpu_fit.card_order)."""
+        return card_order(self._cards(rows), policy)
 
     def free_milli(self, rows: IntArray) -> IntArray:
         """Per device, the free share of the GPU in milli (the smaller of compute and memory)."""
-        cores = (100 - self.used_cores[rows]) * 10
-        mem = self.memory[rows]
-        by_mem = np.where(mem > 0, (mem - self.used_mem[rows]) * 1000 // np.maximum(mem, 1), 1000)
-        out: IntArray = np.where(self.present[rows], np.minimum(cores, by_mem), 0)
-        return out
+        return free_milli(self._cards(rows))
 
     def chosen(self, req: DeviceRequest, rows: IntArray, policy: str) -> IntArray:
         """(len(rows), units) device indices each node would give, best first; -1 where it cannot."""
@@ -166,7 +168,8 @@ class DeviceTable:
                 choice = self._mig_pick(req, row, dev)
                 assert choice is not None
                 geometry, inst = choice
-                out.append(Grant(dev, inst.memory_mib, req.cores, geometry=geometry, instance=inst))
+                mem = instance_memory(inst, self.mig_config.memory_factor)
+                out.append(Grant(dev, mem, req.cores, geometry=geometry, instance=inst))
             else:
                 mem = int(self.memory_needed(req, rows)[0, dev])
                 out.append(Grant(dev, mem, req.cores))
@@ -179,9 +182,7 @@ class DeviceTable:
             self.used_mem[row, d] += sign * g.memory_mib
             self.used_cores[row, d] += sign * g.cores
             if g.instance is not None:
-                state = self.mig_state.setdefault((row, d), MigState())
-                state.used[g.instance.name] = state.used.get(g.instance.name, 0) + sign
-                state.geometry = g.geometry if any(state.used.values()) else None
+                mig_use(self.mig_state.setdefault((row, d), MigState()), g.geometry, g.instance.name, sign)
             if g.whole:
                 continue
             if self.used_num[row, d] == 0:

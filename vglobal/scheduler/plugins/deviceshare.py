@@ -21,7 +21,7 @@ from vglobal.model.gpu_fit import DeviceRequest
 from vglobal.scheduler.api import Grant
 from vglobal.scheduler.devices.fgd import DemandModel, cpu_stranded, fragmentation, task_type
 from vglobal.scheduler.devices.inventory import device_request
-from vglobal.scheduler.devices.mig import parse_mig_config
+from vglobal.scheduler.devices.mig import mig_config_of
 from vglobal.scheduler.devices.table import DeviceTable
 from vglobal.scheduler.framework import EventHandler, NodeFilter, Plugin
 from vglobal.scheduler.info import ON_NODE, TaskInfo
@@ -50,10 +50,7 @@ class DeviceSharePlugin(Plugin[Session]):
         if policy not in POLICIES:
             raise ValueError(f"deviceshare.SchedulePolicy: unknown policy {policy!r}")
         weight = self.arg_float("deviceshare.ScheduleWeight", 0.0)
-        mig = parse_mig_config(
-            self.arguments.get("deviceshare.KnownMigGeometries"),
-            self.arg_int("deviceshare.GPUMemoryFactor", 1),
-        )
+        mig = mig_config_of(self.arguments)
         nodes = ssn.nodes
         table = DeviceTable(nodes.specs, mig)
         ssn.cache["devices"] = table

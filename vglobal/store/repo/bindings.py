@@ -59,21 +59,30 @@ def admit_written(
     *,
     session: Session,
     waits: Mapping[str, tuple[str, str]] | None = None,
+    nominated: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[list[tuple[str, str, int]], Written]:
     """``admit``, and the admitted bindings as it left them (see ``Written``). ``waits`` holds, for
-    jobs admitted in place of pods being evicted, (kind, sentence): their reason until they run."""
+    jobs admitted in place of pods being evicted, (kind, sentence): their reason until they run;
+    ``nominated`` their nodes made room on (the Dispatch carries them)."""
     if not decisions:
         return [], NOTHING_WRITTEN
     waits = waits or {}
+    nominated = nominated or {}
     said = [waits.get(u, ("", "")) for u, _ in decisions]
+    # Most cycles nominate nothing: then no column of them is sent.
+    nominate = (
+        ("CAST(d.nominated AS jsonb)", ", CAST(%(nominated)s AS text[])", ", nominated")
+        if nominated
+        else ("'[]'::jsonb", "", "")
+    )
     with cursor(session) as cur:
         cur.execute(
             "UPDATE resource_bindings AS b SET phase = 'Dispatched', cluster = d.cluster, "
             "generation = b.generation + 1, reason = d.reason, reason_kind = d.kind, "
-            "dispatched_at = now(), evictions = '[]'::jsonb, updated_at = now() "
+            f"dispatched_at = now(), evictions = '[]'::jsonb, updated_at = now(), nominated = {nominate[0]} "
             "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ','), "
-            "CAST(%(kinds)s AS text[]), CAST(%(reasons)s AS text[])) "
-            "AS d(uid, cluster, kind, reason) "
+            f"CAST(%(kinds)s AS text[]), CAST(%(reasons)s AS text[]){nominate[1]}) "
+            f"AS d(uid, cluster, kind, reason{nominate[2]}) "
             "WHERE b.job_uid = d.uid AND b.phase = ANY(%(from)s) "
             # Dispatched: what the dispatcher reads of such a row is all in the binding.
             f"RETURNING b.generation, {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, NULL, {XMIN}",
@@ -83,6 +92,11 @@ def admit_written(
                 "kinds": [k for k, _ in said],
                 "reasons": [r for _, r in said],
                 "from": sources(BindingPhase.Dispatched),
+                **(
+                    {"nominated": [json.dumps(list(nominated.get(u, ()))) for u, _ in decisions]}
+                    if nominated
+                    else {}
+                ),
             },
         )
         got = cur.fetchall()
@@ -286,6 +300,7 @@ class Delivery(NamedTuple):
     priority: int
     preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's
     task_priorities: dict[str, int] | None = None  # tasks with their own priorityClassName
+    nominated: list[str] | None = None  # nodes admission made room on for it (preemption, reclaim)
 
 
 def runs_of(cluster: str, *, session: Session, unacknowledged: bool = False) -> dict[str, int]:
@@ -311,14 +326,15 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
             "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), "
             "(SELECT jsonb_object_agg(t->>'name', tc.value) "
             "FROM jsonb_array_elements(j.manifest->'spec'->'tasks') t "
-            "JOIN priority_classes tc ON tc.name = t#>>'{template,spec,priorityClassName}') "
+            "JOIN priority_classes tc ON tc.name = t#>>'{template,spec,priorityClassName}'), "
+            "NULLIF(b.nominated, '[]'::jsonb) "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
             "WHERE b.job_uid = ANY(string_to_array(%(u)s, ',')) AND b.cluster = %(c)s "
             "AND b.phase = ANY(%(p)s)",
             {"u": joined(uids), "c": cluster, "p": _ADMITTED},
         )
-        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6]) for r in cur.fetchall()]
+        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], r[7]) for r in cur.fetchall()]
 
 
 def add_evictions(evictions: Sequence[tuple[str, Sequence[str]]], *, session: Session) -> list[str]:

@@ -20,6 +20,7 @@ from vglobal.model.forms import (
     tasks_from_json,
     tasks_to_json,
 )
+from vglobal.model.pod_anti_affinity import AntiTerm, terms_of
 from vglobal.model.preemptable import preemption_policy, unpreemptable_tasks
 from vglobal.model.records import JobRow, OwnedJob
 from vglobal.model.workloads import long_running
@@ -318,6 +319,10 @@ class JobStatic:
     unpreemptable: frozenset[str] = frozenset()
     # Tasks whose template names its own PriorityClass: that class's value for their pods.
     task_priorities: dict[str, int] = field(default_factory=dict)
+    # The required pod anti-affinity terms of its task templates, and the templates' labels (tasks
+    # with labels only): admission weighs a gang's anti-affinity against running pods' labels.
+    anti_affinity: tuple[AntiTerm, ...] = ()
+    template_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _with_flag(where: str) -> tuple[sa.TextClause, sa.TextClause]:
@@ -333,6 +338,11 @@ _JOB_ANNOTATION = ["metadata", "annotations", "volcano.sh/preemptable"]
 _JOB_LABEL = ["metadata", "labels", "volcano.sh/preemptable"]
 _FLAG_PATHS = (_ANNOTATED, _ANNOTATION_VALUES, _LABELLED, _LABEL_VALUES)
 _POD_POLICIES = sa.text("'$.spec.tasks[*].template.spec.preemptionPolicy'")
+_ANTI_TERMS = sa.text(
+    "'$.spec.tasks[*].template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[*]'"
+)
+_LABELLED_TASKS = sa.text("'$.spec.tasks[*] ? (exists(@.template.metadata.labels)).name'")
+_TASK_LABELS = sa.text("'$.spec.tasks[*] ? (exists(@.template.metadata.labels)).template.metadata.labels'")
 
 
 _TASK_PRIORITIES: sa.ColumnClause[Any] = sa.literal_column(
@@ -385,6 +395,10 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
         jobs.c.manifest["apiVersion"].astext,
         jobs.c.manifest["kind"].astext,
         sa.func.jsonb_path_query_array(jobs.c.manifest, _POD_POLICIES),
+        *(
+            sa.func.jsonb_path_query_array(jobs.c.manifest, q)
+            for q in (_ANTI_TERMS, _LABELLED_TASKS, _TASK_LABELS)
+        ),
     ]
     rows = session.execute(
         sa.select(*cols)
@@ -407,8 +421,13 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
             preemption_policy(policy, pod_policies or ()),
             _unpreemptable((a, av, lb, lv), job_annotation, job_label, pods, (api, kind)),
             {str(t): int(v) for t, v in (task_prios or {}).items()},
+            terms_of(terms or ()),
+            {
+                str(t): {str(k): str(v) for k, v in (lab or {}).items()}
+                for t, lab in zip(named or (), labels or (), strict=False)
+            },
         )
         for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
         for (min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios, api, kind,
-             pod_policies) in [more]
+             pod_policies, terms, named, labels) in [more]
     )

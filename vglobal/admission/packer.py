@@ -1,0 +1,29 @@
+"""What topology.py and partitions.py pack a gang through when more than resources must fit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from vglobal.admission.gang import PreparedGang, Shape
+from vglobal.admission.index import IntArray
+from vglobal.admission.placement import Candidates, Clusters, Held, Placement
+
+
+class Packer(Protocol):
+    """Packs a gang's pods onto some nodes of one cluster with more than their resources in mind
+    (devices.CardPacker: their GPU cards); topology.py and partitions.py pack through it."""
+
+    def start(self, c: int) -> None:
+        """A new attempt on cluster c: what earlier calls took is forgotten."""
+
+    def choose(self, c: int) -> None:
+        """Cluster c's last attempt that fitted is the one to keep."""
+
+    def __call__(self, free: IntArray, rows: IntArray, shapes: Sequence[Shape]) -> IntArray | None:
+        """``free`` (a line per node of ``rows``) after the shapes' pods, or None if they do not fit."""
+
+    def place(
+        self, clusters: Clusters, cand: Candidates, gang: PreparedGang, held: Mapping[int, Held]
+    ) -> tuple[int, Placement] | None:
+        """The first cluster in order that holds the gang, and how (Clusters.place's contract)."""
