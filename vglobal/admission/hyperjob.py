@@ -5,7 +5,7 @@ Rules (the README's "HyperJobs" says the same):
   Until ``minAvailable`` children run (default: all), every pending child must be placed at once;
   once that many are admitted, the rest follow one by one as room allows.
 - Each child's gang must fit its own cluster exactly as a lone job's would (fit.py: the queue's
-  node groups, vGPU cards, partitions and network topology included).
+  node groups and their limits, pod anti-affinity, GPU cards, partitions and network topology).
 - Children go to different clusters: a child takes a candidate cluster no sibling holds (running
   or placed in this decision), chosen as a lone job's would be among them. Only when no such
   cluster can hold it does it share one with a sibling (its ``clusterNames`` name fewer clusters
