@@ -19,6 +19,7 @@ import numpy as np
 
 from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import no_hypernode_reason, no_partition_fit_reason
+from vglobal.admission.index import IntArray
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
 from vglobal.admission.placement import Candidates, Held, Placement
 from vglobal.admission.prepare import Job, Prepared
@@ -47,6 +48,7 @@ class GangFit:
         # (DeviceFit.placed), told to the card fit only when the trial is kept.
         self._cards: tuple[list[dict[int, NodeCards]], list[bool]] | None = None
         self._placed: list[tuple[int, Job]] | None = None
+        self._counted: dict[tuple[str, int, str], IntArray] | None = None  # node-group usage
 
     def held(self, job: Job, held: Mapping[int, Held]) -> Mapping[int, Held]:
         """``held`` (a starvation reservation) and the nodes the job's node groups and pod
@@ -130,10 +132,12 @@ class GangFit:
         devices = self.devices
         self._cards = ([dict(n) for n in devices.nodes], list(devices.shared)) if devices.active else None
         self._placed = []
+        limits = self.prep.group_limits
+        self._counted = limits.counted() if limits.active else None
 
     def keep(self) -> None:
         self.clusters.end_trial()
-        placed, self._placed, self._cards = self._placed or [], None, None
+        placed, self._placed, self._cards, self._counted = self._placed or [], None, None, None
         for c, job in placed:
             self.devices.placed(c, job.snap)
 
@@ -141,4 +145,6 @@ class GangFit:
         self.clusters.rollback()
         if self._cards is not None:
             self.devices.nodes[:], self.devices.shared[:] = self._cards
-        self._placed, self._cards = None, None
+        if self._counted is not None:
+            self.prep.group_limits.recount(self._counted)
+        self._placed, self._cards, self._counted = None, None, None

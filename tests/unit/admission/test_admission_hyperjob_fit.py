@@ -12,9 +12,13 @@ import pytest
 from tests.unit.admission.builders import admitted, cluster, gpus, job, reason
 from tests.unit.admission.test_admission_devices import _cluster as card_cluster
 from tests.unit.admission.test_admission_devices import _vgpu
+from tests.unit.admission.test_admission_group_limits import CLUSTER as LIMITED_CLUSTER
+from tests.unit.admission.test_admission_group_limits import cpu
 from tests.unit.admission.test_admission_nodegroups import G2, grouped
 from tests.unit.topology.test_admission_partitions import fabric
 from vglobal.admission import GroupRef, Partitions, PendingJob, QueueSnap, Snapshot, admit
+from vglobal.model.queue_affinity import QueueAffinity
+from vglobal.model.resources import ResourceVector
 
 Q = (QueueSnap("q"),)
 POD = gpus(8)
@@ -166,3 +170,20 @@ def test_a_hyperjob_that_waits_whole_changes_nothing_for_the_cycles_other_jobs(s
         u: untried.decisions[u] for u in (j.uid for j in others)
     }
     assert admitted(tried)  # the cycle admitted something beside it
+
+
+def test_children_keep_to_their_queues_node_group_limits_and_a_waiting_one_gives_its_count_back() -> None:
+    # Only g1 allowed, 6 cpu of it: two children of 4 x 1 cpu on the one cluster pass the limit
+    # together (8), so the HyperJob waits; a later lone job of 4 x 1 then fits the limit whole.
+    only_g1 = QueueSnap(
+        "q", affinity=QueueAffinity(required=("g1",)), node_group_limits={"g1": ResourceVector({"cpu": 6000})}
+    )
+    children = kids("hj", 2, pods=4, pod=cpu(1), allowed_clusters=frozenset({"c"}))
+    solo = job("solo", "q", cpu(1), 4, created=5.0)
+    result = run((LIMITED_CLUSTER,), *children, solo, queues=(only_g1,))
+    assert admitted(result) == {"solo": "c"}  # type: ignore[arg-type]
+    text = reason(result, "hj-w-0")  # type: ignore[arg-type]
+    assert "child hj-w-1 " in text and "queue q limits what it holds in node groups g1" in text
+    # Children of 4 and 2 pods stay within it: both start.
+    fits = [children[0], replace(children[1], gang=((cpu(1), 2),), request=cpu(2))]
+    assert admitted(run((LIMITED_CLUSTER,), *fits, queues=(only_g1,))) == {"hj-w-0": "c", "hj-w-1": "c"}  # type: ignore[arg-type]
