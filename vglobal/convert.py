@@ -123,6 +123,8 @@ def card_message(c: CardFree) -> agent_pb2.GpuCardFree:
         model=c.model,
         mode=c.mode,
         policy=c.policy,
+        uuid=c.uuid,
+        holders=c.holders,
     )
     if c.mig is not None:
         msg.mig_capable = True
@@ -160,6 +162,8 @@ def card_of(msg: agent_pb2.GpuCardFree) -> CardFree:
         msg.mode,
         mig,
         msg.policy,
+        msg.uuid,
+        tuple(msg.holders),
     )
 
 

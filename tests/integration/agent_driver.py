@@ -3,6 +3,7 @@ over a real socket, and lets a test decide every message."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -39,6 +40,7 @@ class ScriptedAgent:
             for i in range(nodes)
         ]
         self._thread: threading.Thread | None = None
+        self._held: list[agent_pb2.AgentMessage] | None = None  # see ``batched``
 
     def _requests(self) -> Iterator[agent_pb2.AgentMessage]:
         while True:
@@ -102,7 +104,23 @@ class ScriptedAgent:
         ]
 
     def send(self, **body: object) -> None:
-        self.out.put(agent_pb2.AgentMessage(**body))  # type: ignore[arg-type]
+        msg = agent_pb2.AgentMessage(**body)  # type: ignore[arg-type]
+        if self._held is not None:
+            self._held.append(msg)
+        else:
+            self.out.put(msg)
+
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """What is sent in the block goes as one AgentMessage.batch, as the real agent sends to a
+        hub whose Registered says takes_batches."""
+        self._held = []
+        try:
+            yield
+            held = self._held
+        finally:
+            self._held = None
+        self.out.put(agent_pb2.AgentMessage(batch=agent_pb2.AgentBatch(messages=held)))
 
     def accept(self, uid: str, gen: int) -> None:
         self.send(accepted=agent_pb2.BindingAccepted(job_uid=uid, generation=gen))

@@ -52,3 +52,36 @@ def test_small_writes_to_grown_tables_without_statistics_scan_nothing_whole(data
             )
     assert logged is not None and logged[0] >= 100  # the triggers did log the writes
     assert scans == {"jobs": 0, "resource_bindings": 0}
+
+
+def test_a_report_touches_the_bindings_of_changed_placements_in_one_statement(database_url: str) -> None:
+    """The dispatcher sees a job's new placements through its binding's row version (migration
+    0016): a multi-row report touches exactly the bindings whose placements changed, by key."""
+    with psycopg.connect(libpq_dsn(database_url), autocommit=True) as conn:
+        conn.execute("INSERT INTO queues (name, manifest) VALUES ('q', '{}')")
+        _grow(conn, 1, 3000)  # no ANALYZE
+        conn.execute("SET track_functions = 'pl'")  # calls of trigger functions, per transaction
+        with conn.transaction():
+            conn.execute(
+                "UPDATE jobs SET placements = CASE WHEN uid IN ('u1', 'u2') "
+                "THEN '[{\"pod\": \"p\", \"task\": \"t\", \"node\": \"n\"}]'::jsonb ELSE placements END, "
+                "phase = 'Running' WHERE uid = ANY(%s)",
+                (["u1", "u2", "u3"],),
+            )
+            scans = conn.execute(
+                "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'resource_bindings'"
+            ).fetchone()
+            calls = dict(
+                conn.execute("SELECT funcname, calls FROM pg_stat_xact_user_functions").fetchall()
+            )
+            me = conn.execute("SELECT CAST(CAST(pg_current_xact_id() AS text) AS bigint)").fetchone()
+            touched = conn.execute(  # (this look scans: it comes after the count above)
+                "SELECT job_uid FROM resource_bindings WHERE CAST(CAST(xmin AS text) AS bigint) = %s "
+                "ORDER BY job_uid",
+                (me[0] if me else None,),
+            ).fetchall()
+    assert [t[0] for t in touched] == ["u1", "u2"]  # u3's placements did not change
+    assert scans == (0,)
+    # One touch for the statement, and the bindings' own triggers once for it, not once per job.
+    assert calls["touch_bindings_on_placements"] == 1
+    assert calls["job_counts_bindings_changed"] == 1

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from vglobal.agent.cards import mig_config
 from vglobal.agent.core import AgentCore
 from vglobal.agent.kube.api import KubeApi, connect
 from vglobal.agent.kube.backend import KubeBackend, KubeOptions
@@ -138,9 +139,9 @@ class Agent:
         self.send(pb.HubMessage(registered=pb.Registered(heartbeat_interval_seconds=1.0)))
 
     def recover(self) -> list[str]:
-        found = recover(self.backend)
+        found = recover(self.backend, mig_config(self.runtime.conf))
         for run in found:
-            self.runtime.controller.adopt(run)
+            self.runtime.adopt(run)
         self.core.adopted()
         return [r.uid for r in found]
 

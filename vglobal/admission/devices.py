@@ -24,7 +24,15 @@ from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.placement import Candidates, Clusters, Held, Placement
 from vglobal.admission.snapshot import Gang, PendingJob, RunningJob
 from vglobal.model.cards import CardUse, NodeCards
-from vglobal.model.gpu_fit import FREE, DeviceRequest, asks_cards, asks_vgpu, request_of
+from vglobal.model.gpu_fit import (
+    FREE,
+    NOUSE_UUID_ANNOTATION,
+    USE_UUID_ANNOTATION,
+    DeviceRequest,
+    asks_cards,
+    asks_vgpu,
+    request_of,
+)
 
 _NO_HINTS: Mapping[str, str] = {}
 
@@ -62,22 +70,24 @@ class DeviceFit:
         self.shared = [any(bool((n.cards.mode != FREE).any()) for n in cs.values()) for cs in self.nodes]
         # per cluster: whole-GPU gangs placed by resources alone, their cards taken when a card
         # fit next needs them
-        self._deferred: list[list[tuple[Gang, tuple[Mapping[str, str], ...]]]] = [[] for _ in self.nodes]
+        self._deferred: list[list[tuple[Gang, tuple[Mapping[str, str], ...], str]]] = [[] for _ in self.nodes]
         if self.active and prepare is not None:
             for c, snap in enumerate(clusters.snaps):
-                for gang, hints in snap.unplaced_cards:
-                    self._take_unplaced(c, gang, hints, prepare)
-        # victim key (a pod uid, or a job uid for all its pods) -> (node name, cards) it holds
-        self.held: dict[str, list[tuple[str, CardUse]]] = {}
+                for k, (gang, hints) in enumerate(snap.unplaced_cards):
+                    # its pods spread over cards as one PodGroup (vgpu-podgroup-policy spread)
+                    self._take_unplaced(c, gang, hints, prepare, f"unplaced/{c}/{k}")
+        # victim key (a pod uid, or a job uid for all its pods) -> (node name, card, the pod's
+        # PodGroup: its job's uid) it holds
+        self.held: dict[str, list[tuple[str, CardUse, str]]] = {}
         if self.active:
             for job in running:
                 for pod in job.pods:
                     if pod.cards:
-                        uses = [(pod.node, u) for u in pod.cards]
+                        uses = [(pod.node, u, job.uid) for u in pod.cards]
                         self.held[pod.uid] = uses
                         self.held.setdefault(job.uid, []).extend(uses)
                 if job.cards and not job.pods:
-                    self.held[job.uid] = list(job.cards)
+                    self.held[job.uid] = [(node, u, job.uid) for node, u in job.cards]
 
     def packer(self, job: PendingJob) -> CardPacker | None:
         """The job's card packer, or None if it asks for no card or no cluster reports any."""
@@ -87,25 +97,30 @@ class DeviceFit:
             return None
         if self.prepare is not None:
             for c, gangs in enumerate(self._deferred):
-                for gang, hints in gangs:
-                    self._take_unplaced(c, gang, hints, self.prepare)
+                for gang, hints, group in gangs:
+                    self._take_unplaced(c, gang, hints, self.prepare, group)
                 gangs.clear()
-        return CardPacker(self, job.gang, job.gpu_hints)
+        return CardPacker(self, job.gang, job.gpu_hints, job.uid)
 
     def placed(self, c: int, job: PendingJob) -> None:
         """A gang placed on cluster c without a card packer (it takes whole GPUs only while no
         card is shared): its cards are taken before the next card fit."""
         if self.active and needs_cards(job):
-            self._deferred[c].append((job.gang, job.gpu_hints))
+            self._deferred[c].append((job.gang, job.gpu_hints, job.uid))
 
     def _take_unplaced(
-        self, c: int, gang: Gang, hints: Sequence[Mapping[str, str]], prepare: Callable[[Gang], PreparedGang]
+        self,
+        c: int,
+        gang: Gang,
+        hints: Sequence[Mapping[str, str]],
+        prepare: Callable[[Gang], PreparedGang],
+        group: str,
     ) -> None:
         """A gang dispatched here whose pods hold no cards yet: its cards are taken before this
         cycle's gangs (whole if it fits, else pod by pod what fits), on nodes that could hold it."""
         if not self.nodes[c]:
             return
-        packer = CardPacker(self, gang, hints)
+        packer = CardPacker(self, gang, hints, group)
         alloc = self.clusters.alloc[c]
         rows = np.arange(alloc.shape[0], dtype=np.int64)
         packer.start(c)
@@ -123,13 +138,19 @@ class DeviceFit:
     def released(self, c: int, victims: Iterable[str]) -> dict[int, NodeCards]:
         """Cluster c's node cards (changed nodes only) once these victims' pods are gone."""
         rows = self.clusters.node_col[c]
-        back: dict[int, list[CardUse]] = {}
+        back: dict[int, dict[str, list[CardUse]]] = {}
         for key in victims:
-            for node, use in self.held.get(key, ()):
+            for node, use, group in self.held.get(key, ()):
                 i = rows.get(node)
                 if i is not None and i in self.nodes[c]:
-                    back.setdefault(i, []).append(use)
-        return {i: self.nodes[c][i].apply(uses, -1) for i, uses in back.items()}
+                    back.setdefault(i, {}).setdefault(group, []).append(use)
+        out: dict[int, NodeCards] = {}
+        for i, by_group in back.items():
+            cards = self.nodes[c][i]
+            for group, uses in by_group.items():
+                cards = cards.apply(uses, -1, group)
+            out[i] = cards
+        return out
 
     def commit(self, c: int, taken: Mapping[int, NodeCards]) -> None:
         self.nodes[c].update(taken)
@@ -145,8 +166,9 @@ class CardPacker:
     fit, keeps their cards in the attempt (``taken``) for the next call of the same attempt.
     """
 
-    def __init__(self, fit: DeviceFit, gang: Gang, hints: Sequence[Mapping[str, str]]) -> None:
+    def __init__(self, fit: DeviceFit, gang: Gang, hints: Sequence[Mapping[str, str]], group: str) -> None:
         self.fit = fit
+        self.group = group  # the gang's PodGroup (its job's uid), for the spread policy
         # per pod row: its pods' device requests in gang order, (request, count)
         self._reqs: dict[bytes, list[tuple[DeviceRequest, int]]] = {}
         for k, (vec, count) in enumerate(gang):
@@ -199,7 +221,7 @@ class CardPacker:
                 for i in fits:
                     node = ids[i]
                     if not req.empty and node in nodes:
-                        got = taken.get(node, nodes[node]).take(req)
+                        got = taken.get(node, nodes[node]).take(req, self.group)
                         if got is None:
                             continue
                         taken[node] = got
@@ -225,7 +247,17 @@ class CardPacker:
         have = [taken.get(i, nodes[i]) for i in rows.tolist() if i in nodes]
         if not have:
             return f"cluster {cluster}: no room for the gang"
-        if req.mode == "mig" and not req.whole:
+        if not req.whole and req.mode is not None:
+            have = [n for n in have if req.mode_ok(n.mig_node)]
+            if not have:
+                return f"no node in cluster {cluster} with room for the gang is in vgpu-mode {req.mode!r}"
+        if req.uuid_filter and not req.whole and not any(req.uuid_ok(u) for n in have for u in n.uuids):
+            return (
+                f"no GPU in cluster {cluster} matches the UUID constraints"
+                f" {USE_UUID_ANNOTATION}={','.join(sorted(req.use_uuids))!r},"
+                f" {NOUSE_UUID_ANNOTATION}={','.join(sorted(req.nouse_uuids))!r}"
+            )
+        if not req.whole and all(n.mig_node for n in have):
             need = f" of {req.memory_mib} MiB" if req.memory_mib else ""
             mig = sum(1 for n in have for m in n.mig if m is not None)
             return (
@@ -243,6 +275,7 @@ class CardPacker:
             f" of {need_mib} MiB" if need_mib else ""
         )
         cores = f", {req.cores}% cores" if req.cores else ""
+        cores += ", one pod of the job per card (vgpu-podgroup-policy spread)" if req.spread else ""
         models = ""
         if req.use_types or req.nouse_types:
             models = f" of model {'|'.join(sorted(req.use_types)) or 'any'}"

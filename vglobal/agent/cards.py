@@ -55,14 +55,16 @@ def node_cards(
     grants: Mapping[str, tuple[str, tuple[Grant, ...]]],
     mig: MigConfig = DEFAULT_MIG,
     policy: str = "",
+    groups: Mapping[str, str] | None = None,
 ) -> dict[str, tuple[CardFree, ...]]:
     """Per node with cards of known memory, what is free on each (nodes without cards are left out);
-    a MIG-capable card also says its geometries and the instances taken, as ``mig`` cuts it."""
+    a MIG-capable card also says its geometries and the instances taken, as ``mig`` cuts it, and
+    every card its UUID and the PodGroups (``groups``: pod uid -> its job's uid) of its vGPU pods."""
     table = DeviceTable(specs, mig)
     row_of = {s.name: i for i, s in enumerate(specs)}
-    for node, given in grants.values():
+    for uid, (node, given) in grants.items():
         if node in row_of:
-            table.apply(row_of[node], given, +1)
+            table.apply(row_of[node], given, +1, (groups or {}).get(uid, ""))
     out: dict[str, tuple[CardFree, ...]] = {}
     for row, spec in enumerate(specs):
         devs = table.devices[row]
@@ -79,10 +81,17 @@ def node_cards(
                 mode=int(table.mode[row, d.index]),
                 mig=_mig_card(table, row, d.index) if d.mig else None,
                 policy=policy,
+                uuid=d.uuid,
+                holders=_holders(table, row, d.index),
             )
             for d in devs
         )
     return out
+
+
+def _holders(table: DeviceTable, row: int, index: int) -> tuple[str, ...]:
+    held = table.holders.get((row, index), {})
+    return tuple(sorted(g for g, n in held.items() for _ in range(n)))
 
 
 def _mig_card(table: DeviceTable, row: int, index: int) -> MigCard:

@@ -29,8 +29,8 @@ from vglobal.model.preemptable import preemption_policy, template_preemption_pol
 from vglobal.model.queue_affinity import NODE_GROUP_MODE_LABEL
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import parse_run
-from vglobal.scheduler.devices.mig import MigConfig
 from vglobal.scheduler import node_group_mode
+from vglobal.scheduler.devices.mig import MigConfig
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +247,8 @@ class AgentCore:
             return {}
         if self._mig is None:
             self._mig = (mig_config(self.runtime.conf), card_policy(self.runtime.conf))
-        return node_cards(specs, self.runtime.live_grants(), *self._mig)
+        groups = {pod.uid: run.uid for run in self.runs.values() for pod in run.pods.values()}
+        return node_cards(specs, self.runtime.live_grants(), *self._mig, groups)
 
     def _expire(self, now: float) -> None:
         for run in list(self.runs.values()):

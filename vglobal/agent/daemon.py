@@ -120,12 +120,10 @@ def serve(
                     core.on_disconnected()
                 elif kind == "message" and sid == session:
                     out = core.on_message(msg)
-                for m in out:
-                    link.send(session, m)
+                link.send_all(session, out)
                 if stop.is_set() or clock.now() >= deadline:
                     break  # a flood of hub messages must not starve the cluster cycle
-            for m in core.tick():
-                link.send(session, m)
+            link.send_all(session, core.tick())
             if observer is not None:
                 observer.observe(backend, core.runtime.live_grants())
     finally:

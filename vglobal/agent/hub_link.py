@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -27,6 +27,9 @@ from vglobal.dial import Dial
 log = logging.getLogger(__name__)
 
 Inbox = queue.Queue[tuple[str, int, Any]]
+# Messages in one AgentMessage.batch at most (a status is a few hundred bytes: far below the
+# hub's 4 MiB message limit).
+MAX_BATCH = 500
 
 
 class StreamLost(Exception):
@@ -58,7 +61,7 @@ class HubLink:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._session = 0
-        self._outbox: queue.Queue[pb.AgentMessage | None] | None = None
+        self._outbox: queue.Queue[list[pb.AgentMessage] | None] | None = None
         self._call: Any = None
         self._thread = threading.Thread(target=self._loop, name="hub-link", daemon=True)
 
@@ -76,10 +79,16 @@ class HubLink:
 
     def send(self, session: int, msg: pb.AgentMessage) -> bool:
         """Queue ``msg`` on the stream ``session``; False if that stream is gone."""
+        return self.send_all(session, [msg])
+
+    def send_all(self, session: int, msgs: Sequence[pb.AgentMessage]) -> bool:
+        """Queue ``msgs`` on the stream ``session``, to go together (as one batch, to a hub that
+        takes batches); False if that stream is gone."""
         with self._lock:
             if session != self._session or self._outbox is None:
                 return False
-            self._outbox.put(msg)
+            if msgs:
+                self._outbox.put(list(msgs))
             return True
 
     # ---- the thread
@@ -122,7 +131,8 @@ class HubLink:
         self._stop.wait(seconds)
 
     def _run_stream(self) -> None:
-        outbox: queue.Queue[pb.AgentMessage | None] = queue.Queue()
+        outbox: queue.Queue[list[pb.AgentMessage] | None] = queue.Queue()
+        batches = threading.Event()  # this stream's hub reads AgentMessage.batch
         channel = self.dial.channel()
         with self._lock:
             if self._stop.is_set():
@@ -131,13 +141,15 @@ class HubLink:
             self._session += 1
             session = self._session
             self._outbox = outbox
-            self._call = call = pb_grpc.AgentServiceStub(channel).Connect(self._requests(outbox))
+            self._call = call = pb_grpc.AgentServiceStub(channel).Connect(self._requests(outbox, batches))
         registered = False
         try:
             self.inbox.put(("connected", session, None))
             for msg in call:
                 if msg.WhichOneof("body") == "registered":
                     registered = True
+                    if msg.registered.takes_batches:
+                        batches.set()
                 self.inbox.put(("message", session, msg))
         except grpc.RpcError as exc:
             if self._stop.is_set():
@@ -159,9 +171,31 @@ class HubLink:
             raise StreamLost("the hub closed the stream before registering this agent")
 
     @staticmethod
-    def _requests(outbox: queue.Queue[pb.AgentMessage | None]) -> Iterator[pb.AgentMessage]:
+    def _requests(
+        outbox: queue.Queue[list[pb.AgentMessage] | None], batches: threading.Event
+    ) -> Iterator[pb.AgentMessage]:
+        """What the loop queued, in order; to a hub that takes batches, what was queued together
+        and whatever else is queued by the time the stream can send go as one message (a stream
+        message costs the hub more than the report in it). A Register always goes alone."""
         while True:
-            msg = outbox.get()
-            if msg is None:
+            group = outbox.get()
+            if group is None:
                 return
-            yield msg
+            ended = False
+            while batches.is_set() and len(group) < MAX_BATCH:
+                try:
+                    more = outbox.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    ended = True
+                    break
+                group += more
+            if len(group) > 1 and batches.is_set() and not any(m.HasField("register") for m in group):
+                for i in range(0, len(group), MAX_BATCH):
+                    part = group[i : i + MAX_BATCH]
+                    yield pb.AgentMessage(batch=pb.AgentBatch(messages=part)) if len(part) > 1 else part[0]
+            else:
+                yield from group
+            if ended:
+                return

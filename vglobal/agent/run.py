@@ -10,7 +10,7 @@ from vglobal.agent.policies import Request
 from vglobal.model.forms import PodPlacement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.phases import JobPhase, is_finished
-from vglobal.scheduler.api import QueueSpec
+from vglobal.scheduler.api import Grant, QueueSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,8 @@ class AdoptedRun:
     version: int
     incarnations: int
     pods: tuple[tuple[PodManifest, PodStatus], ...]
+    # per pod on a node that holds GPUs: (its uid, the node, the GPUs), as the cluster recorded them
+    grants: tuple[tuple[str, str, tuple[Grant, ...]], ...] = ()
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from vglobal.agent import metrics
 from vglobal.agent.backends.base import Backend, JobProblem
 from vglobal.agent.controller import JobController
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodPhase
-from vglobal.agent.run import JobRun
+from vglobal.agent.run import AdoptedRun, JobRun
 from vglobal.agent.snapshot import cluster_snapshot
 from vglobal.clock import Clock
 from vglobal.scheduler import DEFAULT_AGENT_CONF, CycleResult, SchedulerConf, run_cycle
@@ -118,7 +118,11 @@ class ClusterRuntime:
         if key == self._last_key:
             return
         state = cluster_snapshot(
-            self.backend.nodes(), self.runs.values(), self.backend.hyper_nodes(), self.backend.reserved()
+            self.backend.nodes(),
+            self.runs.values(),
+            self.backend.hyper_nodes(),
+            self.backend.reserved(),
+            self.live_grants(),
         )
         started = time.perf_counter()
         result = run_cycle(state, self.conf)
@@ -144,10 +148,13 @@ class ClusterRuntime:
                 self.grants[uid] = (node, devices)
             run.pipelined.pop(uid, None)
             bound.setdefault(run.uid, []).append(f"{name}->{node}")
+        # Grouped by run once: a pass over every pipelined pod per run was quadratic.
+        pipelined: dict[int, dict[str, str]] = {}
+        for uid, n in result.pipelined.items():
+            if uid in owner:
+                pipelined.setdefault(id(owner[uid][0]), {})[uid] = n
         for run in self.runs.values():
-            run.pipelined = {
-                uid: n for uid, n in result.pipelined.items() if uid in owner and owner[uid][0] is run
-            }
+            run.pipelined = pipelined.get(id(run), {})
             phase = result.podgroup_phases.get(run.uid)
             if phase is not None:
                 self.controller.podgroup_changed(run, phase)
@@ -192,6 +199,12 @@ class ClusterRuntime:
                 r.accepted_at + self.bind_timeout for r in self.runs.values() if not (r.started or r.finished)
             ]
         return min((t for t in times if t is not None), default=None)
+
+    def adopt(self, found: AdoptedRun) -> None:
+        """A run found in the cluster at start, with the GPUs its pods hold (they report them)."""
+        self.controller.adopt(found)
+        for uid, node, grants in found.grants:
+            self.grants[uid] = (node, grants)
 
     def live_grants(self) -> dict[str, tuple[str, tuple[Grant, ...]]]:
         """The GPUs granted to pods that still hold them (running or bound, not ended)."""

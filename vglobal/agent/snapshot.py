@@ -16,6 +16,7 @@ from vglobal.model.queue_affinity import NODE_GROUP_LIMITS
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import (
     ClusterSnapshot,
+    Grant,
     JobSpec,
     NodeSpec,
     QueueSpec,
@@ -24,6 +25,8 @@ from vglobal.scheduler.api import (
     TaskStatus,
 )
 from vglobal.scheduler.info import PREEMPTABLE_ANNOTATION, preemptable_flag
+
+_NONE: Mapping[str, tuple[str, tuple[Grant, ...]]] = {}
 
 
 def _task_status(status: PodStatus, pipelined: str | None) -> tuple[TaskStatus, str | None]:
@@ -57,9 +60,16 @@ def _label_preemptable(pod: PodManifest) -> bool:
     return True if value is None else preemptable_flag(str(value))
 
 
-def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
+def task_spec(
+    run: JobRun,
+    pod: PodManifest,
+    status: PodStatus,
+    grants: Mapping[str, tuple[str, tuple[Grant, ...]]] = _NONE,
+) -> TaskSpec:
+    """``grants``: pod uid -> (node, the GPUs it was bound with)."""
     spec = pod.obj.get("spec") or {}
     state, node = _task_status(status, run.pipelined.get(pod.uid))
+    held = grants.get(pod.uid)
     return TaskSpec(
         uid=pod.uid,
         name=pod.name,
@@ -80,6 +90,7 @@ def task_spec(run: JobRun, pod: PodManifest, status: PodStatus) -> TaskSpec:
         priority_class=str(spec.get("priorityClassName") or ""),
         preemptable=_label_preemptable(pod),
         labels=dict((pod.obj.get("metadata") or {}).get("labels") or {}),
+        devices=held[1] if held is not None and held[0] == node else (),
     )
 
 
@@ -118,13 +129,17 @@ def sub_groups(run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...]) -> tuple
 
 
 def job_spec(
-    run: JobRun, hyper_nodes: tuple[ResolvedHyperNode, ...] = (), held: Iterable[str] = ()
+    run: JobRun,
+    hyper_nodes: tuple[ResolvedHyperNode, ...] = (),
+    held: Iterable[str] = (),
+    grants: Mapping[str, tuple[str, tuple[Grant, ...]]] = _NONE,
 ) -> JobSpec:
-    """`held`: names of pods left out (replacements of evicted pods that wait, see JobRun.held)."""
+    """`held`: names of pods left out (replacements of evicted pods that wait, see JobRun.held);
+    `grants`: the GPUs pods were bound with."""
     job = run.job
     skip = set(held)
     tasks = tuple(
-        task_spec(run, pod, run.status[name])
+        task_spec(run, pod, run.status[name], grants)
         for name, pod in sorted(run.pods.items())
         if name not in skip or run.status[name].node
     )
@@ -153,10 +168,12 @@ def cluster_snapshot(
     runs: Iterable[JobRun],
     hyper_nodes: tuple[ResolvedHyperNode, ...] = (),
     reserved: Mapping[str, ResourceVector] | None = None,
+    grants: Mapping[str, tuple[str, tuple[Grant, ...]]] = _NONE,
 ) -> ClusterSnapshot:
     """Quotas were enforced by the hub: every queue here is an open, unlimited local queue (with
     the weight, parent and affinity its runs' dispatches gave). What other pods hold on a node
-    (``reserved``) is taken off its allocatable."""
+    (``reserved``) is taken off its allocatable; a pod on a node holds the GPUs it was bound with
+    (``grants``: pod uid -> (node, GPUs))."""
     if reserved:
         nodes = tuple(
             replace(n, allocatable=n.allocatable - reserved[n.name]) if n.name in reserved else n
@@ -168,7 +185,7 @@ def cluster_snapshot(
         if r.held and not short - {r.uid}:
             r.held.clear()  # every other gang is placed: the evicted pods' replacements may go
     ordered = sorted(active, key=lambda r: r.seq)
-    jobs = tuple(job_spec(r, hyper_nodes, r.held) for r in ordered)
+    jobs = tuple(job_spec(r, hyper_nodes, r.held, grants) for r in ordered)
     known: dict[str, QueueSpec] = {}
     for r in ordered:  # the latest dispatch's view of a queue wins
         known.update((q.name, q) for q in r.queues)

@@ -54,6 +54,7 @@ from vglobal.hub.servicers.queues import QueueServicer
 from vglobal.hub.watch.feed import WatchFeed
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.errors import ManifestError
+from vglobal.model.quantity import to_units
 from vglobal.store import migrate
 from vglobal.store.embedded import default_data_dir, start_embedded
 from vglobal.store.engine import make_engine, make_sessionmaker
@@ -140,6 +141,9 @@ class Hub:
         return port, self.grpc.add_port(s.agent_listen, agents)
 
     def start(self) -> None:
+        # Quantity parsing loads the Kubernetes client (~0.4 s): before serving, not in the
+        # first caller's submit.
+        to_units("cpu", "1")
         self.grpc.start()
         self.loops = start_loops(LoopEnv(self.ctx, self.leader, self.stop, self.feed, libpq_dsn(self.url)))
         if self.settings.metrics_listen:

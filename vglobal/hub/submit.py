@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from vglobal.config import HubSettings
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
-from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.notify import DISPATCH
 from vglobal.hub.servicers.access import require
 from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
@@ -222,8 +222,8 @@ def store_jobs(
         if request_id:
             seen.add(request_id)
     to_store = [n for n in news if n is not None]
-    stored = jobs_repo.insert_jobs(to_store, session=session)
-    rows = jobs_repo.by_uids(sorted(stored), session=session)
+    rows = jobs_repo.insert_rows(to_store, session=session)
+    stored = rows.keys()
     for n in to_store:
         if n.uid in stored and n.request_id:
             earlier[n.request_id] = rows[n.uid]
@@ -274,9 +274,8 @@ def store(
             for row, principal in created
         ],
         session=session,
+        notify=DISPATCH,  # with the events (there are some whenever a job was created)
     )
-    if created:
-        notify(DISPATCH, session=session)
     return stored
 
 

@@ -9,6 +9,7 @@ mig_fit.mig_pick) and takes or gives back one pod's cards exactly as the agent's
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -22,7 +23,10 @@ from vglobal.model.gpu_fit import (
     DeviceRequest,
     IntArray,
     card_order,
+    cards_allowed,
     cards_fit,
+    count_holder,
+    holds_card,
     memory_needed,
 )
 from vglobal.model.mig_fit import (
@@ -78,14 +82,16 @@ class CardFree:
     mode: int = FREE
     mig: MigCard | None = None  # a MIG-capable card's geometries and instances taken
     policy: str = ""  # the agent's deviceshare.SchedulePolicy: the order a pod gets its cards in
+    uuid: str = ""  # the GPU's UUID (what volcano.sh/vgpu-use-gpuuuid names)
+    holders: tuple[str, ...] = ()  # per vGPU pod using the card, its PodGroup (job uid), sorted
 
     def to_json(self) -> list[object]:
         out: list[object] = [self.memory_mib, self.free_memory_mib, self.free_cores, self.free_slots,
-                             self.split, self.model, self.mode]  # fmt: skip
-        if self.mig is not None or self.policy:
-            out.append(None if self.mig is None else self.mig.to_json())
-        if self.policy:
-            out.append(self.policy)
+                             self.split, self.model, self.mode,
+                             None if self.mig is None else self.mig.to_json(), self.policy, self.uuid,
+                             list(self.holders)]  # fmt: skip
+        while len(out) > 7 and out[-1] in (None, "", []):
+            out.pop()  # older rows end early: the defaults are left out
         return out
 
     @classmethod
@@ -93,8 +99,10 @@ class CardFree:
         m, fm, fc, fs, sp, model, mode = raw[:7]
         mig = MigCard.from_json(raw[7]) if len(raw) > 7 and raw[7] is not None else None  # type: ignore[arg-type]
         policy = str(raw[8]) if len(raw) > 8 else ""
+        uuid = str(raw[9]) if len(raw) > 9 else ""
+        holders = tuple(str(h) for h in raw[10]) if len(raw) > 10 else ()  # type: ignore[attr-defined]
         return cls(int(str(m)), int(str(fm)), int(str(fc)), int(str(fs)), int(str(sp)), str(model),
-                   int(str(mode)), mig, policy)  # fmt: skip
+                   int(str(mode)), mig, policy, uuid, holders)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +146,8 @@ def cards_of(free: Sequence[CardFree]) -> Cards:
     )
 
 
+_NO_HOLDERS: dict[str, int] = {}  # shared, never changed (apply copies a card's counts first)
+
 # policies whose card order is not by index alone (gpu_fit.card_order); any other: the highest first
 _ORDERED = frozenset({"binpack", "spread", "fgd", "bestfit"})
 
@@ -151,6 +161,8 @@ class NodeCards:
     mig: tuple[MigCard | None, ...]  # the static MIG side per card (None: not MIG-capable)
     states: tuple[MigState | None, ...]  # the MIG use per card now
     policy: str = ""  # the order a pod gets its cards in (gpu_fit.card_order)
+    uuids: tuple[str, ...] = ()
+    holders: tuple[dict[str, int], ...] = ()  # per card, vGPU pods using it per PodGroup
 
     @classmethod
     def of(cls, free: Sequence[CardFree]) -> NodeCards:
@@ -160,6 +172,8 @@ class NodeCards:
             tuple(c.mig for c in free),
             tuple(None if c.mig is None else c.mig.state() for c in free),
             free[0].policy if free else "",
+            tuple(c.uuid for c in free),
+            tuple(dict(Counter(c.holders)) if c.holders else _NO_HOLDERS for c in free),
         )
 
     @property
@@ -167,20 +181,30 @@ class NodeCards:
         c = self.cards
         return int((c.memory - c.used_mem).max(initial=0))
 
-    def fits(self, req: DeviceRequest) -> IntArray:
-        """The cards one pod of ``req`` would get, in the agent's order (its SchedulePolicy's; by
-        default the highest index first); fewer than ``req.units`` if the node cannot take it."""
-        if req.use_types or req.nouse_types:
-            model_ok = np.array([req.model_ok(m) for m in self.models], dtype=np.bool_)
+    @property
+    def mig_node(self) -> bool:
+        """The node is in MIG mode (its last card's, gpu_fit.mig_node): its vGPUs are MIG instances."""
+        return bool(self.mig) and self.mig[-1] is not None
+
+    def fits(self, req: DeviceRequest, group: str = "") -> IntArray:
+        """The cards one pod of ``req`` (of PodGroup ``group``) would get, in the agent's order (its
+        SchedulePolicy's; by default the highest index first); fewer than ``req.units`` if the node
+        cannot take it."""
+        if req.filtered:
+            allowed = cards_allowed(req, self.models, self.uuids, self.holders, group)
         else:
-            model_ok = self.cards.present  # no model filter
-        if req.mode == "mig" and not req.whole:
+            allowed = self.cards.present
+        if req.whole:
+            ok = cards_fit(req, self.cards, allowed)
+        elif not req.mode_ok(self.mig_node):
+            return np.zeros(0, dtype=np.int64)
+        elif self.mig_node:
             capable = np.array([m is not None for m in self.mig], dtype=np.bool_)
-            ok = mig_cards_ok(req, self.cards, capable, model_ok)
+            ok = mig_cards_ok(req, self.cards, capable, allowed)
             for k in np.flatnonzero(ok).tolist():
                 ok[k] = self._pick(req, k) is not None
         else:
-            ok = cards_fit(req, self.cards, model_ok)
+            ok = cards_fit(req, self.cards, allowed)
         if self.policy not in _ORDERED:  # the default order: the highest index first
             by_index: IntArray = np.flatnonzero(ok)[::-1][: req.units]
             return by_index
@@ -194,16 +218,17 @@ class NodeCards:
         assert mig is not None and state is not None
         return mig_pick(req, state, mig.groups, int(self.cards.memory[k]), mig.factor)
 
-    def take(self, req: DeviceRequest) -> NodeCards | None:
-        """The cards after one pod of ``req`` takes its own, or None if the node cannot take it."""
-        idx = self.fits(req)
+    def take(self, req: DeviceRequest, group: str = "") -> NodeCards | None:
+        """The cards after one pod of ``req`` (of PodGroup ``group``) takes its own, or None if the
+        node cannot take it."""
+        idx = self.fits(req, group)
         if idx.size < req.units:
             return None
         uses = []
         for k in idx.tolist():
             if req.whole:
                 uses.append(CardUse(k, int(self.cards.memory[k]), 100, whole=True))
-            elif req.mode == "mig":
+            elif self.mig_node:
                 choice = self._pick(req, k)
                 mig = self.mig[k]
                 assert choice is not None and mig is not None
@@ -213,16 +238,18 @@ class NodeCards:
                 )
             else:
                 uses.append(CardUse(k, int(memory_needed(req, self.cards.memory)[k]), req.cores))
-        return self.apply(uses, +1)
+        return self.apply(uses, +1, group)
 
     def emptied(self) -> NodeCards:
         """The same cards with nothing on them."""
         zero = np.zeros_like(self.cards.used_num)
         cards = replace(self.cards, used_num=zero, used_mem=zero, used_cores=zero, mode=zero)
-        return replace(self, cards=cards, states=tuple(None if m is None else MigState() for m in self.mig))
+        states = tuple(None if m is None else MigState() for m in self.mig)
+        return replace(self, cards=cards, states=states, holders=tuple({} for _ in self.holders))
 
-    def apply(self, uses: Sequence[CardUse], sign: int) -> NodeCards:
-        """The cards after pods take (+1) or give back (-1) these uses (the device table's apply)."""
+    def apply(self, uses: Sequence[CardUse], sign: int, group: str = "") -> NodeCards:
+        """The cards after pods of PodGroup ``group`` take (+1) or give back (-1) these uses (the
+        device table's apply)."""
         c = self.cards
         used_num, used_mem, used_cores, mode = (
             c.used_num.copy(), c.used_mem.copy(), c.used_cores.copy(), c.mode.copy()
@@ -230,6 +257,8 @@ class NodeCards:
         states: Sequence[MigState | None] = self.states
         if any(s is not None for s in states):  # MIG states change in place: copies
             states = [None if s is None else s.copy() for s in states]
+        # the touched cards' counts are copied before they change
+        holders = list(self.holders) if group and self.holders and any(map(holds_card, uses)) else None
         for u in uses:
             d = u.device
             if d >= used_num.size:
@@ -240,8 +269,12 @@ class NodeCards:
             state = states[d]
             if u.instance and state is not None:
                 mig_use(state, u.geometry, u.instance, sign)
+            if holders is not None and holds_card(u) and d < len(holders):
+                holders[d] = dict(holders[d])
+                count_holder(holders[d], group, sign)
             if u.whole:
                 continue
             mode[d] = FREE if used_num[d] <= 0 else (MIG if u.instance else HAMI)
         cards = replace(c, used_num=used_num, used_mem=used_mem, used_cores=used_cores, mode=mode)
-        return replace(self, cards=cards, states=tuple(states))
+        kept = self.holders if holders is None else tuple(holders)
+        return replace(self, cards=cards, states=tuple(states), holders=kept)

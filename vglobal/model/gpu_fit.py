@@ -1,17 +1,22 @@
 """Whether a GPU card can take one vGPU or whole GPU of a request: the one device rule that both the
 local scheduler's deviceshare plugin and the hub's admission apply (pure, vectorised over cards).
 
-Volcano's rules: a card fits a vGPU when ``UsedNum < split``, free memory >= the request,
-``UsedCore + cores <= 100``, not (cores == 100 and the card is shared), not (the card's cores are
-all used and cores == 0); a card serving MIG instances takes no hami-core vGPU. A whole
+Volcano's rules: a node has one GPU sharing mode, its last card's as the device plugin registers
+them (``hami-core``, or ``mig``: all its vGPUs are MIG instances); a pod naming a
+``volcano.sh/vgpu-mode`` fits only a node of that mode, a pod naming none takes the node's mode. A
+card fits a vGPU when the pod's GPU UUID lists allow it, ``UsedNum < split``, free memory >= the
+request, ``UsedCore + cores <= 100``, not (cores == 100 and the card is shared), not (the card's
+cores are all used and cores == 0), its model passes the type lists and, for a pod with
+``volcano.sh/vgpu-podgroup-policy: spread``, no other pod of its PodGroup uses it. A whole
 ``nvidia.com/gpu`` takes a card nobody uses. Amounts of scalar resources are milli-units in a
 ResourceVector, so ``volcano.sh/vgpu-memory: 4096`` is 4096000.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +36,18 @@ VGPU_RESOURCES = (VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES, VGPU_MEMORY_PERCENTAGE)
 MODE_ANNOTATION = "volcano.sh/vgpu-mode"  # hami-core | mig
 USE_TYPE_ANNOTATION = "nvidia.com/use-gputype"  # allowed models, comma or | separated
 NOUSE_TYPE_ANNOTATION = "nvidia.com/nouse-gputype"
-GPU_HINTS = (MODE_ANNOTATION, USE_TYPE_ANNOTATION, NOUSE_TYPE_ANNOTATION)  # what the card fit reads
+USE_UUID_ANNOTATION = "volcano.sh/vgpu-use-gpuuuid"  # allowed GPU UUIDs, comma separated
+NOUSE_UUID_ANNOTATION = "volcano.sh/vgpu-nouse-gpuuuid"
+PODGROUP_POLICY_ANNOTATION = "volcano.sh/vgpu-podgroup-policy"  # spread: one pod of a group per card
+GPU_HINTS = (  # what the card fit reads
+    MODE_ANNOTATION,
+    USE_TYPE_ANNOTATION,
+    NOUSE_TYPE_ANNOTATION,
+    USE_UUID_ANNOTATION,
+    NOUSE_UUID_ANNOTATION,
+    PODGROUP_POLICY_ANNOTATION,
+)
+HAMI_MODE, MIG_MODE = "hami-core", "mig"  # a node's GPU sharing mode
 MILLI = 1000
 FREE, HAMI, MIG = 0, 1, 2  # what a card is used for
 
@@ -42,6 +58,11 @@ def _types(raw: str | None) -> frozenset[str]:
     return frozenset(t.strip() for t in raw.replace("|", ",").split(",") if t.strip())
 
 
+def _uuids(raw: str | None) -> frozenset[str]:
+    """Volcano's parseGPUUUIDList: comma separated, blanks trimmed, empty entries dropped."""
+    return frozenset(u.strip() for u in (raw or "").split(",") if u.strip())
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceRequest:
     whole: int = 0  # nvidia.com/gpu: whole GPUs
@@ -49,9 +70,12 @@ class DeviceRequest:
     memory_mib: int = 0  # per vGPU; 0 = by percentage, or the whole card
     memory_percent: int = 0
     cores: int = 0  # per vGPU, percent of one GPU's compute
-    mode: str = "hami-core"  # or mig
+    mode: str | None = None  # the vgpu-mode the pod names (None: the node's)
     use_types: frozenset[str] = frozenset()
     nouse_types: frozenset[str] = frozenset()
+    use_uuids: frozenset[str] = frozenset()
+    nouse_uuids: frozenset[str] = frozenset()
+    spread: bool = False  # vgpu-podgroup-policy spread: no card shared with its PodGroup's pods
 
     @property
     def empty(self) -> bool:
@@ -70,6 +94,39 @@ class DeviceRequest:
             return any(t.lower() in name for t in self.use_types)
         return not any(t.lower() in name for t in self.nouse_types)
 
+    @property
+    def filtered(self) -> bool:
+        """Some list of the pod narrows the cards it may use (gpu_fit.cards_allowed)."""
+        return bool(self.use_types or self.nouse_types or self.uuid_filter or self.spread)
+
+    @property
+    def uuid_filter(self) -> bool:
+        return bool(self.use_uuids or self.nouse_uuids)
+
+    def uuid_ok(self, uuid: str) -> bool:
+        """Volcano's gpuUUIDFilter: exact UUIDs; the deny list wins; with either list a card of
+        unknown UUID is refused."""
+        if not uuid:
+            return not self.uuid_filter
+        if self.use_uuids and uuid not in self.use_uuids:
+            return False
+        return uuid not in self.nouse_uuids
+
+    def mode_ok(self, mig_node: bool) -> bool:
+        """A pod naming a vgpu-mode fits only a node of that mode (checkNodeGPUSharingPredicate)."""
+        return self.mode is None or bool(modes_ok(self, np.array(mig_node)))
+
+
+def modes_ok(req: DeviceRequest, mig_node: BoolArray) -> BoolArray:
+    """Per node, whether a pod's vgpu-mode lets it use the node (any mode when it names none; an
+    empty or unknown mode, none: Volcano compares the annotation to the node's mode as written)."""
+    if req.mode is None:
+        return np.ones(mig_node.shape, dtype=np.bool_)
+    out: BoolArray = mig_node if req.mode == MIG_MODE else ~mig_node
+    if req.mode not in (MIG_MODE, HAMI_MODE):
+        out = np.zeros(mig_node.shape, dtype=np.bool_)
+    return out
+
 
 def request_of(req: ResourceVector, annotations: Mapping[str, str]) -> DeviceRequest:
     """What one pod asks of its node's cards, from its resources and the GPU annotations."""
@@ -85,14 +142,18 @@ def request_of(req: ResourceVector, annotations: Mapping[str, str]) -> DeviceReq
         memory_mib=memory,
         memory_percent=percent,
         cores=req[VGPU_CORES] // MILLI,
-        mode=annotations.get(MODE_ANNOTATION, "hami-core") or "hami-core",
+        mode=annotations.get(MODE_ANNOTATION),
         use_types=_types(annotations.get(USE_TYPE_ANNOTATION)),
         nouse_types=_types(annotations.get(NOUSE_TYPE_ANNOTATION)),
+        use_uuids=_uuids(annotations.get(USE_UUID_ANNOTATION)),
+        nouse_uuids=_uuids(annotations.get(NOUSE_UUID_ANNOTATION)),
+        spread=annotations.get(PODGROUP_POLICY_ANNOTATION) == "spread",
     )
 
 
 def gpu_hints(annotations: Mapping[str, str]) -> dict[str, str]:
-    """The pod annotations the card fit reads (GPU mode and model filters), of a task's template."""
+    """The pod annotations the card fit reads (GPU mode, model and UUID filters, podgroup policy),
+    of a task's template."""
     return {k: str(annotations[k]) for k in GPU_HINTS if k in annotations}
 
 
@@ -129,13 +190,67 @@ class Cards:
     mode: IntArray  # FREE | HAMI | MIG
 
 
+def mig_node(present: BoolArray, mig_capable: BoolArray) -> BoolArray:
+    """Per node (cards on the last axis), whether it is in MIG mode: Volcano's decodeNodeDevices
+    keeps the mode of the last card the device plugin registered."""
+    last = np.where(present.any(axis=-1), present.shape[-1] - 1 - np.argmax(present[..., ::-1], axis=-1), 0)
+    out: BoolArray = np.take_along_axis(mig_capable, np.expand_dims(last, -1), axis=-1)[..., 0]
+    return out & present.any(axis=-1)
+
+
+class CardUseLike(Protocol):
+    """A card granted to a pod (the agent's Grant, the hub's CardUse)."""
+
+    @property
+    def memory_mib(self) -> int: ...
+    @property
+    def cores(self) -> int: ...
+    @property
+    def whole(self) -> bool: ...
+
+
+def holds_card(use: CardUseLike) -> bool:
+    """A grant that counts its pod among the card's users for the spread policy: a vGPU using some
+    memory or cores (Volcano's deviceHasPodFromSameGroup; whole GPUs are not vGPU pods)."""
+    return not use.whole and (use.memory_mib > 0 or use.cores > 0)
+
+
+def count_holder(holders: dict[str, int], group: str, sign: int) -> None:
+    """One pod of ``group`` starts (+1) or stops (-1) using a card."""
+    left = holders.get(group, 0) + sign
+    if left > 0:
+        holders[group] = left
+    else:
+        holders.pop(group, None)
+
+
+def cards_allowed(
+    req: DeviceRequest,
+    models: Sequence[str],
+    uuids: Sequence[str],
+    holders: Sequence[Mapping[str, int]],
+    group: str,
+) -> BoolArray:
+    """Per card, whether the pod's lists let it look at the card: its model (use/nouse-gputype),
+    for a vGPU its UUID (vgpu-use/nouse-gpuuuid), and with the podgroup policy spread no pod of
+    its group (``group``) already using it (``holders``: per card, pods using it per group)."""
+    ok = np.ones(len(models), dtype=np.bool_)
+    if req.use_types or req.nouse_types:
+        ok &= np.array([req.model_ok(m) for m in models], dtype=np.bool_)
+    if not req.whole and req.uuid_filter:
+        ok &= np.array([req.uuid_ok(u) for u in uuids], dtype=np.bool_)
+    if not req.whole and req.spread and group:
+        ok &= np.array([not h.get(group) for h in holders], dtype=np.bool_)
+    return ok
+
+
 def cards_fit(req: DeviceRequest, cards: Cards, model_ok: BoolArray) -> BoolArray:
-    """Which cards could take one unit of a hami-core vGPU or whole-GPU request (MIG: mig_fit)."""
+    """Which cards could take one unit of a hami-core vGPU or whole-GPU request (MIG: mig_fit).
+    ``model_ok``: the cards the pod's model and UUID lists allow."""
     ok: BoolArray = cards.present & model_ok
     if req.whole:
         ok &= cards.used_num == 0
         return ok
-    ok &= cards.mode != MIG
     ok &= vgpu_checks(req, cards)
     return ok
 

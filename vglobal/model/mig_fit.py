@@ -4,9 +4,12 @@ the local scheduler's deviceshare plugin and the hub's admission apply (pure).
 A geometry is one allowed way to cut a GPU (e.g. 7 x 1g.5gb, or 3 x 2g.10gb + 1 x 1g.5gb). A GPU
 that already serves instances keeps its geometry; an untouched GPU takes the first geometry of its
 list that can serve the request. Inside the geometry the smallest instance with enough memory and
-a free slot is used (best fit). Volcano's ``GPUMemoryFactor``: requests are in units of that many
-MiB, so the request is multiplied by it and the card's used memory grows by the instance's memory
-divided by it (MIGFactory.TryAddPod / AddPod).
+a free slot is used (best fit), whether or not its profile is in use yet: Volcano's own design
+(docs/design/dynamic-mig.md) keeps every instance of the geometry for future use, which its
+pickFromGroup, offering only profiles already in use, does not do (a bug we do not copy).
+Volcano's ``GPUMemoryFactor``: requests are in units of that many MiB, so the request is
+multiplied by it and the card's used memory grows by the instance's memory divided by it
+(MIGFactory.TryAddPod / AddPod).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from vglobal.model.gpu_fit import HAMI, BoolArray, Cards, DeviceRequest, vgpu_checks
+from vglobal.model.gpu_fit import BoolArray, Cards, DeviceRequest, vgpu_checks
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +78,10 @@ def instance_memory(inst: MigInstance, factor: int) -> int:
 
 
 def mig_cards_ok(req: DeviceRequest, cards: Cards, mig_capable: BoolArray, model_ok: BoolArray) -> BoolArray:
-    """Cards a MIG request may look at: MIG-capable, of an allowed model, not serving hami-core
-    vGPUs, and passing the checks Volcano makes of every card before it asks the MIG factory."""
-    ok: BoolArray = cards.present & model_ok & mig_capable & (cards.mode != HAMI)
+    """Cards of a MIG node a vGPU request may look at: MIG-capable (a card without geometries
+    serves no instance), allowed by the pod's model and UUID lists, and passing the checks Volcano
+    makes of every card before it asks the MIG factory."""
+    ok: BoolArray = cards.present & model_ok & mig_capable
     ok &= vgpu_checks(req, cards)
     return ok
 

@@ -6,6 +6,7 @@ resource (GPUs, vGPU numbers, ...) in milli-units, so 1 GPU = 1000.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
@@ -36,7 +37,16 @@ def parse_decimal(value: Any) -> Decimal:
         if not math.isfinite(value):
             raise QuantityError(f"invalid quantity {value!r}")
         return Decimal(str(value))
-    if not isinstance(value, str) or not _GRAMMAR.fullmatch(value.strip()):
+    if not isinstance(value, str):
+        raise QuantityError(f"invalid quantity {value!r}")
+    return _parse_text(value)
+
+
+# Manifests repeat a handful of quantities ("1", "4Gi", "500m") across their pods and jobs: each
+# text is parsed once (a Decimal is immutable, so sharing it is safe). Failures are not cached.
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Decimal:
+    if not _GRAMMAR.fullmatch(value.strip()):
         raise QuantityError(f"invalid quantity {value!r}")
     # The client is heavy (~0.4 s to import): only load it when a quantity is parsed.
     from kubernetes.utils.quantity import parse_quantity
@@ -59,6 +69,17 @@ def unit_scale(resource: str) -> int:
 
 def to_units(resource: str, value: Any) -> int:
     """A quantity in canonical integer units, rounded up like Kubernetes rounds requests."""
+    if isinstance(value, str):
+        return _text_units(resource, value)
+    return _units(resource, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_units(resource: str, value: str) -> int:
+    return _units(resource, value)
+
+
+def _units(resource: str, value: Any) -> int:
     amount = parse_decimal(value)
     if amount < 0:
         raise QuantityError(f"negative quantity {value!r}")

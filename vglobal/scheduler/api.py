@@ -75,6 +75,9 @@ class TaskSpec:
     creation: int = 0  # ordering key among tasks with the same index suffix
     priority_class: str = ""  # system-cluster-critical / system-node-critical are never evicted
     labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)  # (anti-)affinity, subgroups
+    # the GPUs a task on a node holds, as it was bound with them (Volcano reads them from the
+    # pod's device annotation); () = not known: deviceshare gives it devices by its own rule
+    devices: tuple[Grant, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,9 @@ class Grant:
     whole: bool = False
     geometry: int | None = None
     instance: MigInstance | None = None
+    # a MIG instance's position in its geometry, as Volcano's MIG id "<uuid>[<group>-<position>]"
+    # names it: the slots of the profiles before it, then the ones of its profile taken before
+    position: int = 0
 
 
 @dataclass(frozen=True, slots=True)

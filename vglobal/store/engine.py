@@ -18,7 +18,8 @@ def joined(names: Sequence[str]) -> str:
     """Many names as one parameter, split by the server with ``string_to_array(:p, ',')``.
 
     The driver adapts a long list element by element in Python; one string goes in one step. For
-    names that cannot hold a comma (uids, cluster and queue names).
+    names that cannot hold a comma (uids, cluster and queue names); other lists go as binary
+    arrays (``%(p)b``), which the driver also writes without escaping each element.
     """
     text = ",".join(names)
     if text.count(",") != max(len(names) - 1, 0):

@@ -3,13 +3,21 @@ RBAC rules named from requests, the client-side token bucket."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
+from tests.unit.devices.test_deviceshare import A100, gpu_node, task
 from vglobal.agent.kube import vgpu
 from vglobal.agent.kube.api import rbac_rule
 from vglobal.agent.kube.ratelimit import TokenBucket
 from vglobal.agent.kube.records import node_record, pod_record
 from vglobal.agent.pods import PodPhase
 from vglobal.model.resources import ResourceVector
-from vglobal.scheduler.devices import node_gpus
+from vglobal.scheduler.api import Grant
+from vglobal.scheduler.devices import GpuDevice, device_request, node_gpus
+from vglobal.scheduler.devices.mig import DEFAULT_MIG, parse_mig_config
+from vglobal.scheduler.devices.table import DeviceTable
 
 
 def test_a_failed_pod_carries_its_first_container_s_exit_code_and_reason() -> None:
@@ -153,3 +161,78 @@ def test_the_token_bucket_lets_a_burst_through_then_paces() -> None:
         bucket.acquire()
     assert round(now[0], 6) == 1.0  # ten more at 10 per second
     assert TokenBucket(0, 1).unlimited
+
+
+@pytest.mark.parametrize(
+    ("case", "raw", "want"),
+    [
+        ("valid entry", "GPU-0,NVIDIA,4096,30:", [("GPU-0", None, 4096, 30)]),
+        ("negative memory is skipped", "GPU-0,NVIDIA,-5,30:", []),
+        ("negative cores is skipped", "GPU-0,NVIDIA,4096,-1:", []),
+        ("non-numeric usage is skipped", "GPU-0,NVIDIA,abc,30:", []),
+        ("entry with missing fields is skipped", "GPU-0,NVIDIA:", []),
+        (
+            "valid entry kept when mixed with invalid",
+            "GPU-0,NVIDIA,-5,30:GPU-1,NVIDIA,2048,10:",
+            [("GPU-1", None, 2048, 10)],
+        ),
+        # ours: containers split by ";" and a MIG instance's slot split off its GPU's UUID
+        (
+            "containers and a MIG slot",
+            "GPU-0,NVIDIA,1,2:;GPU-1[group1-3],NVIDIA,5120,0:",
+            [("GPU-0", None, 1, 2), ("GPU-1", "group1-3", 5120, 0)],
+        ),
+    ],
+)
+def test_decode_container_devices_rejects_invalid_usage(
+    case: str, raw: str, want: list[tuple[str, str | None, int, int]]
+) -> None:
+    """utils_test.go TestDecodeContainerDevicesRejectsInvalidUsage."""
+    got = [(d.uuid, d.mig_slot, d.memory_mib, d.cores) for d in vgpu.decode_devices(raw)]
+    assert got == want, case
+
+
+@pytest.mark.parametrize(
+    ("case", "raw", "added"),
+    [
+        ("Pod assigned to known GPU UUID", "GPU-1234,NVIDIA,16384,0", True),
+        ("Pod assigned to unknown GPU UUID", "GPU-5678,NVIDIA,16384,0", False),
+        ("Pod without AssignedIDsAnnotations", "", False),
+    ],
+)
+def test_add_resource(case: str, raw: str, added: bool) -> None:
+    """device_info_test.go TestAddResource: a pod's devices are those of GPUs the node registers."""
+    gpus = (GpuDevice(0, 16384, "NVIDIA", uuid="GPU-1234"),)
+    got = vgpu.grants_of(raw, ("GPU-1234",), gpus, DEFAULT_MIG)
+    assert (got == (Grant(0, 16384, 0),)) is added and (got == ()) is not added, case
+
+
+def test_mig_ids_are_read_back_to_the_instance_they_name() -> None:
+    """A MIG id "<uuid>[group<g>-<position>]" names geometry g and, by findPosition, the profile
+    whose slots hold that position: the agent's own bind writes them so."""
+    config = parse_mig_config(A100)  # geometry 1: 3 x 2g.10gb then 1 x 1g.5gb
+    gpus = (GpuDevice(0, 40960, "A100-SXM4-40GB", True, uuid="GPU-0"),)
+    table = DeviceTable(
+        [replace(gpu_node("n0", 1, 40960, "A100-SXM4-40GB", True), extensions={"gpus": gpus})], config
+    )
+    written = []
+    for mem in (8000, 8000, 4000):
+        (grant,) = table.grants(device_request(task(f"p{mem}", mem=mem)), 0, "") or ()
+        table.apply(0, [grant], +1)
+        use = vgpu.DeviceUse(
+            grant.device, grant.memory_mib, grant.cores, f"group{grant.geometry}-{grant.position}"
+        )
+        written.append((vgpu.bind_annotations({}, "n0", ("GPU-0",), [use], 1.0)[vgpu.IDS_ANNOTATION], grant))
+    assert [raw.split(",")[0] for raw, _ in written] == [
+        "GPU-0[group1-0]",
+        "GPU-0[group1-1]",
+        "GPU-0[group1-3]",
+    ]
+    for raw, grant in written:
+        assert vgpu.grants_of(raw, ("GPU-0",), gpus, config) == (grant,)
+    assert vgpu.grants_of("GPU-0[group9-0],NVIDIA,1,0:", ("GPU-0",), gpus, config) == ()
+    # the first 2g.10gb given back: the next one takes its position again (getPosition takes the
+    # first slot no pod holds), not one a live pod holds
+    table.apply(0, [written[0][1]], -1)
+    (again,) = table.grants(device_request(task("p", mem=8000)), 0, "") or ()
+    assert (again.instance, again.position) == (written[0][1].instance, 0)

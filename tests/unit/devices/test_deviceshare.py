@@ -209,8 +209,12 @@ def test_mig_pods_through_the_scheduler_keep_the_geometry() -> None:
     full = [*running, task("b", node="n0", ann=mig, mem=9000), task("c", node="n0", ann=mig, mem=9000)]
     assert schedule(nodes, [*full, task("d", ann=mig, mem=6000)], text) == {}  # only a 1g.5gb is left
     assert schedule(nodes, [*full, task("e", ann=mig, mem=5000)], text) == {"e": "n0"}
-    # a hami-core pod cannot share a GPU that is cut into MIG instances
-    assert schedule(nodes, [*running, task("h", mem=1000)], text) == {}
+    # the node is in MIG mode: a pod naming hami-core does not fit it, a pod naming no mode gets an
+    # instance of the geometry in force (checkNodeGPUSharingPredicateAndScore, the node's Sharing)
+    hami = {"volcano.sh/vgpu-mode": "hami-core"}
+    assert schedule(nodes, [*running, task("h", ann=hami, mem=1000)], text) == {}
+    assert schedule(nodes, [*full, task("h", mem=1000)], text) == {"h": "n0"}
+    assert schedule(nodes, [*full, task("h", mem=6000)], text) == {}  # only a 1g.5gb is left
 
 
 def test_vgpu_number_from_node_capacity_without_a_device_list() -> None:
@@ -234,3 +238,24 @@ def test_gpus_from_spec_counts() -> None:
         d.mig and d.memory_mib == 81920 for d in devices
     )
     assert vgpu_capacity(devices)["volcano.sh/vgpu-number"] == 40_000
+
+
+def test_a_task_on_a_node_holds_the_devices_it_was_bound_with() -> None:
+    """Volcano's AddResource: a placed pod's devices are those its annotation records, not what the
+    rule would give it now (by default the highest free card first, here card 1)."""
+    from dataclasses import replace
+
+    from vglobal.scheduler.api import Grant
+
+    node = gpu_node("n0", count=2)
+    recorded = replace(task("a", node="n0", mem=10000), devices=(Grant(0, 10000, 0),))
+    for running, card in ((task("a", node="n0", mem=10000), 0), (recorded, 1)):  # policy "": by index
+        state = ClusterSnapshot(
+            (node,), (job(running, 0), job(task("b", mem=10000), 1)), (QueueSpec("default"),)
+        )
+        result = run_cycle(state, parse_conf(conf("")))
+        assert [g.device for g in result.devices["b"]] == [card]
+    # a recorded device the node no longer has: the rule gives the task its devices
+    gone = replace(recorded, devices=(Grant(5, 10000, 0),))
+    state = ClusterSnapshot((node,), (job(gone, 0), job(task("b", mem=10000), 1)), (QueueSpec("default"),))
+    assert [g.device for g in run_cycle(state, parse_conf(conf(""))).devices["b"]] == [0]

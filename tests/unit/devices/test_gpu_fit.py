@@ -9,7 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vglobal.model.gpu_fit import FREE, HAMI, MIG, Cards, DeviceRequest, cards_fit, request_of
+from vglobal.model.gpu_fit import (
+    FREE,
+    HAMI,
+    MIG,
+    Cards,
+    DeviceRequest,
+    cards_fit,
+    mig_node,
+    modes_ok,
+    request_of,
+)
 from vglobal.model.resources import ResourceVector
 
 
@@ -62,10 +72,36 @@ def test_split_count_bounds_tasks_per_card() -> None:
     assert _fit(DeviceRequest(number=1, memory_mib=100), cards) == [False, True]
 
 
-def test_mig_card_takes_no_hami_vgpu_and_whole_gpu_needs_an_idle_card() -> None:
+def test_whole_gpu_needs_an_idle_card() -> None:
     cards = _cards((40000, 5000, 0, 1, MIG), (40000, 0, 0, 0, FREE))
-    assert _fit(DeviceRequest(number=1, memory_mib=1000), cards) == [False, True]
     assert _fit(DeviceRequest(whole=1), cards) == [False, True]
+
+
+def test_node_mode_is_its_last_cards() -> None:
+    """decodeNodeDevices overwrites the node's sharing mode with each registered card's: the last
+    card's mode is the node's (the device plugin registers one mode per node)."""
+    present = np.array([[True, True, False], [True, True, True], [False, False, False]])
+    capable = np.array([[False, True, True], [True, True, False], [True, True, True]])
+    assert mig_node(present, capable).tolist() == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "on_mig", "on_hami"),
+    [
+        (None, True, True),  # "if the pod does not specify the sharing mode, any device mode will be fitted"
+        ("mig", True, False),
+        ("hami-core", False, True),
+        ("", False, False),  # an annotation present but empty differs from both modes
+        ("mps", False, False),
+    ],
+)
+def test_pod_vgpu_mode_against_the_node_mode(annotation: str | None, on_mig: bool, on_hami: bool) -> None:
+    """checkNodeGPUSharingPredicateAndScore: "pod required sharing mode %s is not the same as the
+    node mode %s" when the pod names a mode; any node when it names none."""
+    ann = {} if annotation is None else {"volcano.sh/vgpu-mode": annotation}
+    req = request_of(ResourceVector.from_quantities({"volcano.sh/vgpu-number": 1}), ann)
+    assert (req.mode_ok(True), req.mode_ok(False)) == (on_mig, on_hami)
+    assert modes_ok(req, np.array([True, False])).tolist() == [on_mig, on_hami]
 
 
 def test_memory_by_percentage_and_whole_card_by_default() -> None:

@@ -404,7 +404,7 @@ class _Federation:
                 pod = m.run.pods[name]
                 used[st.node] = used.get(st.node, EMPTY) + pod.request + POD_SLOT
                 prio, ok = own.get(pod.task), pod.task not in pinned
-                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, ok, prio, labels[pod.task]))
+                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, ok, prio, labels=labels[pod.task]))
         self.dispatcher.report(m.uid, used, started=bool(used))
         run = self.dispatcher.running.get(m.uid)
         if run is not None:

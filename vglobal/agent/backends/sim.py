@@ -28,7 +28,7 @@ def _devices(n: SimNode) -> tuple[ResourceVector, dict[str, object]]:
     """GPUs with memory become a device list, plus the vGPU capacity the device plugin registers."""
     if n.gpus is None or n.gpus.count <= 0:
         return n.allocatable, {}
-    devices = gpus_from_spec(n.gpus.count, n.gpus.memory_mib, n.gpus.model, n.gpus.mig)
+    devices = gpus_from_spec(n.gpus.count, n.gpus.memory_mib, n.gpus.model, n.gpus.mig, n.name)
     extra = {k: v for k, v in vgpu_capacity(devices).items() if k not in n.allocatable}
     return n.allocatable + extra, {GPUS_EXTENSION: devices}
 

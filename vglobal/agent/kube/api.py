@@ -1,11 +1,12 @@
 """The agent's connection to one API server, through the official ``kubernetes`` client.
 
-Requests go through the client's ``ApiClient`` (its configuration, authentication and urllib3 pool)
-with raw JSON in and out: no model (de)serialisation, which costs more than the HTTP exchange at
-the agent's pod rates (bench/RESULTS.md, "kube backend"). Every request takes a token from the
-client-side rate limiter. Failures become one exception type, ``ApiError``: ``status`` is the HTTP
-code, or 0 when the server could not be reached (refused, timed out, cut); a 403 also names the
-RBAC rule the agent was missing.
+Requests use the client's ``ApiClient`` (its configuration, authentication and urllib3 pool) with
+raw JSON in and out: no model (de)serialisation, which costs more than the HTTP exchange at the
+agent's pod rates (bench/RESULTS.md, "kube backend"). Single requests go on each thread's own
+keep-alive connection (direct.py); watches, and everything behind an HTTP proxy, through urllib3.
+Every request takes a token from the client-side rate limiter. Failures become one exception
+type, ``ApiError``: ``status`` is the HTTP code, or 0 when the server could not be reached
+(refused, timed out, cut); a 403 also names the RBAC rule the agent was missing.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from urllib.parse import urlencode, urlsplit
 
 import urllib3
 
+from vglobal.agent.kube.direct import Broken, DirectConnections
 from vglobal.agent.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -96,7 +98,7 @@ def _status_error(status: int, body: bytes, method: str, path: str, headers: Map
     except ValueError:
         pass
     retry_after = None
-    raw = headers.get("Retry-After")
+    raw = headers.get("Retry-After") or headers.get("retry-after")
     if raw:
         try:
             retry_after = float(raw)
@@ -155,8 +157,11 @@ class KubeApi:
         # and pool lookup cost about a tenth of a create. Through a proxy the manager must send
         # absolute URLs, so it stays in the path there.
         self._pool: Any = None
+        self._direct: DirectConnections | None = None
         if not isinstance(manager, urllib3.ProxyManager):
             self._pool = manager.connection_from_url(self.host)
+            # single requests (not watches) on each writer thread's own connection
+            self._direct = DirectConnections(self._pool, urlsplit(self.host).netloc)
         self._prefix = urlsplit(self.host).path  # a server behind a path (e.g. a cluster proxy)
         self._manager = manager
         self._timeouts: dict[tuple[float, float], urllib3.Timeout] = {}
@@ -222,6 +227,8 @@ class KubeApi:
     ) -> dict[str, Any]:
         """One call; the decoded JSON answer (a Status for deletes and bindings)."""
         full = f"{path}?{urlencode(query)}" if query else path
+        if self._direct is not None:
+            return self._exchange(self._direct, method, full, body, timeout)
         raw = self._send(method, full, body, timeout)
         try:
             data: bytes = raw.data
@@ -234,6 +241,20 @@ class KubeApi:
         if not 200 <= raw.status <= 299:
             raise _status_error(raw.status, data, method, full, raw.headers)
         out: dict[str, Any] = json.loads(data) if data else {}
+        return out
+
+    def _exchange(
+        self, direct: DirectConnections, method: str, full: str, body: Any, timeout: tuple[float, float]
+    ) -> dict[str, Any]:
+        self.bucket.acquire()
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        try:
+            answer = direct.exchange(method, self._prefix + full, data, self._headers(), timeout)
+        except Broken as exc:
+            raise ApiError(0, "Unreachable", str(exc), method=method, path=full) from exc
+        if not 200 <= answer.status <= 299:
+            raise _status_error(answer.status, answer.body, method, full, answer.headers)
+        out: dict[str, Any] = json.loads(answer.body) if answer.body else {}
         return out
 
     def stream(
@@ -259,4 +280,6 @@ class KubeApi:
             raw.release_conn()
 
     def close(self) -> None:
+        if self._direct is not None:
+            self._direct.close()  # the calling thread's; the writers' go with their threads
         self.client.close()

@@ -382,7 +382,6 @@ def _device_use(g: Grant) -> vgpu.DeviceUse:
     slot = None
     if g.instance is not None and g.geometry is not None:
         # Volcano names a MIG instance "<group>-<position>"; the scheduler's geometries carry no
-        # group names and it does not track which slot of an instance type a task took, so the
-        # geometry's index names the group and the position is that of the type's first slot
-        slot = f"group{g.geometry}-0"
+        # group names, so the geometry's index names the group (vgpu.grants_of reads it back)
+        slot = f"{vgpu.MIG_GROUP}{g.geometry}-{g.position}"
     return vgpu.DeviceUse(g.device, g.memory_mib, g.cores, slot)

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vglobal.agent.cards import mig_config
 from vglobal.agent.core import AgentCore
 from vglobal.agent.daemon import install_signals, load_conf, serve
 from vglobal.agent.kube.api import KubeApi, connect
@@ -104,8 +105,8 @@ def run_kube_agent(hub: Dial | str, settings: KubeAgentSettings, stop: threading
     try:
         backend.start()
         runtime = ClusterRuntime(backend, RealClock(), conf, bind_timeout=s.bind_timeout)
-        for found in recover(backend):
-            runtime.controller.adopt(found)
+        for found in recover(backend, mig_config(conf)):
+            runtime.adopt(found)
         core = AgentCore(runtime, heartbeat_interval=s.heartbeat_interval, purge_stopped=True)
         core.adopted()
         serve(

@@ -54,6 +54,7 @@ class PodRecord:
     role: str = ""  # the workload pod template it was made from (an LWS group's first pod: leader)
     group: int = -1  # its LeaderWorkerSet group, -1 outside one
     deadline: str = ""  # the policy deadline it carries (agent/deadlines.py), "" for none
+    devices: str = ""  # volcano.sh/vgpu-ids-new: the vGPUs it was bound with (vgpu.grants_of)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -132,6 +133,7 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         role="leader" if labels.get(LWS_WORKER_INDEX) == "0" else str(labels.get(ROLE_LABEL, "")),
         group=_int(labels.get(LWS_GROUP_INDEX)) if LWS_GROUP_INDEX in labels else -1,
         deadline=str(annotations.get(DEADLINE_ANNOTATION, "")),
+        devices=str(annotations.get(vgpu.IDS_ANNOTATION, "")),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from vglobal.agent.controller import JobController
 from vglobal.agent.deadlines import DEADLINE_ANNOTATION
-from vglobal.agent.kube import bodies, paths
+from vglobal.agent.kube import bodies, paths, vgpu
 from vglobal.agent.kube.api import ApiError
 from vglobal.agent.kube.backend import KubeBackend
 from vglobal.agent.kube.bodies import JobRef
@@ -30,6 +30,9 @@ from vglobal.agent.run import AdoptedRun
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job
 from vglobal.model.workloads import parse_run
+from vglobal.scheduler.api import Grant
+from vglobal.scheduler.devices import node_gpus
+from vglobal.scheduler.devices.mig import DEFAULT_MIG, MigConfig
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +98,9 @@ def _owned_job(cm: dict[str, Any] | None) -> tuple[Job, str, int, str] | None:
     return job, queue, priority, str((cm.get("metadata") or {}).get("uid", ""))
 
 
-def recover(backend: KubeBackend) -> list[AdoptedRun]:
-    """The runs found in the cluster, registered with the backend; stale pods are deleted."""
+def recover(backend: KubeBackend, mig: MigConfig = DEFAULT_MIG) -> list[AdoptedRun]:
+    """The runs found in the cluster, registered with the backend; stale pods are deleted. The
+    GPUs their pods hold are read back from the pods (``mig``: how this agent cuts MIG cards)."""
     by_job: dict[str, list[PodRecord]] = defaultdict(list)
     for rec in backend.cache.pods.values():
         if rec.ours and rec.job_uid and not rec.deleting:
@@ -109,7 +113,7 @@ def recover(backend: KubeBackend) -> list[AdoptedRun]:
             if r.generation != newest:
                 _delete(backend, r, f"generation {r.generation} of job {job_uid} was replaced by {newest}")
         current = sorted((r for r in recs if r.generation == newest), key=lambda r: r.name)
-        run = _adopt(backend, current)
+        run = _adopt(backend, current, mig)
         if run is not None:
             out.append(run)
     out += _adopt_workloads(backend, {r.uid for r in out})
@@ -179,7 +183,7 @@ def _adopt_workload(backend: KubeBackend, rec: WorkloadRecord) -> AdoptedRun | N
     return AdoptedRun(rec.job_uid, rec.generation, job, queue, priority, version=0, incarnations=0, pods=())
 
 
-def _adopt(backend: KubeBackend, recs: list[PodRecord]) -> AdoptedRun | None:
+def _adopt(backend: KubeBackend, recs: list[PodRecord], mig: MigConfig) -> AdoptedRun | None:
     first = recs[0]
     cm = (
         _owner(backend, first.namespace, first.owner, first.job_uid, first.generation)
@@ -195,6 +199,7 @@ def _adopt(backend: KubeBackend, recs: list[PodRecord]) -> AdoptedRun | None:
     ref = JobRef(first.job_uid, first.generation, first.namespace, job.name)
     backend.tracker.adopt_job(ref, job, queue, priority, owner_uid)
     pods: list[tuple[PodManifest, PodStatus]] = []
+    grants: list[tuple[str, str, tuple[Grant, ...]]] = []
     for r in recs:
         manifest = _manifest(job, r)
         if manifest is None:
@@ -202,6 +207,9 @@ def _adopt(backend: KubeBackend, recs: list[PodRecord]) -> AdoptedRun | None:
             continue
         backend.tracker.adopt_pod(manifest, ref, r)
         pods.append((manifest, status_of(manifest.uid, r, None)))
+        held = _held(backend, r, mig)
+        if held:
+            grants.append((manifest.uid, str(r.node), held))
     return AdoptedRun(
         uid=first.job_uid,
         generation=first.generation,
@@ -211,4 +219,15 @@ def _adopt(backend: KubeBackend, recs: list[PodRecord]) -> AdoptedRun | None:
         version=max(r.version for r in recs),
         incarnations=max(_incarnation(r.ours) for r in recs),
         pods=tuple(pods),
+        grants=tuple(grants),
     )
+
+
+def _held(backend: KubeBackend, rec: PodRecord, mig: MigConfig) -> tuple[Grant, ...]:
+    """The vGPUs a pod on a node holds, as its bind recorded them (none once it finished)."""
+    if not rec.devices or not rec.holds_node or rec.node is None:
+        return ()
+    spec = next((s for s in backend.cache.specs() if s.name == rec.node), None)
+    if spec is None:
+        return ()
+    return vgpu.grants_of(rec.devices, backend.cache.uuids(rec.node), node_gpus(spec), mig)

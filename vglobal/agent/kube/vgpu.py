@@ -12,7 +12,8 @@ server merges them into the pod with the node): ``volcano.sh/vgpu-ids-new`` and
 ``UUID,NVIDIA,usedMemMiB,usedCores:`` per device; plus ``volcano.sh/vgpu-node``,
 ``volcano.sh/vgpu-time`` and ``volcano.sh/bind-time`` (Unix seconds) and
 ``volcano.sh/bind-phase: allocating`` (the device plugin sets ``success`` once it allocated).
-A MIG instance is named ``UUID[group-position]``.
+A MIG instance is named ``UUID[group-position]``. An agent that takes over a cluster reads the
+devices of the pods it finds back from ``volcano.sh/vgpu-ids-new``, as Volcano's AddResource does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vglobal.model.mig_fit import MigInstance, instance_memory
+from vglobal.scheduler.api import Grant
 from vglobal.scheduler.devices import GpuDevice
+from vglobal.scheduler.devices.mig import MigConfig
 
 REGISTER_ANNOTATION = "volcano.sh/node-vgpu-register"
 IDS_ANNOTATION = "volcano.sh/vgpu-ids-new"
@@ -37,6 +41,7 @@ VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES = (
 )
 NVIDIA = "NVIDIA"
 MIG_MODE = "mig"
+MIG_GROUP = "group"  # a MIG id's group: this prefix and the geometry's index
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +80,7 @@ def registered_devices(
         return (), ()
     healthy = [g for g in decode_register(raw) if g.healthy]
     devices = tuple(
-        GpuDevice(i, g.memory_mib, g.type, g.mode == MIG_MODE, split=max(1, g.split))
+        GpuDevice(i, g.memory_mib, g.type, g.mode == MIG_MODE, split=max(1, g.split), uuid=g.uuid)
         for i, g in enumerate(healthy)
     )
     return devices, tuple(g.uuid for g in healthy)
@@ -137,3 +142,76 @@ def bind_annotations(
 def _device_id(uuids: Sequence[str], use: DeviceUse) -> str:
     uuid = uuids[use.index]
     return f"{uuid}[{use.mig_slot}]" if use.mig_slot else uuid
+
+
+@dataclass(frozen=True, slots=True)
+class UsedDevice:
+    """One device of a pod's ``volcano.sh/vgpu-ids-new``."""
+
+    uuid: str
+    mig_slot: str | None  # "group-position" of a MIG instance
+    memory_mib: int
+    cores: int
+
+
+def decode_devices(raw: str) -> list[UsedDevice]:
+    """Volcano's DecodePodDevices, containers flattened: entries with fewer than 4 fields or a
+    usage that is not a non-negative number are skipped."""
+    out = []
+    for container in raw.split(";"):
+        for entry in container.split(":"):
+            items = entry.split(",")
+            if len(items) < 4:
+                continue
+            try:
+                memory, cores = int(items[2]), int(items[3])
+            except ValueError:
+                continue
+            if memory < 0 or cores < 0:
+                continue
+            uuid, slot = items[0], None
+            if uuid.endswith("]") and "[" in uuid:
+                uuid, slot = uuid[:-1].split("[", 1)
+            out.append(UsedDevice(uuid, slot, memory, cores))
+    return out
+
+
+def grants_of(
+    raw: str, uuids: Sequence[str], devices: Sequence[GpuDevice], mig: MigConfig
+) -> tuple[Grant, ...]:
+    """The devices a pod holds, from its ``volcano.sh/vgpu-ids-new``: those of GPUs the node
+    registers (a UUID it does not is left out, as AddResource leaves it), a MIG instance found by
+    its geometry and position."""
+    index = {u: i for i, u in enumerate(uuids)}
+    out = []
+    for used in decode_devices(raw):
+        i = index.get(used.uuid)
+        if i is None or i >= len(devices):
+            continue
+        if used.mig_slot is None:
+            out.append(Grant(i, used.memory_mib, used.cores))
+            continue
+        found = _mig_instance(used.mig_slot, devices[i], mig)
+        if found is None:
+            continue
+        geometry, position, inst = found
+        memory = instance_memory(inst, mig.memory_factor)
+        out.append(Grant(i, memory, used.cores, geometry=geometry, instance=inst, position=position))
+    return tuple(out)
+
+
+def _mig_instance(slot: str, gpu: GpuDevice, mig: MigConfig) -> tuple[int, int, MigInstance] | None:
+    """(geometry, position, instance) a MIG slot "group<g>-<position>" names (findPosition)."""
+    group, _, position = slot.rpartition("-")
+    if not group.startswith(MIG_GROUP) or not group[len(MIG_GROUP) :].isdigit() or not position.isdigit():
+        return None
+    geometry, at = int(group[len(MIG_GROUP) :]), int(position)
+    geometries = mig.geometries(gpu.model, gpu.memory_mib)
+    if geometry >= len(geometries):
+        return None
+    start = 0
+    for inst in geometries[geometry]:
+        if at < start + inst.count:
+            return geometry, at, inst
+        start += inst.count
+    return None

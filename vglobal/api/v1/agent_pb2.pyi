@@ -285,6 +285,8 @@ class GpuCardFree(_message.Message):
     MIG_USED_FIELD_NUMBER: _builtins.int
     MIG_MEMORY_FACTOR_FIELD_NUMBER: _builtins.int
     POLICY_FIELD_NUMBER: _builtins.int
+    UUID_FIELD_NUMBER: _builtins.int
+    HOLDERS_FIELD_NUMBER: _builtins.int
     memory_mib: _builtins.int
     free_memory_mib: _builtins.int
     free_cores: _builtins.int
@@ -300,10 +302,16 @@ class GpuCardFree(_message.Message):
     mig_memory_factor: _builtins.int
     policy: _builtins.str
     """The agent's deviceshare.SchedulePolicy: the order a pod is given its cards in (binpack, spread...)."""
+    uuid: _builtins.str
+    """the GPU's UUID (volcano.sh/vgpu-use-gpuuuid / -nouse-gpuuuid name it)"""
     @_builtins.property
     def mig_geometries(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigGeometry]: ...
     @_builtins.property
     def mig_used(self) -> _containers.RepeatedCompositeFieldContainer[Global___MigUsed]: ...
+    @_builtins.property
+    def holders(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Per vGPU pod using the card, its PodGroup (the job's uid): volcano.sh/vgpu-podgroup-policy spread."""
+
     def __init__(
         self,
         *,
@@ -320,10 +328,12 @@ class GpuCardFree(_message.Message):
         mig_used: _abc.Iterable[Global___MigUsed] | None = ...,
         mig_memory_factor: _builtins.int = ...,
         policy: _builtins.str = ...,
+        uuid: _builtins.str = ...,
+        holders: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "memory_mib", b"memory_mib", "mig_capable", b"mig_capable", "mig_geometries", b"mig_geometries", "mig_geometry", b"mig_geometry", "mig_memory_factor", b"mig_memory_factor", "mig_used", b"mig_used", "mode", b"mode", "model", b"model", "policy", b"policy", "split", b"split"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["free_cores", b"free_cores", "free_memory_mib", b"free_memory_mib", "free_slots", b"free_slots", "holders", b"holders", "memory_mib", b"memory_mib", "mig_capable", b"mig_capable", "mig_geometries", b"mig_geometries", "mig_geometry", b"mig_geometry", "mig_memory_factor", b"mig_memory_factor", "mig_used", b"mig_used", "mode", b"mode", "model", b"model", "policy", b"policy", "split", b"split", "uuid", b"uuid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -723,6 +733,7 @@ class AgentMessage(_message.Message):
     ACCEPTED_FIELD_NUMBER: _builtins.int
     REJECTED_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def register(self) -> Global___Register: ...
     @_builtins.property
@@ -733,6 +744,12 @@ class AgentMessage(_message.Message):
     def rejected(self) -> Global___BindingRejected: ...
     @_builtins.property
     def status(self) -> Global___JobStatus: ...
+    @_builtins.property
+    def batch(self) -> Global___AgentBatch:
+        """Several of the messages above but register (never a batch), in order: one stream message
+        for what the agent had queued, sent only to a hub whose Registered says takes_batches.
+        """
+
     def __init__(
         self,
         *,
@@ -741,31 +758,56 @@ class AgentMessage(_message.Message):
         accepted: Global___BindingAccepted | None = ...,
         rejected: Global___BindingRejected | None = ...,
         status: Global___JobStatus | None = ...,
+        batch: Global___AgentBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["register", "heartbeat", "accepted", "rejected", "status"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["register", "heartbeat", "accepted", "rejected", "status", "batch"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
 Global___AgentMessage: _TypeAlias = AgentMessage  # noqa: Y015
 
 @_typing.final
+class AgentBatch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgentMessage]: ...
+    def __init__(
+        self,
+        *,
+        messages: _abc.Iterable[Global___AgentMessage] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AgentBatch: _TypeAlias = AgentBatch  # noqa: Y015
+
+@_typing.final
 class Registered(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     HEARTBEAT_INTERVAL_SECONDS_FIELD_NUMBER: _builtins.int
+    TAKES_BATCHES_FIELD_NUMBER: _builtins.int
     heartbeat_interval_seconds: _builtins.float
+    takes_batches: _builtins.bool
+    """This hub reads AgentMessage.batch (an older hub does not: the agent then sends one by one)."""
     def __init__(
         self,
         *,
         heartbeat_interval_seconds: _builtins.float = ...,
+        takes_batches: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval_seconds", b"heartbeat_interval_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval_seconds", b"heartbeat_interval_seconds", "takes_batches", b"takes_batches"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -74,11 +74,27 @@ def _run(p: Problems, field: str, job_uid: str, generation: int) -> None:
 
 
 def check_message(msg: agent_pb2.AgentMessage) -> str:
-    """The message's kind once it is known to be sound; raises InvalidArgument otherwise."""
-    body = msg.WhichOneof("body")
+    """The message's kind once it is known to be sound (a batch: every message in it); raises
+    InvalidArgument otherwise, naming the field (``batch.messages[2].status.phase``)."""
     p = Problems()
+    body = _check(p, msg)
+    if body == "batch":
+        for i, inner in enumerate(msg.batch.messages):
+            q = Problems()
+            kind = inner.WhichOneof("body")
+            if kind in ("register", "batch"):
+                q.add("body", f"a {kind} cannot be sent in a batch")
+            else:
+                _check(q, inner)
+            p.items += [(f"batch.messages[{i}].{f}", m) for f, m in q.items]
+    _raise(p)
+    return str(body)
+
+
+def _check(p: Problems, msg: agent_pb2.AgentMessage) -> str | None:
+    body = msg.WhichOneof("body")
     if body is None:
-        p.add("body", "an empty message (expected register, heartbeat, accepted, rejected or status)")
+        p.add("body", "an empty message (expected register, heartbeat, accepted, rejected, status or batch)")
     elif body == "register":
         check_register(msg.register)
     elif body == "heartbeat":
@@ -91,8 +107,7 @@ def check_message(msg: agent_pb2.AgentMessage) -> str:
         _run(p, body, ack.job_uid, ack.generation)
     elif body == "status":
         _status(p, msg.status)
-    _raise(p)
-    return str(body)
+    return body
 
 
 def _status(p: Problems, st: agent_pb2.JobStatus) -> None:

@@ -127,9 +127,8 @@ class JobFacts:
                 if own is None:
                     template = self.template_labels.get(p.task)
                     own = labels[p.task] = task_pod_labels(self.name, self.namespace, p.task, template)
-                out.append(
-                    RunningPod(p.uid, p.node, req, p.task not in self.unpreemptable, prio, p.cards, own)
-                )
+                ok = p.task not in self.unpreemptable
+                out.append(RunningPod(p.uid, p.node, req, ok, prio, p.cards, labels=own))
         return tuple(out)
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:

@@ -16,12 +16,18 @@ from vglobal.store.repo import bindings as bindings_repo
 log = logging.getLogger(__name__)
 
 DEBOUNCE = 0.05  # let a burst of submits land in one cycle
+# Under load, cycle starts at least this far apart: a cycle's cost is mostly per cycle (the
+# snapshot, the explanation, the agents' deliveries it wakes), so while commits keep coming
+# one cycle takes all of this interval's instead of one cycle per commit. An idle hub still
+# starts a cycle DEBOUNCE after a wake-up.
+LOADED_GAP = 0.2
 
 
 class DispatchLoop(LeaderLoop):
     name = "dispatcher"
     channels = (DISPATCH,)
     settle = DEBOUNCE
+    min_gap = LOADED_GAP
 
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx

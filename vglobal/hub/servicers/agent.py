@@ -161,7 +161,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self, messages: AsyncIterator[agent_pb2.AgentMessage], state: StreamState
     ) -> AsyncIterator[agent_pb2.HubMessage]:
         yield agent_pb2.HubMessage(
-            registered=agent_pb2.Registered(heartbeat_interval_seconds=self.ctx.settings.heartbeat_interval)
+            registered=agent_pb2.Registered(
+                heartbeat_interval_seconds=self.ctx.settings.heartbeat_interval, takes_batches=True
+            )
         )
         self.streams.add(state)
         reader = asyncio.ensure_future(self._read(messages, state))
@@ -189,9 +191,14 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     async def _read(self, messages: AsyncIterator[agent_pb2.AgentMessage], state: StreamState) -> None:
         try:
             async for msg in messages:
-                if check_message(msg) == "register":
+                kind = check_message(msg)
+                if kind == "register":
                     raise FailedPrecondition("register: this stream has registered already")
-                state.inbox.put_nowait(msg)
+                if kind == "batch":  # one stream message for many: each recorded as if sent alone
+                    for inner in msg.batch.messages:
+                        state.inbox.put_nowait(inner)
+                else:
+                    state.inbox.put_nowait(msg)
         finally:
             state.inbox.put_nowait(None)
             state.wake.set()

@@ -33,10 +33,16 @@ class GpuDevice:
     model: str = ""
     mig: bool = False
     split: int = DEFAULT_SPLIT  # how many vGPU tasks may share it
+    uuid: str = ""  # what volcano.sh/vgpu-use-gpuuuid names ("" unknown: no UUID list allows it)
 
 
-def gpus_from_spec(count: int, memory_mib: int, model: str = "", mig: bool = False) -> tuple[GpuDevice, ...]:
-    return tuple(GpuDevice(i, memory_mib, model, mig) for i in range(count))
+def gpus_from_spec(
+    count: int, memory_mib: int, model: str = "", mig: bool = False, node: str = ""
+) -> tuple[GpuDevice, ...]:
+    """``count`` alike GPUs; with ``node`` (a simulated node) each gets the UUID ``GPU-<node>-<i>``."""
+    return tuple(
+        GpuDevice(i, memory_mib, model, mig, uuid=f"GPU-{node}-{i}" if node else "") for i in range(count)
+    )
 
 
 def vgpu_capacity(devices: Sequence[GpuDevice]) -> dict[str, int]:

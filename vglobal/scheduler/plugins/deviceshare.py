@@ -3,11 +3,12 @@
 Arguments as Volcano's: ``deviceshare.VGPUEnable`` (default true), ``deviceshare.SchedulePolicy``
 (``binpack`` | ``spread``; ours: ``fgd``, and the experiment baselines ``bestfit`` | ``random``),
 ``deviceshare.ScheduleWeight`` (default 0 = no device score, as in Volcano),
-``deviceshare.KnownMigGeometries`` and ``deviceshare.GPUMemoryFactor`` for MIG,
+``deviceshare.KnownMigGeometries`` and ``deviceshare.GPUMemoryFactor`` for MIG (on nodes in MIG mode),
 ``deviceshare.FgdTightness`` (milli-GPU per unit of free GPU share left, default 24) and
 ``deviceshare.FgdCpuStrand`` (weight of GPU stranded by scarce cpu, default 1; 0 = off) for ``fgd``, and
 ``deviceshare.Seed`` for ``random``. Devices are granted when a task is allocated (the allocate
-event) with the same choice the score assumed, and taken back when it is deallocated or evicted.
+event) with the same choice the score assumed, and taken back when it is deallocated or evicted;
+a task already on a node holds the devices it was bound with (``TaskSpec.devices``).
 """
 
 from __future__ import annotations
@@ -73,17 +74,26 @@ class DeviceSharePlugin(Plugin[Session]):
             req = request(task)
             if req.empty or task.row is None or task.uid in granted:
                 return
-            given = table.grants(req, task.row, policy)
+            given = held(task, task.row) or table.grants(req, task.row, policy, task.spec.job_uid)
             if given:  # None: the node no longer has the devices (an over-committed snapshot)
-                table.apply(task.row, given, +1)
+                table.apply(task.row, given, +1, task.spec.job_uid)
                 granted[task.uid] = (task.row, given)
 
         def release(task: TaskInfo) -> None:
             held = granted.pop(task.uid, None)
             if held is not None:
-                table.apply(held[0], held[1], -1)
+                table.apply(held[0], held[1], -1, task.spec.job_uid)
 
-        # Tasks already on nodes hold their devices first, in a fixed order.
+        def held(task: TaskInfo, row: int) -> list[Grant] | None:
+            """The devices a task on a node was bound with (AddResource), if the node has them."""
+            devices = task.spec.devices
+            if not devices or task.status not in ON_NODE or task.spec.node != nodes.specs[row].name:
+                return None
+            have = len(table.devices[row])
+            return list(devices) if all(g.device < have for g in devices) else None
+
+        # Tasks already on nodes hold their devices first (those they were bound with, else by the
+        # rule), in a fixed order.
         for row_tasks in ssn.node_tasks:
             for uid in sorted(row_tasks):
                 task = row_tasks[uid]
@@ -100,7 +110,8 @@ class DeviceSharePlugin(Plugin[Session]):
             if policy == "fgd":
                 # the demand the GPUs must serve: GPU tasks only (cpu-only tasks still get scored)
                 demand.observe(task.uid, task_type(int(task.req[cpu_col]), int(task.req[mem_col]), req))
-            return [NodeFilter("Insufficient GPU devices", table.node_ok(req, all_rows), unresolvable=False)]
+            fits = table.node_ok(req, all_rows, task.spec.job_uid)
+            return [NodeFilter("Insufficient GPU devices", fits, unresolvable=False)]
 
         ssn.add_predicate_fn(self.name, predicate)
         if weight == 0:
@@ -110,7 +121,7 @@ class DeviceSharePlugin(Plugin[Session]):
             req = request(task)
             if req.empty or req.whole:
                 return np.zeros(rows.size, dtype=np.float64)
-            picked = table.chosen(req, rows, policy)
+            picked = table.chosen(req, rows, policy, task.spec.job_uid)
             ok = picked >= 0
             dev = np.where(ok, picked, 0)
             r2 = rows[:, None]
@@ -135,7 +146,7 @@ class DeviceSharePlugin(Plugin[Session]):
             after = before.copy()
             if req.empty:
                 return before, after
-            picked = table.chosen(req, rows, policy)
+            picked = table.chosen(req, rows, policy, task.spec.job_uid)
             ok = picked >= 0
             dev = np.where(ok, picked, 0)
             r2 = rows[:, None]

@@ -71,7 +71,7 @@ def admit_written(
     said = [waits.get(u, ("", "")) for u, _ in decisions]
     # Most cycles nominate nothing: then no column of them is sent.
     nominate = (
-        ("CAST(d.nominated AS jsonb)", ", CAST(%(nominated)s AS text[])", ", nominated")
+        ("CAST(d.nominated AS jsonb)", ", CAST(%(nominated)b AS text[])", ", nominated")
         if nominated
         else ("'[]'::jsonb", "", "")
     )
@@ -81,7 +81,7 @@ def admit_written(
             "generation = b.generation + 1, reason = d.reason, reason_kind = d.kind, "
             f"dispatched_at = now(), evictions = '[]'::jsonb, updated_at = now(), nominated = {nominate[0]} "
             "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ','), "
-            f"CAST(%(kinds)s AS text[]), CAST(%(reasons)s AS text[]){nominate[1]}) "
+            f"CAST(%(kinds)b AS text[]), CAST(%(reasons)b AS text[]){nominate[1]}) "
             f"AS d(uid, cluster, kind, reason{nominate[2]}) "
             "WHERE b.job_uid = d.uid AND b.phase = ANY(%(from)s) "
             # Dispatched: what the dispatcher reads of such a row is all in the binding.
@@ -159,13 +159,13 @@ def set_reasons(reasons: Sequence[tuple[str, str, str]], *, session: Session) ->
     refs = [distinct.setdefault((k, r), len(distinct) + 1) for _, k, r in reasons]  # SQL counts from 1
     with cursor(session) as cur:
         cur.execute(
-            "UPDATE resource_bindings AS b SET reason = (CAST(%(texts)s AS text[]))[d.ref], "
-            "reason_kind = (CAST(%(kinds)s AS text[]))[d.ref], updated_at = now() "
+            "UPDATE resource_bindings AS b SET reason = (CAST(%(texts)b AS text[]))[d.ref], "
+            "reason_kind = (CAST(%(kinds)b AS text[]))[d.ref], updated_at = now() "
             "FROM unnest(string_to_array(%(uids)s, ','), CAST(string_to_array(%(refs)s, ',') AS int[])) "
             "AS d(uid, ref) "
             "WHERE b.job_uid = d.uid AND b.phase = 'Suspended' "
             "AND (b.reason, b.reason_kind) IS DISTINCT FROM "
-            "((CAST(%(texts)s AS text[]))[d.ref], (CAST(%(kinds)s AS text[]))[d.ref]) "
+            "((CAST(%(texts)b AS text[]))[d.ref], (CAST(%(kinds)b AS text[]))[d.ref]) "
             # Suspended: what the dispatcher reads of such a row is all in the binding.
             f"RETURNING {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, {EVICTIONS}, {XMIN}",
             {

@@ -110,13 +110,15 @@ def _row(r: sa.Row[Any]) -> JobRow:
     )
 
 
+# Array parameters go in binary (``%b``): psycopg writes a text array by quoting and escaping each
+# element in Python, which for 500 JSON manifests cost 7 ms against 0.4 ms in binary.
 _INSERT = (
-    "WITH d AS (SELECT * FROM unnest(CAST(%(uid)s AS text[]), CAST(%(ns)s AS text[]), "
-    "CAST(%(name)s AS text[]), CAST(%(rid)s AS text[]), CAST(%(queue)s AS text[]), CAST(%(pc)s AS text[]), "
-    "CAST(%(prio)s AS int[]), CAST(%(min)s AS int[]), CAST(%(req)s AS text[]), CAST(%(gang)s AS text[]), "
-    "CAST(%(pods)s AS text[]), CAST(%(where)s AS text[]), CAST(%(manifest)s AS text[]), "
-    "CAST(%(tasks)s AS text[]), CAST(%(labels)s AS text[]), CAST(%(owner)s AS text[]), "
-    "CAST(%(by)s AS text[])) "
+    "WITH d AS (SELECT * FROM unnest(CAST(%(uid)b AS text[]), CAST(%(ns)b AS text[]), "
+    "CAST(%(name)b AS text[]), CAST(%(rid)b AS text[]), CAST(%(queue)b AS text[]), CAST(%(pc)b AS text[]), "
+    "CAST(%(prio)b AS int[]), CAST(%(min)b AS int[]), CAST(%(req)b AS text[]), CAST(%(gang)b AS text[]), "
+    "CAST(%(pods)b AS text[]), CAST(%(where)b AS text[]), CAST(%(manifest)b AS text[]), "
+    "CAST(%(tasks)b AS text[]), CAST(%(labels)b AS text[]), CAST(%(owner)b AS text[]), "
+    "CAST(%(by)b AS text[])) "
     "WITH ORDINALITY AS d(uid, ns, name, rid, queue, pc, prio, min, req, gang, "
     "pods, place, manifest, tasks, labels, owner, by, k)), "
     "j AS (INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, "
@@ -125,8 +127,15 @@ _INSERT = (
     "SELECT uid, ns, name, rid, queue, pc, prio, min, CAST(req AS jsonb), CAST(gang AS jsonb), "
     "CAST(pods AS jsonb), CAST(place AS jsonb), CAST(manifest AS jsonb), CAST(tasks AS jsonb), "
     "CAST(labels AS jsonb), owner, by "
-    "FROM d ORDER BY k ON CONFLICT DO NOTHING RETURNING uid, request) "
-    "INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM j RETURNING job_uid"
+    "FROM d ORDER BY k ON CONFLICT DO NOTHING "
+    "RETURNING uid, request, phase, retry_count, created_at, updated_at), "
+    "b AS (INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM j "
+    "RETURNING job_uid, phase, cluster, generation, attempts, excluded_clusters, reason, reason_kind, "
+    "waiting_since, finished_at) "
+    # What the database gave the new rows comes back; the caller holds the rest.
+    "SELECT j.uid, j.phase, j.retry_count, j.created_at, j.updated_at, b.phase, b.cluster, b.generation, "
+    "b.attempts, b.excluded_clusters, b.reason, b.reason_kind, b.waiting_since, b.finished_at "
+    "FROM j JOIN b ON b.job_uid = j.uid"
 )
 
 
@@ -136,8 +145,14 @@ def insert_jobs(news: Sequence[NewJob], *, session: Session) -> set[str]:
     A job whose request_id or namespace/name another job has (stored before, or earlier in
     ``news``) is not stored: the caller tells which (see ``insert_job``).
     """
+    return set(insert_rows(news, session=session))
+
+
+def insert_rows(news: Sequence[NewJob], *, session: Session) -> dict[str, JobRow]:
+    """``insert_jobs``, returning each stored job as it now is, by uid: built from ``news`` and the
+    columns the database filled in (RETURNING), without reading the rows back."""
     if not news:
-        return set()
+        return {}
     dumps = json.dumps
     with cursor(session) as cur:
         cur.execute(
@@ -162,7 +177,42 @@ def insert_jobs(news: Sequence[NewJob], *, session: Session) -> set[str]:
                 "by": [n.submitted_by for n in news],
             },
         )
-        return {r[0] for r in cur.fetchall()}
+        filled = {r[0]: r for r in cur.fetchall()}
+    return {n.uid: _new_row(n, filled[n.uid]) for n in news if n.uid in filled}
+
+
+def _new_row(n: NewJob, r: tuple[Any, ...]) -> JobRow:
+    return JobRow(
+        uid=n.uid,
+        namespace=n.namespace,
+        name=n.name,
+        request_id=n.request_id,
+        queue=n.queue,
+        priority_class_name=n.priority_class_name,
+        priority=n.priority,
+        min_available=n.min_available,
+        request=dict(n.request),
+        gang=n.gang,
+        placement=n.placement,
+        manifest=n.manifest,
+        phase=r[1],
+        retry_count=r[2],
+        tasks=n.tasks,
+        placements=(),
+        created_at=r[3],
+        updated_at=r[4],
+        binding_phase=r[5],
+        cluster=r[6],
+        generation=r[7],
+        attempts=r[8],
+        excluded_clusters=r[9] or {},
+        reason=r[10],
+        reason_kind=r[11],
+        waiting_since=r[12],
+        labels=dict(n.labels),
+        submitted_by=n.submitted_by,
+        finished_at=r[13],
+    )
 
 
 def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
@@ -172,16 +222,14 @@ def insert_job(new: NewJob, *, session: Session) -> tuple[JobRow, bool]:
     it committed while this one ran; the same namespace/name under another request raises NameTaken.
     The caller looks the request_id up first, before validating references against today's state.
     """
-    if not insert_jobs([new], session=session):
+    if not (rows := insert_rows([new], session=session)):
         # Lost a race on request_id, or the name is taken: tell which.
         if new.request_id:
             existing = get_by_request_id(new.request_id, session=session)
             if existing is not None:
                 return existing, False
         raise NameTaken(f"{new.namespace}/{new.name}")
-    job = get_job(uid=new.uid, session=session)
-    assert job is not None
-    return job, True
+    return rows[new.uid], True
 
 
 def get_by_request_id(request_id: str, *, session: Session) -> JobRow | None:

@@ -122,7 +122,7 @@ def changed_since(
 ) -> tuple[list[LiveBinding], int]:
     """Bindings written by a transaction at or above ``horizon`` (in any phase, so finished ones
     can be dropped), and how many bindings are unfinished now. A change of a job's placements
-    touches its binding (migration 0002), so the job rows need not be looked at. Rows whose
+    touches its binding (migrations 0002, 0016), so the job rows need not be looked at. Rows whose
     current version was written by a transaction in ``skip`` are left out (the caller wrote them
     and knows them: see ``bindings.set_reasons``); a later write gives a row another ``xmin``.
 

@@ -57,8 +57,8 @@ def update_statuses(reports: Sequence[JobReport], *, session: Session) -> None:
             "UPDATE jobs AS j SET phase = d.phase, tasks = CAST(d.tasks AS jsonb), "
             "placements = CAST(d.placements AS jsonb), retry_count = d.retry, updated_at = now(), "
             "finished_at = CASE WHEN d.fin THEN now() ELSE j.finished_at END "
-            "FROM unnest(CAST(%(u)s AS text[]), CAST(%(p)s AS text[]), CAST(%(t)s AS text[]), "
-            "CAST(%(pl)s AS text[]), CAST(%(r)s AS int[]), CAST(%(f)s AS bool[])) "
+            "FROM unnest(CAST(%(u)b AS text[]), CAST(%(p)b AS text[]), CAST(%(t)b AS text[]), "
+            "CAST(%(pl)b AS text[]), CAST(%(r)b AS int[]), CAST(%(f)b AS bool[])) "
             "AS d(uid, phase, tasks, placements, retry, fin) WHERE j.uid = d.uid",
             {
                 "u": [r.uid for r in reports],
@@ -94,9 +94,9 @@ def move(moves: Sequence[Move], cluster: str, *, session: Session) -> list[tuple
             "reason = coalesce(d.reason, b.reason), "
             "reason_kind = CASE WHEN d.reason IS NULL THEN b.reason_kind ELSE '' END, "
             "finished_at = CASE WHEN d.fin THEN now() ELSE b.finished_at END "
-            "FROM unnest(string_to_array(%(u)s, ','), CAST(%(g)s AS bigint[]), "
-            "string_to_array(%(s)s, ','), string_to_array(%(t)s, ','), CAST(%(r)s AS text[]), "
-            "CAST(%(f)s AS bool[])) AS d(uid, gen, source, target, reason, fin) "
+            "FROM unnest(string_to_array(%(u)s, ','), CAST(%(g)b AS bigint[]), "
+            "string_to_array(%(s)s, ','), string_to_array(%(t)s, ','), CAST(%(r)b AS text[]), "
+            "CAST(%(f)b AS bool[])) AS d(uid, gen, source, target, reason, fin) "
             "WHERE b.job_uid = d.uid AND b.cluster = %(c)s AND b.generation = d.gen "
             "AND b.phase = d.source "
             # Only a finished move looks its job's queue up.

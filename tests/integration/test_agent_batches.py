@@ -1,0 +1,55 @@
+"""An agent's messages in one AgentMessage.batch are checked and recorded each as if sent alone;
+the hub says in Registered that it takes batches, and names a bad message's field in a batch."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from tests.integration.agent_driver import ScriptedAgent
+from tests.integration.polling import wait
+from tests.integration.test_dispatch_and_fencing import JOB
+from vglobal.api.v1 import agent_pb2
+from vglobal.client import Client
+from vglobal.hub.server import Hub
+
+
+def test_a_runs_whole_life_in_one_batch(hub: Hub, client: Client) -> None:
+    agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east")
+    try:
+        assert agent.connect().registered.takes_batches
+        client.submit_job(JOB % "j1")
+        d = agent.expect("dispatch").dispatch
+        with agent.batched():
+            agent.accept(d.job_uid, d.generation)
+            agent.status(d.job_uid, d.generation, "Running")
+            agent.status(d.job_uid, d.generation, "Completed")
+        job = wait(lambda: (j := client.get_job("j1")).phase == "Completed" and j)
+        assert job.binding_phase == "Succeeded"
+    finally:
+        agent.close()
+
+
+@pytest.mark.parametrize(
+    ("inner", "field"),
+    [
+        (agent_pb2.AgentMessage(status=agent_pb2.JobStatus(job_uid="u", generation=1, phase="Sleeping")),
+         'batch.messages[1].status.phase: unknown job phase "Sleeping"'),
+        (agent_pb2.AgentMessage(register=agent_pb2.Register(cluster="east")),
+         "batch.messages[1].body: a register cannot be sent in a batch"),
+    ],
+)  # fmt: skip
+def test_a_bad_message_in_a_batch_is_refused_by_its_field(
+    hub: Hub, client: Client, inner: agent_pb2.AgentMessage, field: str
+) -> None:
+    agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east")
+    try:
+        agent.connect()
+        ok = agent_pb2.AgentMessage(accepted=agent_pb2.BindingAccepted(job_uid="u", generation=1))
+        agent.out.put(agent_pb2.AgentMessage(batch=agent_pb2.AgentBatch(messages=[ok, inner])))
+        with pytest.raises(grpc.RpcError) as refused:
+            agent.expect("nothing", timeout=30)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert field in (refused.value.details() or "")
+    finally:
+        agent.close()
