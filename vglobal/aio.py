@@ -176,3 +176,15 @@ class AsyncClient:
     async def list_hyperjobs(self, namespace: str = "") -> list[hyperjobs_pb2.HyperJob]:
         req = hyperjobs_pb2.ListHyperJobsRequest(namespace=namespace)
         return list((await self._call(self.hyperjobs.ListHyperJobs, req)).hyperjobs)
+
+    async def cancel_hyperjob(self, name: str, namespace: str = "default") -> hyperjobs_pb2.HyperJob:
+        """As ``Client.cancel_hyperjob``: every unfinished child Aborted, in one transaction."""
+        ref = hyperjobs_pb2.HyperJobRef(name=name, namespace=namespace)
+        return await self._call(self.hyperjobs.CancelHyperJob, ref)
+
+    async def delete_hyperjob(
+        self, name: str, namespace: str = "default"
+    ) -> hyperjobs_pb2.DeleteHyperJobResponse:
+        """As ``Client.delete_hyperjob``: every child removed, in one transaction."""
+        ref = hyperjobs_pb2.HyperJobRef(name=name, namespace=namespace)
+        return await self._call(self.hyperjobs.DeleteHyperJob, ref)

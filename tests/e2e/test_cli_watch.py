@@ -100,6 +100,6 @@ def test_watching_what_cannot_be_watched_is_refused(system: System) -> None:
     res = system.cli("get", "priorityclasses", "-w", check=False)
     assert res.returncode == 1 and "--watch: only lists of jobs, hyperjobs, queues and clusters" in res.stderr
     res = system.cli("describe", "jobflow", "x", "-w", check=False)
-    assert res.returncode == 1 and "--watch: only a job can be followed" in res.stderr
+    assert res.returncode == 1 and "--watch: only a job or a hyperjob can be followed" in res.stderr
     res = system.cli("describe", "job", "missing", "-w", check=False)
     assert res.returncode == 1 and "not found" in res.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from collections.abc import Callable
 
 import pytest
 
@@ -341,3 +342,111 @@ def test_get_hyperjobs_watch_prints_each_change_of_its_status(system: System) ->
     rows = [json.loads(x) for x in watch.lines if x.startswith("{")]
     running = [r for r in rows if r["phase"] == "Running"]
     assert running and all(k["cluster"] == "solo" for k in running[-1]["children"])
+
+
+BOTH_FAIL = """
+apiVersion: training.volcano.sh/v1alpha1
+kind: HyperJob
+metadata: {name: both}
+spec:
+  failurePolicy: RestartAll
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    templateSpec:
+      tasks:
+      - name: w
+        replicas: 1
+        template:
+          metadata: {annotations: {vglobal.io/sim-duration: 1s, vglobal.io/sim-exit-code: "1"}}
+          spec:
+            containers: [{name: c, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "8"}}}]
+"""
+
+
+def test_two_children_failing_at_once_on_two_agents_restart_the_hyperjob_once_each_time(
+    system: System,
+) -> None:
+    # Both children start in one cycle on two clusters and fail a second later, each reported by
+    # its own agent: every such double failure is one restart of the whole HyperJob.
+    system.start_hub()
+    for name in ("c1", "c2"):
+        system.start_agent(name, sim_cluster(name, nodes=1))
+    _clusters(system, 2)
+    _apply(system, "both", BOTH_FAIL)
+    names = ["both-w-0", "both-w-1"]
+    with system.client() as c:
+        wait_for(
+            lambda: all(c.get_job(n).phase == "Failed" for n in names),
+            180,
+            "both children to fail at last",
+            system,
+        )
+        for name in names:
+            runs = c.job_dispatches(name)
+            # Three restarts, no more: one run per generation, on one cluster each, all but the
+            # last fenced; never two runs of one generation.
+            assert [d.generation for d in runs] == [1, 2, 3, 4]
+            assert [d.fenced for d in runs] == [True, True, True, False]
+            said = [e.message for e in c.explain_job(name).events if e.reason == "HyperJobFailurePolicy"]
+            assert len(said) == 3 and all("RestartAll" in m for m in said)
+        assert c.get_hyperjob("both").phase == "Failed"
+
+
+def _seen(stream: Stream, match: Callable[[str], bool], what: str) -> str:
+    """A line printed so far that matches, else the next one."""
+    return next((line for line in stream.lines if match(line)), None) or stream.expect(match, what)
+
+
+def test_describe_hyperjob_shows_why_each_child_waits_and_events_and_follows_it(system: System) -> None:
+    # No cluster yet: both children wait, each with its reason; then they run, are cancelled and
+    # deleted while `describe hyperjob -w` follows, which ends by itself once they are gone.
+    system.start_hub()
+    _apply(system, "pair", PAIR)
+    with system.client() as c:
+        wait_for(lambda: c.get_hyperjob("pair").waiting_reason, 60, "a waiting reason", system)
+    described = system.cli("describe", "hyperjob", "pair").stdout
+    lines = described.splitlines()
+    for child in ("pair-w-0", "pair-w-1"):
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith(child))
+        assert "HyperJob default/pair waits whole" in lines[at + 1], described
+    events = lines[lines.index("Events:") + 1 :]
+    assert sum("Submitted" in line for line in events) == 2, described
+    with Stream(system.target, "describe", "hyperjob", "pair", "-w") as follow:
+        follow.expect(lambda line: line.startswith("Following"), "the description, then following")
+        system.start_agent("solo", sim_cluster("solo", nodes=2))
+        follow.expect(lambda line: line.startswith("HyperJob default/pair Running: 2/2"), "pair Running")
+        # Each child's own changes and events come too (the HyperJob's line may come first: it is
+        # read when a child changes, and may already show what the next change will say).
+        running = _seen(follow, lambda line: "pair-w-0: phase Running" in line, "child 0 Running")
+        assert "on solo (generation 1)" in running
+        _seen(follow, lambda line: "pair-w-1" in line and "Dispatched" in line, "child 1's Dispatched event")
+        system.cli("hyperjob", "cancel", "pair")
+        follow.expect(lambda line: line.startswith("HyperJob default/pair Aborted"), "pair Aborted")
+        system.cli("hyperjob", "delete", "pair")
+        follow.expect(lambda line: line == "HyperJob default/pair deleted", "pair deleted")
+        assert follow.wait() == 0, "the follow ends by itself once the HyperJob is deleted"
+
+
+def test_apply_refuses_a_bad_hyperjob_naming_each_field_and_stores_nothing(system: System) -> None:
+    system.start_hub()
+    typo = PAIR.replace("replicas: 2", "replica: 2")
+    bad_policy = PAIR.replace("spec:\n  replicatedJobs:", "spec:\n  failurePolicy: Retry\n  replicatedJobs:")
+    for text, field in ((typo, "spec.replicatedJobs[0].replica"), (bad_policy, "spec.failurePolicy")):
+        (path := system.tmp / "bad.yaml").write_text(text)
+        res = system.cli("apply", "-f", str(path), check=False)
+        assert res.returncode == 1 and "INVALID_ARGUMENT" in res.stderr and field in res.stderr, res.stderr
+    assert system.cli("get", "hyperjobs", "-o", "json").stdout.strip() in ("[]", "")
+    assert system.cli("get", "jobs", "-o", "name").stdout.strip() == ""
+
+
+def test_a_hyperjob_whose_children_all_complete_is_completed(system: System) -> None:
+    system.start_hub()
+    system.start_agent("solo", sim_cluster("solo", nodes=2))
+    _clusters(system, 1)
+    _apply(system, "pair", PAIR.replace("1000h", "1s"))
+    with system.client() as c:
+        wait_for(lambda: c.get_hyperjob("pair").phase == "Completed", 90, "pair Completed", system)
+        done = c.get_hyperjob("pair")
+        assert [(k.phase, k.succeeded) for k in done.children] == [("Completed", 1), ("Completed", 1)]
+    assert "Completed" in system.cli("get", "hyperjobs").stdout

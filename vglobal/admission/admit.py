@@ -4,7 +4,9 @@ The cycle is the loop; each step of 5.3 has a module of its own:
 1. queue tree and deserved: tree.py, water.py (built by prepare.py with the pending demand);
 2. order: order.py (progressive filling across queues, priority and age within one);
 3. checks: checks.py (open leaf, realCap up the tree, other queues' guarantees);
-4. placement: placement.py and gang.py (gang fit per cluster), topology.py (HyperNodes);
+4. placement: fit.py (one gang fit for lone jobs and HyperJobs' children: placement.py and gang.py
+   per cluster, topology.py and partitions.py for HyperNodes, devices.py for GPU cards,
+   nodegroups.py, pod_anti.py and group_limits.py for the nodes a queue or job may use);
 5. starvation: starvation.py;  6. reclaim: reclaim.py;  7. explain: explain.py (every sentence).
 A job that fits nowhere may reclaim jobs of queues above their deserved or, once starving, reserve
 capacity in its queue.
@@ -13,7 +15,7 @@ capacity in its queue.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from itertools import repeat
 
 from vglobal.admission.checks import Checks
@@ -21,16 +23,15 @@ from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
-    no_hypernode_reason,
-    no_partition_fit_reason,
     preempting_reason,
 )
+from vglobal.admission.failures import FailureCache
+from vglobal.admission.fit import GangFit
 from vglobal.admission.hyperjob import admit_groups, groups_of
 from vglobal.admission.index import IntArray
 from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.order import FairOrder, decayed_offsets
-from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import FailureCache, Held, HeldRows, Placement
+from vglobal.admission.placement import HeldRows
 from vglobal.admission.pod_anti import job_mask
 from vglobal.admission.preempt import CardCheck, Plan, Preemptions
 from vglobal.admission.prepare import Job, Leaf, Prepared
@@ -47,7 +48,6 @@ from vglobal.admission.snapshot import (
 )
 from vglobal.admission.starvation import Starvation
 from vglobal.admission.status import queue_statuses
-from vglobal.admission.topology import HyperNodeRows, place
 from vglobal.model.reasons import WaitKind
 
 
@@ -70,16 +70,15 @@ class _Cycle:
         self.admitted: list[str] = []
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
-        self._hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
         self.devices = DeviceFit(self.clusters, prep.index, snapshot.running, prep.gang)
-        self._card_misfit: dict[str, str] = {}  # job uid -> why its vGPUs fit no cluster's cards
+        self.fit = GangFit(prep, self.devices)  # the gang fit lone jobs and HyperJobs' children share
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
             admit_groups(
-                groups, self.prep, self.checks, self.decisions, self.admitted, self.snap.max_admissions
+                groups, self.fit, self.checks, self.decisions, self.admitted, self.snap.max_admissions
             )
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
@@ -187,21 +186,8 @@ class _Cycle:
                 reserved = self.starvation.reserved(job, leaf, cards)
                 if reserved is not None:
                     return reserved
-            if job.affinity is None:
-                best = self.clusters.best_effort(job.cand, job.gang)
-            else:
-                best = self.prep.nodegroups.best_effort(job.cand, job.gang, job.affinity)
-            topo = job.snap.network_topology
-            card_misfit = self._card_misfit.get(job.snap.uid)
-            if card_misfit:
-                best = card_misfit  # the totals may hold the gang; its cards do not (not cached)
-            elif job.snap.partitions:
-                # nor does a partition failure: every partition must also fit one HyperNode
-                best = no_partition_fit_reason(job.snap.partitions, topo, best)
-            elif topo is not None and topo[0] == "hard":
-                # a topology failure says nothing about the same gang without topology: not cached
-                best = no_hypernode_reason(topo[1], best)
-            elif not held:
+            best, plain = self.fit.why_not(job)
+            if plain and not held:  # a reservation or a card, partition or HyperNode answer: not cached
                 self.failures.record(job.cand, job.gang, best, self.clusters.describe(job.gang))
         if self._may_preempt(job, leaf):
             preempted = self._preempt(job, leaf, cards)
@@ -224,59 +210,12 @@ class _Cycle:
         return self._no_fit(job, best)
 
     def _place(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
-        clusters = self.clusters
-        held = leaf.held
-        if job.affinity is not None:
-            held = self.prep.nodegroups.held(job.affinity, job.cand, held)
-        if job.anti:
-            held = self.prep.anti.held(job.snap, job.cand, held)
-        found = self._placement(job, held, cards)
-        if found is None:
-            if cards is not None:
-                self._card_misfit[job.snap.uid] = self._card_reason(job, held, cards)
+        c = self.fit.place(job, leaf.held, cards)
+        if c is None:
             return None
-        c, placement = found
-        clusters.commit(c, placement, job.gang)
-        if cards is not None:
-            cards.commit()
-        else:
-            self.devices.placed(c, job.snap)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        return Admit(clusters.names[c])
-
-    def _placement(
-        self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
-    ) -> tuple[int, Placement] | None:
-        """Where the gang goes (its HyperNodes, partitions, node-group limits and GPU cards too),
-        not committed."""
-        clusters = self.clusters
-        if job.snap.partitions:
-            prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
-            return place_partitioned(
-                clusters, self._hypernode_rows, job.cand, job.gang, held, job.snap, prepared, cards
-            )
-        topo = job.snap.network_topology
-        if not job.limited:
-            return place(clusters, self._hypernode_rows, job.cand, job.gang, held, topo, cards)
-
-        def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
-            return place(clusters, self._hypernode_rows, job.cand, job.gang, holds, topo, cards)
-
-        # within the queue's per node group limits (group_limits.py)
-        return self.prep.group_limits.place(self.tree.names[job.leaf], job.cand, job.gang, held, fit)
-
-    def _card_reason(self, job: Job, held: Mapping[int, Held], cards: CardPacker) -> str:
-        """Why the gang waits when its GPU cards are what keeps it out ("" when its resources or
-        HyperNodes alone do: their reasons say it)."""
-        why = cards.why
-        if self._placement(job, held, None) is None:
-            return ""
-        if not job.snap.partitions and job.snap.network_topology is None:
-            return why
-        if cards.place(self.clusters, job.cand, job.gang, held) is None:
-            return cards.why
-        return "no HyperNode the job's topology allows has both the room and the GPU cards for the gang"
+        return Admit(self.clusters.names[c])
 
     def _card_check(self, job: Job, cards: CardPacker) -> CardCheck:
         """A preemption or reclaim plan's card test for this job's gang."""

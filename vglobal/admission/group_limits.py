@@ -48,6 +48,19 @@ class GroupLimits:
     def limited(self, queue: str) -> bool:
         return queue in self._limits
 
+    @property
+    def active(self) -> bool:
+        """Some queue has limits."""
+        return bool(self._limits)
+
+    def counted(self) -> dict[tuple[str, int, str], IntArray]:
+        """What the queues hold per group now (a copy), to put back with ``recount``: a HyperJob's
+        children are placed as a trial that may be taken back."""
+        return dict(self._usage())  # the arrays are replaced when they grow, never changed
+
+    def recount(self, counted: dict[tuple[str, int, str], IntArray]) -> None:
+        self._used = counted
+
     def note(self, cand: Candidates, queue: str) -> Candidates:
         """The same clusters under a key of the queue's own (a failure under its limits is not the
         same gang's elsewhere), saying which groups it is limited in."""

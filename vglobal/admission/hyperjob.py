@@ -4,11 +4,12 @@ Rules (the README's "HyperJobs" says the same):
 - One decision per HyperJob and cycle: its pending children are admitted together or none is.
   Until ``minAvailable`` children run (default: all), every pending child must be placed at once;
   once that many are admitted, the rest follow one by one as room allows.
-- Each child's gang must fit its own cluster (the usual first-fit-decreasing packing).
+- Each child's gang must fit its own cluster exactly as a lone job's would (fit.py: the queue's
+  node groups and their limits, pod anti-affinity, GPU cards, partitions and network topology).
 - Children go to different clusters: a child takes a candidate cluster no sibling holds (running
-  or placed in this decision), in the placement policy's order. Only when no such cluster can hold
-  it does it share one with a sibling (its ``clusterNames`` name fewer clusters than there are
-  children, or the others lack room), the siblings' gangs then packed together on that cluster.
+  or placed in this decision), chosen as a lone job's would be among them. Only when no such
+  cluster can hold it does it share one with a sibling (its ``clusterNames`` name fewer clusters
+  than there are children, or the others lack room), packed into what its siblings left there.
 - The whole HyperJob fits its queue's limits at once (the sum of the children's requests) and is
   charged to the queue as one job; HyperJobs are decided before the cycle's other jobs, highest
   priority first, then oldest.
@@ -17,20 +18,29 @@ Rules (the README's "HyperJobs" says the same):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
-
-import numpy as np
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 
 from vglobal.admission.checks import Checks
 from vglobal.admission.explain import budget_wait, queue_wait
-from vglobal.admission.gang import PreparedGang
-from vglobal.admission.placement import Candidates, Clusters, Placement
+from vglobal.admission.fit import GangFit, subset
 from vglobal.admission.prepare import Job, Leaf, Prepared
-from vglobal.admission.snapshot import Admit, Gang, PendingJob, RunningJob, Wait
+from vglobal.admission.snapshot import Admit, ClusterSnap, PendingJob, RunningJob, Wait
+from vglobal.admission.topology import lowest_tier
+from vglobal.model.hyperjob import HyperJob
 from vglobal.model.reasons import WaitKind
+from vglobal.model.resources import ResourceVector
 
-__all__ = ["Group", "admit_groups", "groups_of", "split_accelerators"]
+__all__ = [
+    "Group",
+    "SplitError",
+    "admit_groups",
+    "auto_shares",
+    "groups_of",
+    "split_accelerators",
+    "split_over",
+]
 
 
 @dataclass(slots=True)
@@ -66,86 +76,73 @@ def groups_of(pending: Iterable[PendingJob], running: Iterable[RunningJob]) -> l
     )
 
 
-def _combined(gangs: Sequence[Gang]) -> Gang:
-    return tuple(shape for gang in gangs for shape in gang)
-
-
 class _Decision:
-    """One HyperJob's tentative placements: nothing is committed until every child needed fits."""
+    """One HyperJob's children placed one after the other through the lone-job fit (fit.py), each
+    committed as a trial so that the next sees what its siblings took: kept only when every child
+    needed fits and the queue takes them all, else taken back whole."""
 
-    def __init__(self, prep: Prepared, clusters: Clusters, taken: Iterable[str]) -> None:
-        self.prep, self.clusters = prep, clusters
-        self.taken = {clusters.col[c] for c in taken if c in clusters.col}
-        self.chosen: dict[int, list[Gang]] = {}  # cluster -> gangs placed there by this decision
-        self.placements: dict[int, tuple[Placement, PreparedGang]] = {}
+    def __init__(self, fit: GangFit, taken: Iterable[str]) -> None:
+        self.fit, self.clusters = fit, fit.clusters
+        # Clusters its siblings hold: running there, or placed by this decision.
+        self.taken = {self.clusters.col[c] for c in taken if c in self.clusters.col}
+        fit.begin_trial()
 
-    def _fit(self, c: int, gangs: list[Gang]) -> tuple[Placement, PreparedGang] | None:
-        gang = self.prep.gang(gangs[0] if len(gangs) == 1 else _combined(gangs))
-        placement = self.clusters.fit(c, gang)
-        return None if placement is None else (placement, gang)
+    def _within(self, job: Job, ids: Sequence[int]) -> Job:
+        """The child with only these of its candidate clusters."""
+        return job if len(ids) == len(job.cand.ids) else replace(job, cand=subset(job.cand, ids))
 
-    def place(self, job: PendingJob) -> int | None:
-        """The cluster the child goes to (held tentatively), or None."""
-        clusters = self.clusters
-        cand = clusters.candidates(job)
-        gang = self.prep.gang(job.gang)
-        shared: list[int] = []
-        for c in clusters.order(cand, gang):
-            if c in self.taken or c in self.chosen:
-                shared.append(c)
-                continue
-            got = self._fit(c, [job.gang])
-            if got is not None:
-                self.chosen[c] = [job.gang]
-                self.placements[c] = got
-                return c
-        for c in shared:  # no free-standing cluster holds it: share one with a sibling
-            gangs = [*self.chosen.get(c, []), job.gang]
-            got = self._fit(c, gangs)
-            if got is not None:
-                self.chosen[c] = gangs
-                self.placements[c] = got
-                return c
-        return None
+    def place(self, job: Job) -> int | None:
+        """The cluster the child went to (a trial commit), or None. A cluster no sibling holds
+        first; only when none holds it does it share one with a sibling."""
+        ids = job.cand.ids
+        own = [c for c in ids if c not in self.taken]
+        cards = self.fit.devices.packer(job.snap)  # None unless it asks for GPU cards
+        c = self.fit.place(self._within(job, own), {}, cards) if own else None
+        if c is None and len(own) < len(ids):
+            c = self.fit.place(self._within(job, [c for c in ids if c in self.taken]), {}, cards)
+        if c is not None:
+            self.taken.add(c)
+        return c
 
-    def why_not(self, job: PendingJob) -> str:
-        clusters = self.clusters
-        cand = clusters.candidates(job)
-        gang = self.prep.gang(job.gang)
-        free = [c for c in cand.ids if c not in self.taken and c not in self.chosen]
-        held = sorted(clusters.names[c] for c in cand.ids if c not in free)
-        if free:
-            arr = np.array(free, dtype=np.int64)
-            best = clusters.best_effort(Candidates(arr, tuple(free), arr.tobytes()), gang)
+    def why_not(self, job: Job) -> str:
+        """Which child fits no cluster, and what came closest among those its siblings leave (else
+        among theirs, beside them). Asked before a rollback: the trial shows what they took."""
+        clusters, ids = self.clusters, job.cand.ids
+        free = [c for c in ids if c not in self.taken]
+        taken = [c for c in ids if c in self.taken]
+        held = sorted(clusters.names[c] for c in taken)
+        if free or not held:
+            best, _ = self.fit.why_not(self._within(job, free))
         else:
-            best = "no candidate cluster is free of its siblings"
-        text = f"child {job.name} ({clusters.describe(gang)}) fits no cluster: {best}"
+            beside, _ = self.fit.why_not(self._within(job, taken))
+            best = f"no candidate cluster is free of its siblings; beside them, {beside}"
+        text = f"child {job.snap.name} ({clusters.describe(job.gang)}) fits no cluster: {best}"
         if held:
             text += f"; its siblings hold {', '.join(held)}"
         return text
 
-    def commit(self) -> None:
-        for c, (placement, gang) in self.placements.items():
-            self.clusters.commit(c, placement, gang)
+    def keep(self) -> None:
+        self.fit.keep()
+
+    def undo(self) -> None:
+        self.fit.rollback()
 
 
-def _as_job(prep: Prepared, group: Group, jobs: Sequence[PendingJob], leaf: int, serial: int) -> Job:
+def _as_job(prep: Prepared, jobs: Sequence[Job], leaf: int, serial: int) -> Job:
     """The children ``jobs`` as one job of admission's form: their summed request, for the queue's
     checks and its charge (a HyperJob counts as one job of its queue)."""
-    size = prep.index.size
-    req = [0] * size
+    req = [0] * prep.index.size
     for j in jobs:
-        for r, v in enumerate(prep.index.row(j.request)):
+        for r, v in enumerate(j.req):
             req[r] += v
     dims = tuple(r for r, v in enumerate(req) if v)
     first = jobs[0]
-    gang = prep.gang(first.gang)
-    return Job(first, leaf, req, -serial, dims, gang, prep.clusters.candidates(first))
+    return Job(first.snap, leaf, req, -serial, dims, first.gang, first.cand)
 
 
 def admit_groups(
     groups: Sequence[Group],
-    prep: Prepared,
+    fit: GangFit,
     checks: Checks,
     decisions: MutableMapping[str, Admit | Wait],
     admitted: list[str],
@@ -153,6 +150,7 @@ def admit_groups(
 ) -> None:
     """Decide every HyperJob's pending children: Admit for each placed, Wait for the rest. Once
     ``budget`` admissions are made (0: no limit) the HyperJobs left wait a turn."""
+    prep = fit.prep
     tree, clusters = prep.tree, prep.clusters
     for serial, group in enumerate(groups, start=1):
         if budget and len(admitted) >= budget:
@@ -164,11 +162,12 @@ def admit_groups(
             wait = queue_wait(tree, group.queue)
             decisions.update((j.uid, wait) for j in group.pending)
             continue
-        decision = _Decision(prep, clusters, group.running)
+        jobs = [prep.job_of(j, i) for j in group.pending]
+        decision = _Decision(fit, group.running)
         need = max(group.min_available - len(group.running), 0)
-        placed: list[tuple[PendingJob, int]] = []
-        misses: list[PendingJob] = []
-        for job in group.pending:
+        placed: list[tuple[Job, int]] = []
+        misses: list[Job] = []
+        for job in jobs:
             c = decision.place(job)
             if c is None:
                 misses.append(job)
@@ -176,6 +175,7 @@ def admit_groups(
                 placed.append((job, c))
         if need and misses and len(placed) < need:
             text = decision.why_not(misses[0])
+            decision.undo()
             wait = Wait(
                 WaitKind.NoFit,
                 f"HyperJob {group.key} waits whole ({need} children must start together): {text}",
@@ -183,41 +183,131 @@ def admit_groups(
             decisions.update((j.uid, wait) for j in group.pending)
             continue
         if placed:
-            as_job = _as_job(prep, group, [j for j, _ in placed], i, serial)
+            as_job = _as_job(prep, [j for j, _ in placed], i, serial)
             refused = (
                 checks.capability(as_job, Leaf(i)) or (checks.guarded and checks.guarantees(as_job)) or None
             )
             if refused is not None:
+                decision.undo()
                 wait = Wait(refused.kind, f"HyperJob {group.key} waits whole: {refused.reason}")
                 decisions.update((j.uid, wait) for j in group.pending)
                 continue
-            decision.commit()
             checks.charge(as_job)
             for job, c in placed:
-                decisions[job.uid] = Admit(clusters.names[c])
-                admitted.append(job.uid)
+                decisions[job.snap.uid] = Admit(clusters.names[c])
+                admitted.append(job.snap.uid)
+        decision.keep()
         for job in misses:
             text = decision.why_not(job)
-            decisions[job.uid] = Wait(
+            decisions[job.snap.uid] = Wait(
                 WaitKind.NoFit, f"HyperJob {group.key} runs without it until room frees: {text}"
             )
 
 
+# For a cluster and a share of accelerators: the lowest network tier at which one HyperNode of it
+# holds the share's pods (None: none does, or it has no HyperNodes).
+ShareTier = Callable[[str, int], "int | None"]
+_NO_TIER = 1 << 30  # ranks after every tier
+
+
 def split_accelerators(
-    total: int, per_pod: int, free: Mapping[str, int], max_domains: int | None
+    total: int,
+    per_pod: int,
+    free: Mapping[str, int],
+    max_domains: int | None,
+    tier: ShareTier | None = None,
 ) -> list[tuple[str, int]] | None:
-    """``total`` accelerators over the fewest clusters: the clusters with the most free first
-    (then by name), each taking what it has free in whole pods, up to ``max_domains`` clusters.
-    None when they cannot hold it all."""
+    """``total`` accelerators over the fewest clusters, up to ``max_domains`` of them: each step
+    the cluster that takes the biggest share (what it has free in whole pods, at most what is
+    left) and, among those that take as much, the one whose HyperNodes hold that share at the
+    lowest network tier (``tier``), then the one with the most free, then by name. None when they
+    cannot hold it all."""
     if total <= 0 or per_pod <= 0:
         return None
     left = -(-total // per_pod) * per_pod  # whole pods
     out: list[tuple[str, int]] = []
-    for name, amount in sorted(free.items(), key=lambda kv: (-kv[1], kv[0])):
-        if left <= 0 or (max_domains is not None and len(out) >= max_domains):
+    rest = {name: amount // per_pod * per_pod for name, amount in free.items()}
+    while left > 0 and (max_domains is None or len(out) < max_domains):
+        shares = {name: min(amount, left) for name, amount in rest.items() if amount > 0}
+        if not shares:
             break
-        share = min(amount // per_pod * per_pod, left)
-        if share > 0:
-            out.append((name, share))
-            left -= share
+        biggest = max(shares.values())
+        tied = sorted(name for name, share in shares.items() if share == biggest)
+        if len(tied) > 1 and tier is not None:
+            tiers = {name: tier(name, biggest) for name in tied}
+            tied.sort(key=lambda n: (_NO_TIER if (t := tiers[n]) is None else t, -free[n], n))
+        else:
+            tied.sort(key=lambda n: (-free[n], n))
+        name = tied[0]
+        out.append((name, biggest))
+        left -= biggest
+        del rest[name]
     return out if left <= 0 else None
+
+
+def _pods_tier(
+    tiers: Callable[[str, ResourceVector, int], int | None],
+    pod: ResourceVector,
+    per_pod: int,
+    cluster: str,
+    share: int,
+) -> int | None:
+    return tiers(cluster, pod, share // per_pod)
+
+
+class SplitError(ValueError):
+    """An auto split no cluster set can hold; the message names the field."""
+
+
+def auto_shares(
+    hj: HyperJob,
+    measures: Sequence[Callable[[str], Mapping[str, int]]],
+    tiers: Callable[[str, ResourceVector, int], int | None] | None = None,
+) -> dict[str, list[tuple[str, int]]]:
+    """Each auto replicated job's (cluster, accelerators) shares: split over the first of
+    ``measures`` (per cluster, how much of an accelerator type it offers) that holds it, among the
+    clusters its ``clusterNames`` allow. ``tiers`` (cluster, pod request, pods) breaks ties between
+    clusters by the network tier that holds a share. SplitError when none does."""
+    shares: dict[str, list[tuple[str, int]]] = {}
+    for i, rj in enumerate(hj.replicated):
+        if not rj.auto:
+            continue
+        task, per_pod = rj.split_task()
+        kind = rj.split.accelerator_type
+        assert rj.split.accelerators is not None and rj.template is not None
+        pod = rj.template.tasks[task].pod_request
+        tier = None if tiers is None else partial(_pods_tier, tiers, pod, per_pod)
+        total = rj.split.accelerators * 1000  # accelerators are counted in thousandths
+        allowed = set(rj.cluster_names)
+        split = None
+        amounts: dict[str, int] = {}
+        for measure in measures:
+            amounts = {c: v for c, v in measure(kind).items() if not allowed or c in allowed}
+            split = split_accelerators(total, per_pod, amounts, hj.max_domains, tier)
+            if split is not None:
+                break
+        if split is None:
+            limit = "" if hj.max_domains is None else f" within maxDomains {hj.max_domains}"
+            raise SplitError(
+                f"spec.replicatedJobs[{i}].splitPolicy.accelerators: no {len(amounts) or 'Ready'} cluster(s) "
+                f"can hold {rj.split.accelerators} {kind}{limit}"
+            )
+        shares[rj.name] = split
+    return shares
+
+
+def split_over(hj: HyperJob, clusters: Mapping[str, ClusterSnap]) -> dict[str, list[tuple[str, int]]]:
+    """The auto split over ``clusters`` (by name): over what they have free, else over their whole
+    capacity; clusters that take equal shares ranked by the network tier holding a share's pods."""
+
+    def free(kind: str) -> dict[str, int]:
+        return {name: sum(n.free.get(kind, 0) for n in c.nodes) for name, c in clusters.items()}
+
+    def capacity(kind: str) -> dict[str, int]:
+        return {name: sum(n.allocatable.get(kind, 0) for n in c.nodes) for name, c in clusters.items()}
+
+    def tier(cluster: str, pod: ResourceVector, pods: int) -> int | None:
+        c = clusters.get(cluster)
+        return None if c is None or not c.hypernodes else lowest_tier(c, ((pod, pods),), None)
+
+    return auto_shares(hj, (free, capacity), tier)

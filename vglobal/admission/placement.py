@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
 from vglobal.admission.gang import PreparedGang, pack
@@ -63,6 +62,17 @@ class Placement:
 
     rows: dict[int, list[int]]
     cursors: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """A cluster as it was when a trial first committed to it (Clusters.rollback)."""
+
+    rows: list[list[int]]
+    tot: list[int]
+    full: list[float]
+    cursor: dict[str, int]
+    misfit: set[str]
 
 
 @dataclass(slots=True)
@@ -124,6 +134,8 @@ class Clusters:
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
         self._fits_empty: dict[tuple[int, str], bool] = {}
         self._whole: dict[tuple[bytes, str], list[int]] = {}
+        # While a trial runs (begin_trial): each cluster it committed to, as it was before.
+        self._trial: dict[int, _Saved] | None = None
 
     @property
     def alloc_totals(self) -> list[list[int]]:
@@ -327,7 +339,10 @@ class Clusters:
         return Placement(out, tuple(moves))
 
     def _drop(self, c: int, gang: PreparedGang) -> None:
-        """The gang does not fit cluster c now, so it will not later this cycle: free only shrinks."""
+        """The gang does not fit cluster c now, so it will not later this cycle: free only shrinks
+        (but not below what a trial took, which may be given back: then nothing is noted)."""
+        if self._trial is not None and c in self._trial:
+            return
         self._misfit[c].add(gang.tag)
         self._dropped.setdefault(gang.tag, []).append(c)
 
@@ -347,6 +362,11 @@ class Clusters:
     def commit(self, c: int, placement: Placement, gang: PreparedGang) -> None:
         """Make the placement's rows the cluster's free capacity; `gang` is what it placed."""
         rows = self.rows[c]
+        trial = self._trial
+        if trial is not None and c not in trial:  # rows are replaced, never changed in place
+            trial[c] = _Saved(
+                list(rows), self.tot[c][:], self.full[c][:], dict(self._cursor[c]), set(self._misfit[c])
+            )
         for i, row in placement.rows.items():
             rows[i] = row
         cursor = self._cursor[c]
@@ -384,6 +404,34 @@ class Clusters:
         self._dropped.clear()
         self._version[c] += 1
         self._log.append(c)
+
+    def begin_trial(self) -> None:
+        """Commits from now on may be taken back together (rollback) or kept (end_trial): a
+        HyperJob's children are placed one after the other, each seeing its siblings' room taken."""
+        self._trial = {}
+
+    def end_trial(self) -> None:
+        """Keep the trial's commits."""
+        self._trial = None
+
+    def rollback(self) -> None:
+        """Take back every commit of the trial: each cluster it touched is as it was before, what
+        this cycle had learnt of it (misfits, cursors) included."""
+        trial, self._trial = self._trial or {}, None
+        for c, saved in trial.items():
+            if self.schedulable[c]:
+                for r, (was, now) in enumerate(zip(saved.tot, self.tot[c], strict=True)):
+                    self.free_sum[r] += was - now
+            self.rows[c][:], self.tot[c][:], self.full[c][:] = saved.rows, saved.tot, saved.full
+            self._cursor[c], self._misfit[c] = saved.cursor, saved.misfit  # copies: the trial's own
+            for dims, keys in self._scores.items():
+                keys[c] = self._rank_key(c, dims)
+            self._version[c] += 1
+            self._log.append(c)
+        if trial:
+            # Not a commit: order()'s shortcut for one (the cluster first in line only got fuller)
+            # does not hold, so rankings re-sort the clusters logged above.
+            self._log.append(-1)
 
     def take_unplaced(self, prepare: Callable[[Gang], PreparedGang]) -> None:
         """Take the capacity of gangs dispatched earlier whose pods are not on nodes yet
@@ -449,48 +497,3 @@ class Clusters:
 
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)
-
-
-class FailureCache:
-    """Gangs that fit no candidate cluster this cycle; a bigger gang then fails without packing.
-
-    Free capacity only shrinks within a cycle, so a failure stays a failure.
-    """
-
-    def __init__(self) -> None:
-        self._rows: dict[bytes, list[tuple[IntArray, int, str]]] = {}  # (pod row, pods, reason)
-        self._stack: dict[bytes, tuple[IntArray, IntArray, list[str]]] = {}
-        self._exact: dict[tuple[bytes, str], str] = {}
-        self._misses: dict[tuple[bytes, str], int] = {}
-
-    def lookup(self, cand: Candidates, gang: PreparedGang) -> str | None:
-        ck = cand.key
-        key = (ck, gang.tag)
-        hit = self._exact.get(key)
-        if hit is not None:
-            return hit
-        rows = self._rows.get(ck)
-        if not rows or self._misses.get(key) == len(rows):
-            return None  # nothing recorded since this gang last missed
-        stacked = self._stack.get(ck)
-        if stacked is None:
-            stacked = (np.stack([r[0] for r in rows]), np.array([r[1] for r in rows]), [r[2] for r in rows])
-            self._stack[ck] = stacked
-        mat, counts, reasons = stacked
-        for shape in gang.shapes:
-            dominated: npt.NDArray[np.bool_] = (shape.row >= mat).all(axis=1) & (shape.count >= counts)
-            if dominated.any():
-                found = self._exact[key] = reasons[int(np.argmax(dominated))]
-                return found
-        self._misses[key] = len(rows)
-        return None
-
-    def record(self, cand: Candidates, gang: PreparedGang, reason: str, described: str) -> None:
-        """`reason` says why the gang (`described`) fits no candidate. A bigger gang found through
-        it is told that this smaller one does not fit either: its own figures were not packed."""
-        ck = cand.key
-        self._exact[(ck, gang.tag)] = reason
-        if len(gang.shapes) == 1:
-            bigger = f"not even the smaller gang {described} fits a candidate cluster ({reason})"
-            self._rows.setdefault(ck, []).append((gang.shapes[0].row, gang.shapes[0].count, bigger))
-            self._stack.pop(ck, None)

@@ -197,14 +197,24 @@ class Prepared:
         """The leaf's next jobs in admission's form (see Leaf.jobs), a few at a time: in a busy
         cycle most queues' jobs all wait, and are reached one after the other."""
         start = len(leaf.jobs)
+        append, form = leaf.jobs.append, self._former(leaf.index)
+        for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
+            append(form(job))
+
+    def job_of(self, job: PendingJob, leaf: int) -> Job:
+        """One job in admission's form, as make() forms a queue's: a HyperJob's child."""
+        return self._former(leaf)(job)
+
+    def _former(self, i: int) -> Callable[[PendingJob], Job]:
+        """What turns a job of leaf queue ``i`` into admission's form."""
         rid_by_id, gid_by_id, gangs = self.rid_by_id, self.gid_by_id, self.gangs
-        req_rows, req_dims, anywhere, i = self.req_rows, self.req_dims, self.anywhere, leaf.index
-        append = leaf.jobs.append
+        req_rows, req_dims, anywhere = self.req_rows, self.req_dims, self.anywhere
         queue = self.tree.names[i]
         affinity = self.nodegroups.of(queue)
         limited = self.group_limits.limited(queue)
         anti_on = self.anti.running_terms  # a running pod's own terms may select the job
-        for job in leaf.ordered[start : start + (_MAKE_AHEAD if start else 1)]:
+
+        def form(job: PendingJob) -> Job:
             rid = rid_by_id[id(job.request)]
             if (
                 job.allowed_clusters is None
@@ -223,4 +233,6 @@ class Prepared:
             if limited:
                 cand = self.group_limits.note(cand, queue)
             gang = gangs[gid_by_id[id(job.gang)]]
-            append(Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity, anti, limited))
+            return Job(job, i, req_rows[rid], rid, req_dims[rid], gang, cand, affinity, anti, limited)
+
+        return form

@@ -1,5 +1,6 @@
 """`vglobal get hyperjobs -w`: the HyperJobs, then a line each time one's status changes (read
-again from the hub on every change of one of its children, as the job watch tells them)."""
+again from the hub on every change of one of its children, as the job watch tells them); and
+`vglobal describe hyperjob NAME -w`: the HyperJob, then each change of a child and its events."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from vglobal.cli.hyperjobs import hyperjob_rows
+from rich.console import Console
+
+from vglobal.api.v1 import jobs_pb2
+from vglobal.cli.hyperjobs import child_events, describe_hyperjob, event_line, hyperjob_rows
 from vglobal.cli.interrupt import interruptible
+from vglobal.cli.watching import change_line
 from vglobal.client import Client
 from vglobal.model import hyperjob
 
@@ -86,5 +91,49 @@ def watch_hyperjobs(client: Client, *, fmt: str, namespace: str, names: Sequence
             if seen.get(key) != summary:
                 emit("MODIFIED" if key in seen else "ADDED", now[0])
                 seen[key] = summary
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+def follow_hyperjob(client: Client, name: str, namespace: str, console: Console) -> None:
+    """``describe hyperjob``, then each change of a child, the children's new events and the
+    HyperJob's new phase, until every child is deleted."""
+    interruptible()
+    # The stream opens (its first event a bookmark) before the HyperJob is shown: no change falls between.
+    events = client.watch_jobs(namespace=namespace, labels={hyperjob.HYPERJOB_LABEL: name}, bookmarks=True)
+    next(events)
+    describe_hyperjob(client, name, namespace, console)
+    rows = hyperjob_rows(client, namespace, name)
+    if not rows:
+        return  # deleted since
+    row = rows[0]
+    children = {k["name"] for k in row["children"]}
+    phase = row["phase"]
+    seen: dict[str, int] = {}
+    for child, e in child_events(client, sorted(children), namespace):
+        seen[child] = max(seen.get(child, 0), e.id)
+    console.print("Following (Ctrl-C to stop):", highlight=False)
+    try:
+        for ev in events:
+            if ev.type == jobs_pb2.JobEvent.BOOKMARK:
+                continue
+            j = ev.job
+            console.print(change_line(ev, j.name), highlight=False, soft_wrap=True)
+            if ev.type == jobs_pb2.JobEvent.DELETED:
+                children.discard(j.name)
+                if not children:
+                    console.print(f"HyperJob {namespace}/{name} deleted", highlight=False)
+                    return
+                continue
+            for child, e in child_events(client, [j.name], namespace):
+                if e.id > seen.get(child, 0):
+                    seen[child] = e.id
+                    console.print(event_line(child, e), highlight=False, soft_wrap=True)
+            now = hyperjob_rows(client, namespace, name)
+            if now and now[0]["phase"] != phase:
+                phase = now[0]["phase"]
+                running = f"{now[0]['runningChildren']}/{len(now[0]['children'])}"
+                said = f"HyperJob {namespace}/{name} {phase}: {running} children running"
+                console.print(said, highlight=False)
     except KeyboardInterrupt:
         sys.exit(0)

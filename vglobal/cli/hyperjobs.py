@@ -3,13 +3,14 @@ HyperJobService (a HyperJob's status is read from its child jobs there)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
 import grpc
 from rich.console import Console
 
-from vglobal.api.v1 import hyperjobs_pb2
+from vglobal.api.v1 import common_pb2, hyperjobs_pb2
 from vglobal.cli.common import Ctx, console, fail
 from vglobal.client import Client, VGlobalError
 
@@ -74,7 +75,19 @@ def print_hyperjobs(rows: list[dict[str, Any]], out: Console) -> None:
         )
 
 
+def child_events(client: Client, names: Sequence[str], namespace: str) -> list[tuple[str, common_pb2.Event]]:
+    """Every event of the children, each with its child, in time order."""
+    got = [(n, e) for n in names for e in client.explain_job(n, namespace).events]
+    return sorted(got, key=lambda ne: (ne[1].time.ToDatetime(), ne[1].id))
+
+
+def event_line(child: str, e: common_pb2.Event) -> str:
+    return f"  {e.time.ToDatetime():%H:%M:%S}  {child:<28} {e.kind:<7} {e.reason:<14} {e.message}"
+
+
 def describe_hyperjob(client: Client, name: str, namespace: str, out: Console) -> None:
+    """The HyperJob: its phase, each child (cluster, phase, generation, pods, why it waits) and the
+    children's events in time order."""
     r = _row(client.get_hyperjob(name, namespace))
     out.print(
         f"Name:          {r['name']}\nNamespace:     {r['namespace']}\nQueue:         {r['queue']}",
@@ -90,8 +103,16 @@ def describe_hyperjob(client: Client, name: str, namespace: str, out: Console) -
             f"{k['failed']} failed",
             highlight=False,
         )
+        if k["reason"] and k["bindingPhase"] == "Suspended":  # why this child waits
+            out.print(f"    {k['reason']}", highlight=False, soft_wrap=True)
     if r["waiting"]:
-        out.print(f"Waiting:       {r['waiting']}", highlight=False)
+        out.print(f"Waiting:       {r['waiting']}", highlight=False, soft_wrap=True)
+    out.print("Events:", highlight=False)
+    events = child_events(client, [k["name"] for k in r["children"]], namespace)
+    if not events:
+        out.print("  <none>", highlight=False)
+    for child, e in events:
+        out.print(event_line(child, e), highlight=False, soft_wrap=True)
 
 
 @click.group("hyperjob")

@@ -83,17 +83,17 @@ cli.add_command(hyperjob_group)
 @click.argument("kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "hyperjob"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
-@click.option("-w", "--watch", is_flag=True, help="Job: then follow its changes and events.")
+@click.option("-w", "--watch", is_flag=True, help="Job, hyperjob: then follow its changes and events.")
 @click.pass_obj
 def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> None:
     """Show a job (binding, cluster, why it waits, events), a queue (its shares and decayed usage), a
-    cronjob (its runs) or a jobflow (its DAG)."""
+    cronjob (its runs), a jobflow (its DAG) or a hyperjob (its children, why they wait, events)."""
     from vglobal.cli.describe import describe_job, describe_queue
     from vglobal.cli.describe_workflows import describe_cronjob, describe_jobflow
     from vglobal.cli.watching import follow_job
 
-    if watch and kind != "job":
-        fail("--watch: only a job can be followed")
+    if watch and kind not in ("job", "hyperjob"):
+        fail("--watch: only a job or a hyperjob can be followed")
     try:
         if kind == "queue":
             describe_queue(obj.client, name, console)
@@ -101,6 +101,10 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
             describe_cronjob(obj.client, name, namespace, console)
         elif kind == "jobflow":
             describe_jobflow(obj.client, name, namespace, console)
+        elif kind == "hyperjob" and watch:
+            from vglobal.cli.hyperjob_watch import follow_hyperjob
+
+            follow_hyperjob(obj.client, name, namespace, console)
         elif kind == "hyperjob":
             from vglobal.cli.hyperjobs import describe_hyperjob
 

@@ -79,6 +79,17 @@ def watch_jobs(client: Client, *, fmt: str, namespace: str, queue: str, labels: 
         sys.exit(0)
 
 
+def change_line(ev: jobs_pb2.JobEvent, name: str = "") -> str:
+    """One change of a followed job: when, what, its phases and run, why (``name``: say whose)."""
+    j = ev.job
+    return (
+        f"  {ev.time.ToDatetime():%H:%M:%S}  {EVENT_NAMES[ev.type]:<8} {f'{name}: ' if name else ''}"
+        f"phase {j.phase}, binding {j.binding_phase}"
+        + (f" on {j.cluster} (generation {j.generation})" if j.cluster else "")
+        + (f": {j.reason}" if j.reason else "")
+    )
+
+
 def follow_job(client: Client, name: str, namespace: str, console: Console) -> None:
     """``describe job``, then each change of the job and its new events, until it is deleted."""
     interruptible()
@@ -92,15 +103,7 @@ def follow_job(client: Client, name: str, namespace: str, console: Console) -> N
         for ev in events:
             if ev.type == jobs_pb2.JobEvent.BOOKMARK:
                 continue
-            j, kind = ev.job, EVENT_NAMES[ev.type]
-            when = ev.time.ToDatetime().strftime("%H:%M:%S")
-            console.print(
-                f"  {when}  {kind:<8} phase {j.phase}, binding {j.binding_phase}"
-                + (f" on {j.cluster} (generation {j.generation})" if j.cluster else "")
-                + (f": {j.reason}" if j.reason else ""),
-                highlight=False,
-                soft_wrap=True,
-            )
+            console.print(change_line(ev), highlight=False, soft_wrap=True)
             if ev.type == jobs_pb2.JobEvent.DELETED:
                 return
             for e in client.explain_job(name, namespace).events:

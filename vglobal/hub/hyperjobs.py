@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission.hyperjob import split_accelerators
+from vglobal.admission.hyperjob import SplitError, split_over
+from vglobal.admission.snapshot import ClusterSnap
 from vglobal.config import HubSettings
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.dispatch.clusters import ClusterCache
@@ -46,52 +47,26 @@ def accept_any(manifest: str, settings: HubSettings, validation: str = "") -> Jo
     return doc
 
 
-def free_by_cluster(resource: str, *, session: Session) -> dict[str, int]:
-    """Per Ready cluster, how much of ``resource`` its nodes last reported free."""
+def _ready_clusters(*, session: Session) -> dict[str, ClusterSnap]:
+    """Every Ready cluster as admission sees it (its nodes' free and allocatable, its HyperNodes)."""
     cache = ClusterCache()
-    out: dict[str, int] = {}
-    for row in cache.read(session=session):
-        if row.effective_state != ClusterState.Ready:
-            continue
-        snap = cache.snap(row, ())
-        out[row.name] = sum(n.free.get(resource, 0) for n in snap.nodes)
-    return out
-
-
-def capacity_by_cluster(resource: str, *, session: Session) -> dict[str, int]:
-    cache = ClusterCache()
-    out: dict[str, int] = {}
-    for row in cache.read(session=session):
-        if row.effective_state == ClusterState.Ready:
-            out[row.name] = sum(n.allocatable.get(resource, 0) for n in cache.snap(row, ()).nodes)
-    return out
+    return {
+        row.name: cache.snap(row, ())
+        for row in cache.read(session=session)
+        if row.effective_state == ClusterState.Ready
+    }
 
 
 def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:
     """The HyperJob's children; an auto split divides its accelerators over the clusters' free
-    capacity now (over their whole capacity when what is free cannot hold it: it then waits)."""
-    shares: dict[str, list[tuple[str, int]]] = {}
-    for i, rj in enumerate(hj.replicated):
-        if not rj.auto:
-            continue
-        _, per_pod = rj.split_task()
-        kind = rj.split.accelerator_type
-        assert rj.split.accelerators is not None
-        total = rj.split.accelerators * 1000  # accelerators are counted in thousandths
-        allowed = set(rj.cluster_names)
-        split = None
-        for measure in (free_by_cluster, capacity_by_cluster):
-            amounts = {c: v for c, v in measure(kind, session=session).items() if not allowed or c in allowed}
-            split = split_accelerators(total, per_pod, amounts, hj.max_domains)
-            if split is not None:
-                break
-        if split is None:
-            limit = "" if hj.max_domains is None else f" within maxDomains {hj.max_domains}"
-            raise FailedPrecondition(
-                f"spec.replicatedJobs[{i}].splitPolicy.accelerators: no {len(amounts) or 'Ready'} cluster(s) "
-                f"can hold {rj.split.accelerators} {kind}{limit}"
-            )
-        shares[rj.name] = split
+    capacity now (over their whole capacity when what is free cannot hold it: it then waits),
+    clusters that take equal shares ranked by the network tier that holds a share's pods."""
+    if not hj.needs_split:
+        return hj.children()
+    try:
+        shares = split_over(hj, _ready_clusters(session=session))
+    except SplitError as exc:
+        raise FailedPrecondition(str(exc)) from None
     return hj.children(shares)
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vglobal.admission import GroupRef, PendingJob, QueueSnap
+from vglobal.admission import ClusterSnap, GroupRef, PendingJob, QueueSnap
+from vglobal.admission.hyperjob import SplitError, split_over
 from vglobal.admission.partitions import partitions_of
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
@@ -176,11 +177,21 @@ class Workload:
         )
 
 
-def load_workload(path: Path) -> Workload:
+def _hyperjob_children(f: Path, hj: HyperJob, clusters: Mapping[str, ClusterSnap]) -> tuple[Job, ...]:
+    """The children, an auto split made as the hub makes it over the clusters as they start."""
+    if not hj.needs_split:
+        return hj.children()
+    try:
+        return hj.children(split_over(hj, clusters))
+    except SplitError as exc:
+        raise SimInputError(f"{f}: HyperJob {hj.key}: {exc}") from None
+
+
+def load_workload(path: Path, clusters: Mapping[str, ClusterSnap] | None = None) -> Workload:
     """Queues and PriorityClasses apply first (the last of a name wins), then every Job is
     submitted in file order, at the time its ``vglobal.io/sim-submit-at`` says (else at once); a
     file holding a SimCluster belongs in ``--cluster``. CronJobs, JobTemplates and JobFlows are
-    passed over."""
+    passed over. A HyperJob's auto split is made over ``clusters``."""
     docs = _documents(path)
     queues: dict[str, tuple[Path, Queue]] = {"default": (path, default_queue())}
     classes: dict[str, PriorityClass] = {}
@@ -194,12 +205,7 @@ def load_workload(path: Path) -> Workload:
         elif isinstance(m, Job):
             jobs.append((f, m))
         elif isinstance(m, HyperJob):
-            if m.needs_split:
-                raise SimInputError(
-                    f"{f}: HyperJob {m.key}: splitPolicy auto is split by the hub from live free "
-                    "capacity; a simulation replays static replicatedJobs only"
-                )
-            jobs.extend((f, child) for child in m.children())
+            jobs.extend((f, child) for child in _hyperjob_children(f, m, clusters or {}))
         elif isinstance(m, CronJob | JobTemplate | JobFlow):
             # The hub's loops make their Jobs over time; a simulation replays Jobs only.
             skipped.append(f"{type(m).__name__} {m.namespace}/{m.name} ({f})")

@@ -41,7 +41,6 @@ def run_simulation(
     Raises SimInputError for bad input (naming the file and field), SimulationError if the run
     does not settle."""
     clusters = load_clusters(cluster_files)
-    workload = load_workload(jobs_path)
     conf = DEFAULT_AGENT_CONF
     if scheduler_conf is not None:
         try:
@@ -53,6 +52,8 @@ def run_simulation(
         agents = [SimAgent(c, clock, conf, bind_timeout=bind_timeout) for c in clusters]
     except ManifestError as exc:  # a HyperNode tree that does not resolve
         raise SimInputError(f"SimCluster: {exc}") from None
+    # An auto-split HyperJob is split over the clusters as they start.
+    workload = load_workload(jobs_path, {a.name: a.snap() for a in agents})
     fed = Federation(agents, workload.queue_snaps(), rules or Rules(), clock)
     arrivals = _Arrivals(workload.submissions)
     samples = _Samples(fed)

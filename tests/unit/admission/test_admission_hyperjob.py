@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.admission.builders import admitted, cluster, gpus, job, reason
+from tests.unit.topology.test_admission_partitions import fabric
 from vglobal.admission import (
     ClusterSnap,
     GroupRef,
@@ -16,7 +17,9 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
-from vglobal.admission.hyperjob import split_accelerators
+from vglobal.admission.hyperjob import auto_shares, split_accelerators
+from vglobal.admission.topology import lowest_tier
+from vglobal.model.hyperjob import parse_hyper_job
 
 Q = (QueueSnap("q"),)
 
@@ -75,7 +78,12 @@ def test_siblings_packed_together_must_fit_together() -> None:
     kids = children("hj", 2, pods=3, allowed_clusters=frozenset({"a"}))
     result = admit(Snapshot(0, Q, three(), tuple(kids)))
     assert admitted(result) == {}
-    assert "siblings hold a" in reason(result, "hj-w-1")
+    text = reason(result, "hj-w-1")
+    assert "siblings hold a" in text
+    # What the cluster has beside the sibling placed first (4 nodes, 3 taken by child 0).
+    assert (
+        "no candidate cluster is free of its siblings; beside them, best: a can hold 1 of the 3 pods" in text
+    )
 
 
 def test_min_available_admits_the_children_that_fit_and_the_rest_wait() -> None:
@@ -130,3 +138,45 @@ def test_fair_share_charges_the_hyperjob_to_its_queue_as_one_job_of_all_its_chil
     # The same cycle without the HyperJob: a's older job goes first.
     alone = admitted(admit(Snapshot(0, queues, clusters[:1], (older, later))))
     assert alone == {"a-solo": "x"}
+
+
+def test_auto_split_breaks_ties_by_the_lowest_network_tier_that_holds_a_share() -> None:
+    # 16 GPUs (2 pods of 8) and two clusters with 32 free each: either takes it all. a's switches
+    # hold one node each (2 pods only within a tier-2 spine); b's hold two (tier 1): b wins.
+    snaps = {
+        "a": fabric("a", spines=2, switches=2, per_switch=1),
+        "b": fabric("b", spines=1, switches=2, per_switch=2),
+    }
+    free = {name: 32000 for name in snaps}
+    assert split_accelerators(16000, 8000, free, None) == [("a", 16000)]  # no tiers: by name
+
+    def tier(cluster: str, share: int) -> int | None:
+        return lowest_tier(snaps[cluster], ((gpus(8), share // 8000),), None)
+
+    assert split_accelerators(16000, 8000, free, None, tier) == [("b", 16000)]
+    # Both take 32 first (fewest clusters); b holds 4 pods within a tier-2 spine, a only whole.
+    assert split_accelerators(48000, 8000, free, None, tier) == [("b", 32000), ("a", 16000)]
+    template = {
+        "tasks": [{"name": "w", "replicas": 1, "template": {"spec": {"containers": [
+            {"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]}}}]
+    }  # fmt: skip
+    hj = parse_hyper_job(
+        {
+            "apiVersion": "training.volcano.sh/v1alpha1",
+            "kind": "HyperJob",
+            "metadata": {"name": "auto"},
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "p",
+                        "splitPolicy": {"mode": "auto", "accelerators": 16},
+                        "templateSpec": template,
+                    }
+                ]
+            },
+        }
+    )
+    shares = auto_shares(
+        hj, (lambda kind: free,), lambda c, pod, pods: lowest_tier(snaps[c], ((pod, pods),), None)
+    )
+    assert shares == {"p": [("b", 16000)]}

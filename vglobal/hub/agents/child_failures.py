@@ -42,8 +42,9 @@ def restart_failed(
     """Re-queue the HyperJobs' children among ``failed`` (jobs that failed on ``cluster``) as their
     policy says; the others are left Failed."""
     out: list[Restart] = []
-    for uid, kid in hyperjobs_repo.children_of(failed, session=session).items():
-        if kid.attempts >= MAX_RESTARTS:
+    restarted: set[tuple[str, str]] = set()  # HyperJobs restarted whole by this batch
+    for uid, kid in sorted(hyperjobs_repo.children_of(failed, session=session).items()):
+        if kid.attempts >= MAX_RESTARTS or (kid.namespace, kid.hyperjob) in restarted:
             continue
         until = time.time() + exclude_for
         said = f"child failed on cluster {cluster}"
@@ -54,15 +55,33 @@ def restart_failed(
                 uids, session=session, kind=WaitKind.Rejected, reason=reason, exclude_until=until
             )
         elif kid.policy == hyperjob.RESTART_ALL:
-            uids = hyperjobs_repo.siblings(kid.namespace, kid.hyperjob, session=session)
+            # Their bindings were locked with the batch's own, all in uid order (to_lock).
+            siblings = hyperjobs_repo.siblings(kid.namespace, kid.hyperjob, session=session)
             reason = f"{said}: the whole HyperJob restarts (failurePolicy RestartAll)"
-            bindings_repo.requeue(uids, session=session, kind=WaitKind.Rejected, reason=reason)
+            requeued = bindings_repo.requeue(siblings, session=session, kind=WaitKind.Rejected, reason=reason)
+            uids = [r[0] for r in requeued]  # a sibling that finished is left as it is
+            restarted.add((kid.namespace, kid.hyperjob))
         else:
             uids = [uid]
             reason = f"{said}: restarted there (failurePolicy RestartChild)"
             bindings_repo.requeue(uids, session=session, kind=WaitKind.Rejected, reason=reason)
             hyperjobs_repo.exclude_others(uid, cluster, until, session=session)
         out.append(Restart(uid, uids, reason))
+    return out
+
+
+def to_lock(failed: Sequence[str], *, session: Session) -> list[str]:
+    """Besides the reported jobs, the bindings a batch reporting ``failed`` may re-queue: every
+    sibling of a RestartAll child among them. The batch locks them all together in uid order, so
+    two agents reporting two children of one HyperJob at once never wait on each other in a cycle
+    (the second finds its child re-queued by the first, its report no longer current)."""
+    out: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for kid in hyperjobs_repo.children_of(failed, session=session).values():
+        key = (kid.namespace, kid.hyperjob)
+        if kid.policy == hyperjob.RESTART_ALL and key not in seen:
+            seen.add(key)
+            out += hyperjobs_repo.siblings(kid.namespace, kid.hyperjob, session=session)
     return out
 
 

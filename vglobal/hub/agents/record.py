@@ -263,6 +263,13 @@ def record(
         if heartbeat:
             notify(DISPATCH, session=session)
     uids = [u for m in messages if (u := job_uid(m)) is not None]
+    failed = [
+        m.status.job_uid
+        for m in messages
+        if m.WhichOneof("body") == "status" and reported(m.status.phase) is BindingPhase.Failed
+    ]
+    if failed:
+        uids += child_failures.to_lock(failed, session=session)
     batch = _Batch(cluster, runs_repo.lock_refs(uids, session=session), exclude_for)
     for msg in messages:
         body = msg.WhichOneof("body")

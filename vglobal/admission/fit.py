@@ -1,0 +1,150 @@
+"""The cluster fit of one job's gang, as a lone job and a HyperJob's child both take it.
+
+The queue's node groups (nodegroups.py) and pod anti-affinity (pod_anti.py) hold nodes away; the
+gang goes to HyperNodes of its partitions' tiers within one of the job's tier (partitions.py), or
+one HyperNode of its network topology's tier (topology.py), or anywhere on one cluster
+(placement.py), within its queue's per node group limits (group_limits.py) and, when it asks for
+GPU cards, onto the cards its agents reported (devices.py). One implementation, so a child placed by
+a HyperJob's decision can be placed in its cluster exactly as a lone job could.
+
+A HyperJob's children are placed as a trial (begin_trial): each commit is kept (keep) or taken
+back exactly (rollback), cards included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from vglobal.admission.devices import CardPacker, DeviceFit
+from vglobal.admission.explain import no_hypernode_reason, no_partition_fit_reason
+from vglobal.admission.index import IntArray
+from vglobal.admission.partitions import place_partitioned, prepare_partitions
+from vglobal.admission.placement import Candidates, Held, Placement
+from vglobal.admission.prepare import Job, Prepared
+from vglobal.admission.topology import HyperNodeRows, place
+from vglobal.model.cards import NodeCards
+
+
+def subset(cand: Candidates, ids: Sequence[int]) -> Candidates:
+    """The candidates among ``cand`` with these ids (in index order); its own key, since caches
+    keyed by candidates hold what a ranking or a failure of exactly these clusters was."""
+    keep = set(ids)
+    chosen = [c for c in cand.ids if c in keep]
+    arr = np.array(chosen, dtype=np.int64)
+    return Candidates(arr, tuple(chosen), arr.tobytes() + b"|" + cand.key, cand.note)
+
+
+class GangFit:
+    """Places gangs on the cycle's clusters, committing what it places (the caller charges)."""
+
+    def __init__(self, prep: Prepared, devices: DeviceFit) -> None:
+        self.prep, self.devices = prep, devices
+        self.clusters = prep.clusters
+        self.hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
+        self.card_misfit: dict[str, str] = {}  # job uid -> why its GPU cards fit no cluster
+        # While a trial runs: the cards as they were, and the gangs placed without a card packer
+        # (DeviceFit.placed), told to the card fit only when the trial is kept.
+        self._cards: tuple[list[dict[int, NodeCards]], list[bool]] | None = None
+        self._placed: list[tuple[int, Job]] | None = None
+        self._counted: dict[tuple[str, int, str], IntArray] | None = None  # node-group usage
+
+    def held(self, job: Job, held: Mapping[int, Held]) -> Mapping[int, Held]:
+        """``held`` (a starvation reservation) and the nodes the job's node groups and pod
+        anti-affinity keep it off."""
+        if job.affinity is not None:
+            held = self.prep.nodegroups.held(job.affinity, job.cand, held)
+        if job.anti:
+            held = self.prep.anti.held(job.snap, job.cand, held)
+        return held
+
+    def place(self, job: Job, held: Mapping[int, Held], cards: CardPacker | None) -> int | None:
+        """The cluster among ``job.cand`` the gang went to, committed; None if none holds it."""
+        held = self.held(job, held)
+        found = self.placement(job, held, cards)
+        if found is None:
+            if cards is not None and not self.card_misfit.get(job.snap.uid):  # a child's first answer
+                self.card_misfit[job.snap.uid] = self._card_reason(job, held, cards)
+            return None
+        c, placement = found
+        self.clusters.commit(c, placement, job.gang)
+        if cards is not None:
+            cards.commit()
+        elif self._placed is not None:
+            self._placed.append((c, job))
+        else:
+            self.devices.placed(c, job.snap)
+        return c
+
+    def placement(
+        self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
+    ) -> tuple[int, Placement] | None:
+        """Where the gang goes (its HyperNodes, partitions, node-group limits and GPU cards too),
+        not committed."""
+        clusters, rows = self.clusters, self.hypernode_rows
+        if job.snap.partitions:
+            prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
+            return place_partitioned(clusters, rows, job.cand, job.gang, held, job.snap, prepared, cards)
+        topo = job.snap.network_topology
+        if not job.limited:
+            return place(clusters, rows, job.cand, job.gang, held, topo, cards)
+
+        def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
+            return place(clusters, rows, job.cand, job.gang, holds, topo, cards)
+
+        # within the queue's per node group limits (group_limits.py)
+        return self.prep.group_limits.place(self.prep.tree.names[job.leaf], job.cand, job.gang, held, fit)
+
+    def _card_reason(self, job: Job, held: Mapping[int, Held], cards: CardPacker) -> str:
+        """Why the gang waits when its GPU cards are what keeps it out ("" when its resources or
+        HyperNodes alone do: their reasons say it)."""
+        why = cards.why
+        if self.placement(job, held, None) is None:
+            return ""
+        if not job.snap.partitions and job.snap.network_topology is None:
+            return why
+        if cards.place(self.clusters, job.cand, job.gang, held) is None:
+            return cards.why
+        return "no HyperNode the job's topology allows has both the room and the GPU cards for the gang"
+
+    def why_not(self, job: Job) -> tuple[str, bool]:
+        """Why the gang fits none of ``job.cand``, and whether that is the plain gang fit's answer
+        (a failure cache may keep it for bigger gangs; a card, partition or HyperNode answer is
+        the job's own)."""
+        if job.affinity is None:
+            best = self.clusters.best_effort(job.cand, job.gang)
+        else:
+            best = self.prep.nodegroups.best_effort(job.cand, job.gang, job.affinity)
+        topo = job.snap.network_topology
+        card_misfit = self.card_misfit.get(job.snap.uid)
+        if card_misfit:
+            return card_misfit, False  # the totals may hold the gang; its cards do not
+        if job.snap.partitions:  # every partition must also fit one HyperNode
+            return no_partition_fit_reason(job.snap.partitions, topo, best), False
+        if topo is not None and topo[0] == "hard":
+            return no_hypernode_reason(topo[1], best), False
+        return best, True
+
+    # --- trials (a HyperJob's children) -------------------------------------------------------
+    def begin_trial(self) -> None:
+        self.clusters.begin_trial()
+        devices = self.devices
+        self._cards = ([dict(n) for n in devices.nodes], list(devices.shared)) if devices.active else None
+        self._placed = []
+        limits = self.prep.group_limits
+        self._counted = limits.counted() if limits.active else None
+
+    def keep(self) -> None:
+        self.clusters.end_trial()
+        placed, self._placed, self._cards, self._counted = self._placed or [], None, None, None
+        for c, job in placed:
+            self.devices.placed(c, job.snap)
+
+    def rollback(self) -> None:
+        self.clusters.rollback()
+        if self._cards is not None:
+            self.devices.nodes[:], self.devices.shared[:] = self._cards
+        if self._counted is not None:
+            self.prep.group_limits.recount(self._counted)
+        self._placed, self._cards, self._counted = None, None, None
