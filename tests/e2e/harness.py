@@ -141,6 +141,16 @@ class System:
     def get_json(self, kind: str) -> list[dict[str, Any]]:
         return json.loads(self.cli("get", kind, "-o", "json").stdout)
 
+    def apply_text(self, name: str, text: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """`vglobal apply -f` of YAML text, written to ``<tmp>/<name>.yaml`` first."""
+        path = self.tmp / f"{name}.yaml"
+        path.write_text(text)
+        return self.cli("apply", "-f", str(path), check=check)
+
+    def job(self, name: str) -> dict[str, Any]:
+        """The job as `get jobs -o json` shows it ({} while there is none of that name)."""
+        return next((j for j in self.get_json("jobs") if j["name"] == name), {})
+
     def client(self, timeout: float = 10) -> Client:
         return Client(self.target, timeout=timeout)
 

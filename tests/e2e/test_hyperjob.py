@@ -79,12 +79,6 @@ def _clusters(system: System, n: int) -> None:
     )
 
 
-def _apply(system: System, name: str, text: str) -> str:
-    path = system.tmp / f"{name}.yaml"
-    path.write_text(text)
-    return system.cli("apply", "-f", str(path)).stdout
-
-
 def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover_moves_one(
     system: System,
 ) -> None:
@@ -92,10 +86,10 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
     for name in ("c1", "c2", "c3"):
         system.start_agent(name, sim_cluster(name, nodes=4))
     _clusters(system, 3)
-    _apply(system, "blocker", BLOCKER)
+    system.apply_text("blocker", BLOCKER)
     with system.client() as c:
         wait_for(lambda: c.get_job("blocker").phase == "Running", 60, "the blocker runs on c3", system)
-        out = _apply(system, "hj", HYPERJOB % HELD)
+        out = system.apply_text("hj", HYPERJOB % HELD).stdout
         assert "hyperjob.training.volcano.sh/default/llm created (3 children" in out
         # c3 has 24 of its 32 GPUs free: no child may start, and the reason names c3.
         reason = wait_for(
@@ -179,7 +173,7 @@ def test_auto_split_divides_80_gpus_as_32_32_16(system: System) -> None:
     system.start_agent("b", sim_cluster("b", nodes=4))
     system.start_agent("c", sim_cluster("c", nodes=2))
     _clusters(system, 3)
-    out = _apply(system, "auto", AUTO)
+    out = system.apply_text("auto", AUTO).stdout
     assert "3 children" in out
     with system.client() as c:
         names = ["auto-part-0", "auto-part-1", "auto-part-2"]
@@ -229,7 +223,7 @@ def _three_small_clusters(system: System) -> None:
 
 def test_a_failed_child_restarts_on_its_cluster_until_its_restarts_run_out(system: System) -> None:
     _three_small_clusters(system)
-    _apply(system, "flaky", FAILING % "minAvailable: 2")  # failurePolicy: RestartChild by default
+    system.apply_text("flaky", FAILING % "minAvailable: 2")  # failurePolicy: RestartChild by default
     with system.client() as c:
         wait_for(
             lambda: c.get_job("flaky-bad-0").phase == "Failed", 120, "the bad child to fail at last", system
@@ -249,7 +243,7 @@ def test_a_failed_child_restarts_on_its_cluster_until_its_restarts_run_out(syste
 
 def test_move_child_moves_only_the_failed_child_to_another_cluster(system: System) -> None:
     _three_small_clusters(system)
-    _apply(system, "flaky", FAILING % "failurePolicy: MoveChild")
+    system.apply_text("flaky", FAILING % "failurePolicy: MoveChild")
     with system.client() as c:
         # It fails on one cluster, moves to the one free cluster left, fails there too, and then
         # waits: both are skipped for a while (the third runs the good child).
@@ -274,7 +268,7 @@ def test_move_child_moves_only_the_failed_child_to_another_cluster(system: Syste
 
 def test_restart_all_restarts_every_child_and_fences_their_old_runs(system: System) -> None:
     _three_small_clusters(system)
-    _apply(system, "flaky", FAILING % "failurePolicy: RestartAll")
+    system.apply_text("flaky", FAILING % "failurePolicy: RestartAll")
     with system.client() as c:
         wait_for(
             lambda: c.get_job("flaky-bad-0").phase == "Failed", 120, "the bad child to fail at last", system
@@ -326,7 +320,7 @@ async def _async_phases(target: str) -> tuple[str, list[str]]:
 def test_get_hyperjobs_watch_prints_each_change_of_its_status(system: System) -> None:
     # No cluster yet: the HyperJob waits, listed Pending; every later line is a change of its status.
     system.start_hub()
-    _apply(system, "pair", PAIR)
+    system.apply_text("pair", PAIR)
     with Stream(system.target, "get", "hyperjobs", "-w", "-o", "json") as watch:
         watch.expect(_hyperjob_row("pair", "LISTED", "Pending"), "pair listed Pending")
         system.start_agent("solo", sim_cluster("solo", nodes=2))  # room for both children
@@ -373,7 +367,7 @@ def test_two_children_failing_at_once_on_two_agents_restart_the_hyperjob_once_ea
     for name in ("c1", "c2"):
         system.start_agent(name, sim_cluster(name, nodes=1))
     _clusters(system, 2)
-    _apply(system, "both", BOTH_FAIL)
+    system.apply_text("both", BOTH_FAIL)
     names = ["both-w-0", "both-w-1"]
     with system.client() as c:
         wait_for(
@@ -402,7 +396,7 @@ def test_describe_hyperjob_shows_why_each_child_waits_and_events_and_follows_it(
     # No cluster yet: both children wait, each with its reason; then they run, are cancelled and
     # deleted while `describe hyperjob -w` follows, which ends by itself once they are gone.
     system.start_hub()
-    _apply(system, "pair", PAIR)
+    system.apply_text("pair", PAIR)
     with system.client() as c:
         wait_for(lambda: c.get_hyperjob("pair").waiting_reason, 60, "a waiting reason", system)
     described = system.cli("describe", "hyperjob", "pair").stdout
@@ -433,8 +427,7 @@ def test_apply_refuses_a_bad_hyperjob_naming_each_field_and_stores_nothing(syste
     typo = PAIR.replace("replicas: 2", "replica: 2")
     bad_policy = PAIR.replace("spec:\n  replicatedJobs:", "spec:\n  failurePolicy: Retry\n  replicatedJobs:")
     for text, field in ((typo, "spec.replicatedJobs[0].replica"), (bad_policy, "spec.failurePolicy")):
-        (path := system.tmp / "bad.yaml").write_text(text)
-        res = system.cli("apply", "-f", str(path), check=False)
+        res = system.apply_text("bad", text, check=False)
         assert res.returncode == 1 and "INVALID_ARGUMENT" in res.stderr and field in res.stderr, res.stderr
     assert system.cli("get", "hyperjobs", "-o", "json").stdout.strip() in ("[]", "")
     assert system.cli("get", "jobs", "-o", "name").stdout.strip() == ""
@@ -444,7 +437,7 @@ def test_a_hyperjob_whose_children_all_complete_is_completed(system: System) -> 
     system.start_hub()
     system.start_agent("solo", sim_cluster("solo", nodes=2))
     _clusters(system, 1)
-    _apply(system, "pair", PAIR.replace("1000h", "1s"))
+    system.apply_text("pair", PAIR.replace("1000h", "1s"))
     with system.client() as c:
         wait_for(lambda: c.get_hyperjob("pair").phase == "Completed", 90, "pair Completed", system)
         done = c.get_hyperjob("pair")

@@ -54,21 +54,11 @@ spec:
 """
 
 
-def _get(system: System, name: str) -> dict[str, object]:
-    return next((j for j in system.get_json("jobs") if j["name"] == name), {})
-
-
-def _apply(system: System, name: str, text: str) -> None:
-    path = system.tmp / f"{name}.yaml"
-    path.write_text(text)
-    system.cli("apply", "-f", str(path))
-
-
 def _cut_card(system: System) -> None:
     """A 5 GB MIG pod runs on `cut` (no duration: it stays Running), so its card is cut 7 x 1g.5gb."""
-    _apply(system, "small", _job("small", 4000, clusters="cut"))
-    wait_for(lambda: _get(system, "small").get("bindingPhase") == "Running", 60, "small running on cut", system)
-    assert _get(system, "small").get("cluster") == "cut"
+    system.apply_text("small", _job("small", 4000, clusters="cut"))
+    wait_for(lambda: system.job("small").get("bindingPhase") == "Running", 60, "small running on cut", system)
+    assert system.job("small").get("cluster") == "cut"
 
 
 def test_mig_pod_goes_to_the_cluster_whose_card_has_the_instance(system: System) -> None:
@@ -77,9 +67,9 @@ def test_mig_pod_goes_to_the_cluster_whose_card_has_the_instance(system: System)
     system.start_agent("fresh", _cluster("fresh"))
     wait_for(lambda: len(system.get_json("clusters")) == 2, 30, "both clusters registered", system)
     _cut_card(system)
-    _apply(system, "big", _job("big", 30000))
-    wait_for(lambda: _get(system, "big").get("bindingPhase") == "Running", 60, "big running", system)
-    assert _get(system, "big").get("cluster") == "fresh", _get(system, "big")
+    system.apply_text("big", _job("big", 30000))
+    wait_for(lambda: system.job("big").get("bindingPhase") == "Running", 60, "big running", system)
+    assert system.job("big").get("cluster") == "fresh", system.job("big")
     out = system.cli("describe", "job", "big").stdout
     assert out.count(" Dispatched ") == 1 and " Rejected " not in out, out
 
@@ -89,10 +79,10 @@ def test_mig_pod_waits_at_the_hub_when_no_card_has_the_instance(system: System) 
     system.start_agent("cut", _cluster("cut"))
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "the cluster registered", system)
     _cut_card(system)
-    _apply(system, "big", _job("big", 30000))
+    system.apply_text("big", _job("big", 30000))
     want = "no node in cluster cut has MIG cards with a free instance for 1 vGPU of 30000 MiB"
     # `small` never ends, so big holds this state: waiting for the reason cannot miss it
-    wait_for(lambda: want in json.dumps(_get(system, "big")), 60, "the MIG reason", system)
-    assert not _get(system, "big").get("cluster"), _get(system, "big")  # never dispatched
+    wait_for(lambda: want in json.dumps(system.job("big")), 60, "the MIG reason", system)
+    assert not system.job("big").get("cluster"), system.job("big")  # never dispatched
     out = system.cli("describe", "job", "big").stdout
     assert " Dispatched " not in out, out

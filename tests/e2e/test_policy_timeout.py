@@ -34,9 +34,7 @@ def test_evicted_pods_replacement_left_pending_restarts_the_job_at_the_timeout(s
     system.start_agent("east", sim_cluster("east", nodes=1, cpu="4", gpus=0))
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
     for name, text in (("classes", CLASSES), ("victim", VICTIM)):
-        path = system.tmp / f"{name}.yaml"
-        path.write_text(text)
-        system.cli("apply", "-f", str(path))
+        system.apply_text(name, text)
     with system.client() as c:
         wait_for(
             lambda: sum(1 for p in c.get_job("victim").placements if p.node and p.phase == "Running") == 4,

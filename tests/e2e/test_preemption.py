@@ -64,9 +64,7 @@ def test_high_priority_job_preempts_surplus_pods_of_its_queue(system: System) ->
     system.start_agent("east", sim_cluster("east", nodes=1, cpu="4", gpus=0))
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
     for name, text in (("classes", CLASSES), ("victim", VICTIM)):
-        path = system.tmp / f"{name}.yaml"
-        path.write_text(text)
-        system.cli("apply", "-f", str(path))
+        system.apply_text(name, text)
     with system.client() as c:
         wait_for(
             lambda: (

@@ -65,12 +65,6 @@ spec:
 """
 
 
-def _apply(system: System, name: str, text: str) -> None:
-    path = system.tmp / f"{name}.yaml"
-    path.write_text(text)
-    system.cli("apply", "-f", str(path))
-
-
 def _running_on(c: Client, name: str, pods: int) -> list[str] | None:
     """The nodes of the job's running pods once all ``pods`` run, else None."""
     j = c.get_job(name)
@@ -82,8 +76,8 @@ def test_a_queue_with_required_node_group_affinity_runs_only_in_its_group(system
     system.start_hub()
     system.start_agent("east", CLUSTER)
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
-    _apply(system, "queues", QUEUES)
-    _apply(system, "team-a-job", _job("team-a-job", "qa", 4, "2"))
+    system.apply_text("queues", QUEUES)
+    system.apply_text("team-a-job", _job("team-a-job", "qa", 4, "2"))
     with system.client() as c:
         nodes = wait_for(lambda: _running_on(c, "team-a-job", 4), 60, "team-a-job's 4 pods running", system)
         # 4 pods of 2 cpu: exactly the room of team-a's two nodes, and no other node
@@ -91,7 +85,7 @@ def test_a_queue_with_required_node_group_affinity_runs_only_in_its_group(system
 
         # team-a is full: the next job of qa waits at the hub, not dispatched, though ab-* and
         # mplain-* (16 cpu) are free; the reason names the group
-        _apply(system, "team-a-more", _job("team-a-more", "qa", 1, "1"))
+        system.apply_text("team-a-more", _job("team-a-more", "qa", 1, "1"))
         want = "queue qa allows node groups team-a"
         wait_for(
             lambda: want in json.dumps(system.get_json("jobs")),
@@ -104,7 +98,7 @@ def test_a_queue_with_required_node_group_affinity_runs_only_in_its_group(system
         assert "allowed nodes of east can hold 0 of the 1 pods" in c.explain_job("team-a-more").reason
 
         # a queue naming no group keeps off every grouped node (strict: false)
-        _apply(system, "anyone", _job("anyone", "open", 2, "4"))
+        system.apply_text("anyone", _job("anyone", "open", 2, "4"))
         nodes = wait_for(lambda: _running_on(c, "anyone", 2), 60, "anyone's 2 pods running", system)
         assert sorted(nodes) == ["mplain-0", "mplain-1"], nodes
         assert c.get_job("team-a-more").binding_phase == "Suspended"  # still waiting for team-a
@@ -131,12 +125,12 @@ def test_a_queues_node_group_limit_holds_its_next_gang_at_the_hub(system: System
     system.start_hub()
     system.start_agent("east", CLUSTER)
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
-    _apply(system, "limited", LIMITED)
-    _apply(system, "first", _job("first", "ql", 2, "2"))
+    system.apply_text("limited", LIMITED)
+    system.apply_text("first", _job("first", "ql", 2, "2"))
     with system.client() as c:
         nodes = wait_for(lambda: _running_on(c, "first", 2), 60, "first's 2 pods running", system)
         assert {n[:2] for n in nodes} == {"za"}, nodes
-        _apply(system, "second", _job("second", "ql", 2, "2"))
+        system.apply_text("second", _job("second", "ql", 2, "2"))
         want = "queue ql limits what it holds in node groups team-a"
         wait_for(
             lambda: want in json.dumps(system.get_json("jobs")),
@@ -196,9 +190,9 @@ def test_reclaim_for_a_queue_confined_to_a_group_takes_pods_only_there(system: S
     system.start_hub()
     system.start_agent("east", TWO)
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
-    _apply(system, "shared", SHARED)
+    system.apply_text("shared", SHARED)
     elastic = _job("elastic", "wide", 8, "1").replace("minAvailable: 8", "minAvailable: 1")
-    _apply(system, "elastic", elastic)
+    system.apply_text("elastic", elastic)
     with system.client() as c:
         before = wait_for(
             lambda: (got := _on(c, "elastic")) and sum(map(len, got.values())) == 8 and got,
@@ -207,7 +201,7 @@ def test_reclaim_for_a_queue_confined_to_a_group_takes_pods_only_there(system: S
             system,
         )
         assert sorted(before) == ["aa-0", "zb-0"] and len(before["aa-0"]) == 4, before
-        _apply(system, "taker", _job("taker", "qa", 2, "1"))
+        system.apply_text("taker", _job("taker", "qa", 2, "1"))
         taker = wait_for(
             lambda: (got := _on(c, "taker")) and sum(map(len, got.values())) == 2 and got,
             60,

@@ -61,9 +61,7 @@ def test_a_queue_below_deserved_reclaims_only_surplus_pods(system: System) -> No
     system.start_agent("east", sim_cluster("east", nodes=1, cpu="4", gpus=0))
     wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "east registered", system)
     for name, text in (("queues", QUEUES), ("elastic", ELASTIC)):
-        path = system.tmp / f"{name}.yaml"
-        path.write_text(text)
-        system.cli("apply", "-f", str(path))
+        system.apply_text(name, text)
     with system.client() as c:
         before = wait_for(
             lambda: (j := c.get_job("elastic")).binding_phase == "Running" and len(_running(j)) == 4 and j,

@@ -52,19 +52,13 @@ spec:
 """
 
 
-def _get(system: System, name: str) -> dict[str, object]:
-    return next((j for j in system.get_json("jobs") if j["name"] == name), {})
-
-
 def _run(system: System, name: str, text: str) -> str:
     """Apply the job, wait until it runs; the cluster it runs on (dispatched there once)."""
-    path = system.tmp / f"{name}.yaml"
-    path.write_text(text)
-    system.cli("apply", "-f", str(path))
-    wait_for(lambda: _get(system, name).get("bindingPhase") == "Running", 60, f"{name} running", system)
+    system.apply_text(name, text)
+    wait_for(lambda: system.job(name).get("bindingPhase") == "Running", 60, f"{name} running", system)
     out = system.cli("describe", "job", name).stdout
     assert out.count(" Dispatched ") == 1 and " Rejected " not in out, out
-    return str(_get(system, name).get("cluster"))
+    return str(system.job(name).get("cluster"))
 
 
 def test_vgpu_mode_spread_and_gpu_uuid_choose_the_cluster(system: System) -> None:
