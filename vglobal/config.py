@@ -123,8 +123,8 @@ class HubSettings(BaseSettings):
     queue_lookback: int = Field(
         1000,
         ge=0,
-        description="Jobs per leaf queue examined each cycle, in queue order; the rest wait a turn "
-        "(0 = all).",
+        description="Jobs per leaf queue examined each cycle past those it admits, in queue order; "
+        "the rest wait a turn (0 = all).",
     )
     max_admissions_per_cycle: int = Field(
         5000,
