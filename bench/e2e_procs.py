@@ -126,9 +126,15 @@ class Proc:
         return psutil.Process(self.popen.pid)
 
     def cpu_seconds(self) -> float:
+        """The process's CPU time and its live children's (a hub's --api-processes)."""
         try:
             t = self.ps.cpu_times()
-            return t.user + t.system
+            total = t.user + t.system
+            for child in self.ps.children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    c = child.cpu_times()
+                    total += c.user + c.system
+            return total
         except psutil.NoSuchProcess:
             return 0.0
 

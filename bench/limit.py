@@ -117,7 +117,8 @@ class Bench:
         logdir.mkdir()
         url = self.pg.fresh_database(f"limit_{self.n}")
         if kind == "hub":
-            system = System(url, logdir, hub_flags=["--rate-limit", "0"], certs=self.certs)
+            flags = ["--rate-limit", "0", *self.args.hub_flag]
+            system = System(url, logdir, hub_flags=flags, certs=self.certs)
             try:
                 system.start_hub()
                 system.start_agents(2, self.args.nodes, 100, [])
@@ -149,6 +150,7 @@ class Bench:
         """One bench/e2e_load.py process against ``server``; every job's record."""
         out = self.work / f"{prefix}.json"
         args = [str(BENCH / "e2e_load.py"), *server.dial_args, "--prefix", prefix, "--out", str(out)]
+        args += ["--connections", str(self.args.connections)]
         for k, v in kw.items():
             args += [f"--{k.replace('_', '-')}", str(v)]
         proc = spawn(prefix, args, self.work, module=False)
@@ -330,6 +332,10 @@ def parse() -> argparse.Namespace:
         "--statements", action="store_true", help="pg_stat_statements: the hub's top statements per phase"
     )
     p.add_argument("--workdir", default="", help="logs and data (default: a temporary directory)")
+    p.add_argument("--hub-flag", action="append", default=[], help="extra hub flag (repeatable)")
+    p.add_argument(
+        "--connections", type=int, default=1, help="connections the load spreads its calls over (every server)"
+    )
     return p.parse_args()
 
 

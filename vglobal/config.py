@@ -185,6 +185,12 @@ class HubSettings(BaseSettings):
     max_agent_streams: int = Field(1000, ge=1, description="Open agent streams.")
     register_timeout: Seconds = Field(5.0, gt=0, description="An agent stream must Register within this.")
     grpc_workers: int = Field(32, ge=1, description="Threads serving the unary API.")
+    api_processes: int = Field(
+        1,
+        ge=1,
+        description="Processes serving the public API on --listen (SO_REUSEPORT), each with its own "
+        "GIL; the first also runs the leader loops and the agent port.",
+    )
 
     @property
     def tls(self) -> bool:
