@@ -65,6 +65,11 @@ class Server:
     def cpu(self) -> float:
         return sum(p.cpu_seconds() for p in self.procs[:1])
 
+    def main_cpu(self) -> float:
+        """The server's first process alone (a hub's leader loops and agent port, beside its
+        --api-processes)."""
+        return sum(p.cpu_seconds(children=False) for p in self.procs[:1])
+
     def agents_cpu(self) -> float:
         return sum(p.cpu_seconds() for p in self.procs[1:])
 
@@ -166,7 +171,10 @@ class Bench:
         return {k: (after[k] - before[k]) / seconds for k in after}
 
     def cpu(self, server: Server) -> dict[str, float]:
-        return {"server": server.cpu(), "agents": server.agents_cpu(), "postgres": self.pg.cpu_seconds()}
+        got = {"server": server.cpu(), "agents": server.agents_cpu(), "postgres": self.pg.cpu_seconds()}
+        if "--api-processes" in self.args.hub_flag and server.system:
+            got["first process"] = server.main_cpu()
+        return got
 
     def measure(
         self, server: Server, phase: str, prefix: str, wait: Callable[[], None] | None = None, **load: Any
