@@ -102,7 +102,9 @@ async def main(args: argparse.Namespace) -> None:
         options.append(("grpc.use_local_subchannel_pool", 1))
     dial = Dial(args.target, ca_file=ca, token=token)
     async with contextlib.AsyncExitStack() as stack:
-        channels = [await stack.enter_async_context(dial.aio_channel(options)) for _ in range(args.connections)]
+        channels = [
+            await stack.enter_async_context(dial.aio_channel(options)) for _ in range(args.connections)
+        ]
         for channel in channels:
             await channel.channel_ready()
         load = Load(args, [jobs_pb2_grpc.JobServiceStub(c) for c in channels])

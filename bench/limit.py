@@ -342,7 +342,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--workdir", default="", help="logs and data (default: a temporary directory)")
     p.add_argument("--hub-flag", action="append", default=[], help="extra hub flag (repeatable)")
     p.add_argument(
-        "--connections", type=int, default=1, help="connections the load spreads its calls over (every server)"
+        "--connections",
+        type=int,
+        default=1,
+        help="connections the load spreads its calls over (every server)",
     )
     return p.parse_args()
 
