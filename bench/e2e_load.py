@@ -4,6 +4,7 @@
     python bench/e2e_load.py ... --rate 250                 # open loop: a call every 1/250 s
     python bench/e2e_load.py ... --batch 500 --concurrency 2 # SubmitJobs of 500 jobs
     python bench/e2e_load.py ... --seconds 10               # closed loop: stop sending after 10 s
+    python bench/e2e_load.py ... --connections 8            # calls spread over 8 connections
 
 Closed loop: ``--concurrency`` calls in flight, each sent when one returns. Open loop (``--rate``,
 calls/s of this process): call i is due at start + i/rate whatever the hub's speed, and its latency
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -38,9 +40,10 @@ MANIFEST = (
 
 
 class Load:
-    def __init__(self, args: argparse.Namespace, stub: jobs_pb2_grpc.JobServiceStub) -> None:
+    def __init__(self, args: argparse.Namespace, stubs: list[jobs_pb2_grpc.JobServiceStub]) -> None:
         self.args = args
-        self.stub = stub
+        self.stubs = stubs
+        self.calls = 0
         self.records: list[list[Any]] = []
         self.next = 0
 
@@ -52,12 +55,14 @@ class Load:
         n = min(self.args.batch, self.args.count - first)
         sent = time.time()
         code = "OK"
+        stub = self.stubs[self.calls % len(self.stubs)]
+        self.calls += 1
         try:
             if self.args.batch > 1:
                 reqs = [self.request(i) for i in range(first, first + n)]
-                await self.stub.SubmitJobs(jobs_pb2.SubmitJobsRequest(jobs=reqs), timeout=120)
+                await stub.SubmitJobs(jobs_pb2.SubmitJobsRequest(jobs=reqs), timeout=120)
             else:
-                await self.stub.SubmitJob(self.request(first), timeout=60)
+                await stub.SubmitJob(self.request(first), timeout=60)
         except grpc.aio.AioRpcError as exc:
             code = exc.code().name
             if len([r for r in self.records if r[4] != "OK"]) < 3:
@@ -93,9 +98,16 @@ async def main(args: argparse.Namespace) -> None:
     options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
     token = Path(args.token_file).read_text().strip() if args.token_file else None
     ca = Path(args.ca_file) if args.ca_file else None
-    async with Dial(args.target, ca_file=ca, token=token).aio_channel(options) as channel:
-        await channel.channel_ready()
-        load = Load(args, jobs_pb2_grpc.JobServiceStub(channel))
+    if args.connections > 1:  # else channels of one process share one connection
+        options.append(("grpc.use_local_subchannel_pool", 1))
+    dial = Dial(args.target, ca_file=ca, token=token)
+    async with contextlib.AsyncExitStack() as stack:
+        channels = [
+            await stack.enter_async_context(dial.aio_channel(options)) for _ in range(args.connections)
+        ]
+        for channel in channels:
+            await channel.channel_ready()
+        load = Load(args, [jobs_pb2_grpc.JobServiceStub(c) for c in channels])
         start = args.start_at or time.time()
         if start > time.time():
             await asyncio.sleep(start - time.time())
@@ -120,6 +132,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--duration", default="1s", help="how long each job's pod runs")
     p.add_argument("--seconds", type=float, default=0.0, help="closed loop: send no call after this long")
     p.add_argument("--start-at", type=float, default=0.0, help="epoch seconds to start at")
+    p.add_argument("--connections", type=int, default=1, help="connections the calls are spread over")
     p.add_argument("--out", required=True)
     return p.parse_args()
 

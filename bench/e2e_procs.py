@@ -125,10 +125,16 @@ class Proc:
     def ps(self) -> psutil.Process:
         return psutil.Process(self.popen.pid)
 
-    def cpu_seconds(self) -> float:
+    def cpu_seconds(self, *, children: bool = True) -> float:
+        """The process's CPU time and its live children's (a hub's --api-processes)."""
         try:
             t = self.ps.cpu_times()
-            return t.user + t.system
+            total = t.user + t.system
+            for child in self.ps.children(recursive=True) if children else []:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    c = child.cpu_times()
+                    total += c.user + c.system
+            return total
         except psutil.NoSuchProcess:
             return 0.0
 

@@ -65,6 +65,11 @@ class Server:
     def cpu(self) -> float:
         return sum(p.cpu_seconds() for p in self.procs[:1])
 
+    def main_cpu(self) -> float:
+        """The server's first process alone (a hub's leader loops and agent port, beside its
+        --api-processes)."""
+        return sum(p.cpu_seconds(children=False) for p in self.procs[:1])
+
     def agents_cpu(self) -> float:
         return sum(p.cpu_seconds() for p in self.procs[1:])
 
@@ -117,7 +122,8 @@ class Bench:
         logdir.mkdir()
         url = self.pg.fresh_database(f"limit_{self.n}")
         if kind == "hub":
-            system = System(url, logdir, hub_flags=["--rate-limit", "0"], certs=self.certs)
+            flags = ["--rate-limit", "0", *self.args.hub_flag]
+            system = System(url, logdir, hub_flags=flags, certs=self.certs)
             try:
                 system.start_hub()
                 system.start_agents(2, self.args.nodes, 100, [])
@@ -149,6 +155,7 @@ class Bench:
         """One bench/e2e_load.py process against ``server``; every job's record."""
         out = self.work / f"{prefix}.json"
         args = [str(BENCH / "e2e_load.py"), *server.dial_args, "--prefix", prefix, "--out", str(out)]
+        args += ["--connections", str(self.args.connections)]
         for k, v in kw.items():
             args += [f"--{k.replace('_', '-')}", str(v)]
         proc = spawn(prefix, args, self.work, module=False)
@@ -164,7 +171,10 @@ class Bench:
         return {k: (after[k] - before[k]) / seconds for k in after}
 
     def cpu(self, server: Server) -> dict[str, float]:
-        return {"server": server.cpu(), "agents": server.agents_cpu(), "postgres": self.pg.cpu_seconds()}
+        got = {"server": server.cpu(), "agents": server.agents_cpu(), "postgres": self.pg.cpu_seconds()}
+        if "--api-processes" in self.args.hub_flag and server.system:
+            got["first process"] = server.main_cpu()
+        return got
 
     def measure(
         self, server: Server, phase: str, prefix: str, wait: Callable[[], None] | None = None, **load: Any
@@ -330,6 +340,13 @@ def parse() -> argparse.Namespace:
         "--statements", action="store_true", help="pg_stat_statements: the hub's top statements per phase"
     )
     p.add_argument("--workdir", default="", help="logs and data (default: a temporary directory)")
+    p.add_argument("--hub-flag", action="append", default=[], help="extra hub flag (repeatable)")
+    p.add_argument(
+        "--connections",
+        type=int,
+        default=1,
+        help="connections the load spreads its calls over (every server)",
+    )
     return p.parse_args()
 
 

@@ -123,8 +123,8 @@ class HubSettings(BaseSettings):
     queue_lookback: int = Field(
         1000,
         ge=0,
-        description="Jobs per leaf queue examined each cycle, in queue order; the rest wait a turn "
-        "(0 = all).",
+        description="Jobs per leaf queue examined each cycle past those it admits, in queue order; "
+        "the rest wait a turn (0 = all).",
     )
     max_admissions_per_cycle: int = Field(
         5000,
@@ -185,6 +185,12 @@ class HubSettings(BaseSettings):
     max_agent_streams: int = Field(1000, ge=1, description="Open agent streams.")
     register_timeout: Seconds = Field(5.0, gt=0, description="An agent stream must Register within this.")
     grpc_workers: int = Field(32, ge=1, description="Threads serving the unary API.")
+    api_processes: int = Field(
+        1,
+        ge=1,
+        description="Processes serving the public API on --listen (SO_REUSEPORT), each with its own "
+        "GIL; the first also runs the leader loops and the agent port.",
+    )
 
     @property
     def tls(self) -> bool:

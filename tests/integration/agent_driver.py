@@ -49,7 +49,10 @@ class ScriptedAgent:
                 return
             yield msg
 
-    def connect(self, jobs: list[tuple[str, int]] = ()) -> agent_pb2.HubMessage:  # type: ignore[assignment]
+    def connect(  # type: ignore[assignment]
+        self, jobs: list[tuple[str, int]] = (), *, takes_batches: bool = False
+    ) -> agent_pb2.HubMessage:
+        """Register; ``takes_batches``: say it reads HubMessage.batch (``expect`` looks inside)."""
         stub = agent_pb2_grpc.AgentServiceStub(self.channel)
         self.out.put(
             agent_pb2.AgentMessage(
@@ -58,6 +61,7 @@ class ScriptedAgent:
                     labels={"name": self.cluster},
                     nodes=self.nodes,
                     jobs=[agent_pb2.JobRunRef(job_uid=u, generation=g) for u, g in jobs],
+                    takes_batches=takes_batches,
                 )
             )
         )
@@ -67,7 +71,8 @@ class ScriptedAgent:
             try:
                 for r in responses:
                     self.history.append(r)
-                    self.received.put(r)
+                    for inner in r.batch.messages if r.WhichOneof("body") == "batch" else [r]:
+                        self.received.put(inner)
             except grpc.RpcError as exc:
                 self.error = exc
 

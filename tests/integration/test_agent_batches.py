@@ -1,5 +1,7 @@
 """An agent's messages in one AgentMessage.batch are checked and recorded each as if sent alone;
-the hub says in Registered that it takes batches, and names a bad message's field in a batch."""
+the hub says in Registered that it takes batches, and names a bad message's field in a batch. The
+other way, what one sync delivers goes as one HubMessage.batch to an agent that says it takes
+them, and one by one to an agent that does not."""
 
 from __future__ import annotations
 
@@ -53,3 +55,29 @@ def test_a_bad_message_in_a_batch_is_refused_by_its_field(
         assert field in (refused.value.details() or "")
     finally:
         agent.close()
+
+
+def test_a_sync_delivers_in_one_batch_only_to_an_agent_that_takes_them(hub: Hub, client: Client) -> None:
+    old = ScriptedAgent(f"127.0.0.1:{hub.port}", "east", nodes=3)  # room for the three jobs
+    try:
+        old.connect()  # an agent of before HubMessage.batch
+        for name in ("j1", "j2", "j3"):
+            client.submit_job(JOB % name)
+        uids = {old.expect("dispatch").dispatch.job_uid for _ in range(3)}
+    finally:
+        old.close()
+    assert {m.WhichOneof("body") for m in old.history} == {"registered", "dispatch"}
+
+    # A new stream is sent every admitted binding of its cluster: the three, in one sync.
+    new = ScriptedAgent(f"127.0.0.1:{hub.port}", "east", nodes=3)
+    try:
+        new.connect(takes_batches=True)
+        got = {new.expect("dispatch", timeout=30).dispatch.job_uid for _ in range(3)}
+        assert got == uids
+        batches = [m for m in new.history if m.WhichOneof("body") == "batch"]
+        assert [[i.dispatch.job_uid for i in b.batch.messages] for b in batches] == [
+            [d.dispatch.job_uid for d in batches[0].batch.messages]
+        ]
+        assert len(batches[0].batch.messages) == 3
+    finally:
+        new.close()

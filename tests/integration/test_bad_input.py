@@ -61,6 +61,28 @@ def test_invalid_utf8_and_truncated_protobuf_are_invalid_argument(hub: Hub, engi
     assert stored_jobs(engine) == 0
 
 
+def test_a_nul_character_is_invalid_argument_naming_the_field(hub: Hub, engine: sa.Engine) -> None:
+    """PostgreSQL cannot store NUL: refused wherever it is, also beside zero bytes that are no NUL
+    (a page size of 0 in a list call, an empty map value), and the clean call beside it passes."""
+    nul = job().replace("name: j", "name: j\x00k")
+    batch = jobs_pb2.SubmitJobsRequest(
+        jobs=[jobs_pb2.SubmitJobRequest(manifest=job("ok")), jobs_pb2.SubmitJobRequest(manifest=nul)]
+    )
+    err = raw_call(hub, "/vglobal.v1.JobService/SubmitJobs", batch.SerializeToString())
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "jobs[1].manifest: contains the NUL character" in (err.details() or "")
+    listing = jobs_pb2.ListJobsRequest(labels={"a": "", "b\x00": "x"})
+    assert b"\x00" in listing.SerializeToString().replace(b"b\x00", b"")  # a zero byte besides the NUL
+    err = raw_call(hub, "/vglobal.v1.JobService/ListJobs", listing.SerializeToString())
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "labels['b\\x00']: contains the NUL character" in (err.details() or "")
+    assert stored_jobs(engine) == 0
+    with grpc.insecure_channel(f"127.0.0.1:{hub.port}") as ch:
+        ok = jobs_pb2.ListJobsRequest(labels={"a": ""}).SerializeToString()
+        got = ch.unary_unary("/vglobal.v1.JobService/ListJobs")(ok, timeout=10)
+    assert jobs_pb2.ListJobsResponse.FromString(got).jobs == []
+
+
 def test_bad_paging_is_invalid_argument(client: Client) -> None:
     client.submit_job(job("a"))
     for request, field in [
@@ -83,7 +105,10 @@ def test_bad_paging_is_invalid_argument(client: Client) -> None:
 def test_ten_thousand_bad_tasks_give_one_short_error(hub: Hub, engine: sa.Engine) -> None:
     tasks = ", ".join(f"{{name: t{i}, replicas: 1, template: {{spec: {{}}}}}}" for i in range(10_000))
     # What is checked is the error's size, not the time 10,000 problems take on a loaded machine.
-    with Client(f"127.0.0.1:{hub.port}", timeout=120, retries=1) as client, pytest.raises(VGlobalError) as err:
+    with (
+        Client(f"127.0.0.1:{hub.port}", timeout=120, retries=1) as client,
+        pytest.raises(VGlobalError) as err,
+    ):
         client.submit_job(job(tasks=tasks))
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert len(err.value.message.encode()) < 4096 and "and 9980 more" in err.value.message

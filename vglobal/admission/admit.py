@@ -93,7 +93,10 @@ class _Cycle:
             leaf = self.leaves[i]
             job = leaf.jobs[leaf.next]
             leaf.next += 1
-            self.decisions[job.snap.uid] = self._decide(job, leaf)
+            decision = self.decisions[job.snap.uid] = self._decide(job, leaf)
+            if leaf.taken < len(leaf.beyond) and type(decision) is Admit:
+                leaf.ordered.append(leaf.beyond[leaf.taken])  # the look-back moves on by one
+                leaf.taken += 1
             self._advance(i, leaf)
         statuses = queue_statuses(
             self.tree, self.snap, self.prep.queue_jobs, self.checks.admitted, self.prep.index

@@ -98,8 +98,8 @@ def queue_wait(tree: QueueTree, queue: str) -> Wait:
 def lookback_wait(queue: str, lookback: int, pending: int) -> Wait:
     return Wait(
         WaitKind.QueueLookback,
-        f"waiting its turn in queue {queue}: only the first {lookback} of its "
-        f"{pending} pending jobs are looked at each cycle (--queue-lookback)",
+        f"waiting its turn in queue {queue}: a cycle looks at {lookback} of its "
+        f"{pending} pending jobs past those it admits (--queue-lookback)",
     )
 
 

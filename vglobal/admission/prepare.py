@@ -52,6 +52,11 @@ class Leaf:
 
     index: int  # the queue's place in the tree
     ordered: list[PendingJob] = field(default_factory=list)  # the jobs looked at, in queue order
+    # Those past the look-back, in queue order: each admission of the queue's lets the next of
+    # them be looked at (taken: how many have been), so the look-back bounds the jobs a cycle
+    # examines that wait, not those it admits.
+    beyond: list[PendingJob] = field(default_factory=list)
+    taken: int = 0
     # The first of them in admission's form, made as the cycle reaches them: a burst cycle stops at
     # its admission budget or at each queue's head, long before most of them.
     jobs: list[Job] = field(default_factory=list)
@@ -173,7 +178,8 @@ class Prepared:
 
     def leaves(self, lookback: int, wait_all: WaitAll) -> dict[int, Leaf]:
         """The leaf queues that take jobs now, each with the jobs it offers this cycle in queue
-        order. Jobs of other queues, and those past a queue's first `lookback`, wait (wait_all)."""
+        order. Jobs of other queues wait (wait_all); so do those past a queue's first `lookback`
+        until its admissions let them be looked at (Leaf.beyond)."""
         tree = self.tree
         leaves: dict[int, Leaf] = {}
         for queue, jobs in self.by_queue.items():
@@ -188,7 +194,8 @@ class Prepared:
                 leaf = leaves[i] = Leaf(i)
             ordered = queue_order(jobs)
             if lookback and len(ordered) > lookback:
-                wait_all(ordered[lookback:], lookback_wait(queue, lookback, len(ordered)))
+                leaf.beyond = ordered[lookback:]
+                wait_all(leaf.beyond, lookback_wait(queue, lookback, len(ordered)))
                 del ordered[lookback:]
             leaf.ordered = ordered
         return leaves

@@ -6,7 +6,6 @@ with the backend's current view, so the agent daemon and ``sim run`` share one c
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from vglobal.model.job import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION,
 from vglobal.model.partition import GROUP_INDEX_LABEL, PARTITION_ID_LABEL, group_index, partition_id
 from vglobal.model.phases import JobPhase
 from vglobal.model.preemptable import PREEMPTABLE_KEY
+from vglobal.model.tree_copy import copy_tree
 from vglobal.model.workloads import long_running
 
 log = logging.getLogger(__name__)
@@ -383,7 +383,7 @@ class JobController:
 
     @staticmethod
     def pod_object(job: Job, task: Task, index: int, *, version: int) -> dict[str, Any]:
-        obj: dict[str, Any] = copy.deepcopy(task.template) or {}
+        obj: dict[str, Any] = copy_tree(task.template) or {}
         meta = obj.setdefault("metadata", {})
         name = pod_name(job.name, task.name, index)
         meta["name"], meta["namespace"] = name, job.namespace

@@ -146,11 +146,16 @@ class HubLink:
         try:
             self.inbox.put(("connected", session, None))
             for msg in call:
-                if msg.WhichOneof("body") == "registered":
+                kind = msg.WhichOneof("body")
+                if kind == "registered":
                     registered = True
                     if msg.registered.takes_batches:
                         batches.set()
-                self.inbox.put(("message", session, msg))
+                if kind == "batch":  # what one sync delivered: each handled as if sent alone
+                    for inner in msg.batch.messages:
+                        self.inbox.put(("message", session, inner))
+                else:
+                    self.inbox.put(("message", session, msg))
         except grpc.RpcError as exc:
             if self._stop.is_set():
                 return

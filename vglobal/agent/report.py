@@ -50,6 +50,7 @@ def register(
         jobs=jobs,
         agent_version=version,
         hypernodes=topology,
+        takes_batches=True,  # the hub link unpacks HubMessage.batch
     )
     return pb.AgentMessage(register=body)
 

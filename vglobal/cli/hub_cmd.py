@@ -3,6 +3,7 @@ Its flags are HubSettings' fields (vglobal.config)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import click
@@ -32,4 +33,4 @@ def hub(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) ->
     from vglobal.hub.server import run_hub
 
     setup_logging(verbose)
-    run_hub(settings)
+    run_hub(settings, log_setup=partial(setup_logging, verbose))  # also the API processes' logs

@@ -12,7 +12,9 @@ import logging
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from concurrent import futures
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -35,13 +37,14 @@ from vglobal.api.v1 import (
 )
 from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
+from vglobal.hub.api_processes import start_api_processes, stop_api_processes
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.context import HubContext
 from vglobal.hub.grpc_server import LoopServer, server_credentials
 from vglobal.hub.guard import Guard
 from vglobal.hub.leader import Leader
-from vglobal.hub.loops import LoopEnv, RunningLoop, start_loops
+from vglobal.hub.loops import LOOPS, LoopEnv, RunningLoop, start_loops
 from vglobal.hub.metrics import serve_metrics
 from vglobal.hub.probes import HealthServicer, add_reflection
 from vglobal.hub.servicers.agent import AgentServicer
@@ -81,8 +84,20 @@ def libpq_dsn(url: str) -> str:
 
 
 class Hub:
-    def __init__(self, settings: HubSettings, *, clock: Clock | None = None) -> None:
+    """A hub; ``api_only``: one of the API processes a hub with --api-processes starts (no leader
+    loops, no agent port, no migrations, no metrics), ``log_setup`` given to those processes."""
+
+    def __init__(
+        self,
+        settings: HubSettings,
+        *,
+        clock: Clock | None = None,
+        api_only: bool = False,
+        log_setup: Callable[[], None] | None = None,
+    ) -> None:
         self.settings = settings
+        self.api_only, self.log_setup = api_only, log_setup
+        self.children: list[BaseProcess] = []
         self.stop = threading.Event()
         self.auth = Authenticator(settings.auth_config)  # a bad file stops the hub before anything starts
         self._pg: Any = None
@@ -91,7 +106,8 @@ class Hub:
             url, self._pg = start_embedded(settings.data_dir or default_data_dir())
         self.url = url
         engine = make_engine(url)
-        migrate.upgrade(engine)
+        if not api_only:  # the first process migrated before it started the others
+            migrate.upgrade(engine)
         self.ctx = HubContext(
             settings=settings, engine=engine, sessions=make_sessionmaker(engine), clock=clock or RealClock()
         )
@@ -105,7 +121,8 @@ class Hub:
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE),
                 ("grpc.max_send_message_length", MAX_MESSAGE),
-                ("grpc.so_reuseport", 0),
+                # Another process on the same port is a mistake, unless it is one of ours.
+                ("grpc.so_reuseport", 1 if api_only or settings.api_processes > 1 else 0),
             ],
         )
         self.feed = WatchFeed(self.ctx)
@@ -135,7 +152,7 @@ class Hub:
         if s.tls_cert is None or s.tls_key is None:
             return self.grpc.add_port(s.listen), None
         port = self.grpc.add_port(s.listen, server_credentials(s.tls_cert, s.tls_key))
-        if s.client_ca is None or s.agent_listen is None:
+        if s.client_ca is None or s.agent_listen is None or self.api_only:
             return port, None
         agents = server_credentials(s.tls_cert, s.tls_key, client_ca=s.client_ca)
         return port, self.grpc.add_port(s.agent_listen, agents)
@@ -145,14 +162,18 @@ class Hub:
         # first caller's submit.
         to_units("cpu", "1")
         self.grpc.start()
-        self.loops = start_loops(LoopEnv(self.ctx, self.leader, self.stop, self.feed, libpq_dsn(self.url)))
+        env = LoopEnv(self.ctx, self.leader, self.stop, self.feed, libpq_dsn(self.url))
+        self.loops = start_loops(env, tuple(d for d in LOOPS if not (self.api_only and d.leader_only)))
+        if self.settings.api_processes > 1 and not self.api_only:
+            self.children = start_api_processes(self.settings, self.url, self.port, self.log_setup)
         if self.settings.metrics_listen:
             serve_metrics(self.settings.metrics_listen)
         for service in ["", *SERVICES]:
             self.grpc.run(self.health.set(service, health_pb2.HealthCheckResponse.SERVING))
         s = self.settings
         log.info(
-            "hub listening on %s (%s, %s)%s",
+            "hub %slistening on %s (%s, %s)%s",
+            "API process " if self.api_only else "",
             s.listen,
             "TLS" if s.tls else "plaintext",
             "auth config " + str(s.auth_config) if s.auth_config else "open: no auth config",
@@ -169,6 +190,7 @@ class Hub:
         log.info("auth config reloaded from %s", self.settings.auth_config)
 
     def shutdown(self) -> None:
+        stop_api_processes(self.children)
         self.grpc.run(self.health.enter_graceful_shutdown())
         self.stop.set()
         for channel in self.ctx.wakeups.channels:
@@ -187,8 +209,8 @@ async def _new_health() -> HealthServicer:
     return HealthServicer()  # its conditions belong to the server's loop
 
 
-def run_hub(settings: HubSettings) -> None:
-    hub = Hub(settings)
+def run_hub(settings: HubSettings, *, log_setup: Callable[[], None] | None = None) -> None:
+    hub = Hub(settings, log_setup=log_setup)
     hub.start()
     done = threading.Event()
 

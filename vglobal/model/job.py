@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from vglobal.model.partition import (
 from vglobal.model.pod_fields import POD_SPEC_FIELDS, PodSpecFields
 from vglobal.model.policy import Policy, PolicySpec, build_policies
 from vglobal.model.resources import EMPTY, ResourceVector
+from vglobal.model.tree_copy import copy_tree
 
 __all__ = ["Job", "NetworkTopology", "PartitionPolicy", "Policy", "Task", "parse_job"]
 
@@ -316,7 +316,7 @@ def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[
         # Volcano's webhook turns an unset (zero) task maxRetry into 3, like the job's.
         max_retry=spec.max_retry or DEFAULT_MAX_RETRY,
         policies=build_policies(p, f"{base}.policies", spec.policies),
-        template=copy.deepcopy(dict(raw_template)),
+        template=copy_tree(dict(raw_template)),
         pod_request=request,
         annotations=annotations,
         priority_class_name=spec.template.spec.priority_class_name or None,
@@ -393,7 +393,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         tasks=tuple(tasks),
         allowed_clusters=_allowed_clusters(p, meta.annotations),
         cluster_selector=_cluster_selector(p, meta.annotations),
-        raw=copy.deepcopy(dict(doc)),
+        raw=copy_tree(dict(doc)),
     )
     p.raise_if_any()
     return job

@@ -134,12 +134,14 @@ def test_queue_status_counts() -> None:
     )
 
 
-def test_queue_lookback_examines_only_the_first_jobs_of_a_queue_per_cycle() -> None:
-    # Queue a's 6 jobs: only its first 3 in queue order (priority, then age) are looked at; the
-    # small job at the back would fit but waits its turn. Queue b, under the limit, is unaffected.
+def test_queue_lookback_examines_only_the_first_waiting_jobs_of_a_queue_per_cycle() -> None:
+    # Queue a's 7 jobs in queue order (priority, then age): a cycle looks at 3 of them past those
+    # it admits. a-urgent and a-big00 are admitted, so two more are looked at (a-big01 to a-big03
+    # wait: no fit); a-big04 and the small job at the back, which would fit, wait their turn.
+    # Queue b, under the limit, is unaffected.
     pending = [
         job("a-urgent", "a", gpus(8), created=5, priority=100),
-        *jobs("a-big", "a", gpus(8), 4),
+        *jobs("a-big", "a", gpus(8), 5),
         job("a-small", "a", gpus(1), created=9),
         job("b-one", "b", gpus(1), created=0),
     ]
@@ -148,11 +150,16 @@ def test_queue_lookback_examines_only_the_first_jobs_of_a_queue_per_cycle() -> N
     limited = admit(replace(snap, queue_lookback=3))
     assert admitted(limited) == {"a-urgent": "c", "a-big00": "c", "b-one": "c"}
     assert reason(limited, "a-small") == (
-        "waiting its turn in queue a: only the first 3 of its 6 pending jobs are looked at each cycle "
+        "waiting its turn in queue a: a cycle looks at 3 of its 7 pending jobs past those it admits "
         "(--queue-lookback)"
     )
-    assert reason(limited, "a-big02") == reason(limited, "a-small")
-    assert "no cluster fits" in reason(limited, "a-big01")
+    assert reason(limited, "a-big04") == reason(limited, "a-small")
+    assert reason(limited, "a-big03") == reason(limited, "a-big01")
+    assert "no cluster fits" in reason(limited, "a-big03")
+    # One job looked at past the admissions: a-big01 is, a-big02 waits its turn.
+    one = admit(replace(snap, queue_lookback=1))
+    assert admitted(one) == admitted(limited)
+    assert "no cluster fits" in reason(one, "a-big01") and "waiting its turn" in reason(one, "a-big02")
     # With no limit the small job at the back is admitted where the big ones do not fit.
     assert admitted(admit(replace(snap, queue_lookback=0))) == {
         "a-urgent": "c",
@@ -160,4 +167,4 @@ def test_queue_lookback_examines_only_the_first_jobs_of_a_queue_per_cycle() -> N
         "a-small": "c",
         "b-one": "c",
     }
-    assert limited.queues["a"].pending == 4
+    assert limited.queues["a"].pending == 5

@@ -25,9 +25,9 @@ PINNED = {
         "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
     },
     "reclaim": {
-        "cycle 1": "ccddf78abf253410497c2c71be87c1799dce921ed8c5d17d75fa14c8d83ecff5",
-        "cycle 2": "6cbdb4f95c30e3a60720821688936ea5d05e58b0464169730eca3928be2a6b42",
-        "cycle 3": "bf285942bb8b35b1a2294b7380075671a32285879b046c1362504c440895ca3b",
+        "cycle 1": "ee476ae4f6808ac1ca4beba8db5dba9c462a7ca2745f83ecc5d06d424164c523",
+        "cycle 2": "79250b3040454dc193760fe459fbaed635569bb4bbe92cb45bd144f38f9c5fb8",
+        "cycle 3": "39d3f472a273dc3d1a00fcbc3f7688ce57ee4f89582609d9dad73b2fd0413bcf",
     },
     "topology": {
         "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",

@@ -232,8 +232,11 @@ class Register(_message.Message):
     JOBS_FIELD_NUMBER: _builtins.int
     AGENT_VERSION_FIELD_NUMBER: _builtins.int
     HYPERNODES_FIELD_NUMBER: _builtins.int
+    TAKES_BATCHES_FIELD_NUMBER: _builtins.int
     cluster: _builtins.str
     agent_version: _builtins.str
+    takes_batches: _builtins.bool
+    """This agent reads HubMessage.batch (an older one does not: the hub then sends one by one)."""
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
@@ -255,10 +258,11 @@ class Register(_message.Message):
         jobs: _abc.Iterable[Global___JobRunRef] | None = ...,
         agent_version: _builtins.str = ...,
         hypernodes: _abc.Iterable[_common_pb2.HyperNode] | None = ...,
+        takes_batches: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_version", b"agent_version", "cluster", b"cluster", "hypernodes", b"hypernodes", "jobs", b"jobs", "labels", b"labels", "nodes", b"nodes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_version", b"agent_version", "cluster", b"cluster", "hypernodes", b"hypernodes", "jobs", b"jobs", "labels", b"labels", "nodes", b"nodes", "takes_batches", b"takes_batches"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1022,6 +1026,7 @@ class HubMessage(_message.Message):
     CANCEL_FIELD_NUMBER: _builtins.int
     RECLAIM_FIELD_NUMBER: _builtins.int
     EVICT_FIELD_NUMBER: _builtins.int
+    BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def registered(self) -> Global___Registered: ...
     @_builtins.property
@@ -1032,6 +1037,12 @@ class HubMessage(_message.Message):
     def reclaim(self) -> Global___Reclaim: ...
     @_builtins.property
     def evict(self) -> Global___Evict: ...
+    @_builtins.property
+    def batch(self) -> Global___HubBatch:
+        """Several of the messages above but registered (never a batch), in order: what one sync
+        delivers, as one stream message, sent only to an agent whose Register says takes_batches.
+        """
+
     def __init__(
         self,
         *,
@@ -1040,13 +1051,34 @@ class HubMessage(_message.Message):
         cancel: Global___Cancel | None = ...,
         reclaim: Global___Reclaim | None = ...,
         evict: Global___Evict | None = ...,
+        batch: Global___HubBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict", "batch"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
 Global___HubMessage: _TypeAlias = HubMessage  # noqa: Y015
+
+@_typing.final
+class HubBatch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___HubMessage]: ...
+    def __init__(
+        self,
+        *,
+        messages: _abc.Iterable[Global___HubMessage] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HubBatch: _TypeAlias = HubBatch  # noqa: Y015

@@ -27,6 +27,35 @@ from vglobal.store.repo.events import NewEvent
 log = logging.getLogger(__name__)
 
 FENCE_INTERVAL = 1.0
+# A sync's messages go to an agent that takes batches as HubMessage.batch of at most this many
+# bytes and messages: well under the 4 MiB a gRPC client receives by default. Reading a stream
+# message costs the agent and writing one the hub more than a Dispatch in it.
+BATCH_BYTES = 1 << 20
+BATCH_MESSAGES = 500
+
+
+def batched(messages: list[agent_pb2.HubMessage]) -> list[agent_pb2.HubMessage]:
+    """The messages in order, those that fit together as one batch each (one alone as itself)."""
+    out: list[agent_pb2.HubMessage] = []
+    group: list[agent_pb2.HubMessage] = []
+    size = 0
+
+    def flush() -> None:
+        if len(group) == 1:
+            out.append(group[0])
+        elif group:
+            out.append(agent_pb2.HubMessage(batch=agent_pb2.HubBatch(messages=group)))
+        group.clear()
+
+    for msg in messages:
+        n = msg.ByteSize()
+        if group and (size + n > BATCH_BYTES or len(group) >= BATCH_MESSAGES):
+            flush()
+            size = 0
+        group.append(msg)
+        size += n
+    flush()
+    return out
 
 
 @dataclass

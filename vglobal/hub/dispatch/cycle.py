@@ -43,6 +43,10 @@ class CycleStats:
     reasons_written: int = 0
     # Of write_waits, waiting for the previous cycle's explanation to commit (see Explainer).
     waited: float = 0.0
+    # The CPU the dispatcher's thread used in the snapshot and in the whole cycle: beside the
+    # wall times above, what of them was work rather than waiting (on Postgres, for the GIL).
+    snapshot_cpu: float = 0.0
+    cpu: float = 0.0
 
     @property
     def decided(self) -> float:
@@ -190,6 +194,7 @@ class Dispatcher:
 
     def _cycle(self, started: float) -> CycleStats:
         ctx, jobs = self.ctx, self.reader.jobs
+        cpu_started = time.thread_time()
         result: AdmissionResult | None = None
         try:
             with session_scope(ctx.sessions) as session:
@@ -200,7 +205,7 @@ class Dispatcher:
                 if self.explainer.committed():  # committed since the last read: this read skips it
                     self.take_in(before_read=True)
                 snapshot = self.reader.read(ctx.settings, session=session)
-                t_snap = time.perf_counter()
+                t_snap, cpu_snap = time.perf_counter(), time.thread_time()
                 result = admit(snapshot)
                 t_admit = time.perf_counter()
                 done, reclaimed, admitted = write_admissions(result, session=session)
@@ -253,4 +258,6 @@ class Dispatcher:
             write_waits=finished - t_admissions,
             reasons_written=len(waits),
             waited=waited,
+            snapshot_cpu=cpu_snap - cpu_started,
+            cpu=time.thread_time() - cpu_started,
         )

@@ -28,7 +28,7 @@ import grpc
 from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.hub.agents import record, register
 from vglobal.hub.agents.check import check_message, check_register
-from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier
+from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier, batched
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
@@ -60,6 +60,7 @@ class StreamState:
     courier: Courier | None = None
     fence: bool = True  # the next sync checks every run (see agents/deliver.py)
     ending: bool = False  # the agent has gone; the cluster is released soon
+    takes_batches: bool = False  # the agent reads HubMessage.batch
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -97,7 +98,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             reg = await self._first(messages)
             if reg is None:
                 return
-            state = StreamState(reg.cluster, current_principal().audit_name)
+            state = StreamState(reg.cluster, current_principal().audit_name, takes_batches=reg.takes_batches)
             await self._claim(reg, state)
             try:
                 async for msg in self._serve(messages, state):
@@ -175,7 +176,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 state.wake.clear()  # before the sync: a wake-up during it is not lost
                 fence, state.fence = state.fence or wakeups.seq(FENCE) != fences, False
                 fences = wakeups.seq(FENCE)
-                for msg in await self._db(self._sync, state, fence):
+                out = await self._db(self._sync, state, fence)
+                for msg in batched(out) if state.takes_batches else out:
                     yield msg
                 if reader.done() and reader.exception() is not None:
                     reader.result()  # a refused message ends the stream with its status
