@@ -20,7 +20,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import threading
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 
@@ -33,10 +32,14 @@ STOP_GRACE = 5.0  # seconds a child has to finish its calls after SIGTERM before
 
 
 def start_api_processes(
-    settings: HubSettings, url: str, port: int, log_setup: Callable[[], None] | None
+    settings: HubSettings,
+    url: str,
+    port: int,
+    log_setup: Callable[[], None] | None,
+    serve: Callable[[HubSettings, int, Callable[[], None] | None], None],
 ) -> list[BaseProcess]:
-    """Start ``settings.api_processes - 1`` API-only processes on ``port`` over the database at
-    ``url`` (the embedded one's, if the first process started it)."""
+    """Start ``settings.api_processes - 1`` processes running ``serve`` (the API only) on ``port``
+    over the database at ``url`` (the embedded one's, if the first process started it)."""
     spawn = multiprocessing.get_context("spawn")  # no fork of a process with gRPC threads
     host = settings.listen.rsplit(":", 1)[0]
     children: list[BaseProcess] = []
@@ -50,7 +53,7 @@ def start_api_processes(
             }
         )
         proc = spawn.Process(
-            target=serve_api, args=(child, os.getpid(), log_setup), name=f"hub-api-{i}", daemon=True
+            target=serve, args=(child, os.getpid(), log_setup), name=f"hub-api-{i}", daemon=True
         )
         proc.start()
         children.append(proc)
@@ -68,23 +71,8 @@ def stop_api_processes(children: list[BaseProcess]) -> None:
             proc.join(1.0)
 
 
-def serve_api(settings: HubSettings, parent: int, log_setup: Callable[[], None] | None) -> None:
-    """An API-only process: serve until SIGTERM, or until the parent is gone."""
-    _die_with_parent(parent)
-    if log_setup is not None:
-        log_setup()
-    from vglobal.hub.server import Hub  # the child's own import: server imports this module
-
-    hub = Hub(settings, api_only=True)
-    hub.start()
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda _s, _f: done.set())
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C goes to the parent, which stops us
-    done.wait()
-    hub.shutdown()
-
-
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """In a child: be killed when ``parent`` dies."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -37,7 +37,7 @@ from vglobal.api.v1 import (
 )
 from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
-from vglobal.hub.api_processes import start_api_processes, stop_api_processes
+from vglobal.hub.api_processes import die_with_parent, start_api_processes, stop_api_processes
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.context import HubContext
@@ -165,7 +165,7 @@ class Hub:
         env = LoopEnv(self.ctx, self.leader, self.stop, self.feed, libpq_dsn(self.url))
         self.loops = start_loops(env, tuple(d for d in LOOPS if not (self.api_only and d.leader_only)))
         if self.settings.api_processes > 1 and not self.api_only:
-            self.children = start_api_processes(self.settings, self.url, self.port, self.log_setup)
+            self.children = start_api_processes(self.settings, self.url, self.port, self.log_setup, serve_api)
         if self.settings.metrics_listen:
             serve_metrics(self.settings.metrics_listen)
         for service in ["", *SERVICES]:
@@ -223,5 +223,19 @@ def run_hub(settings: HubSettings, *, log_setup: Callable[[], None] | None = Non
     signal.signal(
         signal.SIGHUP, lambda _s, _f: threading.Thread(target=hub.reload_auth, name="reload").start()
     )
+    done.wait()
+    hub.shutdown()
+
+
+def serve_api(settings: HubSettings, parent: int, log_setup: Callable[[], None] | None) -> None:
+    """One of a hub's --api-processes: serve the API until SIGTERM, or until the parent is gone."""
+    die_with_parent(parent)
+    if log_setup is not None:
+        log_setup()
+    hub = Hub(settings, api_only=True)
+    hub.start()
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _s, _f: done.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C goes to the parent, which stops us
     done.wait()
     hub.shutdown()
