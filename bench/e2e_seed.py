@@ -64,7 +64,15 @@ def seed_finished(url: str, rows: int) -> None:
             print(f"  seeded {min(rows, lo + CHUNK):,} finished jobs ({time.time() - t:.1f} s)", flush=True)
         # Their changes left the watch log long ago (--watch-keep-for); the triggers logged them
         # now, and numbering 2M changes at once would be measured as the history's cost.
-        conn.execute("DELETE FROM job_changes WHERE job_uid LIKE 'hist-%'")
+        # The hub's change log numbers these rows meanwhile: a deadlock with it is retried.
+        for attempt in range(5):
+            try:
+                conn.execute("DELETE FROM job_changes WHERE job_uid LIKE 'hist-%'")
+                break
+            except psycopg.errors.DeadlockDetected:
+                if attempt == 4:
+                    raise
+                time.sleep(1)
         conn.execute("VACUUM ANALYZE job_changes")
         conn.execute("VACUUM ANALYZE jobs")
         conn.execute("VACUUM ANALYZE resource_bindings")
