@@ -109,7 +109,8 @@ def test_an_action_without_the_csrf_token_is_refused(site: Site, browser: Any) -
     with site.client("ada") as ada:
         assert ada.get_job("csrf-1").phase == "Running"
     page.once("dialog", lambda d: d.accept())
-    page.click("button:has-text('Cancel job')")
+    with page.expect_navigation():
+        page.click("button:has-text('Cancel job')")
     page.wait_for_url(site.url + "/jobs/default/csrf-1")
     wait_phase(site, "csrf-1", "Aborted", 30)
     page.reload()
@@ -139,11 +140,13 @@ def test_bulk_cancel_of_everything_matching_asks_first_and_each_job_is_checked(s
     page.goto(site.url + "/jobs?label=batch%3Dbulk")
     # alice reads only team-a* queues: the list and its count are hers, as the hub filters them.
     assert page.text_content("[data-testid=total]") == "3"
-    page.click("text=Cancel all matching…")
+    with page.expect_navigation():
+        page.click("text=Cancel all matching…")
     assert page.text_content("h1") == "Cancel 3 jobs?"
     with site.client("ada") as ada:
         assert ada.get_job("bulk-a0").phase == "Running"  # nothing happened before the confirmation
-    page.click("text=Yes, cancel 3")
+    with page.expect_navigation():
+        page.click("text=Yes, cancel 3")
     results = page.locator("[data-testid=results] tbody tr")
     assert results.count() == 3
     assert all("cancelled" in t for t in results.all_text_contents())

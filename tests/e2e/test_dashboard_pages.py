@@ -97,7 +97,8 @@ def test_jobs_filters_sort_group_and_paging(site: Site, browser: Any) -> None:
     assert page.text_content("[data-testid=total]") == "30"
     kinds = page.locator("[data-testid=jobs] tbody tr td:nth-child(4)").all_text_contents()
     assert set(kinds) == {"VolcanoJob"}, kinds
-    page.click("text=Next page »")
+    with page.expect_navigation():
+        page.click("text=Next page »")
     assert "page=" in page.url and "queue=filt-a" in page.url
     names = page.locator("[data-testid=jobs] tbody tr td:nth-child(2)").all_text_contents()
     assert names == [f"sweep-{i:02d}" for i in range(25, 30)]
@@ -106,9 +107,11 @@ def test_jobs_filters_sort_group_and_paging(site: Site, browser: Any) -> None:
     assert names == ["sweep-19", "sweep-17", "sweep-15", "sweep-13", "sweep-11"]
     # Sorting by a column header keeps the filters in the URL.
     page.goto(site.url + "/jobs?q=other")
-    page.click("[data-testid=jobs] thead >> text=Name")
+    with page.expect_navigation():
+        page.click("[data-testid=jobs] thead >> text=Name")
     assert "sort=name" in page.url and "q=other" in page.url
-    page.click("[data-testid=jobs] thead >> text=Name")
+    with page.expect_navigation():
+        page.click("[data-testid=jobs] thead >> text=Name")
     assert "sort=-name" in page.url
     assert page.locator("[data-testid=jobs] tbody tr td:nth-child(2)").all_text_contents() == [
         "other-2", "other-1", "other-0"]  # fmt: skip
@@ -116,7 +119,8 @@ def test_jobs_filters_sort_group_and_paging(site: Site, browser: Any) -> None:
     page.goto(site.url + "/jobs")
     page.fill("#f-queue", "filt-b")
     page.select_option("#f-group", "queue")
-    page.click("form.filters button[type=submit]")
+    with page.expect_navigation():
+        page.click("form.filters button[type=submit]")
     assert "queue=filt-b" in page.url and "group=queue" in page.url
     group = page.locator("[data-testid=groups] tr[data-group='filt-b']")
     assert "3" in group.locator("td.num").text_content()
@@ -170,18 +174,24 @@ def test_operators_manage_queues_and_clusters_from_the_pages(site: Site, browser
     page.fill("#c-name", "ops-made")
     page.fill("#c-weight", "5")
     page.fill("#c-capability-3", "8")
-    page.click("button:has-text('Create')")
+    # Each button posts a form and the answer redirects back: read the page only once the
+    # redirect has loaded, or the old page's text (or a reload racing it) is what we see.
+    with page.expect_navigation():
+        page.click("button:has-text('Create')")
     row = page.locator("tr[data-queue='ops-made']")
     assert "5" in row.locator("td").nth(1).text_content()
     assert "Open" in row.locator("[data-testid=state]").text_content()
-    row.locator("button:has-text('Close')").click()
+    with page.expect_navigation():
+        row.locator("button:has-text('Close')").click()
     assert "Closed" in page.locator("tr[data-queue='ops-made'] [data-testid=state]").text_content()
     with site.client("ada") as ada:
         assert ada.get_queue("ops-made").state == "Closed"
     page.goto(site.url + "/clusters/gpu-west")
-    page.click("button:has-text('Cordon')")
+    with page.expect_navigation():
+        page.click("button:has-text('Cordon')")
     assert "Cordoned" in (page.text_content("h1") or "")
-    page.click("button:has-text('Uncordon')")
+    with page.expect_navigation():
+        page.click("button:has-text('Uncordon')")
     wait_for(lambda: "Cordoned" not in ((page.reload() and page.text_content("h1")) or ""), 20, "uncordoned")
     page.context.close()
     # alice (a submitter) sees no such buttons.
@@ -213,7 +223,8 @@ def test_the_cluster_page_shows_what_runs_on_each_node_and_hypernode(site: Site,
     # Other tests' jobs run there too: the queue filter shows this one's alone.
     page.goto(site.url + "/clusters/gpu-west")
     page.fill("#f-queue", "topo")
-    page.click("text=Show")
+    with page.expect_navigation():
+        page.click("text=Show")
     assert "queue=topo" in page.url
     for node in (page.locator("[data-testid=nodes] tbody tr").evaluate_all("rs => rs.map(r => r.dataset.node)")):
         cell = page.locator(f"[data-testid=nodes] tr[data-node='{node}'] td").last.text_content() or ""
@@ -230,7 +241,8 @@ def test_the_cluster_page_shows_what_runs_on_each_node_and_hypernode(site: Site,
             assert n == 2, cells  # both pods are below the spine
         shown = cells[-1].strip()
         assert shown == (f"{n} pod{'s' if n != 1 else ''}: topo-run \u00d7{n}" if n else "-"), cells
-    page.click("[data-testid=nodes] >> text=topo-run")
+    with page.expect_navigation():
+        page.click("[data-testid=nodes] >> text=topo-run")
     assert page.url.endswith("/jobs/default/topo-run")
     page.goto(site.url + "/clusters/gpu-west?queue=topo")
     screenshot(page, "clusters-gpu-west")
