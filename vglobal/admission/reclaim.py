@@ -84,6 +84,14 @@ class Reclaims:
             job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within, cards, mask
         )
 
+    def saved(self) -> tuple[set[str], dict[int, list[float]]]:
+        """What pod plans change, for a HyperJob's trial to put back (reclaim_pods.py)."""
+        return (set(), {}) if self._pods is None else self._pods.saved()
+
+    def restore(self, saved: tuple[set[str], dict[int, list[float]]]) -> None:
+        if self._pods is not None:
+            self._pods.restore(saved)
+
     def plan(
         self, job: Job, leaf: Leaf, cards: CardCheck | None = None, mask: NodeMask = everywhere
     ) -> Wait | None:

@@ -1,0 +1,197 @@
+"""Room for a HyperJob's children made by victims, as a lone job's is made (admit.py): lower-priority
+pods of its own queue (preempt.py) and surplus pods of queues above their deserved share
+(reclaim_pods.py), with the same planners and Volcano's victim rules.
+
+Rules (the README's "HyperJobs" says the same):
+- A HyperJob gets victims only when its children do not all fit free capacity (or its queue's
+  limits): the decision is then made again, each child placed in free room if it fits, else where
+  victims planned for it on one cluster free room (a cluster no sibling holds first).
+- Preemption first (a child of no lower priority than a victim, whose PreemptionPolicy is not
+  Never), then reclaim (when the whole HyperJob keeps its queue within its deserved share).
+- When the queue's limits keep the HyperJob out, its first children take victims of the queue
+  that also give back what the whole exceeds the limits by.
+- Victims planned for one child are taken: a later child sees what that child left of their room
+  and never plans them again. The HyperJob's own running children are never victims.
+- Nothing is kept unless the whole decision is: victims, room and charges are put back exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from vglobal.admission.checks import Checks
+from vglobal.admission.devices import CardPacker
+from vglobal.admission.fit import GangFit, subset
+from vglobal.admission.node_mask import NodeMask
+from vglobal.admission.preempt import (
+    MAX_PREEMPT_PLANS,
+    NEVER,
+    CardCheck,
+    Plan,
+    Preemptions,
+    preemption_evictions,
+)
+from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.reclaim import Reclaims
+from vglobal.admission.reclaim_pods import PodPlan, reclaim_evictions
+from vglobal.admission.snapshot import Admit, Eviction, Reclaim
+
+
+@dataclass(slots=True)
+class _Taken:
+    """One child's victims in the decision being tried."""
+
+    job: Job
+    plan: Plan
+    freed: dict[int, list[int]]  # victim leaf -> the charge it gives back
+    nominated: tuple[str, ...]
+    reclaimed: PodPlan | None  # None: preempted in its queue
+
+
+@dataclass(slots=True)
+class Planners:
+    """The cycle's planners and its per-job views, which lone jobs use too."""
+
+    preempt: Preemptions
+    reclaims: Reclaims
+    leaves: Mapping[int, Leaf]
+    mask: Callable[[Job], NodeMask]  # per cluster, the nodes the job's gang may use
+    mask_key: Callable[[Job], str]  # what sets its mask apart from its queue's
+    card_check: Callable[[Job, CardPacker], CardCheck]
+    freed: Callable[[], None]  # victims gave room back: the cycle forgets its misfits
+
+
+class ChildRoom:
+    """One HyperJob decision's victims: planned per child inside the fit's trial (see module)."""
+
+    def __init__(self, fit: GangFit, checks: Checks, planners: Planners) -> None:
+        self.fit, self.checks, self.p = fit, checks, planners
+        self.clusters, self.tree = fit.clusters, fit.prep.tree
+        self.evictions: list[Eviction] = []  # kept decisions' single pods to evict
+        self.whole: list[Reclaim] = []  # and whole jobs to stop
+        self._taken: list[_Taken] = []
+        self._owed: list[int] = []
+        self._reclaim = False
+        self._saved_preempt: tuple[set[str], set[tuple[int, int, str, str]]] = (set(), set())
+        self._saved_pods: tuple[set[str], dict[int, list[float]]] = (set(), {})
+        self._siblings: set[str] = set()
+
+    def may(self, jobs: Sequence[Job], whole: Job) -> bool:
+        """Whether victims could make room at all: a child that may preempt in its queue, or the
+        HyperJob may reclaim. ``whole``: the HyperJob as one job of its queue."""
+        preempt = self.p.preempt
+        low = preempt.lowest.get(whole.leaf)
+        if low is not None and any(j.snap.priority > low and j.snap.preemption_policy != NEVER for j in jobs):
+            return True
+        return self._may_reclaim(whole)
+
+    def _may_reclaim(self, whole: Job) -> bool:
+        return self.p.reclaims.may(whole, self.p.leaves.get(whole.leaf) or Leaf(whole.leaf))
+
+    def begin(self, whole: Job, siblings: Iterable[str]) -> None:
+        """A decision starts (inside the fit's trial): what it may change is saved; the running
+        children are taken, so no child plans them as victims."""
+        preempt = self.p.preempt
+        self._taken, self._owed = [], self.checks.excess(whole)
+        self._reclaim = self._may_reclaim(whole)
+        self._saved_preempt, self._saved_pods = preempt.saved(), self.p.reclaims.saved()
+        self._siblings = set(siblings) - preempt.taken
+        preempt.taken |= self._siblings
+
+    def owes(self) -> bool:
+        """Whether the queue's limits still keep the HyperJob out by what victims must give back."""
+        return any(self._owed)
+
+    def place(self, job: Job, own: Sequence[int], shared: Sequence[int], owed: bool = False) -> int | None:
+        """The cluster where victims make room for the child (placed there, in the trial), among
+        ``own`` (held by no sibling), else ``shared``; None if none. ``owed``: the victims must
+        also give back what the queue's limits are exceeded by (preemption only)."""
+        for ids in (own, shared):
+            if ids:
+                c = self._place_within(replace(job, cand=subset(job.cand, ids)), owed)
+                if c is not None:
+                    return c
+        return None
+
+    def _place_within(self, job: Job, owed: bool) -> int | None:
+        p, snap = self.p, job.snap
+        cards = self.fit.devices.packer(snap)  # None unless it asks for GPU cards
+        check = None if cards is None else p.card_check(job, cards)
+        mask = p.mask(job)
+        preempt = p.preempt
+        key = p.mask_key(job)
+        low = preempt.lowest.get(job.leaf)
+        # as Preemptions.may, less its memory of failed plans: a child's clusters are a subset
+        if (
+            not snap.partitions
+            and low is not None
+            and low < snap.priority
+            and snap.preemption_policy != NEVER
+            and preempt.plans < MAX_PREEMPT_PLANS
+        ):
+            cand = self.clusters.fits_allocatable(job.cand, job.gang)
+            if cards is not None:
+                cand = [c for c in cand if cards.could_ever(c, job.gang)]
+            need = self._owed if owed else [0] * len(self._owed)
+            plan = preempt.plan(job.leaf, snap.priority, cand, job.gang, need, check, mask, key)
+            if plan is not None:
+                self._owed = [max(o - f, 0) for o, f in zip(self._owed, plan.freed, strict=True)]
+                return self._take(job, plan, {job.leaf: plan.freed}, cards, None)
+        if owed or not self._reclaim:
+            return None
+        got = p.reclaims.plan_pods(job, None, 0, check, mask)
+        if got is None:
+            return None
+        return self._take(job, got.plan, got.freed, cards, got)
+
+    def _take(
+        self,
+        job: Job,
+        plan: Plan,
+        freed: dict[int, list[int]],
+        cards: CardPacker | None,
+        reclaimed: PodPlan | None,
+    ) -> int:
+        nominated = self.fit.place_freed(job, plan, cards)
+        self._taken.append(_Taken(job, plan, freed, nominated, reclaimed))
+        return plan.cluster
+
+    def release(self) -> None:
+        """The victims' queues get their charge back (before the queue's limits are checked)."""
+        for t in self._taken:
+            for q, charge in t.freed.items():
+                self.checks.release(q, charge)
+
+    def unrelease(self) -> None:
+        for t in self._taken:
+            for q, charge in t.freed.items():
+                self.checks.release(q, [-x for x in charge])
+
+    def rollback(self) -> None:
+        """The decision is not kept: every victim is free to plan again, as before it began."""
+        self.p.preempt.restore(self._saved_preempt)
+        self.p.reclaims.restore(self._saved_pods)
+        self._taken = []
+
+    def keep(self, key: str) -> dict[str, Admit]:
+        """The decision is kept: its victims are evicted, and each child admitted in their place
+        says which victims, of which queue, in which cluster it waits for."""
+        preempt = self.p.preempt
+        preempt.restore((preempt.taken - self._siblings, self._saved_preempt[1]))  # its failures were its own
+        names, out = self.clusters.names, {}
+        for t in self._taken:
+            head = f"HyperJob {key}: child {t.job.snap.name} "
+            if t.reclaimed is None:
+                evictions, whole, text = preemption_evictions(t.job, t.plan, self.tree, names)
+                admit = Admit(names[t.plan.cluster], preempting=head + text, nominated=t.nominated)
+            else:
+                evictions, whole, text = reclaim_evictions(t.reclaimed, t.job, self.tree, names)
+                admit = Admit(names[t.plan.cluster], reclaiming=head + text, nominated=t.nominated)
+            self.evictions += evictions
+            self.whole += whole
+            out[t.job.snap.uid] = admit
+        if self._taken:
+            self.p.freed()
+        self._taken = []
+        return out
