@@ -100,16 +100,19 @@ class _Decision:
         ids, room = job.cand.ids, self.room
         own = [c for c in ids if c not in self.taken]
         shared = [c for c in ids if c in self.taken]
-        c = None
-        if room is not None and room.owes():  # victims of its queue must give back its excess
-            c = room.place(job, own, shared, owed=True)
         cards = self.fit.devices.packer(job.snap)  # None unless it asks for GPU cards
-        if c is None and own:
-            c = self.fit.place(self._within(job, own), {}, cards)
-        if c is None and shared:
-            c = self.fit.place(self._within(job, shared), {}, cards)
-        if c is None and room is not None:
-            c = room.place(job, own, shared)
+        c = None
+        for among in (own, shared):  # with victims (room), a cluster of its own before a shared one
+            if not among:
+                continue
+            if room is not None and room.owes():  # victims of its queue must give back its excess
+                c = room.place(job, among, owed=True)
+            if c is None:
+                c = self.fit.place(self._within(job, among), {}, cards)
+            if c is None and room is not None:
+                c = room.place(job, among)
+            if c is not None:
+                break
         if c is not None:
             self.taken.add(c)
         return c

@@ -103,16 +103,11 @@ class ChildRoom:
         """Whether the queue's limits still keep the HyperJob out by what victims must give back."""
         return any(self._owed)
 
-    def place(self, job: Job, own: Sequence[int], shared: Sequence[int], owed: bool = False) -> int | None:
-        """The cluster where victims make room for the child (placed there, in the trial), among
-        ``own`` (held by no sibling), else ``shared``; None if none. ``owed``: the victims must
-        also give back what the queue's limits are exceeded by (preemption only)."""
-        for ids in (own, shared):
-            if ids:
-                c = self._place_within(replace(job, cand=subset(job.cand, ids)), owed)
-                if c is not None:
-                    return c
-        return None
+    def place(self, job: Job, ids: Sequence[int], owed: bool = False) -> int | None:
+        """The cluster among ``ids`` where victims make room for the child (placed there, in the
+        trial), or None. ``owed``: its victims also give back, up to its own request, what the
+        queue's limits are exceeded by (preemption only)."""
+        return self._place_within(replace(job, cand=subset(job.cand, ids)), owed)
 
     def _place_within(self, job: Job, owed: bool) -> int | None:
         p, snap = self.p, job.snap
@@ -133,7 +128,9 @@ class ChildRoom:
             cand = self.clusters.fits_allocatable(job.cand, job.gang)
             if cards is not None:
                 cand = [c for c in cand if cards.could_ever(c, job.gang)]
-            need = self._owed if owed else [0] * len(self._owed)
+            need = (
+                [min(o, r) for o, r in zip(self._owed, job.req, strict=True)] if owed else [0] * len(job.req)
+            )
             plan = preempt.plan(job.leaf, snap.priority, cand, job.gang, need, check, mask, key)
             if plan is not None:
                 self._owed = [max(o - f, 0) for o, f in zip(self._owed, plan.freed, strict=True)]

@@ -203,3 +203,20 @@ def test_a_hyperjob_at_its_queue_limit_preempts_to_give_back_the_excess() -> Non
     result = admit(Snapshot(100.0, queues, snaps, tuple(hyperjob(2)), runs))
     assert len(admitted(result)) == 2 and evicted(result) == {"low-c": "c"}
     assert result.queues["q"].allocated == cpu(16)
+
+
+def test_each_child_takes_surplus_pods_on_its_own_cluster_rather_than_a_whole_job() -> None:
+    # One node of 4 cpu per cluster, each full with an elastic low job (4 pods of 1 cpu, 2 needed).
+    # The queue is at the clusters' capacity, so each child's victims also give back its own 2 cpu:
+    # 2 surplus pods on each cluster, not a whole job on one and a shared cluster for the other.
+    def elastic(c: str) -> RunningJob:
+        pods = tuple(RunningPod(f"f-{c}/1/f-{c}-w-{k}/0", f"{c}-n0", cpu(1)) for k in range(4))
+        return RunningJob(f"f-{c}", "q", c, LOW, 0.0, cpu(4), {f"{c}-n0": cpu(4)}, 0.0, pods, 2)
+
+    runs = (elastic("a"), elastic("b"))
+    snaps = tuple(ClusterSnap(c, {}, (NodeSnap(f"{c}-n0", cpu(0), cpu(4)),)) for c in ("a", "b"))
+    kids = tuple(replace(k, request=cpu(2), gang=((cpu(1), 2),)) for k in hyperjob(2))
+    result = admit(Snapshot(100.0, (QueueSnap("q", allocated=cpu(8)),), snaps, kids, runs))
+    assert sorted(admitted(result).values()) == ["a", "b"]
+    assert {e.job_uid: len(e.pods) for e in result.evictions} == {"f-a": 2, "f-b": 2}
+    assert result.reclaims == ()
