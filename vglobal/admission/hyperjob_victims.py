@@ -6,8 +6,9 @@ Rules (the README's "HyperJobs" says the same):
 - A HyperJob gets victims only when its children do not all fit free capacity (or its queue's
   limits): the decision is then made again, each child placed in free room if it fits, else where
   victims planned for it on one cluster free room (a cluster no sibling holds first).
-- Preemption first (a child of no lower priority than a victim, whose PreemptionPolicy is not
-  Never), then reclaim (when the whole HyperJob keeps its queue within its deserved share).
+- Preemption first (a child of higher priority than a victim, whose PreemptionPolicy is not
+  Never), then reclaim (when the whole HyperJob keeps its queue within its deserved share): surplus
+  pods, else whole jobs (runs not known pod by pod), of queues above their deserved share.
 - When the queue's limits keep the HyperJob out, its first children take victims of the queue
   that also give back what the whole exceeds the limits by.
 - Victims planned for one child are taken: a later child sees what that child left of their room
@@ -33,9 +34,13 @@ from vglobal.admission.preempt import (
     preemption_evictions,
 )
 from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim import Reclaims
+from vglobal.admission.reclaim import Reclaims, Saved
 from vglobal.admission.reclaim_pods import PodPlan, reclaim_evictions
 from vglobal.admission.snapshot import Admit, Eviction, Reclaim
+
+# HyperJobs decided again with victims per cycle (each plans victims for its children; the lone
+# jobs' plans per cycle are theirs); later ones wait a cycle.
+MAX_GROUP_TRIES = 16
 
 
 @dataclass(slots=True)
@@ -71,15 +76,19 @@ class ChildRoom:
         self.evictions: list[Eviction] = []  # kept decisions' single pods to evict
         self.whole: list[Reclaim] = []  # and whole jobs to stop
         self._taken: list[_Taken] = []
+        self.tries = 0
+        self._plans = (0, 0)
         self._owed: list[int] = []
         self._reclaim = False
         self._saved_preempt: tuple[set[str], set[tuple[int, int, str, str]]] = (set(), set())
-        self._saved_pods: tuple[set[str], dict[int, list[float]]] = (set(), {})
+        self._saved_reclaims: Saved = ((set(), {}), None)
         self._siblings: set[str] = set()
 
     def may(self, jobs: Sequence[Job], whole: Job) -> bool:
         """Whether victims could make room at all: a child that may preempt in its queue, or the
         HyperJob may reclaim. ``whole``: the HyperJob as one job of its queue."""
+        if self.tries >= MAX_GROUP_TRIES:
+            return False
         preempt = self.p.preempt
         low = preempt.lowest.get(whole.leaf)
         if low is not None and any(j.snap.priority > low and j.snap.preemption_policy != NEVER for j in jobs):
@@ -95,7 +104,9 @@ class ChildRoom:
         preempt = self.p.preempt
         self._taken, self._owed = [], self.checks.excess(whole)
         self._reclaim = self._may_reclaim(whole)
-        self._saved_preempt, self._saved_pods = preempt.saved(), self.p.reclaims.saved()
+        self._saved_preempt, self._saved_reclaims = preempt.saved(), self.p.reclaims.saved()
+        self.tries += 1
+        self._plans = (preempt.plans, self.p.reclaims.plans)
         self._siblings = set(siblings) - preempt.taken
         preempt.taken |= self._siblings
 
@@ -137,10 +148,28 @@ class ChildRoom:
                 return self._take(job, plan, {job.leaf: plan.freed}, cards, None)
         if owed or not self._reclaim:
             return None
-        got = p.reclaims.plan_pods(job, None, 0, check, mask)
+        got = p.reclaims.plan_pods(job, None, 0, check, mask) or self._reclaim_jobs(job, check, mask)
         if got is None:
             return None
         return self._take(job, got.plan, got.freed, cards, got)
+
+    def _reclaim_jobs(self, job: Job, check: CardCheck | None, mask: NodeMask) -> PodPlan | None:
+        """Whole jobs of queues above their deserved (for runs not known pod by pod), as a plan the
+        child is placed in at once, as in place of whole preempted jobs."""
+        found = self.p.reclaims.plan_jobs(job, check, mask)
+        if found is None:
+            return None
+        c, victims = found
+        size = len(job.req)
+        plan = Plan(c, {}, [0] * size, whole=[v.uid for v in victims], closed=mask(c).closed(()))
+        freed: dict[int, list[int]] = {}
+        for v in victims:
+            for row, use in zip(v.rows.tolist(), v.usage.tolist(), strict=True):
+                acc = plan.freed_rows.setdefault(row, [0] * size)
+                plan.freed_rows[row] = [a + x for a, x in zip(acc, use, strict=True)]
+            acc = freed.setdefault(v.queue, [0] * size)
+            freed[v.queue] = [a + x for a, x in zip(acc, v.req_list, strict=True)]
+        return PodPlan(plan, freed, {v.uid: v.queue for v in victims})
 
     def _take(
         self,
@@ -168,7 +197,12 @@ class ChildRoom:
     def rollback(self) -> None:
         """The decision is not kept: every victim is free to plan again, as before it began."""
         self.p.preempt.restore(self._saved_preempt)
-        self.p.reclaims.restore(self._saved_pods)
+        self.p.reclaims.restore(self._saved_reclaims)
+        self._end()
+
+    def _end(self) -> None:
+        """Lone jobs keep their plans per cycle: HyperJobs have their own (MAX_GROUP_TRIES)."""
+        self.p.preempt.plans, self.p.reclaims.plans = self._plans
         self._taken = []
 
     def keep(self, key: str) -> dict[str, Admit]:
@@ -190,5 +224,5 @@ class ChildRoom:
             out[t.job.snap.uid] = admit
         if self._taken:
             self.p.freed()
-        self._taken = []
+        self._end()
         return out

@@ -220,3 +220,21 @@ def test_each_child_takes_surplus_pods_on_its_own_cluster_rather_than_a_whole_jo
     assert sorted(admitted(result).values()) == ["a", "b"]
     assert {e.job_uid: len(e.pods) for e in result.evictions} == {"f-a": 2, "f-b": 2}
     assert result.reclaims == ()
+
+
+def test_runs_not_known_pod_by_pod_are_reclaimed_whole_for_a_hyperjob() -> None:
+    # As the simulator reports runs: per node only. Queue "big" is above its deserved share with
+    # two such jobs per cluster; q's HyperJob takes one whole job on each cluster.
+    def whole(uid: str, c: str, node: int) -> RunningJob:
+        return RunningJob(uid, "big", c, LOW, 0.0, cpu(4), {f"{c}-n{node}": cpu(4)}, 0.0)
+
+    runs = tuple(whole(f"big-{c}{k}", c, k) for c in ("a", "b") for k in range(2))
+    snaps = tuple(
+        ClusterSnap(c, {}, tuple(NodeSnap(f"{c}-n{k}", cpu(0), cpu(4)) for k in range(2))) for c in ("a", "b")
+    )
+    queues = (QueueSnap("q", deserved=cpu(8)), QueueSnap("big", deserved=cpu(8), allocated=cpu(16)))
+    result = admit(Snapshot(100.0, queues, snaps, tuple(hyperjob(2, pods=1)), runs))
+    assert sorted(admitted(result).values()) == ["a", "b"]
+    stopped = {r.victim_uid: r.cluster for r in result.reclaims}
+    assert sorted(stopped.values()) == ["a", "b"] and not any(r.preempted for r in result.reclaims)
+    assert result.evictions == ()
