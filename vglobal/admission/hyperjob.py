@@ -181,15 +181,31 @@ def admit_groups(
             continue
         jobs = [prep.job_of(j, i) for j in group.pending]
         got = _decide(group, jobs, i, serial, fit, checks, decisions, admitted, None)
-        if got is not None and room is not None:
-            whole = _as_job(prep, jobs, i, serial)
-            if room.may(jobs, whole):
+        if room is not None:
+            # Again with victims: the whole HyperJob when it waits, else the children left over.
+            rest = jobs if got is not None else [j for j in jobs if type(decisions[j.snap.uid]) is Wait]
+            whole = _as_job(prep, rest, i, serial) if rest else None
+            if whole is not None and room.may(rest, whole):
                 room.begin(whole, group.siblings)
-                if _decide(group, jobs, i, serial, fit, checks, decisions, admitted, room) is None:
+                again = group if got is not None else _following(group, rest, jobs, decisions)
+                if _decide(again, rest, i, serial, fit, checks, decisions, admitted, room) is None:
                     continue
+                assert got is not None
                 got = Wait(got.kind, f"{got.reason}; {_NO_VICTIMS}")
         if got is not None:
             decisions.update((j.uid, got) for j in group.pending)
+
+
+def _following(
+    group: Group,
+    rest: Sequence[Job],
+    jobs: Sequence[Job],
+    decisions: Mapping[str, Admit | Wait],
+) -> Group:
+    """The children left over once enough are admitted, as a group that needs none of them; its
+    siblings admitted this cycle hold their clusters."""
+    held = [d.cluster for j in jobs if type(d := decisions[j.snap.uid]) is Admit]
+    return Group(group.key, group.queue, 0, [j.snap for j in rest], [*group.running, *held], group.siblings)
 
 
 _NO_VICTIMS = (

@@ -5,7 +5,8 @@ pods of its own queue (preempt.py) and surplus pods of queues above their deserv
 Rules (the README's "HyperJobs" says the same):
 - A HyperJob gets victims only when its children do not all fit free capacity (or its queue's
   limits): the decision is then made again, each child placed in free room if it fits, else where
-  victims planned for it on one cluster free room (a cluster no sibling holds first).
+  victims planned for it on one cluster free room (a cluster no sibling holds first). Children
+  left over once minAvailable are admitted are decided again so too, needing none of them.
 - Preemption first (a child of higher priority than a victim, whose PreemptionPolicy is not
   Never), then reclaim (when the whole HyperJob keeps its queue within its deserved share): surplus
   pods, else whole jobs (runs not known pod by pod), of queues above their deserved share.

@@ -238,3 +238,21 @@ def test_runs_not_known_pod_by_pod_are_reclaimed_whole_for_a_hyperjob() -> None:
     stopped = {r.victim_uid: r.cluster for r in result.reclaims}
     assert sorted(stopped.values()) == ["a", "b"] and not any(r.preempted for r in result.reclaims)
     assert result.evictions == ()
+
+
+def test_a_child_beyond_min_available_takes_victims_as_a_lone_job_would() -> None:
+    # minAvailable 1: child 0 takes free cluster a; child 1 follows on b in a low job's place.
+    runs = (running("low-b", "q", "b", 2),)
+    queues = (QueueSnap("q", allocated=alloc(runs, "q")),)
+    snaps = clusters(runs)
+    result = admit(Snapshot(100.0, queues, snaps, tuple(hyperjob(2, minimum=1)), runs))
+    assert admitted(result) == {"hj-w-0": "a", "hj-w-1": "b"}
+    assert evicted(result) == {"low-b": "b"}
+    d = result.decisions["hj-w-1"]
+    assert isinstance(d, Admit) and "low-b" in d.preempting
+    # Once child 0 runs on a (at a lower priority of its own), child 1 never takes its place.
+    sibling = (running("hj-w-0", "q", "a", 2, group="ns/hj"),)
+    kid = hyperjob(2, minimum=1, allowed_clusters=frozenset({"a"}))[1]
+    result = admit(Snapshot(100.0, queues, clusters(sibling), (kid,), sibling))
+    assert admitted(result) == {} and evicted(result) == {}
+    assert "runs without it" in reason(result, "hj-w-1")
