@@ -14,6 +14,8 @@ Rules (the README's "HyperJobs" says the same):
   charged to the queue as one job; HyperJobs are decided before the cycle's other jobs, highest
   priority first, then oldest.
 - A HyperJob that waits says which child fits no cluster, and what the closest cluster had.
+- One that free capacity does not hold is decided again with victims per child, as lone jobs
+  take them (preemption in its queue, reclaim across queues: hyperjob_victims.py).
 """
 
 from __future__ import annotations
