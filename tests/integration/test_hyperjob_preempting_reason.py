@@ -4,9 +4,14 @@ by agents that do not report them yet)."""
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from tests.integration.agent_driver import ScriptedAgent
 from tests.integration.polling import wait
 from tests.integration.test_preempting_reason import CLASSES, QUEUE, _job
+from vglobal.cli.hyperjobs import describe_hyperjob
 from vglobal.client import Client
 from vglobal.hub.server import Hub
 
@@ -65,6 +70,12 @@ def test_a_hyperjob_names_each_child_waiting_for_a_preemption_and_its_cluster(
         )
         assert f"evicting job {d.job_uid}" in hj.waiting_reason, hj.waiting_reason
         assert names[other.job_uid] not in hj.waiting_reason  # its sibling waits for nothing
+        # `vglobal describe hyperjob`: under the child, and as the HyperJob's Waiting line.
+        out = Console(file=io.StringIO(), width=400)
+        describe_hyperjob(client, "hj", "default", out)
+        text = out.file.getvalue()  # type: ignore[attr-defined]
+        lines = [line.rstrip() for line in text.splitlines()]
+        assert f"    {hj.waiting_reason}" in lines and f"Waiting:       {hj.waiting_reason}" in lines
         # The children run: the HyperJob no longer waits.
         for agent, m in ((east, taker), (west, other)):
             agent.accept(m.job_uid, m.generation)
