@@ -8,8 +8,9 @@ The cycle is the loop; each step of 5.3 has a module of its own:
    per cluster, topology.py and partitions.py for HyperNodes, devices.py for GPU cards,
    nodegroups.py, pod_anti.py and group_limits.py for the nodes a queue or job may use);
 5. starvation: starvation.py;  6. reclaim: reclaim.py;  7. explain: explain.py (every sentence).
-A job that fits nowhere may reclaim jobs of queues above their deserved or, once starving, reserve
-capacity in its queue.
+A job that fits nowhere may preempt lower-priority pods of its queue (preempt.py), reclaim from
+queues above their deserved or, once starving, reserve capacity in its queue; a HyperJob's children
+take victims the same way (hyperjob_victims.py).
 """
 
 from __future__ import annotations
@@ -23,17 +24,16 @@ from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
-    preempting_reason,
 )
 from vglobal.admission.failures import FailureCache
 from vglobal.admission.fit import GangFit
 from vglobal.admission.hyperjob import admit_groups, groups_of
+from vglobal.admission.hyperjob_victims import ChildRoom, Planners
 from vglobal.admission.index import IntArray
-from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
+from vglobal.admission.node_mask import NodeMask, everywhere
 from vglobal.admission.order import FairOrder, decayed_offsets
-from vglobal.admission.placement import HeldRows
 from vglobal.admission.pod_anti import job_mask
-from vglobal.admission.preempt import CardCheck, Plan, Preemptions
+from vglobal.admission.preempt import CardCheck, Plan, Preemptions, preemption_evictions
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.reclaim import Reclaims
 from vglobal.admission.reclaim_pods import reclaim_evictions
@@ -77,9 +77,20 @@ class _Cycle:
         self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
-            admit_groups(
-                groups, self.fit, self.checks, self.decisions, self.admitted, self.snap.max_admissions
+            planners = Planners(
+                self.preempt,
+                self.reclaims,
+                self.leaves,
+                self._mask,
+                self._mask_key,
+                self._card_check,
+                self.freed,
             )
+            room = ChildRoom(self.fit, self.checks, planners)  # victims, as lone jobs take them
+            budget = self.snap.max_admissions
+            admit_groups(groups, self.fit, self.checks, self.decisions, self.admitted, budget, room)
+            self.evictions += room.evictions
+            self.preempted += room.whole
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
         budget = self.snap.max_admissions
@@ -299,42 +310,25 @@ class _Cycle:
         onto the resources being released); their queues get their charge back (and their GPU
         cards, which the job's pods then take). Returns the nodes its gang was packed onto, for its
         agent to try first (Volcano's nominatedNodeName)."""
-        clusters, c = self.clusters, plan.cluster
-        clusters.release(c, plan.freed_rows)
         for q, charge in freed.items():
             self.checks.release(q, charge)
-        self.failures = FailureCache()  # free grew: recorded misfits may fit now
-        for other in self.leaves.values():
-            other.over_cap.clear()
-        closed = closed_rows(clusters.free(c), plan.closed)
-        if cards is None:
-            placement = clusters.fit(c, job.gang, closed)
-        else:
-            victims = [*plan.whole, *(u for pods in plan.pods.values() for u in pods)]
-            held = None if closed is None else HeldRows(closed)
-            placement = cards.on(clusters, c, job.gang, held, victims)
-        assert placement is not None, "a plan packs the gang before it is made"
-        clusters.commit(c, placement, job.gang)
-        if cards is not None:
-            cards.commit()
-        else:
-            self.devices.placed(c, job.snap)
+        self.freed()
+        nominated = self.fit.place_freed(job, plan, cards)
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        return clusters.node_names(c, placement.rows)
+        return nominated
+
+    def freed(self) -> None:
+        """Victims gave room and charge back: recorded misfits and over-limit requests may fit."""
+        self.failures = FailureCache()
+        for other in self.leaves.values():
+            other.over_cap.clear()
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
-        cluster, uid = self.clusters.names[plan.cluster], job.snap.uid
-        queue = self.tree.names[job.leaf]
-        why = f"preempted in queue {queue} for job {uid} of priority {job.snap.priority}"
-        parts = []
-        for victim, pods in plan.pods.items():
-            self.evictions.append(Eviction(victim, cluster, tuple(pods), uid, why))
-            parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {victim}")
-        for victim in plan.whole:
-            self.preempted.append(Reclaim(victim, cluster, uid, why, preempted=True))
-            parts.append(f"job {victim}")
-        return preempting_reason(queue, cluster, parts)
+        evictions, whole, text = preemption_evictions(job, plan, self.tree, self.clusters.names)
+        self.evictions += evictions
+        self.preempted += whole
+        return text
 
     def _no_fit(self, job: Job, best: str) -> Wait:
         key = (job.gang.tag, best)

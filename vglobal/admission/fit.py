@@ -20,8 +20,10 @@ import numpy as np
 from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import no_hypernode_reason, no_partition_fit_reason
 from vglobal.admission.index import IntArray
+from vglobal.admission.node_mask import closed_rows
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import Candidates, Held, Placement
+from vglobal.admission.placement import Candidates, Held, HeldRows, Placement
+from vglobal.admission.preempt import Plan
 from vglobal.admission.prepare import Job, Prepared
 from vglobal.admission.topology import HyperNodeRows, place
 from vglobal.model.cards import NodeCards
@@ -68,6 +70,10 @@ class GangFit:
                 self.card_misfit[job.snap.uid] = self._card_reason(job, held, cards)
             return None
         c, placement = found
+        self._commit(c, placement, job, cards)
+        return c
+
+    def _commit(self, c: int, placement: Placement, job: Job, cards: CardPacker | None) -> None:
         self.clusters.commit(c, placement, job.gang)
         if cards is not None:
             cards.commit()
@@ -75,7 +81,23 @@ class GangFit:
             self._placed.append((c, job))
         else:
             self.devices.placed(c, job.snap)
-        return c
+
+    def place_freed(self, job: Job, plan: Plan, cards: CardPacker | None) -> tuple[str, ...]:
+        """The gang placed, committed, where the plan's victims free room (on the rows the plan
+        leaves it, and with the victims' GPU cards back): the nodes it went to, which its agent
+        tries first (Volcano's nominatedNodeName). The plan packed the gang before it was made."""
+        clusters, c = self.clusters, plan.cluster
+        clusters.release(c, plan.freed_rows)
+        closed = closed_rows(clusters.free(c), plan.closed)
+        if cards is None:
+            placement = clusters.fit(c, job.gang, closed)
+        else:
+            victims = [*plan.whole, *(u for pods in plan.pods.values() for u in pods)]
+            held = None if closed is None else HeldRows(closed)
+            placement = cards.on(clusters, c, job.gang, held, victims)
+        assert placement is not None, "a plan packs the gang before it is made"
+        self._commit(c, placement, job, cards)
+        return clusters.node_names(c, placement.rows)
 
     def placement(
         self, job: Job, held: Mapping[int, Held], cards: CardPacker | None

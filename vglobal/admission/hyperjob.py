@@ -14,17 +14,20 @@ Rules (the README's "HyperJobs" says the same):
   charged to the queue as one job; HyperJobs are decided before the cycle's other jobs, highest
   priority first, then oldest.
 - A HyperJob that waits says which child fits no cluster, and what the closest cluster had.
+- One that free capacity does not hold is decided again with victims per child, as lone jobs
+  take them (preemption in its queue, reclaim across queues: hyperjob_victims.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from vglobal.admission.checks import Checks
 from vglobal.admission.explain import budget_wait, queue_wait
 from vglobal.admission.fit import GangFit, subset
+from vglobal.admission.hyperjob_victims import ChildRoom
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.snapshot import Admit, ClusterSnap, PendingJob, RunningJob, Wait
 from vglobal.admission.topology import lowest_tier
@@ -50,6 +53,7 @@ class Group:
     min_available: int
     pending: list[PendingJob]  # in child order
     running: list[str]  # clusters its admitted children hold, one per child
+    siblings: list[str] = field(default_factory=list)  # those children's uids: never victims
 
 
 def groups_of(pending: Iterable[PendingJob], running: Iterable[RunningJob]) -> list[Group]:
@@ -68,6 +72,7 @@ def groups_of(pending: Iterable[PendingJob], running: Iterable[RunningJob]) -> l
     for run in running:
         if run.group is not None and (g := groups.get(run.group)) is not None:
             g.running.append(run.cluster)
+            g.siblings.append(run.uid)
     for g in groups.values():
         g.pending.sort(key=lambda j: j.group.index if j.group is not None else 0)
     return sorted(
@@ -81,8 +86,8 @@ class _Decision:
     committed as a trial so that the next sees what its siblings took: kept only when every child
     needed fits and the queue takes them all, else taken back whole."""
 
-    def __init__(self, fit: GangFit, taken: Iterable[str]) -> None:
-        self.fit, self.clusters = fit, fit.clusters
+    def __init__(self, fit: GangFit, taken: Iterable[str], room: ChildRoom | None = None) -> None:
+        self.fit, self.clusters, self.room = fit, fit.clusters, room
         # Clusters its siblings hold: running there, or placed by this decision.
         self.taken = {self.clusters.col[c] for c in taken if c in self.clusters.col}
         fit.begin_trial()
@@ -94,12 +99,22 @@ class _Decision:
     def place(self, job: Job) -> int | None:
         """The cluster the child went to (a trial commit), or None. A cluster no sibling holds
         first; only when none holds it does it share one with a sibling."""
-        ids = job.cand.ids
+        ids, room = job.cand.ids, self.room
         own = [c for c in ids if c not in self.taken]
+        shared = [c for c in ids if c in self.taken]
         cards = self.fit.devices.packer(job.snap)  # None unless it asks for GPU cards
-        c = self.fit.place(self._within(job, own), {}, cards) if own else None
-        if c is None and len(own) < len(ids):
-            c = self.fit.place(self._within(job, [c for c in ids if c in self.taken]), {}, cards)
+        c = None
+        for among in (own, shared):  # with victims (room), a cluster of its own before a shared one
+            if not among:
+                continue
+            if room is not None and room.owes():  # victims of its queue must give back its excess
+                c = room.place(job, among, owed=True)
+            if c is None:
+                c = self.fit.place(self._within(job, among), {}, cards)
+            if c is None and room is not None:
+                c = room.place(job, among)
+            if c is not None:
+                break
         if c is not None:
             self.taken.add(c)
         return c
@@ -126,6 +141,8 @@ class _Decision:
 
     def undo(self) -> None:
         self.fit.rollback()
+        if self.room is not None:
+            self.room.rollback()
 
 
 def _as_job(prep: Prepared, jobs: Sequence[Job], leaf: int, serial: int) -> Job:
@@ -147,11 +164,13 @@ def admit_groups(
     decisions: MutableMapping[str, Admit | Wait],
     admitted: list[str],
     budget: int = 0,
+    room: ChildRoom | None = None,
 ) -> None:
     """Decide every HyperJob's pending children: Admit for each placed, Wait for the rest. Once
-    ``budget`` admissions are made (0: no limit) the HyperJobs left wait a turn."""
+    ``budget`` admissions are made (0: no limit) the HyperJobs left wait a turn. With ``room``, a
+    HyperJob that free capacity does not hold is decided again with victims (hyperjob_victims.py)."""
     prep = fit.prep
-    tree, clusters = prep.tree, prep.clusters
+    tree = prep.tree
     for serial, group in enumerate(groups, start=1):
         if budget and len(admitted) >= budget:
             wait = budget_wait(budget)
@@ -163,45 +182,99 @@ def admit_groups(
             decisions.update((j.uid, wait) for j in group.pending)
             continue
         jobs = [prep.job_of(j, i) for j in group.pending]
-        decision = _Decision(fit, group.running)
-        need = max(group.min_available - len(group.running), 0)
-        placed: list[tuple[Job, int]] = []
-        misses: list[Job] = []
-        for job in jobs:
-            c = decision.place(job)
-            if c is None:
-                misses.append(job)
-            else:
-                placed.append((job, c))
-        if need and misses and len(placed) < need:
-            text = decision.why_not(misses[0])
+        got = _decide(group, jobs, i, serial, fit, checks, decisions, admitted, None)
+        if room is not None:
+            # Again with victims: the whole HyperJob when it waits, else the children left over.
+            rest = jobs if got is not None else [j for j in jobs if type(decisions[j.snap.uid]) is Wait]
+            whole = _as_job(prep, rest, i, serial) if rest else None
+            if whole is not None and room.may(rest, whole):
+                room.begin(whole, group.siblings)
+                again = group if got is not None else _following(group, rest, jobs, decisions)
+                if _decide(again, rest, i, serial, fit, checks, decisions, admitted, room) is None:
+                    continue
+                assert got is not None
+                got = Wait(got.kind, f"{got.reason}; {_NO_VICTIMS}")
+        if got is not None:
+            decisions.update((j.uid, got) for j in group.pending)
+
+
+def _following(
+    group: Group,
+    rest: Sequence[Job],
+    jobs: Sequence[Job],
+    decisions: Mapping[str, Admit | Wait],
+) -> Group:
+    """The children left over once enough are admitted, as a group that needs none of them; its
+    siblings admitted this cycle hold their clusters."""
+    held = [d.cluster for j in jobs if type(d := decisions[j.snap.uid]) is Admit]
+    return Group(group.key, group.queue, 0, [j.snap for j in rest], [*group.running, *held], group.siblings)
+
+
+_NO_VICTIMS = (
+    "nor do lower-priority pods of its queue or surplus pods of queues above their deserved share "
+    "make room for every child it needs at once"
+)
+
+
+def _decide(
+    group: Group,
+    jobs: Sequence[Job],
+    i: int,
+    serial: int,
+    fit: GangFit,
+    checks: Checks,
+    decisions: MutableMapping[str, Admit | Wait],
+    admitted: list[str],
+    room: ChildRoom | None,
+) -> Wait | None:
+    """One try at the HyperJob's decision: None when made (its decisions written), else why every
+    child waits (everything it tried taken back)."""
+    names = fit.clusters.names
+    decision = _Decision(fit, group.running, room)
+    need = max(group.min_available - len(group.running), 0)
+    placed: list[tuple[Job, int]] = []
+    misses: list[Job] = []
+    for job in jobs:
+        c = decision.place(job)
+        if c is None:
+            misses.append(job)
+        else:
+            placed.append((job, c))
+    if need and misses and len(placed) < need:
+        text = decision.why_not(misses[0])
+        decision.undo()
+        return Wait(
+            WaitKind.NoFit, f"HyperJob {group.key} waits whole ({need} children must start together): {text}"
+        )
+    if room is not None and room.owes():
+        decision.undo()
+        return Wait(WaitKind.Capability, f"HyperJob {group.key} waits whole: its queue's limits hold")
+    made: dict[str, Admit] = {}
+    if placed:
+        as_job = _as_job(fit.prep, [j for j, _ in placed], i, serial)
+        if room is not None:
+            room.release()
+        refused = checks.capability(as_job, Leaf(i)) or (checks.guarded and checks.guarantees(as_job)) or None
+        if refused is not None:
+            if room is not None:
+                room.unrelease()
             decision.undo()
-            wait = Wait(
-                WaitKind.NoFit,
-                f"HyperJob {group.key} waits whole ({need} children must start together): {text}",
-            )
-            decisions.update((j.uid, wait) for j in group.pending)
-            continue
-        if placed:
-            as_job = _as_job(prep, [j for j, _ in placed], i, serial)
-            refused = (
-                checks.capability(as_job, Leaf(i)) or (checks.guarded and checks.guarantees(as_job)) or None
-            )
-            if refused is not None:
-                decision.undo()
-                wait = Wait(refused.kind, f"HyperJob {group.key} waits whole: {refused.reason}")
-                decisions.update((j.uid, wait) for j in group.pending)
-                continue
-            checks.charge(as_job)
-            for job, c in placed:
-                decisions[job.snap.uid] = Admit(clusters.names[c])
-                admitted.append(job.snap.uid)
-        decision.keep()
-        for job in misses:
-            text = decision.why_not(job)
-            decisions[job.snap.uid] = Wait(
-                WaitKind.NoFit, f"HyperJob {group.key} runs without it until room frees: {text}"
-            )
+            return Wait(refused.kind, f"HyperJob {group.key} waits whole: {refused.reason}")
+        checks.charge(as_job)
+        if room is not None:
+            made = room.keep(group.key)
+        for job, c in placed:
+            decisions[job.snap.uid] = made.get(job.snap.uid) or Admit(names[c])
+            admitted.append(job.snap.uid)
+    elif room is not None:
+        room.rollback()  # nothing placed: nothing taken
+    decision.keep()
+    for job in misses:
+        text = decision.why_not(job)
+        decisions[job.snap.uid] = Wait(
+            WaitKind.NoFit, f"HyperJob {group.key} runs without it until room frees: {text}"
+        )
+    return None
 
 
 # For a cluster and a share of accelerators: the lowest network tier at which one HyperNode of it

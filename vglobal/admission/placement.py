@@ -362,11 +362,7 @@ class Clusters:
     def commit(self, c: int, placement: Placement, gang: PreparedGang) -> None:
         """Make the placement's rows the cluster's free capacity; `gang` is what it placed."""
         rows = self.rows[c]
-        trial = self._trial
-        if trial is not None and c not in trial:  # rows are replaced, never changed in place
-            trial[c] = _Saved(
-                list(rows), self.tot[c][:], self.full[c][:], dict(self._cursor[c]), set(self._misfit[c])
-            )
+        self._save(c)
         for i, row in placement.rows.items():
             rows[i] = row
         cursor = self._cursor[c]
@@ -386,8 +382,9 @@ class Clusters:
                 free_sum[r] -= v
 
     def release(self, c: int, freed: Mapping[int, Sequence[int]]) -> None:
-        """Preempted pods leave cluster c: what they hold per node (row) is free again. Free grew,
-        so what this cycle learnt of misfits and rankings is forgotten (preemption is rare)."""
+        """Preempted pods leave cluster c (in a trial too): what they hold per node is free again.
+        Free grew, so what this cycle learnt of misfits and rankings is forgotten (rare)."""
+        self._save(c)
         rows, tot = self.rows[c], self.tot[c]
         for i, add in freed.items():
             rows[i] = [a + b for a, b in zip(rows[i], add, strict=True)]
@@ -405,9 +402,13 @@ class Clusters:
         self._version[c] += 1
         self._log.append(c)
 
+    def _save(self, c: int) -> None:
+        if self._trial is not None and c not in self._trial:  # rows are replaced, never in place
+            got = (list(self.rows[c]), self.tot[c][:], self.full[c][:], dict(self._cursor[c]))
+            self._trial[c] = _Saved(*got, set(self._misfit[c]))
+
     def begin_trial(self) -> None:
-        """Commits from now on may be taken back together (rollback) or kept (end_trial): a
-        HyperJob's children are placed one after the other, each seeing its siblings' room taken."""
+        """Commits and releases from now on are taken back together (rollback) or kept (end_trial)."""
         self._trial = {}
 
     def end_trial(self) -> None:

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
 
+from vglobal.admission.explain import preempting_reason
 from vglobal.admission.gang import PreparedGang, pack
 from vglobal.admission.index import IntArray, ResourceIndex
 from vglobal.admission.node_mask import EVERYWHERE, NodeMask, Usable, everywhere
 from vglobal.admission.placement import Clusters
-from vglobal.admission.snapshot import RunningJob, RunningPod, Snapshot
+from vglobal.admission.prepare import Job
+from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, RunningPod, Snapshot
 from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
 
@@ -106,6 +108,13 @@ class Preemptions:
             and (leaf, priority, gang.tag, key) not in self._failed
         )
 
+    def saved(self) -> tuple[set[str], set[tuple[int, int, str, str]]]:
+        """What plans change (victims taken, failures noted): a HyperJob's trial puts it back."""
+        return set(self.taken), set(self._failed)
+
+    def restore(self, saved: tuple[set[str], set[tuple[int, int, str, str]]]) -> None:
+        self.taken, self._failed = set(saved[0]), set(saved[1])
+
     def _victim(self, job: RunningJob, c: int, priority: int) -> Victim:
         got = self._victims.get((job.uid, priority))
         if got is None:
@@ -185,6 +194,23 @@ class Preemptions:
         if not found:
             return None
         return enough.plan(c, trim(steps, enough), self.index.size)
+
+
+def preemption_evictions(
+    job: Job, plan: Plan, tree: QueueTree, clusters: Sequence[str]
+) -> tuple[list[Eviction], list[Reclaim], str]:
+    """The plan's evictions and whole victims, each saying why, and the sentence of the
+    preemptor's admission (naming its victims and cluster)."""
+    cluster, uid, queue = clusters[plan.cluster], job.snap.uid, tree.names[job.leaf]
+    why = f"preempted in queue {queue} for job {uid} of priority {job.snap.priority}"
+    evictions, whole, parts = [], [], []
+    for victim, pods in plan.pods.items():
+        evictions.append(Eviction(victim, cluster, tuple(pods), uid, why))
+        parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {victim}")
+    for victim in plan.whole:
+        whole.append(Reclaim(victim, cluster, uid, why, preempted=True))
+        parts.append(f"job {victim}")
+    return evictions, whole, preempting_reason(queue, cluster, parts)
 
 
 def victim_of(

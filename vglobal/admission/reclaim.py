@@ -12,11 +12,14 @@ from vglobal.admission.node_mask import NodeMask, everywhere
 from vglobal.admission.placement import Clusters
 from vglobal.admission.preempt import CardCheck
 from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner
+from vglobal.admission.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, PlannerState, ReclaimPlanner, Victim
 from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.reasons import WaitKind
+
+# (pod planner's, whole-job planner's) state; None: that planner not built yet
+Saved = tuple[tuple[set[str], dict[int, list[float]]], "PlannerState | None"]
 
 
 class Reclaims:
@@ -84,20 +87,38 @@ class Reclaims:
             job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within, cards, mask
         )
 
-    def plan(
-        self, job: Job, leaf: Leaf, cards: CardCheck | None = None, mask: NodeMask = everywhere
-    ) -> Wait | None:
-        """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""
+    def saved(self) -> Saved:
+        """What plans change (victims taken, charge given up), for a HyperJob's trial to put back."""
+        pods = (set(), {}) if self._pods is None else self._pods.saved()
+        return pods, None if self._planner is None else self._planner.saved()
+
+    def restore(self, saved: Saved) -> None:
+        pods, jobs = saved
+        if self._pods is not None:
+            self._pods.restore(pods)
+        if self._planner is not None:
+            self._planner.restore(jobs)
+
+    def plan_jobs(
+        self, job: Job, cards: CardCheck | None = None, mask: NodeMask = everywhere
+    ) -> tuple[int, list[Victim]] | None:
+        """Whole running jobs of other queues whose stop lets the job fit (reclaim_jobs.py)."""
         self.plans += 1
-        clusters = self.clusters
-        cand = clusters.fits_allocatable(job.cand, job.gang)
         if self._planner is None:
             snap = self.snap
             protected = snap.now - snap.reclaim_min_runtime if snap.reclaim_min_runtime > 0 else None
             self._planner = ReclaimPlanner(
-                snap.running, self.tree, clusters, self.index, protected, snap.reclaim_limit, self._used
+                snap.running, self.tree, self.clusters, self.index, protected, snap.reclaim_limit, self._used
             )
-        plan = self._planner.plan(job.leaf, cand, job.gang, cards, mask)
+        cand = self.clusters.fits_allocatable(job.cand, job.gang)
+        return self._planner.plan(job.leaf, cand, job.gang, cards, mask)
+
+    def plan(
+        self, job: Job, leaf: Leaf, cards: CardCheck | None = None, mask: NodeMask = everywhere
+    ) -> Wait | None:
+        """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""
+        clusters = self.clusters
+        plan = self.plan_jobs(job, cards, mask)
         if plan is None:
             return None
         c, victims = plan

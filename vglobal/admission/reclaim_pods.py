@@ -93,6 +93,13 @@ class PodReclaims:
                 return got
         return None
 
+    def saved(self) -> tuple[set[str], dict[int, list[float]]]:
+        """What plans change (pods taken, charge given up): a HyperJob's trial puts it back."""
+        return set(self.taken), dict(self._given)
+
+    def restore(self, saved: tuple[set[str], dict[int, list[float]]]) -> None:
+        self.taken, self._given = set(saved[0]), dict(saved[1])
+
     def _candidates(self, c: int, leaf: int, req: list[int], within: int, usable: Usable) -> list[_Candidate]:
         """Surplus pods one by one, in victim order; then whole jobs in the same order; only those
         on nodes the gang may use."""

@@ -103,7 +103,8 @@ def describe_hyperjob(client: Client, name: str, namespace: str, out: Console) -
             f"{k['failed']} failed",
             highlight=False,
         )
-        if k["reason"] and k["bindingPhase"] == "Suspended":  # why this child waits
+        # why this child waits, or (admitted, not placed yet) for which victims' eviction
+        if k["reason"] and k["bindingPhase"] in ("Suspended", "Dispatched", "Bound"):
             out.print(f"    {k['reason']}", highlight=False, soft_wrap=True)
     if r["waiting"]:
         out.print(f"Waiting:       {r['waiting']}", highlight=False, soft_wrap=True)

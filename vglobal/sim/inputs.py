@@ -5,7 +5,7 @@ the field."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -178,13 +178,16 @@ class Workload:
 
 
 def _hyperjob_children(f: Path, hj: HyperJob, clusters: Mapping[str, ClusterSnap]) -> tuple[Job, ...]:
-    """The children, an auto split made as the hub makes it over the clusters as they start."""
-    if not hj.needs_split:
-        return hj.children()
+    """The children, an auto split made as the hub makes it over the clusters as they start; the
+    HyperJob's ``vglobal.io/sim-submit-at`` submits them all then."""
     try:
-        return hj.children(split_over(hj, clusters))
+        kids = hj.children(split_over(hj, clusters)) if hj.needs_split else hj.children()
     except SplitError as exc:
         raise SimInputError(f"{f}: HyperJob {hj.key}: {exc}") from None
+    at = ((hj.raw.get("metadata") or {}).get("annotations") or {}).get(SUBMIT_AT_ANNOTATION)
+    if not at:
+        return kids
+    return tuple(replace(k, annotations={**k.annotations, SUBMIT_AT_ANNOTATION: str(at)}) for k in kids)
 
 
 def load_workload(path: Path, clusters: Mapping[str, ClusterSnap] | None = None) -> Workload:

@@ -102,3 +102,47 @@ def test_an_auto_split_goes_where_one_tor_holds_the_share(tmp_path: Path) -> Non
     (jobs := tmp_path / "auto.yaml").write_text(AUTO % 16)
     result = run_simulation(cluster_files=files, jobs_path=jobs)
     assert [(j["name"], j["cluster"], len(j["pods"])) for j in result["jobs"]] == [("auto-part-0", "b", 2)]
+
+
+LOW = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: low-%(c)s, annotations: {vglobal.io/clusters: %(c)s, vglobal.io/sim-duration: 2h}}
+spec:
+  tasks:
+  - name: w
+    replicas: 4
+    template:
+      spec:
+        containers: [{name: c, image: x, resources: {requests: {nvidia.com/gpu: "8"}}}]
+"""
+URGENT = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: urgent}
+value: 1000
+"""
+
+
+def test_a_high_priority_hyperjob_preempts_the_jobs_that_fill_its_clusters(tmp_path: Path) -> None:
+    files = []
+    for name in ("c1", "c2"):
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(CLUSTER % {"name": name})
+        files.append(f)
+    hj = (
+        HYPERJOB.replace("replicas: 3", "replicas: 2")
+        .replace(
+            "metadata: {name: llm}", "metadata: {name: llm, annotations: {vglobal.io/sim-submit-at: 10m}}"
+        )
+        .replace("      tasks:", "      priorityClassName: urgent\n      tasks:", 1)
+    )
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("---".join([URGENT, LOW % {"c": "c1"}, LOW % {"c": "c2"}, hj]))
+    result = run_simulation(cluster_files=files, jobs_path=jobs, until=1800.0)
+    by_name = {j["name"]: j for j in result["jobs"]}
+    kids = ("llm-trainer-0", "llm-trainer-1")
+    assert sorted(by_name[k]["cluster"] for k in kids) == ["c1", "c2"]
+    assert {by_name[k]["admittedAt"] for k in kids} == {600.0}
+    for low in ("low-c1", "low-c2"):  # each stopped once, for the child on its cluster
+        assert [e["reason"] for e in by_name[low]["events"]].count("Reclaimed") == 1, by_name[low]["events"]

@@ -15,8 +15,9 @@ from vglobal.hub.errors import NotFound, rpc
 from vglobal.hub.job_actions import cancel_job, delete_job
 from vglobal.hub.servicers.access import can, require, who
 from vglobal.model import hyperjob
-from vglobal.model.binding import BindingPhase
+from vglobal.model.binding import UNPLACED, BindingPhase
 from vglobal.model.hyperjob_status import ChildState, hyperjob_phase
+from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
 from vglobal.store.engine import session_scope
 from vglobal.store.repo import hyperjobs as hyperjobs_repo
@@ -50,6 +51,15 @@ def _child(row: JobRow) -> hyperjobs_pb2.HyperJobChild:
     )
 
 
+def _preempting(row: JobRow) -> bool:
+    """Admitted to its cluster, waiting there for the pods evicted to make it room."""
+    return (
+        BindingPhase(row.binding_phase) in UNPLACED
+        and row.reason_kind in (WaitKind.Preempting.value, WaitKind.Reclaiming.value)
+        and bool(row.reason)
+    )
+
+
 def status(name: str, rows: Sequence[JobRow]) -> hyperjobs_pb2.HyperJob:
     """The HyperJob as its children stand (``rows``: all of them, any order)."""
     kids = sorted(rows, key=lambda r: (_index(r), r.name))
@@ -63,6 +73,8 @@ def status(name: str, rows: Sequence[JobRow]) -> hyperjobs_pb2.HyperJob:
     waiting = next(
         (r.reason for r in kids if r.binding_phase == BindingPhase.Suspended.value and r.reason), ""
     )
+    if not waiting:  # admitted in place of victims being evicted: each such child says which, where
+        waiting = "; ".join(r.reason for r in kids if _preempting(r))
     return hyperjobs_pb2.HyperJob(
         name=name,
         namespace=first.namespace,
