@@ -194,7 +194,11 @@ class JobController:
                 run.pipelined.pop(manifest.uid, None)
                 reqs.append(Request("PodEvicted", manifest.task, name, manifest.uid))
                 continue
-            if now_status is before or now_status == before:
+            if now_status is before:
+                continue
+            if now_status == before:
+                # the backend made an equal copy: keep it, so the next step's check is identity
+                run.status[name] = now_status
                 continue
             run.status[name] = now_status
             run.dirty = True

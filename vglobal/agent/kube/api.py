@@ -11,7 +11,6 @@ type, ``ApiError``: ``status`` is the HTTP code, or 0 when the server could not 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+import orjson
 import urllib3
 
 from vglobal.agent.kube.direct import Broken, DirectConnections
@@ -91,11 +91,11 @@ def rbac_rule(method: str, path: str) -> str:
 def _status_error(status: int, body: bytes, method: str, path: str, headers: Mapping[str, str]) -> ApiError:
     reason, message = "", body.decode(errors="replace")[:500]
     try:
-        doc = json.loads(body)
+        doc = orjson.loads(body)
         if isinstance(doc, dict):
             reason = str(doc.get("reason") or "")
             message = str(doc.get("message") or message)
-    except ValueError:
+    except orjson.JSONDecodeError:
         pass
     retry_after = None
     raw = headers.get("Retry-After") or headers.get("retry-after")
@@ -185,7 +185,7 @@ class KubeApi:
         pool manager as bytes: its generic request path (content-type matching, serialising again)
         costs about a sixth of a pod's create at the agent's rates."""
         self.bucket.acquire()
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        data = None if body is None else orjson.dumps(body)
         limits = self._timeouts.get(timeout)
         if limits is None:
             limits = self._timeouts[timeout] = urllib3.Timeout(connect=timeout[0], read=timeout[1])
@@ -240,21 +240,21 @@ class KubeApi:
             raw.release_conn()
         if not 200 <= raw.status <= 299:
             raise _status_error(raw.status, data, method, full, raw.headers)
-        out: dict[str, Any] = json.loads(data) if data else {}
+        out: dict[str, Any] = orjson.loads(data) if data else {}
         return out
 
     def _exchange(
         self, direct: DirectConnections, method: str, full: str, body: Any, timeout: tuple[float, float]
     ) -> dict[str, Any]:
         self.bucket.acquire()
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        data = None if body is None else orjson.dumps(body)
         try:
             answer = direct.exchange(method, self._prefix + full, data, self._headers(), timeout)
         except Broken as exc:
             raise ApiError(0, "Unreachable", str(exc), method=method, path=full) from exc
         if not 200 <= answer.status <= 299:
             raise _status_error(answer.status, answer.body, method, full, answer.headers)
-        out: dict[str, Any] = json.loads(answer.body) if answer.body else {}
+        out: dict[str, Any] = orjson.loads(answer.body) if answer.body else {}
         return out
 
     def stream(
@@ -272,7 +272,7 @@ class KubeApi:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        yield json.loads(line)
+                        yield orjson.loads(line)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ApiError(0, "Unreachable", str(exc) or type(exc).__name__, method="GET", path=full) from exc
         finally:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import time
-from collections import ChainMap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -286,7 +285,9 @@ class KubeBackend:
             self.tracker.delete_pod(uid)
 
     def pods(self) -> Mapping[str, PodStatus]:
-        return ChainMap(self.tracker.status, self.workloads.status)
+        if not self.workloads.status:
+            return self.tracker.status
+        return PodsOfBoth(self.tracker.status, self.workloads.status)
 
     def take_problems(self) -> list[JobProblem]:
         return self.tracker.take_problems() + self.workloads.take_problems()
@@ -385,3 +386,35 @@ def _device_use(g: Grant) -> vgpu.DeviceUse:
         # group names, so the geometry's index names the group (vgpu.grants_of reads it back)
         slot = f"{vgpu.MIG_GROUP}{g.geometry}-{g.position}"
     return vgpu.DeviceUse(g.device, g.memory_mib, g.cores, slot)
+
+
+class PodsOfBoth(Mapping[str, PodStatus]):
+    """The pods the agent made and those of the workload objects, as one read-only mapping.
+
+    A pod is in one of the two. The controller looks up every pod of every run each step, and
+    ``ChainMap.get`` (a generator over its maps per lookup) was a quarter of the agent's CPU.
+    """
+
+    __slots__ = ("made", "workloads")
+
+    def __init__(self, made: Mapping[str, PodStatus], workloads: Mapping[str, PodStatus]) -> None:
+        self.made = made
+        self.workloads = workloads
+
+    def __getitem__(self, uid: str) -> PodStatus:
+        found = self.made.get(uid)
+        return self.workloads[uid] if found is None else found
+
+    def get(self, uid: str, default: Any = None) -> Any:
+        found = self.made.get(uid)
+        return self.workloads.get(uid, default) if found is None else found
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self.made or uid in self.workloads
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.made
+        yield from (uid for uid in self.workloads if uid not in self.made)
+
+    def __len__(self) -> int:
+        return len(self.made) + sum(1 for uid in self.workloads if uid not in self.made)

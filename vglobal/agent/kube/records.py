@@ -4,10 +4,11 @@ informer threads (the raw objects are dropped, so 20,000 pods stay cheap to hold
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from vglobal.agent.deadlines import DEADLINE_ANNOTATION
 from vglobal.agent.kube import vgpu
@@ -71,8 +72,8 @@ class PodRecord:
 
 
 @functools.lru_cache(maxsize=4096)
-def _request(key: str) -> ResourceVector:
-    containers, init, overhead = json.loads(key)
+def _request(key: bytes) -> ResourceVector:
+    containers, init, overhead = orjson.loads(key)
     p = Problems()
     spec = {"containers": containers or [{}], "initContainers": init, "overhead": overhead}
     out = pod_request(p, "spec", spec)
@@ -86,7 +87,7 @@ def request_of(spec: Mapping[str, Any]) -> ResourceVector:
         {"resources": c.get("resources") or {}, "restartPolicy": c.get("restartPolicy")}
         for c in spec.get("initContainers") or []
     ]
-    return _request(json.dumps([containers, init, spec.get("overhead")], sort_keys=True))
+    return _request(orjson.dumps([containers, init, spec.get("overhead")], option=orjson.OPT_SORT_KEYS))
 
 
 def _termination(status: Mapping[str, Any]) -> tuple[int | None, str]:
