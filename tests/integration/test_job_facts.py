@@ -24,7 +24,9 @@ TERM = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kuberne
 ANTI = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}}
 
 
-def _task(name: str, meta: dict[str, Any] | None = None, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def _task(
+    name: str, meta: dict[str, Any] | None = None, spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {"name": name, "replicas": 1, "template": {"metadata": meta or {}, "spec": spec or {}}}
 
 
@@ -57,10 +59,16 @@ MANIFESTS: dict[str, dict[str, Any]] = {
         "metadata": {"name": "x", "annotations": {KEY: "true"}},
         "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {}}},
     },
-    "long-running without a value": {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "x"}},
+    "long-running without a value": {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "x"},
+    },
     "lone task object": {
         "metadata": {"name": "x"},
-        "spec": {"tasks": {"name": "a", "template": {"metadata": {"labels": None, "annotations": {KEY: "x"}}}}},
+        "spec": {
+            "tasks": {"name": "a", "template": {"metadata": {"labels": None, "annotations": {KEY: "x"}}}}
+        },
     },
     "no spec": {"metadata": {"name": "x"}},
     "tasks not an array": {"metadata": {"name": "x"}, "spec": {"tasks": "a"}},

@@ -11,7 +11,9 @@ JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}
 TERM = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
 
 
-def _task(name: str, meta: dict[str, Any] | None = None, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def _task(
+    name: str, meta: dict[str, Any] | None = None, spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {"name": name, "replicas": 1, "template": {"metadata": meta or {}, "spec": spec or {}}}
 
 
