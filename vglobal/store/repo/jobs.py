@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from vglobal.model.forms import (
@@ -25,10 +24,10 @@ from vglobal.model.preemptable import preemption_policy, unpreemptable_tasks
 from vglobal.model.records import JobRow, OwnedJob
 from vglobal.model.static_facts import manifest_facts
 from vglobal.model.workloads import long_running
-from vglobal.store.engine import rowcount
+from vglobal.store.engine import joined, rowcount
 from vglobal.store.repo.job_queries import JobFilter, Page, conditions, ordered
 from vglobal.store.repo.live import cursor
-from vglobal.store.tables import jobs, priority_classes, resource_bindings
+from vglobal.store.tables import jobs, resource_bindings
 
 
 @dataclass(frozen=True)
@@ -385,9 +384,19 @@ def task_priorities(job: str) -> str:
     )
 
 
-_TASK_PRIORITIES: sa.ColumnClause[Any] = sa.literal_column(task_priorities("jobs"))
+# One row per job, read with the driver (no SQLAlchemy row processing: a snapshot reads thousands).
 # The facts read as text as the manifest's were (``->>``), the rest from the decoded column.
-_FACT_TEXTS = [jobs.c.facts.op("->>")(sa.literal(k, sa.Text)) for k in ("ja", "jl", "api", "kind")]
+_STATICS = (
+    "SELECT j.uid, j.namespace, j.name, j.queue, j.priority, j.created_at, j.request, j.gang, "
+    "j.pod_requests, j.placement, j.min_available, "
+    "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), j.facts, j.facts->>'ja', "
+    f"j.facts->>'jl', j.facts->>'api', j.facts->>'kind', {task_priorities('j')} "
+    "FROM jobs j LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
+    "WHERE j.uid = ANY(string_to_array(%(u)s, ','))"
+)
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _unpreemptable(
@@ -397,6 +406,9 @@ def _unpreemptable(
     tasks: Any,
     kind: tuple[str | None, str | None],
 ) -> frozenset[str]:
+    default = not long_running(*kind)
+    if default and job_annotation is None and job_label is None and not any(flags):
+        return _NONE  # no value anywhere: every pod preemptable (most jobs)
     annotated, annotations, labelled, labels = (list(f or ()) for f in flags)
     return unpreemptable_tasks(
         job_annotation,
@@ -404,7 +416,7 @@ def _unpreemptable(
         {str(t): str(v) for t, v in zip(annotated, annotations, strict=False)},
         {str(t): str(v) for t, v in zip(labelled, labels, strict=False)},
         tasks or (),
-        default=not long_running(*kind),
+        default=default,
     )
 
 
@@ -413,28 +425,9 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
     caller that converts each further keeps no typed form of them all alive together."""
     if not uids:
         return iter(())
-    cols = [
-        jobs.c.uid,
-        jobs.c.namespace,
-        jobs.c.name,
-        jobs.c.queue,
-        jobs.c.priority,
-        jobs.c.created_at,
-        jobs.c.request,
-        jobs.c.gang,
-        jobs.c.pod_requests,
-        jobs.c.placement,
-        jobs.c.min_available,
-        sa.func.coalesce(priority_classes.c.preemption_policy, "PreemptLowerPriority"),
-        jobs.c.facts,
-        *_FACT_TEXTS,
-        _TASK_PRIORITIES,
-    ]
-    rows = session.execute(
-        sa.select(*cols)
-        .select_from(jobs.outerjoin(priority_classes, priority_classes.c.name == jobs.c.priority_class_name))
-        .where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
-    ).all()
+    with cursor(session) as cur:
+        cur.execute(_STATICS, {"u": joined(uids)})
+        rows = cur.fetchall()
     return (
         JobStatic(
             uid,
