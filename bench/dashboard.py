@@ -39,7 +39,7 @@ QUEUES = ["q0", "q1", "q2", "q3"]
 JOBS = """
 INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, min_available,
     request, gang, pod_requests, placement, manifest, phase, retry_count, tasks, placements,
-    created_at, updated_at, finished_at, submitted_by)
+    created_at, updated_at, finished_at, submitted_by, facts)
 SELECT 'h-' || g, 'ns-' || (g %% 10), 'hist-' || g, 'h-' || g, 'q' || (g %% 4), t.priority_class_name,
     t.priority, t.min_available, t.request, t.gang, t.pod_requests, t.placement,
     jsonb_set(t.manifest, '{metadata,name}', to_jsonb('hist-' || g)),
@@ -47,7 +47,7 @@ SELECT 'h-' || g, 'ns-' || (g %% 10), 'hist-' || g, 'h-' || g, 'q' || (g %% 4), 
     now() - interval '6 days' + g * (interval '6 days' / %(rows)s),
     now() - interval '6 days' + g * (interval '6 days' / %(rows)s) + interval '30 s',
     now() - interval '6 days' + g * (interval '6 days' / %(rows)s) + interval '30 s',
-    'user-' || (g %% 20)
+    'user-' || (g %% 20), t.facts
 FROM generate_series(%(lo)s::bigint, %(hi)s::bigint) AS g, (SELECT * FROM jobs WHERE uid = %(uid)s) AS t
 """
 

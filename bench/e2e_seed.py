@@ -13,13 +13,13 @@ CHUNK = 50_000
 JOBS = """
 INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, min_available,
     request, gang, pod_requests, placement, manifest, phase, retry_count, tasks, placements,
-    created_at, updated_at, finished_at)
+    created_at, updated_at, finished_at, facts)
 SELECT 'hist-' || g, t.namespace, 'hist-' || g, 'hist-' || g, t.queue, t.priority_class_name, t.priority,
     t.min_available, t.request, t.gang, t.pod_requests, t.placement,
     jsonb_set(t.manifest, '{metadata,name}', to_jsonb('hist-' || g)), 'Completed', 0, t.tasks,
     t.placements, now() - interval '3 days' - g * interval '100 ms',
     now() - interval '3 days' - g * interval '100 ms' + interval '2 s',
-    now() - interval '3 days' - g * interval '100 ms' + interval '2 s'
+    now() - interval '3 days' - g * interval '100 ms' + interval '2 s', t.facts
 FROM generate_series(%(lo)s, %(hi)s) AS g, (SELECT * FROM jobs WHERE uid = %(uid)s) AS t
 """
 

@@ -31,6 +31,7 @@ from vglobal.hub.server import Hub
 from vglobal.hub.submit import new_job, parse_one
 from vglobal.model.forms import tasks_to_json
 from vglobal.model.job import Job
+from vglobal.model.static_facts import manifest_facts
 from vglobal.store import migrate
 from vglobal.store.engine import make_engine
 from vglobal.store.locks import AdvisoryLock, try_session_lock
@@ -81,6 +82,7 @@ def seed(engine: sa.Engine, n: int) -> None:
         "place": json.dumps(template.placement.to_json()),
         "manifest": json.dumps(template.manifest),
         "tasks": json.dumps(tasks_to_json(template.tasks)),
+        "facts": json.dumps(manifest_facts(template.manifest)),
     }
     with engine.begin() as conn:
         conn.execute(sa.text("SET LOCAL session_replication_role = replica"))
@@ -95,7 +97,7 @@ def seed(engine: sa.Engine, n: int) -> None:
             sa.text(
                 "INSERT INTO jobs (uid, namespace, name, queue, priority, min_available, request, gang, "
                 "pod_requests, placement, manifest, tasks, phase, labels, submitted_by, created_at, "
-                "updated_at, finished_at) "
+                "updated_at, finished_at, facts) "
                 "SELECT 'uid-' || i, 'ns-' || h.ns, 'job-' || lpad(i::text, 7, '0') || "
                 "CASE WHEN h.bert THEN '-bert' ELSE '' END, "
                 "(CAST(:queues AS text[]))[1 + h.q], 0, 2, CAST(:req AS jsonb), CAST(:gang AS jsonb), "
@@ -105,7 +107,8 @@ def seed(engine: sa.Engine, n: int) -> None:
                 "  WHEN h.p < 5 THEN 'Failed' ELSE 'Completed' END, "
                 "jsonb_build_object('app', 'a' || (i % 3)), (CAST(:users AS text[]))[1 + h.u], "
                 "now() - make_interval(secs => :n - i), now() - make_interval(secs => :n - i), "
-                "CASE WHEN h.p >= 3 THEN now() - make_interval(secs => :n - i) + interval '1 minute' END "
+                "CASE WHEN h.p >= 3 THEN now() - make_interval(secs => :n - i) + interval '1 minute' END, "
+                "CAST(:facts AS jsonb) "
                 f"FROM generate_series(1, :n) AS i, {HASHES}"
             ),
             {"queues": QUEUES, "users": USERS, "n": n, **job_json},

@@ -76,6 +76,7 @@ _JOB_COLUMNS = [
     "manifest",
     "tasks",
     "created_at",
+    "facts",  # of the empty manifest each seeded job has: none
 ]
 
 
@@ -102,6 +103,7 @@ def _job_rows(snap: Snapshot) -> list[list[object]]:
                 "{}",
                 "[]",
                 time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(j.created + shift)),
+                "{}",
             ]
         )
     for r in snap.running:
@@ -120,6 +122,7 @@ def _job_rows(snap: Snapshot) -> list[list[object]]:
                 "{}",
                 "[]",
                 time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(r.created + shift)),
+                "{}",
             ]
         )
     return rows
@@ -153,9 +156,9 @@ def seed(engine: sa.Engine, snap: Snapshot) -> None:
 
 _JOB_COPY = (
     "INSERT INTO jobs (uid, namespace, name, queue, priority, min_available, request, gang, pod_requests, "
-    "placement, manifest, tasks, created_at) "
+    "placement, manifest, tasks, created_at, facts) "
     "SELECT uid || :tag, namespace, name || :tag, queue, priority, min_available, request, gang, "
-    "pod_requests, placement, manifest, tasks, now() FROM jobs WHERE uid = ANY(:uids)"
+    "pod_requests, placement, manifest, tasks, now(), facts FROM jobs WHERE uid = ANY(:uids)"
 )
 
 

@@ -13,8 +13,8 @@ from vglobal.hub.server import libpq_dsn
 
 JOBS = """
 INSERT INTO jobs (uid, namespace, name, queue, priority, min_available, request, gang, pod_requests,
-    placement, manifest, tasks)
-SELECT 'u' || g, 'default', 'n' || g, 'q', 0, 1, '{}', '[]', '{}', '{}', '{}', '[]'
+    placement, manifest, tasks, facts)
+SELECT 'u' || g, 'default', 'n' || g, 'q', 0, 1, '{}', '[]', '{}', '{}', '{}', '[]', '{}'
 FROM generate_series(%(lo)s::int, %(hi)s::int) AS g
 """
 BINDINGS = """

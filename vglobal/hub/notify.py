@@ -23,9 +23,25 @@ WORKFLOWS = "vglobal_workflows"  # a CronJob or JobFlow was applied, changed or 
 FENCE = "vglobal_fence"
 
 
-def notify(channel: str, *, session: Session) -> None:
-    """Queued in the caller's transaction and delivered only when it commits."""
-    session.execute(sa.text("SELECT pg_notify(:c, '')"), {"c": channel})
+def notify(channel: str, *, session: Session, payload: str = "") -> None:
+    """Queued in the caller's transaction and delivered only when it commits; ``payload`` is
+    handed to the channel's subscribers (see ``deliver_to``)."""
+    session.execute(sa.text("SELECT pg_notify(:c, :p)"), {"c": channel, "p": payload})
+
+
+# A NOTIFY payload is at most 8,000 bytes: a longer list of clusters wakes every stream instead.
+_MAX_PAYLOAD = 7000
+
+
+def deliver_to(clusters: Iterable[str]) -> str:
+    """The DELIVER payload that wakes only these clusters' agent streams ("": every stream)."""
+    names = ",".join(sorted(set(clusters)))
+    return names if len(names) <= _MAX_PAYLOAD else ""
+
+
+def delivered_to(payload: str) -> frozenset[str] | None:
+    """The clusters a DELIVER payload names; None: every cluster."""
+    return frozenset(payload.split(",")) if payload else None
 
 
 class Wakeups:
@@ -34,21 +50,22 @@ class Wakeups:
     def __init__(self, channels: Iterable[str]) -> None:
         self._cond = threading.Condition()
         self._seq = dict.fromkeys(channels, 0)
-        self._callbacks: dict[str, list[Callable[[], None]]] = {c: [] for c in self._seq}
+        self._callbacks: dict[str, list[Callable[[str], None]]] = {c: [] for c in self._seq}
 
     @property
     def channels(self) -> list[str]:
         return list(self._seq)
 
-    def fire(self, channel: str) -> None:
+    def fire(self, channel: str, payload: str = "") -> None:
         with self._cond:
             self._seq[channel] += 1
             self._cond.notify_all()
         for callback in self._callbacks[channel]:
-            callback()
+            callback(payload)
 
-    def subscribe(self, channel: str, callback: Callable[[], None]) -> None:
-        """Call ``callback`` (from the firing thread; it must not block) on every fire of ``channel``."""
+    def subscribe(self, channel: str, callback: Callable[[str], None]) -> None:
+        """Call ``callback`` with the payload (from the firing thread; it must not block) on every
+        fire of ``channel``."""
         self._callbacks[channel].append(callback)
 
     def seq(self, channel: str) -> int:
@@ -75,7 +92,7 @@ def listen_forever(dsn: str, wakeups: Wakeups, stop: threading.Event) -> None:
                     conn.execute(f"LISTEN {c}")
                 while not stop.is_set():
                     for note in conn.notifies(timeout=0.5):
-                        wakeups.fire(note.channel)
+                        wakeups.fire(note.channel, note.payload)
         except psycopg.Error as exc:
             log.warning("notification listener lost its connection: %s", exc)
             for c in channels:

@@ -93,6 +93,9 @@ jobs = sa.Table(
     sa.Column("owner_uid", sa.Text, nullable=True),
     # Who submitted it: the audit's principal of its Submitted event (migration 0009)
     sa.Column("submitted_by", sa.Text, nullable=True),
+    # What admission reads of the manifest, taken once at submit (vglobal/model/static_facts.py;
+    # migration 0017). No default: every writer of a job gives its facts.
+    sa.Column("facts", JSONB, nullable=False),
     sa.UniqueConstraint("namespace", "name", name="uq_jobs_namespace_name"),
     sa.Index("ix_jobs_queue", "queue", "uid"),
     sa.Index("ix_jobs_owner_uid", "owner_uid"),

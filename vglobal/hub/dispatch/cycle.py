@@ -16,7 +16,7 @@ from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
 from vglobal.hub.dispatch.metrics import record_cycle
 from vglobal.hub.dispatch.snapshot import SnapshotReader
-from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
+from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, deliver_to, notify
 from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import session_scope
 from vglobal.store.locks import AdvisoryLock, try_xact_lock
@@ -123,8 +123,10 @@ def write_admissions(
         if isinstance(d := decisions[uid], Admit) and (d.preempting or d.reclaiming)
     ]
     events_repo.add_events(new_events, session=session)
-    if done or result.reclaims or result.evictions:
-        notify(DELIVER, session=session)
+    if result.reclaims or result.evictions:
+        notify(DELIVER, session=session)  # runs stop too: every stream checks
+    elif done:
+        notify(DELIVER, session=session, payload=deliver_to(c for _, c, _ in done))
     if result.reclaims:
         notify(FENCE, session=session)
     return done, stopped, written

@@ -35,7 +35,7 @@ from vglobal.hub.context import HubContext
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
 from vglobal.hub.guard import current_principal
 from vglobal.hub.metrics import count_finished
-from vglobal.hub.notify import DELIVER, FENCE
+from vglobal.hub.notify import DELIVER, FENCE, deliver_to, delivered_to
 from vglobal.model.binding import FINISHED, reported
 from vglobal.store.engine import session_scope
 
@@ -74,12 +74,16 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self.local: dict[str, StreamState] = {}  # cluster -> its latest stream on this hub
         ctx.wakeups.subscribe(DELIVER, self._wake_threadsafe)
 
-    def _wake_threadsafe(self) -> None:
-        self.loop.call_soon_threadsafe(self._wake_all)
+    def _wake_threadsafe(self, payload: str) -> None:
+        self.loop.call_soon_threadsafe(self._wake, delivered_to(payload))
 
-    def _wake_all(self) -> None:
+    def _wake(self, clusters: frozenset[str] | None) -> None:
+        """Wake the streams of these clusters (None: all). A cycle that only admitted names the
+        clusters it admitted to: the others' streams would each read, in a transaction of their
+        own, that they have nothing new."""
         for state in self.streams:
-            state.wake.set()
+            if clusters is None or state.cluster in clusters:
+                state.wake.set()
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.loop.run_in_executor(self.pool, fn, *args)
@@ -272,7 +276,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         count_finished(outcome.ended)  # committed now
         if outcome.stale:
             state.fence = True  # a run that is not current reported: it may have to be stopped
-            self.ctx.wakeups.fire(DELIVER)
+            self.ctx.wakeups.fire(DELIVER, deliver_to([state.cluster]))
 
     def _sync(self, state: StreamState, fence: bool) -> list[agent_pb2.HubMessage]:
         """A Dispatch for each binding this cluster should run that this stream has not sent, and

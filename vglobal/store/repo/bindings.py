@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from vglobal.model.binding import ADMITTED, BindingPhase, BindingRef, sources, values
 from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import joined, rowcount
+from vglobal.store.repo.jobs import task_priorities
 from vglobal.store.repo.live import (
     BINDING_COLUMNS,
     DISPATCHED_AT,
@@ -324,9 +325,7 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
         cur.execute(
             "SELECT b.job_uid, b.generation, CAST(j.manifest AS text), j.queue, j.priority, "
             "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), "
-            "(SELECT jsonb_object_agg(t->>'name', tc.value) "
-            "FROM jsonb_array_elements(j.manifest->'spec'->'tasks') t "
-            "JOIN priority_classes tc ON tc.name = t#>>'{template,spec,priorityClassName}'), "
+            f"{task_priorities('j')}, "
             "NULLIF(b.nominated, '[]'::jsonb) "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "

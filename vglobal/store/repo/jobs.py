@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from vglobal.model.forms import (
@@ -23,11 +22,12 @@ from vglobal.model.forms import (
 from vglobal.model.pod_anti_affinity import AntiTerm, terms_of
 from vglobal.model.preemptable import preemption_policy, unpreemptable_tasks
 from vglobal.model.records import JobRow, OwnedJob
+from vglobal.model.static_facts import manifest_facts
 from vglobal.model.workloads import long_running
-from vglobal.store.engine import rowcount
+from vglobal.store.engine import joined, rowcount
 from vglobal.store.repo.job_queries import JobFilter, Page, conditions, ordered
 from vglobal.store.repo.live import cursor
-from vglobal.store.tables import jobs, priority_classes, resource_bindings
+from vglobal.store.tables import jobs, resource_bindings
 
 
 @dataclass(frozen=True)
@@ -118,15 +118,15 @@ _INSERT = (
     "CAST(%(prio)b AS int[]), CAST(%(min)b AS int[]), CAST(%(req)b AS text[]), CAST(%(gang)b AS text[]), "
     "CAST(%(pods)b AS text[]), CAST(%(where)b AS text[]), CAST(%(manifest)b AS text[]), "
     "CAST(%(tasks)b AS text[]), CAST(%(labels)b AS text[]), CAST(%(owner)b AS text[]), "
-    "CAST(%(by)b AS text[])) "
+    "CAST(%(by)b AS text[]), CAST(%(facts)b AS text[])) "
     "WITH ORDINALITY AS d(uid, ns, name, rid, queue, pc, prio, min, req, gang, "
-    "pods, place, manifest, tasks, labels, owner, by, k)), "
+    "pods, place, manifest, tasks, labels, owner, by, facts, k)), "
     "j AS (INSERT INTO jobs (uid, namespace, name, request_id, queue, priority_class_name, priority, "
     "min_available, request, gang, pod_requests, placement, manifest, tasks, labels, owner_uid, "
-    "submitted_by) "
+    "submitted_by, facts) "
     "SELECT uid, ns, name, rid, queue, pc, prio, min, CAST(req AS jsonb), CAST(gang AS jsonb), "
     "CAST(pods AS jsonb), CAST(place AS jsonb), CAST(manifest AS jsonb), CAST(tasks AS jsonb), "
-    "CAST(labels AS jsonb), owner, by "
+    "CAST(labels AS jsonb), owner, by, CAST(facts AS jsonb) "
     "FROM d ORDER BY k ON CONFLICT DO NOTHING "
     "RETURNING uid, request, phase, retry_count, created_at, updated_at), "
     "b AS (INSERT INTO resource_bindings (job_uid, resources) SELECT uid, request FROM j "
@@ -175,6 +175,8 @@ def insert_rows(news: Sequence[NewJob], *, session: Session) -> dict[str, JobRow
                 "labels": [dumps(n.labels) for n in news],
                 "owner": [n.owner_uid for n in news],
                 "by": [n.submitted_by for n in news],
+                # Taken here, where every new job passes with its manifest already parsed.
+                "facts": [dumps(manifest_facts(n.manifest)) for n in news],
             },
         )
         filled = {r[0]: r for r in cur.fetchall()}
@@ -373,31 +375,28 @@ class JobStatic:
     template_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def _with_flag(where: str) -> tuple[sa.TextClause, sa.TextClause]:
-    """JSON paths to the names of the tasks whose template sets the flag at ``where``, and to those
-    values, in the same order."""
-    has = f'$.spec.tasks[*] ? (exists(@.template.metadata.{where}."volcano.sh/preemptable"))'
-    return sa.text(f"'{has}.name'"), sa.text(f"'{has}.template.metadata.{where}.\"volcano.sh/preemptable\"'")
+def task_priorities(job: str) -> str:
+    """SQL: the jobs row ``job``'s tasks that name their own PriorityClass, with that class's value
+    as it is now (Volcano resolves a class when it reads the pod); NULL when none has one."""
+    return (
+        f"(SELECT jsonb_object_agg(t.key, tc.value) FROM jsonb_each_text({job}.facts->'pcs') t "
+        "JOIN priority_classes tc ON tc.name = t.value)"
+    )
 
 
-_ANNOTATED, _ANNOTATION_VALUES = _with_flag("annotations")
-_LABELLED, _LABEL_VALUES = _with_flag("labels")
-_JOB_ANNOTATION = ["metadata", "annotations", "volcano.sh/preemptable"]
-_JOB_LABEL = ["metadata", "labels", "volcano.sh/preemptable"]
-_FLAG_PATHS = (_ANNOTATED, _ANNOTATION_VALUES, _LABELLED, _LABEL_VALUES)
-_POD_POLICIES = sa.text("'$.spec.tasks[*].template.spec.preemptionPolicy'")
-_ANTI_TERMS = sa.text(
-    "'$.spec.tasks[*].template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[*]'"
+# One row per job, read with the driver (no SQLAlchemy row processing: a snapshot reads thousands).
+# The facts read as text as the manifest's were (``->>``), the rest from the decoded column.
+_STATICS = (
+    "SELECT j.uid, j.namespace, j.name, j.queue, j.priority, j.created_at, j.request, j.gang, "
+    "j.pod_requests, j.placement, j.min_available, "
+    "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), j.facts, j.facts->>'ja', "
+    f"j.facts->>'jl', j.facts->>'api', j.facts->>'kind', {task_priorities('j')} "
+    "FROM jobs j LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
+    "WHERE j.uid = ANY(string_to_array(%(u)s, ','))"
 )
-_LABELLED_TASKS = sa.text("'$.spec.tasks[*] ? (exists(@.template.metadata.labels)).name'")
-_TASK_LABELS = sa.text("'$.spec.tasks[*] ? (exists(@.template.metadata.labels)).template.metadata.labels'")
 
 
-_TASK_PRIORITIES: sa.ColumnClause[Any] = sa.literal_column(
-    "(SELECT jsonb_object_agg(t->>'name', tc.value) "
-    "FROM jsonb_array_elements(jobs.manifest->'spec'->'tasks') t "
-    "JOIN priority_classes tc ON tc.name = t#>>'{template,spec,priorityClassName}')"
-)
+_NONE: frozenset[str] = frozenset()
 
 
 def _unpreemptable(
@@ -407,6 +406,9 @@ def _unpreemptable(
     tasks: Any,
     kind: tuple[str | None, str | None],
 ) -> frozenset[str]:
+    default = not long_running(*kind)
+    if default and job_annotation is None and job_label is None and not any(flags):
+        return _NONE  # no value anywhere: every pod preemptable (most jobs)
     annotated, annotations, labelled, labels = (list(f or ()) for f in flags)
     return unpreemptable_tasks(
         job_annotation,
@@ -414,7 +416,7 @@ def _unpreemptable(
         {str(t): str(v) for t, v in zip(annotated, annotations, strict=False)},
         {str(t): str(v) for t, v in zip(labelled, labels, strict=False)},
         tasks or (),
-        default=not long_running(*kind),
+        default=default,
     )
 
 
@@ -423,36 +425,9 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
     caller that converts each further keeps no typed form of them all alive together."""
     if not uids:
         return iter(())
-    cols = [
-        jobs.c.uid,
-        jobs.c.namespace,
-        jobs.c.name,
-        jobs.c.queue,
-        jobs.c.priority,
-        jobs.c.created_at,
-        jobs.c.request,
-        jobs.c.gang,
-        jobs.c.pod_requests,
-        jobs.c.placement,
-        jobs.c.min_available,
-        sa.func.coalesce(priority_classes.c.preemption_policy, "PreemptLowerPriority"),
-        *(sa.func.jsonb_path_query_array(jobs.c.manifest, q) for q in _FLAG_PATHS),
-        jobs.c.manifest.op("#>>")(sa.literal(_JOB_ANNOTATION, ARRAY(sa.Text))),
-        jobs.c.manifest.op("#>>")(sa.literal(_JOB_LABEL, ARRAY(sa.Text))),
-        _TASK_PRIORITIES,
-        jobs.c.manifest["apiVersion"].astext,
-        jobs.c.manifest["kind"].astext,
-        sa.func.jsonb_path_query_array(jobs.c.manifest, _POD_POLICIES),
-        *(
-            sa.func.jsonb_path_query_array(jobs.c.manifest, q)
-            for q in (_ANTI_TERMS, _LABELLED_TASKS, _TASK_LABELS)
-        ),
-    ]
-    rows = session.execute(
-        sa.select(*cols)
-        .select_from(jobs.outerjoin(priority_classes, priority_classes.c.name == jobs.c.priority_class_name))
-        .where(jobs.c.uid == sa.func.any(sa.cast(sa.literal(uids), ARRAY(sa.Text))))
-    ).all()
+    with cursor(session) as cur:
+        cur.execute(_STATICS, {"u": joined(uids)})
+        rows = cur.fetchall()
     return (
         JobStatic(
             uid,
@@ -466,16 +441,21 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
             pods,
             Placement.from_json(where),
             int(min_available),
-            preemption_policy(policy, pod_policies or ()),
-            _unpreemptable((a, av, lb, lv), job_annotation, job_label, pods, (api, kind)),
+            preemption_policy(policy, facts.get("pp", ())),
+            _unpreemptable(
+                (facts.get("a"), facts.get("av"), facts.get("l"), facts.get("lv")),
+                job_annotation,
+                job_label,
+                pods,
+                (api, kind),
+            ),
             {str(t): int(v) for t, v in (task_prios or {}).items()},
-            terms_of(terms or ()),
+            terms_of(facts.get("anti", ())),
             {
                 str(t): {str(k): str(v) for k, v in (lab or {}).items()}
-                for t, lab in zip(named or (), labels or (), strict=False)
+                for t, lab in zip(facts.get("ln", ()), facts.get("lt", ()), strict=False)
             },
         )
         for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
-        for (min_available, policy, a, av, lb, lv, job_annotation, job_label, task_prios, api, kind,
-             pod_policies, terms, named, labels) in [more]
+        for (min_available, policy, facts, job_annotation, job_label, api, kind, task_prios) in [more]
     )
