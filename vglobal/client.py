@@ -73,6 +73,9 @@ class JobWatch:
         self._reconnect = reconnect
         self._bookmarks = bookmarks
         self.revision = request.from_revision
+        # Watching "from now" has no position until the stream's first bookmark gives one; from
+        # then on a reconnect resumes after it, even when it is revision 0.
+        self._known = request.HasField("from_revision")
         self._call: Any = None
         self._closed = threading.Event()
         self._events = self._run()
@@ -97,7 +100,8 @@ class JobWatch:
     def _run(self) -> Iterator[jobs_pb2.JobEvent]:
         failures = 0
         while not self._closed.is_set():
-            self._request.from_revision = self.revision
+            if self._known:
+                self._request.from_revision = self.revision
             try:
                 self._call = self._stub.WatchJobs(self._request)
             except ValueError:  # the client was closed: nothing more to watch
@@ -106,7 +110,7 @@ class JobWatch:
             try:
                 for event in self._call:
                     failures = 0
-                    self.revision = event.revision
+                    self.revision, self._known = event.revision, True
                     if event.type != jobs_pb2.JobEvent.BOOKMARK or self._bookmarks:
                         yield event
             except grpc.RpcError as exc:
@@ -299,7 +303,7 @@ class Client(HyperJobCalls):
     def watch_jobs(
         self,
         *,
-        from_revision: int = 0,
+        from_revision: int | None = None,
         queue: str = "",
         namespace: str = "",
         name: str = "",
@@ -307,7 +311,8 @@ class Client(HyperJobCalls):
         reconnect: bool = True,
         bookmarks: bool = False,
     ) -> JobWatch:
-        """Every change of the matching jobs after ``from_revision`` (0: from now on), in order.
+        """Every change of the matching jobs after ``from_revision`` (None: from now on), in order.
+        A list's revision may be 0 (nothing logged yet): watching from 0 gives every change since.
 
         A broken stream (hub restarted, leader changed, this reader fell behind) is opened again
         from the last revision seen, so nothing is missed or seen twice. A revision the hub no

@@ -93,6 +93,22 @@ def test_a_watch_resumes_from_the_last_revision_it_saw(client: Client) -> None:
     again.close()
 
 
+def test_a_list_of_an_empty_log_is_followed_from_revision_zero(hub: Hub, client: Client) -> None:
+    jobs, start = client.list_jobs_at()
+    assert jobs == [] and start == 0  # a fresh hub has logged nothing yet
+    client.submit_job(small("early"))  # after the list, before the watch opens
+    wait(lambda: last_revision(hub) >= 1, what="the submission logged")
+    # Revision 0 is a place in the log like any other, not "from now": nothing is skipped.
+    w = Watcher(client.watch_jobs(from_revision=start))
+    wait(lambda: w.names(ADDED) == ["early"], what="the change made before the watch opened")
+    w.close()
+    # Unset is "from now": its first bookmark is already past that change.
+    now = client.watch_jobs(bookmarks=True)
+    first = next(now)
+    assert first.type == BOOKMARK and first.revision >= 1
+    now.close()
+
+
 def test_a_revision_no_longer_kept_is_out_of_range(hub: Hub, client: Client) -> None:
     for i in range(3):
         client.submit_job(small(f"j{i}"))

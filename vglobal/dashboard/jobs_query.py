@@ -123,7 +123,7 @@ class JobQuery:
     def count_request(self, group_by: list[str]) -> jobs_pb2.CountJobsRequest:
         return jobs_pb2.CountJobsRequest(**self._filter_fields(), group_by=group_by)
 
-    def watch(self, from_revision: int) -> jobs_pb2.WatchJobsRequest:
+    def watch(self, from_revision: int | None) -> jobs_pb2.WatchJobsRequest:
         return jobs_pb2.WatchJobsRequest(
             queue=self.queue,
             namespace=self.namespace,

@@ -27,9 +27,10 @@ DEBOUNCE = 0.25  # seconds from the first change of a burst to the message
 KEEPALIVE = 15.0  # a comment line this often keeps proxies from closing an idle stream
 
 
-def _revision(request: Request) -> int:
+def _revision(request: Request) -> int | None:
+    """The revision the page was rendered at; without one, from now on."""
     raw = request.query_params.get("rev", "")
-    return int(raw) if raw.isdigit() else 0
+    return int(raw) if raw.isdigit() else None
 
 
 async def changes(

@@ -522,7 +522,9 @@ class WatchJobsRequest(_message.Message):
     name: _builtins.str
     """one job (with namespace, default any)"""
     from_revision: _builtins.int
-    """Events after this revision; 0: from now on."""
+    """Events after this revision (0: every change the log keeps); unset: from now on. A list's
+    revision may be 0 (nothing logged yet): watching from it must not skip what came since.
+    """
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """every one must match metadata.labels"""
@@ -534,13 +536,15 @@ class WatchJobsRequest(_message.Message):
         namespace: _builtins.str = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         name: _builtins.str = ...,
-        from_revision: _builtins.int = ...,
+        from_revision: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_from_revision", b"_from_revision", "from_revision", b"from_revision"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_revision", b"from_revision", "labels", b"labels", "name", b"name", "namespace", b"namespace", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_from_revision", b"_from_revision", "from_revision", b"from_revision", "labels", b"labels", "name", b"name", "namespace", b"namespace", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__from_revision: _TypeAlias = _typing.Literal["from_revision"]  # noqa: Y015
+    _WhichOneofArgType__from_revision: _TypeAlias = _typing.Literal["_from_revision", b"_from_revision"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__from_revision) -> _WhichOneofReturnType__from_revision | None: ...
 
 Global___WatchJobsRequest: _TypeAlias = WatchJobsRequest  # noqa: Y015
 

@@ -89,7 +89,7 @@ class WatchServer:
                 self.ctx,
                 self.feed,
                 filters,
-                request.from_revision,
+                request.from_revision if request.HasField("from_revision") else None,
                 active=lambda: not (ended.is_set() or self.stop.is_set()),
             )
             steps = _Steps(items)

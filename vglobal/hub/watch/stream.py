@@ -68,17 +68,23 @@ def _catch_up(ctx: HubContext, filters: Filters, sent: int, until: int) -> Itera
 
 
 def watch(
-    ctx: HubContext, feed: WatchFeed, filters: Filters, from_revision: int, *, active: Callable[[], bool]
+    ctx: HubContext,
+    feed: WatchFeed,
+    filters: Filters,
+    from_revision: int | None,
+    *,
+    active: Callable[[], bool],
 ) -> Generator[WatchItem, None, None]:
     """A bookmark of the revision it starts from, then every change matching ``filters`` after
-    ``from_revision`` (0: from now), in order, and bookmarks while nothing matches; ends when
+    ``from_revision`` (None: from now), in order, and bookmarks while nothing matches; ends when
     ``active()`` turns false. Raises OutOfRange for a revision the log no longer (or does not
     yet) hold, TooLarge when the reader falls behind."""
     with session_scope(ctx.sessions) as session:
         pruned, last = changes_repo.bounds(session=session)
-    if from_revision < 0:
+    if from_revision is not None and from_revision < 0:
         raise OutOfRange(f"from_revision: {from_revision} is negative")
-    sent = last if from_revision == 0 else from_revision
+    # 0 is a revision like any other (a list of an empty log returns it): only "unset" means now.
+    sent = last if from_revision is None else from_revision
     if sent < pruned:
         raise OutOfRange(
             f"from_revision: {sent} is older than the watch log keeps (from {pruned}): list again "
