@@ -9,7 +9,7 @@ from vglobal.model.kinds.reading import Tasks, WorkloadManifest, count, workload
 from vglobal.model.kinds.record import WorkloadKind
 
 
-def _read(tasks: Tasks, base: str, spec: Mapping[str, Any]) -> None:
+def _read(tasks: Tasks, base: str, spec: Mapping[str, Any], annotations: Mapping[str, str]) -> None:
     """``replicas`` groups of ``size`` pods (a leader and size-1 workers), each group a gang of its
     own as Volcano makes it: one whole group starts the set, the others start whole as room allows."""
     groups = count(tasks.p, f"{base}.replicas", spec.get("replicas"), 1)
@@ -50,7 +50,7 @@ KIND = WorkloadKind(
     "LeaderWorkerSet",
     "leaderworkersets",
     "leaderworkerset.leaderworkerset.x-k8s.io",
-    workload_reader(lambda t, b, s, a: _read(t, b, s)),
+    workload_reader(_read),
     WorkloadManifest,
     order=12,
     long_running=True,

@@ -65,7 +65,7 @@ KIND = WorkloadKind(
     "RayCluster",
     "rayclusters",
     "raycluster.ray.io",
-    workload_reader(lambda t, b, s, a: read_cluster(t, b, s)),
+    workload_reader(lambda tasks, base, spec, _: read_cluster(tasks, base, spec)),
     WorkloadManifest,
     order=10,
     long_running=True,

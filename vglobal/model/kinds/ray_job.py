@@ -10,7 +10,7 @@ from vglobal.model.kinds.reading import SUBMITTER, Tasks, WorkloadManifest, defa
 from vglobal.model.kinds.record import WorkloadKind
 
 
-def _read(tasks: Tasks, base: str, spec: Mapping[str, Any]) -> None:
+def _read(tasks: Tasks, base: str, spec: Mapping[str, Any], annotations: Mapping[str, str]) -> None:
     cluster = spec.get("rayClusterSpec")
     if cluster is None and spec.get("clusterSelector"):
         tasks.p.add(f"{base}.clusterSelector", "a RayJob on an existing Ray cluster cannot be federated")
@@ -35,7 +35,7 @@ KIND = WorkloadKind(
     "RayJob",
     "rayjobs",
     "rayjob.ray.io",
-    workload_reader(lambda t, b, s, a: _read(t, b, s)),
+    workload_reader(_read),
     WorkloadManifest,
     order=11,
 )
