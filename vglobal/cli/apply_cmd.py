@@ -24,25 +24,23 @@ from vglobal.cli.workflows import apply_workflow
 from vglobal.client import VGlobalError
 from vglobal.model.errors import ManifestError
 from vglobal.model.fields import FieldValidation, parse_validation
+from vglobal.model.kinds import KINDS, kind_of
+from vglobal.model.kinds import WORKLOADS as WORKLOAD_KINDS
 from vglobal.model.manifests import field_warnings, parse_manifest
 
-# What a kind is called in the lines apply prints (kubectl's resource.group).
+# What a kind is called in the lines apply prints (kubectl's resource.group); a kind submitted as a
+# job by its record (the first of a name: kind Job is a Volcano Job unless its apiVersion says more).
 RESOURCES = {
-    "Job": "job.batch.volcano.sh",
+    **{k.kind: k.printed for k in reversed(KINDS)},
     "Queue": "queue.scheduling.volcano.sh",
     "PriorityClass": "priorityclass.scheduling.k8s.io",
     "CronJob": "cronjob.batch.volcano.sh",
     "JobTemplate": "jobtemplate.flow.volcano.sh",
     "JobFlow": "jobflow.flow.volcano.sh",
     "HyperJob": "hyperjob.training.volcano.sh",
-    "RayCluster": "raycluster.ray.io",
-    "RayJob": "rayjob.ray.io",
-    "LeaderWorkerSet": "leaderworkerset.leaderworkerset.x-k8s.io",
-    "Deployment": "deployment.apps",
-    "StatefulSet": "statefulset.apps",
 }
 # The workload kinds a controller in the member cluster runs: submitted as jobs.
-WORKLOADS = ("RayCluster", "RayJob", "LeaderWorkerSet", "Deployment", "StatefulSet")
+WORKLOADS = tuple(dict.fromkeys(k.kind for k in WORKLOAD_KINDS if k.kind != "Job"))
 # Kinds whose apply the hub can dry-run; the others are checked here under --dry-run=server.
 SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "HyperJob", *WORKLOADS)
 
@@ -71,7 +69,8 @@ def _named(d: Document) -> str:
     meta = d.body.get("metadata")
     namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
     scoped = d.kind not in ("Queue", "PriorityClass")
-    resource = "job.batch" if d.body.get("apiVersion") == "batch/v1" else RESOURCES.get(d.kind, d.kind)
+    record = kind_of(d.body)
+    resource = record.printed if record is not None else RESOURCES.get(d.kind, d.kind)
     return f"{resource}/{namespace + '/' if scoped else ''}{d.name}"
 
 

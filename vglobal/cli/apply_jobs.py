@@ -18,17 +18,10 @@ from vglobal.api.v1 import jobs_pb2
 from vglobal.batches import BATCH_SIZE, batches
 from vglobal.cli.documents import Document
 from vglobal.client import Client, VGlobalError
+from vglobal.model.kinds import KINDS
 
 # What apply calls a job of each kind it was submitted as (kubectl's resource.group).
-JOB_RESOURCES = {
-    "VolcanoJob": "job.batch.volcano.sh",
-    "Job": "job.batch",
-    "RayCluster": "raycluster.ray.io",
-    "RayJob": "rayjob.ray.io",
-    "LeaderWorkerSet": "leaderworkerset.leaderworkerset.x-k8s.io",
-    "Deployment": "deployment.apps",
-    "StatefulSet": "statefulset.apps",
-}
+JOB_RESOURCES = {k.shown: k.printed for k in KINDS}
 
 # Above this many Jobs, apply prints a summary instead of a line per job.
 LINES_UP_TO = 50

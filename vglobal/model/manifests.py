@@ -12,17 +12,17 @@ from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, hyperjob, job, jobflow, priority_class, queue, workloads
+from vglobal.model import cronjob, hyperjob, jobflow, kinds, priority_class, queue
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.fields import FieldValidation, unknown_fields
 from vglobal.model.hyperjob import HyperJob, parse_hyper_job
-from vglobal.model.job import Job, parse_job
+from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.k8s import Model
+from vglobal.model.kinds import volcano_job
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
-from vglobal.model.workloads import parse_workload
 
 __all__ = [
     "KINDS",
@@ -45,27 +45,28 @@ M = TypeVar("M")
 Kinds = Mapping[tuple[str, str], Callable[[Mapping[str, Any]], M]]  # (apiVersion, kind) -> parser
 Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema, for field validation
 
+# The kinds submitted as jobs come from their records (``vglobal.model.kinds``); the Volcano Job
+# is listed first, as the errors that name every kind always did.
 KINDS: Kinds[Manifest] = {
-    (job.API_VERSION, job.KIND): parse_job,
+    volcano_job.KIND.key: volcano_job.KIND.reader,
     (queue.API_VERSION, queue.KIND): parse_queue,
     (priority_class.API_VERSION, priority_class.KIND): parse_priority_class,
     (cronjob.API_VERSION, cronjob.KIND): parse_cron_job,
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
     (hyperjob.API_VERSION, hyperjob.KIND): parse_hyper_job,
-    **{kind: parse_workload for kind in workloads.READERS},
+    **{k.key: k.reader for k in kinds.KINDS},
 }
 
 # Each kind's schema, for strict field validation.
 SCHEMAS: Schemas = {
-    (job.API_VERSION, job.KIND): job.JobManifest,
+    **{k.key: k.schema for k in kinds.KINDS},
     (queue.API_VERSION, queue.KIND): queue.QueueManifest,
     (priority_class.API_VERSION, priority_class.KIND): priority_class.PriorityClassManifest,
     (cronjob.API_VERSION, cronjob.KIND): cronjob.CronJobManifest,
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): jobflow.JobTemplateManifest,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): jobflow.JobFlowManifest,
     (hyperjob.API_VERSION, hyperjob.KIND): hyperjob.HyperJobManifest,
-    **{kind: workloads.WorkloadManifest for kind in workloads.READERS},
 }
 
 DEFAULT_MAX_BYTES = 1_048_576

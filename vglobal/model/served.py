@@ -11,22 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vglobal.model.kinds import WORKLOADS
+
 SERVED_LABEL_PREFIX = "workloads.vglobal.io/"
 SERVED, MISSING = "served", "missing"
 
 # (apiVersion, kind) -> "<plural>.<group>", the resource's name as its CRD is named
-RESOURCES: Mapping[tuple[str, str], str] = {
-    ("ray.io/v1", "RayCluster"): "rayclusters.ray.io",
-    ("ray.io/v1", "RayJob"): "rayjobs.ray.io",
-    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkersets.leaderworkerset.x-k8s.io",
-    ("apps/v1", "Deployment"): "deployments.apps",
-    ("apps/v1", "StatefulSet"): "statefulsets.apps",
-    ("batch/v1", "Job"): "jobs.batch",
-}
+RESOURCES: Mapping[tuple[str, str], str] = {k.key: k.resource for k in WORKLOADS}
 
 
-# The resource whose pods come in groups, each placed whole (a job of it is evicted whole only).
-GROUPED = RESOURCES[("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")]
+# The resources whose pods come in groups, each placed whole (a job of one is evicted whole only).
+GROUPED = frozenset(k.resource for k in WORKLOADS if k.grouped)
 
 
 def resource_of(raw: Mapping[str, Any]) -> str:

@@ -28,7 +28,7 @@ from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernod
 from vglobal.agent.kube.tracker import PodTracker, TrackedPod
 from vglobal.agent.kube.workload_tracker import WorkloadTracker
 from vglobal.agent.kube.workloads import (
-    WorkloadKind,
+    Workload,
     WorkloadRecord,
     kind_of,
     record_of,
@@ -76,8 +76,8 @@ class KubeBackend:
         )
         self.tracker.owner_listener = self.workloads.owner_ready
         self.cache = ClusterCache(self._on_pod)
-        self.kinds: dict[str, WorkloadKind] = {}  # the workload kinds the cluster serves, by kind
-        self.kinds_missing: list[WorkloadKind] = []
+        self.kinds: dict[str, Workload] = {}  # the workload kinds the cluster serves, by kind
+        self.kinds_missing: list[Workload] = []
         self._labels: dict[str, str] = dict(options.labels)
         self.objects: dict[tuple[str, str, str], WorkloadRecord] = {}  # (kind, ns, name)
         self.topology = Topology(options.discovery)
@@ -143,7 +143,7 @@ class KubeBackend:
                     self.api,
                     f"wl/{kind.kind}",
                     kind.all_namespaces,
-                    record_of(kind.kind),
+                    record_of(kind),
                     self._changes.put,
                     label_selector="vglobal.io/job-uid",
                     watch_timeout=self.options.watch_timeout,

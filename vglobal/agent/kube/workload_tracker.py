@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 from vglobal.agent.backends.base import JobProblem
 from vglobal.agent.kube import bodies, paths
 from vglobal.agent.kube.bodies import JobRef
+from vglobal.agent.kube.kinds import Workload
 from vglobal.agent.kube.records import JOB_UID_LABEL, PodRecord
 from vglobal.agent.kube.vgpu import DeviceUse
-from vglobal.agent.kube.workloads import WorkloadKind, WorkloadRecord, lws_size, templates, workload_body
+from vglobal.agent.kube.workloads import WorkloadRecord
 from vglobal.agent.kube.writer import Op, Outcome
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.model.job import Job
@@ -45,7 +46,7 @@ class Slot:
 @dataclass(slots=True)
 class TrackedWorkload:
     ref: JobRef
-    kind: WorkloadKind
+    kind: Workload
     job: Job
     roles: dict[str, str]  # task name -> role of the pod template it stands for
     owner_uid: str = ""
@@ -56,11 +57,9 @@ class TrackedWorkload:
     retry_at: float | None = None
 
 
-def task_roles(kind: WorkloadKind, job: Job) -> dict[str, str]:
+def task_roles(kind: Workload, job: Job) -> dict[str, str]:
     """Task name -> role: the task of the same name, else the template at the task's position."""
-    roles = [role for role, _ in templates(kind, {"spec": dict(job.raw.get("spec") or {})})]
-    if kind.kind == "LeaderWorkerSet" and "leader" not in roles:
-        roles.insert(0, "leader")
+    roles = kind.roles(job.raw.get("spec") or {})
     names = [t.name for t in job.tasks]
     if set(names) <= set(roles):
         return {n: n for n in names}
@@ -90,13 +89,13 @@ class WorkloadTracker:
 
     # ---- runs
 
-    def start(self, ref: JobRef, kind: WorkloadKind, job: Job) -> None:
+    def start(self, ref: JobRef, kind: Workload, job: Job) -> None:
         self.runs[ref.uid] = TrackedWorkload(ref, kind, job, task_roles(kind, job))
 
     def adopt(
         self,
         ref: JobRef,
-        kind: WorkloadKind,
+        kind: Workload,
         job: Job,
         owner_uid: str,
         obj: WorkloadRecord,
@@ -126,7 +125,7 @@ class WorkloadTracker:
 
     def _create(self, tw: TrackedWorkload) -> None:
         ref, kind = tw.ref, tw.kind
-        body = workload_body(kind, tw.job.raw, ref, tw.owner_uid, self.scheduler_name)
+        body = kind.body(tw.job.raw, ref, tw.owner_uid, self.scheduler_name)
         path = kind.collection(ref.namespace)
         self.submit(
             Op("wl-create", ref.uid, "POST", path, body, fetch_on_conflict=kind.item(ref.namespace, ref.name))
@@ -388,15 +387,8 @@ class WorkloadTracker:
 
 
 def slot_group(tw: TrackedWorkload, pod: PodManifest) -> int:
-    """The LWS group of a slot: leader i leads group i; worker j is in group j // (size - 1)."""
-    if tw.kind.kind != "LeaderWorkerSet":
-        return -1
-    role, size = tw.roles.get(pod.task, ""), lws_size(tw.job.raw)
-    if role == "leader":
-        return pod.index
-    if role == "worker" and size > 1:
-        return pod.index // (size - 1)
-    return -1
+    """The group placed whole a slot waits for a pod of (a LeaderWorkerSet's; -1: any)."""
+    return tw.kind.group_of(tw.roles.get(pod.task, ""), pod.index, tw.job.raw)
 
 
 def status_with_node(status: PodStatus, node: str | None) -> PodStatus:

@@ -242,7 +242,7 @@ class JobCache:
                         pods=facts.running_pods(b.placements, b.evictions) if per_node else (),
                         min_available=facts.min_available,
                         group=None if facts.group is None else facts.group.key,
-                        whole_only=facts.workload == GROUPED,
+                        whole_only=facts.workload in GROUPED,
                         pinned=facts.pinned,
                         namespace=facts.namespace,
                         anti_affinity=facts.anti_affinity,
