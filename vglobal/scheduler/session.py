@@ -131,8 +131,7 @@ class Session(PluginHooks):
         """Volcano's ``getPodGroupPhase`` at session close."""
         if job.count(TaskStatus.Running) and job.unschedulable:
             return "Unknown"
-        scheduled = job.count(TaskStatus.Running, TaskStatus.Bound, TaskStatus.Failed, TaskStatus.Succeeded)
-        scheduled += sum(1 for t in job.by_status.get(TaskStatus.Releasing, {}).values() if t.node)
+        scheduled = job.scheduled_task_num()
         if scheduled > 0 and scheduled >= job.min_available:
             if job.count(*FINISHED) == scheduled:
                 return "Completed"
