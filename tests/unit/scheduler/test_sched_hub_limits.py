@@ -93,3 +93,19 @@ def test_default_conf_is_the_agents() -> None:
 
     result = run_cycle(build_state([node("n", "8", "8Gi")], [group], pods, [q]), DEFAULT_AGENT_CONF)
     assert len(result.binds) == 2
+
+
+@pytest.mark.parametrize("size", [16, 256, 1024, 1 << 20], ids=["16Gi", "256Gi", "1Ti", "1Pi"])
+@pytest.mark.parametrize("queues", [3, 7])
+def test_water_filled_shares_fit_exactly(queues: int, size: int) -> None:
+    """n queues of weight 1 share n nodes' memory: each deserves exactly one node's worth and
+    places its first pod of that size (floats lost a byte of the share at 1Pi: none was placed)."""
+    nodes = [node(f"n{i}", "64", f"{size}Gi") for i in range(queues)]
+    groups = [Group(f"c1/j{q}", f"q{q}", min_member=1, phase="Inqueue") for q in range(queues)]
+    pods = [
+        pod(f"c1/j{q}-{i}", f"c1/j{q}", cpu="1", memory=f"{size}Gi") for q in range(queues) for i in range(2)
+    ]
+    result = Case(
+        "water", nodes, groups, pods, [queue(f"q{q}") for q in range(queues)], PLUGINS["proportion"]
+    ).check()
+    assert sorted(result.binds) == sorted(f"c1/j{q}-0" for q in range(queues))
