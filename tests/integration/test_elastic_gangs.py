@@ -89,3 +89,57 @@ def test_a_task_labelled_not_preemptable_is_never_a_victim(hub: Hub, client: Cli
     with session_scope(hub.ctx.sessions) as session:
         (got,) = list(statics([job.uid], session=session))
     assert got.unpreemptable == frozenset({"labelled"})
+
+
+CPU_QUEUE = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: capped}
+spec: {weight: 1, capability: {cpu: "50"}, guarantee: {resource: {cpu: "4"}}}
+"""
+
+
+def _cpu_job(name: str, cluster: str, replicas: int) -> str:
+    return f"""
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: {name}, annotations: {{vglobal.io/clusters: {cluster}}}}}
+spec:
+  queue: capped
+  minAvailable: 2
+  tasks:
+  - name: t
+    replicas: {replicas}
+    template:
+      spec:
+        containers: [{{name: c, image: x, resources: {{requests: {{cpu: "2"}}}}}}]
+"""
+
+
+def test_a_dispatch_carries_the_queue_limits_and_what_the_queue_holds_elsewhere(
+    hub: Hub, client: Client
+) -> None:
+    """The agent's room for the queue: the hub's capability less what the queue's jobs hold on
+    the other clusters, as the latest cycle counted them."""
+    west = ScriptedAgent(f"127.0.0.1:{hub.port}", "west", nodes=1, gpus=0)
+    east = ScriptedAgent(f"127.0.0.1:{hub.port}", "east", nodes=1, gpus=0)
+    try:
+        west.connect()
+        east.connect()
+        client.apply_queue(CPU_QUEUE)
+        client.submit_job(_cpu_job("w", "west", 10))
+        d = west.expect("dispatch").dispatch
+        (q,) = d.queues
+        # the cycle's real capability: the spec's 50 cpu, the federation's total on the rest
+        assert q.capability.values["cpu"] == 50_000 and dict(q.guarantee.values) == {"cpu": 4_000}
+        assert dict(q.elsewhere.values) == {}  # nothing of the queue runs on another cluster
+        west.accept(d.job_uid, d.generation)
+        west.status(d.job_uid, d.generation, "Running", pods=7)  # 7 pods of 2 cpu
+        wait(lambda: dict(client.get_queue("capped").running.quantities).get("cpu") == "14")
+        client.submit_job(_cpu_job("e", "east", 4))
+        (q,) = east.expect("dispatch").dispatch.queues
+        assert q.capability.values["cpu"] == 50_000
+        assert dict(q.elsewhere.values)["cpu"] == 14_000
+    finally:
+        west.close()
+        east.close()

@@ -171,8 +171,7 @@ class JobController:
         """The scheduler's PodGroup phase; Unknown (part running, rest unschedulable) is an event."""
         if phase == run.podgroup_phase:
             return
-        run.podgroup_phase = phase
-        run.dirty = True
+        run.podgroup_phase = phase  # the hub is not told: a job's status does not carry it
         if phase == "Unknown" and not run.finished:
             self._handle(run, Request("Unknown"), self.clock.now())
             self._settle(run)

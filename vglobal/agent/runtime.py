@@ -50,7 +50,10 @@ class ClusterRuntime:
         self.conf = conf
         self.bind_timeout = bind_timeout
         self.controller = JobController(backend, clock)
-        self._last_key: tuple[object, ...] | None = None
+        self._last_key: tuple[object, ...] | None = None  # the input of the last session
+        # The last session changed the cluster (bound, evicted, moved a PodGroup): one more runs
+        # on what it left, as Volcano's next periodic session would (it marks a gang Running).
+        self._again = False
         self._mirrored: dict[str, int] = {}  # run uid -> events already given to the backend
         # pod uid -> (node, the GPUs it was granted), while the pod lives: the metrics' device table
         self.grants: dict[str, tuple[str, tuple[Grant, ...]]] = {}
@@ -64,10 +67,9 @@ class ClusterRuntime:
         self.backend.advance(self.clock.now())
         rejected = [r for p in self.backend.take_problems() if (r := self._problem(p)) is not None]
         self.controller.sync()
-        if any(not r.finished and _waits(r) for r in self.runs.values()):
+        if self._again or any(not r.finished and _waits(r) for r in self.runs.values()):
             self._schedule()
             self.controller.sync()
-            self._last_key = self._input_key()  # after the binds were observed
         self._mirror_events()
         return rejected + self._expired()
 
@@ -116,7 +118,9 @@ class ClusterRuntime:
     def _schedule(self) -> None:
         key = self._input_key()
         if key == self._last_key:
+            self._again = False
             return
+        self._last_key = key
         state = cluster_snapshot(
             self.backend.nodes(),
             self.runs.values(),
@@ -126,6 +130,10 @@ class ClusterRuntime:
         )
         started = time.perf_counter()
         result = run_cycle(state, self.conf)
+        self._again = bool(result.binds or result.evictions) or any(
+            result.podgroup_phases.get(r.uid, r.podgroup_phase) != r.podgroup_phase
+            for r in self.runs.values()
+        )
         self._apply(result)
         metrics.record_cycle(time.perf_counter() - started, len(result.binds))
 

@@ -170,8 +170,8 @@ def cluster_snapshot(
     reserved: Mapping[str, ResourceVector] | None = None,
     grants: Mapping[str, tuple[str, tuple[Grant, ...]]] = _NONE,
 ) -> ClusterSnapshot:
-    """Quotas were enforced by the hub: every queue here is an open, unlimited local queue (with
-    the weight, parent and affinity its runs' dispatches gave). What other pods hold on a node
+    """Every queue here is an open local queue with the weight, parent, affinity and limits its
+    runs' latest dispatch gave. What other pods hold on a node
     (``reserved``) is taken off its allocatable; a pod on a node holds the GPUs it was bound with
     (``grants``: pod uid -> (node, GPUs))."""
     if reserved:
@@ -195,13 +195,15 @@ def cluster_snapshot(
 
 
 def dispatch_queue_specs(queues: Iterable[pb.DispatchQueue]) -> tuple[QueueSpec, ...]:
-    """The queues a Dispatch carries as local queues: open and unlimited (the hub enforced quotas),
-    with their place in the tree, node-group affinity and the annotation limiting what they hold
-    per node group."""
+    """The queues a Dispatch carries as local queues: open, with their place in the tree,
+    node-group affinity, the annotation limiting what they hold per node group, and the hub's
+    capability, guarantee and deserved less what the queue holds on the other clusters (none
+    from a hub that sends none: unlimited)."""
     out = []
     for q in queues:
         affinity = convert.queue_affinity_of(q.affinity) if q.HasField("affinity") else None
         limits = q.node_group_resource_limits
+        elsewhere = q.elsewhere.values
         out.append(
             QueueSpec(
                 name=q.name,
@@ -209,9 +211,20 @@ def dispatch_queue_specs(queues: Iterable[pb.DispatchQueue]) -> tuple[QueueSpec,
                 weight=max(q.weight, 1),
                 affinity=None if affinity is None else affinity.to_manifest(),
                 annotations={NODE_GROUP_LIMITS: limits} if limits else {},
+                capability=_here(q.capability.values, elsewhere, 1) if q.HasField("capability") else None,
+                deserved=_here(q.deserved.values, elsewhere, 0) if q.HasField("deserved") else None,
+                guarantee=_here(q.guarantee.values, elsewhere, 0),
+                federated=q.HasField("capability"),
             )
         )
     return tuple(out)
+
+
+def _here(limit: Mapping[str, int], elsewhere: Mapping[str, int], least: int) -> ResourceVector:
+    """What is left of a queue's limit on this cluster, per resource it names. A capability keeps
+    at least 1 unit (``least``): Volcano reads a cpu or memory capability of 0 as unlimited, and
+    1 millicore or byte holds no pod that asks for any."""
+    return ResourceVector({r: max(v - elsewhere.get(r, 0), least) for r, v in limit.items()})
 
 
 def _gang_short(run: JobRun) -> bool:

@@ -204,14 +204,24 @@ def queue_affinity_of(msg: common_pb2.QueueAffinity) -> QueueAffinity:
     )
 
 
-def dispatch_queues(queue: str, rows: Mapping[str, QueueRow]) -> list[agent_pb2.DispatchQueue]:
-    """The queue and its ancestors up to root, as a Dispatch carries them to the agent."""
+def dispatch_queues(queue: str, rows: Mapping[str, QueueRow], cluster: str) -> list[agent_pb2.DispatchQueue]:
+    """The queue and its ancestors up to root, as a Dispatch carries them to ``cluster``'s agent:
+    with the limits the dispatcher's latest cycle stored (row.status; the spec's before any
+    cycle) and what the queue holds on the other clusters as that cycle counted it."""
     out: list[agent_pb2.DispatchQueue] = []
     name: str | None = queue
     while name and name != "root" and name in rows and len(out) < len(rows):
         row = rows[name]
         affinity = affinity_from_manifest(row.manifest)
         annotations = (row.manifest.get("metadata") or {}).get("annotations") or {}
+        status = row.status
+        cap = status.get("capability", row.capability)
+        deserved = status.get("deserved", row.deserved)
+        elsewhere: dict[str, int] = {}
+        for c, units in (status.get("clusters") or {}).items():
+            if c != cluster:
+                for r, v in units.items():
+                    elsewhere[r] = elsewhere.get(r, 0) + int(v)
         out.append(
             agent_pb2.DispatchQueue(
                 name=name,
@@ -219,6 +229,10 @@ def dispatch_queues(queue: str, rows: Mapping[str, QueueRow]) -> list[agent_pb2.
                 weight=row.weight,
                 affinity=queue_affinity(affinity) if affinity is not None else None,
                 node_group_resource_limits=str(annotations.get(NODE_GROUP_LIMITS, "")),
+                capability=None if cap is None else agent_pb2.Units(values=cap),
+                guarantee=agent_pb2.Units(values=row.guarantee) if row.guarantee else None,
+                deserved=None if deserved is None else agent_pb2.Units(values=deserved),
+                elsewhere=agent_pb2.Units(values=elsewhere),
             )
         )
         name = row.parent

@@ -130,6 +130,10 @@ class QueueSpec:
     creation: int = 0
     annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
     affinity: Mapping[str, Any] | None = None  # spec.affinity (nodeGroupAffinity / AntiAffinity)
+    # capability, deserved and guarantee are the hub's, less what the queue holds on the other
+    # clusters: the capability then holds on every pod beyond a gang whatever the conf
+    # (``vglobal.scheduler.hub_limits``), not only with proportion or capacity.
+    federated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

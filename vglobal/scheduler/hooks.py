@@ -164,6 +164,11 @@ class PluginHooks:
             self._tiers[point] = tiers
         self._flat = {point: [fn for tier in tiers for fn in tier] for point, tiers in self._tiers.items()}
 
+    def add_builtin_allocatable(self, fn: AllocatableFn) -> None:
+        """After ``compile_hooks``: a check no conf turns off (allocate and preempt ask it)."""
+        self._flat["allocatable"].append(fn)
+        self._flat["preemptive"].append(fn)
+
     def has(self, point: str) -> bool:
         return bool(self._flat[point])
 

@@ -156,6 +156,20 @@ class JobInfo:
             if spec.min_resources is not None
             else self._default_min_resources(index)
         )
+        if self.podgroup_phase == "Inqueue" and self._gang_scheduled():
+            # The close that bound its pods saw them Binding and kept Inqueue; Volcano's next
+            # session finds it Running. Counted Inqueue its gang would be counted twice by the
+            # quota plugins (allocated, and inqueue): the next job of its queue refused.
+            self.podgroup_phase = "Running"
+
+    def scheduled_task_num(self) -> int:
+        """Tasks on a node or done (Volcano's getPodGroupPhase count at session close)."""
+        scheduled = self.count(TaskStatus.Running, TaskStatus.Bound, TaskStatus.Failed, TaskStatus.Succeeded)
+        return scheduled + sum(1 for t in self.by_status.get(TaskStatus.Releasing, {}).values() if t.node)
+
+    def _gang_scheduled(self) -> bool:
+        scheduled = self.scheduled_task_num()
+        return scheduled > 0 and scheduled >= self.min_available
 
     def _default_min_resources(self, index: ResourceIndex) -> IntArray:
         """The controller's rule: the first minAvailable tasks in priority order."""

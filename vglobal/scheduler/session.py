@@ -17,6 +17,7 @@ from vglobal.scheduler.api import ClusterSnapshot, CycleResult, TaskStatus
 from vglobal.scheduler.conf import PluginOption, SchedulerConf
 from vglobal.scheduler.framework import Plugin
 from vglobal.scheduler.hooks import PluginHooks
+from vglobal.scheduler.hub_limits import QueueRoom
 from vglobal.scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo
 from vglobal.scheduler.nodes import IntArray, NodeTable, ResourceIndex
 
@@ -97,6 +98,10 @@ class Session(PluginHooks):
             for plugin in tier:
                 plugin.on_session_open(self)
         self.compile_hooks()
+        room = QueueRoom(self.queues, self.jobs, self.index.names)
+        if room:  # the hub's capabilities hold whatever the conf (see hub_limits)
+            self.add_builtin_allocatable(room.allocatable)
+            self.add_event_handler(room.handler())
 
     def run_actions(self) -> None:
         for name in self.conf.actions:
@@ -131,8 +136,7 @@ class Session(PluginHooks):
         """Volcano's ``getPodGroupPhase`` at session close."""
         if job.count(TaskStatus.Running) and job.unschedulable:
             return "Unknown"
-        scheduled = job.count(TaskStatus.Running, TaskStatus.Bound, TaskStatus.Failed, TaskStatus.Succeeded)
-        scheduled += sum(1 for t in job.by_status.get(TaskStatus.Releasing, {}).values() if t.node)
+        scheduled = job.scheduled_task_num()
         if scheduled > 0 and scheduled >= job.min_available:
             if job.count(*FINISHED) == scheduled:
                 return "Completed"

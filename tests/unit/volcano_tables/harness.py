@@ -375,7 +375,7 @@ class _Federation:
     def _chain(self, queue: str) -> tuple[QueueSpec, ...]:
         """The job's queue and its ancestors as the hub's Dispatch carries them (from the stored
         Queue manifests) and the agent takes them in."""
-        return dispatch_queue_specs(convert.dispatch_queues(queue, self.queue_rows))
+        return dispatch_queue_specs(convert.dispatch_queues(queue, self.queue_rows, CLUSTER))
 
     def _task_priorities(self, m: _Member) -> dict[str, int]:
         """As the hub sends them: the value of each task's own PriorityClass."""

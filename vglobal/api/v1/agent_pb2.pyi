@@ -904,6 +904,10 @@ class DispatchQueue(_message.Message):
     WEIGHT_FIELD_NUMBER: _builtins.int
     AFFINITY_FIELD_NUMBER: _builtins.int
     NODE_GROUP_RESOURCE_LIMITS_FIELD_NUMBER: _builtins.int
+    CAPABILITY_FIELD_NUMBER: _builtins.int
+    GUARANTEE_FIELD_NUMBER: _builtins.int
+    DESERVED_FIELD_NUMBER: _builtins.int
+    ELSEWHERE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     """empty: root"""
@@ -916,6 +920,23 @@ class DispatchQueue(_message.Message):
     def affinity(self) -> _common_pb2.QueueAffinity:
         """unset: the queue sets none"""
 
+    @_builtins.property
+    def capability(self) -> Global___Units:
+        """The queue's limits as the hub's latest dispatch cycle figured them for the whole federation
+        (unset: the hub gave none, an older hub), and what its jobs (its descendants' included) hold
+        on the other clusters as that cycle counted them. The agent's room for the queue is each
+        limit less `elsewhere`: the capability holds on every pod beyond a gang under any conf, and
+        with proportion or capacity in its conf they are the queue's capability, guarantee and
+        deserved there.
+        real capability; a resource it does not name is unlimited
+        """
+
+    @_builtins.property
+    def guarantee(self) -> Global___Units: ...
+    @_builtins.property
+    def deserved(self) -> Global___Units: ...
+    @_builtins.property
+    def elsewhere(self) -> Global___Units: ...
     def __init__(
         self,
         *,
@@ -924,10 +945,14 @@ class DispatchQueue(_message.Message):
         weight: _builtins.int = ...,
         affinity: _common_pb2.QueueAffinity | None = ...,
         node_group_resource_limits: _builtins.str = ...,
+        capability: Global___Units | None = ...,
+        guarantee: Global___Units | None = ...,
+        deserved: Global___Units | None = ...,
+        elsewhere: Global___Units | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "capability", b"capability", "deserved", b"deserved", "elsewhere", b"elsewhere", "guarantee", b"guarantee"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "name", b"name", "node_group_resource_limits", b"node_group_resource_limits", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "capability", b"capability", "deserved", b"deserved", "elsewhere", b"elsewhere", "guarantee", b"guarantee", "name", b"name", "node_group_resource_limits", b"node_group_resource_limits", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -86,7 +86,7 @@ class Courier:
             rows = {q.name: q for q in queues_repo.list_queues(session=session)}
             for d in delivered:
                 if d.queue not in chains:
-                    chains[d.queue] = convert.dispatch_queues(d.queue, rows)
+                    chains[d.queue] = convert.dispatch_queues(d.queue, rows, self.cluster)
         out = [self._dispatch(d, chains[d.queue]) for d in delivered]
         out += self._evictions(session)
         if not full:

@@ -14,6 +14,7 @@ from vglobal.admission import AdmissionResult, Admit, admit
 from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
+from vglobal.hub.dispatch.held import held_by_cluster
 from vglobal.hub.dispatch.metrics import record_cycle
 from vglobal.hub.dispatch.snapshot import SnapshotReader
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, deliver_to, notify
@@ -22,6 +23,7 @@ from vglobal.store.engine import session_scope
 from vglobal.store.locks import AdvisoryLock, try_xact_lock
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
 from vglobal.store.repo.live import Written
 
@@ -210,7 +212,15 @@ class Dispatcher:
                 t_snap, cpu_snap = time.perf_counter(), time.thread_time()
                 result = admit(snapshot)
                 t_admit = time.perf_counter()
+                statuses = changed_statuses(
+                    result, self.reader.queue_status, held_by_cluster(snapshot, result)
+                )
                 done, reclaimed, admitted = write_admissions(result, session=session)
+                if done:
+                    # With the admissions: their Dispatches carry the queues' limits and what the
+                    # queues hold on other clusters as this cycle counted them, not the last.
+                    queues_repo.set_statuses(statuses, session=session)
+                    statuses = {}
                 self.reader.fair_usage(ctx.settings).note(snapshot, result, session=session)
                 if result.reclaims:
                     notify(DISPATCH, session=session)
@@ -242,9 +252,7 @@ class Dispatcher:
             jobs.wrote(admitted, snapshot.now)
         now = time.monotonic()
         waits = changed_waits(result, jobs.entries, now)
-        self.explainer.write(
-            ctx.sessions, done, waits, changed_statuses(result, self.reader.queue_status), snapshot.now
-        )
+        self.explainer.write(ctx.sessions, done, waits, statuses, snapshot.now)
         jobs.noted(waits, now)
         entries = jobs.entries
         queue_of = {u: e.facts.queue for u, _, _ in done if (e := entries.get(u)) and e.facts}

@@ -80,15 +80,22 @@ def changed_waits(result: AdmissionResult, jobs: Mapping[str, Noted], now: float
     return out + refreshed[: REASONS_PER_CYCLE - len(out)]
 
 
-def changed_statuses(result: AdmissionResult, stored: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The queues' figures (deserved, realCap) where they differ from those stored with the queue
-    when the snapshot was read: most queues' figures hold from one cycle to the next."""
+def changed_statuses(
+    result: AdmissionResult,
+    stored: dict[str, dict[str, Any]],
+    held: Mapping[str, Mapping[str, Mapping[str, int]]],
+) -> dict[str, dict[str, Any]]:
+    """The queues' figures (deserved, realCap, what they hold per cluster: ``held``) where they
+    differ from those stored with the queue when the snapshot was read: most queues' figures hold
+    from one cycle to the next."""
     out = {}
     for name, q in result.queues.items():
-        status = {
+        status: dict[str, Any] = {
             "deserved": dict(q.deserved.items()),
             "capability": None if q.real_capability is None else dict(q.real_capability.items()),
         }
+        if held.get(name):
+            status["clusters"] = {c: dict(u) for c, u in sorted(held[name].items())}
         if stored.get(name) != status:
             out[name] = status
     return out

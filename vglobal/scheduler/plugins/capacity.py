@@ -22,7 +22,7 @@ class CapacityAttr(QueueAttr):
 
     def __init__(self, queue: QueueInfo, ssn: Session) -> None:
         super().__init__(queue, ssn)
-        self.spec_deserved = quota.from_mapping(ssn.index, queue.spec.deserved, 0.0)
+        self.spec_deserved = quota.from_mapping(ssn.index, queue.spec.deserved, 0)
         self.has_deserved = bool(queue.spec.deserved)
         self.parent: str | None = None
         self.children: list[str] = []
@@ -42,7 +42,7 @@ class CapacityPlugin(Plugin[Session]):
         # Unlike the other flags, hierarchy is off unless the conf sets it (Volcano's HierarchyEnabled).
         self.hierarchy = self.option.flags.get("enableHierarchy") is True
         index = ssn.index
-        total = ssn.total.astype(np.float64)
+        total = ssn.total.copy()
         attrs: dict[str, CapacityAttr] = {name: CapacityAttr(q, ssn) for name, q in ssn.queues.items()}
         if self.hierarchy and ROOT not in attrs:
             from vglobal.scheduler.api import QueueSpec
@@ -104,7 +104,9 @@ class CapacityPlugin(Plugin[Session]):
             kids = [attrs[c] for c in sorted(parent.children)]
             guarantee = sum((k.guarantee for k in kids), np.zeros_like(total))
             for kid in kids:
-                kid.capability = np.where(np.isinf(kid.capability), parent.capability, kid.capability)
+                kid.capability = np.where(
+                    quota.is_unlimited(kid.capability), parent.capability, kid.capability
+                )
                 kid.real_capability = np.minimum(
                     quota.pos(parent.real_capability - guarantee) + kid.guarantee, kid.capability
                 )
@@ -166,8 +168,8 @@ class CapacityPlugin(Plugin[Session]):
             future = attr.allocated + task.req
             if not quota.le_on(future, attr.real_capability, task.req > 0):
                 return False
-            dims = (task.req > 0) & ~((future < quota.TOLERANCE) & (attr.deserved < quota.TOLERANCE))
-            return bool(np.any((future < attr.deserved + quota.TOLERANCE)[dims]))
+            dims = (task.req > 0) & ~((future <= 0) & (attr.deserved <= 0))
+            return bool(np.any((future <= attr.deserved)[dims]))
 
         ssn.add_preemptive_fn(self.name, preemptive)
 
@@ -176,7 +178,7 @@ class CapacityPlugin(Plugin[Session]):
             attr = attrs.get(job.queue)
             if queue.state != "Open" or (hierarchy and attr is not None and attr.children):
                 return REJECT
-            min_req = job.min_resources.astype(np.float64)
+            min_req = job.min_resources
             if attr is None or not min_req.any():
                 return PERMIT
             dims = min_req > 0
@@ -213,8 +215,8 @@ class CapacityPlugin(Plugin[Session]):
                     continue
                 if not quota.le(attr.guarantee, allocated - t.req):
                     continue
-                defined = has & (attr.deserved >= quota.TOLERANCE)
-                if not defined.any() or np.any((allocated > attr.deserved + quota.TOLERANCE) & defined):
+                defined = has & (attr.deserved > 0)
+                if not defined.any() or np.any((allocated > attr.deserved) & defined):
                     victims.append(t)
                     allocated -= t.req
             return victims, PERMIT

@@ -19,11 +19,12 @@ class OvercommitPlugin(Plugin[Session]):
         factor = self.arg_float("overcommit-factor", DEFAULT_FACTOR)
         if factor < 1.0:
             factor = DEFAULT_FACTOR
-        used = ssn.nodes.used.sum(axis=0).astype(np.float64)
-        idle = ssn.total.astype(np.float64) * factor - used
+        used = ssn.nodes.used.sum(axis=0)
+        # the factor applied to whole units, rounded down: the comparisons stay exact
+        idle = np.floor(ssn.total.astype(np.float64) * factor).astype(np.int64) - used
         inqueue = quota.zeros(ssn.index)
         for job in ssn.jobs.values():
-            min_res = job.min_resources.astype(np.float64)
+            min_res = job.min_resources
             if job.podgroup_phase == "Inqueue":
                 inqueue += min_res
             elif job.podgroup_phase == "Running":
@@ -31,7 +32,7 @@ class OvercommitPlugin(Plugin[Session]):
         self.inqueue = inqueue
 
         def enqueueable(job: JobInfo) -> int:
-            min_req = job.min_resources.astype(np.float64)
+            min_req = job.min_resources
             if not min_req.any():
                 return PERMIT
             return PERMIT if quota.le_on(self.inqueue + min_req, idle, min_req > 0) else REJECT

@@ -39,7 +39,7 @@ class QueueAttr:
         self.inqueue = quota.zeros(index)
         self.elastic = quota.zeros(index)
         self.deserved = quota.zeros(index)
-        self.guarantee = quota.from_mapping(index, queue.spec.guarantee, 0.0)
+        self.guarantee = quota.from_mapping(index, queue.spec.guarantee, 0)
         self.capability = quota.capability(index, queue.spec.capability)
         self.real_capability = quota.infinite(index)
         self.share = 0.0
@@ -58,7 +58,7 @@ def collect_usage(ssn: Session, attrs: dict[str, QueueAttr], job: JobInfo) -> No
                 attr.request += task.req
             elif status == TaskStatus.Pending:
                 attr.request += task.req
-    min_res = job.min_resources.astype(np.float64)
+    min_res = job.min_resources
     if job.podgroup_phase == "Inqueue":
         attr.inqueue += min_res
     elif job.podgroup_phase == "Running":
@@ -71,7 +71,7 @@ class ProportionPlugin(Plugin[Session]):
 
     def on_session_open(self, ssn: Session) -> None:
         index = ssn.index
-        total = ssn.total.astype(np.float64)
+        total = ssn.total.copy()
         attrs: dict[str, QueueAttr] = {}
         for job in ssn.jobs.values():
             queue = ssn.queues.get(job.queue)
@@ -101,11 +101,11 @@ class ProportionPlugin(Plugin[Session]):
         def reclaimable(reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> tuple[list[TaskInfo], int]:
             victims = []
             allocations: dict[str, Vec] = {}
-            need = reclaimer.req.astype(np.float64)
+            need = reclaimer.req
             for t in reclaimees:
                 attr = attrs[t.job.queue]
                 allocated = allocations.setdefault(t.job.queue, attr.allocated.copy())
-                if np.any(allocated + quota.TOLERANCE < need):
+                if np.any(allocated < need):
                     continue
                 if not quota.le(allocated, attr.deserved):
                     allocated -= t.req
@@ -136,7 +136,7 @@ class ProportionPlugin(Plugin[Session]):
             if queue.state != "Open":
                 return REJECT
             attr = attrs.get(job.queue)
-            min_req = job.min_resources.astype(np.float64)
+            min_req = job.min_resources
             if attr is None or not min_req.any():
                 return PERMIT
             wanted = min_req + attr.allocated + attr.inqueue - attr.elastic
@@ -181,7 +181,7 @@ def water_fill(attrs: list[QueueAttr], total: Vec) -> None:
             if attr.name in met:
                 continue
             old = attr.deserved.copy()
-            des = attr.deserved + remaining * (attr.weight / weight)
+            des = attr.deserved + quota.part(remaining, attr.weight, weight)
             des = np.minimum(des, attr.real_capability)
             des = np.minimum(des, attr.request)
             des = np.maximum(des, attr.guarantee)

@@ -1,0 +1,76 @@
+"""The hub's queue capability on every pod beyond a gang, whatever the conf.
+
+The hub admits a job on its gang (minAvailable pods) against its queue's capability; the pods
+beyond it are placed here, and without this check a conf without proportion or capacity (the
+agent's default) placed them all: 50 pods of 2 cpu in a queue of 50 cpu. For each queue of the
+job's chain that the hub limits (``QueueSpec.federated`` with a capability), a task beyond its
+job's gang is allocatable only while what the queue's tasks hold here (its descendants'
+included) plus the task stays within the capability on every resource the capability names and
+the task asks for. The capability the agent gets is the hub's less what the queue holds on the
+other clusters, so the check counts every pod of the queue. Integer units, no tolerance: a pod
+that fits exactly fits, at any size.
+
+The gang itself is not checked again: the hub admitted it (and with proportion or capacity in the
+conf those plugins check every task as Volcano does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from vglobal.scheduler.framework import EventHandler
+from vglobal.scheduler.info import JobInfo, QueueInfo, TaskInfo
+from vglobal.scheduler.nodes import IntArray
+
+
+class QueueRoom:
+    def __init__(
+        self, queues: dict[str, QueueInfo], jobs: dict[str, JobInfo], names: tuple[str, ...]
+    ) -> None:
+        self.cap: dict[str, IntArray] = {}
+        self.named: dict[str, npt.NDArray[np.bool_]] = {}
+        for q in queues.values():
+            cap = q.spec.capability
+            if q.spec.federated and cap is not None:
+                self.cap[q.name] = np.array([cap.get(n, 0) for n in names], dtype=np.int64)
+                self.named[q.name] = np.array([n in cap for n in names])
+        self.chains: dict[str, tuple[str, ...]] = {}
+        for name in queues:
+            chain: list[str] = []
+            at = queues.get(name)
+            while at is not None and len(chain) <= len(queues):
+                if at.name in self.cap:
+                    chain.append(at.name)
+                at = queues.get(at.parent) if at.parent and at.parent != at.name else None
+            if chain:
+                self.chains[name] = tuple(chain)
+        self.held = {name: np.zeros(len(names), dtype=np.int64) for name in self.cap}
+        for job in jobs.values():
+            for name in self.chains.get(job.queue, ()):
+                self.held[name] += job.allocated
+
+    def __bool__(self) -> bool:
+        return bool(self.chains)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        job = task.job
+        if job.ready_task_num() < job.min_available:
+            return True
+        asks = task.req > 0
+        for name in self.chains.get(job.queue, ()):
+            dims = self.named[name] & asks
+            if np.any((self.held[name] + task.req)[dims] > self.cap[name][dims]):
+                return False
+        return True
+
+    def _allocated(self, task: TaskInfo) -> None:
+        for name in self.chains.get(task.job.queue, ()):
+            self.held[name] += task.req
+
+    def _deallocated(self, task: TaskInfo) -> None:
+        for name in self.chains.get(task.job.queue, ()):
+            self.held[name] -= task.req
+
+    def handler(self) -> EventHandler:
+        return EventHandler(self._allocated, self._deallocated)
