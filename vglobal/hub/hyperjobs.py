@@ -8,53 +8,23 @@ clusters last reported (read from the store): each share becomes one child pinne
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sqlalchemy.orm import Session
 
 from vglobal.admission.hyperjob import SplitError, split_over
-from vglobal.admission.snapshot import ClusterSnap, HyperNodeSnap, NodeSnap
+from vglobal.admission.snapshot import ClusterSnap
+from vglobal.hub.cluster_snaps import hypernode_snaps, node_snap
 from vglobal.hub.errors import FailedPrecondition
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
-from vglobal.model.resources import ResourceVector
 from vglobal.store.repo import clusters as clusters_repo
-
-
-def _usable(node: Mapping[str, Any]) -> bool:
-    """A node new pods may go to: not cordoned, no NoSchedule or NoExecute taint."""
-    return not node.get("unschedulable") and not any(
-        t.get("effect") in ("NoSchedule", "NoExecute") for t in node.get("taints", [])
-    )
 
 
 def _capacity(row: ClusterRow) -> ClusterSnap:
     """What a split weighs of a cluster: its nodes' free and allocatable, and its HyperNodes."""
-    nodes = sorted(
-        (
-            NodeSnap(
-                name=n["name"],
-                free=ResourceVector(row.free.get(n["name"]) or {}) if _usable(n) else ResourceVector(),
-                allocatable=ResourceVector(n.get("allocatable", {})),
-                labels=n.get("labels", {}),
-            )
-            for n in row.nodes
-        ),
-        key=lambda n: n.name,
-    )
-    hypernodes = tuple(
-        HyperNodeSnap(
-            name=h["name"],
-            tier=int(h["tier"]),
-            parent=h.get("parent") or None,
-            nodes=tuple(h.get("nodes", ())),
-        )
-        for h in row.hypernodes
-    )
-    return ClusterSnap(name=row.name, labels=row.labels, nodes=tuple(nodes), hypernodes=hypernodes)
+    nodes = sorted((node_snap(n, row.free.get(n["name"])) for n in row.nodes), key=lambda n: n.name)
+    return ClusterSnap(name=row.name, labels=row.labels, nodes=tuple(nodes), hypernodes=hypernode_snaps(row))
 
 
 def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:
