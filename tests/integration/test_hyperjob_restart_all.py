@@ -10,10 +10,9 @@ import sqlalchemy as sa
 
 from tests.integration.test_report_batches import status
 from vglobal.api.v1 import agent_pb2 as pb
-from vglobal.hub import hyperjobs
 from vglobal.hub.agents import record as recorder
 from vglobal.hub.agents.child_failures import REASON
-from vglobal.hub.submit import store
+from vglobal.hub.submit import Accepted, store
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.manifests import parse_manifests
 from vglobal.store.engine import make_engine, make_sessionmaker, session_scope
@@ -55,7 +54,7 @@ def _seed(engine: sa.Engine) -> list[str]:
                 stream=name,
                 identity=name,
             )
-        stored = store(hyperjobs.submissions(hj, None, None, session=session), session=session)
+        stored = store(Accepted(hj, None, None).submissions(session=session), session=session)
     assert [row.name for row, _ in stored] == ["pair-w-0", "pair-w-1"]
     return [row.uid for row, _ in stored]
 

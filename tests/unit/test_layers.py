@@ -28,6 +28,8 @@ PROBES: dict[str, tuple[str, str]] = {
     "cores-no-datetime": ("vglobal/admission/_probe.py", "import datetime"),
     "store-only-model": ("vglobal/store/_probe.py", "import vglobal.api"),
     "hub-no-scheduler": ("vglobal/hub/_probe.py", "import vglobal.scheduler"),
+    "hub-servicers-top": ("vglobal/hub/_probe.py", "import vglobal.hub.servicers.jobs"),
+    "hub-acyclic": ("vglobal/hub/auth/_probe.py", "import vglobal.hub.submit"),  # submit imports auth
     "agent-no-admission-store": ("vglobal/agent/_probe.py", "import vglobal.store"),
     "convert-only-model-api": ("vglobal/convert.py", "import vglobal.store"),
     "dashboard-client-only": ("vglobal/dashboard/_probe.py", "import vglobal.hub"),

@@ -38,9 +38,11 @@ class LoopServer:
         options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         self.loop = asyncio.new_event_loop()
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc")
+        # A coroutine handler's database work (asyncio.to_thread) shares the unary API's bound.
+        self.loop.set_default_executor(self.pool)
         self._thread = threading.Thread(target=self.loop.run_forever, name="grpc-loop", daemon=True)
         self._thread.start()
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc")
         self.server: grpc.aio.Server = self.run(self._create(list(interceptors), list(options)))
 
     async def _create(

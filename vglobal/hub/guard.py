@@ -17,13 +17,13 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf.message import Message
 
+from vglobal.hub.auth.access import PRINCIPAL
 from vglobal.hub.auth.authenticator import Authenticator, PermissionDenied, bearer_token
 from vglobal.hub.auth.methods import AGENT_CONNECT, METHODS, is_public
 from vglobal.hub.auth.policy import Principal, decide
@@ -34,19 +34,10 @@ from vglobal.model.errors import clip_message
 
 log = logging.getLogger(__name__)
 
-_PRINCIPAL: ContextVar[Principal | None] = ContextVar("vglobal_principal", default=None)
 RETRY_AFTER = "retry-after-ms"
 Aborted = grpc.aio.AbortError
 if TYPE_CHECKING:
     Handler = grpc.RpcMethodHandler[Any, Any]
-
-
-def current_principal() -> Principal:
-    """Who makes the call being served (set by the Guard for the handler's duration)."""
-    principal = _PRINCIPAL.get()
-    if principal is None:
-        raise RuntimeError("no principal: the call did not pass the Guard")
-    return principal
 
 
 @dataclass(frozen=True)
@@ -226,11 +217,11 @@ def _unserved(method: str) -> Callable[[Any, Any], Any]:
 @contextlib.contextmanager
 def _admitted(guard: Guard | None, method: str, context: Any) -> Iterator[None]:
     """The caller admitted by ``guard`` (None: a public method) and known to the handler meanwhile."""
-    token = _PRINCIPAL.set(guard.admit(method, context) if guard is not None else None)
+    token = PRINCIPAL.set(guard.admit(method, context) if guard is not None else None)
     try:
         yield
     finally:
-        _PRINCIPAL.reset(token)
+        PRINCIPAL.reset(token)
 
 
 def _prepared(request: Any, streamed: bool) -> Any:

@@ -1,9 +1,11 @@
-"""Turning a submitted Volcano Job manifest into stored rows, with every check before any write.
+"""Turning a submitted manifest into stored rows, with every check before any write.
 
-Every job the hub stores goes the same way: ``accept`` turns a caller's manifest into a Job (parsed,
-within this hub's limits, in a queue the caller may submit to); ``store`` writes accepted jobs
-(SubmitJob's groups, SubmitJobs, and the jobs CronJobs and JobFlows make) with their Submitted
-events and wakes the dispatcher, in the caller's transaction.
+Every job the hub stores goes the same way: ``accept`` turns a caller's manifest into what is
+stored (parsed, within this hub's limits, in a queue the caller may submit to): a Volcano Job or a
+workload kind read as one is stored as it is, a HyperJob as its children (``hyperjobs.children``,
+split over the clusters when it asks for it). ``store`` writes accepted jobs (SubmitJob's groups,
+SubmitJobs, and the jobs CronJobs and JobFlows make) with their Submitted events and wakes the
+dispatcher, in the caller's transaction.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from typing import TypeVar
 from sqlalchemy.orm import Session
 
 from vglobal.config import HubSettings
+from vglobal.hub import hyperjobs
+from vglobal.hub.auth.access import require, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
 from vglobal.hub.notify import DISPATCH
-from vglobal.hub.servicers.access import require
 from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
+from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
 from vglobal.model.records import JobRow
@@ -67,15 +71,6 @@ def check_limits(job: Job, settings: HubSettings) -> None:
             f"spec.tasks[*].replicas: {pods} pods in all, more than the limit of {settings.max_pods_per_job} "
             "(--max-pods-per-job)"
         )
-
-
-def accept(manifest: str, settings: HubSettings, validation: str = "") -> Job:
-    """The Job a caller submits: exactly one Job manifest, within this hub's limits, to a queue
-    the caller may submit to. Nothing is read or written: its references are checked by ``store``."""
-    job = parse_one(manifest, Job, max_bytes=settings.max_manifest_bytes, validation=validation)
-    check_limits(job, settings)
-    require(Action.submit_jobs, queue=job.queue)
-    return job
 
 
 def check_task_classes(job: Job, *, session: Session) -> None:
@@ -249,6 +244,57 @@ class Submission:
     job: Job
     request_id: str | None = None
     principal: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A manifest the hub takes, from a caller: a Job (a Volcano Job, or a workload kind read as
+    one) is stored as it is, a HyperJob as its children."""
+
+    doc: Job | HyperJob
+    request_id: str | None
+    principal: str | None
+
+    @property
+    def lone(self) -> Submission | None:
+        """The one job stored, when it needs nothing read to say which (not a HyperJob)."""
+        return Submission(self.doc, self.request_id, self.principal) if isinstance(self.doc, Job) else None
+
+    @property
+    def grouped(self) -> bool:
+        """Stored as a group of children, which its answer lists."""
+        return isinstance(self.doc, HyperJob)
+
+    def submissions(self, *, session: Session) -> list[Submission]:
+        """What is stored: the Job, or the HyperJob's children (each child's request_id is the
+        HyperJob's with its index)."""
+        if isinstance(self.doc, Job):
+            return [Submission(self.doc, self.request_id, self.principal)]
+        kids = hyperjobs.children(self.doc, session=session)
+        rid = self.request_id
+        return [Submission(k, f"{rid}#{i}" if rid else None, self.principal) for i, k in enumerate(kids)]
+
+
+def accept(manifest: str, settings: HubSettings, validation: str = "", request_id: str = "") -> Accepted:
+    """Exactly one Job, workload or HyperJob manifest, within this hub's limits (a HyperJob's
+    templates each), to a queue the caller may submit to (a HyperJob's children all go to one).
+    Nothing is read or written: its references are checked by ``store``."""
+    docs = parse_manifests(
+        manifest, max_bytes=settings.max_manifest_bytes, validation=field_validation(validation)
+    )
+    if len(docs) != 1:
+        raise InvalidArgument(f"manifest: expected exactly one Job or HyperJob, got {len(docs)} documents")
+    doc = docs[0]
+    if isinstance(doc, Job):
+        check_limits(doc, settings)
+    elif isinstance(doc, HyperJob):
+        for rj in doc.replicated:
+            if rj.template is not None:
+                check_limits(rj.template, settings)
+    else:
+        raise InvalidArgument(f"kind: expected Job or HyperJob, got {type(doc).__name__}")
+    require(Action.submit_jobs, queue=doc.queue)
+    return Accepted(doc, request_id or None, who())
 
 
 def store(

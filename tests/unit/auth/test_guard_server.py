@@ -14,10 +14,11 @@ from grpc_reflection.v1alpha import reflection_pb2
 
 from tests.unit.auth.test_auth_config import ALICE, OPS, config_text
 from vglobal.api.v1 import queues_pb2
+from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.grpc_server import LoopServer
-from vglobal.hub.guard import RETRY_AFTER, Guard, current_principal
+from vglobal.hub.guard import RETRY_AFTER, Guard
 from vglobal.hub.probes import HealthServicer, add_reflection
 
 LIST = "/vglobal.v1.QueueService/ListQueues"

@@ -12,10 +12,10 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from vglobal.hub.auth.access import require
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import raise_prefixed
 from vglobal.hub.notify import WORKFLOWS, notify
-from vglobal.hub.servicers.access import require
 from vglobal.hub.submit import check_references, store_one
 from vglobal.model.cronjob import CronJob, manual_run_job, parse_cron_job, run_job
 from vglobal.model.records import CronJobRow, JobRow

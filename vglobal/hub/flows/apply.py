@@ -9,10 +9,10 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from vglobal.hub.auth.access import require
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import FailedPrecondition, raise_prefixed
 from vglobal.hub.notify import WORKFLOWS, notify
-from vglobal.hub.servicers.access import require
 from vglobal.hub.submit import check_references
 from vglobal.model.jobflow import JobFlow, JobTemplate, check_flow_templates, flow_job, parse_job_template
 from vglobal.model.records import JobFlowRow

@@ -29,11 +29,11 @@ from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.hub.agents import record, register
 from vglobal.hub.agents.check import check_message, check_register
 from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier, batched
+from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
-from vglobal.hub.guard import current_principal
 from vglobal.hub.metrics import count_finished
 from vglobal.hub.notify import DELIVER, FENCE, deliver_to, delivered_to
 from vglobal.model.binding import FINISHED, reported

@@ -7,11 +7,11 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import clusters_pb2, clusters_pb2_grpc
+from vglobal.hub.auth.access import visible, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import look_up, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
-from vglobal.hub.servicers.access import visible, who
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import ClusterRow
 from vglobal.store.engine import session_scope

@@ -8,13 +8,13 @@ from sqlalchemy.orm import Session
 from vglobal import convert
 from vglobal.api.v1 import cronjobs_pb2, cronjobs_pb2_grpc, jobs_pb2
 from vglobal.hub import metrics
+from vglobal.hub.auth.access import can, require, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.cron.apply import apply_cron, audit, run_by_hand
 from vglobal.hub.errors import NotFound, look_up, rpc
 from vglobal.hub.job_actions import delete_job
 from vglobal.hub.notify import WORKFLOWS, notify
-from vglobal.hub.servicers.access import can, require, who
 from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import parse_one
 from vglobal.model.cronjob import CronJob, parse_cron_job

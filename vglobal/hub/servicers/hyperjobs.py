@@ -9,11 +9,11 @@ import grpc
 from sqlalchemy.orm import Session
 
 from vglobal.api.v1 import hyperjobs_pb2, hyperjobs_pb2_grpc
+from vglobal.hub.auth.access import can, require, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import NotFound, rpc
 from vglobal.hub.job_actions import cancel_job, delete_job
-from vglobal.hub.servicers.access import can, require, who
 from vglobal.model import hyperjob
 from vglobal.model.binding import UNPLACED, BindingPhase
 from vglobal.model.hyperjob_status import ChildState, hyperjob_phase

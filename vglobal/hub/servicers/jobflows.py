@@ -7,13 +7,13 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobflows_pb2, jobflows_pb2_grpc
+from vglobal.hub.auth.access import can, require, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import NotFound, look_up, rpc
 from vglobal.hub.flows.apply import apply_flow
 from vglobal.hub.job_actions import delete_job
 from vglobal.hub.notify import WORKFLOWS, notify
-from vglobal.hub.servicers.access import can, require, who
 from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import parse_one
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
-from vglobal.hub import hyperjobs
+from vglobal.hub.auth.access import require, visible, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import (
@@ -24,16 +24,12 @@ from vglobal.hub.errors import (
     rpc,
 )
 from vglobal.hub.group_commit import SubmitGroups
-from vglobal.hub.hyperjobs import accept_any
 from vglobal.hub.job_actions import cancel_job, delete_job, resume_job
 from vglobal.hub.servicers import job_lists
-from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.gone import explained
-from vglobal.hub.submit import ItemFailed, Submission, store
+from vglobal.hub.submit import Accepted, ItemFailed, Submission, accept, store
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.binding import ADMITTED, BindingPhase
-from vglobal.model.hyperjob import HyperJob
-from vglobal.model.job import Job
 from vglobal.model.job_template import OWNER_REFERENCES
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
@@ -81,104 +77,80 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     async def SubmitJob(
         self, request: jobs_pb2.SubmitJobRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> jobs_pb2.SubmitJobResponse:
-        # A coroutine on the server's loop: parsing needs no thread, and the call waits for its
-        # group's commit without holding a pool thread (the Guard maps errors to statuses).
-        job = accept_any(request.manifest, self.ctx.settings, request.field_validation)
-        if isinstance(job, HyperJob) or request.dry_run:
-            return await asyncio.to_thread(self._submit_apart, job, request)
-        # Stored with the calls that arrive meanwhile, in one transaction (see group_commit.py).
-        answer = self.groups.enqueue(Submission(job, request.request_id or None, who()))
-        row, created = await asyncio.wrap_future(answer)
-        return jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
+        # A coroutine on the server's loop: one manifest parses quickly enough to need no thread.
+        item = accept(request.manifest, self.ctx.settings, request.field_validation, request.request_id)
+        (answer,) = await self._store([item], dry_run=request.dry_run, prefix=False)
+        return answer
 
-    def _submit_apart(
-        self, doc: Job | HyperJob, request: jobs_pb2.SubmitJobRequest
-    ) -> jobs_pb2.SubmitJobResponse:
-        """A HyperJob, or a dry run: in a transaction of its own, on a thread (it reads the database)."""
-        if isinstance(doc, HyperJob):
-            return self._submit_many([(doc, request.request_id)], dry_run=request.dry_run, prefix=False)[0]
-        return self._dry_run([Submission(doc, request.request_id or None, who())], prefix=False)[0]
-
-    def _submit_many(
-        self, items: list[tuple[Job | HyperJob, str]], *, dry_run: bool, prefix: bool
-    ) -> list[jobs_pb2.SubmitJobResponse]:
-        """Store every item (a HyperJob as its children) in one transaction, one response each."""
-        principal = who()
-        with dry_run_scope(self.ctx.sessions, dry_run) as session:
-            accepted: list[Submission] = []
-            spans: list[tuple[int, int]] = []
-            for i, (doc, request_id) in enumerate(items):
-                start = len(accepted)
-                if isinstance(doc, HyperJob):
-                    try:
-                        accepted.extend(
-                            hyperjobs.submissions(doc, request_id or None, principal, session=session)
-                        )
-                    except Exception as exc:
-                        raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
-                else:
-                    accepted.append(Submission(doc, request_id or None, principal))
-                spans.append((start, len(accepted)))
-            try:
-                stored = store(accepted, session=session)
-            except ItemFailed as failed:
-                item = hyperjobs.first_of(spans, failed.index)
-                raise_prefixed(failed.error, f"jobs[{item}]: " if prefix else "")
-        out = []
-        for (doc, _), (start, end) in zip(items, spans, strict=True):
-            row, created = stored[start]
-            response = jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
-            if isinstance(doc, HyperJob):
-                response.hyperjob_children.extend(convert.job(r) for r, _ in stored[start:end])
-            out.append(response)
-        return out
-
-    def _dry_run(self, accepted: list[Submission], *, prefix: bool) -> list[jobs_pb2.SubmitJobResponse]:
-        """Every check and write of a real submission, all rolled back: the jobs as they would be."""
-        with dry_run_scope(self.ctx.sessions, True) as session:
-            try:
-                stored = store(accepted, session=session)
-            except ItemFailed as failed:
-                raise_prefixed(failed.error, f"jobs[{failed.index}]: " if prefix else "")
-            return [jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
-
-    @rpc
-    def SubmitJobs(
-        self, request: jobs_pb2.SubmitJobsRequest, context: grpc.ServicerContext
+    async def SubmitJobs(
+        self, request: jobs_pb2.SubmitJobsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> jobs_pb2.SubmitJobsResponse:
         if len(request.jobs) > self.ctx.settings.max_batch:
             raise TooLarge(
                 f"jobs: {len(request.jobs)} jobs in one batch, "
                 f"more than the limit of {self.ctx.settings.max_batch}"
             )
-        # Every document accepted, then all stored in one transaction: a bad one stores nothing.
-        accepted = []
         dry = {item.dry_run for item in request.jobs}
         if len(dry) > 1:
             raise InvalidArgument("jobs[*].dry_run: a batch is a dry run as a whole or not at all")
-        docs: list[tuple[Job | HyperJob, str]] = []
-        for i, item in enumerate(request.jobs):
+        # Every document accepted (on a thread: a batch is long to parse), then all stored in one
+        # transaction: a bad one stores nothing.
+        items = await asyncio.to_thread(self._accept_all, request)
+        answers = await self._store(items, dry_run=dry == {True}, prefix=True)
+        return jobs_pb2.SubmitJobsResponse(results=answers)
+
+    def _accept_all(self, request: jobs_pb2.SubmitJobsRequest) -> list[Accepted]:
+        items = []
+        for i, it in enumerate(request.jobs):
             try:
-                doc = accept_any(item.manifest, self.ctx.settings, item.field_validation)
+                items.append(accept(it.manifest, self.ctx.settings, it.field_validation, it.request_id))
             except Exception as exc:
                 raise_prefixed(exc, f"jobs[{i}]: ")
-            docs.append((doc, item.request_id))
-            if isinstance(doc, Job):
-                accepted.append(Submission(doc, item.request_id or None, who()))
-        if len(accepted) < len(docs):  # a HyperJob among them
-            return jobs_pb2.SubmitJobsResponse(
-                results=self._submit_many(docs, dry_run=dry == {True}, prefix=True)
-            )
-        if dry == {True}:
-            return jobs_pb2.SubmitJobsResponse(results=self._dry_run(accepted, prefix=True))
-        with session_scope(self.ctx.sessions) as session:
+        return items
+
+    async def _store(
+        self, items: list[Accepted], *, dry_run: bool, prefix: bool
+    ) -> list[jobs_pb2.SubmitJobResponse]:
+        """Every item stored, one answer each (a request_id stored before gets its job back); a
+        refusal names its item (``jobs[i]: ``) when ``prefix``. A lone Job joins the calls that
+        arrive meanwhile in one transaction (group_commit.py) and waits for it holding no thread;
+        anything else is stored as a whole in a transaction of its own, on a thread."""
+        lone = items[0].lone if len(items) == 1 and not dry_run else None
+        if lone is None:
+            return await asyncio.to_thread(self._store_together, items, dry_run, prefix)
+        try:
+            row, created = await asyncio.wrap_future(self.groups.enqueue(lone))
+        except Exception as exc:
+            raise_prefixed(exc, "jobs[0]: " if prefix else "")
+        return [jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)]
+
+    def _store_together(
+        self, items: list[Accepted], dry_run: bool, prefix: bool
+    ) -> list[jobs_pb2.SubmitJobResponse]:
+        """``_store`` in one transaction, all rolled back for a dry run (every check and write of
+        a real submission: the jobs as they would be)."""
+        with dry_run_scope(self.ctx.sessions, dry_run) as session:
+            submissions: list[Submission] = []
+            spans: list[tuple[int, int]] = []  # each item's submissions
+            for i, item in enumerate(items):
+                try:
+                    submissions.extend(item.submissions(session=session))
+                except Exception as exc:
+                    raise_prefixed(exc, f"jobs[{i}]: " if prefix else "")
+                spans.append((spans[-1][1] if spans else 0, len(submissions)))
             try:
-                stored = store(accepted, session=session)
+                stored = store(submissions, session=session)
             except ItemFailed as failed:
-                raise_prefixed(failed.error, f"jobs[{failed.index}]: ")
-        return jobs_pb2.SubmitJobsResponse(
-            results=[jobs_pb2.SubmitJobResponse(job=convert.job(row), created=new) for row, new in stored]
-        )
+                at = next(i for i, (start, end) in enumerate(spans) if start <= failed.index < end)
+                raise_prefixed(failed.error, f"jobs[{at}]: " if prefix else "")
+        answers = []
+        for item, (start, end) in zip(items, spans, strict=True):
+            row, created = stored[start]
+            answer = jobs_pb2.SubmitJobResponse(job=convert.job(row), created=created)
+            if item.grouped:
+                answer.hyperjob_children.extend(convert.job(r) for r, _ in stored[start:end])
+            answers.append(answer)
+        return answers
 
     @rpc
     def GetJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:

@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import queues_pb2, queues_pb2_grpc
+from vglobal.hub.auth.access import require, visible, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import FailedPrecondition, InvalidArgument, look_up, rpc
 from vglobal.hub.notify import DISPATCH, notify
-from vglobal.hub.servicers.access import require, visible, who
 from vglobal.hub.servicers.times import time_field
 from vglobal.hub.submit import parse_one
 from vglobal.model.errors import bounded_list

@@ -18,11 +18,10 @@ import grpc
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2
+from vglobal.hub.auth.access import current_principal, require
 from vglobal.hub.auth.policy import Action, Principal, everywhere, may
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import Coded
-from vglobal.hub.guard import current_principal
-from vglobal.hub.servicers.access import require
 from vglobal.hub.watch.feed import WatchFeed
 from vglobal.hub.watch.stream import Bookmark, WatchItem, WatchLimit, watch
 from vglobal.model.records import JobChange

@@ -1,13 +1,25 @@
-"""The servicers' side of authorization: the Guard let the caller in for the kind of call; here each
-call checks the queue or cluster it touches, and lists keep to what the caller may read."""
+"""The handlers' side of authorization: the Guard let the caller in for the kind of call and set
+who it is (``PRINCIPAL``); here each call checks the queue or cluster it touches, and lists keep to
+what the caller may read."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextvars import ContextVar
 
 from vglobal.hub.auth.authenticator import PermissionDenied
-from vglobal.hub.auth.policy import Action, decide, everywhere, may
-from vglobal.hub.guard import current_principal
+from vglobal.hub.auth.policy import Action, Principal, decide, everywhere, may
+
+# Who makes the call being served: the Guard sets it for the handler's duration.
+PRINCIPAL: ContextVar[Principal | None] = ContextVar("vglobal_principal", default=None)
+
+
+def current_principal() -> Principal:
+    """Who makes the call being served (set by the Guard for the handler's duration)."""
+    principal = PRINCIPAL.get()
+    if principal is None:
+        raise RuntimeError("no principal: the call did not pass the Guard")
+    return principal
 
 
 def who() -> str:
