@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from vglobal.batches import batches
+from vglobal.sdk.batches import batches
 from vglobal.cli import output
 
 

@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from vglobal.api.v1 import jobs_pb2
-from vglobal.batches import BATCH_SIZE, batches
 from vglobal.cli.documents import Document
-from vglobal.client import Client, VGlobalError
+from vglobal.sdk import Client, VGlobalError
+from vglobal.sdk.batches import BATCH_SIZE, batches
 
 # What apply calls a job of each kind it was submitted as (kubectl's resource.group).
 JOB_RESOURCES = {

@@ -9,10 +9,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import jobs_pb2
-from vglobal.dashboard import rows
-from vglobal.dashboard.fmt import ts
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import fragment, gateway, page, render, wants_json
+from vglobal.sdk import rows
+from vglobal.sdk.rows import ts
 
 
 def _ref(request: Request) -> jobs_pb2.JobRef:

@@ -8,9 +8,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from vglobal.api.v1 import cronjobs_pb2, jobflows_pb2
-from vglobal.dashboard.fmt import ts
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import gateway, page, render
+from vglobal.sdk.rows import ts
 
 
 @page()

@@ -1,6 +1,6 @@
 """The Python SDK: a typed client over the gRPC stubs, with one error type.
 
-from vglobal.client import Client
+from vglobal.sdk import Client
 with Client("hub.example.com:50051", ca_file="certs/ca.crt", token=os.environ["VGLOBAL_TOKEN"]) as hub:
     job = hub.submit_job(open("job.yaml").read(), request_id="nightly-42")
     print(hub.explain_job(job.name).reason)
@@ -8,13 +8,11 @@ with Client("hub.example.com:50051", ca_file="certs/ca.crt", token=os.environ["V
 
 from __future__ import annotations
 
-import random
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import grpc
 from tenacity import retry, retry_if_exception, stop_after_attempt
@@ -32,100 +30,21 @@ from vglobal.api.v1 import (
     queues_pb2,
     queues_pb2_grpc,
 )
-from vglobal.batches import BATCH_SIZE, batches
-from vglobal.client_hyperjobs import HyperJobCalls
 from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
-from vglobal.job_filters import Filter, count_request, history_request, list_request
-from vglobal.retries import VGlobalError, retry_after, retryable, wait_retry
-from vglobal.tls_hint import plaintext_hint
+from vglobal.sdk.batches import BATCH_SIZE, batches
+from vglobal.sdk.errors import hub_error, refused_item
+from vglobal.sdk.hyperjobs import HyperJobCalls
+from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
+from vglobal.sdk.retries import VGlobalError, retryable, wait_retry
+from vglobal.sdk.watch import JobWatch
 
-__all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
+__all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "JobWatch", "VGlobalError", "default_hub"]
 T = TypeVar("T")
-
-
-# A watch stream broken by these is opened again from the last revision it delivered.
-_WATCH_RESUMABLE = (
-    grpc.StatusCode.UNAVAILABLE,
-    grpc.StatusCode.RESOURCE_EXHAUSTED,  # fell behind, or the hub serves too many watches
-    grpc.StatusCode.CANCELLED,  # the hub stopped
-    grpc.StatusCode.INTERNAL,
-    grpc.StatusCode.UNKNOWN,
-)
+Outcome = jobs_pb2.SubmitJobResponse | VGlobalError
 
 
 def default_hub() -> str:
     return Dial.from_env().target
-
-
-class JobWatch:
-    """An iterator of job events from ``Client.watch_jobs``; ``revision`` is the last one seen."""
-
-    def __init__(
-        self,
-        stub: jobs_pb2_grpc.JobServiceStub,
-        request: jobs_pb2.WatchJobsRequest,
-        *,
-        reconnect: bool,
-        bookmarks: bool,
-    ) -> None:
-        self._stub = stub
-        self._request = request
-        self._reconnect = reconnect
-        self._bookmarks = bookmarks
-        self.revision = request.from_revision
-        # Watching "from now" has no position until the stream's first bookmark gives one; from
-        # then on a reconnect resumes after it, even when it is revision 0.
-        self._known = request.HasField("from_revision")
-        self._call: Any = None
-        self._closed = threading.Event()
-        self._events = self._run()
-
-    def __iter__(self) -> JobWatch:
-        return self
-
-    def __next__(self) -> jobs_pb2.JobEvent:
-        return next(self._events)
-
-    def __enter__(self) -> JobWatch:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._closed.set()
-        if self._call is not None:
-            self._call.cancel()
-
-    def _run(self) -> Iterator[jobs_pb2.JobEvent]:
-        failures = 0
-        while not self._closed.is_set():
-            if self._known:
-                self._request.from_revision = self.revision
-            try:
-                self._call = self._stub.WatchJobs(self._request)
-            except ValueError:  # the client was closed: nothing more to watch
-                return
-            told: float | None = None
-            try:
-                for event in self._call:
-                    failures = 0
-                    self.revision, self._known = event.revision, True
-                    if event.type != jobs_pb2.JobEvent.BOOKMARK or self._bookmarks:
-                        yield event
-            except grpc.RpcError as exc:
-                if self._closed.is_set():
-                    return
-                if not self._reconnect or exc.code() not in _WATCH_RESUMABLE:
-                    raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
-                told = retry_after(exc)  # rate limited: the hub says when to come back
-            finally:
-                self._call.cancel()
-            if not self._reconnect:
-                return
-            failures += 1
-            backoff = min(5.0, 0.1 * 2 ** min(failures, 6)) * random.uniform(0.5, 1.0)
-            self._closed.wait(min(told, 10.0) if told is not None else backoff)
 
 
 class Client(HyperJobCalls):
@@ -182,10 +101,7 @@ class Client(HyperJobCalls):
         try:
             return once()
         except grpc.RpcError as exc:
-            message = exc.details() or str(exc)
-            if exc.code() == grpc.StatusCode.UNAVAILABLE and not self.dial.tls:
-                message += plaintext_hint(self.target)
-            raise VGlobalError(exc.code(), message) from None
+            raise hub_error(exc, plaintext_to=None if self.dial.tls else self.target) from None
 
     # Jobs
     def submit_job(
@@ -217,23 +133,79 @@ class Client(HyperJobCalls):
             idempotent=all(r for _, r in items) or dry_run,
         )
 
+    @overload
+    def submit_many(
+        self,
+        items: Iterable[tuple[str, str]],
+        *,
+        batch_size: int = ...,
+        progress: Callable[[int], None] | None = ...,
+        field_validation: str = ...,
+        dry_run: bool = ...,
+        keep_going: Literal[False] = ...,
+    ) -> list[jobs_pb2.SubmitJobResponse]: ...
+
+    @overload
+    def submit_many(
+        self,
+        items: Iterable[tuple[str, str]],
+        *,
+        batch_size: int = ...,
+        progress: Callable[[int], None] | None = ...,
+        field_validation: str = ...,
+        dry_run: bool = ...,
+        keep_going: Literal[True],
+    ) -> list[Outcome]: ...
+
     def submit_many(
         self,
         items: Iterable[tuple[str, str]],
         *,
         batch_size: int = BATCH_SIZE,
         progress: Callable[[int], None] | None = None,
-    ) -> list[jobs_pb2.SubmitJobResponse]:
+        field_validation: str = "",
+        dry_run: bool = False,
+        keep_going: bool = False,
+    ) -> list[jobs_pb2.SubmitJobResponse] | list[Outcome]:
         """Submit (manifest, request_id) pairs in SubmitJobs calls of ``batch_size``, in order;
-        ``progress`` hears how many jobs each stored call took. A batch is stored whole or not at
-        all: on an error, the batches before it are stored (give request ids, and submitting the
-        same items again returns those jobs instead of storing them twice)."""
-        out: list[jobs_pb2.SubmitJobResponse] = []
+        ``progress`` hears how many jobs each call settled. A batch is stored whole or not at all:
+        on an error, the batches before it are stored (give request ids, and submitting the same
+        items again returns those jobs instead of storing them twice).
+
+        ``keep_going``: an error does not stop the rest. A document the hub refuses gets its error
+        in its place in the result and the rest of its batch is sent again; a call that fails as a
+        whole (after the retries request ids allow) gives its error to each of its batch's items."""
+        out: list[Outcome] = []
         for batch in batches(items, size=batch_size):
-            out.extend(self.submit_jobs(batch).results)
+            out.extend(self._submit_batch(batch, field_validation, dry_run, keep_going))
             if progress is not None:
                 progress(len(batch))
         return out
+
+    def _submit_batch(
+        self, batch: list[tuple[str, str]], field_validation: str, dry_run: bool, keep_going: bool
+    ) -> list[Outcome]:
+        """The batch's outcomes in its order: refused documents taken out one by one and the rest
+        sent again, until a call is stored whole."""
+        refused: dict[int, VGlobalError] = {}
+        left = list(range(len(batch)))
+        while left:
+            try:
+                reply = self.submit_jobs(
+                    [batch[i] for i in left], field_validation=field_validation, dry_run=dry_run
+                )
+            except VGlobalError as exc:
+                if not keep_going:
+                    raise
+                one = refused_item(exc, len(left))
+                if one is None:  # the call itself failed
+                    refused.update((i, exc) for i in left)
+                    break
+                refused[left.pop(one[0])] = one[1]
+                continue
+            stored: dict[int, Outcome] = dict(zip(left, reply.results, strict=True))
+            return [refused[i] if i in refused else stored[i] for i in range(len(batch))]
+        return [refused[i] for i in range(len(batch))]
 
     def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))

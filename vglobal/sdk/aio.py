@@ -1,6 +1,6 @@
 """The Python SDK for asyncio: the job calls of ``Client`` as coroutines on one grpc.aio channel.
 
-from vglobal.aio import AsyncClient
+from vglobal.sdk import AsyncClient
 async with AsyncClient("hub.example.com:50051", ca_file="certs/ca.crt", token=token) as hub:
     results = await hub.submit_many([(manifest, f"sweep-{i}") for i, manifest in enumerate(sweep)])
     async for job in hub.list_jobs(queue="research"):
@@ -10,8 +10,11 @@ async with AsyncClient("hub.example.com:50051", ca_file="certs/ca.crt", token=to
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -20,24 +23,44 @@ import grpc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from vglobal.api.v1 import (
+    clusters_pb2_grpc,
+    cronjobs_pb2_grpc,
     hyperjobs_pb2,
     hyperjobs_pb2_grpc,
+    jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
     queues_pb2,
     queues_pb2_grpc,
 )
-from vglobal.batches import BATCH_SIZE, batches
 from vglobal.dial import CLIENT_OPTIONS, Dial
-from vglobal.job_filters import Filter, count_request, history_request, list_request
-from vglobal.retries import VGlobalError, retryable, wait_retry
+from vglobal.sdk.batches import BATCH_SIZE, batches
+from vglobal.sdk.errors import hub_error
+from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
+from vglobal.sdk.retries import retryable, wait_retry
 
-__all__ = ["AsyncClient"]
+__all__ = ["OWN_TOKEN", "AsyncClient"]
 T = TypeVar("T")
 
 
+class _Own(Enum):
+    TOKEN = "the client's own token"
+
+
+OWN_TOKEN = _Own.TOKEN
+"""``token=`` left as it is: the call carries the client's own token."""
+
+
+def _bearer(token: str | None) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
 class AsyncClient:
-    """Arguments as for ``Client``; use ``async with`` or ``await close()``."""
+    """Arguments as for ``Client``; use ``async with`` or ``await close()``.
+
+    The token goes with each call rather than into the channel, so one channel serves many callers:
+    ``with_token(token)`` is this client as another caller, and ``call`` and ``watch`` take a
+    ``token`` of their own."""
 
     def __init__(
         self,
@@ -52,12 +75,29 @@ class AsyncClient:
         dial: Dial | None = None,
     ) -> None:
         self.dial = Dial.for_client(hub, dial=dial, ca_file=ca_file, cert=cert, key=key, token=token)
+        self.dial.check()
         self.timeout = timeout
         self.retries = retries
-        self.channel = self.dial.aio_channel(options=CLIENT_OPTIONS)
+        self.channel = replace(self.dial, token=None).aio_channel(options=CLIENT_OPTIONS)
+        self._metadata = _bearer(self.dial.token)
         self.jobs = jobs_pb2_grpc.JobServiceStub(self.channel)
         self.queues = queues_pb2_grpc.QueueServiceStub(self.channel)
+        self.clusters = clusters_pb2_grpc.ClusterServiceStub(self.channel)
+        self.cronjobs = cronjobs_pb2_grpc.CronJobServiceStub(self.channel)
+        self.jobflows = jobflows_pb2_grpc.JobFlowServiceStub(self.channel)
         self.hyperjobs = hyperjobs_pb2_grpc.HyperJobServiceStub(self.channel)
+
+    def with_token(self, token: str | None) -> AsyncClient:
+        """This client calling as the holder of ``token`` (None: with no credentials), on the same
+        channel; closing either closes both. A token is sent in plaintext only to a loopback hub."""
+        dial = replace(self.dial, token=token)
+        dial.check()
+        view = copy.copy(self)
+        view.dial, view._metadata = dial, _bearer(token)
+        return view
+
+    def _as(self, token: str | _Own | None) -> AsyncClient:
+        return self if token is OWN_TOKEN else self.with_token(token)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -70,6 +110,29 @@ class AsyncClient:
     async def close(self) -> None:
         await self.channel.close()
 
+    async def call(
+        self, fn: Callable[..., Awaitable[T]], request: Any, token: str | _Own | None = OWN_TOKEN
+    ) -> T:
+        """One call of a stub's unary method (``client.clusters.GetCluster``, ...) as the typed calls
+        make it: the timeout, retries of a read, ``VGlobalError`` on failure; as ``token``'s holder
+        when given (None: with no credentials)."""
+        return await self._as(token)._call(fn, request)
+
+    async def watch(
+        self, request: jobs_pb2.WatchJobsRequest, token: str | _Own | None = OWN_TOKEN
+    ) -> AsyncIterator[jobs_pb2.JobEvent]:
+        """The events of one WatchJobs stream until it ends; the caller opens it again from the
+        last revision seen (``Client.watch_jobs`` does that itself)."""
+        stream = self.jobs.WatchJobs(request, metadata=self._as(token)._metadata)
+        try:
+            async for event in stream:
+                yield event
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                raise hub_error(exc) from None
+        finally:
+            stream.cancel()
+
     async def _call(self, fn: Callable[..., Awaitable[T]], request: Any, *, idempotent: bool = True) -> T:
         attempts = self.retries if idempotent else 1
         try:
@@ -80,9 +143,9 @@ class AsyncClient:
                 reraise=True,
             ):
                 with attempt:
-                    return await fn(request, timeout=self.timeout)
+                    return await fn(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.aio.AioRpcError as exc:
-            raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
+            raise hub_error(exc) from None
         raise AssertionError("unreachable: the last attempt raises")
 
     async def submit_job(self, manifest: str, *, request_id: str = "") -> jobs_pb2.SubmitJobResponse:
