@@ -20,10 +20,8 @@ from tenacity import retry, retry_if_exception, stop_after_attempt
 from vglobal.api.v1 import (
     clusters_pb2,
     clusters_pb2_grpc,
-    cronjobs_pb2,
     cronjobs_pb2_grpc,
     hyperjobs_pb2_grpc,
-    jobflows_pb2,
     jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
@@ -37,6 +35,7 @@ from vglobal.sdk.hyperjobs import HyperJobCalls
 from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
 from vglobal.sdk.retries import VGlobalError, retryable, wait_retry
 from vglobal.sdk.watch import JobWatch
+from vglobal.sdk.workflows import WorkflowCalls
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "JobWatch", "VGlobalError", "default_hub"]
 T = TypeVar("T")
@@ -47,7 +46,7 @@ def default_hub() -> str:
     return Dial.from_env().target
 
 
-class Client(HyperJobCalls):
+class Client(HyperJobCalls, WorkflowCalls):
     """The hub's API. TLS files and token default to VGLOBAL_CA_FILE, VGLOBAL_CERT, VGLOBAL_KEY and
     VGLOBAL_TOKEN (or VGLOBAL_TOKEN_FILE); ``dial`` gives them all at once instead."""
 
@@ -381,85 +380,3 @@ class Client(HyperJobCalls):
 
     def drain_cluster(self, name: str) -> clusters_pb2.Cluster:
         return self._call(self.clusters.DrainCluster, clusters_pb2.ClusterRef(name=name))
-
-    # CronJobs
-    def apply_cron_job(
-        self, manifest: str, *, field_validation: str = ""
-    ) -> cronjobs_pb2.ApplyCronJobResponse:
-        request = cronjobs_pb2.ApplyCronJobRequest(manifest=manifest, field_validation=field_validation)
-        return self._call(self.cronjobs.ApplyCronJob, request)
-
-    def get_cron_job(self, name: str, namespace: str = "default") -> cronjobs_pb2.CronJob:
-        return self._call(self.cronjobs.GetCronJob, cronjobs_pb2.CronJobRef(name=name, namespace=namespace))
-
-    def list_cron_jobs(self, namespace: str = "") -> list[cronjobs_pb2.CronJob]:
-        req = cronjobs_pb2.ListCronJobsRequest(namespace=namespace)
-        return list(self._call(self.cronjobs.ListCronJobs, req).cron_jobs)
-
-    def delete_cron_job(
-        self, name: str, namespace: str = "default", *, cascade: bool = False
-    ) -> cronjobs_pb2.DeleteCronJobResponse:
-        ref = cronjobs_pb2.CronJobRef(name=name, namespace=namespace)
-        return self._call(
-            self.cronjobs.DeleteCronJob, cronjobs_pb2.DeleteCronJobRequest(ref=ref, cascade=cascade)
-        )
-
-    def suspend_cron_job(self, name: str, namespace: str = "default") -> cronjobs_pb2.CronJob:
-        return self._call(
-            self.cronjobs.SuspendCronJob, cronjobs_pb2.CronJobRef(name=name, namespace=namespace)
-        )
-
-    def resume_cron_job(self, name: str, namespace: str = "default") -> cronjobs_pb2.CronJob:
-        return self._call(
-            self.cronjobs.ResumeCronJob, cronjobs_pb2.CronJobRef(name=name, namespace=namespace)
-        )
-
-    def create_job_from_cron_job(
-        self, job_name: str, cron_job: str, namespace: str = "default"
-    ) -> jobs_pb2.Job:
-        """A Job made now from the CronJob's template (``kubectl create job NAME --from=cronjob/CRON``)."""
-        req = cronjobs_pb2.CreateJobFromCronJobRequest(
-            cron_job=cronjobs_pb2.CronJobRef(name=cron_job, namespace=namespace), job_name=job_name
-        )
-        return self._call(self.cronjobs.CreateJobFromCronJob, req, idempotent=False)
-
-    # JobTemplates and JobFlows
-    def apply_job_template(
-        self, manifest: str, *, field_validation: str = ""
-    ) -> jobflows_pb2.ApplyJobTemplateResponse:
-        request = jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest, field_validation=field_validation)
-        return self._call(self.jobflows.ApplyJobTemplate, request)
-
-    def get_job_template(self, name: str, namespace: str = "default") -> jobflows_pb2.JobTemplate:
-        return self._call(
-            self.jobflows.GetJobTemplate, jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
-        )
-
-    def list_job_templates(self, namespace: str = "") -> list[jobflows_pb2.JobTemplate]:
-        req = jobflows_pb2.ListFlowObjectsRequest(namespace=namespace)
-        return list(self._call(self.jobflows.ListJobTemplates, req).job_templates)
-
-    def delete_job_template(
-        self, name: str, namespace: str = "default"
-    ) -> jobflows_pb2.DeleteFlowObjectResponse:
-        ref = jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
-        return self._call(self.jobflows.DeleteJobTemplate, ref)
-
-    def apply_job_flow(
-        self, manifest: str, *, field_validation: str = ""
-    ) -> jobflows_pb2.ApplyJobFlowResponse:
-        request = jobflows_pb2.ApplyFlowObjectRequest(manifest=manifest, field_validation=field_validation)
-        return self._call(self.jobflows.ApplyJobFlow, request)
-
-    def get_job_flow(self, name: str, namespace: str = "default") -> jobflows_pb2.JobFlow:
-        return self._call(
-            self.jobflows.GetJobFlow, jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
-        )
-
-    def list_job_flows(self, namespace: str = "") -> list[jobflows_pb2.JobFlow]:
-        req = jobflows_pb2.ListFlowObjectsRequest(namespace=namespace)
-        return list(self._call(self.jobflows.ListJobFlows, req).job_flows)
-
-    def delete_job_flow(self, name: str, namespace: str = "default") -> jobflows_pb2.DeleteFlowObjectResponse:
-        ref = jobflows_pb2.FlowObjectRef(name=name, namespace=namespace)
-        return self._call(self.jobflows.DeleteJobFlow, ref)
