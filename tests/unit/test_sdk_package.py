@@ -60,3 +60,21 @@ def test_one_age_for_timestamps_datetimes_and_text() -> None:
 def test_one_quantities_in_name_order() -> None:
     rl = common_pb2.ResourceList(quantities={"nvidia.com/gpu": "1", "cpu": "2", "memory": "4Gi"})
     assert list(rows.quantities(rl)) == ["cpu", "memory", "nvidia.com/gpu"]
+
+
+def test_the_dashboards_gateway_is_the_sdk_client_without_a_token_of_its_own() -> None:
+    from vglobal.dashboard.gateway import Gateway
+    from vglobal.dial import Dial
+
+    async def run() -> None:
+        with pytest.raises(DialError, match="refusing to send callers' tokens in plaintext"):
+            Gateway(Dial("10.0.0.1:50051"))
+        gateway = Gateway(Dial("127.0.0.1:50051", token="the-dashboards-own"))
+        try:
+            assert isinstance(gateway, vglobal.sdk.AsyncClient)
+            assert gateway._metadata == () and gateway.dial.token is None
+            assert gateway.with_token("a-callers")._metadata == (("authorization", "Bearer a-callers"),)
+        finally:
+            await gateway.close()
+
+    asyncio.run(run())

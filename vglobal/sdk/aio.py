@@ -111,12 +111,18 @@ class AsyncClient:
         await self.channel.close()
 
     async def call(
-        self, fn: Callable[..., Awaitable[T]], request: Any, token: str | _Own | None = OWN_TOKEN
+        self,
+        fn: Callable[..., Awaitable[T]],
+        request: Any,
+        token: str | _Own | None = OWN_TOKEN,
+        *,
+        idempotent: bool = True,
     ) -> T:
         """One call of a stub's unary method (``client.clusters.GetCluster``, ...) as the typed calls
-        make it: the timeout, retries of a read, ``VGlobalError`` on failure; as ``token``'s holder
-        when given (None: with no credentials)."""
-        return await self._as(token)._call(fn, request)
+        make it: the timeout, retries (``idempotent=False``: none, e.g. a SubmitJob without a
+        request id), ``VGlobalError`` on failure; as ``token``'s holder when given (None: with no
+        credentials)."""
+        return await self._as(token)._call(fn, request, idempotent=idempotent)
 
     async def watch(
         self, request: jobs_pb2.WatchJobsRequest, token: str | _Own | None = OWN_TOKEN
