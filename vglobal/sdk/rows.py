@@ -1,7 +1,7 @@
 """The hub's messages as display rows: what `vglobal get` prints and what the dashboard shows.
 
 ``*_row``: the fields of `vglobal get` (kubectl's camelCase names, in tables, JSON and YAML).
-``job``, ``queue``, ``cluster``, ``event``: the dashboard's pages and JSON endpoints (snake_case, for
+``job``, ``queue``, ``cluster``, ``cronjob``, ...: the dashboard's pages and JSON endpoints (snake_case, for
 templates). Both read resource lists, times and ages through the same helpers below.
 """
 
@@ -320,4 +320,53 @@ def cluster(c: clusters_pb2.Cluster) -> dict[str, Any]:
         "node_list": [node(n) for n in c.node_list],
         "hypernodes": convert.hypernode_records(c.hypernodes),
         "work": {w.node: [node_job(j) for j in w.jobs] for w in c.work},
+    }
+
+
+def dispatch(d: jobs_pb2.JobDispatch) -> dict[str, Any]:
+    return {
+        "generation": d.generation,
+        "cluster": d.cluster,
+        "dispatched": ts(d.dispatched_at),
+        "ended": ts(d.ended_at),
+        "outcome": d.outcome,
+        "fenced": d.fenced,
+        "reason": d.reason,
+    }
+
+
+def cronjob(c: cronjobs_pb2.CronJob) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "namespace": c.namespace,
+        "schedule": c.schedule,
+        "time_zone": c.time_zone or "UTC",
+        "suspend": c.suspend,
+        "queue": c.queue,
+        "active": list(c.active),
+        "concurrency_policy": c.concurrency_policy,
+        "last_schedule": ts(c.last_schedule_time),
+        "last_success": ts(c.last_successful_time),
+        "next": ts(c.next_schedule_time),
+    }
+
+
+def jobflow(f: jobflows_pb2.JobFlow) -> dict[str, Any]:
+    return {
+        "name": f.name,
+        "namespace": f.namespace,
+        "phase": f.phase,
+        "created": ts(f.created_at),
+        "steps": [
+            {
+                "name": s.name,
+                "job": s.job,
+                "phase": s.phase,
+                "depends_on": list(s.depends_on),
+                "created": ts(s.created_at),
+                "finished": ts(s.finished_at),
+            }
+            for s in f.steps
+        ],
+        "dag": [(s.name, s.phase, list(s.depends_on)) for s in f.steps],
     }
