@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
 from tests.integration.test_jobs_api import counts, job
 from vglobal.aio import AsyncClient
 from vglobal.cli.main import cli
-from vglobal.client import Client
+from vglobal.client import Client, VGlobalError
 from vglobal.hub.server import Hub
 
 
@@ -66,3 +67,24 @@ def test_sdk_batches_and_async_client(hub: Hub, engine: sa.Engine) -> None:
     assert created == [True] + [False] * 10 + [True] * 899  # s0..s9 submitted before: not stored again
     assert listed == 2000 and name == "a5"
     assert counts(engine)[:2] == (2000, 2000)
+
+
+def test_submit_many_sends_a_batch_again_without_what_the_hub_refused(hub: Hub, engine: sa.Engine) -> None:
+    items = [(job(f"k{i}"), f"k{i}") for i in range(10)]
+    items[2] = (job("bad1", queue="nope"), "bad1")
+    items[6] = (job("bad2", queue="nope"), "bad2")
+    items[7] = ("kind: [", "broken")
+    with Client(f"127.0.0.1:{hub.port}", retries=1) as c:
+        with pytest.raises(VGlobalError) as err:  # by default the first refusal stops it all
+            c.submit_many(items, batch_size=4)
+        assert err.value.message.startswith("jobs[2]: ")
+        assert counts(engine)[0] == 0  # the first batch holds the refused one: none of it stored
+        calls: list[int] = []
+        got = c.submit_many(items, batch_size=4, progress=calls.append, keep_going=True)
+    assert calls == [4, 4, 2]
+    refused = {i: str(r) for i, r in enumerate(got) if isinstance(r, VGlobalError)}
+    assert sorted(refused) == [2, 6, 7]
+    assert '"nope"' in refused[2] and '"nope"' in refused[6] and not refused[7].startswith("jobs[")
+    stored = [r.job.name for r in got if not isinstance(r, VGlobalError)]
+    assert stored == [f"k{i}" for i in (0, 1, 3, 4, 5, 8, 9)]
+    assert counts(engine)[0] == 7

@@ -33,6 +33,9 @@ PROBES: dict[str, tuple[str, str]] = {
     "agent-no-admission-store": ("vglobal/agent/_probe.py", "import vglobal.store"),
     "convert-only-model-api": ("vglobal/convert.py", "import vglobal.store"),
     "dashboard-client-only": ("vglobal/dashboard/_probe.py", "import vglobal.hub"),
+    "floors:sdk": ("vglobal/sdk/_probe.py", "import vglobal.hub"),
+    "sdk-client-only": ("vglobal/sdk/_probe.py", "import vglobal.config"),
+    "sdk-by-its-package": ("vglobal/cli/_probe.py", "import vglobal.client"),
 }
 
 

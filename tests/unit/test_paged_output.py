@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from vglobal.batches import batches
 from vglobal.cli import output
+from vglobal.sdk.batches import batches
 
 
 def rows(n: int) -> list[dict[str, Any]]:

@@ -21,12 +21,12 @@ from vglobal.cli.common import Ctx, console, err_console, fail
 from vglobal.cli.documents import Document, DocumentError, apply_order, read_documents
 from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
 from vglobal.cli.workflows import apply_workflow
-from vglobal.client import VGlobalError
 from vglobal.model.errors import ManifestError
 from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.kinds import KINDS, kind_of
 from vglobal.model.kinds import WORKLOADS as WORKLOAD_KINDS
 from vglobal.model.manifests import field_warnings, parse_manifest
+from vglobal.sdk import VGlobalError
 
 # What a kind is called in the lines apply prints (kubectl's resource.group); a kind submitted as a
 # job by its record (the first of a name: kind Job is a Volcano Job unless its apiVersion says more).

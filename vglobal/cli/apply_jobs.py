@@ -1,31 +1,29 @@
 """`vglobal apply` of many Jobs: SubmitJobs calls of a few hundred, with a progress bar.
 
-A call is stored whole or not at all; when the hub refuses one of its documents (``jobs[i]: ...``)
-that document is reported and the rest of its call sent again. Every Job carries a request id made
-from its manifest, so applying the same folder again returns the jobs already stored.
+``Client.submit_many`` sends them: a call is stored whole or not at all; when the hub refuses one of
+its documents that document is reported and the rest of its call sent again. Every Job carries a
+request id made from its manifest, so applying the same folder again returns the jobs already stored
+(and a call cut off is safely sent again).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from vglobal.api.v1 import jobs_pb2
-from vglobal.batches import BATCH_SIZE, batches
 from vglobal.cli.documents import Document
-from vglobal.client import Client, VGlobalError
 from vglobal.model.kinds import KINDS
+from vglobal.sdk import Client, VGlobalError
+from vglobal.sdk.batches import BATCH_SIZE
 
 # What apply calls a job of each kind it was submitted as (kubectl's resource.group).
 JOB_RESOURCES = {k.shown: k.printed for k in KINDS}
 
 # Above this many Jobs, apply prints a summary instead of a line per job.
 LINES_UP_TO = 50
-_ITEM = re.compile(r"^jobs\[(\d+)\]: ")
 
 
 @dataclass
@@ -62,28 +60,34 @@ def apply_jobs(
         disable=not quiet,
     ) as progress:
         task = progress.add_task("jobs", total=len(docs))
-        for batch in batches(by_key, size=batch_size):
-            for item, outcome in _submit(client, list(batch), field_validation, dry_run):
-                doc = by_key[item]
-                if isinstance(outcome, VGlobalError):
-                    done.failed += 1
-                    err_console.print(
-                        f"[red]error:[/red] {doc.source} ({doc.kind} {doc.name}): {outcome}",
-                        highlight=False,
-                        soft_wrap=True,
-                    )
-                    continue
-                done.created += outcome.created
-                done.unchanged += not outcome.created
-                if not quiet:
-                    verb = "created" if outcome.created else "unchanged"
-                    job = outcome.job
-                    console.print(
-                        f"{JOB_RESOURCES.get(job.kind, 'job.batch.volcano.sh')}/{job.namespace}/{job.name} "
-                        f"{verb}{suffix}",
-                        highlight=False,
-                    )
-            progress.advance(task, len(batch))
+        outcomes = client.submit_many(
+            by_key,
+            batch_size=batch_size,
+            progress=lambda n: progress.advance(task, n),
+            field_validation=field_validation,
+            dry_run=dry_run,
+            keep_going=True,
+        )
+    for item, outcome in zip(by_key, outcomes, strict=True):
+        doc = by_key[item]
+        if isinstance(outcome, VGlobalError):
+            done.failed += 1
+            err_console.print(
+                f"[red]error:[/red] {doc.source} ({doc.kind} {doc.name}): {outcome}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            continue
+        done.created += outcome.created
+        done.unchanged += not outcome.created
+        if not quiet:
+            verb = "created" if outcome.created else "unchanged"
+            job = outcome.job
+            console.print(
+                f"{JOB_RESOURCES.get(job.kind, 'job.batch.volcano.sh')}/{job.namespace}/{job.name} "
+                f"{verb}{suffix}",
+                highlight=False,
+            )
     if quiet:
         console.print(
             f"{done.created} jobs created, {done.unchanged} unchanged, {done.failed} refused{suffix}",
@@ -91,21 +95,3 @@ def apply_jobs(
         )
     return done
 
-
-def _submit(
-    client: Client, batch: list[tuple[str, str]], field_validation: str, dry_run: bool
-) -> list[tuple[tuple[str, str], jobs_pb2.SubmitJobResponse | VGlobalError]]:
-    """Each item with its SubmitJobResponse or its error."""
-    out: list[tuple[tuple[str, str], jobs_pb2.SubmitJobResponse | VGlobalError]] = []
-    while batch:
-        try:
-            results = client.submit_jobs(batch, field_validation=field_validation, dry_run=dry_run).results
-        except VGlobalError as exc:
-            m = _ITEM.match(exc.message)
-            if m is None or int(m.group(1)) >= len(batch):
-                return out + [(item, exc) for item in batch]  # the call itself failed
-            bad = batch.pop(int(m.group(1)))
-            out.append((bad, VGlobalError(exc.code, exc.message[m.end() :])))
-            continue
-        return out + list(zip(batch, results, strict=True))
-    return out

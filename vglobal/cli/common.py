@@ -12,8 +12,8 @@ from typing import NoReturn
 import click
 from rich.console import Console
 
-from vglobal.client import Client
 from vglobal.dial import Dial, DialError
+from vglobal.sdk import Client
 
 # Lines are never folded at 80 columns in pipes and logs (rich's width when not on a terminal).
 console = Console(soft_wrap=True)

@@ -23,9 +23,10 @@ from rich.live import Live
 from rich.text import Text
 
 from vglobal.cli.certs import UserSpec, init_certs
-from vglobal.cli.output import cluster_row, cronjob_row, job_row, jobflow_row, queue_row, table
-from vglobal.client import Client, VGlobalError
+from vglobal.cli.output import table
 from vglobal.dial import Dial
+from vglobal.sdk import Client, VGlobalError
+from vglobal.sdk.rows import cluster_row, cronjob_row, job_row, jobflow_row, queue_row
 
 FINISHED = {"Completed", "Failed", "Aborted", "Terminated"}
 FLOW_FINAL = {"Succeed", "Failed"}

@@ -9,9 +9,9 @@ from rich.console import Console
 
 from vglobal.api.v1 import common_pb2, jobs_pb2
 from vglobal.cli.describe_gang import gang_lines
-from vglobal.cli.output import queue_row, short
-from vglobal.client import Client
 from vglobal.model.forms import FINISHED_POD_PHASES
+from vglobal.sdk import Client
+from vglobal.sdk.rows import queue_row, short
 
 
 def _principal_of(events: Iterable[common_pb2.Event], reason: str) -> str:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vglobal.cli.output import short
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job
 from vglobal.model.resources import ResourceVector
 from vglobal.model.workloads import kind_name, parse_run
+from vglobal.sdk.rows import short
 
 
 def _quantities(v: ResourceVector) -> str:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from vglobal.api.v1 import common_pb2, jobflows_pb2
-from vglobal.cli.output import stamp
-from vglobal.client import Client
+from vglobal.sdk import Client
+from vglobal.sdk.rows import stamp
 
 # How a step's phase shows in the DAG.
 MARKS = {

@@ -10,7 +10,8 @@ import click
 
 from vglobal.cli import output
 from vglobal.cli.common import Ctx, console, err_console, fail
-from vglobal.client import Client, VGlobalError
+from vglobal.sdk import Client, VGlobalError
+from vglobal.sdk import rows as display
 
 FORMATS = click.Choice(["table", "wide", "json", "yaml", "name"])
 # Jobs fetched per ListJobs call by `get jobs`: each page is printed before the next is fetched.
@@ -20,12 +21,16 @@ Lister = Callable[[Client, str], list[Any]]
 # Kinds listed by one call (namespace "" for all): (SDK call, row, table). Jobs and hypernodes
 # have their own ways.
 LISTED: dict[str, tuple[Lister, Callable[[Any], dict[str, Any]], str]] = {
-    "cronjob": (Client.list_cron_jobs, output.cronjob_row, "cronjobs"),
-    "jobflow": (Client.list_job_flows, output.jobflow_row, "jobflows"),
-    "jobtemplate": (Client.list_job_templates, output.jobtemplate_row, "jobtemplates"),
-    "queue": (lambda c, _ns: c.list_queues(), output.queue_row, "queues"),
-    "cluster": (lambda c, _ns: c.list_clusters(), output.cluster_row, "clusters"),
-    "priorityclass": (lambda c, _ns: c.list_priority_classes(), output.priority_class_row, "priorityclasses"),
+    "cronjob": (Client.list_cron_jobs, display.cronjob_row, "cronjobs"),
+    "jobflow": (Client.list_job_flows, display.jobflow_row, "jobflows"),
+    "jobtemplate": (Client.list_job_templates, display.jobtemplate_row, "jobtemplates"),
+    "queue": (lambda c, _ns: c.list_queues(), display.queue_row, "queues"),
+    "cluster": (lambda c, _ns: c.list_clusters(), display.cluster_row, "clusters"),
+    "priorityclass": (
+        lambda c, _ns: c.list_priority_classes(),
+        display.priority_class_row,
+        "priorityclasses",
+    ),
 }
 SHORT = {"cj": "cronjob", "pc": "priorityclass", "priorityclasses": "priorityclass"}
 WATCHED_BY_POLL = ("queue", "cluster")
@@ -46,7 +51,7 @@ def _jobs_named(client: Client, names: tuple[str, ...], namespace: str) -> tuple
     rows, missing = [], False
     for n in names:
         try:
-            rows.append(output.job_row(client.get_job(n, namespace)))
+            rows.append(display.job_row(client.get_job(n, namespace)))
         except VGlobalError as exc:
             err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
             missing = True
@@ -136,7 +141,7 @@ def get(
 
             msg = obj.client.get_cluster(cluster)
             if fmt in ("json", "yaml", "name"):
-                output.emit("hypernodes", [output.hypernode_row(h) for h in msg.hypernodes], fmt, console)
+                output.emit("hypernodes", [display.hypernode_row(h) for h in msg.hypernodes], fmt, console)
             else:
                 print_hypernode_tree(msg, console)
         elif names:
@@ -144,7 +149,7 @@ def get(
             output.emit("jobs", rows, fmt, console)
         else:
             pages = obj.client.job_pages(JOB_PAGE, namespace=namespace, queue=queue, labels=labels)
-            output.emit_pages("jobs", ([output.job_row(j) for j in page] for page in pages), fmt, console)
+            output.emit_pages("jobs", ([display.job_row(j) for j in page] for page in pages), fmt, console)
     except VGlobalError as exc:
         fail(str(exc))
     if missing:

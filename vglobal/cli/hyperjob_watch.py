@@ -15,8 +15,8 @@ from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.hyperjobs import child_events, describe_hyperjob, event_line, hyperjob_rows
 from vglobal.cli.interrupt import interruptible
 from vglobal.cli.watching import change_line
-from vglobal.client import Client
 from vglobal.model import hyperjob
+from vglobal.sdk import Client
 
 COLUMNS = ("EVENT", "NAME", "NAMESPACE", "PHASE", "RUNNING", "MIN", "PODS", "CLUSTERS")
 WIDTHS = (10, 24, 12, 10, 8, 4, 6, 0)

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from vglobal.api.v1 import common_pb2, hyperjobs_pb2
 from vglobal.cli.common import Ctx, console, fail
-from vglobal.client import Client, VGlobalError
+from vglobal.sdk import Client, VGlobalError
 
 
 def _row(h: hyperjobs_pb2.HyperJob) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import click
 
 from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.common import Ctx, console, fail
-from vglobal.client import Client, VGlobalError
+from vglobal.sdk import Client, VGlobalError
 
 
 @click.group("job")

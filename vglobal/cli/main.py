@@ -17,8 +17,8 @@ from vglobal.cli.hub_cmd import hub
 from vglobal.cli.hyperjobs import hyperjob_group
 from vglobal.cli.job_cmd import job_group
 from vglobal.cli.workflows import create_group, cronjob_group
-from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial, DialError, read_token_file
+from vglobal.sdk import Client, VGlobalError
 
 __all__ = ["Ctx", "cli", "fail", "main", "register_extras"]
 

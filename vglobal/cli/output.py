@@ -1,172 +1,17 @@
-"""Rows for `vglobal get`: the same fields in tables, JSON and YAML."""
+"""How `vglobal get` prints its rows (``vglobal.sdk.rows``): the same fields in tables, JSON and YAML."""
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
-from google.protobuf.timestamp_pb2 import Timestamp
 from rich.console import Console
 from rich.table import Table
 
-from vglobal import convert
-from vglobal.api.v1 import clusters_pb2, common_pb2, cronjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2
-
-
-def quantities(rl: common_pb2.ResourceList) -> dict[str, str]:
-    return dict(sorted(rl.quantities.items()))
-
-
-def short(q: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in q.items()) or "-"
-
-
-def job_row(j: jobs_pb2.Job) -> dict[str, Any]:
-    return {
-        "name": j.name,
-        "namespace": j.namespace,
-        "kind": j.kind,
-        "uid": j.uid,
-        "queue": j.queue,
-        "phase": j.phase,
-        "bindingPhase": j.binding_phase,
-        "cluster": j.cluster,
-        "generation": j.generation,
-        "reason": j.reason,
-        "reasonKind": j.reason_kind,
-        "priority": j.priority,
-        "priorityClassName": j.priority_class_name,
-        "minAvailable": j.min_available,
-        "attempts": j.attempts,
-        "retryCount": j.retry_count,
-        "request": quantities(j.request),
-        "tasks": [convert.task_counts(t).to_json() for t in j.tasks],
-        "createdAt": j.created_at.ToJsonString() if j.HasField("created_at") else "",
-    }
-
-
-def queue_row(q: queues_pb2.Queue) -> dict[str, Any]:
-    return {
-        "name": q.name,
-        "parent": q.parent,
-        "weight": q.weight,
-        "priority": q.priority,
-        "state": q.state,
-        "reclaimable": q.reclaimable,
-        "capability": quantities(q.capability),
-        "deserved": quantities(q.deserved),
-        "guarantee": quantities(q.guarantee),
-        "allocated": quantities(q.allocated),
-        # Of allocated: held by placed pods, and held for gangs not all placed yet.
-        "running": quantities(q.running),
-        "reserved": quantities(q.reserved),
-        "pendingJobs": q.pending_jobs,
-        "runningJobs": q.running_jobs,
-        # Fair share over time: decayed resource-seconds, and max over resources of that as an
-        # allocation (usage·ln2/half-life) over deserved; 1 = at its share.
-        "usage": quantities(q.usage),
-        "usageShare": round(q.usage_share, 3),
-    }
-
-
-def cluster_row(c: clusters_pb2.Cluster) -> dict[str, Any]:
-    return {
-        "name": c.name,
-        "state": c.state,
-        "labels": dict(sorted(c.labels.items())),
-        "nodes": c.nodes,
-        "capacity": quantities(c.capacity),
-        "free": quantities(c.free),
-        "runningJobs": c.running_jobs,
-        "lastHeartbeat": c.last_heartbeat.ToJsonString() if c.HasField("last_heartbeat") else "",
-    }
-
-
-def stamp(msg: Any, field: str) -> str:
-    """A message's Timestamp field in RFC 3339, or empty when unset."""
-    return str(getattr(msg, field).ToJsonString()) if msg.HasField(field) else ""
-
-
-def age(t: Timestamp | None, now: float | None = None) -> str:
-    """How long ago, as kubectl shows it: 45s, 12m, 5h, 3d."""
-    if t is None or (t.seconds == 0 and t.nanos == 0):
-        return ""
-    seconds = max(int((now if now is not None else time.time()) - t.seconds), 0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def cronjob_row(c: cronjobs_pb2.CronJob) -> dict[str, Any]:
-    return {
-        "name": c.name,
-        "namespace": c.namespace,
-        "schedule": c.schedule,
-        "timeZone": c.time_zone or "UTC",
-        "suspend": c.suspend,
-        "active": len(c.active),
-        "activeJobs": list(c.active),
-        "lastSchedule": stamp(c, "last_schedule_time"),
-        "lastSuccessful": stamp(c, "last_successful_time"),
-        "nextSchedule": stamp(c, "next_schedule_time"),
-        "concurrencyPolicy": c.concurrency_policy,
-        "startingDeadlineSeconds": (
-            c.starting_deadline_seconds if c.HasField("starting_deadline_seconds") else None
-        ),
-        "queue": c.queue,
-        "age": age(c.created_at if c.HasField("created_at") else None),
-    }
-
-
-def jobflow_row(f: jobflows_pb2.JobFlow) -> dict[str, Any]:
-    done = sum(1 for s in f.steps if s.phase == "Completed")
-    return {
-        "name": f.name,
-        "namespace": f.namespace,
-        "phase": f.phase,
-        "completed": f"{done}/{len(f.steps)}",
-        "retainPolicy": f.job_retain_policy,
-        "steps": [
-            {"name": s.name, "job": s.job, "phase": s.phase, "dependsOn": list(s.depends_on)} for s in f.steps
-        ],
-        "age": age(f.created_at if f.HasField("created_at") else None),
-    }
-
-
-def jobtemplate_row(t: jobflows_pb2.JobTemplate) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "namespace": t.namespace,
-        "queue": t.queue,
-        "tasks": ",".join(t.tasks),
-        "age": age(t.created_at if t.HasField("created_at") else None),
-    }
-
-
-def priority_class_row(pc: queues_pb2.PriorityClass) -> dict[str, Any]:
-    return {
-        "name": pc.name,
-        "value": pc.value,
-        "globalDefault": pc.global_default,
-        "preemptionPolicy": pc.preemption_policy,
-    }
-
-
-def hypernode_row(h: common_pb2.HyperNode) -> dict[str, Any]:
-    return {
-        "name": h.name,
-        "tier": h.tier,
-        "tierName": h.tier_name,
-        "parent": h.parent,
-        "children": list(h.children),
-        "nodes": list(h.nodes),
-    }
-
+from vglobal.sdk.rows import short
 
 COLUMNS: dict[str, dict[str, list[str]]] = {
     "jobs": {

@@ -12,8 +12,9 @@ from rich.console import Console
 from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.describe import describe_job
 from vglobal.cli.interrupt import interruptible
-from vglobal.cli.output import COLUMNS, cell, job_row
-from vglobal.client import Client
+from vglobal.cli.output import COLUMNS, cell
+from vglobal.sdk import Client
+from vglobal.sdk.rows import job_row
 
 EVENT_NAMES = {v: k for k, v in jobs_pb2.JobEvent.Type.items()}
 

@@ -9,7 +9,7 @@ import click
 
 from vglobal.cli.common import console, fail
 from vglobal.cli.documents import Document
-from vglobal.client import Client, VGlobalError
+from vglobal.sdk import Client, VGlobalError
 
 KINDS = ("CronJob", "JobTemplate", "JobFlow")
 

@@ -1,16 +1,15 @@
-"""Small formatting for the pages: times, ages, quantities, and the phase of a thing as a class."""
+"""Small formatting for the pages: times, quantities, and the phase of a thing as a class (ages and
+the rows themselves: ``vglobal.sdk.rows``)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
+from vglobal.sdk.rows import amount
 
-from vglobal.model.quantity import QuantityError, parse_decimal
+__all__ = ["PHASES", "amount", "phase_class", "qty", "resources", "when"]
 
-FINISHED = frozenset({"Completed", "Failed", "Aborted", "Terminated", "Succeed", "Succeeded"})
 PHASES = [
     "Pending",
     "Inqueue",
@@ -28,38 +27,12 @@ PHASES = [
 RESOURCE_ORDER = ["nvidia.com/gpu", "cpu", "memory", "pods"]
 
 
-def ts(value: Timestamp | None) -> datetime | None:
-    if value is None or (value.seconds == 0 and value.nanos == 0):
-        return None
-    return value.ToDatetime(tzinfo=UTC)
-
-
 def when(value: datetime | str | None) -> str:
     if value is None or value == "":
         return "-"
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     return value.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def age(value: datetime | str | None, now: datetime | None = None) -> str:
-    if value is None or value == "":
-        return "-"
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    seconds = max(0, int(((now or datetime.now(UTC)) - value).total_seconds()))
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def amount(value: Any) -> float:
-    """A quantity string as a number of whole units (bytes, cores, devices); 0 when unparsable."""
-    try:
-        return float(parse_decimal(value))
-    except QuantityError:
-        return 0.0
 
 
 def qty(value: float | int | str | Decimal, resource: str = "") -> str:

@@ -17,11 +17,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from vglobal.api.v1 import jobs_pb2
-from vglobal.client import VGlobalError
 from vglobal.dashboard.gateway import Gateway
 from vglobal.dashboard.jobs_query import JobQuery, QueryError
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import error, gateway, page
+from vglobal.sdk import VGlobalError
 
 DEBOUNCE = 0.25  # seconds from the first change of a burst to the message
 KEEPALIVE = 15.0  # a comment line this often keeps proxies from closing an idle stream

@@ -18,8 +18,8 @@ import grpc
 from google.protobuf.message import Message
 
 from vglobal.api.v1 import clusters_pb2, jobs_pb2, queues_pb2
-from vglobal.client import VGlobalError
 from vglobal.dashboard.gateway import Gateway
+from vglobal.sdk import VGlobalError
 
 COOKIE = "vglobal_session"
 CSRF_HEADER = "x-csrf-token"

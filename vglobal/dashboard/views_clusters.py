@@ -9,10 +9,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import clusters_pb2
-from vglobal.dashboard import rows
 from vglobal.dashboard.fmt import resources
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import gateway, page, render, wants_json
+from vglobal.sdk import rows
 
 VERBS = {"cordon": "CordonCluster", "uncordon": "UncordonCluster", "drain": "DrainCluster"}
 GPU_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/mig.strategy")

@@ -9,10 +9,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import jobs_pb2
-from vglobal.dashboard import rows
-from vglobal.dashboard.fmt import ts
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import fragment, gateway, page, render, wants_json
+from vglobal.sdk import rows
 
 
 def _ref(request: Request) -> jobs_pb2.JobRef:
@@ -46,18 +45,7 @@ async def job_data(request: Request, caller: Caller) -> dict[str, Any]:
         "events": events,
         "submitted_by": data["submitted_by"] or _who(events, "Submitted", "Created"),
         "cancelled_by": _who(events, "Cancelled", "CancelRequested", "Cancel", "Deleted"),
-        "dispatches": [
-            {
-                "generation": d.generation,
-                "cluster": d.cluster,
-                "dispatched": ts(d.dispatched_at),
-                "ended": ts(d.ended_at),
-                "outcome": d.outcome,
-                "fenced": d.fenced,
-                "reason": d.reason,
-            }
-            for d in dispatches.dispatches
-        ],
+        "dispatches": [rows.dispatch(d) for d in dispatches.dispatches],
         "manifest_yaml": rows.manifest_yaml(job.manifest),
         "revision": listed.revision,
     }

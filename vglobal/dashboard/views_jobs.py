@@ -10,12 +10,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from vglobal.api.v1 import jobs_pb2
-from vglobal.client import VGlobalError
-from vglobal.dashboard import counts, rows
+from vglobal.dashboard import counts
 from vglobal.dashboard.fmt import PHASES
 from vglobal.dashboard.jobs_query import GROUPS, PAGE_SIZES, SORTS, JobQuery, QueryError
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import error, fragment, gateway, page, render
+from vglobal.sdk import VGlobalError, rows
 
 BULK_LIMIT = 10_000  # jobs one bulk cancel may touch; more must be narrowed by the filter
 

@@ -9,9 +9,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import queues_pb2
-from vglobal.client import VGlobalError
 from vglobal.dashboard.session import COOKIE, Caller
 from vglobal.dashboard.web import gateway, page, sessions, set_session_cookie, templates
+from vglobal.sdk import VGlobalError
 
 
 def _next(value: str) -> str:

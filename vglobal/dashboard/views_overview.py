@@ -12,11 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from vglobal.api.v1 import jobs_pb2, queues_pb2
-from vglobal.dashboard import rows
 from vglobal.dashboard.fmt import PHASES, resources
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.views_clusters import clusters_data
 from vglobal.dashboard.web import fragment, gateway, page, render
+from vglobal.sdk import rows
 
 SUCCESS = "Completed"
 UNSUCCESSFUL = ("Failed", "Aborted", "Terminated")

@@ -13,10 +13,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import jobs_pb2, queues_pb2
-from vglobal.dashboard import rows
 from vglobal.dashboard.fmt import resources
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import error, gateway, page, render, wants_json
+from vglobal.sdk import rows
 
 HISTORY_SAMPLES = 96  # one every 15 minutes over 24 hours
 

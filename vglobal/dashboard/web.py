@@ -14,15 +14,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from vglobal.client import VGlobalError
 from vglobal.dashboard import fmt, svg
 from vglobal.dashboard.gateway import Gateway
 from vglobal.dashboard.session import COOKIE, CSRF_FIELD, CSRF_HEADER, Caller, Sessions
+from vglobal.sdk import VGlobalError, rows
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 templates.env.globals.update(fmt=fmt, svg=svg)
-templates.env.filters.update(age=fmt.age, when=fmt.when, qty=fmt.qty)
+templates.env.filters.update(age=functools.partial(rows.age, unset="-"), when=fmt.when, qty=fmt.qty)
 
 Handler = Callable[[Request, Caller], Awaitable[Response]]
 
