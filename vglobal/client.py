@@ -36,7 +36,7 @@ from vglobal.batches import BATCH_SIZE, batches
 from vglobal.client_hyperjobs import HyperJobCalls
 from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
 from vglobal.job_filters import Filter, count_request, history_request, list_request
-from vglobal.retries import VGlobalError, retry_after, retryable, wait_retry
+from vglobal.retries import VGlobalError, hopeless, retry_after, retryable, wait_retry
 from vglobal.tls_hint import plaintext_hint
 
 __all__ = ["DEFAULT_HUB", "Client", "Dial", "DialError", "VGlobalError", "default_hub"]
@@ -116,7 +116,7 @@ class JobWatch:
             except grpc.RpcError as exc:
                 if self._closed.is_set():
                     return
-                if not self._reconnect or exc.code() not in _WATCH_RESUMABLE:
+                if not self._reconnect or exc.code() not in _WATCH_RESUMABLE or hopeless(exc):
                     raise VGlobalError(exc.code(), exc.details() or str(exc)) from None
                 told = retry_after(exc)  # rate limited: the hub says when to come back
             finally:
