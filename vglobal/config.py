@@ -151,7 +151,8 @@ class HubSettings(BaseSettings):
     max_watches: int = Field(
         512,
         gt=0,
-        description="Watch streams one hub serves at a time (each about 0.1 MiB: bench/RESULTS.md).",
+        description="Watch streams one hub serves at a time (each about 56 KiB and a thread: "
+        "bench/RESULTS.md).",
     )
     max_watches_per_caller: int = Field(
         0,

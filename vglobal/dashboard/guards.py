@@ -1,4 +1,4 @@
-"""What every request passes before a route: the Host allow-list and the body limit.
+"""What every request passes before a route: the Host allow-list, the header and body limits.
 
 The Host check is what stops DNS rebinding: a hostile page whose name now resolves to this
 dashboard sends its own name as Host, which is on no list, so it reads and does nothing (421).
@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 MAX_BODY = 1024 * 1024  # bytes: the largest form is a queue manifest, a few KiB
+MAX_HEADERS = 32 * 1024  # bytes of header names and values (uvicorn bounds only a partial read)
 
 
 def host_name(host: str) -> str:
@@ -38,7 +39,8 @@ async def _answer(send: Send, status: int, text: str) -> None:
 
 
 class Guards:
-    """421 for a Host not on the list; 413 for a body over MAX_BODY (told or counted)."""
+    """421 for a Host not on the list; 431 for headers over MAX_HEADERS; 413 for a body over
+    MAX_BODY (told or counted)."""
 
     def __init__(self, app: ASGIApp, hosts: frozenset[str]) -> None:
         self.app, self.hosts = app, hosts
@@ -47,7 +49,11 @@ class Guards:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
+        raw = scope.get("headers") or []
+        if sum(len(k) + len(v) for k, v in raw) > MAX_HEADERS:
+            await _answer(send, 431, f"the request headers are over {MAX_HEADERS} bytes\n")
+            return
+        headers = dict(raw)
         host = host_name(headers.get(b"host", b"").decode("latin-1"))
         if host not in self.hosts:
             told = f"host: {host[:100]!r} is not a name of this dashboard (start it with --allowed-host)\n"

@@ -14,7 +14,7 @@ from vglobal.dial import Dial, is_loopback, split_host
 
 # The limits the README's Security section states.
 KEEP_ALIVE_SECONDS = 5  # an idle kept-alive connection is closed after this
-MAX_HEADER_BYTES = 32 * 1024  # a request's line and headers together (h11)
+MAX_HEADER_BYTES = 64 * 1024  # a request's line and headers still arriving (h11); guards.py caps them whole
 MAX_CONNECTIONS = 1000  # open connections and requests at once; past it, 503
 BACKLOG = 256
 
