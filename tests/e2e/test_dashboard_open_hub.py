@@ -29,7 +29,7 @@ def dashboard(system: System, *extra: str) -> str:
     def up() -> bool:
         try:
             with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
-                return r.status == 200
+                return bool(r.status == 200)
         except OSError:
             return False
 

@@ -158,6 +158,8 @@ def test_a_queue_scoped_reader_counts_only_its_own_jobs_on_clusters(site: Site) 
         assert json.loads(body)["cluster"]["running_jobs"] == count
     with site.client("vera") as vera:
         assert sum(c.running_jobs for c in vera.list_clusters()) == mine
+    status, body, _ = site.get("/clusters", token=site.token("vera"))
+    assert status == 200 and "Running jobs you may read" in body and "(all queues)" in body
 
 
 def test_the_dashboards_http_limits(site: Site) -> None:

@@ -56,9 +56,10 @@ class RawWatch:
 
     def first(self) -> jobs_pb2.JobEvent | grpc.RpcError:
         try:
-            return next(self.call)
+            event: jobs_pb2.JobEvent = next(self.call)
         except grpc.RpcError as exc:
             return exc
+        return event
 
     def end(self) -> grpc.RpcError:
         """The error the stream ends with (events before it are read and dropped)."""
@@ -91,7 +92,7 @@ def test_one_caller_gets_only_its_share_and_a_refusal_says_when_to_retry(
                 break
         assert refusal is not None, "one caller took every watch of the hub"
         assert refusal.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        retry = dict(refusal.trailing_metadata() or ())
+        retry: dict[str, Any] = dict(refusal.trailing_metadata() or ())  # type: ignore[arg-type]
         assert int(retry["retry-after-ms"]) > 0, retry
         assert len(held) - 1 < 8
         # Another caller still gets a watch.
@@ -116,6 +117,7 @@ class Sse:
             headers["Cookie"] = cookie
         self.conn.request("GET", path, headers=headers)
         self.response = self.conn.getresponse()
+        self.retry: int | None = None  # the last ``retry:`` the stream gave
         assert self.response.status == 200, self.response.read()[:300]
 
     def next_event(self) -> tuple[str, str]:
@@ -133,6 +135,8 @@ class Sse:
                 name = line[7:]
             elif line.startswith("data: "):
                 data = line[6:]
+            elif line.startswith("retry: "):
+                self.retry = int(line[7:])
             elif line == "" and name:
                 return name, data
 
@@ -166,6 +170,15 @@ def test_live_pages_of_one_caller_share_one_hub_watch(system: System, tmp_path: 
             ada.submit_job(job_manifest("shared-1", "shared-q"))
         for s in streams:
             assert until(s, "changed", "gone")[0] == "changed"
+        # A caller whose share is taken hears so, and when to ask again.
+        held = RawWatch(system, certs, "vera")
+        assert isinstance(held.first(), jobs_pb2.JobEvent)
+        refused = Sse(url, "/jobs-live", bearer=token(certs, "vera"))
+        streams.append(refused)
+        name, data = until(refused, "gone", "changed")
+        assert name == "gone" and "share" in json.loads(data)["reason"], data
+        assert refused.retry and refused.retry > 0 and json.loads(data)["retry_ms"] == refused.retry
+        held.close()
     finally:
         for s in streams:
             s.close()

@@ -64,6 +64,8 @@ class Shared:
         self.gone_reason = "the stream was closed"
         self.idle: asyncio.TimerHandle | None = None
         self.task = asyncio.create_task(self._pump())
+        # A watch ended before its first step never runs _pump: its pages must still hear why.
+        self.task.add_done_callback(lambda _t: None if self.ended else self._finish(self.gone_reason, None))
 
     def join(self, page: Page) -> None:
         if self.idle is not None:
