@@ -130,6 +130,21 @@ def test_an_oversized_bearer_is_unauthenticated_at_the_hub_and_not_retried(site:
     assert caught.value.code == grpc.StatusCode.UNAUTHENTICATED, caught.value
 
 
+def test_the_sdk_does_not_retry_a_token_too_large_for_the_hub_to_read(site: Site) -> None:
+    """Past the hub's 64 KiB of metadata gRPC itself refuses the call (RESOURCE_EXHAUSTED, no
+    retry-after): the same call can never pass, so the SDK reports it at once, watches included."""
+    dial = Dial(site.system.target, ca_file=site.certs / "ca.crt", token="x" * 100_000)
+    started = time.monotonic()
+    with Client(dial=dial, timeout=10, retries=4) as client:
+        with pytest.raises(VGlobalError) as caught:
+            client.list_jobs()
+        assert caught.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        with pytest.raises(VGlobalError) as caught:
+            next(iter(client.watch_jobs()))
+        assert caught.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert time.monotonic() - started < 10
+
+
 def running_per_cluster(site: Site, token: str) -> dict[str, int]:
     status, body, _ = site.get("/api/clusters", token=token)
     assert status == 200, body

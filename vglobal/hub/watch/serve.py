@@ -24,7 +24,7 @@ from vglobal.api.v1 import jobs_pb2
 from vglobal.hub.auth.authenticator import Authenticator, PermissionDenied
 from vglobal.hub.auth.policy import Action, Principal, everywhere, may
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import Coded
+from vglobal.hub.errors import Coded, HubError
 from vglobal.hub.guard import current_principal, current_recheck, peer_host
 from vglobal.hub.servicers.access import require
 from vglobal.hub.watch.feed import WatchFeed
@@ -98,7 +98,7 @@ class Rights:
                         f"{principal.describe()} may no longer read every queue this watch showed: "
                         "watch again"
                     )
-        except Exception as exc:  # the guard's refusals: UNAUTHENTICATED, PERMISSION_DENIED
+        except HubError as exc:  # UNAUTHENTICATED, PERMISSION_DENIED
             self.lost = exc
             return False
         return True
