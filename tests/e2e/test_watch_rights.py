@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from tests.e2e.dashboard_site import job_manifest, queue_manifest, start_dashboard
-from tests.e2e.harness import System, free_port
+from tests.e2e.harness import System, free_port, wait_for
 from tests.integration.secure_hub import make_certs
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
-from vglobal.client import Client
+from vglobal.client import Client, VGlobalError
 from vglobal.dial import Dial
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("dashboard")]
@@ -258,3 +258,28 @@ def test_logout_ends_the_sessions_streams(system: System, tmp_path: Path) -> Non
     finally:
         sse.close()
         conn.close()
+
+
+def test_a_reload_reaches_every_api_process(system: System, tmp_path: Path) -> None:
+    certs = make_certs(tmp_path / "certs")
+    start(system, certs, "--api-processes", "3")
+    vic = token(certs, "vic")
+    wait_for(lambda: system.log("hub").count("hub API process listening") >= 2, 60, "the API processes", system)
+
+    def remove_vic(config: dict[str, Any]) -> None:
+        config["users"] = [u for u in config["users"] if u["name"] != "vic"]
+        config["roleBindings"] = [b for b in config["roleBindings"] if b["subject"] != "vic"]
+
+    edit_auth(certs, remove_vic)
+    system.procs["hub"].send_signal(signal.SIGHUP)
+    wait_for(lambda: system.log("hub").count("auth config reloaded") >= 3, 30, "every process to reload", system)
+    # New connections land on any of the three processes: none of them knows vic any more.
+    for _ in range(12):
+        dial = Dial(system.target, ca_file=certs / "ca.crt", token=vic)
+        with Client(dial=dial, timeout=10, retries=1) as client:
+            try:
+                client.list_jobs()
+            except VGlobalError as exc:
+                assert exc.code == grpc.StatusCode.UNAUTHENTICATED
+            else:
+                raise AssertionError("a process still took the removed token")

@@ -8,7 +8,9 @@ their own that requires one; users and probes use the main port, where none is a
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import socket
 import threading
@@ -194,6 +196,10 @@ class Hub:
             return
         log.info("auth config reloaded from %s", self.settings.auth_config)
         self.watches.recheck_all()  # streams of a removed or narrowed caller end now
+        for child in self.children:  # each --api-processes process holds its own copy
+            if child.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGHUP)
 
     def shutdown(self) -> None:
         stop_api_processes(self.children)
@@ -243,5 +249,9 @@ def serve_api(settings: HubSettings, parent: int, log_setup: Callable[[], None] 
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda _s, _f: done.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C goes to the parent, which stops us
+    # The parent passes its SIGHUP on: the auth config is read again here too.
+    signal.signal(
+        signal.SIGHUP, lambda _s, _f: threading.Thread(target=hub.reload_auth, name="reload").start()
+    )
     done.wait()
     hub.shutdown()
