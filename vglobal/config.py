@@ -148,7 +148,18 @@ class HubSettings(BaseSettings):
         gt=0,
         description="Changes a watcher may fall behind by before it is cut off (RESOURCE_EXHAUSTED).",
     )
-    max_watches: int = Field(32, gt=0, description="Watch streams one hub serves at a time.")
+    max_watches: int = Field(
+        512,
+        gt=0,
+        description="Watch streams one hub serves at a time (each about 56 KiB and a thread: "
+        "bench/RESULTS.md).",
+    )
+    max_watches_per_caller: int = Field(
+        0,
+        ge=0,
+        description="Watch streams one caller may hold (0: a quarter of --max-watches); an open hub "
+        "counts its callers per host.",
+    )
     hub_id: str = Field(
         "", description="This replica's name in logs and leader records (default: generated)."
     )

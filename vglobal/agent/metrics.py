@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from vglobal import metrics_http
 from vglobal.agent.backends.base import Backend
 from vglobal.scheduler.api import Grant
 from vglobal.scheduler.devices.mig import MigConfig
@@ -63,8 +64,7 @@ REFRESH = 1.0  # seconds between two refreshes of the node and GPU figures at mo
 
 def serve_metrics(listen: str) -> None:
     """``[HOST:]PORT``, 127.0.0.1 when no host is given; the caller checks the host is allowed."""
-    host, _, port = listen.rpartition(":")
-    start_http_server(int(port), addr=host or "127.0.0.1", registry=REGISTRY)
+    metrics_http.serve(listen, REGISTRY)
 
 
 def record_cycle(seconds: float, binds: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -24,6 +24,7 @@ from vglobal.dashboard import (
     views_workflows,
 )
 from vglobal.dashboard.gateway import Gateway
+from vglobal.dashboard.guards import Guards
 from vglobal.dashboard.session import Sessions
 from vglobal.dashboard.web import HERE
 from vglobal.dial import Dial
@@ -89,30 +90,46 @@ def routes() -> list[Route | Mount]:
         Route("/api/jobs/cancel", views_jobs.bulk_cancel, methods=["POST"]),
         Route("/jobs/{namespace}/{name}/summary", views_job.job_summary),
         Route("/jobs/{namespace}/{name}/live", live.job_live),
-        Route("/jobs/{namespace}/{name}/{verb:str}", views_job.job_action, methods=["POST"]),
-        Route("/api/jobs/{namespace}/{name}/{verb:str}", views_job.job_action, methods=["POST"]),
         Route("/queues", views_queues.queue_apply, methods=["POST"]),
         Route("/api/queues", views_queues.queue_apply, methods=["POST"]),
-        Route("/queues/{name}/{verb:str}", views_queues.queue_state, methods=["POST"]),
-        Route("/api/queues/{name}/{verb:str}", views_queues.queue_state, methods=["POST"]),
-        Route("/clusters/{name}/{verb:str}", views_clusters.cluster_action, methods=["POST"]),
-        Route("/api/clusters/{name}/{verb:str}", views_clusters.cluster_action, methods=["POST"]),
         Route("/cronjobs", views_workflows.cronjobs_page),
         Route("/api/cronjobs", views_workflows.cronjobs_page),
         Route("/jobflows", views_workflows.jobflows_page),
         Route("/api/jobflows", views_workflows.jobflows_page),
+        *actions("/jobs/{namespace}/{name}", views_job.VERBS, views_job.job_action),
+        *actions("/queues/{name}", views_queues.VERBS, views_queues.queue_state),
+        *actions("/clusters/{name}", views_clusters.VERBS, views_clusters.cluster_action),
         Route("/healthz", healthz),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     return out
 
 
+def actions(base: str, verbs: Iterable[str], fn: Callable[[Request], Awaitable[Response]]) -> list[Route]:
+    """One POST route per verb, spelt exactly, on the page and under /api/: any other verb is no
+    route at all (404), so a verb added later can never fall into another's action."""
+    return [
+        Route(f"{prefix}{base}/{verb}", fn, methods=["POST"], name=f"{prefix}{base}/{verb}")
+        for prefix in ("", "/api")
+        for verb in verbs
+    ]
+
+
 async def healthz(_request: Request) -> Response:
     return Response("ok\n", media_type="text/plain")
 
 
-def create_app(dial: Dial, *, tls: bool) -> Starlette:
-    """The app for a hub at ``dial`` (its token, if any, is dropped); ``tls``: served over HTTPS."""
+def create_app(
+    dial: Dial,
+    *,
+    tls: bool,
+    hosts: frozenset[str] = frozenset({"localhost", "127.0.0.1", "::1"}),
+    login_token: str = "",
+    no_login: bool = False,
+) -> Starlette:
+    """The app for a hub at ``dial`` (its token, if any, is dropped); ``tls``: served over HTTPS;
+    ``hosts``: the names it answers to; ``login_token``: what logs in when the hub is open (no
+    tokens of its own), unless ``no_login`` (loopback only) lets every caller in then."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -120,9 +137,13 @@ def create_app(dial: Dial, *, tls: bool) -> Starlette:
         app.state.gateway = gateway
         app.state.sessions = Sessions(gateway)
         app.state.tls = tls
+        app.state.login_token = login_token
+        app.state.no_login = no_login
         try:
             yield
         finally:
+            await app.state.sessions.watches.close()
             await gateway.close()
 
-    return Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
+    middleware = [Middleware(Guards, hosts=hosts), Middleware(SecurityHeaders)]
+    return Starlette(routes=routes(), lifespan=lifespan, middleware=middleware)

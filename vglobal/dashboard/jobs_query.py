@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -11,27 +10,23 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.datastructures import QueryParams
 
 from vglobal.api.v1 import jobs_pb2
+from vglobal.dashboard.inputs import BadInput, digits, timestamp
 
 SORTS = ("name", "created", "phase", "queue", "cluster")
 GROUPS = ("queue", "phase", "cluster", "namespace")
 PAGE_SIZES = (25, 50, 100, 200)
 
 
-class QueryError(ValueError):
+class QueryError(BadInput):
     """A query-string value the page cannot use; the message names the field."""
 
 
 def parse_time(name: str, text: str) -> Timestamp | None:
     """An ISO time (``2026-12-04T10:00``, UTC unless it says otherwise) as a Timestamp."""
-    if not text:
-        return None
     try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise QueryError(f"{name}: {text!r} is not an ISO time such as 2026-12-04T10:00") from None
-    stamp = Timestamp()
-    stamp.FromDatetime(value if value.tzinfo else value.replace(tzinfo=UTC))
-    return stamp
+        return timestamp(name, text)
+    except BadInput as exc:
+        raise QueryError(str(exc)) from None
 
 
 def parse_labels(text: str) -> dict[str, str]:
@@ -66,9 +61,13 @@ class JobQuery:
         for f in fields(cls):
             raw = params.get(f.name, "").strip()
             if f.name == "size":
-                if raw and (not raw.isdigit() or int(raw) not in PAGE_SIZES):
+                try:
+                    size = digits("size", raw, most=4)
+                except BadInput:
+                    size = -1
+                if size is not None and size not in PAGE_SIZES:
                     raise QueryError(f"size: one of {', '.join(map(str, PAGE_SIZES))}")
-                values["size"] = int(raw) if raw else 50
+                values["size"] = size or 50
             else:
                 values[f.name] = raw
         query = cls(**values)  # type: ignore[arg-type]

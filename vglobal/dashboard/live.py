@@ -1,15 +1,16 @@
-"""Live pages: Server-Sent Events that say "changed" when WatchJobs reports a matching change.
+"""Live pages: Server-Sent Events that say "changed" when a change their filters match happens.
 
+Every live page of a caller shares the caller's one hub watch (shared_watch.py). The stream says
+``ready`` once that watch runs, ``changed`` with the revision reached after each debounced burst,
+and ``gone`` with the reason when the watch ended (with ``retry:`` when the hub said when).
 Changes are debounced: the first one after a quiet spell starts a short wait, every change in it
 is folded into one message, and the page then fetches its results part once. A page under 500
-changes a second thus re-renders a few times a second, not 500. The stream resumes from the
-revision the page was rendered at, so no change between render and subscribe is missed.
+changes a second thus re-renders a few times a second, not 500.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 
@@ -17,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from vglobal.api.v1 import jobs_pb2
-from vglobal.dashboard.gateway import Gateway
-from vglobal.dashboard.jobs_query import JobQuery, QueryError
+from vglobal.dashboard.inputs import digits
+from vglobal.dashboard.jobs_query import JobQuery
 from vglobal.dashboard.session import Caller
-from vglobal.dashboard.web import error, gateway, page
-from vglobal.sdk import VGlobalError
+from vglobal.dashboard.shared_watch import Filter, Page, SharedWatches
+from vglobal.dashboard.web import page, sessions
 
 DEBOUNCE = 0.25  # seconds from the first change of a burst to the message
 KEEPALIVE = 15.0  # a comment line this often keeps proxies from closing an idle stream
@@ -29,64 +30,54 @@ KEEPALIVE = 15.0  # a comment line this often keeps proxies from closing an idle
 
 def _revision(request: Request) -> int | None:
     """The revision the page was rendered at; without one, from now on."""
-    raw = request.query_params.get("rev", "")
-    return int(raw) if raw.isdigit() else None
+    return digits("rev", request.query_params.get("rev", ""))
 
 
-async def changes(
-    gw: Gateway, token: str | None, watch: jobs_pb2.WatchJobsRequest, disconnected: asyncio.Event
-) -> AsyncIterator[str]:
-    """SSE lines: ``changed`` with the revision reached, after each debounced burst of changes."""
-    pending = asyncio.Event()
-    state = {"revision": watch.from_revision, "error": ""}
-
-    async def pump() -> None:
+async def changes(page: Page, disconnected: asyncio.Event) -> AsyncIterator[str]:
+    """SSE lines for one page until the watch ends or the page leaves."""
+    await page.ready.wait()
+    if page.gone is None:
+        yield f"event: ready\ndata: {page.revision}\n\n"
+    while not disconnected.is_set():
+        if page.gone is not None:
+            ms = int(page.retry * 1000) if page.retry else 0
+            told = json.dumps({"reason": page.gone, "retry_ms": ms})
+            retry = f"retry: {ms}\n" if ms else ""  # for any SSE client: when to ask again
+            yield f"{retry}event: gone\ndata: {told}\n\n"
+            return
         try:
-            async for event in gw.watch(watch, token):
-                state["revision"] = event.revision
-                if event.type != jobs_pb2.JobEvent.BOOKMARK:
-                    pending.set()
-        except VGlobalError as exc:
-            state["error"] = exc.message
-        pending.set()
-
-    task = asyncio.create_task(pump())
-    try:
-        while not disconnected.is_set():
-            try:
-                await asyncio.wait_for(pending.wait(), KEEPALIVE)
-            except TimeoutError:
-                yield ": keepalive\n\n"
-                continue
-            if state["error"]:
-                yield f"event: gone\ndata: {json.dumps(state['error'])}\n\n"
-                return
-            await asyncio.sleep(DEBOUNCE)
-            pending.clear()
-            yield f"event: changed\ndata: {state['revision']}\n\n"
-            if task.done():
-                return
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+            await asyncio.wait_for(page.pending.wait(), KEEPALIVE)
+        except TimeoutError:
+            yield ": keepalive\n\n"
+            continue
+        if page.gone is not None:
+            continue
+        await asyncio.sleep(DEBOUNCE)
+        page.pending.clear()
+        yield f"event: changed\ndata: {page.revision}\n\n"
 
 
-def stream(request: Request, caller: Caller, watch: jobs_pb2.WatchJobsRequest) -> Response:
+def stream(request: Request, caller: Caller, watch: jobs_pb2.WatchJobsRequest, since: int | None) -> Response:
     disconnected = asyncio.Event()
+    watches = sessions(request).watches
+    key = SharedWatches.key(caller.session_id, caller.token)
 
     async def body() -> AsyncIterator[str]:
         async def watch_disconnect() -> None:
             while not await request.is_disconnected():
                 await asyncio.sleep(1.0)
             disconnected.set()
+            one.pending.set()
 
+        one = Page(Filter(watch), since)
+        shared = watches.follow(key, caller.token, one)
         watcher = asyncio.create_task(watch_disconnect())
         try:
-            async for line in changes(gateway(request), caller.token, watch, disconnected):
+            async for line in changes(one, disconnected):
                 yield line
         finally:
             watcher.cancel()
+            shared.leave(one)
 
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
@@ -94,15 +85,13 @@ def stream(request: Request, caller: Caller, watch: jobs_pb2.WatchJobsRequest) -
 
 @page()
 async def jobs_live(request: Request, caller: Caller) -> Response:
-    try:
-        query = JobQuery.of(request.query_params)
-    except QueryError as exc:
-        return error(request, caller, 400, str(exc))
-    return stream(request, caller, query.watch(_revision(request)))
+    query = JobQuery.of(request.query_params)
+    since = _revision(request)
+    return stream(request, caller, query.watch(since), since)
 
 
 @page()
 async def job_live(request: Request, caller: Caller) -> Response:
     ns, name = request.path_params["namespace"], request.path_params["name"]
-    watch = jobs_pb2.WatchJobsRequest(namespace=ns, name=name, from_revision=_revision(request))
-    return stream(request, caller, watch)
+    since = _revision(request)
+    return stream(request, caller, jobs_pb2.WatchJobsRequest(namespace=ns, name=name), since)

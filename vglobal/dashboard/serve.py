@@ -1,4 +1,5 @@
-"""Serving the dashboard with uvicorn: plaintext only on loopback, HTTPS with --tls-cert/--tls-key."""
+"""Serving the dashboard with uvicorn: plaintext only on loopback, HTTPS with --tls-cert/--tls-key,
+and bounded: slow or idle connections closed, headers and bodies capped, connections capped."""
 
 from __future__ import annotations
 
@@ -8,16 +9,27 @@ from pathlib import Path
 import uvicorn
 
 from vglobal.dashboard.app import create_app
+from vglobal.dashboard.guards import allowed_hosts
 from vglobal.dial import Dial, is_loopback, split_host
+
+# The limits the README's Security section states.
+KEEP_ALIVE_SECONDS = 5  # an idle kept-alive connection is closed after this
+MAX_HEADER_BYTES = 64 * 1024  # a request's line and headers still arriving (h11); guards.py caps them whole
+MAX_CONNECTIONS = 1000  # open connections and requests at once; past it, 503
+BACKLOG = 256
 
 
 class ServeError(ValueError):
     """Settings the dashboard will not serve with; the message names the flag."""
 
 
-def check(listen: str, tls_cert: Path | None, tls_key: Path | None, dial: Dial) -> tuple[str, int]:
+def check(
+    listen: str, tls_cert: Path | None, tls_key: Path | None, dial: Dial, *, no_login: bool = False
+) -> tuple[str, int]:
     """The host and port to bind, after the refusals: TLS files in pairs, no plaintext beyond
-    loopback, no callers' tokens in plaintext to a remote hub."""
+    loopback, no callers' tokens in plaintext to a remote hub, no --no-login beyond loopback."""
+    if no_login and not is_loopback(listen):
+        raise ServeError(f"--no-login: only on loopback, and {listen} is not")
     if (tls_cert is None) != (tls_key is None):
         raise ServeError("--tls-cert and --tls-key go together")
     if tls_cert is None and not is_loopback(listen):
@@ -35,9 +47,24 @@ def check(listen: str, tls_cert: Path | None, tls_key: Path | None, dial: Dial) 
     return split_host(host) if host else "127.0.0.1", int(port)
 
 
-def serve(listen: str, dial: Dial, *, tls_cert: Path | None = None, tls_key: Path | None = None) -> None:
-    host, port = check(listen, tls_cert, tls_key, dial)
-    app = create_app(dial, tls=tls_cert is not None)
+def serve(
+    listen: str,
+    dial: Dial,
+    *,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    hosts: tuple[str, ...] = (),
+    login_token: str = "",
+    no_login: bool = False,
+) -> None:
+    host, port = check(listen, tls_cert, tls_key, dial, no_login=no_login)
+    app = create_app(
+        dial,
+        tls=tls_cert is not None,
+        hosts=allowed_hosts(host, hosts),
+        login_token=login_token,
+        no_login=no_login,
+    )
     # The access log names paths and query strings, which hold no secret (tokens travel only in
     # request bodies and headers); uvicorn never logs headers.
     logging.getLogger("uvicorn.access").setLevel(logging.INFO)
@@ -50,4 +77,8 @@ def serve(listen: str, dial: Dial, *, tls_cert: Path | None = None, tls_key: Pat
         log_level="info",
         proxy_headers=False,
         server_header=False,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        limit_concurrency=MAX_CONNECTIONS,
+        backlog=BACKLOG,
     )

@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 
 from vglobal.api.v1 import clusters_pb2, jobs_pb2, queues_pb2
 from vglobal.dashboard.gateway import Gateway
+from vglobal.dashboard.shared_watch import SharedWatches
 from vglobal.sdk import VGlobalError
 
 COOKIE = "vglobal_session"
@@ -27,6 +28,7 @@ CSRF_FIELD = "csrf"
 IDLE_SECONDS = 8 * 3600
 MAX_SESSIONS = 10_000
 PROBE_SECONDS = 60.0
+MAX_TOKEN = 4096  # longer than any token the hub issues: refused (401) before any hub call
 
 
 @dataclass
@@ -79,6 +81,8 @@ class Sessions:
         self._sessions: OrderedDict[str, Caller] = OrderedDict()
         self._bearers: dict[str, tuple[float, frozenset[str]]] = {}
         self._open: tuple[float, bool] | None = None
+        self.watches = SharedWatches(gateway)  # the live pages' hub watches, one per caller
+        self.watches.revoked = self._revoked
 
     async def login(self, token: str | None) -> Caller:
         sid = secrets.token_urlsafe(32)
@@ -96,6 +100,7 @@ class Sessions:
         now = time.monotonic()
         if now - caller.seen > IDLE_SECONDS:
             self._sessions.pop(caller.session_id or "", None)
+            self.watches.end(SharedWatches.key(sid, None), "the session expired: log in again")
             return None
         caller.seen = now
         self._sessions.move_to_end(sid or "")
@@ -103,6 +108,12 @@ class Sessions:
 
     def logout(self, sid: str | None) -> None:
         self._sessions.pop(sid or "", None)
+        self.watches.end(SharedWatches.key(sid or "", None), "logged out")
+
+    def _revoked(self, key: str) -> None:
+        """The hub no longer knows a session's token (revoked): the session ends with it."""
+        if key.startswith("session:"):
+            self._sessions.pop(key.removeprefix("session:"), None)
 
     async def bearer(self, token: str) -> Caller:
         return Caller(token=token, may=await self._may(token))

@@ -11,7 +11,7 @@ from starlette.responses import RedirectResponse, Response
 from vglobal.api.v1 import clusters_pb2
 from vglobal.dashboard.fmt import resources
 from vglobal.dashboard.session import Caller
-from vglobal.dashboard.web import gateway, page, render, wants_json
+from vglobal.dashboard.web import error, gateway, page, render, wants_json
 from vglobal.sdk import rows
 
 VERBS = {"cordon": "CordonCluster", "uncordon": "UncordonCluster", "drain": "DrainCluster"}
@@ -84,7 +84,9 @@ async def cluster_page(request: Request, caller: Caller) -> Response:
 @page(action=True)
 async def cluster_action(request: Request, caller: Caller) -> Response:
     gw = gateway(request)
-    verb = request.path_params["verb"]
+    verb = request.url.path.rsplit("/", 1)[1]
+    if verb not in VERBS:
+        return error(request, caller, 404, f"no action {verb!r} on clusters")
     ref = clusters_pb2.ClusterRef(name=request.path_params["name"])
     cluster = await gw.call(getattr(gw.clusters, VERBS[verb]), ref, caller.token)
     if wants_json(request):

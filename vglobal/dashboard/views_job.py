@@ -10,8 +10,15 @@ from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import jobs_pb2
 from vglobal.dashboard.session import Caller
-from vglobal.dashboard.web import fragment, gateway, page, render, wants_json
+from vglobal.dashboard.web import error, fragment, gateway, page, render, wants_json
 from vglobal.sdk import rows
+
+VERBS = ("cancel", "delete")
+
+
+def verb_of(request: Request) -> str:
+    """The action a route was made for (app.actions: one route per verb, the verb last)."""
+    return request.url.path.rsplit("/", 1)[1]
 
 
 def _ref(request: Request) -> jobs_pb2.JobRef:
@@ -66,14 +73,16 @@ async def job_action(request: Request, caller: Caller) -> Response:
     """Cancel or delete, as the caller; the hub refuses what the caller's role may not do."""
     gw = gateway(request)
     ref = _ref(request)
-    verb = request.path_params["verb"]
+    verb = verb_of(request)
     if verb == "cancel":
         job = await gw.call(gw.jobs.CancelJob, ref, caller.token)
         result: dict[str, Any] = {"job": rows.job(job)}
         target = f"/jobs/{ref.namespace}/{ref.name}"
-    else:
+    elif verb == "delete":
         await gw.call(gw.jobs.DeleteJob, ref, caller.token)
         result, target = {"deleted": f"{ref.namespace}/{ref.name}"}, "/jobs"
+    else:
+        return error(request, caller, 404, f"no action {verb!r} on jobs")
     if wants_json(request):
         return render(request, caller, "", result)
     return RedirectResponse(target, 303)

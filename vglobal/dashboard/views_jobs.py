@@ -12,6 +12,7 @@ from starlette.responses import Response
 from vglobal.api.v1 import jobs_pb2
 from vglobal.dashboard import counts
 from vglobal.dashboard.fmt import PHASES
+from vglobal.dashboard.inputs import digits
 from vglobal.dashboard.jobs_query import GROUPS, PAGE_SIZES, SORTS, JobQuery, QueryError
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import error, fragment, gateway, page, render
@@ -88,8 +89,7 @@ async def jobs_counts(request: Request, caller: Caller) -> Response:
     query = _query(request, caller)
     if isinstance(query, Response):
         return query
-    raw = request.query_params.get("rev", "")
-    seen = int(raw) if raw.isdigit() and len(raw) < 19 else 0  # a page's own hint: bad ones are 0
+    seen = digits("rev", request.query_params.get("rev", "")) or 0
     summary = await counts.cached_summary(gateway(request), caller.token, query, seen)
     context = {"caller": caller, "query": query, **counts_data(query, summary)}
     return fragment(request, "_jobs_counts.html", context)

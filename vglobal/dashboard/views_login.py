@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from urllib.parse import urlsplit
 
 import grpc
@@ -9,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import queues_pb2
-from vglobal.dashboard.session import COOKIE, Caller
+from vglobal.dashboard.session import COOKIE, MAX_TOKEN, Caller
 from vglobal.dashboard.web import gateway, page, sessions, set_session_cookie, templates
 from vglobal.sdk import VGlobalError
 
@@ -43,6 +44,11 @@ async def login(request: Request) -> Response:
     after = str(form.get("next", "/"))
     if not token:
         return _form(request, "token: give the bearer token the hub's auth config knows you by", 400, after)
+    if len(token) > MAX_TOKEN:
+        message = f"token: longer than {MAX_TOKEN} characters, so no token the hub knows"
+        return _form(request, message, 401, after)
+    if await sessions(request).hub_is_open():
+        return await _open_login(request, token, after)
     gw = gateway(request)
     try:
         await gw.call(gw.queues.ListQueues, queues_pb2.ListQueuesRequest(), token)
@@ -53,6 +59,19 @@ async def login(request: Request) -> Response:
             return _form(request, f"the hub could not be asked: {exc.message}", 502, after)
     caller = await sessions(request).login(token)
     response = RedirectResponse(_next(str(form.get("next", "/"))), 303)
+    set_session_cookie(request, response, caller)
+    return response
+
+
+async def _open_login(request: Request, token: str, after: str) -> Response:
+    """A hub without an auth config knows no tokens: the login token this dashboard printed at start
+    stands in, so that no other page in the browser can act through it."""
+    expected: str = request.app.state.login_token
+    if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
+        message = "the hub is open: give the login token the dashboard printed at start"
+        return _form(request, message, 401, after)
+    caller = await sessions(request).login(None)
+    response = RedirectResponse(_next(after), 303)
     set_session_cookie(request, response, caller)
     return response
 

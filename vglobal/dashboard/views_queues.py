@@ -19,6 +19,7 @@ from vglobal.dashboard.web import error, gateway, page, render, wants_json
 from vglobal.sdk import rows
 
 HISTORY_SAMPLES = 96  # one every 15 minutes over 24 hours
+VERBS = ("open", "close")
 
 
 def tree(queues: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -112,7 +113,11 @@ async def queue_apply(request: Request, caller: Caller) -> Response:
 async def queue_state(request: Request, caller: Caller) -> Response:
     gw = gateway(request)
     ref = queues_pb2.QueueRef(name=request.path_params["name"])
-    fn = gw.queues.OpenQueue if request.path_params["verb"] == "open" else gw.queues.CloseQueue
+    verb = request.url.path.rsplit("/", 1)[1]
+    fns = {"open": gw.queues.OpenQueue, "close": gw.queues.CloseQueue}
+    if verb not in fns:
+        return error(request, caller, 404, f"no action {verb!r} on queues")
+    fn = fns[verb]
     queue = await gw.call(fn, ref, caller.token)
     if wants_json(request):
         return render(request, caller, "", {"queue": rows.queue(queue)})

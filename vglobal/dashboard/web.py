@@ -16,7 +16,8 @@ from starlette.templating import Jinja2Templates
 
 from vglobal.dashboard import fmt, svg
 from vglobal.dashboard.gateway import Gateway
-from vglobal.dashboard.session import COOKIE, CSRF_FIELD, CSRF_HEADER, Caller, Sessions
+from vglobal.dashboard.inputs import BadInput
+from vglobal.dashboard.session import COOKIE, CSRF_FIELD, CSRF_HEADER, MAX_TOKEN, Caller, Sessions
 from vglobal.sdk import VGlobalError, rows
 
 HERE = Path(__file__).parent
@@ -60,6 +61,8 @@ def bearer(request: Request) -> str | None:
 
 async def find_caller(request: Request) -> Caller | None:
     token = bearer(request)
+    if token is not None and len(token) > MAX_TOKEN:
+        return None  # no hub issues such a token: refused before any hub call
     if token is not None:
         return await sessions(request).bearer(token)
     return sessions(request).get(request.cookies.get(COOKIE))
@@ -84,7 +87,7 @@ def page(*, action: bool = False) -> Callable[[Handler], Callable[[Request], Awa
         async def run(request: Request) -> Response:
             caller = await find_caller(request)
             fresh = False
-            if caller is None and await sessions(request).hub_is_open():
+            if caller is None and request.app.state.no_login and await sessions(request).hub_is_open():
                 caller, fresh = await sessions(request).login(None), True
             if caller is None:
                 if wants_json(request) or request.method != "GET":
@@ -94,6 +97,8 @@ def page(*, action: bool = False) -> Callable[[Handler], Callable[[Request], Awa
                 return error(request, caller, 403, "the request has no valid CSRF token: reload the page")
             try:
                 response = await fn(request, caller)
+            except BadInput as exc:
+                response = error(request, caller, 400, str(exc))
             except VGlobalError as exc:
                 status = HTTP_OF.get(exc.code, 502)
                 if status == 401 and caller.session_id is not None:
@@ -136,4 +141,7 @@ def error(request: Request, caller: Caller | None, status: int, message: str) ->
 
 def fragment(request: Request, template: str, context: dict[str, Any]) -> HTMLResponse:
     html = templates.get_template(template).render({"request": request, **context})
-    return HTMLResponse(html)
+    response = HTMLResponse(html)
+    if "revision" in context:  # where a live page resumes its stream after fetching this part
+        response.headers["x-revision"] = str(context["revision"])
+    return response

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from google.protobuf.message import Message
 
-from vglobal.hub.auth.access import PRINCIPAL
+from vglobal.hub.auth.access import PRINCIPAL, RECHECK
 from vglobal.hub.auth.authenticator import Authenticator, PermissionDenied, bearer_token
 from vglobal.hub.auth.methods import AGENT_CONNECT, METHODS, is_public
 from vglobal.hub.auth.policy import Principal, decide
@@ -120,7 +120,7 @@ def _refuse_undecodable(request: Any) -> None:
         raise BadRequest(f"{request.field}: contains the NUL character")
 
 
-def _peer_host(peer: str) -> str:
+def peer_host(peer: str) -> str:
     host = peer.split(":", 1)[1] if ":" in peer else peer
     return host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
 
@@ -148,26 +148,32 @@ class Guard(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         return _wrap(handler, method, self if not is_public(method) else None)
 
-    def admit(self, method: str, context: Any) -> Principal:
-        """Authenticate the caller, check its role may make this call at all, and take its rate."""
+    def admit(self, method: str, context: Any) -> tuple[Principal, Callable[[], Principal]]:
+        """Authenticate the caller, check its role may make this call at all, and take its rate;
+        with the caller, a way to identify it again later."""
         metadata = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
         token = bearer_token(metadata.get("authorization"))
         uris = [u.decode("utf-8", "replace") for u in (context.auth_context() or {}).get("peer_uri", [])]
-        principal = self.authenticator.authenticate(
-            token=token, cluster_uris=uris, agent_call=method == AGENT_CONNECT
-        )
-        rule = METHODS.get(method)
-        if rule is None:
-            raise PermissionDenied(f"{principal.describe()} may not call {method}")
-        denial = decide(principal, rule.action)
-        if denial is not None:
-            raise PermissionDenied(denial)
+
+        def identify() -> Principal:
+            principal = self.authenticator.authenticate(
+                token=token, cluster_uris=uris, agent_call=method == AGENT_CONNECT
+            )
+            rule = METHODS.get(method)
+            if rule is None:
+                raise PermissionDenied(f"{principal.describe()} may not call {method}")
+            denial = decide(principal, rule.action)
+            if denial is not None:
+                raise PermissionDenied(denial)
+            return principal
+
+        principal = identify()
         if self.limiter is not None:
-            key = principal.audit_name if principal.kind != "open" else "peer:" + _peer_host(context.peer())
+            key = principal.audit_name if principal.kind != "open" else "peer:" + peer_host(context.peer())
             wait = self.limiter.acquire(key, self.clock())
             if wait > 0:
                 raise RateLimited(principal.describe(), wait)
-        return principal
+        return principal, identify
 
 
 def _status(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str, tuple[tuple[str, str], ...]]:
@@ -177,8 +183,9 @@ def _status(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str, tupl
         log.error("internal error %s in %s", ref, method, exc_info=exc)
         return grpc.StatusCode.INTERNAL, f"internal error (reference {ref} in the hub's log)", ()
     trailers: tuple[tuple[str, str], ...] = ()
-    if isinstance(exc, RateLimited):
-        trailers = ((RETRY_AFTER, str(max(1, math.ceil(exc.wait * 1000)))),)
+    wait = getattr(exc, "wait", None)  # a refusal that will pass later says when
+    if isinstance(exc, HubError) and isinstance(wait, float | int):
+        trailers = ((RETRY_AFTER, str(max(1, math.ceil(wait * 1000)))),)
     return mapped[0], clip_message(mapped[1]), trailers
 
 
@@ -217,11 +224,13 @@ def _unserved(method: str) -> Callable[[Any, Any], Any]:
 @contextlib.contextmanager
 def _admitted(guard: Guard | None, method: str, context: Any) -> Iterator[None]:
     """The caller admitted by ``guard`` (None: a public method) and known to the handler meanwhile."""
-    token = PRINCIPAL.set(guard.admit(method, context) if guard is not None else None)
+    principal, recheck = guard.admit(method, context) if guard is not None else (None, None)
+    token, again = PRINCIPAL.set(principal), RECHECK.set(recheck)
     try:
         yield
     finally:
         PRINCIPAL.reset(token)
+        RECHECK.reset(again)
 
 
 def _prepared(request: Any, streamed: bool) -> Any:
@@ -234,7 +243,7 @@ def _prepared(request: Any, streamed: bool) -> Any:
 def _refused(guard: Guard | None, method: str, context: Any, code: grpc.StatusCode, message: str) -> None:
     """An agent stream refused: the operator learns why from the hub's log too."""
     if guard is not None and method == AGENT_CONNECT:
-        guard.refusals.refused(_peer_host(context.peer() or ""), code, message)
+        guard.refusals.refused(peer_host(context.peer() or ""), code, message)
 
 
 async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:

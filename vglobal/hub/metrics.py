@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from vglobal import metrics_http
 from vglobal.model.quantity import unit_scale
 
 REGISTRY = CollectorRegistry()
@@ -159,8 +160,7 @@ def set_gauge(gauge: Gauge, value: float, *labels: str) -> None:
 
 
 def serve_metrics(listen: str) -> None:
-    host, _, port = listen.rpartition(":")
-    start_http_server(int(port), addr=host or "127.0.0.1", registry=REGISTRY)
+    metrics_http.serve(listen, REGISTRY)
 
 
 def set_volcano_resources(gauges: tuple[Gauge, Gauge, Gauge], queue: str, units: Mapping[str, int]) -> None:

@@ -8,7 +8,9 @@ their own that requires one; users and probes use the main port, where none is a
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import socket
 import threading
@@ -65,6 +67,7 @@ from vglobal.store.engine import make_engine, make_sessionmaker
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE = 16 * 1024 * 1024
+MAX_METADATA = 64 * 1024
 SERVICES = [
     jobs_pb2.DESCRIPTOR.services_by_name["JobService"].full_name,
     queues_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
@@ -121,12 +124,16 @@ class Hub:
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE),
                 ("grpc.max_send_message_length", MAX_MESSAGE),
+                # Room for an oversized token to reach the guard, which answers UNAUTHENTICATED
+                # (past gRPC's own default the caller would get a RESOURCE_EXHAUSTED to retry).
+                ("grpc.max_metadata_size", MAX_METADATA),
+                ("grpc.absolute_max_metadata_size", MAX_METADATA),
                 # Another process on the same port is a mistake, unless it is one of ours.
                 ("grpc.so_reuseport", 1 if api_only or settings.api_processes > 1 else 0),
             ],
         )
         self.feed = WatchFeed(self.ctx)
-        self.watches = WatchServer(self.ctx, self.feed, self.stop)
+        self.watches = WatchServer(self.ctx, self.feed, self.stop, self.auth)
         self.agent_pool = futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-db")
         self.health = self._add_services()
         self.port, self.agent_port = self._add_ports()
@@ -188,6 +195,11 @@ class Hub:
             log.error("auth config not reloaded, the old one is kept: %s", exc)
             return
         log.info("auth config reloaded from %s", self.settings.auth_config)
+        self.watches.recheck_all()  # streams of a removed or narrowed caller end now
+        for child in self.children:  # each --api-processes process holds its own copy
+            if child.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGHUP)
 
     def shutdown(self) -> None:
         stop_api_processes(self.children)
@@ -237,5 +249,9 @@ def serve_api(settings: HubSettings, parent: int, log_setup: Callable[[], None] 
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda _s, _f: done.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C goes to the parent, which stops us
+    # The parent passes its SIGHUP on: the auth config is read again here too.
+    signal.signal(
+        signal.SIGHUP, lambda _s, _f: threading.Thread(target=hub.reload_auth, name="reload").start()
+    )
     done.wait()
     hub.shutdown()

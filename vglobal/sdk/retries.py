@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 from tenacity import RetryCallState, wait_exponential_jitter
 
-__all__ = ["BACKOFF", "VGlobalError", "retry_after", "retryable", "wait_retry"]
+__all__ = ["BACKOFF", "VGlobalError", "hopeless", "retry_after", "retryable", "wait_retry"]
 
 
 class VGlobalError(Exception):
@@ -31,7 +31,24 @@ def retry_after(exc: BaseException | None) -> float | None:
     return None
 
 
+# What gRPC itself says when the request is too large for the hub to read: the same request can
+# never pass, so it is not retried (a token or a message that size is a mistake to report).
+_TOO_LARGE = ("metadata size", "larger than max", "message too large", "exceeds hard limit")
+
+
+def hopeless(exc: BaseException) -> bool:
+    """A RESOURCE_EXHAUSTED that no retry can cure: the request is too large, not the hub busy."""
+    if not isinstance(exc, grpc.RpcError) or exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return False
+    if retry_after(exc) is not None:
+        return False
+    details = str(getattr(exc, "details", lambda: "")() or "").lower()
+    return any(words in details for words in _TOO_LARGE)
+
+
 def retryable(exc: BaseException) -> bool:
+    if hopeless(exc):
+        return False
     if retry_after(exc) is not None:
         return True
     return isinstance(exc, grpc.RpcError) and exc.code() in (

@@ -11,7 +11,7 @@ import grpc
 
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.sdk.errors import hub_error
-from vglobal.sdk.retries import retry_after
+from vglobal.sdk.retries import hopeless, retry_after
 
 __all__ = ["JobWatch"]
 
@@ -87,7 +87,7 @@ class JobWatch:
             except grpc.RpcError as exc:
                 if self._closed.is_set():
                     return
-                if not self._reconnect or exc.code() not in _WATCH_RESUMABLE:
+                if not self._reconnect or exc.code() not in _WATCH_RESUMABLE or hopeless(exc):
                     raise hub_error(exc) from None
                 told = retry_after(exc)  # rate limited: the hub says when to come back
             finally:

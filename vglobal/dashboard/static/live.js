@@ -91,29 +91,57 @@
     }
     return schedule;
   }
+  // The stream: "ready" once the dashboard's watch runs, "changed" after changes, "gone" when the
+  // watch ended (the hub was busy or restarting, the token was revoked). After "gone" or a broken
+  // connection the page waits FIRST_WAIT ms, doubling up to MOST_WAIT, fetches its part again and
+  // resumes from the revision that fetch returned: never a loop of requests while the hub is busy.
+  var FIRST_WAIT = 1000, MOST_WAIT = 30000;
   function follow(el) {
-    var busy = false, again = false, source = null, counts = countsClock(el);
-    function refresh() {
+    var busy = false, again = false, source = null, counts = countsClock(el), wait = 0, after = [];
+    function refresh(then) {
+      if (then) after.push(then);
       if (busy) { again = true; return; }
       busy = true;
       fetch(el.dataset.src, { credentials: "same-origin", headers: { "HX-Request": "true" } })
-        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (r) {
+          var rev = r.headers.get("X-Revision");
+          if (r.ok && rev && /^[0-9]{1,18}$/.test(rev)) el.dataset.rev = rev;
+          return r.ok ? r.text() : null;
+        })
         .then(function (html) {
           if (html === null) return;
           if (!patch(el, html)) { keepChecked(el, html); if (window.htmx) window.htmx.process(el); }
           el.dataset.refreshed = String(Number(el.dataset.refreshed || 0) + 1);
           counts();
         })
-        .finally(function () { busy = false; if (again) { again = false; refresh(); } });
+        .finally(function () {
+          busy = false;
+          if (again) { again = false; refresh(); return; }
+          var todo = after; after = [];
+          todo.forEach(function (fn) { fn(); });
+        });
     }
-    function open(rev) {
-      var url = el.dataset.live.replace(/rev=\d*/, "rev=" + rev);
+    function later(why) {
+      if (source) { source.close(); source = null; }
+      el.dataset.state = "waiting";
+      if (why) el.dataset.gone = why;
+      wait = Math.min(wait ? wait * 2 : FIRST_WAIT, MOST_WAIT);
+      var told = Number(el.dataset.retry || 0);
+      setTimeout(function () { refresh(open); }, Math.max(told, wait * (0.75 + Math.random() / 2)));
+    }
+    function open() {
+      var url = el.dataset.live.replace(/rev=\d*/, "rev=" + (el.dataset.rev || ""));
       source = new EventSource(url, { withCredentials: true });
+      source.addEventListener("ready", function () { wait = 0; el.dataset.state = "live"; el.dataset.connected = "yes"; });
       source.addEventListener("changed", function (e) { el.dataset.rev = e.data; refresh(); });
-      source.addEventListener("gone", function () { source.close(); refresh(); setTimeout(function () { open(0); }, 1000); });
-      source.onopen = function () { el.dataset.connected = "yes"; };
+      source.addEventListener("gone", function (e) {
+        var told = {}; try { told = JSON.parse(e.data); } catch (err) { told = {}; }
+        el.dataset.retry = String(Number(told.retry_ms) || 0);
+        later(String(told.reason || ""));
+      });
+      source.onerror = function () { later(""); };
     }
-    open(el.dataset.rev || 0);
+    open();
   }
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-live]").forEach(follow);

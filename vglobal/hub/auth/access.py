@@ -4,7 +4,7 @@ what the caller may read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 
 from vglobal.hub.auth.authenticator import PermissionDenied
@@ -12,6 +12,9 @@ from vglobal.hub.auth.policy import Action, Principal, decide, everywhere, may
 
 # Who makes the call being served: the Guard sets it for the handler's duration.
 PRINCIPAL: ContextVar[Principal | None] = ContextVar("vglobal_principal", default=None)
+# Asks again who the caller is, with the credentials it came with: a long stream calls it after the
+# auth config changed (it raises if the caller is gone or may no longer make the call).
+RECHECK: ContextVar[Callable[[], Principal] | None] = ContextVar("vglobal_recheck", default=None)
 
 
 def current_principal() -> Principal:
@@ -20,6 +23,14 @@ def current_principal() -> Principal:
     if principal is None:
         raise RuntimeError("no principal: the call did not pass the Guard")
     return principal
+
+
+def current_recheck() -> Callable[[], Principal]:
+    """The caller of the call being served, identified again now (see ``RECHECK``)."""
+    recheck = RECHECK.get()
+    if recheck is None:
+        raise RuntimeError("no caller: the call did not pass the Guard")
+    return recheck
 
 
 def who() -> str:

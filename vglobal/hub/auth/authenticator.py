@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 OPEN = Principal("anonymous", (Grant(Role.admin), Grant(Role.agent, clusters=(ANY_CLUSTER,))), kind="open")
 BEARER = "bearer "
+MAX_TOKEN = 4096  # longer than any token `vglobal certs` makes by far; refused before any lookup
 
 
 class Unauthenticated(HubError):
@@ -39,7 +40,10 @@ def bearer_token(authorization: str | None) -> str | None:
         return None
     if not authorization[: len(BEARER)].lower() == BEARER or not authorization[len(BEARER) :].strip():
         raise Unauthenticated('authorization: expected "Bearer TOKEN"')
-    return authorization[len(BEARER) :].strip()
+    token = authorization[len(BEARER) :].strip()
+    if len(token) > MAX_TOKEN:
+        raise Unauthenticated(f"the bearer token is over {MAX_TOKEN} characters: no such token is known")
+    return token
 
 
 def cluster_principal(name: str) -> Principal:
@@ -51,6 +55,7 @@ class Authenticator:
         self.path = path
         self._lock = threading.Lock()
         self._tokens: TokenTable[Principal] = TokenTable([])
+        self.generation = 0  # counts reloads: a stream whose caller was admitted before asks again
         if path is not None:
             self._install(load_auth_config(path))  # a bad file at start stops the hub
 
@@ -62,6 +67,7 @@ class Authenticator:
         table = TokenTable((u.token_sha256, config.principal(u)) for u in config.users)
         with self._lock:
             self._tokens = table
+            self.generation += 1
 
     def reload(self) -> None:
         """Read the file again; on any problem the old config stays and the error is raised."""

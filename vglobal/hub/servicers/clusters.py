@@ -29,13 +29,19 @@ class ClusterServicer(clusters_pb2_grpc.ClusterServiceServicer):
     def _get(self, name: str, session: Session) -> ClusterRow:
         return look_up("cluster", name, lambda: clusters_repo.get_cluster(name, session=session))
 
+    @staticmethod
+    def _readable(session: Session) -> list[str] | None:
+        """Whose jobs the caller may read decides which jobs it is told of and counted, as ListJobs
+        does (None: every queue)."""
+        return visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
+
     @rpc
     def ListClusters(
         self, request: clusters_pb2.ListClustersRequest, context: grpc.ServicerContext
     ) -> clusters_pb2.ListClustersResponse:
         with session_scope(self.ctx.sessions) as session:
             rows = clusters_repo.list_clusters(session=session)
-            counts = bindings_repo.admitted_per_cluster(session=session)
+            counts = bindings_repo.admitted_per_cluster(session=session, queues=self._readable(session))
         return clusters_pb2.ListClustersResponse(
             clusters=[convert.cluster(r, running_jobs=counts.get(r.name, 0)) for r in rows]
         )
@@ -46,9 +52,8 @@ class ClusterServicer(clusters_pb2_grpc.ClusterServiceServicer):
     ) -> clusters_pb2.Cluster:
         with session_scope(self.ctx.sessions) as session:
             row = self._get(request.name, session)
-            counts = bindings_repo.admitted_per_cluster(session=session)
-            # Whose jobs the caller may read decides which jobs it is told of, as ListJobs does.
-            readable = visible(Action.read_jobs, [q.name for q in queues_repo.list_queues(session=session)])
+            readable = self._readable(session)
+            counts = bindings_repo.admitted_per_cluster(session=session, queues=readable)
             placed = clusters_repo.placed_jobs(row.name, readable, session=session)
         msg = convert.cluster(row, running_jobs=counts.get(row.name, 0), with_nodes=True)
         msg.work.extend(convert.node_work(placed))

@@ -204,7 +204,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     async def WatchJobs(
         self, request: jobs_pb2.WatchJobsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[jobs_pb2.JobEvent]:
-        async for event in self.watches.serve(request):
+        async for event in self.watches.serve(request, context):
             yield event
 
     @rpc

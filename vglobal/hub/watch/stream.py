@@ -40,19 +40,49 @@ class OutOfRange(Coded):
         super().__init__(grpc.StatusCode.OUT_OF_RANGE, message)
 
 
+RETRY_WATCH = 5.0  # seconds a refused watch is told to wait before it asks again
+
+
+class WatchesBusy(TooLarge):
+    """No watch now; ``wait`` goes to the caller as ``retry-after-ms``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.wait = RETRY_WATCH
+
+
 class WatchLimit:
-    """How many streams one hub serves at once: each holds a thread of the watch pool while it waits."""
+    """How many streams one hub serves at once (each holds a thread of the watch pool while it
+    waits), and how many of them one caller may hold, so that no caller can take them all."""
 
-    def __init__(self, most: int) -> None:
-        self._sem = threading.BoundedSemaphore(most)
-        self.most = most
+    def __init__(self, most: int, share: int) -> None:
+        self.most, self.share = most, max(1, min(share, most))
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+        self._total = 0
 
-    def enter(self) -> None:
-        if not self._sem.acquire(blocking=False):
-            raise TooLarge(f"this hub serves {self.most} watches at once already: try again later")
+    def enter(self, who: str) -> None:
+        with self._lock:
+            if self._held.get(who, 0) >= self.share:
+                raise WatchesBusy(
+                    f"{who} holds {self.share} watches already, its share of this hub's "
+                    f"{self.most}: close one, or retry in {RETRY_WATCH:.0f} s"
+                )
+            if self._total >= self.most:
+                raise WatchesBusy(
+                    f"this hub serves {self.most} watches at once already: retry in {RETRY_WATCH:.0f} s"
+                )
+            self._held[who] = self._held.get(who, 0) + 1
+            self._total += 1
 
-    def leave(self) -> None:
-        self._sem.release()
+    def leave(self, who: str) -> None:
+        with self._lock:
+            self._total -= 1
+            left = self._held.get(who, 0) - 1
+            if left > 0:
+                self._held[who] = left
+            else:
+                self._held.pop(who, None)
 
 
 def _catch_up(ctx: HubContext, filters: Filters, sent: int, until: int) -> Iterator[JobChange]:

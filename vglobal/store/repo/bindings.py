@@ -37,13 +37,15 @@ def admitted_uids(cluster: str, *, session: Session) -> list[str]:
     return list(session.execute(stmt).scalars().all())
 
 
-def admitted_per_cluster(*, session: Session) -> dict[str, int]:
-    """How many unfinished jobs each cluster has been admitted."""
+def admitted_per_cluster(*, session: Session, queues: Sequence[str] | None = None) -> dict[str, int]:
+    """How many unfinished jobs each cluster has been admitted; of ``queues`` only, when given."""
     stmt = (
         sa.select(_b.cluster, sa.func.count())
         .where(_b.phase.in_(_ADMITTED), _b.cluster.is_not(None))
         .group_by(_b.cluster)
     )
+    if queues is not None:
+        stmt = stmt.join(jobs, jobs.c.uid == _b.job_uid).where(jobs.c.queue.in_(list(queues)))
     return {c: int(n) for c, n in session.execute(stmt).all()}
 
 
