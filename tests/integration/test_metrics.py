@@ -8,13 +8,11 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-import sqlalchemy as sa
 
 from tests.integration.agent_driver import ScriptedAgent
 from vglobal.client import Client
 from vglobal.config import HubSettings
 from vglobal.hub.server import Hub
-from vglobal.store.engine import make_engine
 
 JOB = """
 apiVersion: batch.volcano.sh/v1alpha1
@@ -106,16 +104,6 @@ spec: {weight: 1}
 CYCLES = "vglobal_dispatch_cycle_seconds_count"
 
 
-def delete_cluster(database_url: str, name: str) -> None:
-    """The cluster's row gone, as an operator removing it leaves it."""
-    engine = make_engine(database_url, pool_size=1)
-    try:
-        with engine.begin() as conn:
-            conn.execute(sa.text("DELETE FROM clusters WHERE name = :name"), {"name": name})
-    finally:
-        engine.dispose()
-
-
 def series(text: str) -> dict[str, float]:
     """Every sample of a scrape, by its name and labels."""
     return {
@@ -138,7 +126,7 @@ def after_cycles(port: int, n: int) -> dict[str, float]:
 
 
 def test_no_series_keeps_the_last_values_of_an_emptied_queue_or_a_deleted_cluster(
-    metrics_hub: tuple[Hub, int], database_url: str
+    metrics_hub: tuple[Hub, int],
 ) -> None:
     hub, port = metrics_hub
     east = ScriptedAgent(f"127.0.0.1:{hub.port}", "east")
@@ -165,7 +153,7 @@ def test_no_series_keeps_the_last_values_of_an_emptied_queue_or_a_deleted_cluste
 
             client.delete_queue("training")
             east.close()
-            delete_cluster(database_url, "east")
+            client.delete_cluster("east")
             gone = after_cycles(port, 2)
     finally:
         east.close()
