@@ -8,11 +8,14 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
 
 from tests.integration.agent_driver import ScriptedAgent
 from vglobal.client import Client
 from vglobal.config import HubSettings
 from vglobal.hub.server import Hub
+from vglobal.store.engine import make_engine
+from vglobal.store.locks import AdvisoryLock, release_session_lock, try_session_lock
 
 JOB = """
 apiVersion: batch.volcano.sh/v1alpha1
@@ -170,3 +173,41 @@ def test_no_series_keeps_the_last_values_of_an_emptied_queue_or_a_deleted_cluste
     assert gone['vglobal_cluster_capacity{cluster="west",resource="nvidia.com/gpu"}'] == 1
     assert gone['vglobal_cluster_allocatable{cluster="west",resource="nvidia.com/gpu"}'] == 1
     assert gone['vglobal_cluster_free{cluster="west",resource="cpu"}'] == 64  # cores
+
+
+def test_a_replica_that_stops_leading_stops_reporting_the_cycle_figures(
+    metrics_hub: tuple[Hub, int], database_url: str
+) -> None:
+    hub, port = metrics_hub
+    east = ScriptedAgent(f"127.0.0.1:{hub.port}", "east")
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        east.connect()
+        ready = 'vglobal_cluster_ready{cluster="east"}'
+        assert after_cycles(port, 2)[ready] == 1
+        with engine.connect() as peer:
+            # Another replica takes the lock while Postgres drops this hub's session.
+            deadline = time.monotonic() + 20
+            while not try_session_lock(peer, AdvisoryLock.HUB_LEADER):
+                assert time.monotonic() < deadline, "the peer never got the leader lock"
+                peer.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+                        "AND granted AND pid <> pg_backend_pid() AND database = "
+                        "(SELECT oid FROM pg_database WHERE datname = current_database())"
+                    )
+                )
+                peer.commit()
+            peer.commit()
+            deadline = time.monotonic() + 20
+            while value(text := scrape(port), "vglobal_leader") != 0 or ready in text:
+                assert time.monotonic() < deadline, "the former leader still reports the cycle's figures"
+                time.sleep(0.1)
+            assert "vglobal_queue_" not in "".join(
+                line for line in text.splitlines() if not line.startswith("#")
+            )  # fmt: skip
+            release_session_lock(peer, AdvisoryLock.HUB_LEADER)
+            peer.commit()
+    finally:
+        east.close()
+        engine.dispose()

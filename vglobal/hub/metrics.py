@@ -217,6 +217,13 @@ def prune(gauges: Iterable[Gauge]) -> None:
     _seen.clear()
 
 
+def forget_cycle() -> None:
+    """Remove every series a dispatch cycle sets (a replica that no longer leads sets none)."""
+    _seen.clear()
+    prune(CYCLE_GAUGES)
+    PENDING.set(0)
+
+
 def serve_metrics(listen: str) -> None:
     host, _, port = listen.rpartition(":")
     start_http_server(int(port), addr=host or "127.0.0.1", registry=REGISTRY)
