@@ -67,6 +67,8 @@ def test_describe_get_nodes_not_ready_and_delete(system: System) -> None:
         assert line in described.stdout, described.stdout
     assert "region=east" in described.stdout and "nvidia.com/gpu=16" in described.stdout
     assert "east-0  Ready" in described.stdout and "taints:      <none>" in described.stdout
+    assert "Kinds missing:  <none>" in described.stdout
+    assert "batch.volcano.sh/v1alpha1 Job" in described.stdout and "apps/v1 Deployment" in described.stdout
 
     (system.tmp / "long.yaml").write_text(LONG)
     assert cli(system, "apply", "-f", str(system.tmp / "long.yaml")).returncode == 0

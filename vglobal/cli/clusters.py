@@ -12,6 +12,7 @@ from vglobal.api.v1 import clusters_pb2
 from vglobal.cli.common import Ctx, console, fail
 from vglobal.cli.output import quantities, short, stamp
 from vglobal.client import Client, VGlobalError
+from vglobal.model.served import kinds_served
 
 
 def node_row(cluster: clusters_pb2.Cluster, n: clusters_pb2.Node) -> dict[str, Any]:
@@ -40,6 +41,7 @@ def node_rows(client: Client, cluster: str = "") -> list[dict[str, Any]]:
 
 def describe_cluster(client: Client, name: str, out: Console) -> None:
     c = client.get_cluster(name)
+    served, missing = kinds_served(c.labels)
     lines = [
         ("Name", c.name),
         ("State", c.state),
@@ -51,6 +53,8 @@ def describe_cluster(client: Client, name: str, out: Console) -> None:
         ("Last heartbeat", stamp(c, "last_heartbeat") or "-"),
         ("NotReady since", stamp(c, "not_ready_since") or "-"),
         ("HyperNodes", str(len(c.hypernodes))),
+        ("Kinds served", ", ".join(served)),
+        ("Kinds missing", ", ".join(missing) or "<none>"),
     ]
     width = max(len(k) for k, _ in lines) + 1
     for k, v in lines:
