@@ -319,6 +319,9 @@ def test_each_kind_runs_to_its_end_or_until_deleted_and_ray_skips_the_cluster_wi
     labels = {c["name"]: c["labels"] for c in system.get_json("clusters")}
     assert labels["kube-a"]["workloads.vglobal.io/rayclusters.ray.io"] == "missing"
     assert labels["kube-b"]["workloads.vglobal.io/rayclusters.ray.io"] == "served"
+    described = system.cli("describe", "cluster", "kube-a").stdout
+    missing = next(line for line in described.splitlines() if line.startswith("Kinds missing:"))
+    assert "ray.io/v1 RayCluster" in missing and "ray.io/v1 RayJob" in missing and "apps/v1" not in missing
     manifests = {
         "raycluster-kuberay": ("RayCluster", RAY_CLUSTER),
         "rayjob-sample": ("RayJob", RAY_JOB),

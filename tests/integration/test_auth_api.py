@@ -125,3 +125,15 @@ def test_describe_shows_who_submitted_cancelled_and_deleted(teams: SecureHub) ->
         with pytest.raises(VGlobalError) as err:
             ada.explain_job("a1")
         assert err.value.code == grpc.StatusCode.NOT_FOUND and "deleted by ada" in err.value.message
+
+
+def test_only_an_admin_deletes_a_cluster(secure: SecureHub) -> None:
+    # The role is checked before the cluster is looked up: an operator, who may cordon and drain,
+    # is denied; an admin gets as far as the (absent) cluster.
+    with secure.client("olga") as olga:
+        assert code_of(lambda: olga.delete_cluster("east", force=True)) == grpc.StatusCode.PERMISSION_DENIED
+        assert code_of(lambda: olga.drain_cluster("east")) == grpc.StatusCode.NOT_FOUND
+    with secure.client("vic") as vic:
+        assert code_of(lambda: vic.delete_cluster("east")) == grpc.StatusCode.PERMISSION_DENIED
+    with secure.client("ada") as ada:
+        assert code_of(lambda: ada.delete_cluster("east")) == grpc.StatusCode.NOT_FOUND

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from vglobal import metrics_http
 from vglobal.agent.backends.base import Backend
+from vglobal.model.quantity import unit_scale
 from vglobal.scheduler.api import Grant
 from vglobal.scheduler.devices.mig import MigConfig
 from vglobal.scheduler.devices.table import DeviceTable
@@ -19,7 +20,7 @@ REGISTRY = CollectorRegistry()
 
 NODE_ALLOCATABLE = Gauge(
     "vglobal_agent_node_allocatable",
-    "What a node offers, in canonical units (CPU millicores, memory bytes, GPUs in thousandths)",
+    "What a node offers (cpu in cores, memory in bytes, GPUs and other resources in whole units)",
     ["node", "resource"],
     registry=REGISTRY,
 )
@@ -96,8 +97,9 @@ class Observer:
         for spec in specs:
             left = free.get(spec.name)
             for r, v in spec.allocatable.items():
-                put(NODE_ALLOCATABLE, v, spec.name, r)
-                put(NODE_ALLOCATED, max(0, v - (left[r] if left is not None else v)), spec.name, r)
+                scale = unit_scale(r)
+                put(NODE_ALLOCATABLE, v / scale, spec.name, r)
+                put(NODE_ALLOCATED, max(0, v - (left[r] if left is not None else v)) / scale, spec.name, r)
         table = DeviceTable(specs, MigConfig((), 1))
         row_of = {s.name: i for i, s in enumerate(specs)}
         for node, given in grants.values():

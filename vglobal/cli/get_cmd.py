@@ -34,7 +34,7 @@ LISTED: dict[str, tuple[Lister, Callable[[Any], dict[str, Any]], str]] = {
 }
 SHORT = {"cj": "cronjob", "pc": "priorityclass", "priorityclasses": "priorityclass"}
 WATCHED_BY_POLL = ("queue", "cluster")
-GET_KINDS = ["jobs", "job", "hypernodes", "hypernode", "hyperjobs", "hyperjob", *SHORT]
+GET_KINDS = ["jobs", "job", "hypernodes", "hypernode", "hyperjobs", "hyperjob", "nodes", "node", *SHORT]
 GET_KINDS += [k for name in LISTED for k in (name + "s", name) if k not in SHORT]
 
 
@@ -74,7 +74,7 @@ def _jobs_named(client: Client, names: tuple[str, ...], namespace: str) -> tuple
     is_flag=True,
     help="Jobs, HyperJobs, queues, clusters: after the list, print each change.",
 )
-@click.option("--cluster", default="", help="The cluster whose HyperNodes to show.")
+@click.option("--cluster", default="", help="The cluster whose HyperNodes or nodes to show.")
 @click.pass_obj
 def get(
     obj: Ctx,
@@ -88,8 +88,8 @@ def get(
     watch: bool,
     cluster: str,
 ) -> None:
-    """List jobs, queues, clusters, priorityclasses, cronjobs, jobflows, jobtemplates (or the ones
-    NAMES names), or one cluster's HyperNode tree."""
+    """List jobs, queues, clusters, nodes (of every cluster, or --cluster's), priorityclasses,
+    cronjobs, jobflows, jobtemplates (or the ones NAMES names), or one cluster's HyperNode tree."""
     from vglobal.cli.watching import parse_selector, watch_jobs
 
     try:
@@ -134,6 +134,14 @@ def get(
                 output.emit("hyperjobs", rows, fmt, console)
             else:
                 print_hyperjobs(rows, console)
+        elif base == "node":
+            from vglobal.cli.clusters import node_rows
+
+            rows = node_rows(obj.client, cluster)
+            if names:
+                rows = _named("node", rows, names)
+                missing = len(rows) < len(names)
+            output.emit("nodes", rows, fmt, console)
         elif base == "hypernode":
             if not cluster:
                 fail("get hypernodes needs --cluster NAME")

@@ -10,6 +10,7 @@ import click
 
 from vglobal.api.v1 import queues_pb2
 from vglobal.cli.apply_cmd import apply
+from vglobal.cli.clusters import delete_cluster
 from vglobal.cli.common import FILE, Ctx, console, fail
 from vglobal.cli.get_cmd import get
 from vglobal.cli.global_options import GlobalOptionsGroup
@@ -80,14 +81,17 @@ cli.add_command(hyperjob_group)
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "hyperjob"]))
+@click.argument(
+    "kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "hyperjob", "cluster"])
+)
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("-w", "--watch", is_flag=True, help="Job, hyperjob: then follow its changes and events.")
 @click.pass_obj
 def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> None:
     """Show a job (binding, cluster, why it waits, events), a queue (its shares and decayed usage), a
-    cronjob (its runs), a jobflow (its DAG) or a hyperjob (its children, why they wait, events)."""
+    cronjob (its runs), a jobflow (its DAG), a hyperjob (its children, why they wait, events) or a
+    cluster (its nodes, capacity, labels, taints, heartbeats and the jobs on each node)."""
     from vglobal.cli.describe import describe_job, describe_queue
     from vglobal.cli.describe_workflows import describe_cronjob, describe_jobflow
     from vglobal.cli.watching import follow_job
@@ -97,6 +101,10 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
     try:
         if kind == "queue":
             describe_queue(obj.client, name, console)
+        elif kind == "cluster":
+            from vglobal.cli.clusters import describe_cluster
+
+            describe_cluster(obj.client, name, console)
         elif kind in ("cronjob", "cj"):
             describe_cronjob(obj.client, name, namespace, console)
         elif kind == "jobflow":
@@ -182,7 +190,7 @@ def queue_group() -> None:
 
 @cli.group("cluster")
 def cluster_group() -> None:
-    """Cordon, uncordon or drain a member cluster."""
+    """Cordon, uncordon, drain or delete a member cluster."""
 
 
 def name_command(
@@ -227,6 +235,9 @@ name_command(
     Client.drain_cluster,
     lambda c: f"cluster {c.name} drained: {c.state}",
 )
+
+
+cluster_group.add_command(delete_cluster)
 
 
 def register_extras() -> None:

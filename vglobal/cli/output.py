@@ -93,6 +93,10 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
         "table": ["name", "state", "nodes", "capacity", "free", "runningJobs"],
         "wide": ["name", "state", "labels", "nodes", "capacity", "free", "runningJobs", "lastHeartbeat"],
     },
+    "nodes": {
+        "table": ["name", "cluster", "status", "allocatable", "free"],
+        "wide": ["name", "cluster", "status", "allocatable", "free", "taints", "labels"],
+    },
 }
 
 
@@ -124,6 +128,7 @@ RESOURCE_NAMES = {
     "queues": "queue.scheduling.volcano.sh",
     "priorityclasses": "priorityclass.scheduling.k8s.io",
     "clusters": "cluster.vglobal.io",
+    "nodes": "node",
     "cronjobs": "cronjob.batch.volcano.sh",
     "jobflows": "jobflow.flow.volcano.sh",
     "jobtemplates": "jobtemplate.flow.volcano.sh",

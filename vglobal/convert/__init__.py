@@ -345,6 +345,12 @@ def node_work(placed: Iterable[PlacedJob]) -> list[clusters_pb2.NodeWork]:
     return [clusters_pb2.NodeWork(node=node, jobs=list(by_node[node].values())) for node in sorted(by_node)]
 
 
+def taint_text(t: dict[str, Any]) -> str:
+    """A node taint as kubectl prints it: ``key=value:Effect`` (``key:Effect`` without a value)."""
+    value = f"={t['value']}" if t.get("value") else ""
+    return f"{t.get('key', '')}{value}:{t.get('effect', '')}"
+
+
 def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False) -> clusters_pb2.Cluster:
     capacity: dict[str, int] = {}
     free: dict[str, int] = {}
@@ -364,6 +370,8 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
         running_jobs=running_jobs,
     )
     set_time(msg.last_heartbeat, row.last_heartbeat)
+    if row.not_ready_since is not None:
+        set_time(msg.not_ready_since, row.not_ready_since)
     if with_nodes:
         for node in row.nodes:
             msg.node_list.append(
@@ -372,6 +380,8 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     labels=node.get("labels", {}),
                     allocatable=resource_list(node.get("allocatable")),
                     free=resource_list(row.free.get(node["name"], {})),
+                    taints=[taint_text(t) for t in node.get("taints", [])],
+                    unschedulable=bool(node.get("unschedulable")),
                 )
             )
         for h in row.hypernodes:

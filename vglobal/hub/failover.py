@@ -20,7 +20,9 @@ log = logging.getLogger(__name__)
 INTERVAL = 1.0  # seconds between looks at the clusters' heartbeats
 
 
-def failover_tick(ctx: HubContext) -> None:
+def failover_tick(ctx: HubContext, flagged: set[str] | None = None) -> None:
+    """One look at the clusters. ``flagged``: the clusters whose jobs were told they are NotReady
+    (the set is kept up to date here); the jobs of those Ready again are told no more."""
     s = ctx.settings
     with session_scope(ctx.sessions) as session:
         silent = clusters_repo.mark_not_ready(s.cluster_timeout, session=session)
@@ -28,6 +30,21 @@ def failover_tick(ctx: HubContext) -> None:
             NewEvent("NotReady", f"no heartbeat for {s.cluster_timeout:g}s", cluster=c, kind="Warning")
             for c in silent
         ]
+        for c in silent:  # a running job says so at once, not only when it fails over
+            said = (
+                f"cluster {c} is NotReady: no heartbeat for {s.cluster_timeout:g}s; its jobs fail over "
+                f"if it stays so for {s.failover_after:g}s"
+            )
+            new_events += [
+                NewEvent("ClusterNotReady", said, job_uid=u, cluster=c, kind="Warning")
+                for u in bindings_repo.flag_not_ready(c, said, session=session)
+            ]
+        if flagged is not None:
+            flagged.update(silent)
+            back = clusters_repo.ready_among(sorted(flagged), session=session) if flagged else []
+            if back:
+                bindings_repo.unflag_not_ready(back, session=session)
+                flagged.difference_update(back)
         for cluster in clusters_repo.failed_over(s.failover_after, session=session):
             uids = bindings_repo.admitted_uids(cluster, session=session)
             if not uids:
@@ -63,7 +80,13 @@ class FailoverLoop(LeaderLoop):
 
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
+        self.flagged: set[str] = set()
+
+    def lead(self) -> None:
+        # Another leader may have flagged jobs meanwhile: look at every cluster's once.
+        with session_scope(self.ctx.sessions) as session:
+            self.flagged = {c.name for c in clusters_repo.list_clusters(session=session, with_nodes=False)}
 
     def tick(self, woken: bool) -> float:
-        failover_tick(self.ctx)
+        failover_tick(self.ctx, self.flagged)
         return INTERVAL

@@ -42,6 +42,9 @@ class LeaderLoop:
     def lead(self) -> None:
         """This hub has just become the leader: another may have led meanwhile."""
 
+    def follow(self) -> None:
+        """This hub has just stopped leading: another will do this loop's work now."""
+
     def close(self) -> None:
         """The hub stops: finish what must be finished before another replica leads."""
 
@@ -96,6 +99,8 @@ def run_leader_loop(
                 except Exception:
                     log.exception("%s tick failed", loop.name)
                     wait = loop.min_gap
+            elif was_leading:
+                loop.follow()
             # A follower asks again soon; only ticks are kept ``min_gap`` apart.
             gap = loop.min_gap - (time.monotonic() - started) if leading else 0.0
             if gap > 0 and stop.wait(gap):

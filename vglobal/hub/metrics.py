@@ -11,6 +11,8 @@ from vglobal import metrics_http
 from vglobal.model.quantity import unit_scale
 
 REGISTRY = CollectorRegistry()
+# The unit of every gauge labelled by resource: each resource's own, as Kubernetes counts it.
+UNITS = "(cpu in cores, memory in bytes, GPUs and other resources in whole units)"
 
 ADMISSIONS = Counter(
     "vglobal_admissions_total", "Jobs admitted to a cluster", ["queue", "cluster"], registry=REGISTRY
@@ -27,34 +29,35 @@ CYCLE_SECONDS = Histogram(
 PENDING = Gauge("vglobal_pending_bindings", "Suspended bindings waiting for admission", registry=REGISTRY)
 QUEUE_ALLOCATED = Gauge(
     "vglobal_queue_allocated",
-    "Resources held by a queue's admitted jobs",
+    f"Resources held by a queue's admitted jobs {UNITS}",
     ["queue", "resource"],
     registry=REGISTRY,
 )
 QUEUE_PLACED = Gauge(
     "vglobal_queue_running_resources",
-    "Of a leaf queue's allocation, what its jobs' placed pods hold",
+    f"Of a leaf queue's allocation, what its jobs' placed pods hold {UNITS}",
     ["queue", "resource"],
     registry=REGISTRY,
 )
 QUEUE_RESERVED = Gauge(
     "vglobal_queue_reserved_resources",
-    "Of a leaf queue's allocation, what is held for gangs not all placed yet (minResources)",
+    f"Of a leaf queue's allocation, what is held for gangs not all placed yet (minResources) {UNITS}",
     ["queue", "resource"],
     registry=REGISTRY,
 )
 QUEUE_DESERVED = Gauge(
-    "vglobal_queue_deserved", "A queue's fair share", ["queue", "resource"], registry=REGISTRY
+    "vglobal_queue_deserved", f"A queue's fair share {UNITS}", ["queue", "resource"], registry=REGISTRY
 )
 QUEUE_CAPABILITY = Gauge(
     "vglobal_queue_capability",
-    "A queue's effective capability (realCap)",
+    f"A queue's effective capability (realCap) {UNITS}",
     ["queue", "resource"],
     registry=REGISTRY,
 )
 QUEUE_USAGE = Gauge(
     "vglobal_queue_usage",
-    "A queue's usage in resource-seconds decayed with --fair-share-half-life (canonical units)",
+    "A queue's usage decayed with --fair-share-half-life, in resource-seconds (cpu core-seconds, "
+    "memory byte-seconds, GPU-seconds)",
     ["queue", "resource"],
     registry=REGISTRY,
 )
@@ -65,17 +68,45 @@ QUEUE_USAGE_SHARE = Gauge(
     registry=REGISTRY,
 )
 QUEUE_PENDING = Gauge("vglobal_queue_pending_jobs", "Jobs waiting in a queue", ["queue"], registry=REGISTRY)
+QUEUE_STARVING = Gauge(
+    "vglobal_queue_waiting_too_long_jobs",
+    "Jobs of a queue waiting longer than --starvation-after (0 while that is 0)",
+    ["queue"],
+    registry=REGISTRY,
+)
+QUEUE_NEVER_FIT = Gauge(
+    "vglobal_queue_never_fit_jobs",
+    "Waiting jobs of a queue that no candidate cluster could hold even empty (reason NeverFits)",
+    ["queue"],
+    registry=REGISTRY,
+)
 QUEUE_RUNNING = Gauge(
     "vglobal_queue_running_jobs", "Admitted, unfinished jobs of a queue", ["queue"], registry=REGISTRY
 )
 CLUSTER_READY = Gauge(
     "vglobal_cluster_ready",
-    "1 when a cluster is Ready and not cordoned",
+    "1 when a cluster is Ready and not cordoned, else 0",
     ["cluster"],
     registry=REGISTRY,
 )
 CLUSTER_FREE = Gauge(
-    "vglobal_cluster_free", "Free capacity of a cluster", ["cluster", "resource"], registry=REGISTRY
+    "vglobal_cluster_free",
+    f"Free capacity of a cluster's schedulable nodes {UNITS}",
+    ["cluster", "resource"],
+    registry=REGISTRY,
+)
+CLUSTER_CAPACITY = Gauge(
+    "vglobal_cluster_capacity",
+    f"What all a cluster's nodes offer, cordoned and tainted ones included {UNITS}",
+    ["cluster", "resource"],
+    registry=REGISTRY,
+)
+CLUSTER_ALLOCATABLE = Gauge(
+    "vglobal_cluster_allocatable",
+    "What the dispatcher may place on: the capacity of the nodes that take pods, 0 while the cluster "
+    f"is NotReady or cordoned {UNITS}",
+    ["cluster", "resource"],
+    registry=REGISTRY,
 )
 LEADER = Gauge("vglobal_leader", "1 on the hub replica that runs the leader loops", registry=REGISTRY)
 
@@ -95,7 +126,7 @@ def _volcano_queue_gauges(what: str, help_: str) -> tuple[Gauge, Gauge, Gauge]:
         ),
         Gauge(
             f"volcano_queue_{what}_scalar_resources",
-            f"{help_}: other resources",
+            f"{help_}: other resources (GPUs and others in whole units)",
             ["queue_name", "resource"],
             registry=REGISTRY,
         ),
@@ -110,7 +141,7 @@ VOLCANO_REQUEST = _volcano_queue_gauges(
 VOLCANO_DESERVED = _volcano_queue_gauges("deserved", "A queue's fair share")
 VOLCANO_CAPACITY = _volcano_queue_gauges("capacity", "A queue's spec.capability")
 QUEUE_GUARANTEE = Gauge(
-    "vglobal_queue_guarantee", "A queue's spec.guarantee", ["queue", "resource"], registry=REGISTRY
+    "vglobal_queue_guarantee", f"A queue's spec.guarantee {UNITS}", ["queue", "resource"], registry=REGISTRY
 )
 QUEUE_SHARE = Gauge(
     "volcano_queue_share",
@@ -119,6 +150,13 @@ QUEUE_SHARE = Gauge(
     registry=REGISTRY,
 )
 QUEUE_WEIGHT = Gauge("volcano_queue_weight", "A queue's weight", ["queue_name"], registry=REGISTRY)
+# Set by each dispatch cycle on the leader; a series the cycle did not set is removed (prune).
+CYCLE_GAUGES: tuple[Gauge, ...] = (
+    QUEUE_ALLOCATED, QUEUE_PLACED, QUEUE_RESERVED, QUEUE_DESERVED, QUEUE_CAPABILITY, QUEUE_USAGE,
+    QUEUE_USAGE_SHARE, QUEUE_PENDING, QUEUE_RUNNING, QUEUE_STARVING, QUEUE_NEVER_FIT, CLUSTER_READY,
+    CLUSTER_FREE, CLUSTER_CAPACITY, CLUSTER_ALLOCATABLE, QUEUE_GUARANTEE, QUEUE_SHARE, QUEUE_WEIGHT,
+    *VOLCANO_ALLOCATED, *VOLCANO_REQUEST, *VOLCANO_DESERVED, *VOLCANO_CAPACITY,
+)  # fmt: skip
 # Counted by the replica that records an agent's report, once its transaction commits. Volcano's
 # counters also carry job_name; here one series per queue (millions of jobs would mean as many series).
 JOBS_COMPLETED = Counter(
@@ -143,12 +181,15 @@ FLOW_RUNS = Counter(
 
 # (gauge, label values) -> [child, last value set]
 _children: dict[tuple[int, tuple[str, ...]], list[Any]] = {}
+# The series set since the last prune(), while a cycle records them.
+_seen: set[tuple[int, tuple[str, ...]]] = set()
 
 
 def set_gauge(gauge: Gauge, value: float, *labels: str) -> None:
     """``gauge.labels(*labels).set(value)``, without the label lookup and for changed values only:
     a dispatch cycle sets thousands of per-queue figures and few of them move."""
     key = (id(gauge), labels)
+    _seen.add(key)
     got = _children.get(key)
     if got is None:
         child = gauge.labels(*labels)
@@ -157,6 +198,31 @@ def set_gauge(gauge: Gauge, value: float, *labels: str) -> None:
     elif got[1] != value:
         got[0].set(value)
         got[1] = value
+
+
+def set_resources(gauge: Gauge, units: Mapping[str, float], *labels: str) -> None:
+    """One series per resource, from canonical units to each resource's own unit (cpu cores,
+    memory bytes, whole GPUs) as Kubernetes and Volcano's scalar gauges count them."""
+    for r, v in units.items():
+        set_gauge(gauge, v / unit_scale(r), *labels, r)
+
+
+def prune(gauges: Iterable[Gauge]) -> None:
+    """Remove every series of ``gauges`` not set since the last prune: a queue, cluster or resource
+    that went away (or a figure that fell to nothing) must not keep reporting its last value."""
+    owned = {id(g): g for g in gauges}
+    gone = [key for key in _children if key[0] in owned and key not in _seen]
+    for key in gone:
+        owned[key[0]].remove(*key[1])
+        del _children[key]
+    _seen.clear()
+
+
+def forget_cycle() -> None:
+    """Remove every series a dispatch cycle sets (a replica that no longer leads sets none)."""
+    _seen.clear()
+    prune(CYCLE_GAUGES)
+    PENDING.set(0)
 
 
 def serve_metrics(listen: str) -> None:
@@ -169,9 +235,7 @@ def set_volcano_resources(gauges: tuple[Gauge, Gauge, Gauge], queue: str, units:
     cpu, memory, scalar = gauges
     set_gauge(cpu, units.get("cpu", 0), queue)
     set_gauge(memory, units.get("memory", 0), queue)
-    for r, v in units.items():
-        if r not in ("cpu", "memory"):
-            set_gauge(scalar, v / unit_scale(r), queue, r)
+    set_resources(scalar, {r: v for r, v in units.items() if r not in ("cpu", "memory")}, queue)
 
 
 def count_finished(ended: Iterable[tuple[str, str]]) -> None:

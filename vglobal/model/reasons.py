@@ -31,6 +31,8 @@ class WaitKind(StrEnum):
     Preempted = "Preempted"  # its run was stopped for a higher-priority job of its queue
     Drained = "Drained"  # its cluster was drained
     FailedOver = "FailedOver"  # its cluster went silent for too long
+    # Admitted to a cluster that is NotReady now: it fails over unless the cluster comes back.
+    ClusterNotReady = "ClusterNotReady"
     Unexamined = "Unexamined"  # submitted, not looked at by the dispatcher yet
     # Admitted in place of pods being evicted (lower-priority pods of its queue, or surplus pods
     # reclaimed): what it waits for until its own pods run.
@@ -45,6 +47,7 @@ HUB_KINDS = frozenset(
         WaitKind.Preempted,
         WaitKind.Drained,
         WaitKind.FailedOver,
+        WaitKind.ClusterNotReady,
         WaitKind.Unexamined,
         WaitKind.Preempting,
     }

@@ -36,3 +36,13 @@ def served_label(resource: str) -> str:
 def lacks(labels: Mapping[str, str], resource: str) -> bool:
     """The cluster's agent said its API does not serve ``resource`` (no label: not known to lack it)."""
     return bool(resource) and labels.get(served_label(resource)) == MISSING
+
+
+def kinds_served(labels: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The workload kinds a cluster runs and those it cannot, by its agent's labels: a Volcano Job
+    always runs (its agent makes the pods); a kind whose label is absent counts as served, as
+    admission takes it."""
+    ok, missing = ["batch.volcano.sh/v1alpha1 Job"], list[str]()
+    for (api_version, kind), resource in RESOURCES.items():
+        (missing if lacks(labels, resource) else ok).append(f"{api_version} {kind}")
+    return ok, missing

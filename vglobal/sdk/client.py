@@ -380,3 +380,11 @@ class Client(HyperJobCalls, WorkflowCalls):
 
     def drain_cluster(self, name: str) -> clusters_pb2.Cluster:
         return self._call(self.clusters.DrainCluster, clusters_pb2.ClusterRef(name=name))
+
+    def delete_cluster(
+        self, name: str, *, drain: bool = False, force: bool = False
+    ) -> clusters_pb2.DeleteClusterResponse:
+        """Remove a cluster (admin only); refused while jobs are admitted there unless ``drain``
+        (re-queue them as drain_cluster does) or ``force`` (re-queue them as failed over)."""
+        request = clusters_pb2.DeleteClusterRequest(name=name, drain=drain, force=force)
+        return self._call(self.clusters.DeleteCluster, request)

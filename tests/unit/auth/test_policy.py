@@ -28,6 +28,8 @@ ADMIN = Principal("ada", (Grant(Role.admin),))
         (VIEWER, Action.read_jobs, "anything", True),
         (VIEWER, Action.cancel_jobs, "anything", False),
         (VIEWER, Action.manage_clusters, None, False),
+        (OPERATOR, Action.delete_clusters, None, False),  # removing a cluster is an admin's
+        (ADMIN, Action.delete_clusters, None, True),
         (OPERATOR, Action.manage_queues, "x", True),
         (OPERATOR, Action.manage_clusters, None, True),
         (OPERATOR, Action.read_jobs, "x", True),

@@ -21,6 +21,54 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class DeleteClusterRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DRAIN_FIELD_NUMBER: _builtins.int
+    FORCE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    drain: _builtins.bool
+    force: _builtins.bool
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        drain: _builtins.bool = ...,
+        force: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["drain", b"drain", "force", b"force", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteClusterRequest: _TypeAlias = DeleteClusterRequest  # noqa: Y015
+
+@_typing.final
+class DeleteClusterResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    REQUEUED_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    requeued: _builtins.int
+    """jobs admitted there, re-queued by drain or force"""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        requeued: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "requeued", b"requeued"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteClusterResponse: _TypeAlias = DeleteClusterResponse  # noqa: Y015
+
+@_typing.final
 class ClusterRef(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -67,13 +115,21 @@ class Node(_message.Message):
     LABELS_FIELD_NUMBER: _builtins.int
     ALLOCATABLE_FIELD_NUMBER: _builtins.int
     FREE_FIELD_NUMBER: _builtins.int
+    TAINTS_FIELD_NUMBER: _builtins.int
+    UNSCHEDULABLE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    unschedulable: _builtins.bool
+    """cordoned in its own cluster"""
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
     def allocatable(self) -> _common_pb2.ResourceList: ...
     @_builtins.property
     def free(self) -> _common_pb2.ResourceList: ...
+    @_builtins.property
+    def taints(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """key=value:Effect, as kubectl prints them"""
+
     def __init__(
         self,
         *,
@@ -81,10 +137,12 @@ class Node(_message.Message):
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         allocatable: _common_pb2.ResourceList | None = ...,
         free: _common_pb2.ResourceList | None = ...,
+        taints: _abc.Iterable[_builtins.str] | None = ...,
+        unschedulable: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "free", b"free"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "free", b"free", "labels", b"labels", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "free", b"free", "labels", b"labels", "name", b"name", "taints", b"taints", "unschedulable", b"unschedulable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -125,6 +183,7 @@ class Cluster(_message.Message):
     NODE_LIST_FIELD_NUMBER: _builtins.int
     HYPERNODES_FIELD_NUMBER: _builtins.int
     WORK_FIELD_NUMBER: _builtins.int
+    NOT_READY_SINCE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     state: _builtins.str
     """Ready, NotReady or Cordoned"""
@@ -152,6 +211,10 @@ class Cluster(_message.Message):
         last reported, of the queues whose jobs the caller may read.
         """
 
+    @_builtins.property
+    def not_ready_since(self) -> _timestamp_pb2.Timestamp:
+        """When the cluster went NotReady (its agent silent for --cluster-timeout); unset while Ready."""
+
     def __init__(
         self,
         *,
@@ -166,10 +229,11 @@ class Cluster(_message.Message):
         node_list: _abc.Iterable[Global___Node] | None = ...,
         hypernodes: _abc.Iterable[_common_pb2.HyperNode] | None = ...,
         work: _abc.Iterable[Global___NodeWork] | None = ...,
+        not_ready_since: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "last_heartbeat", b"last_heartbeat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "last_heartbeat", b"last_heartbeat", "not_ready_since", b"not_ready_since"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "hypernodes", b"hypernodes", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "running_jobs", b"running_jobs", "state", b"state", "work", b"work"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "hypernodes", b"hypernodes", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "not_ready_since", b"not_ready_since", "running_jobs", b"running_jobs", "state", b"state", "work", b"work"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -59,6 +59,11 @@ class ClusterServiceStub:
                 request_serializer=vglobal_dot_v1_dot_clusters__pb2.ClusterRef.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_clusters__pb2.Cluster.FromString,
                 _registered_method=True)
+        self.DeleteCluster = channel.unary_unary(
+                '/vglobal.v1.ClusterService/DeleteCluster',
+                request_serializer=vglobal_dot_v1_dot_clusters__pb2.DeleteClusterRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_clusters__pb2.DeleteClusterResponse.FromString,
+                _registered_method=True)
 
 
 class ClusterServiceServicer:
@@ -96,6 +101,14 @@ class ClusterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteCluster(self, request, context):
+        """Removes the cluster (admin only). Refused while jobs are admitted there unless drain (they
+        are re-queued as DrainCluster does) or force (they are re-queued as failed over).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -123,6 +136,11 @@ def add_ClusterServiceServicer_to_server(servicer, server):
                     servicer.DrainCluster,
                     request_deserializer=vglobal_dot_v1_dot_clusters__pb2.ClusterRef.FromString,
                     response_serializer=vglobal_dot_v1_dot_clusters__pb2.Cluster.SerializeToString,
+            ),
+            'DeleteCluster': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCluster,
+                    request_deserializer=vglobal_dot_v1_dot_clusters__pb2.DeleteClusterRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_clusters__pb2.DeleteClusterResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -260,6 +278,33 @@ class ClusterService:
             '/vglobal.v1.ClusterService/DrainCluster',
             vglobal_dot_v1_dot_clusters__pb2.ClusterRef.SerializeToString,
             vglobal_dot_v1_dot_clusters__pb2.Cluster.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.ClusterService/DeleteCluster',
+            vglobal_dot_v1_dot_clusters__pb2.DeleteClusterRequest.SerializeToString,
+            vglobal_dot_v1_dot_clusters__pb2.DeleteClusterResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -38,6 +38,10 @@ class ClusterServiceStub:
     UncordonCluster: _grpc.UnaryUnaryMultiCallable[_clusters_pb2.ClusterRef, _clusters_pb2.Cluster]
     DrainCluster: _grpc.UnaryUnaryMultiCallable[_clusters_pb2.ClusterRef, _clusters_pb2.Cluster]
     """Cordons the cluster and re-queues every unfinished job on it."""
+    DeleteCluster: _grpc.UnaryUnaryMultiCallable[_clusters_pb2.DeleteClusterRequest, _clusters_pb2.DeleteClusterResponse]
+    """Removes the cluster (admin only). Refused while jobs are admitted there unless drain (they
+    are re-queued as DrainCluster does) or force (they are re-queued as failed over).
+    """
 
 @_typing.type_check_only
 class ClusterServiceAsyncStub(ClusterServiceStub):
@@ -49,6 +53,10 @@ class ClusterServiceAsyncStub(ClusterServiceStub):
     UncordonCluster: _aio.UnaryUnaryMultiCallable[_clusters_pb2.ClusterRef, _clusters_pb2.Cluster]  # type: ignore[assignment]
     DrainCluster: _aio.UnaryUnaryMultiCallable[_clusters_pb2.ClusterRef, _clusters_pb2.Cluster]  # type: ignore[assignment]
     """Cordons the cluster and re-queues every unfinished job on it."""
+    DeleteCluster: _aio.UnaryUnaryMultiCallable[_clusters_pb2.DeleteClusterRequest, _clusters_pb2.DeleteClusterResponse]  # type: ignore[assignment]
+    """Removes the cluster (admin only). Refused while jobs are admitted there unless drain (they
+    are re-queued as DrainCluster does) or force (they are re-queued as failed over).
+    """
 
 class ClusterServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -87,5 +95,15 @@ class ClusterServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_clusters_pb2.Cluster, _abc.Awaitable[_clusters_pb2.Cluster]]:
         """Cordons the cluster and re-queues every unfinished job on it."""
+
+    @_abc_1.abstractmethod
+    def DeleteCluster(
+        self,
+        request: _clusters_pb2.DeleteClusterRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_clusters_pb2.DeleteClusterResponse, _abc.Awaitable[_clusters_pb2.DeleteClusterResponse]]:
+        """Removes the cluster (admin only). Refused while jobs are admitted there unless drain (they
+        are re-queued as DrainCluster does) or force (they are re-queued as failed over).
+        """
 
 def add_ClusterServiceServicer_to_server(servicer: ClusterServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

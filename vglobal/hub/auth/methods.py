@@ -99,6 +99,7 @@ METHODS: dict[str, Rule] = {
             "CordonCluster": Rule(Action.manage_clusters, mutating=True),
             "UncordonCluster": Rule(Action.manage_clusters, mutating=True),
             "DrainCluster": Rule(Action.manage_clusters, mutating=True),
+            "DeleteCluster": Rule(Action.delete_clusters, mutating=True),
         },
     ),
     **_service("AgentService", {"Connect": Rule(Action.connect_agent, mutating=True)}),

@@ -35,6 +35,7 @@ class Action(StrEnum):
     manage_priority_classes = "manage priority classes"
     read_clusters = "read clusters"
     manage_clusters = "manage clusters"
+    delete_clusters = "delete clusters"  # admin only: a cluster's record and its jobs' places go
     connect_agent = "connect as an agent"
 
 

@@ -6,6 +6,7 @@ import logging
 
 import sqlalchemy as sa
 
+from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.cycle import Dispatcher
 from vglobal.hub.loop_runner import LeaderLoop
@@ -40,6 +41,11 @@ class DispatchLoop(LeaderLoop):
 
     def lead(self) -> None:
         self.fresh = True
+
+    def follow(self) -> None:
+        # The new leader's cycles report the queues and clusters now: this replica's last figures
+        # would go on reading as current.
+        metrics.forget_cycle()
 
     def tick(self, woken: bool) -> float:
         """One cycle; returns 0 when it admitted a full budget or look-back (the next starts at once)."""

@@ -1,4 +1,4 @@
-"""ClusterService: member clusters, cordon and drain."""
+"""ClusterService: member clusters, cordon, drain and delete."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from vglobal.api.v1 import clusters_pb2, clusters_pb2_grpc
 from vglobal.hub.auth.access import visible, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import look_up, rpc
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument, look_up, rpc
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, notify
 from vglobal.model.reasons import WaitKind
 from vglobal.model.records import ClusterRow
@@ -105,3 +105,36 @@ class ClusterServicer(clusters_pb2_grpc.ClusterServiceServicer):
             notify(FENCE, session=session)
             notify(DISPATCH, session=session)
             return convert.cluster(self._get(request.name, session))
+
+    @rpc
+    def DeleteCluster(
+        self, request: clusters_pb2.DeleteClusterRequest, context: grpc.ServicerContext
+    ) -> clusters_pb2.DeleteClusterResponse:
+        name = request.name
+        if not name:
+            raise InvalidArgument("name: a cluster name is required")
+        if request.drain and request.force:
+            raise InvalidArgument("drain and force: give one of them, not both")
+        with session_scope(self.ctx.sessions) as session:
+            self._get(name, session)
+            uids = bindings_repo.admitted_uids(name, session=session)
+            if uids and not (request.drain or request.force):
+                raise FailedPrecondition(
+                    f"cluster {name} has {len(uids)} unfinished jobs admitted to it: delete it with drain "
+                    "(--drain) to re-queue them first, or force (--force) to re-queue them as failed over"
+                )
+            if request.drain:
+                kind, said, event = WaitKind.Drained, f"cluster {name} drained and deleted", "Requeued"
+            else:
+                kind, said, event = WaitKind.FailedOver, f"cluster {name} deleted (forced)", "FailedOver"
+            moved = bindings_repo.requeue(uids, session=session, kind=kind, reason=said)
+            clusters_repo.delete_cluster(name, session=session)
+            events_repo.add_events(
+                [NewEvent("Deleted", f"re-queued {len(moved)} jobs", cluster=name, principal=who())]
+                + [NewEvent(event, said, job_uid=u, principal=who()) for u, _, _ in moved],
+                session=session,
+            )
+            notify(DELIVER, session=session)
+            notify(FENCE, session=session)
+            notify(DISPATCH, session=session)
+        return clusters_pb2.DeleteClusterResponse(name=name, requeued=len(moved))

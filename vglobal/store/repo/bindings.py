@@ -37,6 +37,30 @@ def admitted_uids(cluster: str, *, session: Session) -> list[str]:
     return list(session.execute(stmt).scalars().all())
 
 
+def flag_not_ready(cluster: str, reason: str, *, session: Session) -> list[str]:
+    """The jobs admitted to ``cluster`` say it is NotReady (kind ClusterNotReady); their uids."""
+    stmt = (
+        sa.update(resource_bindings)
+        .where(_b.cluster == cluster, _b.phase.in_(_ADMITTED))
+        .values(reason=reason, reason_kind=WaitKind.ClusterNotReady.value, updated_at=sa.func.now())
+        .returning(_b.job_uid)
+    )
+    return list(session.execute(stmt).scalars().all())
+
+
+def unflag_not_ready(clusters: Sequence[str], *, session: Session) -> None:
+    """The clusters are Ready again: their jobs no longer say otherwise."""
+    session.execute(
+        sa.update(resource_bindings)
+        .where(
+            _b.cluster.in_(clusters),
+            _b.phase.in_(_ADMITTED),
+            _b.reason_kind == WaitKind.ClusterNotReady.value,
+        )
+        .values(reason="", reason_kind="", updated_at=sa.func.now())
+    )
+
+
 def admitted_per_cluster(*, session: Session, queues: Sequence[str] | None = None) -> dict[str, int]:
     """How many unfinished jobs each cluster has been admitted; of ``queues`` only, when given."""
     stmt = (

@@ -163,6 +163,12 @@ def get_cluster(name: str, *, session: Session) -> ClusterRow | None:
     return _row(r) if r else None
 
 
+def delete_cluster(name: str, *, session: Session) -> bool:
+    """Remove the cluster's row (False: no such cluster); an agent that registers again brings
+    it back."""
+    return bool(rowcount(session.execute(sa.delete(clusters).where(clusters.c.name == name))))
+
+
 def set_cordoned(name: str, cordoned: bool, *, session: Session) -> bool:
     res = session.execute(sa.update(clusters).where(clusters.c.name == name).values(cordoned=cordoned))
     return bool(rowcount(res))
@@ -181,6 +187,14 @@ def mark_not_ready(timeout_seconds: float, *, session: Session) -> list[str]:
         .returning(clusters.c.name)
     ).all()
     return [r[0] for r in rows]
+
+
+def ready_among(names: Sequence[str], *, session: Session) -> list[str]:
+    """Those of ``names`` that are Ready, or no longer exist."""
+    found = dict(
+        session.execute(sa.select(clusters.c.name, clusters.c.state).where(clusters.c.name.in_(names))).all()
+    )
+    return [n for n in names if found.get(n, ClusterState.Ready) == ClusterState.Ready]
 
 
 def failed_over(after_seconds: float, *, session: Session) -> list[str]:
