@@ -4,25 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission import ClusterSnap, Gang, HyperNodeSnap, NodeSnap
+from vglobal.admission import ClusterSnap, Gang, NodeSnap
+from vglobal.admission.inputs import cluster_snap, device_tables, node_snap
 from vglobal.model.cards import CardFree
 from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
-from vglobal.model.resources import ResourceVector
 from vglobal.store.repo import clusters as clusters_repo
-
-_BY_NAME = attrgetter("name")
-
-
-def _usable(node: Mapping[str, Any]) -> bool:
-    return not node.get("unschedulable") and not any(
-        t.get("effect") in ("NoSchedule", "NoExecute") for t in node.get("taints", [])
-    )
 
 
 @dataclass
@@ -64,12 +55,7 @@ class ClusterCache:
         hit = self.nodes.get(key)
         if hit is not None and hit[0] == node and hit[1] == left:
             return hit[2]
-        snap = NodeSnap(
-            name=name,
-            free=ResourceVector(left or {}) if _usable(node) else ResourceVector(),
-            allocatable=ResourceVector(node.get("allocatable", {})),
-            labels=node.get("labels", {}),
-        )
+        snap = node_snap(node, left)
         self.nodes[key] = (node, left, snap)
         return snap
 
@@ -80,7 +66,7 @@ class ClusterCache:
         hit = self.devices.get(row.name)
         if hit is not None and hit[0] == row.devices:
             return hit[1]
-        got = {n: tuple(CardFree.from_json(c) for c in cards) for n, cards in row.devices.items()}
+        got = device_tables(row.devices)
         self.devices[row.name] = (row.devices, got)
         return got
 
@@ -92,23 +78,13 @@ class ClusterCache:
     ) -> ClusterSnap:
         """The cluster as admission sees it, with the gangs admitted to it but not placed yet (and
         those of them that take GPU cards, with their GPU annotations)."""
-        snaps = tuple(sorted((self.node(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
-        hypernodes = tuple(
-            HyperNodeSnap(
-                name=h["name"],
-                tier=int(h["tier"]),
-                parent=h.get("parent") or None,
-                nodes=tuple(h.get("nodes", ())),
-            )
-            for h in row.hypernodes
-        )
-        return ClusterSnap(
-            devices=self.cards(row),
+        return cluster_snap(
             name=row.name,
             labels=row.labels,
-            nodes=snaps,
+            nodes=(self.node(row.name, n, row.free) for n in row.nodes),
             schedulable=row.effective_state == ClusterState.Ready,
-            hypernodes=hypernodes,
-            unplaced=tuple(unplaced),
+            hypernodes=row.hypernodes,
+            devices=self.cards(row),
+            unplaced=unplaced,
             unplaced_cards=unplaced_cards,
         )
