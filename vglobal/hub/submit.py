@@ -20,6 +20,7 @@ from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
 from vglobal.hub.notify import DISPATCH
 from vglobal.hub.servicers.access import require
+from vglobal.model import priority_class
 from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
@@ -80,29 +81,23 @@ def accept(manifest: str, settings: HubSettings, validation: str = "") -> Job:
 
 def check_task_classes(job: Job, *, session: Session) -> None:
     """A task's own priorityClassName must name a PriorityClass, as the job's must."""
-    for i, t in enumerate(job.tasks):
-        if (
-            t.priority_class_name
-            and queues_repo.get_priority_class(t.priority_class_name, session=session) is None
-        ):
-            raise InvalidArgument(
-                f'spec.tasks[{i}].template.spec.priorityClassName: priority class "{t.priority_class_name}" '
-                "not found (apply a scheduling.k8s.io/v1 PriorityClass first)"
-            )
+    try:
+        priority_class.check_task_classes(
+            job, lambda name: queues_repo.get_priority_class(name, session=session) is not None
+        )
+    except priority_class.UnknownPriorityClass as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 def resolve_priority(job: Job, *, session: Session) -> int:
-    check_task_classes(job, session=session)
-    if job.priority_class_name:
-        pc = queues_repo.get_priority_class(job.priority_class_name, session=session)
-        if pc is None:
-            raise InvalidArgument(
-                f'spec.priorityClassName: priority class "{job.priority_class_name}" not found '
-                "(apply a scheduling.k8s.io/v1 PriorityClass first)"
-            )
-        return pc.value
-    defaults = [pc for pc in queues_repo.list_priority_classes(session=session) if pc.global_default]
-    return defaults[0].value if defaults else 0
+    try:
+        return priority_class.job_priority(
+            job,
+            lambda name: queues_repo.get_priority_class(name, session=session),
+            lambda: queues_repo.list_priority_classes(session=session),
+        )
+    except priority_class.UnknownPriorityClass as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 def check_queue(job: Job, *, session: Session) -> None:

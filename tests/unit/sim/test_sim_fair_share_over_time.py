@@ -18,16 +18,19 @@ spec:
   nodeGroups:
   - {name: g, count: 8, allocatable: {cpu: "16", memory: 64Gi, nvidia.com/gpu: "8"}}
 """
+# Not reclaimable: the order in which the queues' jobs are admitted is what is shown, not reclaim
+# evening the queues out to their deserved shares once each runs pods (the hub reclaims single
+# pods of a running job at once).
 QUEUES = """\
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
 metadata: {name: a}
-spec: {weight: 1}
+spec: {weight: 1, reclaimable: false}
 ---
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
 metadata: {name: b}
-spec: {weight: 1}
+spec: {weight: 1, reclaimable: false}
 """
 
 

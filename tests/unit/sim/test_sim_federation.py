@@ -271,7 +271,7 @@ def test_a_never_priority_class_waits_instead_of_preempting(
     )
     by_name = {j["name"]: j for j in result["jobs"]}
     reasons = {n: [e["reason"] for e in j["events"]] for n, j in by_name.items()}
-    victims = [n for n, r in reasons.items() if "Reclaimed" in r]
+    victims = [n for n, r in reasons.items() if "Preempted" in r]
     if policy == "Never":
         assert victims == [] and by_name["high"]["admittedAt"] is None
         assert "capability" in by_name["high"]["reason"]
@@ -307,7 +307,7 @@ def test_a_long_running_kind_is_no_victim_unless_it_says_preemptable(
         cluster_files=clusters, jobs_path=write(tmp_path / "jobs.yaml", docs), until=1800.0
     )
     by_name = {j["name"]: j for j in result["jobs"]}
-    victims = [n for n, j in by_name.items() if "Reclaimed" in [e["reason"] for e in j["events"]]]
+    victims = [n for n, j in by_name.items() if "Preempted" in [e["reason"] for e in j["events"]]]
     if said:
         assert len(victims) == 1 and by_name["high"]["admittedAt"] == 600.0
     else:

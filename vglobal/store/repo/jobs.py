@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -429,33 +429,78 @@ def statics(uids: list[str], *, session: Session) -> Iterator[JobStatic]:
         cur.execute(_STATICS, {"u": joined(uids)})
         rows = cur.fetchall()
     return (
-        JobStatic(
-            uid,
-            ns,
-            name,
-            queue,
-            prio,
-            created,
-            request,
-            Gang.from_json(gang),
-            pods,
-            Placement.from_json(where),
-            int(min_available),
-            preemption_policy(policy, facts.get("pp", ())),
-            _unpreemptable(
-                (facts.get("a"), facts.get("av"), facts.get("l"), facts.get("lv")),
-                job_annotation,
-                job_label,
-                pods,
-                (api, kind),
-            ),
-            {str(t): int(v) for t, v in (task_prios or {}).items()},
-            terms_of(facts.get("anti", ())),
-            {
-                str(t): {str(k): str(v) for k, v in (lab or {}).items()}
-                for t, lab in zip(facts.get("ln", ()), facts.get("lt", ()), strict=False)
-            },
-        )
+        _static(uid, ns, name, queue, prio, created, request, Gang.from_json(gang), pods,
+                Placement.from_json(where), *more)
         for (uid, ns, name, queue, prio, created, request, gang, pods, where, *more) in rows
-        for (min_available, policy, facts, job_annotation, job_label, api, kind, task_prios) in [more]
+    )  # fmt: skip
+
+
+def _static(
+    uid: str,
+    ns: str,
+    name: str,
+    queue: str,
+    prio: int,
+    created: datetime,
+    request: dict[str, int],
+    gang: Gang,
+    pods: dict[str, dict[str, int]],
+    where: Placement,
+    min_available: int,
+    policy: str,
+    facts: dict[str, Any],
+    job_annotation: str | None,
+    job_label: str | None,
+    api: str | None,
+    kind: str | None,
+    task_prios: dict[str, Any] | None,
+) -> JobStatic:
+    return JobStatic(
+        uid,
+        ns,
+        name,
+        queue,
+        prio,
+        created,
+        request,
+        gang,
+        pods,
+        where,
+        int(min_available),
+        preemption_policy(policy, facts.get("pp", ())),
+        _unpreemptable(
+            (facts.get("a"), facts.get("av"), facts.get("l"), facts.get("lv")),
+            job_annotation,
+            job_label,
+            pods,
+            (api, kind),
+        ),
+        {str(t): int(v) for t, v in (task_prios or {}).items()},
+        terms_of(facts.get("anti", ())),
+        {
+            str(t): {str(k): str(v) for k, v in (lab or {}).items()}
+            for t, lab in zip(facts.get("ln", ()), facts.get("lt", ()), strict=False)
+        },
     )
+
+
+def static_of(
+    new: NewJob, *, created_at: datetime, class_policy: str | None, class_values: Mapping[str, int]
+) -> JobStatic:
+    """What ``statics`` reads back of ``new`` once stored, without a database (the simulator):
+    ``class_policy`` is its PriorityClass's preemptionPolicy (None: it names none), ``class_values``
+    every PriorityClass's value by name."""
+    stored = [new.request, new.gang.to_json(), new.pod_requests, new.placement.to_json()]
+    request, gang, pods, where, facts = json.loads(json.dumps([*stored, manifest_facts(new.manifest)]))
+    pcs = {t: class_values[c] for t, c in facts.get("pcs", {}).items() if c in class_values}
+    return _static(
+        new.uid, new.namespace, new.name, new.queue, new.priority, created_at, request,
+        Gang.from_json(gang), pods, Placement.from_json(where), new.min_available,
+        class_policy or "PreemptLowerPriority", facts, _text(facts.get("ja")), _text(facts.get("jl")),
+        _text(facts.get("api")), _text(facts.get("kind")), pcs or None,
+    )  # fmt: skip
+
+
+def _text(v: Any) -> str | None:
+    """A fact as ``->>`` reads it: a string as itself, anything else as its JSON text."""
+    return v if v is None or isinstance(v, str) else json.dumps(v)
