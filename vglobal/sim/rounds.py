@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from vglobal.admission import AdmissionResult, ClusterSnap, Gang, PendingJob, QueueSnap
+from vglobal.admission import AdmissionPolicy, AdmissionResult, ClusterSnap, Gang, PendingJob, QueueSnap
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
 
@@ -85,9 +85,11 @@ class AdmissionRounds:
         now: float = 1000.0,
         **rules: object,
     ) -> AdmissionRounds:
-        """Over first-fit nodes; ``rules`` are Rules fields (the hub's defaults otherwise, except no
-        limit on admissions per cycle)."""
-        dispatcher = Dispatcher(queues, Rules(**{"max_admissions": 0, **rules}))  # type: ignore[arg-type]
+        """Over first-fit nodes; ``rules`` are AdmissionPolicy or Rules fields (the hub's defaults
+        otherwise, except no limit on admissions per cycle)."""
+        policy = {k: rules.pop(k) for k in AdmissionPolicy.__dataclass_fields__ if k in rules}
+        merged = AdmissionPolicy(**{"max_admissions": 0, **policy})  # type: ignore[arg-type]
+        dispatcher = Dispatcher(queues, Rules(merged, **rules))  # type: ignore[arg-type]
         dispatcher.submit(*pending)
         return cls(dispatcher, FirstFitNodes(clusters), now)
 
