@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vglobal.admission import ClusterSnap, Gang, NodeSnap, PendingJob, QueueSnap, Snapshot
+from vglobal.admission import AdmissionPolicy, ClusterSnap, Gang, NodeSnap, PendingJob, QueueSnap, Snapshot
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
@@ -179,14 +179,14 @@ class Run:
     def __post_init__(self) -> None:
         self.cluster = PhillyNodes(self.nodes)
         queues = [QueueSnap(q, weight=w) for q, w in sorted(self.weights.items())]
-        rules = Rules(
+        policy = AdmissionPolicy(
             reclaim_after=self.reclaim_after,
             reclaim_min_runtime=self.reclaim_min_runtime,
             max_admissions=0,
             fair_share_half_life=self.half_life,
             reclaim_limit=self.reclaim_limit,
-            reclaim_interval=self.reclaim_interval,
         )
+        rules = Rules(policy, reclaim_interval=self.reclaim_interval)
         dispatcher = (Dispatcher if self.reclaim else NoReclaimDispatcher)(queues, rules)
         self.rounds = AdmissionRounds(dispatcher, self.cluster)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vglobal.admission import (
+    AdmissionPolicy,
     AdmissionResult,
     Admit,
     ClusterSnap,
@@ -44,19 +45,13 @@ class SimulationError(RuntimeError):
     bindings never make)."""
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a misspelt rule is an error, not a new attribute
 class Rules:
-    """The hub's admission flags (``vglobal hub --placement …``), with the hub's defaults."""
+    """The hub's dispatch flags (``vglobal hub --placement …``), with the hub's defaults: its
+    admission policy and what the dispatcher applies around admission."""
 
-    placement: str = "binpack"
-    starvation_after: float = 600.0
-    reclaim_after: float = 0.0
-    reclaim_min_runtime: float = 0.0
-    queue_lookback: int = 1000
-    max_admissions: int = 5000
+    policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
     exclude_for: float = 300.0  # a cluster that rejected a job is skipped for it this long
-    fair_share_half_life: float = 0.0
-    reclaim_limit: float = 0.0
     reclaim_interval: float = 600.0
 
 
@@ -120,7 +115,7 @@ class Dispatcher:
     reclaim_log: RecentReclaims = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ledger = UsageLedger(self.rules.fair_share_half_life)
+        self.ledger = UsageLedger(self.rules.policy.fair_share_half_life)
         self.reclaim_log = RecentReclaims(self.rules.reclaim_interval)
 
     def submit(self, *jobs: JobFacts, waiting_since: float | None = None) -> None:
@@ -136,11 +131,11 @@ class Dispatcher:
         return self._usage.get(queue, EMPTY)
 
     def snapshot(self, now: float, clusters: Iterable[ClusterSnap]) -> Snapshot:
-        rules = self.rules
+        policy = self.rules.policy
         ledger = self.ledger
-        if rules.fair_share_half_life > 0:
+        if policy.fair_share_half_life > 0:
             ledger.advance(now, self._held)
-        recent = self.reclaim_log.by_queue(now) if rules.reclaim_limit > 0 else {}
+        recent = self.reclaim_log.by_queue(now) if policy.reclaim_limit > 0 else {}
         return Snapshot(
             now=now,
             queues=tuple(
@@ -162,14 +157,7 @@ class Dispatcher:
             ),
             pending=tuple(self._pending(now)),
             running=tuple(self.running.values()),
-            placement=rules.placement,
-            starvation_after=rules.starvation_after,
-            reclaim_after=rules.reclaim_after,
-            reclaim_min_runtime=rules.reclaim_min_runtime,
-            queue_lookback=rules.queue_lookback,
-            max_admissions=rules.max_admissions,
-            fair_share_half_life=rules.fair_share_half_life,
-            reclaim_limit=rules.reclaim_limit,
+            policy=policy,
         )
 
     def _unplaced_cards(self, cluster: str) -> tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...]:
@@ -323,7 +311,7 @@ class Dispatcher:
         run old enough to be reclaimed."""
         if not self.pending:
             return None
-        rules = self.rules
+        rules = self.rules.policy
         waits = [self.bindings[uid].waiting_since for uid in self.pending]
         times = [t + rules.starvation_after for t in waits]
         if rules.reclaim_after > 0:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from vglobal.admission import AdmissionResult, ClusterSnap, Gang, PendingJob, QueueSnap
+from vglobal.admission import AdmissionPolicy, AdmissionResult, ClusterSnap, Gang, PendingJob, QueueSnap
 from vglobal.admission.inputs import JobFacts
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
@@ -128,9 +128,11 @@ class AdmissionRounds:
         now: float = 1000.0,
         **rules: object,
     ) -> AdmissionRounds:
-        """Over first-fit nodes; ``rules`` are Rules fields (the hub's defaults otherwise, except no
-        limit on admissions per cycle)."""
-        dispatcher = Dispatcher(queues, Rules(**{"max_admissions": 0, **rules}))  # type: ignore[arg-type]
+        """Over first-fit nodes; ``rules`` are AdmissionPolicy or Rules fields (the hub's defaults
+        otherwise, except no limit on admissions per cycle)."""
+        policy = {k: rules.pop(k) for k in AdmissionPolicy.__dataclass_fields__ if k in rules}
+        merged = AdmissionPolicy(**{"max_admissions": 0, **policy})  # type: ignore[arg-type]
+        dispatcher = Dispatcher(queues, Rules(merged, **rules))  # type: ignore[arg-type]
         out = cls(dispatcher, FirstFitNodes(clusters), now)
         out.submit(*pending)
         return out

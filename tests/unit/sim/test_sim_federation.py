@@ -236,19 +236,8 @@ def test_the_simulated_hub_has_the_hub_defaults() -> None:
 
     hub = HubSettings.model_fields
     rules = Rules()
-    assert (rules.placement, rules.starvation_after, rules.exclude_for) == (
-        hub["placement"].default,
-        hub["starvation_after"].default,
-        hub["exclude_for"].default,
-    )
-    assert (rules.reclaim_after, rules.reclaim_min_runtime) == (
-        hub["reclaim_after"].default,
-        hub["reclaim_min_runtime"].default,
-    )
-    assert (rules.queue_lookback, rules.max_admissions) == (
-        hub["queue_lookback"].default,
-        hub["max_admissions_per_cycle"].default,
-    )
+    assert (rules.exclude_for, rules.reclaim_interval) == (hub["exclude_for"].default, hub["reclaim_interval"].default)
+    assert rules.policy == HubSettings(database_url="x").admission_policy()
 
 
 @pytest.mark.parametrize("policy", ["PreemptLowerPriority", "Never"])

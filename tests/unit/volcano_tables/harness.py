@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from vglobal import convert
-from vglobal.admission import Admit, ClusterSnap, HyperNodeSnap, NodeSnap, Wait
+from vglobal.admission import AdmissionPolicy, Admit, ClusterSnap, HyperNodeSnap, NodeSnap, Wait
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot, dispatch_queue_specs
@@ -173,7 +173,7 @@ class Case:
     classes: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     never: frozenset[str] = frozenset()  # PriorityClasses with preemptionPolicy: Never
     hyper_nodes: Sequence[HyperNode] = ()
-    rules: Rules = field(default_factory=lambda: Rules(max_admissions=0))
+    rules: Rules = field(default_factory=lambda: Rules(AdmissionPolicy(max_admissions=0)))
     differs: str = ""  # where vglobal decides otherwise on purpose: why (the expectation is ours)
     pending: str = ""  # a Volcano outcome that waits for a feature: strict xfail with this reason
 

@@ -53,7 +53,7 @@ def record_cycle(
             set_gauge(metrics.QUEUE_DESERVED, v, name, r)
         for r, v in (q.real_capability or {}).items():
             set_gauge(metrics.QUEUE_CAPABILITY, v, name, r)
-        if snapshot.fair_share_half_life > 0:
+        if snapshot.policy.fair_share_half_life > 0:
             for r, u in q.usage.items():
                 set_gauge(metrics.QUEUE_USAGE, u, name, r)
             set_gauge(metrics.QUEUE_USAGE_SHARE, q.usage_share, name)
