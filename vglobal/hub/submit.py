@@ -25,6 +25,7 @@ from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
+from vglobal.model.queue import QueueRefused, check_job_queue
 from vglobal.model.records import JobRow
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
@@ -102,16 +103,14 @@ def resolve_priority(job: Job, *, session: Session) -> int:
 
 def check_queue(job: Job, *, session: Session) -> None:
     queue = queues_repo.get_queue(job.queue, session=session)
-    if queue is None:
-        raise NotFound(f'spec.queue: queue "{job.queue}" not found')
-    if queue.state != "Open":
-        raise FailedPrecondition(
-            f'spec.queue: queue "{job.queue}" is {queue.state}; jobs can only be submitted to an Open queue'
+    try:
+        check_job_queue(
+            job.queue,
+            None if queue is None else queue.state,
+            queue is not None and bool(queues_repo.children(job.queue, session=session)),
         )
-    if queues_repo.children(job.queue, session=session):
-        raise FailedPrecondition(
-            f'spec.queue: queue "{job.queue}" has child queues; jobs go only to leaf queues'
-        )
+    except QueueRefused as exc:
+        raise (NotFound if exc.missing else FailedPrecondition)(str(exc)) from None
 
 
 def check_references(job: Job, *, session: Session) -> int:

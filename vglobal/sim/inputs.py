@@ -23,7 +23,7 @@ from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
 from vglobal.model.priority_class import PriorityClass, UnknownPriorityClass, job_priority
-from vglobal.model.queue import ROOT, Queue, default_queue
+from vglobal.model.queue import ROOT, Queue, QueueRefused, check_job_queue, default_queue
 from vglobal.model.queue_affinity import limit_vectors
 from vglobal.store.repo.jobs import static_of
 
@@ -205,17 +205,13 @@ def _check_tree(queues: dict[str, tuple[Path, Queue]]) -> None:
 
 
 def _check_queue(where: str, job: Job, queues: dict[str, Queue]) -> None:
+    """As the hub refuses a job at submit (vglobal.model.queue.check_job_queue)."""
     queue = queues.get(job.queue)
-    if queue is None:
-        raise SimInputError(f'{where}: spec.queue: queue "{job.queue}" not found')
-    if queue.state != "Open":
-        raise SimInputError(
-            f'{where}: spec.queue: queue "{job.queue}" is {queue.state}; jobs go only to Open queues'
-        )
-    if any((q.parent or ROOT) == job.queue for q in queues.values()):
-        raise SimInputError(
-            f'{where}: spec.queue: queue "{job.queue}" has child queues; jobs go only to leaf queues'
-        )
+    children = any((q.parent or ROOT) == job.queue for q in queues.values())
+    try:
+        check_job_queue(job.queue, None if queue is None else queue.state, children)
+    except QueueRefused as exc:
+        raise SimInputError(f"{where}: {exc}") from None
 
 
 def _submit_at(where: str, job: Job) -> float:
