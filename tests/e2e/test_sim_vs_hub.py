@@ -24,8 +24,9 @@ from vglobal.sim.run import run_simulation
 pytestmark = pytest.mark.e2e
 
 # The kind is the seed mod 3 (preempt, reclaim, HyperJob). In the suite: a HyperJob preempting whole
-# jobs and single pods, and a reclaim of single pods. VGLOBAL_DIFF_SEEDS ("a-b" or "a,b,c") runs others.
-SPEC = os.environ.get("VGLOBAL_DIFF_SEEDS", "2,4")
+# jobs and single pods, a reclaim of single pods, two jobs preempting single pods inside their queue.
+# VGLOBAL_DIFF_SEEDS ("a-b" or "a,b,c") runs others.
+SPEC = os.environ.get("VGLOBAL_DIFF_SEEDS", "2,4,9")
 
 
 def _seeds(spec: str) -> list[int]:
