@@ -11,12 +11,23 @@ import argparse
 import time
 from dataclasses import replace
 
-from vglobal.admission import Admit, ClusterSnap, NodeSnap, PendingJob, QueueSnap, Snapshot, admit
+from vglobal.admission import (
+    AdmissionPolicy,
+    Admit,
+    ClusterSnap,
+    NodeSnap,
+    PendingJob,
+    QueueSnap,
+    Snapshot,
+    admit,
+)
 from vglobal.model.cards import CardFree
 from vglobal.model.resources import ResourceVector
 
 CARDS = 8
 CARD_MIB = 81920
+
+UNBUDGETED = AdmissionPolicy(max_admissions=0)
 
 
 def _node(name: str) -> NodeSnap:
@@ -74,7 +85,7 @@ def main() -> None:
         pending = tuple(_job(k, pod, args.pods) for k in range(args.jobs))
         queues = tuple(QueueSnap(f"q{i}") for i in range(10))
         for label, cs in (("reported", clusters), ("none", blind)):
-            snap = Snapshot(now=0.0, queues=queues, clusters=cs, pending=pending)
+            snap = Snapshot(now=0.0, queues=queues, clusters=cs, pending=pending, policy=UNBUDGETED)
             start = time.process_time()
             result = admit(snap)
             spent = time.process_time() - start

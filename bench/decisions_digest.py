@@ -161,7 +161,7 @@ def dispatch_workload(s: Scale, budget: int) -> Workload:
         "dispatch",
         snap,
         (next_cycle, next_cycle),
-        (("cycle 1 with an admission budget", replace(snap, max_admissions=budget)),),
+        (("cycle 1 with an admission budget", replace(snap, policy=replace(snap.policy, max_admissions=budget))),),
     )
 
 
@@ -191,10 +191,9 @@ def reclaim_workload(s: Scale) -> Workload:
         queues=queues,
         running=running,
         pending=tuple(pending),
-        starvation_after=300.0,
-        reclaim_after=120.0,
-        reclaim_min_runtime=1_800.0,
-        queue_lookback=40,
+        policy=replace(
+            base.policy, starvation_after=300.0, reclaim_after=120.0, reclaim_min_runtime=1_800.0, queue_lookback=40
+        ),
     )
     return Workload("reclaim", snap, (next_cycle_dispatched, next_cycle_dispatched))
 
@@ -272,7 +271,7 @@ def guarantee_workload(s: Scale) -> Workload:
             pod = _gpus(8, 1_000_000)
             j = replace(j, request=pod.scale(4), gang=((pod, 4),))
         pending.append(j)
-    snap = replace(base, queues=tuple(queues), pending=tuple(pending), placement="spread")
+    snap = replace(base, queues=tuple(queues), pending=tuple(pending), policy=replace(base.policy, placement="spread"))
     return Workload("guarantee", snap, (next_cycle, next_cycle))
 
 

@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     first, times = timed(snap, args.repeat)
     second_snap = next_cycle(snap, first)
     second, times2 = timed(second_snap, args.repeat)
-    capped_snap = replace(snap, max_admissions=args.budget)
+    capped_snap = replace(snap, policy=replace(snap.policy, max_admissions=args.budget))
     capped, times3 = timed(capped_snap, args.repeat)
     # The same order, cut short (a HyperJob is admitted whole, so it may pass the budget by its size).
     assert capped.admitted_order == first.admitted_order[: len(capped.admitted_order)]

@@ -85,7 +85,7 @@ def ours(
     admitted jobs started, as many new ones submitted) cycles with churn between them: some
     running jobs finish, the last cycle's admissions start, new jobs arrive. With ``background``
     each cycle's explanation is written while the next one runs, as the hub does."""
-    settings = HubSettings(database_url="x", max_admissions_per_cycle=budget)
+    settings = HubSettings(database_url="x", max_admissions=budget)
     ctx = HubContext(settings=settings, engine=engine, sessions=make_sessionmaker(engine))
     dispatcher = Dispatcher(ctx, background=background)
     explained: dict[int, float] = {}
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget",
         type=int,
-        default=HubSettings(database_url="x").max_admissions_per_cycle,
+        default=HubSettings(database_url="x").max_admissions,
         help="--max-admissions-per-cycle of the hub run (default: the hub's)",
     )
     args = parser.parse_args(argv)

@@ -26,7 +26,7 @@ import math
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vglobal.admission import ClusterSnap, Gang, NodeSnap, PendingJob, QueueSnap, Snapshot
+from vglobal.admission import AdmissionPolicy, ClusterSnap, Gang, NodeSnap, PendingJob, QueueSnap, Snapshot
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
@@ -122,20 +122,14 @@ class PhillyNodes:
     def clusters(self) -> tuple[ClusterSnap, ...]:
         return (ClusterSnap("philly", {}, tuple(self._node(i, int(f)) for i, f in enumerate(self.free))),)
 
-    def place(self, cluster: str, gang: Gang) -> dict[str, ResourceVector] | None:
+    def place(self, cluster: str, gang: Gang) -> list[tuple[int, str]] | None:
         ((pod, pods),) = gang
-        per_pod = pod[GPU] // 1000
-        rows = self.rows(per_pod, pods)
-        if rows is None:
-            return None
-        per: dict[str, int] = defaultdict(int)
-        for i in rows:
-            per[f"n{i:04d}"] += per_pod * 1000
-        return {n: ResourceVector({GPU: v}) for n, v in per.items()}
+        rows = self.rows(pod[GPU] // 1000, pods)
+        return None if rows is None else [(0, f"n{i:04d}") for i in rows]
 
-    def release(self, cluster: str, placements: Mapping[str, ResourceVector]) -> None:
-        for node, vec in placements.items():
-            self.free[int(node[1:])] += vec[GPU] // 1000
+    def release(self, cluster: str, gang: Gang, pods: Sequence[tuple[int, str]]) -> None:
+        for shape, node in pods:
+            self.free[int(node[1:])] += gang[shape][0][GPU] // 1000
 
     def _node(self, i: int, free: int) -> NodeSnap:
         got = self._snaps.get((i, free))
@@ -185,14 +179,14 @@ class Run:
     def __post_init__(self) -> None:
         self.cluster = PhillyNodes(self.nodes)
         queues = [QueueSnap(q, weight=w) for q, w in sorted(self.weights.items())]
-        rules = Rules(
+        policy = AdmissionPolicy(
             reclaim_after=self.reclaim_after,
             reclaim_min_runtime=self.reclaim_min_runtime,
             max_admissions=0,
             fair_share_half_life=self.half_life,
             reclaim_limit=self.reclaim_limit,
-            reclaim_interval=self.reclaim_interval,
         )
+        rules = Rules(policy, reclaim_interval=self.reclaim_interval)
         dispatcher = (Dispatcher if self.reclaim else NoReclaimDispatcher)(queues, rules)
         self.rounds = AdmissionRounds(dispatcher, self.cluster)
 

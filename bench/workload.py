@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from vglobal.admission import (
+    AdmissionPolicy,
     AdmissionResult,
     Admit,
     ClusterSnap,
@@ -77,6 +78,7 @@ def make_snapshot(
         cluster_snaps,
         _pending(rng, jobs, leaves),
         tuple(running_jobs),
+        policy=AdmissionPolicy(max_admissions=0),  # one whole cycle; the benches set a budget apart
     )
 
 
@@ -232,7 +234,7 @@ def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
         freed_for.setdefault(rc.for_uid if rc.preempted else "", []).append(victims[rc.victim_uid])
     snapshot, running = _without_victims(snapshot, result, frozenset(rc.for_uid for rc in result.reclaims))
     index, clusters, prepare = first_fit(
-        snapshot.clusters, (r for j in snapshot.pending for r in j.request), snapshot.placement
+        snapshot.clusters, (r for j in snapshot.pending for r in j.request), snapshot.policy.placement
     )
 
     def release(gone: Iterable[RunningJob]) -> None:

@@ -8,10 +8,11 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from vglobal.dial import is_loopback
+from vglobal.model.admission_policy import AdmissionPolicy
 from vglobal.model.duration import parse_duration
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|m|h))?\s*$")
@@ -61,10 +62,11 @@ AS_SECONDS = BeforeValidator(_seconds)
 Seconds = Annotated[float, AS_SECONDS]
 PerSecond = Annotated[float, BeforeValidator(_per_second)]
 FILE: dict[str, Any] = {"file": True}
+_POLICY = AdmissionPolicy()
 
 
 class HubSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="VGLOBAL_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="VGLOBAL_", extra="ignore", populate_by_name=True)
 
     listen: str = Field("127.0.0.1:50051", description="HOST:PORT of the gRPC API.")
     database_url: str | None = Field(
@@ -88,49 +90,54 @@ class HubSettings(BaseSettings):
     exclude_for: Seconds = Field(
         300.0, ge=0, description="How long a rejected or failed-over cluster is skipped."
     )
+    # The admission policy's eight settings (vglobal.model.admission_policy) with its defaults;
+    # admission_policy() reads them back as the one value admission is given.
     placement: Literal["binpack", "spread"] = Field(
-        "binpack", description="Which fitting cluster a job goes to."
+        _POLICY.placement, description="Which fitting cluster a job goes to."  # type: ignore[arg-type]
     )
     starvation_after: Seconds = Field(
-        600.0,
+        _POLICY.starvation_after,
         ge=0,
         description="A gang waiting this long holds the capacity it needs against its own queue's "
         "later jobs.",
     )
     reclaim_after: Seconds = Field(
-        0.0,
+        _POLICY.reclaim_after,
         ge=0,
         description="A job must have waited this long before it may take capacity back from other queues.",
     )
     reclaim_min_runtime: Seconds = Field(
-        0.0,
+        _POLICY.reclaim_min_runtime,
         ge=0,
         description="A job must have run this long before another queue may take it back (guards long jobs).",
     )
     fair_share_half_life: Seconds = Field(
-        0.0,
+        _POLICY.fair_share_half_life,
         ge=0,
         description="Fair share over time: queues are ordered by their usage decayed with this "
         "half-life against their deserved share (0 = by what they hold now).",
     )
     reclaim_limit: float = Field(
-        0.0,
+        _POLICY.reclaim_limit,
         ge=0,
         description="Reclaim takes from a queue at most this fraction of what it runs per "
         "--reclaim-interval (0 = no limit; 1 or more limits nothing).",
     )
     reclaim_interval: Seconds = Field(600.0, gt=0, description="The interval of --reclaim-limit.")
     queue_lookback: int = Field(
-        1000,
+        _POLICY.queue_lookback,
         ge=0,
         description="Jobs per leaf queue examined each cycle past those it admits, in queue order; "
         "the rest wait a turn (0 = all).",
     )
-    max_admissions_per_cycle: int = Field(
-        5000,
+    max_admissions: int = Field(
+        _POLICY.max_admissions,
         ge=0,
         description="Admissions per dispatch cycle at most; a bigger burst goes on in the next cycle "
         "(0 = all).",
+        # its name until it joined the policy, still accepted as a flag and environment variable
+        validation_alias=AliasChoices("vglobal_max_admissions", "vglobal_max_admissions_per_cycle"),
+        json_schema_extra={"aliases": ["max_admissions_per_cycle"]},
     )
     max_manifest_bytes: int = Field(1_048_576, gt=0, description="Largest manifest accepted (bytes).")
     max_batch: int = Field(1000, gt=0, description="Jobs one SubmitJobs call may hold.")
@@ -206,6 +213,10 @@ class HubSettings(BaseSettings):
     @property
     def tls(self) -> bool:
         return self.tls_cert is not None
+
+    def admission_policy(self) -> AdmissionPolicy:
+        """The admission policy these settings give (one field each)."""
+        return AdmissionPolicy(**{f: getattr(self, f) for f in AdmissionPolicy.__dataclass_fields__})
 
     @model_validator(mode="after")
     def _secure_by_default(self) -> Self:

@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings
 from vglobal.cli.main import cli, register_extras
 from vglobal.cli.settings_flags import env_name, flag_name
 from vglobal.config import AS_SECONDS, AgentSettings, HubSettings
+from vglobal.model.admission_policy import AdmissionPolicy
 
 register_extras()
 COMMANDS: list[tuple[str, type[BaseSettings]]] = [("hub", HubSettings), ("agent", AgentSettings)]
@@ -127,7 +128,8 @@ def test_the_help_is_the_fields_description(command: str, model: type[BaseSettin
     squeezed = text.replace(" ", "")
     for field, info in model.model_fields.items():
         assert info.description, f"{field} has no description"
-        assert f"{flag_name(model, field)} " in text and "".join(info.description.split()) in squeezed, field
+        flag = flag_name(model, field)
+        assert (f"{flag} " in text or f"{flag}, " in text) and "".join(info.description.split()) in squeezed, field
         assert env_name(model, field) in text
 
 
@@ -150,3 +152,26 @@ def test_a_bad_environment_value_names_the_flag_and_the_variable() -> None:
     out = CliRunner().invoke(cli, ["hub", "--print-settings"], env={"VGLOBAL_DISPATCH_INTERVAL": "soon"})
     assert out.exit_code == 1
     assert "--dispatch-interval (env VGLOBAL_DISPATCH_INTERVAL): invalid duration" in out.output
+
+
+@pytest.mark.parametrize(
+    ("flags", "env"),
+    [
+        (["--max-admissions-per-cycle", "7"], {}),
+        ([], {"VGLOBAL_MAX_ADMISSIONS_PER_CYCLE": "7"}),
+        (["--max-admissions", "7"], {"VGLOBAL_MAX_ADMISSIONS_PER_CYCLE": "9"}),
+    ],
+)
+def test_the_admissions_budget_keeps_its_former_flag_and_variable(flags: list[str], env: dict[str, str]) -> None:
+    assert _effective(["hub", *flags], env)["max_admissions"] == 7
+
+
+def test_the_hub_admission_settings_are_the_admission_policy_with_its_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for k in list(os.environ):
+        if k.startswith("VGLOBAL_"):
+            monkeypatch.delenv(k)
+    assert HubSettings().admission_policy() == AdmissionPolicy()
+    policy = HubSettings(placement="spread", max_admissions=0, queue_lookback=3).admission_policy()
+    assert policy == AdmissionPolicy(placement="spread", max_admissions=0, queue_lookback=3)

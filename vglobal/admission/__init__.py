@@ -7,6 +7,7 @@ from vglobal.admission.admit import admit
 from vglobal.admission.snapshot import (
     PLACEMENTS,
     ROOT,
+    AdmissionPolicy,
     AdmissionResult,
     Admit,
     ClusterSnap,
@@ -29,6 +30,7 @@ from vglobal.admission.snapshot import (
 __all__ = [
     "PLACEMENTS",
     "ROOT",
+    "AdmissionPolicy",
     "AdmissionResult",
     "Admit",
     "ClusterSnap",

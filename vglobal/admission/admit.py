@@ -56,7 +56,7 @@ class _Cycle:
         self.snap = snapshot
         self.prep = prep = Prepared(snapshot)
         self.tree, self.clusters = prep.tree, prep.clusters
-        half_life = snapshot.fair_share_half_life
+        half_life = snapshot.policy.fair_share_half_life
         offsets = decayed_offsets(self.tree, snapshot.queues, half_life) if half_life > 0 else None
         self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
@@ -74,7 +74,7 @@ class _Cycle:
         self.fit = GangFit(prep, self.devices)  # the gang fit lone jobs and HyperJobs' children share
 
     def run(self) -> AdmissionResult:
-        self.leaves = self.prep.leaves(self.snap.queue_lookback, self._wait_all)
+        self.leaves = self.prep.leaves(self.snap.policy.queue_lookback, self._wait_all)
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
             planners = Planners(
@@ -87,13 +87,13 @@ class _Cycle:
                 self.freed,
             )
             room = ChildRoom(self.fit, self.checks, planners)  # victims, as lone jobs take them
-            budget = self.snap.max_admissions
+            budget = self.snap.policy.max_admissions
             admit_groups(groups, self.fit, self.checks, self.decisions, self.admitted, budget, room)
             self.evictions += room.evictions
             self.preempted += room.whole
         for i, leaf in sorted(self.leaves.items()):
             self._advance(i, leaf)
-        budget = self.snap.max_admissions
+        budget = self.snap.policy.max_admissions
         while True:
             i = self.order.pick()
             if i < 0:
@@ -138,7 +138,7 @@ class _Cycle:
         jobs, decisions = leaf.jobs, self.decisions
         over_cap, cap_ok, charges = leaf.over_cap, leaf.cap_ok, self.checks.charges
         capability, lookup = self.checks.capability, self.failures.lookup
-        now, after = self.snap.now, self.snap.starvation_after
+        now, after = self.snap.now, self.snap.policy.starvation_after
         # Only _decide plans reclaims, so whether this queue may still plan one holds for the loop.
         reclaims = self.reclaims.open_to(leaf)
         lowest = self.preempt.lowest.get(leaf.index)  # None: nothing in the queue to preempt

@@ -79,7 +79,8 @@ class Preemptions:
 
     def __init__(self, snapshot: Snapshot, tree: QueueTree, clusters: Clusters, index: ResourceIndex) -> None:
         self.tree, self.clusters, self.index = tree, clusters, index
-        protected = snapshot.now - snapshot.reclaim_min_runtime if snapshot.reclaim_min_runtime > 0 else None
+        min_runtime = snapshot.policy.reclaim_min_runtime
+        protected = snapshot.now - min_runtime if min_runtime > 0 else None
         by_leaf: dict[int, list[RunningJob]] = {}
         for job in snapshot.running:
             i = tree.idx.get(job.queue, -1)

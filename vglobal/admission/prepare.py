@@ -142,7 +142,7 @@ class Prepared:
         self.index = index = resource_index(snapshot, rid_of, gid_of)
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
-        self.clusters = clusters = Clusters(snapshot.clusters, index, snapshot.placement)
+        self.clusters = clusters = Clusters(snapshot.clusters, index, snapshot.policy.placement)
         demand: dict[str, list[int]] = {}
         for (queue, rid), n in counts.items():
             row = demand.setdefault(queue, [0] * index.size)

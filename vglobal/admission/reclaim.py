@@ -63,7 +63,7 @@ class Reclaims:
             return False  # its PriorityClass says it waits for free capacity, as in Volcano's reclaim
         if self.plans >= MAX_RECLAIM_PLANS:
             return False  # planning is the costly step: the rest waits for the next cycle
-        if self.snap.now - job.snap.waiting_since < self.snap.reclaim_after:
+        if self.snap.now - job.snap.waiting_since < self.snap.policy.reclaim_after:
             return False
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
@@ -105,10 +105,11 @@ class Reclaims:
         """Whole running jobs of other queues whose stop lets the job fit (reclaim_jobs.py)."""
         self.plans += 1
         if self._planner is None:
-            snap = self.snap
-            protected = snap.now - snap.reclaim_min_runtime if snap.reclaim_min_runtime > 0 else None
+            snap, policy = self.snap, self.snap.policy
+            protected = snap.now - policy.reclaim_min_runtime if policy.reclaim_min_runtime > 0 else None
+            limit = policy.reclaim_limit
             self._planner = ReclaimPlanner(
-                snap.running, self.tree, self.clusters, self.index, protected, snap.reclaim_limit, self._used
+                snap.running, self.tree, self.clusters, self.index, protected, limit, self._used
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
         return self._planner.plan(job.leaf, cand, job.gang, cards, mask)

@@ -113,7 +113,7 @@ class ReclaimPlanner:
         used: FloatArray | None = None,
     ) -> None:
         """`protected_after`: runs admitted after this time (epoch seconds) are not victims.
-        `limit`: the reclaim rate limit (Snapshot.reclaim_limit), 0 = none. `used`: per queue, its
+        `limit`: the reclaim rate limit (AdmissionPolicy.reclaim_limit), 0 = none. `used`: per queue, its
         decayed share (fair share over time); a queue then takes only from queues that used as
         much or more, else what it takes back the order would hand back again at once."""
         self.tree = tree

@@ -55,7 +55,8 @@ class PodReclaims:
         """`slots`: the column of pod slots (-1 if none), which no queue is short of."""
         self.tree, self.clusters, self.index, self.slots = tree, clusters, index, slots
         self._des = set_deserved(tree, index)
-        protected = snapshot.now - snapshot.reclaim_min_runtime if snapshot.reclaim_min_runtime > 0 else None
+        min_runtime = snapshot.policy.reclaim_min_runtime
+        protected = snapshot.now - min_runtime if min_runtime > 0 else None
         self._jobs: dict[str, list[RunningJob]] = {}  # per cluster, jobs with pods that may go
         for job in snapshot.running:
             leaf = tree.idx.get(job.queue, -1)

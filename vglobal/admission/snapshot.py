@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from vglobal.model.admission_policy import PLACEMENTS, AdmissionPolicy
 from vglobal.model.cards import CardFree, CardUse
 from vglobal.model.pod_anti_affinity import AntiTerm
 from vglobal.model.queue_affinity import QueueAffinity
@@ -17,7 +18,8 @@ from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import EMPTY, ResourceVector
 
 ROOT = "root"
-PLACEMENTS = ("binpack", "spread")
+
+__all__ = ["PLACEMENTS", "ROOT", "AdmissionPolicy"]  # with the types below
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 _NO_PLACEMENTS: Mapping[str, ResourceVector] = MappingProxyType({})
@@ -49,7 +51,7 @@ class QueueSnap:
     running: ResourceVector = EMPTY
     created: int = 0  # ordering key for ties (e.g. creation epoch seconds)
     # Decayed usage of the queue's OWN jobs in resource-seconds (admission/usage.py); read only
-    # when the snapshot's fair_share_half_life is above 0. Rolled up to the ancestors like allocated.
+    # when the policy's fair_share_half_life is above 0. Rolled up to the ancestors like allocated.
     usage: Mapping[str, float] = field(default_factory=lambda: _NO_USAGE)
     # What reclaim took from this queue within the dispatcher's rate-limit interval.
     reclaimed: ResourceVector = EMPTY
@@ -207,29 +209,7 @@ class Snapshot:
     clusters: tuple[ClusterSnap, ...]
     pending: tuple[PendingJob, ...]
     running: tuple[RunningJob, ...] = ()
-    placement: str = "binpack"  # or "spread"
-    starvation_after: float = 600.0
-    # Seconds a job must have been pending before it may reclaim (0 = at once). Since a reclaimed
-    # job's waiting time starts again, this also damps reclaim ping-pong as deserved shares move.
-    reclaim_after: float = 0.0
-    # Seconds a job must have run (since its admission) before it may be reclaimed (0 = at once):
-    # without it, long jobs restart from scratch again and again as deserved shares move.
-    reclaim_min_runtime: float = 0.0
-    # Jobs per leaf queue examined this cycle, in queue order (0 = all). The rest wait a turn with
-    # a reason saying so: a queue with a backlog of tens of thousands costs a cycle no more than
-    # its first `queue_lookback` jobs, and those are the ones it would admit first anyway.
-    queue_lookback: int = 1000
-    # Admissions this cycle at most (0 = no limit). Once reached, the jobs not yet looked at wait a
-    # turn with a reason saying so. Admissions come in fair order, so the budget only spreads a
-    # burst over cycles; what it buys is a bounded cycle: the leader lock is checked, new jobs are
-    # looked at and the first admissions of a burst reach their clusters a cycle apart.
-    max_admissions: int = 0
-    # Seconds (0 = instantaneous fair share, as without it): queues are ordered by their usage
-    # decayed with this half-life (QueueSnap.usage) plus what this cycle admits, against deserved.
-    fair_share_half_life: float = 0.0
-    # Reclaim takes from a queue, per resource, at most this fraction of what it ran at the start
-    # of the rate-limit interval (its allocation plus QueueSnap.reclaimed); 0 = no limit.
-    reclaim_limit: float = 0.0
+    policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ class Starvation:
     the reasons of the jobs that wait behind it."""
 
     def __init__(self, snapshot: Snapshot, clusters: Clusters, tree: QueueTree, index: ResourceIndex) -> None:
-        self.now, self.after = snapshot.now, snapshot.starvation_after
+        self.now, self.after = snapshot.now, snapshot.policy.starvation_after
         self.clusters, self.tree, self.index = clusters, tree, index
         self._behind: dict[tuple[str, str, str | None], Wait] = {}
 

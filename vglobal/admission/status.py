@@ -41,7 +41,7 @@ def queue_statuses(
             running[p] += running[i]
             admitted[p] += admitted[i]
     usage = _rolled_usage(tree, snapshot)
-    half_life = snapshot.fair_share_half_life
+    half_life = snapshot.policy.fair_share_half_life
     out: dict[str, QueueStatus] = {}
     for i, name in enumerate(tree.names):
         cap = tree.real_cap[i].tolist()
@@ -67,7 +67,7 @@ def queue_statuses(
 def _rolled_usage(tree: QueueTree, snapshot: Snapshot) -> list[Usage]:
     """Per tree node: the decayed usage of its own and its descendants' jobs (none without a half-life)."""
     out: list[Usage] = [{} for _ in tree.names]
-    if snapshot.fair_share_half_life <= 0:
+    if snapshot.policy.fair_share_half_life <= 0:
         return out
     for q in snapshot.queues:
         i = tree.idx.get(q.name)

@@ -53,11 +53,11 @@ def _shown(info: FieldInfo, seconds: bool) -> str:
     if value is None or value in ({}, ""):
         return "none"
     if seconds:
-        return _as_duration(float(value))
+        return as_duration(float(value))
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _as_duration(seconds: float) -> str:
+def as_duration(seconds: float) -> str:
     for unit, size in (("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:g}{unit}"
@@ -69,6 +69,8 @@ def _option(model: type[BaseSettings], field: str, info: FieldInfo) -> Callable[
     seconds = AS_SECONDS in info.metadata
     text = f"{info.description or ''} [env {env_name(model, field)}; default {_shown(info, seconds)}]"
     flag = flag_name(model, field)
+    # a field's former flag names, still accepted
+    aliases = ["--" + a.replace("_", "-") for a in _extra(info).get("aliases", ())]
     if kind is bool:
         return click.option(f"{flag}/--no-{flag[2:]}", field, default=None, help=text)
     opts: dict[str, Any] = {"default": None, "help": text}
@@ -84,7 +86,7 @@ def _option(model: type[BaseSettings], field: str, info: FieldInfo) -> Callable[
         opts["metavar"] = "TEXT"  # the model parses it (a rate such as 100/s)
     elif kind in (int, float):
         opts["type"] = kind
-    return click.option(flag, field, **opts)
+    return click.option(flag, *aliases, field, **opts)
 
 
 def settings_options(model: type[BaseSettings]) -> Callable[[F], F]:

@@ -7,7 +7,11 @@ from pathlib import Path
 
 import click
 
+from vglobal.cli.settings_flags import as_duration
 from vglobal.cli.sim_openb import openb
+from vglobal.model.admission_policy import PLACEMENTS, AdmissionPolicy
+
+_POLICY = AdmissionPolicy()  # the hub's defaults
 
 
 @click.group()
@@ -43,21 +47,30 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--scheduler-conf", type=_FILE, default=None, help="The agents' volcano-scheduler.conf.")
 @click.option("--until-idle", is_flag=True, default=False, help="Run until nothing can change (default).")
 @click.option("--until", callback=_duration, default=None, help="Stop at this virtual time (e.g. 10m).")
-@click.option("--placement", type=click.Choice(["binpack", "spread"]), default="binpack", show_default=True)
-@click.option("--starvation-after", callback=_duration, default="10m", show_default=True)
-@click.option("--reclaim-after", callback=_duration, default="0s", show_default=True)
-@click.option("--reclaim-min-runtime", callback=_duration, default="0s", show_default=True)
+@click.option("--placement", type=click.Choice(PLACEMENTS), default=_POLICY.placement, show_default=True)
+@click.option(
+    "--starvation-after", callback=_duration, default=as_duration(_POLICY.starvation_after), show_default=True
+)
+@click.option(
+    "--reclaim-after", callback=_duration, default=as_duration(_POLICY.reclaim_after), show_default=True
+)
+@click.option(
+    "--reclaim-min-runtime",
+    callback=_duration,
+    default=as_duration(_POLICY.reclaim_min_runtime),
+    show_default=True,
+)
 @click.option(
     "--fair-share-half-life",
     callback=_duration,
-    default="0s",
+    default=as_duration(_POLICY.fair_share_half_life),
     show_default=True,
     help="Order queues by their usage decayed with this half-life (0 = by what they hold now).",
 )
 @click.option(
     "--reclaim-limit",
     type=click.FloatRange(min=0),
-    default=0.0,
+    default=_POLICY.reclaim_limit,
     show_default=True,
     help="Reclaim takes from a queue at most this fraction of what it runs per --reclaim-interval "
     "(0 = no limit).",
@@ -93,15 +106,15 @@ def sim_run(
     from vglobal.sim.inputs import SimInputError
     from vglobal.sim.run import run_simulation
 
-    rules = Rules(
+    policy = AdmissionPolicy(
         placement=placement,
         starvation_after=starvation_after,
         reclaim_after=reclaim_after,
         reclaim_min_runtime=reclaim_min_runtime,
         fair_share_half_life=fair_share_half_life,
         reclaim_limit=reclaim_limit,
-        reclaim_interval=reclaim_interval,
     )
+    rules = Rules(policy, reclaim_interval=reclaim_interval)
     try:
         result = run_simulation(
             cluster_files=list(clusters),

@@ -214,29 +214,65 @@ def dispatch_queues(queue: str, rows: Mapping[str, QueueRow], cluster: str) -> l
         row = rows[name]
         affinity = affinity_from_manifest(row.manifest)
         annotations = (row.manifest.get("metadata") or {}).get("annotations") or {}
-        status = row.status
-        cap = status.get("capability", row.capability)
-        deserved = status.get("deserved", row.deserved)
-        elsewhere: dict[str, int] = {}
-        for c, units in (status.get("clusters") or {}).items():
-            if c != cluster:
-                for r, v in units.items():
-                    elsewhere[r] = elsewhere.get(r, 0) + int(v)
         out.append(
-            agent_pb2.DispatchQueue(
-                name=name,
-                parent=row.parent or "",
-                weight=row.weight,
-                affinity=queue_affinity(affinity) if affinity is not None else None,
-                node_group_resource_limits=str(annotations.get(NODE_GROUP_LIMITS, "")),
-                capability=None if cap is None else agent_pb2.Units(values=cap),
-                guarantee=agent_pb2.Units(values=row.guarantee) if row.guarantee else None,
-                deserved=None if deserved is None else agent_pb2.Units(values=deserved),
-                elsewhere=agent_pb2.Units(values=elsewhere),
+            dispatch_queue(
+                name,
+                row.parent,
+                row.weight,
+                affinity,
+                str(annotations.get(NODE_GROUP_LIMITS, "")),
+                limits=queue_limits(row.status, row.capability, row.guarantee, row.deserved),
+                cluster=cluster,
             )
         )
         name = row.parent
     return out
+
+
+def queue_limits(
+    status: Mapping[str, Any],
+    capability: Mapping[str, int] | None,
+    guarantee: Mapping[str, int],
+    deserved: Mapping[str, int] | None,
+) -> dict[str, Any]:
+    """A queue's figures as a Dispatch carries them: the latest cycle's (``status``, as the
+    dispatcher stores it with the queue) where there is one, else the spec's."""
+    return {
+        "capability": status.get("capability", capability),
+        "guarantee": dict(guarantee),
+        "deserved": status.get("deserved", deserved),
+        "clusters": status.get("clusters") or {},
+    }
+
+
+def dispatch_queue(
+    name: str,
+    parent: str | None,
+    weight: int,
+    affinity: QueueAffinity | None,
+    node_group_limits: str,
+    *,
+    limits: Mapping[str, Any],
+    cluster: str,
+) -> agent_pb2.DispatchQueue:
+    """One queue of a Dispatch's chain; ``elsewhere`` is what it holds on the other clusters."""
+    elsewhere: dict[str, int] = {}
+    for c, units in limits["clusters"].items():
+        if c != cluster:
+            for r, v in units.items():
+                elsewhere[r] = elsewhere.get(r, 0) + int(v)
+    cap, deserved, guarantee = limits["capability"], limits["deserved"], limits["guarantee"]
+    return agent_pb2.DispatchQueue(
+        name=name,
+        parent=parent or "",
+        weight=weight,
+        affinity=queue_affinity(affinity) if affinity is not None else None,
+        node_group_resource_limits=node_group_limits,
+        capability=None if cap is None else agent_pb2.Units(values=cap),
+        guarantee=agent_pb2.Units(values=guarantee) if guarantee else None,
+        deserved=None if deserved is None else agent_pb2.Units(values=deserved),
+        elsewhere=agent_pb2.Units(values=elsewhere),
+    )
 
 
 def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None = None) -> queues_pb2.Queue:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from vglobal.admission.hyperjob import SplitError, split_over
+from vglobal.admission.inputs import hypernode_snaps, node_snap
 from vglobal.admission.snapshot import ClusterSnap
-from vglobal.hub.cluster_snaps import hypernode_snaps, node_snap
 from vglobal.hub.errors import FailedPrecondition
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
@@ -24,7 +24,9 @@ from vglobal.store.repo import clusters as clusters_repo
 def _capacity(row: ClusterRow) -> ClusterSnap:
     """What a split weighs of a cluster: its nodes' free and allocatable, and its HyperNodes."""
     nodes = sorted((node_snap(n, row.free.get(n["name"])) for n in row.nodes), key=lambda n: n.name)
-    return ClusterSnap(name=row.name, labels=row.labels, nodes=tuple(nodes), hypernodes=hypernode_snaps(row))
+    return ClusterSnap(
+        name=row.name, labels=row.labels, nodes=tuple(nodes), hypernodes=hypernode_snaps(row.hypernodes)
+    )
 
 
 def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:

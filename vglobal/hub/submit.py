@@ -23,11 +23,13 @@ from vglobal.hub.auth.access import require, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
 from vglobal.hub.notify import DISPATCH
+from vglobal.model import priority_class
 from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifests
+from vglobal.model.queue import QueueRefused, check_job_queue
 from vglobal.model.records import JobRow
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobs as jobs_repo
@@ -75,43 +77,35 @@ def check_limits(job: Job, settings: HubSettings) -> None:
 
 def check_task_classes(job: Job, *, session: Session) -> None:
     """A task's own priorityClassName must name a PriorityClass, as the job's must."""
-    for i, t in enumerate(job.tasks):
-        if (
-            t.priority_class_name
-            and queues_repo.get_priority_class(t.priority_class_name, session=session) is None
-        ):
-            raise InvalidArgument(
-                f'spec.tasks[{i}].template.spec.priorityClassName: priority class "{t.priority_class_name}" '
-                "not found (apply a scheduling.k8s.io/v1 PriorityClass first)"
-            )
+    try:
+        priority_class.check_task_classes(
+            job, lambda name: queues_repo.get_priority_class(name, session=session) is not None
+        )
+    except priority_class.UnknownPriorityClass as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 def resolve_priority(job: Job, *, session: Session) -> int:
-    check_task_classes(job, session=session)
-    if job.priority_class_name:
-        pc = queues_repo.get_priority_class(job.priority_class_name, session=session)
-        if pc is None:
-            raise InvalidArgument(
-                f'spec.priorityClassName: priority class "{job.priority_class_name}" not found '
-                "(apply a scheduling.k8s.io/v1 PriorityClass first)"
-            )
-        return pc.value
-    defaults = [pc for pc in queues_repo.list_priority_classes(session=session) if pc.global_default]
-    return defaults[0].value if defaults else 0
+    try:
+        return priority_class.job_priority(
+            job,
+            lambda name: queues_repo.get_priority_class(name, session=session),
+            lambda: queues_repo.list_priority_classes(session=session),
+        )
+    except priority_class.UnknownPriorityClass as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 def check_queue(job: Job, *, session: Session) -> None:
     queue = queues_repo.get_queue(job.queue, session=session)
-    if queue is None:
-        raise NotFound(f'spec.queue: queue "{job.queue}" not found')
-    if queue.state != "Open":
-        raise FailedPrecondition(
-            f'spec.queue: queue "{job.queue}" is {queue.state}; jobs can only be submitted to an Open queue'
+    try:
+        check_job_queue(
+            job.queue,
+            None if queue is None else queue.state,
+            queue is not None and bool(queues_repo.children(job.queue, session=session)),
         )
-    if queues_repo.children(job.queue, session=session):
-        raise FailedPrecondition(
-            f'spec.queue: queue "{job.queue}" has child queues; jobs go only to leaf queues'
-        )
+    except QueueRefused as exc:
+        raise (NotFound if exc.missing else FailedPrecondition)(str(exc)) from None
 
 
 def check_references(job: Job, *, session: Session) -> int:

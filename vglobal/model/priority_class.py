@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import Field, StrictBool, StrictStr
 
 from vglobal.model.errors import Problems
 from vglobal.model.k8s import OBJECT_FIELDS, Int32, Metadata, Model, check_name, validate_model
+
+if TYPE_CHECKING:
+    from vglobal.model.job import Job
 
 API_VERSION = "scheduling.k8s.io/v1"
 KIND = "PriorityClass"
@@ -58,3 +61,45 @@ def parse_priority_class(doc: Mapping[str, Any]) -> PriorityClass:
         preemption_policy=m.preemption_policy,
         raw=copy.deepcopy(dict(doc)),
     )
+
+
+class ClassRef(Protocol):
+    """A stored or applied PriorityClass, as a job's priority is resolved from it."""
+
+    @property
+    def value(self) -> int: ...
+
+    @property
+    def global_default(self) -> bool: ...
+
+
+class UnknownPriorityClass(ValueError):
+    """A job names a PriorityClass that does not exist; the message names the field."""
+
+
+def check_task_classes(job: Job, known: Callable[[str], bool]) -> None:
+    """A task's own priorityClassName must name a PriorityClass, as the job's must."""
+    for i, t in enumerate(job.tasks):
+        if t.priority_class_name and not known(t.priority_class_name):
+            raise UnknownPriorityClass(
+                f'spec.tasks[{i}].template.spec.priorityClassName: priority class "{t.priority_class_name}" '
+                "not found (apply a scheduling.k8s.io/v1 PriorityClass first)"
+            )
+
+
+def job_priority(
+    job: Job, lookup: Callable[[str], ClassRef | None], every: Callable[[], Iterable[ClassRef]]
+) -> int:
+    """The job's priority at submit: its PriorityClass's value, else the global default's (the
+    highest if several), else 0. UnknownPriorityClass when it or a task names a missing class."""
+    check_task_classes(job, lambda name: lookup(name) is not None)
+    if job.priority_class_name:
+        pc = lookup(job.priority_class_name)
+        if pc is None:
+            raise UnknownPriorityClass(
+                f'spec.priorityClassName: priority class "{job.priority_class_name}" not found '
+                "(apply a scheduling.k8s.io/v1 PriorityClass first)"
+            )
+        return pc.value
+    defaults = [pc for pc in every() if pc.global_default]
+    return max(defaults, key=lambda pc: pc.value).value if defaults else 0

@@ -160,3 +160,24 @@ def default_queue() -> Queue:
         "spec": {"weight": 1, "reclaimable": True},
     }
     return Queue(name=DEFAULT, raw=raw)
+
+
+class QueueRefused(ValueError):
+    """A job's queue does not take it; ``missing`` tells a queue that does not exist from one that
+    exists but takes no jobs (closed, or not a leaf). The message names the field."""
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+def check_job_queue(name: str, state: str | None, has_children: bool) -> None:
+    """Jobs go only to an existing (``state`` not None), Open leaf queue."""
+    if state is None:
+        raise QueueRefused(f'spec.queue: queue "{name}" not found', missing=True)
+    if state != "Open":
+        raise QueueRefused(
+            f'spec.queue: queue "{name}" is {state}; jobs can only be submitted to an Open queue'
+        )
+    if has_children:
+        raise QueueRefused(f'spec.queue: queue "{name}" has child queues; jobs go only to leaf queues')

@@ -1,34 +1,28 @@
 """One simulated member cluster as the hub meets it: the agent's own ``AgentCore`` over a
 ``SimBackend``, with the AgentService messages handed over in memory instead of over a stream.
 
-The hub's picture of the cluster (labels, nodes, free capacity, HyperNodes, GPU cards) is built only from
-what the agent reports, its Register and its Heartbeats, as the hub builds it from its stream.
+The hub's picture of the cluster (labels, nodes, free capacity, HyperNodes, GPU cards) is kept as the
+hub's cluster row keeps it, from what the agent reports (its Register and its Heartbeats), and turned
+into admission's ClusterSnap by the hub's own builder (``vglobal.admission.inputs``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from vglobal import convert
-from vglobal.admission import ClusterSnap, HyperNodeSnap, NodeSnap
+from vglobal.admission import ClusterSnap
+from vglobal.admission.inputs import cluster_snap, device_tables, node_snap
 from vglobal.agent.backends.sim import SimBackend
 from vglobal.agent.backends.sim_cluster import SimCluster
 from vglobal.agent.core import AgentCore
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.clock import Clock
+from vglobal.hub.agents.record import card_record
 from vglobal.model.cards import CardFree
-from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import SchedulerConf
-
-_BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
-
-
-def _units(u: pb.Units) -> ResourceVector:
-    return ResourceVector({k: int(v) for k, v in u.values.items()})
-
-
-def _usable(n: pb.NodeInventory) -> bool:
-    """A node admission may count on: schedulable, no taint that keeps pods off."""
-    return not n.unschedulable and not any(t.effect in _BLOCKING_TAINTS for t in n.taints)
 
 
 class SimAgent:
@@ -46,26 +40,32 @@ class SimAgent:
         (hello,) = self.core.on_connected()
         reg = hello.register
         self.name = reg.cluster
-        self._labels = dict(reg.labels)
-        self._nodes = [(n.name, _units(n.allocatable), dict(n.labels), _usable(n)) for n in reg.nodes]
-        self.free = {n.name: _units(n.free) for n in reg.nodes}
-        self.cards: dict[str, tuple[CardFree, ...]] = {}  # per GPU node, its cards as last reported
-        self._hypernodes = tuple(
-            HyperNodeSnap(name=h.name, tier=h.tier, parent=h.parent or None, nodes=tuple(h.nodes))
-            for h in reg.hypernodes
-        )
+        # As the hub's cluster row: labels, nodes, free capacity per node, HyperNodes, GPU cards.
+        self.labels = dict(reg.labels)
+        self.nodes = convert.node_records(reg.nodes)
+        self.free = {n.name: convert.units_of(n.free) for n in reg.nodes}
+        self.hypernodes = convert.hypernode_records(reg.hypernodes)
+        self.devices: dict[str, list[list[Any]]] = {}
+        self._cards: tuple[dict[str, list[list[Any]]], Mapping[str, tuple[CardFree, ...]]] = ({}, {})
         registered = pb.HubMessage(registered=pb.Registered(heartbeat_interval_seconds=heartbeat_interval))
         self.outbox = self.core.on_message(registered)  # the first heartbeat: taken by the hub's next read
 
     def snap(self) -> ClusterSnap:
         """The cluster as admission sees it: every node's free capacity as last reported."""
-        nodes = tuple(
-            NodeSnap(
-                name, self.free.get(name, ResourceVector()) if usable else ResourceVector(), alloc, labels
-            )
-            for name, alloc, labels, usable in sorted(self._nodes)
+        return cluster_snap(
+            name=self.name,
+            labels=self.labels,
+            nodes=(node_snap(n, self.free.get(n["name"])) for n in self.nodes),
+            schedulable=True,
+            hypernodes=self.hypernodes,
+            devices=self._card_tables(),
+            unplaced=(),
         )
-        return ClusterSnap(self.name, self._labels, nodes, True, self._hypernodes, devices=dict(self.cards))
+
+    def _card_tables(self) -> Mapping[str, tuple[CardFree, ...]]:
+        if self._cards[0] != self.devices:
+            self._cards = (dict(self.devices), device_tables(self.devices))
+        return self._cards[1]
 
     def send(self, msg: pb.HubMessage) -> None:
         self.outbox += self.core.on_message(msg)
@@ -75,10 +75,8 @@ class SimAgent:
         out, self.outbox = [*self.outbox, *self.core.tick()], []
         for m in out:
             if m.WhichOneof("body") == "heartbeat":
-                self.free.update({n.name: _units(n.free) for n in m.heartbeat.nodes})
-                self.cards.update(
-                    {n.name: tuple(convert.card_of(c) for c in n.cards) for n in m.heartbeat.cards}
-                )
+                self.free.update({n.name: convert.units_of(n.free) for n in m.heartbeat.nodes})
+                self.devices.update({n.name: [card_record(c) for c in n.cards] for n in m.heartbeat.cards})
         return out
 
     def next_event_time(self) -> float | None:

@@ -1,22 +1,28 @@
 """The hub's dispatcher without Postgres: which jobs wait and which are admitted, one admit() at a time.
 
-It keeps what the hub keeps in its ResourceBindings (a job's wait since when, the clusters it is
-excluded from until when, its cluster, generation and admission time, its placements), builds the
-Snapshot the hub's dispatcher builds, and applies admit()'s result as the hub writes it: an admitted
-job takes a new generation and holds its queue usage until it finishes; a reclaimed one goes back to
-waiting, keeping its creation time so it keeps its place, and its wait starts again. Where the pods
-run is the agents' business: ``report`` records what they say, ``finish`` releases a job.
+It keeps what the hub keeps: each job's static facts (``vglobal.admission.inputs.JobFacts``, made as
+the hub makes them at submit) and its ResourceBinding (phase, cluster, generation, wait since when,
+clusters excluded until when, reported pods, pods to evict), moved only as ``model/binding.py``
+allows. Each cycle's Snapshot is built from them by ``vglobal.admission.inputs``, as the hub's
+dispatch cache builds it, and admit()'s result is applied as the hub writes it: an admitted job
+takes a new generation and holds its queue usage until it finishes; a whole-job victim goes back to
+waiting, keeping its creation time so it keeps its place, and its wait starts again; a pod-level
+victim's binding records the pods its agent is to evict, and the job runs on without them. Where the
+pods run is the agents' business: ``report`` records what they say, ``finish`` ends a job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from vglobal.admission import (
+    AdmissionPolicy,
     AdmissionResult,
     Admit,
     ClusterSnap,
+    Eviction,
     Gang,
     PendingJob,
     QueueSnap,
@@ -24,27 +30,54 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
+from vglobal.admission.inputs import JobFacts, Shared, admitted_job, pending_job
 from vglobal.admission.reclaim_window import RecentReclaims
 from vglobal.admission.usage import UsageLedger
-from vglobal.model.cards import CardUse
+from vglobal.hub.dispatch.explain import changed_statuses
+from vglobal.hub.dispatch.held import held_by_cluster
+from vglobal.model.binding import ADMITTED, FINISHED, UNPLACED, BindingPhase, BindingRef, allowed
 from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.resources import EMPTY, ResourceVector
 
+_P = BindingPhase
+
+
+class SimulationError(RuntimeError):
+    """The simulation cannot go on (it does not settle, or a binding was to make a move the hub's
+    bindings never make)."""
+
+
+@dataclass(slots=True)  # slots: a misspelt rule is an error, not a new attribute
+class Rules:
+    """The hub's dispatch flags (``vglobal hub --placement …``), with the hub's defaults: its
+    admission policy and what the dispatcher applies around admission."""
+
+    policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
+    exclude_for: float = 300.0  # a cluster that rejected a job is skipped for it this long
+    reclaim_interval: float = 600.0
+
 
 @dataclass
-class Rules:
-    """The hub's admission flags (``vglobal hub --placement …``), with the hub's defaults."""
+class Binding:
+    """A job's ResourceBinding as the hub's row holds it."""
 
-    placement: str = "binpack"
-    starvation_after: float = 600.0
-    reclaim_after: float = 0.0
-    reclaim_min_runtime: float = 0.0
-    queue_lookback: int = 1000
-    max_admissions: int = 5000
-    exclude_for: float = 300.0  # a cluster that rejected a job is skipped for it this long
-    fair_share_half_life: float = 0.0
-    reclaim_limit: float = 0.0
-    reclaim_interval: float = 600.0
+    waiting_since: float
+    phase: BindingPhase = _P.Suspended
+    cluster: str | None = None
+    generation: int = 0
+    excluded: dict[str, float] = field(default_factory=dict)  # cluster -> excluded until
+    placements: list[dict[str, Any]] | None = None  # the reported pods (PodPlacement JSON)
+    evictions: list[str] = field(default_factory=list)  # pod uids its agent is to evict
+    dispatched_at: float | None = None
+
+    @property
+    def ref(self) -> BindingRef:
+        return BindingRef(self.phase, self.cluster, self.generation)
+
+    def move(self, target: BindingPhase) -> None:
+        if not allowed(self.phase, target):
+            raise SimulationError(f"a binding does not move from {self.phase} to {target}")
+        self.phase = target
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,23 +91,28 @@ class Admission:
 class Cycle:
     result: AdmissionResult
     admitted: tuple[Admission, ...]
-    reclaimed: tuple[RunningJob, ...]  # as they ran, before they went back to waiting
+    reclaimed: tuple[RunningJob, ...]  # whole-job victims as they ran, before they went back to waiting
+    evictions: tuple[Eviction, ...]  # pods taken from runs that go on, as their bindings took them
+    # Each queue's figures as the hub stores them with the queue after a cycle (deserved, realCap,
+    # what it holds per cluster): what a Dispatch then carries to the agents.
+    statuses: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
 class Dispatcher:
     queues: Sequence[QueueSnap]  # as applied; their usage is filled in per snapshot
     rules: Rules = field(default_factory=Rules)
-    jobs: dict[str, PendingJob] = field(default_factory=dict)  # every unfinished job, as it last waited
-    pending: dict[str, PendingJob] = field(default_factory=dict)
+    jobs: dict[str, JobFacts] = field(default_factory=dict)  # every unfinished job
+    bindings: dict[str, Binding] = field(default_factory=dict)  # every job's, finished ones too
+    pending: dict[str, JobFacts] = field(default_factory=dict)  # Suspended, in submit order
     running: dict[str, RunningJob] = field(default_factory=dict)  # admitted, not finished
-    generation: dict[str, int] = field(default_factory=dict)
     # Admitted jobs whose agent has not started them yet, per cluster: their gangs' capacity is not
     # in the nodes' free figures, so admission sets it aside (as the hub does for Dispatched/Bound).
     unplaced: dict[str, dict[str, Gang]] = field(default_factory=dict)
-    excluded: dict[str, dict[str, float]] = field(default_factory=dict)  # uid -> cluster -> until
-    pinned: set[str] = field(default_factory=set)  # jobs no pod of which may be a victim
+    shared: Shared = field(default_factory=Shared)
+    _charged: dict[str, ResourceVector] = field(default_factory=dict)  # uid -> its queue's charge
     _usage: dict[str, ResourceVector] = field(default_factory=dict)
+    _waiting: dict[str, PendingJob] = field(default_factory=dict)  # admission's view, while it holds
     # Decayed usage per queue, charged up to each snapshot's time with what each queue held after
     # the cycle before (time jumps from event to event, so that is what it held in between).
     ledger: UsageLedger = field(init=False)
@@ -82,27 +120,27 @@ class Dispatcher:
     reclaim_log: RecentReclaims = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ledger = UsageLedger(self.rules.fair_share_half_life)
+        self.ledger = UsageLedger(self.rules.policy.fair_share_half_life)
         self.reclaim_log = RecentReclaims(self.rules.reclaim_interval)
 
-    def submit(self, *jobs: PendingJob, pinned: bool = False) -> None:
-        """``pinned``: no pod of these jobs may be a preemption or reclaim victim."""
+    def submit(self, *jobs: JobFacts, waiting_since: float | None = None) -> None:
+        """Stored and waiting (since their creation unless ``waiting_since``)."""
         for job in jobs:
-            if job.uid in self.jobs:
+            if job.uid in self.bindings:
                 raise ValueError(f"job {job.uid} was submitted already")
             self.jobs[job.uid] = self.pending[job.uid] = job
-            if pinned:
-                self.pinned.add(job.uid)
+            since = job.created if waiting_since is None else waiting_since
+            self.bindings[job.uid] = Binding(since)
 
     def allocated(self, queue: str) -> ResourceVector:
         return self._usage.get(queue, EMPTY)
 
     def snapshot(self, now: float, clusters: Iterable[ClusterSnap]) -> Snapshot:
-        rules = self.rules
+        policy = self.rules.policy
         ledger = self.ledger
-        if rules.fair_share_half_life > 0:
+        if policy.fair_share_half_life > 0:
             ledger.advance(now, self._held)
-        recent = self.reclaim_log.by_queue(now) if rules.reclaim_limit > 0 else {}
+        recent = self.reclaim_log.by_queue(now) if policy.reclaim_limit > 0 else {}
         return Snapshot(
             now=now,
             queues=tuple(
@@ -122,16 +160,9 @@ class Dispatcher:
                 )
                 for c in clusters
             ),
-            pending=tuple(self._waiting(now)),
+            pending=tuple(self._pending(now)),
             running=tuple(self.running.values()),
-            placement=rules.placement,
-            starvation_after=rules.starvation_after,
-            reclaim_after=rules.reclaim_after,
-            reclaim_min_runtime=rules.reclaim_min_runtime,
-            queue_lookback=rules.queue_lookback,
-            max_admissions=rules.max_admissions,
-            fair_share_half_life=rules.fair_share_half_life,
-            reclaim_limit=rules.reclaim_limit,
+            policy=policy,
         )
 
     def _unplaced_cards(self, cluster: str) -> tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...]:
@@ -142,86 +173,131 @@ class Dispatcher:
             if uid in self.jobs and any(asks_cards(vec) for vec, _ in gang)
         )
 
-    def _waiting(self, now: float) -> Iterable[PendingJob]:
-        for uid, job in self.pending.items():
-            until = self.excluded.get(uid)
-            if until:
-                job = replace(job, excluded_clusters=frozenset(c for c, t in until.items() if t > now))
+    def _pending(self, now: float) -> Iterable[PendingJob]:
+        """As the hub's cache: built once per wait, again each cycle only while exclusions run."""
+        for uid, f in self.pending.items():
+            job = self._waiting.get(uid)
+            b = self.bindings[uid]
+            if job is None or b.excluded:
+                job = self._waiting[uid] = pending_job(
+                    f, waiting_since=b.waiting_since, excluded=b.excluded, now=now
+                )
             yield job
 
     def cycle(self, now: float, clusters: Iterable[ClusterSnap]) -> Cycle:
-        """One dispatch cycle: snapshot, admit(), and the decisions applied."""
-        result = admit(self.snapshot(now, clusters))
+        """One dispatch cycle: snapshot, admit(), and the decisions applied as the hub writes them
+        (admissions, then whole-job victims re-queued, then pods to evict)."""
+        snap = self.snapshot(now, clusters)
+        result = admit(snap)
         admitted = [self._admit(uid, d.cluster, now) for uid, d in _admits(result)]
-        reclaimed = [self.running[r.victim_uid] for r in result.reclaims if r.victim_uid in self.running]
-        for victim in reclaimed:
-            self.reclaim_log.add(victim.queue, victim.request, now)
-            self.requeue(victim.uid, now)
+        reclaimed = []
+        for r in result.reclaims:
+            victim = self.running.get(r.victim_uid)
+            if victim is not None:
+                self.reclaim_log.add(victim.queue, victim.request, now)
+                self.requeue(victim.uid, now)
+                reclaimed.append(victim)
+        taken = tuple(e for e in result.evictions if self._evict(e.job_uid, e.pods))
         self._held = dict(self._usage)
-        return Cycle(result, tuple(admitted), tuple(reclaimed))
+        statuses = changed_statuses(result, {}, held_by_cluster(snap, result))
+        return Cycle(result, tuple(admitted), tuple(reclaimed), taken, statuses)
 
     def _admit(self, uid: str, cluster: str, now: float) -> Admission:
         job = self.pending.pop(uid)
-        generation = self.generation[uid] = self.generation.get(uid, 0) + 1
-        self.running[uid] = RunningJob(
-            uid=uid,
-            queue=job.queue,
-            cluster=cluster,
-            priority=job.priority,
-            created=job.created,
-            request=job.request,
-            running_since=now,
-            group=None if job.group is None else job.group.key,
-            pinned=uid in self.pinned,
-            namespace=job.namespace,
-            anti_affinity=job.anti_affinity,
-        )
+        self._waiting.pop(uid, None)
+        b = self.bindings[uid]
+        b.move(_P.Dispatched)
+        b.cluster, b.generation, b.dispatched_at = cluster, b.generation + 1, now
+        b.placements, b.evictions = None, []
+        self._take(uid)
         self.unplaced.setdefault(cluster, {})[uid] = job.gang
-        self._usage[job.queue] = self.allocated(job.queue) + job.request
-        return Admission(uid, cluster, generation)
+        return Admission(uid, cluster, b.generation)
 
-    def report(
-        self,
-        uid: str,
-        placements: Mapping[str, ResourceVector],
-        *,
-        started: bool,
-        cards: tuple[tuple[str, CardUse], ...] = (),
-    ) -> None:
-        """What the agent running ``uid`` says: per node, what its pods use there (and the GPU cards
-        they hold); whether it started."""
-        run = self.running.get(uid)
-        if run is None:
+    def _evict(self, uid: str, pods: Sequence[str]) -> bool:
+        """The pods its agent is to evict, if the job is still admitted (as the hub's binding takes
+        them): admission no longer counts them as the job's."""
+        b = self.bindings.get(uid)
+        if b is None or b.phase not in ADMITTED:
+            return False
+        b.evictions = [*b.evictions, *pods]
+        self._take(uid)
+        return True
+
+    def _take(self, uid: str) -> None:
+        """The admitted job as admission reads it, from its facts and binding; its queue charged."""
+        f, b = self.jobs[uid], self.bindings[uid]
+        got = admitted_job(
+            f,
+            self.shared,
+            cluster=b.cluster,
+            placements=b.placements,
+            evictions=b.evictions,
+            dispatched_at=b.dispatched_at,
+        )
+        self._charge(uid, f.queue, got.charged)
+        if got.running is not None:
+            self.running[uid] = got.running
+
+    def _charge(self, uid: str, queue: str, charged: ResourceVector | None) -> None:
+        was = self._charged.pop(uid, None)
+        usage = self.allocated(queue)
+        if was is not None:
+            usage = usage - was
+        if charged is not None:
+            usage = usage + charged
+            self._charged[uid] = charged
+        self._usage[queue] = usage
+
+    def accepted(self, uid: str) -> None:
+        """Its agent accepted the run."""
+        b = self.bindings[uid]
+        if b.phase is _P.Dispatched:
+            b.move(_P.Bound)
+
+    def report(self, uid: str, placements: Sequence[Mapping[str, Any]], *, started: bool) -> None:
+        """What the agent running ``uid`` says: its pods (PodPlacement JSON, as the hub stores
+        them), and whether the job started (its binding then moves to Running)."""
+        b = self.bindings.get(uid)
+        if b is None or b.phase not in ADMITTED:
             return
-        if cards != run.cards:
-            run = self.running[uid] = replace(run, cards=cards)
-        if placements != run.placements:
-            # As the hub charges a queue: what runs, and at least the gang's minResources.
-            ran = EMPTY
-            for vec in placements.values():
-                ran = ran + vec
-            charged = ran.maximum(self.jobs[uid].request)
-            self._usage[run.queue] = self.allocated(run.queue) - run.request + charged
-            self.running[uid] = replace(run, placements=placements, request=charged)
-        if started:
-            self.unplaced.get(run.cluster, {}).pop(uid, None)
+        b.placements = [dict(p) for p in placements]
+        if started and b.phase in UNPLACED:
+            b.move(_P.Running)
+            if b.cluster is not None:
+                self.unplaced.get(b.cluster, {}).pop(uid, None)
+        self._take(uid)
 
-    def finish(self, uid: str) -> RunningJob | None:
-        """The job ended where it ran: its usage is released and it is forgotten."""
+    def finish(self, uid: str, phase: BindingPhase = _P.Succeeded) -> RunningJob | None:
+        """The job ended where it ran (``phase``: Succeeded, Failed or Aborted): its usage is released
+        and only its binding is kept."""
+        if phase not in FINISHED:
+            raise ValueError(f"{phase} is not a finished phase")
+        b = self.bindings.get(uid)
+        if b is None or b.phase in FINISHED:
+            return None
+        b.move(phase)
         run = self._release(uid)
         self.jobs.pop(uid, None)
-        self.excluded.pop(uid, None)
+        self.pending.pop(uid, None)
+        self._waiting.pop(uid, None)
         return run
 
     def requeue(self, uid: str, now: float, *, exclude: str | None = None) -> None:
         """Back to waiting (reclaimed, or rejected by ``exclude`` which it then skips a while)."""
-        self._release(uid)
+        b = self.bindings[uid]
+        b.move(_P.Suspended)
         if exclude is not None:
-            self.excluded.setdefault(uid, {})[exclude] = now + self.rules.exclude_for
-        self.jobs[uid] = self.pending[uid] = replace(self.jobs[uid], waiting_since=now)
+            b.excluded[exclude] = now + self.rules.exclude_for
+        b.cluster, b.waiting_since = None, now
+        self._release(uid)
+        self.pending[uid] = self.jobs[uid]
+        self._waiting.pop(uid, None)
 
     def withdraw(self, uid: str) -> None:
         """The admission did not take (the gang found no room after all): the job waits on as before."""
+        b = self.bindings[uid]
+        b.move(_P.Suspended)
+        b.cluster = None
         self._release(uid)
         self.pending[uid] = self.jobs[uid]
         self._held = dict(self._usage)
@@ -230,7 +306,9 @@ class Dispatcher:
         run = self.running.pop(uid, None)
         if run is not None:
             self.unplaced.get(run.cluster, {}).pop(uid, None)
-            self._usage[run.queue] = self.allocated(run.queue) - run.request
+        f = self.jobs.get(uid)
+        if f is not None:
+            self._charge(uid, f.queue, None)
         return run
 
     def next_wakeup(self, now: float) -> float | None:
@@ -239,17 +317,18 @@ class Dispatcher:
         run old enough to be reclaimed."""
         if not self.pending:
             return None
-        rules = self.rules
-        times = [j.waiting_since + rules.starvation_after for j in self.pending.values()]
+        rules = self.rules.policy
+        waits = [self.bindings[uid].waiting_since for uid in self.pending]
+        times = [t + rules.starvation_after for t in waits]
         if rules.reclaim_after > 0:
-            times += [j.waiting_since + rules.reclaim_after for j in self.pending.values()]
+            times += [t + rules.reclaim_after for t in waits]
         if rules.reclaim_min_runtime > 0:
             times += [
                 r.running_since + rules.reclaim_min_runtime
                 for r in self.running.values()
                 if r.running_since is not None
             ]
-        times += [t for uid in self.pending for t in self.excluded.get(uid, {}).values()]
+        times += [t for uid in self.pending for t in self.bindings[uid].excluded.values()]
         if rules.reclaim_limit > 0:
             times += self.reclaim_log.expiries()
         later = [t for t in times if t > now]

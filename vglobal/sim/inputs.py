@@ -5,37 +5,29 @@ the field."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from vglobal.admission import ClusterSnap, GroupRef, PendingJob, QueueSnap
+from vglobal.admission import ClusterSnap, QueueSnap
 from vglobal.admission.hyperjob import SplitError, split_over
-from vglobal.admission.partitions import partitions_of
+from vglobal.admission.inputs import JobFacts, Shared
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
+from vglobal.hub.dispatch.facts import facts_of
+from vglobal.hub.submit import new_job
 from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError
-from vglobal.model.forms import Member, Placement, gang_gpu_hints
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.manifests import Manifest
-from vglobal.model.pod_anti_affinity import anti_terms, template_labels
-from vglobal.model.preemptable import (
-    PREEMPTABLE_KEY,
-    preemption_policy,
-    template_preemption_policies,
-    unpreemptable_tasks,
-)
-from vglobal.model.priority_class import PriorityClass
-from vglobal.model.queue import ROOT, Queue, default_queue
+from vglobal.model.priority_class import PriorityClass, UnknownPriorityClass, job_priority
+from vglobal.model.queue import ROOT, Queue, QueueRefused, check_job_queue, default_queue
 from vglobal.model.queue_affinity import limit_vectors
-from vglobal.model.resources import EMPTY, ResourceVector
-from vglobal.model.workloads import long_running
+from vglobal.store.repo.jobs import static_of
 
 SUFFIXES = (".yaml", ".yml", ".json")
-POD_SLOT = ResourceVector({"pods": 1})  # every pod also takes one of its node's pod slots
 # When the job is submitted, in virtual time from the start (a Go duration); absent = at once.
 SUBMIT_AT_ANNOTATION = "vglobal.io/sim-submit-at"
 
@@ -81,73 +73,27 @@ def load_clusters(paths: Sequence[Path]) -> list[SimCluster]:
     return out
 
 
-def _group(job: Job) -> GroupRef | None:
-    m = Member.of(job)
-    return None if m is None else GroupRef(m.hyperjob, m.min_available, m.children, m.index)
-
-
-def _template_labels(template: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = template.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    return labels if isinstance(labels, Mapping) else {}
-
-
 @dataclass(frozen=True)
 class Submission:
-    """A job as the hub stores it: validated, its priority resolved, its admission inputs derived."""
+    """A job as the hub stores it: validated, its priority resolved; ``facts`` are its admission
+    inputs as the hub reads them back."""
 
     uid: str
     job: Job
     priority: int
     at: float = 0.0  # virtual time of submission
-    preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's: Never waits, never preempts
+    class_policy: str | None = None  # its own PriorityClass's preemptionPolicy (None: it names none)
+    class_values: Mapping[str, int] = field(default_factory=dict)  # every PriorityClass's value
 
-    def pinned(self) -> bool:
-        """No pod of it may be a victim: each task's pods are not preemptable, as the hub reads
-        ``volcano.sh/preemptable`` (a long-running kind's are not unless it says "true")."""
-        job = self.job
-        key = PREEMPTABLE_KEY
-        names = [t.name for t in job.tasks]
-        pinned = unpreemptable_tasks(
-            job.annotations.get(key),
-            job.labels.get(key),
-            {t.name: t.annotations[key] for t in job.tasks if key in t.annotations},
-            {t.name: str(lb[key]) for t in job.tasks if key in (lb := _template_labels(t.template))},
-            names,
-            default=not long_running(job.raw.get("apiVersion"), job.raw.get("kind")),
+    def facts(self, created: float, shared: Shared | None = None) -> JobFacts:
+        new = replace(new_job(self.job, None, self.priority), uid=self.uid)
+        static = static_of(
+            new,
+            created_at=datetime.fromtimestamp(created, UTC),
+            class_policy=self.class_policy,
+            class_values=self.class_values,
         )
-        return bool(names) and pinned == set(names)
-
-    def pending(self, created: float) -> PendingJob:
-        job = self.job
-        topo = job.network_topology
-        gang = tuple((req + POD_SLOT, n) for _, req, n in job.gang())
-        min_request = EMPTY  # the gang's minResources: what admission charges the queue
-        for req, n in gang:
-            min_request = min_request + req.scale(n)
-        return PendingJob(
-            uid=self.uid,
-            name=job.name,
-            namespace=job.namespace,
-            queue=job.queue,
-            priority=self.priority,
-            preemption_policy=preemption_policy(
-                self.preemption_policy, template_preemption_policies(t.template for t in job.tasks)
-            ),
-            created=created,
-            waiting_since=created,
-            request=min_request,
-            gang=gang,
-            allowed_clusters=job.allowed_clusters,
-            cluster_selector=job.cluster_selector,
-            network_topology=None if topo is None else (topo.mode, topo.highest_tier_allowed),
-            group=_group(job),
-            partitions=partitions_of(Placement.of(job).partitions),
-            gpu_hints=gang_gpu_hints(job),
-            anti_affinity=anti_terms(t.template.get("spec") for t in job.tasks),
-            tasks=tuple(t.name for t in job.tasks),
-            task_labels={t.name: labels for t in job.tasks if (labels := template_labels(t.template))},
-        )
+        return facts_of(static, shared or Shared())
 
 
 @dataclass(frozen=True)
@@ -227,9 +173,21 @@ def load_workload(path: Path, clusters: Mapping[str, ClusterSnap] | None = None)
         submitted[job.key] = f
         _check_queue(where, job, {n: q for n, (_, q) in queues.items()})
         uid = f"{i:06d}-{job.namespace}-{job.name}"
-        pc = _priority_class(where, job, classes)
-        value, policy = (0, "PreemptLowerPriority") if pc is None else (pc.value, pc.preemption_policy)
-        out.append(Submission(uid, job, value, _submit_at(where, job), policy))
+        try:
+            value = job_priority(job, classes.get, classes.values)
+        except UnknownPriorityClass as exc:
+            raise SimInputError(f"{where}: {exc}") from None
+        own = classes.get(job.priority_class_name or "")
+        out.append(
+            Submission(
+                uid,
+                job,
+                value,
+                _submit_at(where, job),
+                None if own is None else own.preemption_policy,
+                {c.name: c.value for c in classes.values()},
+            )
+        )
     return Workload(_parents_first(q for _, q in queues.values()), tuple(out), tuple(skipped))
 
 
@@ -247,30 +205,13 @@ def _check_tree(queues: dict[str, tuple[Path, Queue]]) -> None:
 
 
 def _check_queue(where: str, job: Job, queues: dict[str, Queue]) -> None:
+    """As the hub refuses a job at submit (vglobal.model.queue.check_job_queue)."""
     queue = queues.get(job.queue)
-    if queue is None:
-        raise SimInputError(f'{where}: spec.queue: queue "{job.queue}" not found')
-    if queue.state != "Open":
-        raise SimInputError(
-            f'{where}: spec.queue: queue "{job.queue}" is {queue.state}; jobs go only to Open queues'
-        )
-    if any((q.parent or ROOT) == job.queue for q in queues.values()):
-        raise SimInputError(
-            f'{where}: spec.queue: queue "{job.queue}" has child queues; jobs go only to leaf queues'
-        )
-
-
-def _priority_class(where: str, job: Job, classes: dict[str, PriorityClass]) -> PriorityClass | None:
-    """The job's PriorityClass, else the global default, else none (value 0, as the hub)."""
-    if job.priority_class_name:
-        pc = classes.get(job.priority_class_name)
-        if pc is None:
-            raise SimInputError(
-                f'{where}: spec.priorityClassName: priority class "{job.priority_class_name}" not found'
-            )
-        return pc
-    defaults = [pc for pc in classes.values() if pc.global_default]
-    return defaults[0] if defaults else None
+    children = any((q.parent or ROOT) == job.queue for q in queues.values())
+    try:
+        check_job_queue(job.queue, None if queue is None else queue.state, children)
+    except QueueRefused as exc:
+        raise SimInputError(f"{where}: {exc}") from None
 
 
 def _submit_at(where: str, job: Job) -> float:

@@ -8,13 +8,17 @@ name) with room, as a stand-in for the agents where their own scheduler is not w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
-from vglobal.admission import AdmissionResult, ClusterSnap, Gang, PendingJob, QueueSnap
-from vglobal.model.resources import EMPTY, ResourceVector
+from vglobal.admission import AdmissionPolicy, AdmissionResult, ClusterSnap, Gang, PendingJob, QueueSnap
+from vglobal.admission.inputs import JobFacts
+from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
+
+# One placed pod: (its gang shape's index, its node).
+Pod = tuple[int, str]
 
 
 class Placer(Protocol):
@@ -22,12 +26,12 @@ class Placer(Protocol):
         """Every cluster with its nodes' free capacity now."""
         ...
 
-    def place(self, cluster: str, gang: Gang) -> Mapping[str, ResourceVector] | None:
-        """Take room for the whole gang on ``cluster``: per node, what it takes; None = it does not
-        fit (and nothing was taken)."""
+    def place(self, cluster: str, gang: Gang) -> list[Pod] | None:
+        """Take room for the whole gang on ``cluster``: each pod's shape and node; None = it does
+        not fit (and nothing was taken)."""
         ...
 
-    def release(self, cluster: str, placements: Mapping[str, ResourceVector]) -> None: ...
+    def release(self, cluster: str, gang: Gang, pods: Sequence[Pod]) -> None: ...
 
 
 class FirstFitNodes:
@@ -43,23 +47,62 @@ class FirstFitNodes:
             self._clusters[name] = c = replace(c, nodes=nodes)
             yield c
 
-    def place(self, cluster: str, gang: Gang) -> Mapping[str, ResourceVector] | None:
+    def place(self, cluster: str, gang: Gang) -> list[Pod] | None:
         free = self.free[cluster]
-        taken: dict[str, ResourceVector] = {}
-        for pod, count in sorted(gang, key=lambda s: sorted(s[0].items()), reverse=True):
+        taken: list[Pod] = []
+        shapes = sorted(range(len(gang)), key=lambda i: sorted(gang[i][0].items()), reverse=True)
+        for i in shapes:
+            pod, count = gang[i]
             for _ in range(count):
                 node = next((n for n in self._order[cluster] if pod.fits_in(free[n])), None)
                 if node is None:
-                    self.release(cluster, taken)
+                    self.release(cluster, gang, taken)
                     return None
                 free[node] = free[node] - pod
-                taken[node] = taken.get(node, EMPTY) + pod
+                taken.append((i, node))
         return taken
 
-    def release(self, cluster: str, placements: Mapping[str, ResourceVector]) -> None:
+    def release(self, cluster: str, gang: Gang, pods: Sequence[Pod]) -> None:
         free = self.free[cluster]
-        for node, vec in placements.items():
-            free[node] = free[node] + vec
+        for i, node in pods:
+            free[node] = free[node] + gang[i][0]
+
+
+def facts_of(job: PendingJob) -> JobFacts:
+    """A job given as admission's input, taken as stored facts: one task per gang shape (named by
+    its index), each pod its shape's request, none of them pinned."""
+    return JobFacts(
+        uid=job.uid,
+        namespace=job.namespace,
+        name=job.name,
+        queue=job.queue,
+        priority=job.priority,
+        created=job.created,
+        request=job.request,
+        gang=job.gang,
+        min_request=job.request,
+        pod_requests={str(i): vec for i, (vec, _) in enumerate(job.gang)},
+        allowed=job.allowed_clusters,
+        selector=job.cluster_selector,
+        topology=job.network_topology,
+        preemption_policy=job.preemption_policy,
+        group=job.group,
+        workload=job.workload,
+        partitions=job.partitions,
+        gpu_hints=job.gpu_hints,
+        anti_affinity=job.anti_affinity,
+        tasks=job.tasks,
+        template_labels=job.task_labels,
+    )
+
+
+def _pods(uid: str, pods: Sequence[Pod]) -> list[dict[str, Any]]:
+    """Placed pods as an agent reports them (PodPlacement JSON), with no pod uid: a stand-in
+    placer's pods are never victims one by one, their job is."""
+    return [
+        {"pod": f"{uid}-{i}-{k}", "task": str(i), "node": node, "phase": "Running"}
+        for k, (i, node) in enumerate(pods)
+    ]
 
 
 @dataclass
@@ -72,7 +115,7 @@ class AdmissionRounds:
     placer: Placer
     now: float = 1000.0
     results: list[AdmissionResult] = field(default_factory=list)
-    placements: dict[str, Mapping[str, ResourceVector]] = field(default_factory=dict)
+    placements: dict[str, list[Pod]] = field(default_factory=dict)
     rejected: int = 0
 
     @classmethod
@@ -85,18 +128,22 @@ class AdmissionRounds:
         now: float = 1000.0,
         **rules: object,
     ) -> AdmissionRounds:
-        """Over first-fit nodes; ``rules`` are Rules fields (the hub's defaults otherwise, except no
-        limit on admissions per cycle)."""
-        dispatcher = Dispatcher(queues, Rules(**{"max_admissions": 0, **rules}))  # type: ignore[arg-type]
-        dispatcher.submit(*pending)
-        return cls(dispatcher, FirstFitNodes(clusters), now)
+        """Over first-fit nodes; ``rules`` are AdmissionPolicy or Rules fields (the hub's defaults
+        otherwise, except no limit on admissions per cycle)."""
+        policy = {k: rules.pop(k) for k in AdmissionPolicy.__dataclass_fields__ if k in rules}
+        merged = AdmissionPolicy(**{"max_admissions": 0, **policy})  # type: ignore[arg-type]
+        dispatcher = Dispatcher(queues, Rules(merged, **rules))  # type: ignore[arg-type]
+        out = cls(dispatcher, FirstFitNodes(clusters), now)
+        out.submit(*pending)
+        return out
 
     @property
     def rules(self) -> Rules:
         return self.dispatcher.rules
 
     def submit(self, *jobs: PendingJob) -> None:
-        self.dispatcher.submit(*jobs)
+        for job in jobs:
+            self.dispatcher.submit(facts_of(job), waiting_since=job.waiting_since)
 
     def step(self, advance: float = 1.0) -> AdmissionResult:
         d = self.dispatcher
@@ -109,18 +156,26 @@ class AdmissionRounds:
                 d.withdraw(a.uid)
                 continue
             self.placements[a.uid] = placed
-            d.report(a.uid, placed, started=True)
+            d.report(a.uid, _pods(a.uid, placed), started=True)
         for victim in cycle.reclaimed:
-            self.placer.release(victim.cluster, self.placements.pop(victim.uid, {}))
+            self._release(victim.uid, victim.cluster)
         self.results.append(cycle.result)
         self.now += advance
         return cycle.result
 
+    def _release(self, uid: str, cluster: str) -> None:
+        pods = self.placements.pop(uid, [])
+        if pods:
+            self.placer.release(cluster, self.dispatcher.jobs[uid].gang, pods)
+
     def finish(self, *uids: str) -> None:
         for uid in uids:
-            run = self.dispatcher.finish(uid)
-            if run is not None:
-                self.placer.release(run.cluster, self.placements.pop(uid, {}))
+            job = self.dispatcher.jobs.get(uid)
+            run = self.dispatcher.running.get(uid)
+            if job is not None and run is not None:
+                pods = self.placements.pop(uid, [])
+                self.placer.release(run.cluster, job.gang, pods)
+            self.dispatcher.finish(uid)
 
     def usage(self, queue: str) -> ResourceVector:
         return self.dispatcher.allocated(queue)

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from tests.unit.admission.builders import admitted, job, reason
 from vglobal.admission import (
+    AdmissionPolicy,
     AdmissionResult,
     ClusterSnap,
     HyperNodeSnap,
@@ -348,9 +349,9 @@ def test_starving_gang_its_cards_can_never_hold_reserves_nothing() -> None:
     full = (card(4000, used=1, mode=HAMI), card(4000, used=1, mode=HAMI))
     c = cluster("c", {"n0": full})
     pending = (job("j", "q", vgpu(30000), waiting_since=0.0, created=0.0),)
-    blind_result = admit(snap(blind(c), pending=pending, starvation_after=10.0))
+    blind_result = admit(snap(blind(c), pending=pending, policy=AdmissionPolicy(starvation_after=10.0)))
     assert blind_result.decisions["j"].kind == WaitKind.Starving  # type: ignore[union-attr]
-    result = admit(snap(c, pending=pending, starvation_after=10.0))
+    result = admit(snap(c, pending=pending, policy=AdmissionPolicy(starvation_after=10.0)))
     assert result.decisions["j"].kind == WaitKind.NeverFits  # type: ignore[union-attr]
     assert reason(result, "j").endswith("no candidate cluster could hold it even when empty")
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from tests.unit.admission.builders import GPU, admitted, cluster, gpus, job, jobs, reason
-from vglobal.admission import AdmissionResult, PendingJob, QueueSnap, Snapshot, admit
+from vglobal.admission import AdmissionPolicy, AdmissionResult, PendingJob, QueueSnap, Snapshot, admit
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.rounds import AdmissionRounds
 
@@ -147,7 +147,7 @@ def test_queue_lookback_examines_only_the_first_waiting_jobs_of_a_queue_per_cycl
     ]
     node = gpus(8) + {"cpu": 64_000}
     snap = Snapshot(0, (QueueSnap("a"), QueueSnap("b")), (cluster("c", 3, node),), tuple(pending))
-    limited = admit(replace(snap, queue_lookback=3))
+    limited = admit(replace(snap, policy=AdmissionPolicy(queue_lookback=3)))
     assert admitted(limited) == {"a-urgent": "c", "a-big00": "c", "b-one": "c"}
     assert reason(limited, "a-small") == (
         "waiting its turn in queue a: a cycle looks at 3 of its 7 pending jobs past those it admits "
@@ -157,11 +157,11 @@ def test_queue_lookback_examines_only_the_first_waiting_jobs_of_a_queue_per_cycl
     assert reason(limited, "a-big03") == reason(limited, "a-big01")
     assert "no cluster fits" in reason(limited, "a-big03")
     # One job looked at past the admissions: a-big01 is, a-big02 waits its turn.
-    one = admit(replace(snap, queue_lookback=1))
+    one = admit(replace(snap, policy=AdmissionPolicy(queue_lookback=1)))
     assert admitted(one) == admitted(limited)
     assert "no cluster fits" in reason(one, "a-big01") and "waiting its turn" in reason(one, "a-big02")
     # With no limit the small job at the back is admitted where the big ones do not fit.
-    assert admitted(admit(replace(snap, queue_lookback=0))) == {
+    assert admitted(admit(replace(snap, policy=AdmissionPolicy(queue_lookback=0)))) == {
         "a-urgent": "c",
         "a-big00": "c",
         "a-small": "c",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.unit.admission.builders import GPU, admitted, cluster, gpus, job, reason
-from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
+from vglobal.admission import AdmissionPolicy, ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
 from vglobal.admission.gang import prepare_gang
 from vglobal.admission.index import ResourceIndex
 from vglobal.admission.placement import Clusters
@@ -114,7 +114,7 @@ def test_binpack_prefers_the_fullest_cluster_spread_the_emptiest(policy: str, ex
         half_full("empty", 4, 8),
         ClusterSnap("full", {}, half_full("f", 4, 2).nodes[:3] + (NodeSnap("f-n9", gpus(8), gpus(8)),)),
     )
-    result = admit(Snapshot(0, Q, clusters, (job("j", "q", gpus(8)),), placement=policy))
+    result = admit(Snapshot(0, Q, clusters, (job("j", "q", gpus(8)),), policy=AdmissionPolicy(placement=policy)))
     assert admitted(result) == {"j": expected}
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from tests.unit.admission.builders import job
 from vglobal.admission import (
+    AdmissionPolicy,
     AdmissionResult,
     Admit,
     ClusterSnap,
@@ -112,7 +113,7 @@ def _decide(case: Case) -> AdmissionResult:
             clusters=(ClusterSnap("c", {}, nodes),),
             pending=(preemptor,),
             running=tuple(_running(r) for r in case.running),
-            reclaim_min_runtime=case.min_runtime,
+            policy=AdmissionPolicy(reclaim_min_runtime=case.min_runtime),
         )
     )
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vglobal.admission import (
+    AdmissionPolicy,
     Admit,
     ClusterSnap,
     NodeSnap,
@@ -99,7 +100,7 @@ def snapshots(draw: st.DrawFn, flat: bool = False) -> Snapshot:
         queues=tuple(queues),
         clusters=tuple(clusters),
         pending=tuple(pending),
-        placement=draw(st.sampled_from(["binpack", "spread"])),
+        policy=AdmissionPolicy(placement=draw(st.sampled_from(["binpack", "spread"]))),
     )
 
 
@@ -297,7 +298,7 @@ def test_reclaim_never_takes_a_victim_queue_below_deserved_or_guarantee(snap: Sn
 @given(snapshots(), st.integers(1, 4))
 def test_an_admission_budget_admits_a_prefix_of_the_same_order(snap: Snapshot, budget: int) -> None:
     full = admit(snap)
-    capped = admit(replace(snap, max_admissions=budget))
+    capped = admit(replace(snap, policy=replace(snap.policy, max_admissions=budget)))
     assert capped.admitted_order == full.admitted_order[:budget]
     assert set(capped.decisions) == set(full.decisions)  # every job still gets a decision
     for uid in full.admitted_order[budget:]:

@@ -112,7 +112,7 @@ def test_reclaim_after_makes_a_job_wait_before_it_reclaims() -> None:
     )
     sim.step()
     sim.submit(job("b0", "b", gpus(8), created=sim.now))
-    sim.rules.reclaim_after = 300.0
+    sim.rules.policy = replace(sim.rules.policy, reclaim_after=300.0)
     assert sim.step().reclaims == ()  # waited 0 s
     sim.now += 300
     assert [r.victim_uid for r in sim.step().reclaims] == ["a01"]
@@ -128,7 +128,7 @@ def test_reclaim_min_runtime_protects_jobs_that_just_started() -> None:
         sim.submit(job("a1", "a", gpus(8), created=sim.now))
         sim.step()  # a1 runs from t=1601
         sim.submit(job("b0", "b", gpus(8), created=sim.now))
-        sim.rules.reclaim_min_runtime = min_runtime
+        sim.rules.policy = replace(sim.rules.policy, reclaim_min_runtime=min_runtime)
         return sim
 
     assert [r.victim_uid for r in setup(0).step().reclaims] == ["a1"]  # the newest goes first

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.admission.builders import GPU, admitted, cluster, gpus, jobs
-from vglobal.admission import QueueSnap, RunningJob, Snapshot, admit
+from vglobal.admission import AdmissionPolicy, QueueSnap, RunningJob, Snapshot, admit
 from vglobal.admission.usage import LN2, UsageLedger, accrue, decayed_allocation, dominant_share
 from vglobal.sim.rounds import AdmissionRounds
 
@@ -66,7 +66,7 @@ def _two_queues(a_usage: dict[str, float], half_life: float) -> Snapshot:
         queues=(QueueSnap("a", usage=a_usage), QueueSnap("b")),
         clusters=(cluster("c", 8, gpus(8)),),
         pending=tuple(jobs("a", "a", gpus(8), 8) + jobs("b", "b", gpus(8), 8)),
-        fair_share_half_life=half_life,
+        policy=AdmissionPolicy(fair_share_half_life=half_life),
     )
 
 
@@ -96,7 +96,7 @@ def test_usage_rolls_up_the_tree_and_orders_the_parents() -> None:
         queues=queues,
         clusters=(cluster("c", 4, gpus(8)),),
         pending=tuple(jobs("x", "p2", gpus(8), 4) + jobs("y", "r", gpus(8), 4)),
-        fair_share_half_life=H,
+        policy=AdmissionPolicy(fair_share_half_life=H),
     )
     result = admit(snap)
     # p carries its child p1's usage (24 of its 16 deserved): r's jobs go first, then p2's
@@ -117,7 +117,7 @@ def _reclaim_snapshot(limit: float, taken: int) -> Snapshot:
         clusters=(node.__class__(node.name, node.labels, free),),
         pending=tuple(jobs("b", "b", gpus(8), 5)),
         running=running,
-        reclaim_limit=limit,
+        policy=AdmissionPolicy(reclaim_limit=limit),
     )
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from vglobal.hub.dispatch.cache import pending_job
-from vglobal.hub.dispatch.facts import JobFacts, Shared
+from vglobal.admission.inputs import JobFacts, Shared
+from vglobal.hub.dispatch.cache import pending
+from vglobal.hub.dispatch.facts import facts_of
 from vglobal.model.forms import Gang, Placement, PodShape
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo.jobs import JobStatic
@@ -28,7 +29,7 @@ def facts() -> JobFacts:
         pod_requests={"w": {"cpu": 1000}},
         placement=Placement(),
     )
-    return JobFacts.of(static, Shared())
+    return facts_of(static, Shared())
 
 
 def test_pending_elastic_job_asks_admission_for_its_gang_only() -> None:
@@ -36,7 +37,7 @@ def test_pending_elastic_job_asks_admission_for_its_gang_only() -> None:
     assert f.request == ResourceVector({"cpu": 4000})  # describe shows the whole job
     assert f.min_request == ResourceVector({"cpu": 2000})
     binding = LiveBinding("u1", "Suspended", None, 5.0, None, None, None)
-    assert pending_job(f, binding, 10.0).request == ResourceVector({"cpu": 2000})
+    assert pending(f, binding, 10.0).request == ResourceVector({"cpu": 2000})
 
 
 def test_running_charge_is_what_runs_and_at_least_the_gang() -> None:

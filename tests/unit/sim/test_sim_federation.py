@@ -236,19 +236,8 @@ def test_the_simulated_hub_has_the_hub_defaults() -> None:
 
     hub = HubSettings.model_fields
     rules = Rules()
-    assert (rules.placement, rules.starvation_after, rules.exclude_for) == (
-        hub["placement"].default,
-        hub["starvation_after"].default,
-        hub["exclude_for"].default,
-    )
-    assert (rules.reclaim_after, rules.reclaim_min_runtime) == (
-        hub["reclaim_after"].default,
-        hub["reclaim_min_runtime"].default,
-    )
-    assert (rules.queue_lookback, rules.max_admissions) == (
-        hub["queue_lookback"].default,
-        hub["max_admissions_per_cycle"].default,
-    )
+    assert (rules.exclude_for, rules.reclaim_interval) == (hub["exclude_for"].default, hub["reclaim_interval"].default)
+    assert rules.policy == HubSettings(database_url="x").admission_policy()
 
 
 @pytest.mark.parametrize("policy", ["PreemptLowerPriority", "Never"])
@@ -271,7 +260,7 @@ def test_a_never_priority_class_waits_instead_of_preempting(
     )
     by_name = {j["name"]: j for j in result["jobs"]}
     reasons = {n: [e["reason"] for e in j["events"]] for n, j in by_name.items()}
-    victims = [n for n, r in reasons.items() if "Reclaimed" in r]
+    victims = [n for n, r in reasons.items() if "Preempted" in r]
     if policy == "Never":
         assert victims == [] and by_name["high"]["admittedAt"] is None
         assert "capability" in by_name["high"]["reason"]
@@ -307,7 +296,7 @@ def test_a_long_running_kind_is_no_victim_unless_it_says_preemptable(
         cluster_files=clusters, jobs_path=write(tmp_path / "jobs.yaml", docs), until=1800.0
     )
     by_name = {j["name"]: j for j in result["jobs"]}
-    victims = [n for n, j in by_name.items() if "Reclaimed" in [e["reason"] for e in j["events"]]]
+    victims = [n for n, j in by_name.items() if "Preempted" in [e["reason"] for e in j["events"]]]
     if said:
         assert len(victims) == 1 and by_name["high"]["admittedAt"] == 600.0
     else:

@@ -145,4 +145,4 @@ def test_a_high_priority_hyperjob_preempts_the_jobs_that_fill_its_clusters(tmp_p
     assert sorted(by_name[k]["cluster"] for k in kids) == ["c1", "c2"]
     assert {by_name[k]["admittedAt"] for k in kids} == {600.0}
     for low in ("low-c1", "low-c2"):  # each stopped once, for the child on its cluster
-        assert [e["reason"] for e in by_name[low]["events"]].count("Reclaimed") == 1, by_name[low]["events"]
+        assert [e["reason"] for e in by_name[low]["events"]].count("Preempted") == 1, by_name[low]["events"]

@@ -30,21 +30,20 @@ import pytest
 import yaml
 
 from vglobal import convert
-from vglobal.admission import Admit, ClusterSnap, HyperNodeSnap, NodeSnap, RunningPod, Wait
+from vglobal.admission import AdmissionPolicy, Admit, ClusterSnap, HyperNodeSnap, NodeSnap, Wait
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.run import JobRun
 from vglobal.agent.snapshot import cluster_snapshot, dispatch_queue_specs
+from vglobal.model.forms import POD_SLOT
 from vglobal.model.hypernode import ResolvedHyperNode
-from vglobal.model.job import Job, Task, parse_job
-from vglobal.model.pod_anti_affinity import task_pod_labels
-from vglobal.model.preemptable import PREEMPTABLE_KEY, unpreemptable_tasks
+from vglobal.model.job import Job, parse_job
 from vglobal.model.queue import parse_queue
 from vglobal.model.queue_affinity import NODE_GROUP_MODE_LABEL
 from vglobal.model.records import QueueRow
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.scheduler import NodeSpec, QueueSpec, Taint, node_group_mode, parse_conf, run_cycle
 from vglobal.sim.dispatch import Dispatcher, Rules
-from vglobal.sim.inputs import POD_SLOT, Submission, Workload
+from vglobal.sim.inputs import Submission, Workload
 
 CLUSTER = "member"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # the queues' creation time (not read)
@@ -174,7 +173,7 @@ class Case:
     classes: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     never: frozenset[str] = frozenset()  # PriorityClasses with preemptionPolicy: Never
     hyper_nodes: Sequence[HyperNode] = ()
-    rules: Rules = field(default_factory=lambda: Rules(max_admissions=0))
+    rules: Rules = field(default_factory=lambda: Rules(AdmissionPolicy(max_admissions=0)))
     differs: str = ""  # where vglobal decides otherwise on purpose: why (the expectation is ours)
     pending: str = ""  # a Volcano outcome that waits for a feature: strict xfail with this reason
 
@@ -274,21 +273,6 @@ class _Member:
     run: JobRun | None = None
 
 
-def _unpreemptable(job: Job) -> frozenset[str]:
-    """The tasks the hub never takes victims from, as the store reads them (store/repo/jobs.py)."""
-    return unpreemptable_tasks(
-        job.annotations.get(PREEMPTABLE_KEY),
-        job.labels.get(PREEMPTABLE_KEY),
-        {t.name: v for t in job.tasks if (v := t.annotations.get(PREEMPTABLE_KEY)) is not None},
-        {t.name: v for t in job.tasks if (v := _template_labels(t).get(PREEMPTABLE_KEY)) is not None},
-        [t.name for t in job.tasks],
-    )
-
-
-def _template_labels(task: Task) -> dict[str, str]:
-    return dict((task.template.get("metadata") or {}).get("labels") or {})
-
-
 def _resolved(hyper_nodes: Sequence[HyperNode]) -> tuple[ResolvedHyperNode, ...]:
     parent = {m: h.name for h in hyper_nodes if h.tier > 1 for m in h.members}
     by_name = {h.name: h for h in hyper_nodes}
@@ -342,10 +326,9 @@ class _Federation:
             refs = {p.ref: (task, k) for task, pods in _tasks(case, group) for k, p in enumerate(pods)}
             m = self.members[uid] = _Member(uid, group, job, priority, refs)
             self.by_ref.update({ref: m for ref in refs})
-            pending = Submission(uid, job, priority).pending(float(i))
-            if group.priority_class in case.never:  # the hub takes its PriorityClass's policy
-                pending = replace(pending, preemption_policy="Never")
-            self.dispatcher.submit(pending)
+            # the hub takes its PriorityClass's policy, and each task's own class's value
+            policy = "Never" if group.priority_class in case.never else None
+            self.dispatcher.submit(Submission(uid, job, priority, 0.0, policy, case.classes).facts(float(i)))
             placed = [p for p in case.pods if p.ref in refs and p.node]
             if placed:  # admitted in an earlier cycle: on the cluster already
                 self.dispatcher._admit(uid, CLUSTER, 0.0)
@@ -388,29 +371,14 @@ class _Federation:
         m.run.status[f"{m.job.name}-{task}-{index}"] = PodStatus(ref, phase, node)
 
     def _report(self, m: _Member) -> None:
-        """What the agent reports, taken in as the hub takes it: usage per node, and each placed pod
-        with its task's request and whether the task is pinned (hub/dispatch/facts.py)."""
+        """What the agent reports (its pods with their nodes), taken in as the hub takes it."""
         assert m.run is not None
-        used: dict[str, ResourceVector] = {}
-        pods = []
-        pinned = _unpreemptable(m.job)
-        own = self._task_priorities(m)
-        job = m.job
-        labels = {
-            t.name: task_pod_labels(job.name, job.namespace, t.name, _template_labels(t)) for t in job.tasks
-        }
-        for name, st in m.run.status.items():
-            if st.node:
-                pod = m.run.pods[name]
-                used[st.node] = used.get(st.node, EMPTY) + pod.request + POD_SLOT
-                prio, ok = own.get(pod.task), pod.task not in pinned
-                pods.append(RunningPod(st.uid, st.node, pod.request + POD_SLOT, ok, prio, labels=labels[pod.task]))
-        self.dispatcher.report(m.uid, used, started=bool(used))
-        run = self.dispatcher.running.get(m.uid)
-        if run is not None:
-            self.dispatcher.running[m.uid] = replace(
-                run, pods=tuple(pods), min_available=job.min_available, namespace=job.namespace
-            )
+        pods = [
+            {"pod": name, "task": m.run.pods[name].task, "node": st.node, "phase": str(st.phase), "uid": st.uid}
+            for name, st in m.run.status.items()
+            if st.node
+        ]
+        self.dispatcher.report(m.uid, pods, started=bool(pods))
 
     def runs(self) -> list[JobRun]:
         return [m.run for m in self.members.values() if m.run is not None]

@@ -32,6 +32,7 @@ FENCE_INTERVAL = 1.0
 # message costs the agent and writing one the hub more than a Dispatch in it.
 BATCH_BYTES = 1 << 20
 BATCH_MESSAGES = 500
+EVICT_REASON = "preempted by a higher-priority job"  # what an Evict tells the agent
 
 
 def batched(messages: list[agent_pb2.HubMessage]) -> list[agent_pb2.HubMessage]:
@@ -147,7 +148,7 @@ class Courier:
                         job_uid=uid,
                         generation=gen,
                         pod_uids=todo,
-                        reason="preempted by a higher-priority job",
+                        reason=EVICT_REASON,
                     )
                 )
             )

@@ -220,7 +220,7 @@ class _Batch:
             notify(FENCE, session=session)
 
 
-def _card(c: agent_pb2.GpuCardFree) -> list[Any]:
+def card_record(c: agent_pb2.GpuCardFree) -> list[Any]:
     """A reported card as the cluster row keeps it."""
     return convert.card_of(c).to_json()
 
@@ -257,7 +257,7 @@ def record(
                 continue
             heartbeat = heartbeat or {}
             heartbeat.update({n.name: convert.units_of(n.free) for n in hb.nodes})
-            cards.update({n.name: [_card(c) for c in n.cards] for n in hb.cards})
+            cards.update({n.name: [card_record(c) for c in n.cards] for n in hb.cards})
     if heartbeat is not None:
         clusters_repo.heartbeat(cluster, heartbeat, session=session, cards_patch=cards)
         if heartbeat:

@@ -17,12 +17,12 @@ from typing import NamedTuple
 from sqlalchemy.orm import Session
 
 from vglobal.admission import Gang, PendingJob, RunningJob
-from vglobal.hub.dispatch.facts import JobFacts, Shared
+from vglobal.admission.inputs import admitted_job, pending_job
+from vglobal.hub.dispatch.facts import JobFacts, Shared, facts_of
 from vglobal.model.binding import UNFINISHED, UNPLACED, BindingPhase
 from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
-from vglobal.model.served import GROUPED
 from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import live as live_repo
 from vglobal.store.repo.live import Horizon, LiveBinding, Written
@@ -129,7 +129,7 @@ class JobCache:
         what follows cannot fail half-way but through a fault of ours)."""
         entries = self.entries
         missing = [u for u in uids if (e := entries.get(u)) is None or e.facts is None]
-        return {st.uid: JobFacts.of(st, self.shared) for st in jobs_repo.statics(missing, session=session)}
+        return {st.uid: facts_of(st, self.shared) for st in jobs_repo.statics(missing, session=session)}
 
     def _replace(self, rows: Sequence[LiveBinding], now: float, fresh: dict[str, JobFacts]) -> None:
         """After a full read: every entry rebuilt; the facts and reasons of known jobs are kept."""
@@ -220,33 +220,17 @@ class JobCache:
         e = Entry(b, facts)
         if facts is not None:
             if b.phase == _SUSPENDED:
-                e.pending = pending_job(facts, b, now)
+                e.pending = pending(facts, b, now)
                 e.reason = reason
             else:
-                per_node = facts.usage_per_node(b.placements) if b.placements else {}
-                if per_node:
-                    charged, ran = facts.charged(per_node)
-                    e.charged, e.ran = self.shared.vector(charged), self.shared.vector(ran)
-                else:
-                    e.charged = facts.min_request
-                if b.cluster:
-                    e.running = RunningJob(
-                        uid=facts.uid,
-                        queue=facts.queue,
-                        cluster=b.cluster,
-                        priority=facts.priority,
-                        created=facts.created,
-                        request=e.charged,
-                        placements=per_node,
-                        running_since=b.dispatched_at,
-                        pods=facts.running_pods(b.placements, b.evictions) if per_node else (),
-                        min_available=facts.min_available,
-                        group=None if facts.group is None else facts.group.key,
-                        whole_only=facts.workload in GROUPED,
-                        pinned=facts.pinned,
-                        namespace=facts.namespace,
-                        anti_affinity=facts.anti_affinity,
-                    )
+                e.charged, e.ran, e.running = admitted_job(
+                    facts,
+                    self.shared,
+                    cluster=b.cluster,
+                    placements=b.placements,
+                    evictions=b.evictions,
+                    dispatched_at=b.dispatched_at,
+                )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)
 
@@ -283,7 +267,7 @@ class JobCache:
         for uid in list(self.expiring):
             e = self.entries[uid]
             assert e.facts is not None
-            e.pending = self.pending[uid] = pending_job(e.facts, e.binding, now)
+            e.pending = self.pending[uid] = pending(e.facts, e.binding, now)
             if not e.pending.excluded_clusters:
                 self.expiring.discard(uid)
 
@@ -322,32 +306,5 @@ def kept_reason(was: Entry | None, b: LiveBinding) -> WrittenReason | None:
     return was.reason
 
 
-def pending_job(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
-    excluded = (
-        frozenset(c for c, t in b.excluded_clusters.items() if float(t) > now)
-        if b.excluded_clusters
-        else frozenset()
-    )
-    return PendingJob(
-        uid=f.uid,
-        name=f.name,
-        namespace=f.namespace,
-        queue=f.queue,
-        priority=f.priority,
-        created=f.created,
-        waiting_since=b.waiting_since,
-        request=f.min_request,
-        gang=f.gang,
-        allowed_clusters=f.allowed,
-        cluster_selector=f.selector,
-        excluded_clusters=excluded,
-        network_topology=f.topology,
-        preemption_policy=f.preemption_policy,
-        group=f.group,
-        workload=f.workload,
-        partitions=f.partitions,
-        gpu_hints=f.gpu_hints,
-        anti_affinity=f.anti_affinity,
-        tasks=f.tasks,
-        task_labels=f.template_labels,
-    )
+def pending(f: JobFacts, b: LiveBinding, now: float) -> PendingJob:
+    return pending_job(f, waiting_since=b.waiting_since, excluded=b.excluded_clusters, now=now)

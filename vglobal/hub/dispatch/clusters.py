@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from vglobal.admission import ClusterSnap, Gang, NodeSnap
-from vglobal.hub.cluster_snaps import hypernode_snaps, node_snap
+from vglobal.admission.inputs import cluster_snap, device_tables, node_snap
 from vglobal.model.cards import CardFree
 from vglobal.model.phases import ClusterState
 from vglobal.model.records import ClusterRow
 from vglobal.store.repo import clusters as clusters_repo
-
-_BY_NAME = attrgetter("name")
 
 
 @dataclass
@@ -69,7 +66,7 @@ class ClusterCache:
         hit = self.devices.get(row.name)
         if hit is not None and hit[0] == row.devices:
             return hit[1]
-        got = {n: tuple(CardFree.from_json(c) for c in cards) for n, cards in row.devices.items()}
+        got = device_tables(row.devices)
         self.devices[row.name] = (row.devices, got)
         return got
 
@@ -81,14 +78,13 @@ class ClusterCache:
     ) -> ClusterSnap:
         """The cluster as admission sees it, with the gangs admitted to it but not placed yet (and
         those of them that take GPU cards, with their GPU annotations)."""
-        snaps = tuple(sorted((self.node(row.name, n, row.free) for n in row.nodes), key=_BY_NAME))
-        return ClusterSnap(
-            devices=self.cards(row),
+        return cluster_snap(
             name=row.name,
             labels=row.labels,
-            nodes=snaps,
+            nodes=(self.node(row.name, n, row.free) for n in row.nodes),
             schedulable=row.effective_state == ClusterState.Ready,
-            hypernodes=hypernode_snaps(row),
-            unplaced=tuple(unplaced),
+            hypernodes=row.hypernodes,
+            devices=self.cards(row),
+            unplaced=unplaced,
             unplaced_cards=unplaced_cards,
         )

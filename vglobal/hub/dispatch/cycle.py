@@ -29,6 +29,13 @@ from vglobal.store.repo.live import Written
 
 log = logging.getLogger(__name__)
 
+# A whole-job victim's event and the wait reason its re-queue writes, by whether it was preempted
+# inside its queue (else reclaimed by another queue).
+REQUEUE_REASONS: dict[bool, tuple[str, str]] = {
+    True: ("Preempted", "preempted by a higher-priority job of its queue"),
+    False: ("Reclaimed", "reclaimed by a queue below its share"),
+}
+
 
 @dataclass
 class CycleStats:
@@ -84,16 +91,14 @@ def write_admissions(
         group = [r for r in result.reclaims if r.preempted == preempted]
         if not group:
             continue
+        event, why = REQUEUE_REASONS[preempted]
         victims = bindings_repo.requeue(
             [r.victim_uid for r in group],
             session=session,
             kind=WaitKind.Preempted if preempted else WaitKind.Reclaimed,
-            reason="preempted by a higher-priority job of its queue"
-            if preempted
-            else "reclaimed by a queue below its share",
+            reason=why,
         )
         moved = {u for u, _, _ in victims}
-        event = "Preempted" if preempted else "Reclaimed"
         new_events += [
             NewEvent(event, r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
             for r in group

@@ -84,7 +84,7 @@ class DispatchLoop(LeaderLoop):
         # admissible jobs behind: the next starts at once (min_gap apart) instead of when the
         # next commit wakes it (measured: ~0.15 s of each 1-1.5 s cycle in the pipeline bench).
         settings = self.ctx.settings
-        budget, lookback = settings.max_admissions_per_cycle, settings.queue_lookback
+        budget, lookback = settings.max_admissions, settings.queue_lookback
         full = (budget > 0 and stats.admitted >= budget) or (lookback > 0 and stats.admitted >= lookback)
         return 0.0 if full else self.max_wait
 

@@ -53,7 +53,7 @@ def record_cycle(
         set_resources(metrics.QUEUE_ALLOCATED, q.allocated, name)
         set_resources(metrics.QUEUE_DESERVED, q.deserved, name)
         set_resources(metrics.QUEUE_CAPABILITY, q.real_capability or {}, name)
-        if snapshot.fair_share_half_life > 0:
+        if snapshot.policy.fair_share_half_life > 0:
             set_resources(metrics.QUEUE_USAGE, q.usage, name)
             set_gauge(metrics.QUEUE_USAGE_SHARE, q.usage_share, name)
         set_gauge(metrics.QUEUE_PENDING, q.pending, name)
@@ -97,7 +97,7 @@ def waiting_counts(snapshot: Snapshot, result: AdmissionResult) -> tuple[dict[st
     """Per queue, the jobs still waiting past --starvation-after, and those that can never fit."""
     starving: dict[str, int] = {}
     never_fit: dict[str, int] = {}
-    after = snapshot.starvation_after
+    after = snapshot.policy.starvation_after
     for j in snapshot.pending:
         d = result.decisions.get(j.uid)
         if not isinstance(d, Wait):

@@ -82,12 +82,5 @@ class SnapshotReader:
             clusters=clusters,
             pending=tuple(jobs.pending.values()),
             running=tuple(jobs.running.values()),
-            placement=settings.placement,
-            starvation_after=settings.starvation_after,
-            reclaim_after=settings.reclaim_after,
-            queue_lookback=settings.queue_lookback,
-            max_admissions=settings.max_admissions_per_cycle,
-            reclaim_min_runtime=settings.reclaim_min_runtime,
-            fair_share_half_life=settings.fair_share_half_life,
-            reclaim_limit=settings.reclaim_limit,
+            policy=settings.admission_policy(),
         )

@@ -1,0 +1,330 @@
+"""Admission's input from what is stored: a job's static facts and its binding as the PendingJob or
+RunningJob admission reads, and a cluster's reported inventory as its ClusterSnap.
+
+The hub's dispatch cache and the simulator build their snapshots here, so both hand admission the
+same jobs and clusters for the same facts. Pure: the caller reads the rows and passes ``now``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from vglobal.admission.partitions import partitions_of
+from vglobal.admission.snapshot import (
+    ClusterSnap,
+    Gang,
+    GroupRef,
+    HyperNodeSnap,
+    NodeSnap,
+    Partitions,
+    PendingJob,
+    RunningJob,
+    RunningPod,
+)
+from vglobal.model.cards import CardFree
+from vglobal.model.forms import Member, PodPlacement
+from vglobal.model.forms import Placement as StoredPlacement
+from vglobal.model.pod_anti_affinity import AntiTerm, task_pod_labels
+from vglobal.model.resources import ResourceVector
+from vglobal.model.served import GROUPED
+
+_BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
+_NO_NODES: Mapping[str, ResourceVector] = {}
+
+
+@dataclass
+class Shared:
+    """One object per distinct request vector and gang: jobs repeat a few shapes, and admission
+    tells equal inputs apart by identity first (cheaper than comparing values)."""
+
+    vectors: dict[ResourceVector, ResourceVector] = field(default_factory=dict)
+    gangs: dict[Gang, Gang] = field(default_factory=dict)
+
+    def vector(self, v: ResourceVector) -> ResourceVector:
+        return self.vectors.setdefault(v, v)
+
+    def gang(self, g: Gang) -> Gang:
+        return self.gangs.setdefault(g, g)
+
+    def __len__(self) -> int:
+        return len(self.vectors) + len(self.gangs)
+
+
+def group_ref(member: Member | None) -> GroupRef | None:
+    """A HyperJob child's place among its siblings, as admission reads it."""
+    return (
+        None
+        if member is None
+        else GroupRef(member.hyperjob, member.min_available, member.children, member.index)
+    )
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """A job's immutable admission inputs, as stored at submit."""
+
+    uid: str
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    created: float
+    request: ResourceVector  # the whole job, shown by describe
+    gang: Gang
+    # The gang's minResources (its minAvailable pods in task order): what admission charges.
+    min_request: ResourceVector
+    pod_requests: Mapping[str, ResourceVector]
+    allowed: frozenset[str] | None
+    selector: Mapping[str, str]
+    topology: tuple[str, int | None] | None
+    min_available: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    unpreemptable: frozenset[str] = frozenset()  # tasks whose pods are never victims
+    task_priorities: Mapping[str, int] = field(default_factory=dict)  # tasks with their own class
+    group: GroupRef | None = None  # a HyperJob's child
+    workload: str = ""  # the API resource it is written as in its cluster ("" for a Volcano Job)
+    partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
+    gpu_hints: tuple[Mapping[str, str], ...] = ()  # per gang shape, its GPU annotations
+    anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
+    tasks: tuple[str, ...] = ()  # its task names
+    template_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # labelled tasks
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        uid: str,
+        namespace: str,
+        name: str,
+        queue: str,
+        priority: int,
+        created: float,
+        request: Mapping[str, int],
+        gang: Iterable[tuple[ResourceVector, int]],
+        pod_requests: Mapping[str, Mapping[str, int]],
+        placement: StoredPlacement,
+        shared: Shared,
+        **rest: Any,
+    ) -> JobFacts:
+        """From the stored columns: the gang and vectors shared, the placement taken apart."""
+        topo = placement.topology
+        gang_ = shared.gang(tuple((shared.vector(v), n) for v, n in gang))
+        min_request = ResourceVector()
+        for vec, count in gang_:
+            min_request = min_request + vec.scale(count)
+        return cls(
+            uid=uid,
+            namespace=namespace,
+            name=name,
+            queue=queue,
+            priority=priority,
+            created=created,
+            request=shared.vector(ResourceVector(request)),
+            gang=gang_,
+            min_request=shared.vector(min_request),
+            pod_requests={t: ResourceVector(u) for t, u in pod_requests.items()},
+            allowed=placement.clusters,
+            selector=placement.selector,
+            topology=(topo.mode, topo.highest_tier_allowed) if topo else None,
+            group=group_ref(placement.member),
+            workload=placement.workload,
+            partitions=partitions_of(placement.partitions),
+            gpu_hints=placement.gpu,
+            tasks=tuple(pod_requests),
+            **rest,
+        )
+
+    @property
+    def pinned(self) -> bool:
+        """Every task's pods are never victims."""
+        return bool(self.pod_requests) and self.unpreemptable >= self.pod_requests.keys()
+
+    def charged(self, running: Mapping[str, ResourceVector]) -> tuple[ResourceVector, ResourceVector]:
+        """(what the queue is charged, what of it runs): the pods that run, and at least the gang's
+        minResources while it is not all placed (Volcano's inqueue reservation)."""
+        ran = ResourceVector()
+        for vec in running.values():
+            ran = ran + vec
+        return ran.maximum(self.min_request), ran
+
+    def running_pods(
+        self, placements: Sequence[Mapping[str, Any]] | None, evicting: Sequence[str] | None
+    ) -> tuple[RunningPod, ...]:
+        """The reported pods that hold a node, but those its agent is told to evict already."""
+        gone = set(evicting or ())
+        out = []
+        labels: dict[str, Mapping[str, str]] = {}  # one per task, shared by its pods
+        for raw in placements or ():
+            p = PodPlacement.from_json(raw)
+            if p.holds_node and p.uid and p.uid not in gone:
+                req = self.pod_requests.get(p.task, ResourceVector())
+                prio = self.task_priorities.get(p.task)
+                own = labels.get(p.task)
+                if own is None:
+                    template = self.template_labels.get(p.task)
+                    own = labels[p.task] = task_pod_labels(self.name, self.namespace, p.task, template)
+                ok = p.task not in self.unpreemptable
+                out.append(RunningPod(p.uid, p.node, req, ok, prio, p.cards, labels=own))
+        return tuple(out)
+
+    def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:
+        """What the job's reported pods (PodPlacement JSON) take on each node."""
+        per_node: dict[str, ResourceVector] = {}
+        for raw in placements or ():
+            p = PodPlacement.from_json(raw)
+            if p.holds_node:
+                req = self.pod_requests.get(p.task, ResourceVector())
+                per_node[p.node] = per_node.get(p.node, ResourceVector()) + req
+        return per_node
+
+
+# ---- jobs
+
+
+def pending_job(
+    f: JobFacts, *, waiting_since: float, excluded: Mapping[str, float] | None, now: float
+) -> PendingJob:
+    """A waiting job: its facts, since when it waits, and the clusters it skips until when."""
+    gone = frozenset(c for c, t in excluded.items() if float(t) > now) if excluded else frozenset()
+    return PendingJob(
+        uid=f.uid,
+        name=f.name,
+        namespace=f.namespace,
+        queue=f.queue,
+        priority=f.priority,
+        created=f.created,
+        waiting_since=waiting_since,
+        request=f.min_request,
+        gang=f.gang,
+        allowed_clusters=f.allowed,
+        cluster_selector=f.selector,
+        excluded_clusters=gone,
+        network_topology=f.topology,
+        preemption_policy=f.preemption_policy,
+        group=f.group,
+        workload=f.workload,
+        partitions=f.partitions,
+        gpu_hints=f.gpu_hints,
+        anti_affinity=f.anti_affinity,
+        tasks=f.tasks,
+        task_labels=f.template_labels,
+    )
+
+
+class Admitted(NamedTuple):
+    """An admitted job as admission reads it: what its queue is charged, what of that its placed
+    pods hold (None before any is placed), and the run (None while it names no cluster)."""
+
+    charged: ResourceVector
+    ran: ResourceVector | None
+    running: RunningJob | None
+
+
+def admitted_job(
+    f: JobFacts,
+    shared: Shared,
+    *,
+    cluster: str | None,
+    placements: Sequence[Mapping[str, Any]] | None,
+    evictions: Sequence[str] | None,
+    dispatched_at: float | None,
+) -> Admitted:
+    """An admitted job from its binding: its reported pods (PodPlacement JSON), the pod uids its
+    agent is told to evict, and when this run was admitted."""
+    per_node = f.usage_per_node(placements) if placements else _NO_NODES
+    ran: ResourceVector | None = None
+    if per_node:
+        charged, ran_ = f.charged(per_node)
+        charged, ran = shared.vector(charged), shared.vector(ran_)
+    else:
+        charged = f.min_request
+    running = None
+    if cluster:
+        running = RunningJob(
+            uid=f.uid,
+            queue=f.queue,
+            cluster=cluster,
+            priority=f.priority,
+            created=f.created,
+            request=charged,
+            placements=per_node,
+            running_since=dispatched_at,
+            pods=f.running_pods(placements, evictions) if per_node else (),
+            min_available=f.min_available,
+            group=None if f.group is None else f.group.key,
+            whole_only=f.workload in GROUPED,
+            pinned=f.pinned,
+            namespace=f.namespace,
+            anti_affinity=f.anti_affinity,
+        )
+    return Admitted(charged, ran, running)
+
+
+# ---- clusters
+
+
+def usable(node: Mapping[str, Any]) -> bool:
+    """A node admission may count on: schedulable, no taint that keeps pods off."""
+    return not node.get("unschedulable") and not any(
+        t.get("effect") in _BLOCKING_TAINTS for t in node.get("taints", ())
+    )
+
+
+def node_snap(node: Mapping[str, Any], free: Mapping[str, int] | None) -> NodeSnap:
+    """A reported node (as a cluster row keeps it) with its last reported free capacity."""
+    return NodeSnap(
+        name=node["name"],
+        free=ResourceVector(free or {}) if usable(node) else ResourceVector(),
+        allocatable=ResourceVector(node.get("allocatable", {})),
+        labels=node.get("labels", {}),
+    )
+
+
+def device_tables(devices: Mapping[str, Sequence[Any]]) -> Mapping[str, tuple[CardFree, ...]]:
+    """Per GPU node, its reported cards (as a cluster row keeps them)."""
+    return {n: tuple(CardFree.from_json(c) for c in cards) for n, cards in devices.items()}
+
+
+def hypernode_snaps(hypernodes: Iterable[Mapping[str, Any]]) -> tuple[HyperNodeSnap, ...]:
+    """A cluster's HyperNodes as reported (as a cluster row keeps them)."""
+    return tuple(
+        HyperNodeSnap(
+            name=h["name"],
+            tier=int(h["tier"]),
+            parent=h.get("parent") or None,
+            nodes=tuple(h.get("nodes", ())),
+        )
+        for h in hypernodes
+    )
+
+
+def cluster_snap(
+    *,
+    name: str,
+    labels: Mapping[str, str],
+    nodes: Iterable[NodeSnap],
+    schedulable: bool,
+    hypernodes: Iterable[Mapping[str, Any]],
+    devices: Mapping[str, tuple[CardFree, ...]],
+    unplaced: Sequence[Gang],
+    unplaced_cards: tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...] = (),
+) -> ClusterSnap:
+    """The cluster as admission sees it: its nodes by name, its HyperNodes as reported, the gangs
+    admitted to it but not placed yet (and those of them that take GPU cards, with their GPU
+    annotations)."""
+    return ClusterSnap(
+        devices=devices,
+        name=name,
+        labels=labels,
+        nodes=tuple(sorted(nodes, key=_name)),
+        schedulable=schedulable,
+        hypernodes=hypernode_snaps(hypernodes),
+        unplaced=tuple(unplaced),
+        unplaced_cards=unplaced_cards,
+    )
+
+
+def _name(n: NodeSnap) -> str:
+    return n.name

@@ -1,0 +1,38 @@
+"""The admission policy: the eight settings global admission reads besides its input, with the one
+set of defaults the hub, the simulator and ``vglobal sim`` all start from (vglobal.admission
+carries it in its Snapshot; vglobal.config's hub flags take their defaults from it). It sits in the
+model so the settings can derive from it without importing admission."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PLACEMENTS = ("binpack", "spread")
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionPolicy:
+    placement: str = "binpack"  # or "spread": which fitting cluster a job goes to
+    # Seconds a gang waits before it holds the capacity it needs against its queue's later jobs.
+    starvation_after: float = 600.0
+    # Seconds a job must have been pending before it may reclaim (0 = at once). Since a reclaimed
+    # job's waiting time starts again, this also damps reclaim ping-pong as deserved shares move.
+    reclaim_after: float = 0.0
+    # Seconds a job must have run (since its admission) before it may be reclaimed (0 = at once):
+    # without it, long jobs restart from scratch again and again as deserved shares move.
+    reclaim_min_runtime: float = 0.0
+    # Jobs per leaf queue examined this cycle, in queue order (0 = all). The rest wait a turn with
+    # a reason saying so: a queue with a backlog of tens of thousands costs a cycle no more than
+    # its first `queue_lookback` jobs, and those are the ones it would admit first anyway.
+    queue_lookback: int = 1000
+    # Admissions this cycle at most (0 = no limit). Once reached, the jobs not yet looked at wait a
+    # turn with a reason saying so. Admissions come in fair order, so the budget only spreads a
+    # burst over cycles; what it buys is a bounded cycle: the leader lock is checked, new jobs are
+    # looked at and the first admissions of a burst reach their clusters a cycle apart.
+    max_admissions: int = 5000
+    # Seconds (0 = instantaneous fair share, as without it): queues are ordered by their usage
+    # decayed with this half-life (QueueSnap.usage) plus what this cycle admits, against deserved.
+    fair_share_half_life: float = 0.0
+    # Reclaim takes from a queue, per resource, at most this fraction of what it ran at the start
+    # of the rate-limit interval (its allocation plus QueueSnap.reclaimed); 0 = no limit.
+    reclaim_limit: float = 0.0
