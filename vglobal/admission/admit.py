@@ -66,8 +66,10 @@ class _Cycle:
         self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index)
         self.evictions: list[Eviction] = []
         self.preempted: list[Reclaim] = []
-        self.decisions: dict[str, Admit | Wait] = {}
-        self.admitted: list[str] = []
+        # The ledger holds the decisions and the admitted order (the hot loop writes them directly:
+        # no checkpoint is open outside a HyperJob's decision).
+        self.ledger = prep.ledger
+        self.decisions, self.admitted = prep.ledger.decisions, prep.ledger.admitted
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
         self.devices = DeviceFit(self.clusters, prep.index, snapshot.running, prep.gang)
@@ -88,7 +90,7 @@ class _Cycle:
             )
             room = ChildRoom(self.fit, self.checks, planners)  # victims, as lone jobs take them
             budget = self.snap.policy.max_admissions
-            admit_groups(groups, self.fit, self.checks, self.decisions, self.admitted, budget, room)
+            admit_groups(groups, self.fit, self.checks, budget, room)
             self.evictions += room.evictions
             self.preempted += room.whole
         for i, leaf in sorted(self.leaves.items()):

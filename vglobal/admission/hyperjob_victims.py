@@ -14,7 +14,8 @@ Rules (the README's "HyperJobs" says the same):
   that also give back what the whole exceeds the limits by.
 - Victims planned for one child are taken: a later child sees what that child left of their room
   and never plans them again. The HyperJob's own running children are never victims.
-- Nothing is kept unless the whole decision is: victims, room and charges are put back exactly.
+- Nothing is kept unless the whole decision is: victims, room and charges are put back exactly
+  (they are written through the cycle's ledger, at the decision's checkpoint: ledger.py).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from vglobal.admission.preempt import (
     preemption_evictions,
 )
 from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim import Reclaims, Saved
+from vglobal.admission.reclaim import Reclaims
 from vglobal.admission.reclaim_pods import PodPlan, reclaim_evictions
 from vglobal.admission.snapshot import Admit, Eviction, Reclaim
 
@@ -69,7 +70,7 @@ class Planners:
 
 
 class ChildRoom:
-    """One HyperJob decision's victims: planned per child inside the fit's trial (see module)."""
+    """One HyperJob decision's victims: planned per child at the decision's checkpoint (see module)."""
 
     def __init__(self, fit: GangFit, checks: Checks, planners: Planners) -> None:
         self.fit, self.checks, self.p = fit, checks, planners
@@ -81,9 +82,6 @@ class ChildRoom:
         self._plans = (0, 0)
         self._owed: list[int] = []
         self._reclaim = False
-        self._saved_preempt: tuple[set[str], set[tuple[int, int, str, str]]] = (set(), set())
-        self._saved_reclaims: Saved = ((set(), {}), None)
-        self._siblings: set[str] = set()
 
     def may(self, jobs: Sequence[Job], whole: Job) -> bool:
         """Whether victims could make room at all: a child that may preempt in its queue, or the
@@ -99,17 +97,14 @@ class ChildRoom:
     def _may_reclaim(self, whole: Job) -> bool:
         return self.p.reclaims.may(whole, self.p.leaves.get(whole.leaf) or Leaf(whole.leaf))
 
-    def begin(self, whole: Job, siblings: Iterable[str]) -> None:
-        """A decision starts (inside the fit's trial): what it may change is saved; the running
-        children are taken, so no child plans them as victims."""
+    def start(self, whole: Job, siblings: Iterable[str]) -> None:
+        """A decision starts: the running children are spared, so no child plans them as victims."""
         preempt = self.p.preempt
         self._taken, self._owed = [], self.checks.excess(whole)
         self._reclaim = self._may_reclaim(whole)
-        self._saved_preempt, self._saved_reclaims = preempt.saved(), self.p.reclaims.saved()
         self.tries += 1
         self._plans = (preempt.plans, self.p.reclaims.plans)
-        self._siblings = set(siblings) - preempt.taken
-        preempt.taken |= self._siblings
+        preempt.spared = frozenset(siblings)
 
     def owes(self) -> bool:
         """Whether the queue's limits still keep the HyperJob out by what victims must give back."""
@@ -184,33 +179,22 @@ class ChildRoom:
         self._taken.append(_Taken(job, plan, freed, nominated, reclaimed))
         return plan.cluster
 
-    def release(self) -> None:
+    def give_back(self) -> None:
         """The victims' queues get their charge back (before the queue's limits are checked)."""
         for t in self._taken:
             for q, charge in t.freed.items():
                 self.checks.release(q, charge)
 
-    def unrelease(self) -> None:
-        for t in self._taken:
-            for q, charge in t.freed.items():
-                self.checks.release(q, [-x for x in charge])
-
-    def rollback(self) -> None:
-        """The decision is not kept: every victim is free to plan again, as before it began."""
-        self.p.preempt.restore(self._saved_preempt)
-        self.p.reclaims.restore(self._saved_reclaims)
-        self._end()
-
-    def _end(self) -> None:
-        """Lone jobs keep their plans per cycle: HyperJobs have their own (MAX_GROUP_TRIES)."""
+    def finish(self) -> None:
+        """The decision is over, kept or rolled back: lone jobs keep their plans per cycle
+        (HyperJobs have their own, MAX_GROUP_TRIES), and no child is spared any more."""
         self.p.preempt.plans, self.p.reclaims.plans = self._plans
+        self.p.preempt.spared = frozenset()
         self._taken = []
 
-    def keep(self, key: str) -> dict[str, Admit]:
+    def admissions(self, key: str) -> dict[str, Admit]:
         """The decision is kept: its victims are evicted, and each child admitted in their place
         says which victims, of which queue, in which cluster it waits for."""
-        preempt = self.p.preempt
-        preempt.restore((preempt.taken - self._siblings, self._saved_preempt[1]))  # its failures were its own
         names, out = self.clusters.names, {}
         for t in self._taken:
             head = f"HyperJob {key}: child {t.job.snap.name} "
@@ -225,5 +209,5 @@ class ChildRoom:
             out[t.job.snap.uid] = admit
         if self._taken:
             self.p.freed()
-        self._end()
+        self.finish()
         return out

@@ -94,7 +94,8 @@ class Preemptions:
         # preempts, which the hot loop checks with one lookup.
         self.lowest = {i: jobs[0].priority for i, jobs in self._jobs.items()}
         self.plans = 0
-        self.taken: set[str] = set()
+        self.taken: set[str] = set()  # victims planned this cycle (job and pod uids)
+        self.spared: frozenset[str] = frozenset()  # the running children of the HyperJob being decided
         # (leaf, priority, gang tag, key): a key tells apart jobs whose masks differ (anti-affinity)
         self._failed: set[tuple[int, int, str, str]] = set()
         self._victims: dict[tuple[str, int], Victim] = {}
@@ -108,13 +109,6 @@ class Preemptions:
             and self.plans < MAX_PREEMPT_PLANS
             and (leaf, priority, gang.tag, key) not in self._failed
         )
-
-    def saved(self) -> tuple[set[str], set[tuple[int, int, str, str]]]:
-        """What plans change (victims taken, failures noted): a HyperJob's trial puts it back."""
-        return set(self.taken), set(self._failed)
-
-    def restore(self, saved: tuple[set[str], set[tuple[int, int, str, str]]]) -> None:
-        self.taken, self._failed = set(saved[0]), set(saved[1])
 
     def _victim(self, job: RunningJob, c: int, priority: int) -> Victim:
         got = self._victims.get((job.uid, priority))
@@ -146,16 +140,18 @@ class Preemptions:
             if job.priority >= priority:
                 break  # in priority order: the rest are no lower
             c = wanted.get(job.cluster)
-            if c is not None and job.uid not in self.taken:
+            if c is not None and job.uid not in self.taken and job.uid not in self.spared:
                 per_cluster.setdefault(c, []).append(job)
         ranked = sorted(per_cluster, key=lambda c: (-len(per_cluster[c]), c))[:CLUSTERS_PER_PLAN]
         for c in ranked:
             got = self._plan_cluster(c, per_cluster[c], gang, need, priority, mask(c), cards)
             if got is not None:
-                self.taken.update(got.pods)
-                self.taken.update(got.whole)
+                add = self.clusters.ledger.add
+                add(self.taken, got.pods)
+                add(self.taken, got.whole)
                 return got
-        self._failed.add((leaf, priority, gang.tag, key))
+        if not self.clusters.ledger.open:  # a HyperJob's failures are its own (its children's room)
+            self._failed.add((leaf, priority, gang.tag, key))
         return None
 
     def _plan_cluster(

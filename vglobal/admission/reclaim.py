@@ -12,14 +12,11 @@ from vglobal.admission.node_mask import NodeMask, everywhere
 from vglobal.admission.placement import Clusters
 from vglobal.admission.preempt import CardCheck
 from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, PlannerState, ReclaimPlanner, Victim
+from vglobal.admission.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
 from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait
 from vglobal.admission.tree import QueueTree
 from vglobal.model.reasons import WaitKind
-
-# (pod planner's, whole-job planner's) state; None: that planner not built yet
-Saved = tuple[tuple[set[str], dict[int, list[float]]], "PlannerState | None"]
 
 
 class Reclaims:
@@ -86,18 +83,6 @@ class Reclaims:
         return self._pods.plan(
             job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within, cards, mask
         )
-
-    def saved(self) -> Saved:
-        """What plans change (victims taken, charge given up), for a HyperJob's trial to put back."""
-        pods = (set(), {}) if self._pods is None else self._pods.saved()
-        return pods, None if self._planner is None else self._planner.saved()
-
-    def restore(self, saved: Saved) -> None:
-        pods, jobs = saved
-        if self._pods is not None:
-            self._pods.restore(pods)
-        if self._planner is not None:
-            self._planner.restore(jobs)
 
     def plan_jobs(
         self, job: Job, cards: CardCheck | None = None, mask: NodeMask = everywhere

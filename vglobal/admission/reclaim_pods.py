@@ -86,20 +86,14 @@ class PodReclaims:
         for c in cand:
             got = self._plan_cluster(c, leaf, req, gang, need, within, mask(c), cards)
             if got is not None:
+                ledger = self.clusters.ledger
                 for pods in got.plan.pods.values():
-                    self.taken.update(pods)
+                    ledger.add(self.taken, pods)
                 for q, freed in got.freed.items():
-                    given = self._given.setdefault(q, [0.0] * self.index.size)
-                    self._given[q] = [g + f for g, f in zip(given, freed, strict=True)]
+                    given = self._given.get(q) or [0.0] * self.index.size
+                    ledger.put(self._given, q, [g + f for g, f in zip(given, freed, strict=True)])
                 return got
         return None
-
-    def saved(self) -> tuple[set[str], dict[int, list[float]]]:
-        """What plans change (pods taken, charge given up): a HyperJob's trial puts it back."""
-        return set(self.taken), dict(self._given)
-
-    def restore(self, saved: tuple[set[str], dict[int, list[float]]]) -> None:
-        self.taken, self._given = set(saved[0]), dict(saved[1])
 
     def _candidates(self, c: int, leaf: int, req: list[int], within: int, usable: Usable) -> list[_Candidate]:
         """Surplus pods one by one, in victim order; then whole jobs in the same order; only those
