@@ -18,14 +18,16 @@ from functools import partial
 
 import numpy as np
 
+from vglobal.admission.ask import Ask, card_check, mask_key
 from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import no_hypernode_reason, no_partition_fit_reason
-from vglobal.admission.node_mask import closed_rows
+from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.partitions import place_partitioned, prepare_partitions
 from vglobal.admission.placement import Candidates, Held, HeldRows, Placement
+from vglobal.admission.pod_anti import job_mask
 from vglobal.admission.preempt import Plan
 from vglobal.admission.prepare import Job, Prepared
-from vglobal.admission.topology import HyperNodeRows, place
+from vglobal.admission.topology import HyperNodes, place
 
 
 def subset(cand: Candidates, ids: Sequence[int]) -> Candidates:
@@ -43,9 +45,17 @@ class GangFit:
     def __init__(self, prep: Prepared, devices: DeviceFit) -> None:
         self.prep, self.devices = prep, devices
         self.clusters = prep.clusters
-        self.hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
+        self.hypernodes = HyperNodes(prep.clusters)
         self.card_misfit: dict[str, str] = {}  # job uid -> why its GPU cards fit no cluster
         self.ledger = prep.clusters.ledger
+
+    def ask(self, job: Job, packer: CardPacker | None) -> Ask:
+        """What the job asks of a plan of victims (ask.py)."""
+        mask: NodeMask = everywhere
+        if job.affinity is not None or job.anti:
+            mask = job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
+        cards = None if packer is None else card_check(packer, job.gang)
+        return Ask(job, packer, cards, mask, mask_key(job))
 
     def held(self, job: Job, held: Mapping[int, Held]) -> Mapping[int, Held]:
         """``held`` (a starvation reservation) and the nodes the job's node groups and pod
@@ -99,16 +109,16 @@ class GangFit:
     ) -> tuple[int, Placement] | None:
         """Where the gang goes (its HyperNodes, partitions, node-group limits and GPU cards too),
         not committed."""
-        clusters, rows = self.clusters, self.hypernode_rows
+        hypernodes = self.hypernodes
         if job.snap.partitions:
             prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
-            return place_partitioned(clusters, rows, job.cand, job.gang, held, job.snap, prepared, cards)
+            return place_partitioned(hypernodes, job, held, prepared, cards)
         topo = job.snap.network_topology
         if not job.limited:
-            return place(clusters, rows, job.cand, job.gang, held, topo, cards)
+            return place(hypernodes, job.cand, job.gang, held, topo, cards)
 
         def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
-            return place(clusters, rows, job.cand, job.gang, holds, topo, cards)
+            return place(hypernodes, job.cand, job.gang, holds, topo, cards)
 
         # within the queue's per node group limits (group_limits.py)
         return self.prep.group_limits.place(self.prep.tree.names[job.leaf], job.cand, job.gang, held, fit)

@@ -23,14 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from vglobal.admission.ask import Ask
 from vglobal.admission.checks import Checks
-from vglobal.admission.devices import CardPacker
 from vglobal.admission.fit import GangFit, subset
-from vglobal.admission.node_mask import NodeMask
 from vglobal.admission.preempt import (
     MAX_PREEMPT_PLANS,
     NEVER,
-    CardCheck,
     Plan,
     Preemptions,
     preemption_evictions,
@@ -58,14 +56,11 @@ class _Taken:
 
 @dataclass(slots=True)
 class Planners:
-    """The cycle's planners and its per-job views, which lone jobs use too."""
+    """The cycle's planners, which lone jobs use too."""
 
     preempt: Preemptions
     reclaims: Reclaims
     leaves: Mapping[int, Leaf]
-    mask: Callable[[Job], NodeMask]  # per cluster, the nodes the job's gang may use
-    mask_key: Callable[[Job], str]  # what sets its mask apart from its queue's
-    card_check: Callable[[Job, CardPacker], CardCheck]
     freed: Callable[[], None]  # victims gave room back: the cycle forgets its misfits
 
 
@@ -118,11 +113,8 @@ class ChildRoom:
 
     def _place_within(self, job: Job, owed: bool) -> int | None:
         p, snap = self.p, job.snap
-        cards = self.fit.devices.packer(snap)  # None unless it asks for GPU cards
-        check = None if cards is None else p.card_check(job, cards)
-        mask = p.mask(job)
+        ask = self.fit.ask(job, self.fit.devices.packer(snap))
         preempt = p.preempt
-        key = p.mask_key(job)
         low = preempt.lowest.get(job.leaf)
         # as Preemptions.may, less its memory of failed plans: a child's clusters are a subset
         if (
@@ -133,31 +125,31 @@ class ChildRoom:
             and preempt.plans < MAX_PREEMPT_PLANS
         ):
             cand = self.clusters.fits_allocatable(job.cand, job.gang)
-            if cards is not None:
-                cand = [c for c in cand if cards.could_ever(c, job.gang)]
+            if ask.packer is not None:
+                cand = [c for c in cand if ask.packer.could_ever(c, job.gang)]
             need = (
                 [min(o, r) for o, r in zip(self._owed, job.req, strict=True)] if owed else [0] * len(job.req)
             )
-            plan = preempt.plan(job.leaf, snap.priority, cand, job.gang, need, check, mask, key)
+            plan = preempt.plan(ask, cand, need)
             if plan is not None:
                 self._owed = [max(o - f, 0) for o, f in zip(self._owed, plan.freed, strict=True)]
-                return self._take(job, plan, {job.leaf: plan.freed}, cards, None)
+                return self._take(ask, plan, {job.leaf: plan.freed}, None)
         if owed or not self._reclaim:
             return None
-        got = p.reclaims.plan_pods(job, None, 0, check, mask) or self._reclaim_jobs(job, check, mask)
+        got = p.reclaims.plan_pods(ask) or self._reclaim_jobs(ask)
         if got is None:
             return None
-        return self._take(job, got.plan, got.freed, cards, got)
+        return self._take(ask, got.plan, got.freed, got)
 
-    def _reclaim_jobs(self, job: Job, check: CardCheck | None, mask: NodeMask) -> PodPlan | None:
+    def _reclaim_jobs(self, ask: Ask) -> PodPlan | None:
         """Whole jobs of queues above their deserved (for runs not known pod by pod), as a plan the
         child is placed in at once, as in place of whole preempted jobs."""
-        found = self.p.reclaims.plan_jobs(job, check, mask)
+        found = self.p.reclaims.plan_jobs(ask)
         if found is None:
             return None
         c, victims = found
-        size = len(job.req)
-        plan = Plan(c, {}, [0] * size, whole=[v.uid for v in victims], closed=mask(c).closed(()))
+        size = len(ask.job.req)
+        plan = Plan(c, {}, [0] * size, whole=[v.uid for v in victims], closed=ask.mask(c).closed(()))
         freed: dict[int, list[int]] = {}
         for v in victims:
             for row, use in zip(v.rows.tolist(), v.usage.tolist(), strict=True):
@@ -167,16 +159,9 @@ class ChildRoom:
             freed[v.queue] = [a + x for a, x in zip(acc, v.req_list, strict=True)]
         return PodPlan(plan, freed, {v.uid: v.queue for v in victims})
 
-    def _take(
-        self,
-        job: Job,
-        plan: Plan,
-        freed: dict[int, list[int]],
-        cards: CardPacker | None,
-        reclaimed: PodPlan | None,
-    ) -> int:
-        nominated = self.fit.place_freed(job, plan, cards)
-        self._taken.append(_Taken(job, plan, freed, nominated, reclaimed))
+    def _take(self, ask: Ask, plan: Plan, freed: dict[int, list[int]], reclaimed: PodPlan | None) -> int:
+        nominated = self.fit.place_freed(ask.job, plan, ask.packer)
+        self._taken.append(_Taken(ask.job, plan, freed, nominated, reclaimed))
         return plan.cluster
 
     def give_back(self) -> None:

@@ -19,11 +19,11 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
+from vglobal.admission.ask import CardCheck
 from vglobal.admission.gang import PreparedGang, Shape, pack
 from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
 from vglobal.admission.node_mask import BoolArray, NodeMask, everywhere
 from vglobal.admission.placement import Clusters
-from vglobal.admission.preempt import CardCheck
 from vglobal.admission.snapshot import RunningJob
 from vglobal.admission.tree import QueueTree
 from vglobal.model.resources import ResourceVector
