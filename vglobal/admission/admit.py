@@ -1,16 +1,20 @@
 """admit(snapshot): one dispatch cycle of global admission (DESIGN.md section 5.3).
 
-The cycle is the loop; each step of 5.3 has a module of its own:
-1. queue tree and deserved: tree.py, water.py (built by prepare.py with the pending demand);
-2. order: order.py (progressive filling across queues, priority and age within one);
-3. checks: checks.py (open leaf, realCap up the tree, other queues' guarantees);
-4. placement: fit.py (one gang fit for lone jobs and HyperJobs' children: placement.py and gang.py
-   per cluster, topology.py and partitions.py for HyperNodes, devices.py for GPU cards,
-   nodegroups.py, pod_anti.py and group_limits.py for the nodes a queue or job may use);
-5. starvation: starvation.py;  6. reclaim: reclaim.py;  7. explain: explain.py (every sentence).
-A job that fits nowhere may preempt lower-priority pods of its queue (preempt.py), reclaim from
-queues above their deserved or, once starving, reserve capacity in its queue; a HyperJob's children
-take victims the same way (hyperjob_victims.py).
+The cycle is the loop; each step of 5.3 has a module of its own, in a room by concern (share/,
+fit/, victims/), with the cycle's input prepared by prepare.py:
+1. queue tree and deserved: share/tree.py, share/water.py (built with the pending demand);
+2. order: share/order.py (progressive filling across queues, priority and age within one);
+3. checks: share/checks.py (open leaf, realCap up the tree, other queues' guarantees);
+4. placement: fit/gang_fit.py (one gang fit for lone jobs and HyperJobs' children: placement.py
+   and gang.py per cluster, topology.py and partitions.py for HyperNodes, devices.py for GPU cards,
+   nodegroups.py, pod_anti.py and group_limits.py for the nodes a queue or job may use), and
+   fit/hyperjob.py for a HyperJob's children across clusters;
+5. starvation: victims/starvation.py;  6. reclaim: victims/reclaim.py;  7. explain: explain.py.
+A job that fits nowhere may preempt lower-priority pods of its queue (victims/preempt.py), reclaim
+from queues above their deserved or, once starving, reserve capacity in its queue; a HyperJob's
+children take victims the same way (victims/hyperjob_victims.py). What a job asks of those plans is
+made once (victims/ask.py). Everything the cycle changes is written through its ledger (ledger.py),
+whose one checkpoint and rollback a HyperJob's decision is tried under.
 """
 
 from __future__ import annotations
@@ -19,22 +23,18 @@ import gc
 from collections.abc import Iterable
 from itertools import repeat
 
-from vglobal.admission.ask import Ask, mask_key
-from vglobal.admission.checks import Checks
-from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
 )
-from vglobal.admission.failures import FailureCache
-from vglobal.admission.fit import GangFit
-from vglobal.admission.hyperjob import admit_groups, groups_of
-from vglobal.admission.hyperjob_victims import ChildRoom, Planners
-from vglobal.admission.order import FairOrder, decayed_offsets
-from vglobal.admission.preempt import Plan, Preemptions, preemption_evictions
+from vglobal.admission.fit.devices import CardPacker, DeviceFit
+from vglobal.admission.fit.failures import FailureCache
+from vglobal.admission.fit.gang_fit import GangFit
+from vglobal.admission.fit.hyperjob import admit_groups, groups_of
 from vglobal.admission.prepare import Job, Leaf, Prepared
-from vglobal.admission.reclaim import Reclaims
-from vglobal.admission.reclaim_pods import reclaim_evictions
+from vglobal.admission.share.checks import Checks
+from vglobal.admission.share.order import FairOrder, decayed_offsets
+from vglobal.admission.share.status import queue_statuses
 from vglobal.admission.snapshot import (
     AdmissionResult,
     Admit,
@@ -44,8 +44,12 @@ from vglobal.admission.snapshot import (
     Snapshot,
     Wait,
 )
-from vglobal.admission.starvation import Starvation
-from vglobal.admission.status import queue_statuses
+from vglobal.admission.victims.ask import Ask, mask_key
+from vglobal.admission.victims.hyperjob_victims import ChildRoom, Planners
+from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions
+from vglobal.admission.victims.reclaim import Reclaims
+from vglobal.admission.victims.reclaim_pods import reclaim_evictions
+from vglobal.admission.victims.starvation import Starvation
 from vglobal.model.reasons import WaitKind
 
 

@@ -1,12 +1,12 @@
 """The cycle ledger: what one admission cycle has decided, and one undo for everything it changes.
 
-A cycle changes queue charges (checks.py), each cluster's free rows, cursors and misfits
-(placement.py), the GPU cards taken (devices.py), the node-group counts (group_limits.py), the
-victims taken (preempt.py, reclaim_pods.py, reclaim_jobs.py), its decisions and the order of its
-admissions. The ledger holds the decisions and the admitted order; every other change is written
-through it, so that while a checkpoint is open it keeps how to undo the change. A HyperJob's
-decision (hyperjob.py) is tried at a checkpoint and kept or rolled back whole; nothing else keeps
-state of its own to put back.
+A cycle changes queue charges (share/checks.py), each cluster's free rows, cursors and misfits
+(fit/placement.py), the GPU cards taken (fit/devices.py), the node-group counts
+(fit/group_limits.py), the victims taken (victims/preempt.py, reclaim_pods.py, reclaim_jobs.py),
+its decisions and the order of its admissions. The ledger holds the decisions and the admitted
+order; every other change is written through it, so that while a checkpoint is open it keeps how
+to undo the change. A HyperJob's decision (fit/hyperjob.py) is tried at a checkpoint and kept or
+rolled back whole; nothing else keeps state of its own to put back.
 
 Outside a checkpoint a write is the bare write (the hot path of a busy cycle pays one test).
 """

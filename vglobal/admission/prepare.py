@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vglobal.admission.explain import lookback_wait, queue_wait
-from vglobal.admission.gang import PreparedGang, prepare_gang
-from vglobal.admission.group_limits import GroupLimits
-from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.fit.gang import PreparedGang, prepare_gang
+from vglobal.admission.fit.group_limits import GroupLimits
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.nodegroups import NodeGroups
+from vglobal.admission.fit.placement import Candidates, Clusters, Held
+from vglobal.admission.fit.pod_anti import PodAntiAffinity
 from vglobal.admission.ledger import Ledger
-from vglobal.admission.nodegroups import NodeGroups
-from vglobal.admission.order import queue_order
-from vglobal.admission.placement import Candidates, Clusters, Held
-from vglobal.admission.pod_anti import PodAntiAffinity
+from vglobal.admission.share.order import queue_order
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
-from vglobal.admission.tree import QueueTree
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.resources import ResourceVector
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission.hyperjob import SplitError, split_over
+from vglobal.admission.fit.hyperjob import SplitError, split_over
 from vglobal.admission.snapshot import ClusterSnap
 from vglobal.config import HubSettings
 from vglobal.hub.auth.policy import Action

@@ -25,8 +25,8 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
-from vglobal.admission.reclaim_window import RecentReclaims
-from vglobal.admission.usage import UsageLedger
+from vglobal.admission.share.usage import UsageLedger
+from vglobal.admission.victims.reclaim_window import RecentReclaims
 from vglobal.model.cards import CardUse
 from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.resources import EMPTY, ResourceVector

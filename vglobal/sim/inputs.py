@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from vglobal.admission import ClusterSnap, GroupRef, PendingJob, QueueSnap
-from vglobal.admission.hyperjob import SplitError, split_over
-from vglobal.admission.partitions import partitions_of
+from vglobal.admission.fit.hyperjob import SplitError, split_over
+from vglobal.admission.fit.partitions import partitions_of
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.model.cronjob import CronJob
 from vglobal.model.duration import parse_duration

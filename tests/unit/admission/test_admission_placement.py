@@ -10,9 +10,9 @@ import pytest
 
 from tests.unit.admission.builders import GPU, admitted, cluster, gpus, job, reason
 from vglobal.admission import AdmissionPolicy, ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
-from vglobal.admission.gang import prepare_gang
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.gang import prepare_gang
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.rounds import AdmissionRounds
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vglobal.admission import Gang, GroupRef, Partitions, RunningPod
-from vglobal.admission.partitions import partitions_of
+from vglobal.admission.fit.partitions import partitions_of
 from vglobal.model.forms import PodPlacement
 from vglobal.model.pod_anti_affinity import AntiTerm, task_pod_labels
 from vglobal.model.resources import ResourceVector

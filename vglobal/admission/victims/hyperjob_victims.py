@@ -23,20 +23,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from vglobal.admission.ask import Ask
-from vglobal.admission.checks import Checks
-from vglobal.admission.fit import GangFit, subset
-from vglobal.admission.preempt import (
+from vglobal.admission.fit.gang_fit import GangFit, subset
+from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.share.checks import Checks
+from vglobal.admission.snapshot import Admit, Eviction, Reclaim
+from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.preempt import (
     MAX_PREEMPT_PLANS,
     NEVER,
     Plan,
     Preemptions,
     preemption_evictions,
 )
-from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim import Reclaims
-from vglobal.admission.reclaim_pods import PodPlan, reclaim_evictions
-from vglobal.admission.snapshot import Admit, Eviction, Reclaim
+from vglobal.admission.victims.reclaim import Reclaims
+from vglobal.admission.victims.reclaim_pods import PodPlan, reclaim_evictions
 
 # HyperJobs decided again with victims per cycle (each plans victims for its children; the lone
 # jobs' plans per cycle are theirs); later ones wait a cycle.

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from vglobal.admission.ask import Ask
 from vglobal.admission.explain import reclaiming_reason, victim_reason
-from vglobal.admission.index import FloatArray, ResourceIndex
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.index import FloatArray, ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
-from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
+from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.model.reasons import WaitKind
 
 

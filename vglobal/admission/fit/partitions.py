@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vglobal.admission.gang import Shape, pack, prepare_gang
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.packer import Packer
-from vglobal.admission.placement import Held, Placement
+from vglobal.admission.fit.gang import Shape, pack, prepare_gang
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.packer import Packer
+from vglobal.admission.fit.placement import Held, Placement
+from vglobal.admission.fit.topology import HyperNodeRows, HyperNodes
 from vglobal.admission.prepare import Job
 from vglobal.admission.snapshot import Gang, Partitions, PendingJob
-from vglobal.admission.topology import HyperNodeRows, HyperNodes
 from vglobal.model.forms import PartitionGang
 
 WHOLE = 1 << 30  # the tier the whole cluster ranks at, above every HyperNode's

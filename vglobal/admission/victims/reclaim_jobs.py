@@ -19,13 +19,13 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.admission.ask import CardCheck
-from vglobal.admission.gang import PreparedGang, Shape, pack
-from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
-from vglobal.admission.node_mask import BoolArray, NodeMask, everywhere
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.gang import PreparedGang, Shape, pack
+from vglobal.admission.fit.index import FloatArray, IntArray, ResourceIndex
+from vglobal.admission.fit.node_mask import BoolArray, NodeMask, everywhere
+from vglobal.admission.fit.placement import Clusters
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import RunningJob
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import CardCheck
 from vglobal.model.resources import ResourceVector
 
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs

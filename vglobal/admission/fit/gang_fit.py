@@ -18,16 +18,16 @@ from functools import partial
 
 import numpy as np
 
-from vglobal.admission.ask import Ask, card_check, mask_key
-from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import no_hypernode_reason, no_partition_fit_reason
-from vglobal.admission.node_mask import NodeMask, closed_rows, everywhere
-from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import Candidates, Held, HeldRows, Placement
-from vglobal.admission.pod_anti import job_mask
-from vglobal.admission.preempt import Plan
+from vglobal.admission.fit.devices import CardPacker, DeviceFit
+from vglobal.admission.fit.node_mask import NodeMask, closed_rows, everywhere
+from vglobal.admission.fit.partitions import place_partitioned, prepare_partitions
+from vglobal.admission.fit.placement import Candidates, Held, HeldRows, Placement
+from vglobal.admission.fit.pod_anti import job_mask
+from vglobal.admission.fit.topology import HyperNodes, place
 from vglobal.admission.prepare import Job, Prepared
-from vglobal.admission.topology import HyperNodes, place
+from vglobal.admission.victims.ask import Ask, card_check, mask_key
+from vglobal.admission.victims.preempt import Plan
 
 
 def subset(cand: Candidates, ids: Sequence[int]) -> Candidates:

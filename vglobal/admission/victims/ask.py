@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from vglobal.admission.devices import CardPacker
-from vglobal.admission.gang import PreparedGang
-from vglobal.admission.index import IntArray
-from vglobal.admission.node_mask import NodeMask, everywhere
+from vglobal.admission.fit.devices import CardPacker
+from vglobal.admission.fit.gang import PreparedGang
+from vglobal.admission.fit.index import IntArray
+from vglobal.admission.fit.node_mask import NodeMask, everywhere
 from vglobal.admission.prepare import Job
 
 # Whether a gang's GPU cards fit cluster c's free rows (victims' resources back) once these

@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
 
-from vglobal.admission.ask import Ask
 from vglobal.admission.explain import preempting_reason
-from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.node_mask import EVERYWHERE, Usable
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.node_mask import EVERYWHERE, Usable
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, RunningPod, Snapshot
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import Ask
 from vglobal.model.resources import ResourceVector
 
 NEVER = "Never"

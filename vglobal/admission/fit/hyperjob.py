@@ -24,14 +24,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from vglobal.admission.checks import Checks
 from vglobal.admission.explain import budget_wait, queue_wait
-from vglobal.admission.fit import GangFit, subset
-from vglobal.admission.hyperjob_victims import ChildRoom
+from vglobal.admission.fit.gang_fit import GangFit, subset
+from vglobal.admission.fit.topology import lowest_tier
 from vglobal.admission.ledger import Ledger
 from vglobal.admission.prepare import Job, Leaf, Prepared
+from vglobal.admission.share.checks import Checks
 from vglobal.admission.snapshot import Admit, ClusterSnap, PendingJob, RunningJob, Wait
-from vglobal.admission.topology import lowest_tier
+from vglobal.admission.victims.hyperjob_victims import ChildRoom
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector

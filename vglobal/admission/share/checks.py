@@ -12,11 +12,11 @@ from __future__ import annotations
 from functools import partial
 
 from vglobal.admission.explain import capability_reason, capacity_reason, guarantee_reason
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Wait
-from vglobal.admission.tree import QueueTree
 from vglobal.model.reasons import WaitKind
 
 

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
 
-from vglobal.admission.ask import Ask
 from vglobal.admission.explain import reclaiming_pods_reason, victim_reason
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.node_mask import Usable
-from vglobal.admission.placement import Clusters
-from vglobal.admission.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.node_mask import Usable
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
 
 # Reclaim asks nothing of priorities: any preemptable pod may go.
 _ANY_PRIORITY = 1 << 62

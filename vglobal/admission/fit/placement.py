@@ -22,8 +22,8 @@ from typing import Protocol
 import numpy as np
 
 from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
-from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.ledger import Ledger, Undo
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
 from vglobal.model.served import lacks

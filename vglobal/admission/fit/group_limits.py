@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from vglobal.admission.gang import PreparedGang
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.node_mask import BLOCKED
-from vglobal.admission.placement import Candidates, Clusters, Held, HeldRows, Placement
+from vglobal.admission.fit.gang import PreparedGang
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.node_mask import BLOCKED
+from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows, Placement
 from vglobal.admission.snapshot import QueueSnap, RunningJob
 from vglobal.model.queue_affinity import NODE_GROUP_LABEL, NODE_GROUP_LIMITS
 
