@@ -43,7 +43,7 @@ class _Level:
 
 
 class Ledger:
-    __slots__ = ("_after", "_levels", "_undo", "admitted", "decisions")
+    __slots__ = ("_after", "_levels", "_undo", "admitted", "decisions", "open")
 
     def __init__(self) -> None:
         self.decisions: dict[str, Admit | Wait] = {}  # one per pending job decided so far
@@ -51,23 +51,22 @@ class Ledger:
         self._undo: list[Undo] = []
         self._levels: list[_Level] = []
         self._after: list[Undo] = []  # effects waiting for the outermost checkpoint to be kept
+        # Whether a checkpoint is open (a change is then noted to be undone): a plain attribute,
+        # read on the hot path.
+        self.open = False
 
     # --- checkpoints ------------------------------------------------------------------------------
-    @property
-    def open(self) -> bool:
-        """Whether a checkpoint is open (a change is then noted to be undone)."""
-        return bool(self._levels)
-
     def checkpoint(self) -> Mark:
         """From now on every change can be taken back with ``rollback`` (checkpoints nest)."""
         self._levels.append(_Level(len(self._undo), len(self._after)))
+        self.open = True
         return Mark(len(self._levels))
 
     def rollback(self, mark: Mark) -> None:
         """Everything changed since ``mark`` was taken is as it was then, last change undone first;
         the checkpoints taken since are closed."""
         level, outer = self._levels[mark - 1], self._levels[: mark - 1]
-        self._levels = []  # what an undo writes is not noted again
+        self._levels, self.open = [], False  # what an undo writes is not noted again
         undo = self._undo
         while len(undo) > level.start:
             undo.pop()()
@@ -81,6 +80,7 @@ class Ledger:
         self._close()
 
     def _close(self) -> None:
+        self.open = bool(self._levels)
         if self._levels:
             return
         self._undo.clear()

@@ -26,6 +26,7 @@ class Checks:
 
     def __init__(self, tree: QueueTree, index: ResourceIndex, clusters: Clusters) -> None:
         self.tree, self.index, self.clusters = tree, index, clusters
+        self._ledger = clusters.ledger
         n = len(tree.names)
         self.cap_rows = [[float(x) for x in rc.tolist()] for rc in tree.real_cap]
         self.charges = 0  # admissions so far this cycle: a memo of a passed check holds until it moves
@@ -165,7 +166,7 @@ class Checks:
     def release(self, leaf: int, freed: list[int]) -> None:
         """Preempted pods of the leaf gave their charge back (up the path and at root); undone
         with the ledger's checkpoint by giving it to them again."""
-        self.clusters.ledger.undo_with(partial(self.release, leaf, [-x for x in freed]))
+        self._ledger.undo_with(partial(self.release, leaf, [-x for x in freed]))
         self.charges += 1  # passed checks were memoised against the old usage
         tree = self.tree
         for q in [*tree.path[leaf], 0]:
@@ -178,8 +179,8 @@ class Checks:
     # --- admissions ------------------------------------------------------------------------------
     def charge(self, job: Job) -> None:
         """The job was admitted: its request counts as usage of its queue, the ancestors and root."""
-        if self.clusters.ledger.open:
-            self.clusters.ledger.undo_with(partial(self._uncharge, job))
+        if self._ledger.open:
+            self._ledger.undo_with(partial(self._uncharge, job))
         self.charges += 1
         self.admitted[job.leaf] += 1
         tree = self.tree
