@@ -43,7 +43,7 @@ class _Level:
 
 
 class Ledger:
-    __slots__ = ("_after", "_levels", "_undo", "admitted", "decisions", "open")
+    __slots__ = ("_after", "_levels", "_saved", "_undo", "admitted", "decisions", "open")
 
     def __init__(self) -> None:
         self.decisions: dict[str, Admit | Wait] = {}  # one per pending job decided so far
@@ -51,6 +51,7 @@ class Ledger:
         self._undo: list[Undo] = []
         self._levels: list[_Level] = []
         self._after: list[Undo] = []  # effects waiting for the outermost checkpoint to be kept
+        self._saved: set[Hashable] = set()  # what any open checkpoint saved whole (a fast `saved`)
         # Whether a checkpoint is open (a change is then noted to be undone): a plain attribute,
         # read on the hot path.
         self.open = False
@@ -81,6 +82,7 @@ class Ledger:
 
     def _close(self) -> None:
         self.open = bool(self._levels)
+        self._saved = set().union(*(level.saved for level in self._levels))
         if self._levels:
             return
         self._undo.clear()
@@ -101,11 +103,12 @@ class Ledger:
             saved = self._levels[-1].saved
             if key not in saved:
                 saved.add(key)
+                self._saved.add(key)
                 self._undo.append(restore())
 
     def saved(self, key: Hashable) -> bool:
         """Whether the part named ``key`` was saved whole under an open checkpoint."""
-        return any(key in level.saved for level in self._levels)
+        return key in self._saved
 
     def when_kept(self, effect: Undo) -> None:
         """``effect`` happens once the changes made so far are kept for good (now, if no checkpoint

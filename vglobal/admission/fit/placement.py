@@ -140,6 +140,7 @@ class Clusters:
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
         self._fits_empty: dict[tuple[int, str], bool] = {}
         self._whole: dict[tuple[bytes, str], list[int]] = {}
+        self._keys = [("cluster", c) for c in range(count)]  # each cluster's name in the ledger
 
     @property
     def alloc_totals(self) -> list[list[int]]:
@@ -345,7 +346,7 @@ class Clusters:
     def _drop(self, c: int, gang: PreparedGang) -> None:
         """The gang does not fit cluster c now, so it will not later this cycle: free only shrinks
         (but not below what a checkpoint took, which may be given back: then nothing is noted)."""
-        if self.ledger.open and self.ledger.saved(("cluster", c)):
+        if self.ledger.open and self.ledger.saved(self._keys[c]):
             return
         self._misfit[c].add(gang.tag)
         self._dropped.setdefault(gang.tag, []).append(c)
@@ -408,7 +409,7 @@ class Clusters:
 
     def _save(self, c: int) -> None:
         if self.ledger.open:
-            self.ledger.save_once(("cluster", c), partial(self._copy, c))
+            self.ledger.save_once(self._keys[c], partial(self._copy, c))
 
     def _copy(self, c: int) -> Undo:
         """Cluster c as it is (rows are replaced, never changed in place), and how to put it back."""
