@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "--hyperjobs", type=int, default=0, help="make this many HyperJobs of 3 children out of pending jobs"
     )
     parser.add_argument(
-        "--budget", type=int, default=5000, help="--max-admissions-per-cycle for the budgeted first cycle"
+        "--budget", type=int, default=5000, help="--max-admissions for the budgeted first cycle"
     )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from vglobal.admission import AdmissionPolicy, ClusterSnap, Gang, NodeSnap, PendingJob, QueueSnap, Snapshot
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.share.tree import QueueTree
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
 from vglobal.sim.rounds import AdmissionRounds

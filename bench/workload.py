@@ -26,9 +26,9 @@ from vglobal.admission import (
     RunningJob,
     Snapshot,
 )
-from vglobal.admission.gang import PreparedGang, prepare_gang
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.gang import PreparedGang, prepare_gang
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.hub.dispatch.facts import Shared
 from vglobal.model.resources import EMPTY, ResourceVector
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from tests.integration.polling import wait
 from tests.integration.test_dispatch_failures import register_cluster
 from tests.integration.test_snapshot_reads import new_job
-from vglobal.admission.usage import LN2
+from vglobal.admission.share.usage import LN2
 from vglobal.client import Client
 from vglobal.config import HubSettings
 from vglobal.hub.context import HubContext

@@ -1,16 +1,20 @@
 """admit(snapshot): one dispatch cycle of global admission (DESIGN.md section 5.3).
 
-The cycle is the loop; each step of 5.3 has a module of its own:
-1. queue tree and deserved: tree.py, water.py (built by prepare.py with the pending demand);
-2. order: order.py (progressive filling across queues, priority and age within one);
-3. checks: checks.py (open leaf, realCap up the tree, other queues' guarantees);
-4. placement: fit.py (one gang fit for lone jobs and HyperJobs' children: placement.py and gang.py
-   per cluster, topology.py and partitions.py for HyperNodes, devices.py for GPU cards,
-   nodegroups.py, pod_anti.py and group_limits.py for the nodes a queue or job may use);
-5. starvation: starvation.py;  6. reclaim: reclaim.py;  7. explain: explain.py (every sentence).
-A job that fits nowhere may preempt lower-priority pods of its queue (preempt.py), reclaim from
-queues above their deserved or, once starving, reserve capacity in its queue; a HyperJob's children
-take victims the same way (hyperjob_victims.py).
+The cycle is the loop; each step of 5.3 has a module of its own, in a room by concern (share/,
+fit/, victims/), with the cycle's input prepared by prepare.py:
+1. queue tree and deserved: share/tree.py, share/water.py (built with the pending demand);
+2. order: share/order.py (progressive filling across queues, priority and age within one);
+3. checks: share/checks.py (open leaf, realCap up the tree, other queues' guarantees);
+4. placement: fit/gang_fit.py (one gang fit for lone jobs and HyperJobs' children: placement.py
+   and gang.py per cluster, topology.py and partitions.py for HyperNodes, devices.py for GPU cards,
+   nodegroups.py, pod_anti.py and group_limits.py for the nodes a queue or job may use), and
+   fit/hyperjob.py for a HyperJob's children across clusters;
+5. starvation: victims/starvation.py;  6. reclaim: victims/reclaim.py;  7. explain: explain.py.
+A job that fits nowhere may preempt lower-priority pods of its queue (victims/preempt.py), reclaim
+from queues above their deserved or, once starving, reserve capacity in its queue; a HyperJob's
+children take victims the same way (victims/hyperjob_victims.py). What a job asks of those plans is
+made once (victims/ask.py). Everything the cycle changes is written through its ledger (ledger.py),
+whose one checkpoint and rollback a HyperJob's decision is tried under.
 """
 
 from __future__ import annotations
@@ -19,24 +23,18 @@ import gc
 from collections.abc import Iterable
 from itertools import repeat
 
-from vglobal.admission.checks import Checks
-from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import (
     budget_wait,
     no_fit_reason,
 )
-from vglobal.admission.failures import FailureCache
-from vglobal.admission.fit import GangFit
-from vglobal.admission.hyperjob import admit_groups, groups_of
-from vglobal.admission.hyperjob_victims import ChildRoom, Planners
-from vglobal.admission.index import IntArray
-from vglobal.admission.node_mask import NodeMask, everywhere
-from vglobal.admission.order import FairOrder, decayed_offsets
-from vglobal.admission.pod_anti import job_mask
-from vglobal.admission.preempt import CardCheck, Plan, Preemptions, preemption_evictions
+from vglobal.admission.fit.devices import CardPacker, DeviceFit
+from vglobal.admission.fit.failures import FailureCache
+from vglobal.admission.fit.gang_fit import GangFit
+from vglobal.admission.fit.hyperjob import admit_groups, groups_of
 from vglobal.admission.prepare import Job, Leaf, Prepared
-from vglobal.admission.reclaim import Reclaims
-from vglobal.admission.reclaim_pods import reclaim_evictions
+from vglobal.admission.share.checks import Checks
+from vglobal.admission.share.order import FairOrder, decayed_offsets
+from vglobal.admission.share.status import queue_statuses
 from vglobal.admission.snapshot import (
     AdmissionResult,
     Admit,
@@ -46,8 +44,12 @@ from vglobal.admission.snapshot import (
     Snapshot,
     Wait,
 )
-from vglobal.admission.starvation import Starvation
-from vglobal.admission.status import queue_statuses
+from vglobal.admission.victims.ask import Ask, mask_key
+from vglobal.admission.victims.hyperjob_victims import ChildRoom, Planners
+from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions
+from vglobal.admission.victims.reclaim import Reclaims
+from vglobal.admission.victims.reclaim_pods import reclaim_evictions
+from vglobal.admission.victims.starvation import Starvation
 from vglobal.model.reasons import WaitKind
 
 
@@ -66,8 +68,10 @@ class _Cycle:
         self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index)
         self.evictions: list[Eviction] = []
         self.preempted: list[Reclaim] = []
-        self.decisions: dict[str, Admit | Wait] = {}
-        self.admitted: list[str] = []
+        # The ledger holds the decisions and the admitted order (the hot loop writes them directly:
+        # no checkpoint is open outside a HyperJob's decision).
+        self.ledger = prep.ledger
+        self.decisions, self.admitted = prep.ledger.decisions, prep.ledger.admitted
         self.leaves: dict[int, Leaf] = {}
         self._no_fits: dict[tuple[str, str], Wait] = {}
         self.devices = DeviceFit(self.clusters, prep.index, snapshot.running, prep.gang)
@@ -77,18 +81,10 @@ class _Cycle:
         self.leaves = self.prep.leaves(self.snap.policy.queue_lookback, self._wait_all)
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
-            planners = Planners(
-                self.preempt,
-                self.reclaims,
-                self.leaves,
-                self._mask,
-                self._mask_key,
-                self._card_check,
-                self.freed,
-            )
+            planners = Planners(self.preempt, self.reclaims, self.leaves, self.freed)
             room = ChildRoom(self.fit, self.checks, planners)  # victims, as lone jobs take them
             budget = self.snap.policy.max_admissions
-            admit_groups(groups, self.fit, self.checks, self.decisions, self.admitted, budget, room)
+            admit_groups(groups, self.fit, self.checks, budget, room)
             self.evictions += room.evictions
             self.preempted += room.whole
         for i, leaf in sorted(self.leaves.items()):
@@ -178,10 +174,10 @@ class _Cycle:
             wait = checks.capability(job, leaf)
             if wait is not None:
                 if wait.kind == WaitKind.Capability and self._may_preempt(job, leaf):
-                    return self._preempt(job, leaf, cards) or wait
+                    return self._preempt(self.fit.ask(job, cards)) or wait
                 within = self._capped_parent(job, leaf)
                 if within is not None:
-                    taken = self._reclaim_pods(job, cards, self.checks.excess(job), within)
+                    taken = self._reclaim_pods(self.fit.ask(job, cards), self.checks.excess(job), within)
                     if taken is not None:
                         return taken
                     leaf.reclaim_failed = True
@@ -203,17 +199,19 @@ class _Cycle:
             best, plain = self.fit.why_not(job)
             if plain and not held:  # a reservation or a card, partition or HyperNode answer: not cached
                 self.failures.record(job.cand, job.gang, best, self.clusters.describe(job.gang))
+        ask = None  # made once, if a plan of victims is tried
         if self._may_preempt(job, leaf):
-            preempted = self._preempt(job, leaf, cards)
+            ask = self.fit.ask(job, cards)
+            preempted = self._preempt(ask)
             if preempted is not None:
                 return preempted
         if self._may_reclaim(job, leaf):
-            check = None if cards is None else self._card_check(job, cards)
-            planned = self.reclaims.plan(job, leaf, check, self._mask(job))
+            ask = ask or self.fit.ask(job, cards)
+            planned = self.reclaims.plan(ask, leaf)
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
                 return planned
-            taken = self._reclaim_pods(job, cards)
+            taken = self._reclaim_pods(ask)
             if taken is not None:
                 return taken
             leaf.reclaim_failed = True
@@ -231,52 +229,34 @@ class _Cycle:
         self.admitted.append(job.snap.uid)
         return Admit(self.clusters.names[c])
 
-    def _card_check(self, job: Job, cards: CardPacker) -> CardCheck:
-        """A preemption or reclaim plan's card test for this job's gang."""
-        gang = job.gang
-
-        def check(c: int, free: IntArray, victims: Iterable[str]) -> bool:
-            return cards.check(c, free, gang, victims)
-
-        return check
-
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
         if snap.partitions:
             # a preemption plan packs the gang on the cluster's nodes, not its partitions' HyperNodes
             return False
-        key = job.cand.key.hex() if job.anti else ""  # see _mask_key
-        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang, key)
+        return self.preempt.may(leaf.index, snap.priority, snap.preemption_policy, job.gang, mask_key(job))
 
-    def _preempt(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
+    def _preempt(self, ask: Ask) -> Admit | None:
         """Lower-priority pods of the job's queue make way for it on one cluster, and it goes
         there now (see preempt.py); None if no cluster has victims enough."""
-        clusters = self.clusters
+        clusters, job = self.clusters, ask.job
         cand = clusters.fits_allocatable(job.cand, job.gang)
-        check = None
-        if cards is not None:
-            cand = [c for c in cand if cards.could_ever(c, job.gang)]
-            check = self._card_check(job, cards)
-        need = self.checks.excess(job)
-        plan = self.preempt.plan(
-            leaf.index, job.snap.priority, cand, job.gang, need, check, self._mask(job), self._mask_key(job)
-        )
+        if ask.packer is not None:
+            cand = [c for c in cand if ask.packer.could_ever(c, job.gang)]
+        plan = self.preempt.plan(ask, cand, self.checks.excess(job))
         if plan is None:
             return None
-        nominated = self._take_place(job, plan, {job.leaf: plan.freed}, cards)
+        nominated = self._take_place(ask, plan, {job.leaf: plan.freed})
         preempting = self._record_preemption(job, plan)
         return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated)
 
-    def _reclaim_pods(
-        self, job: Job, cards: CardPacker | None, need: list[int] | None = None, within: int = 0
-    ) -> Admit | None:
+    def _reclaim_pods(self, ask: Ask, need: list[int] | None = None, within: int = 0) -> Admit | None:
         """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
-        check = None if cards is None else self._card_check(job, cards)
-        got = self.reclaims.plan_pods(job, need, within, check, self._mask(job))
+        got = self.reclaims.plan_pods(ask, need, within)
         if got is None:
             return None
-        nominated = self._take_place(job, got.plan, got.freed, cards)
-        evictions, whole, text = reclaim_evictions(got, job, self.tree, self.clusters.names)
+        nominated = self._take_place(ask, got.plan, got.freed)
+        evictions, whole, text = reclaim_evictions(got, ask.job, self.tree, self.clusters.names)
         self.evictions += evictions
         self.reclaims.victims += whole
         return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
@@ -291,21 +271,7 @@ class _Cycle:
     def _may_reclaim(self, job: Job, leaf: Leaf) -> bool:
         return self.reclaims.may(job, leaf)
 
-    def _mask(self, job: Job) -> NodeMask:
-        """Per cluster, the nodes the job's gang may use: victims count only there."""
-        if job.affinity is None and not job.anti:
-            return everywhere
-        return job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
-
-    def _mask_key(self, job: Job) -> str:
-        """What sets the job's node mask apart from its queue's (whose jobs share node groups): pod
-        anti-affinity, whose candidates carry a key of their own; a failed preemption plan is
-        remembered under it."""
-        return job.cand.key.hex() if job.anti else ""
-
-    def _take_place(
-        self, job: Job, plan: Plan, freed: dict[int, list[int]], cards: CardPacker | None = None
-    ) -> tuple[str, ...]:
+    def _take_place(self, ask: Ask, plan: Plan, freed: dict[int, list[int]]) -> tuple[str, ...]:
         """The job goes where the plan's victims free room, in the same cycle (Volcano pipelines it
         onto the resources being released); their queues get their charge back (and their GPU
         cards, which the job's pods then take). Returns the nodes its gang was packed onto, for its
@@ -313,9 +279,9 @@ class _Cycle:
         for q, charge in freed.items():
             self.checks.release(q, charge)
         self.freed()
-        nominated = self.fit.place_freed(job, plan, cards)
-        self.checks.charge(job)
-        self.admitted.append(job.snap.uid)
+        nominated = self.fit.place_freed(ask.job, plan, ask.packer)
+        self.checks.charge(ask.job)
+        self.admitted.append(ask.job.snap.uid)
         return nominated
 
     def freed(self) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vglobal.admission.index import ResourceIndex
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Partitions, Wait
-from vglobal.admission.tree import QueueTree
 from vglobal.model.quantity import format_units
 from vglobal.model.reasons import WaitKind
 from vglobal.model.served import MISSING, served_label

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from vglobal.admission.partitions import partitions_of
+from vglobal.admission.fit.partitions import partitions_of
 from vglobal.admission.snapshot import (
     ClusterSnap,
     Gang,

@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vglobal.admission.explain import lookback_wait, queue_wait
-from vglobal.admission.gang import PreparedGang, prepare_gang
-from vglobal.admission.group_limits import GroupLimits
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.nodegroups import NodeGroups
-from vglobal.admission.order import queue_order
-from vglobal.admission.placement import Candidates, Clusters, Held
-from vglobal.admission.pod_anti import PodAntiAffinity
+from vglobal.admission.fit.gang import PreparedGang, prepare_gang
+from vglobal.admission.fit.group_limits import GroupLimits
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.nodegroups import NodeGroups
+from vglobal.admission.fit.placement import Candidates, Clusters, Held
+from vglobal.admission.fit.pod_anti import PodAntiAffinity
+from vglobal.admission.ledger import Ledger
+from vglobal.admission.share.order import queue_order
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
-from vglobal.admission.tree import QueueTree
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.resources import ResourceVector
 
@@ -142,7 +143,8 @@ class Prepared:
         self.index = index = resource_index(snapshot, rid_of, gid_of)
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
-        self.clusters = clusters = Clusters(snapshot.clusters, index, snapshot.policy.placement)
+        self.ledger = Ledger()  # what the cycle decides and changes (ledger.py)
+        self.clusters = clusters = Clusters(snapshot.clusters, index, snapshot.policy.placement, self.ledger)
         demand: dict[str, list[int]] = {}
         for (queue, rid), n in counts.items():
             row = demand.setdefault(queue, [0] * index.size)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission.hyperjob import SplitError, split_over
+from vglobal.admission.fit.hyperjob import SplitError, split_over
 from vglobal.admission.inputs import hypernode_snaps, node_snap
 from vglobal.admission.snapshot import ClusterSnap
 from vglobal.hub.errors import FailedPrecondition

@@ -31,8 +31,8 @@ from vglobal.admission import (
     admit,
 )
 from vglobal.admission.inputs import JobFacts, Shared, admitted_job, pending_job
-from vglobal.admission.reclaim_window import RecentReclaims
-from vglobal.admission.usage import UsageLedger
+from vglobal.admission.share.usage import UsageLedger
+from vglobal.admission.victims.reclaim_window import RecentReclaims
 from vglobal.hub.dispatch.explain import changed_statuses
 from vglobal.hub.dispatch.held import held_by_cluster
 from vglobal.model.binding import ADMITTED, FINISHED, UNPLACED, BindingPhase, BindingRef, allowed

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vglobal.admission import ClusterSnap, QueueSnap
-from vglobal.admission.hyperjob import SplitError, split_over
+from vglobal.admission.fit.hyperjob import SplitError, split_over
 from vglobal.admission.inputs import JobFacts, Shared
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
 from vglobal.hub.dispatch.facts import facts_of

@@ -39,7 +39,7 @@ queues = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
 )
 
-# Fair share over time (admission/usage.py): each queue's decayed usage as of `at` (the database's
+# Fair share over time (admission/share/usage.py): each queue's decayed usage as of `at` (the database's
 # clock, epoch seconds), upserted by the leader every few seconds so the next leader continues it.
 queue_usage = sa.Table(
     "queue_usage",

@@ -17,8 +17,8 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
-from vglobal.admission.hyperjob import auto_shares, split_accelerators
-from vglobal.admission.topology import lowest_tier
+from vglobal.admission.fit.hyperjob import auto_shares, split_accelerators
+from vglobal.admission.fit.topology import lowest_tier
 from vglobal.model.hyperjob import parse_hyper_job
 
 Q = (QueueSnap("q"),)

@@ -10,9 +10,9 @@ import pytest
 
 from tests.unit.admission.builders import GPU, admitted, cluster, gpus, job, reason
 from vglobal.admission import AdmissionPolicy, ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
-from vglobal.admission.gang import prepare_gang
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.gang import prepare_gang
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.rounds import AdmissionRounds
 
@@ -144,19 +144,20 @@ def test_capacity_placed_earlier_in_the_cycle_is_reserved() -> None:
 
 
 def test_a_trial_taken_back_leaves_the_cluster_as_it_was() -> None:
-    # A HyperJob's trial (Clusters.begin_trial/rollback): what it took is free again, and what the
-    # cycle learnt of the cluster while it was full (a gang that did not fit) is not kept.
+    # A HyperJob's trial (a checkpoint of the cycle's ledger, rolled back): what it took is free
+    # again, and what the cycle learnt of the cluster while it was full (a gang that did not fit) is
+    # not kept.
     index = ResourceIndex([GPU])
     clusters = Clusters([cluster("a", 4, gpus(8))], index, "binpack")
     scale = np.array([8000])
     three, two = (prepare_gang(((gpus(8), n),), index, scale) for n in (3, 2))
     before = (clusters.free(0).copy(), list(clusters.tot[0]), list(clusters.free_sum))
-    clusters.begin_trial()
+    mark = clusters.ledger.checkpoint()
     placement = clusters.fit(0, three)
     assert placement is not None
     clusters.commit(0, placement, three)
     assert clusters.fit(0, two) is None  # one node left: the 2-pod gang does not fit now
-    clusters.rollback()
+    clusters.ledger.rollback(mark)
     assert (clusters.free(0).tolist(), clusters.tot[0], clusters.free_sum) == (
         before[0].tolist(),
         before[1],
@@ -164,9 +165,9 @@ def test_a_trial_taken_back_leaves_the_cluster_as_it_was() -> None:
     )
     assert clusters.fit(0, two) is not None and clusters.fit(0, three) is not None
     # Kept instead: the room stays taken.
-    clusters.begin_trial()
+    mark = clusters.ledger.checkpoint()
     placement = clusters.fit(0, three)
     assert placement is not None
     clusters.commit(0, placement, three)
-    clusters.end_trial()
+    clusters.ledger.keep(mark)
     assert clusters.tot[0] == [8000] and clusters.fit(0, two) is None

@@ -6,7 +6,7 @@ import pytest
 
 from tests.unit.admission.builders import GPU, admitted, cluster, gpus, jobs
 from vglobal.admission import AdmissionPolicy, QueueSnap, RunningJob, Snapshot, admit
-from vglobal.admission.usage import LN2, UsageLedger, accrue, decayed_allocation, dominant_share
+from vglobal.admission.share.usage import LN2, UsageLedger, accrue, decayed_allocation, dominant_share
 from vglobal.sim.rounds import AdmissionRounds
 
 H = 4 * 3600.0

@@ -21,7 +21,7 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
-from vglobal.admission.partitions import partitions_of
+from vglobal.admission.fit.partitions import partitions_of
 from vglobal.admission.snapshot import HyperNodeSnap
 from vglobal.model.forms import POD_SLOT, Placement
 from vglobal.model.job import parse_job

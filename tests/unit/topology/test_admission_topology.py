@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from tests.unit.admission.builders import admitted, gpus, job, reason
 from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
+from vglobal.admission.fit.topology import lowest_tier
 from vglobal.admission.snapshot import HyperNodeSnap
-from vglobal.admission.topology import lowest_tier
 
 Q = (QueueSnap("q"),)
 

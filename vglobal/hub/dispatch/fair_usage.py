@@ -1,6 +1,6 @@
 """The leader's side of fair share over time and of the reclaim rate limit.
 
-Each cycle charges every queue what it holds since the last cycle (admission/usage.py, on the
+Each cycle charges every queue what it holds since the last cycle (admission/share/usage.py, on the
 database's clock, so replicas agree on time) and every few seconds upserts all queues' usage in
 one statement inside the cycle's transaction, so only the leader of the moment writes it. A new
 leader (or this one after losing the lead) starts from the stored rows and charges what runs from
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from vglobal.admission import ROOT, AdmissionResult, Snapshot
-from vglobal.admission.reclaim_window import RecentReclaims
-from vglobal.admission.usage import Usage, UsageLedger
+from vglobal.admission.share.usage import Usage, UsageLedger
+from vglobal.admission.victims.reclaim_window import RecentReclaims
 from vglobal.model.records import StoredUsage
 from vglobal.model.resources import ResourceVector
 from vglobal.store.repo import queue_usage as queue_usage_repo

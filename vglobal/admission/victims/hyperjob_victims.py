@@ -14,7 +14,8 @@ Rules (the README's "HyperJobs" says the same):
   that also give back what the whole exceeds the limits by.
 - Victims planned for one child are taken: a later child sees what that child left of their room
   and never plans them again. The HyperJob's own running children are never victims.
-- Nothing is kept unless the whole decision is: victims, room and charges are put back exactly.
+- Nothing is kept unless the whole decision is: victims, room and charges are put back exactly
+  (they are written through the cycle's ledger, at the decision's checkpoint: ledger.py).
 """
 
 from __future__ import annotations
@@ -22,22 +23,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from vglobal.admission.checks import Checks
-from vglobal.admission.devices import CardPacker
-from vglobal.admission.fit import GangFit, subset
-from vglobal.admission.node_mask import NodeMask
-from vglobal.admission.preempt import (
+from vglobal.admission.fit.gang_fit import GangFit, subset
+from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.share.checks import Checks
+from vglobal.admission.snapshot import Admit, Eviction, Reclaim
+from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.preempt import (
     MAX_PREEMPT_PLANS,
     NEVER,
-    CardCheck,
     Plan,
     Preemptions,
     preemption_evictions,
 )
-from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim import Reclaims, Saved
-from vglobal.admission.reclaim_pods import PodPlan, reclaim_evictions
-from vglobal.admission.snapshot import Admit, Eviction, Reclaim
+from vglobal.admission.victims.reclaim import Reclaims
+from vglobal.admission.victims.reclaim_pods import PodPlan, reclaim_evictions
 
 # HyperJobs decided again with victims per cycle (each plans victims for its children; the lone
 # jobs' plans per cycle are theirs); later ones wait a cycle.
@@ -57,19 +56,16 @@ class _Taken:
 
 @dataclass(slots=True)
 class Planners:
-    """The cycle's planners and its per-job views, which lone jobs use too."""
+    """The cycle's planners, which lone jobs use too."""
 
     preempt: Preemptions
     reclaims: Reclaims
     leaves: Mapping[int, Leaf]
-    mask: Callable[[Job], NodeMask]  # per cluster, the nodes the job's gang may use
-    mask_key: Callable[[Job], str]  # what sets its mask apart from its queue's
-    card_check: Callable[[Job, CardPacker], CardCheck]
     freed: Callable[[], None]  # victims gave room back: the cycle forgets its misfits
 
 
 class ChildRoom:
-    """One HyperJob decision's victims: planned per child inside the fit's trial (see module)."""
+    """One HyperJob decision's victims: planned per child at the decision's checkpoint (see module)."""
 
     def __init__(self, fit: GangFit, checks: Checks, planners: Planners) -> None:
         self.fit, self.checks, self.p = fit, checks, planners
@@ -81,9 +77,6 @@ class ChildRoom:
         self._plans = (0, 0)
         self._owed: list[int] = []
         self._reclaim = False
-        self._saved_preempt: tuple[set[str], set[tuple[int, int, str, str]]] = (set(), set())
-        self._saved_reclaims: Saved = ((set(), {}), None)
-        self._siblings: set[str] = set()
 
     def may(self, jobs: Sequence[Job], whole: Job) -> bool:
         """Whether victims could make room at all: a child that may preempt in its queue, or the
@@ -99,17 +92,14 @@ class ChildRoom:
     def _may_reclaim(self, whole: Job) -> bool:
         return self.p.reclaims.may(whole, self.p.leaves.get(whole.leaf) or Leaf(whole.leaf))
 
-    def begin(self, whole: Job, siblings: Iterable[str]) -> None:
-        """A decision starts (inside the fit's trial): what it may change is saved; the running
-        children are taken, so no child plans them as victims."""
+    def start(self, whole: Job, siblings: Iterable[str]) -> None:
+        """A decision starts: the running children are spared, so no child plans them as victims."""
         preempt = self.p.preempt
         self._taken, self._owed = [], self.checks.excess(whole)
         self._reclaim = self._may_reclaim(whole)
-        self._saved_preempt, self._saved_reclaims = preempt.saved(), self.p.reclaims.saved()
         self.tries += 1
         self._plans = (preempt.plans, self.p.reclaims.plans)
-        self._siblings = set(siblings) - preempt.taken
-        preempt.taken |= self._siblings
+        preempt.spared = frozenset(siblings)
 
     def owes(self) -> bool:
         """Whether the queue's limits still keep the HyperJob out by what victims must give back."""
@@ -123,11 +113,8 @@ class ChildRoom:
 
     def _place_within(self, job: Job, owed: bool) -> int | None:
         p, snap = self.p, job.snap
-        cards = self.fit.devices.packer(snap)  # None unless it asks for GPU cards
-        check = None if cards is None else p.card_check(job, cards)
-        mask = p.mask(job)
+        ask = self.fit.ask(job, self.fit.devices.packer(snap))
         preempt = p.preempt
-        key = p.mask_key(job)
         low = preempt.lowest.get(job.leaf)
         # as Preemptions.may, less its memory of failed plans: a child's clusters are a subset
         if (
@@ -138,31 +125,31 @@ class ChildRoom:
             and preempt.plans < MAX_PREEMPT_PLANS
         ):
             cand = self.clusters.fits_allocatable(job.cand, job.gang)
-            if cards is not None:
-                cand = [c for c in cand if cards.could_ever(c, job.gang)]
+            if ask.packer is not None:
+                cand = [c for c in cand if ask.packer.could_ever(c, job.gang)]
             need = (
                 [min(o, r) for o, r in zip(self._owed, job.req, strict=True)] if owed else [0] * len(job.req)
             )
-            plan = preempt.plan(job.leaf, snap.priority, cand, job.gang, need, check, mask, key)
+            plan = preempt.plan(ask, cand, need)
             if plan is not None:
                 self._owed = [max(o - f, 0) for o, f in zip(self._owed, plan.freed, strict=True)]
-                return self._take(job, plan, {job.leaf: plan.freed}, cards, None)
+                return self._take(ask, plan, {job.leaf: plan.freed}, None)
         if owed or not self._reclaim:
             return None
-        got = p.reclaims.plan_pods(job, None, 0, check, mask) or self._reclaim_jobs(job, check, mask)
+        got = p.reclaims.plan_pods(ask) or self._reclaim_jobs(ask)
         if got is None:
             return None
-        return self._take(job, got.plan, got.freed, cards, got)
+        return self._take(ask, got.plan, got.freed, got)
 
-    def _reclaim_jobs(self, job: Job, check: CardCheck | None, mask: NodeMask) -> PodPlan | None:
+    def _reclaim_jobs(self, ask: Ask) -> PodPlan | None:
         """Whole jobs of queues above their deserved (for runs not known pod by pod), as a plan the
         child is placed in at once, as in place of whole preempted jobs."""
-        found = self.p.reclaims.plan_jobs(job, check, mask)
+        found = self.p.reclaims.plan_jobs(ask)
         if found is None:
             return None
         c, victims = found
-        size = len(job.req)
-        plan = Plan(c, {}, [0] * size, whole=[v.uid for v in victims], closed=mask(c).closed(()))
+        size = len(ask.job.req)
+        plan = Plan(c, {}, [0] * size, whole=[v.uid for v in victims], closed=ask.mask(c).closed(()))
         freed: dict[int, list[int]] = {}
         for v in victims:
             for row, use in zip(v.rows.tolist(), v.usage.tolist(), strict=True):
@@ -172,45 +159,27 @@ class ChildRoom:
             freed[v.queue] = [a + x for a, x in zip(acc, v.req_list, strict=True)]
         return PodPlan(plan, freed, {v.uid: v.queue for v in victims})
 
-    def _take(
-        self,
-        job: Job,
-        plan: Plan,
-        freed: dict[int, list[int]],
-        cards: CardPacker | None,
-        reclaimed: PodPlan | None,
-    ) -> int:
-        nominated = self.fit.place_freed(job, plan, cards)
-        self._taken.append(_Taken(job, plan, freed, nominated, reclaimed))
+    def _take(self, ask: Ask, plan: Plan, freed: dict[int, list[int]], reclaimed: PodPlan | None) -> int:
+        nominated = self.fit.place_freed(ask.job, plan, ask.packer)
+        self._taken.append(_Taken(ask.job, plan, freed, nominated, reclaimed))
         return plan.cluster
 
-    def release(self) -> None:
+    def give_back(self) -> None:
         """The victims' queues get their charge back (before the queue's limits are checked)."""
         for t in self._taken:
             for q, charge in t.freed.items():
                 self.checks.release(q, charge)
 
-    def unrelease(self) -> None:
-        for t in self._taken:
-            for q, charge in t.freed.items():
-                self.checks.release(q, [-x for x in charge])
-
-    def rollback(self) -> None:
-        """The decision is not kept: every victim is free to plan again, as before it began."""
-        self.p.preempt.restore(self._saved_preempt)
-        self.p.reclaims.restore(self._saved_reclaims)
-        self._end()
-
-    def _end(self) -> None:
-        """Lone jobs keep their plans per cycle: HyperJobs have their own (MAX_GROUP_TRIES)."""
+    def finish(self) -> None:
+        """The decision is over, kept or rolled back: lone jobs keep their plans per cycle
+        (HyperJobs have their own, MAX_GROUP_TRIES), and no child is spared any more."""
         self.p.preempt.plans, self.p.reclaims.plans = self._plans
+        self.p.preempt.spared = frozenset()
         self._taken = []
 
-    def keep(self, key: str) -> dict[str, Admit]:
+    def admissions(self, key: str) -> dict[str, Admit]:
         """The decision is kept: its victims are evicted, and each child admitted in their place
         says which victims, of which queue, in which cluster it waits for."""
-        preempt = self.p.preempt
-        preempt.restore((preempt.taken - self._siblings, self._saved_preempt[1]))  # its failures were its own
         names, out = self.clusters.names, {}
         for t in self._taken:
             head = f"HyperJob {key}: child {t.job.snap.name} "
@@ -225,5 +194,5 @@ class ChildRoom:
             out[t.job.snap.uid] = admit
         if self._taken:
             self.p.freed()
-        self._end()
+        self.finish()
         return out

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.node_mask import BLOCKED
-from vglobal.admission.placement import Candidates, Clusters, Held, HeldRows
+from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.node_mask import BLOCKED
+from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows
 from vglobal.admission.snapshot import ROOT, QueueSnap
 from vglobal.model.queue_affinity import NODE_GROUP_LABEL, NODE_GROUP_MODE_LABEL, QueueAffinity
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from vglobal.admission.gang import PreparedGang, Shape
-from vglobal.admission.index import IntArray
-from vglobal.admission.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.fit.gang import PreparedGang, Shape
+from vglobal.admission.fit.index import IntArray
+from vglobal.admission.fit.placement import Candidates, Clusters, Held, Placement
 
 
 class Packer(Protocol):

@@ -7,19 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from vglobal.admission.explain import reclaiming_reason, victim_reason
-from vglobal.admission.index import FloatArray, ResourceIndex
-from vglobal.admission.node_mask import NodeMask, everywhere
-from vglobal.admission.placement import Clusters
-from vglobal.admission.preempt import CardCheck
+from vglobal.admission.fit.index import FloatArray, ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
-from vglobal.admission.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, PlannerState, ReclaimPlanner, Victim
-from vglobal.admission.reclaim_pods import PodPlan, PodReclaims, set_deserved
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
+from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.model.reasons import WaitKind
-
-# (pod planner's, whole-job planner's) state; None: that planner not built yet
-Saved = tuple[tuple[set[str], dict[int, list[float]]], "PlannerState | None"]
 
 
 class Reclaims:
@@ -70,39 +66,17 @@ class Reclaims:
         planned = leaf.planned or [0] * self.index.size
         return any(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
 
-    def plan_pods(
-        self,
-        job: Job,
-        need: list[int] | None = None,
-        within: int = 0,
-        cards: CardCheck | None = None,
-        mask: NodeMask = everywhere,
-    ) -> PodPlan | None:
+    def plan_pods(self, ask: Ask, need: list[int] | None = None, within: int = 0) -> PodPlan | None:
         """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
         self.plans += 1
         if self._pods is None:
             self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots)
-        cand = self.clusters.fits_allocatable(job.cand, job.gang)
-        return self._pods.plan(
-            job.leaf, job.req, cand, job.gang, need or [0] * self.index.size, within, cards, mask
-        )
+        cand = self.clusters.fits_allocatable(ask.job.cand, ask.job.gang)
+        return self._pods.plan(ask, cand, need or [0] * self.index.size, within)
 
-    def saved(self) -> Saved:
-        """What plans change (victims taken, charge given up), for a HyperJob's trial to put back."""
-        pods = (set(), {}) if self._pods is None else self._pods.saved()
-        return pods, None if self._planner is None else self._planner.saved()
-
-    def restore(self, saved: Saved) -> None:
-        pods, jobs = saved
-        if self._pods is not None:
-            self._pods.restore(pods)
-        if self._planner is not None:
-            self._planner.restore(jobs)
-
-    def plan_jobs(
-        self, job: Job, cards: CardCheck | None = None, mask: NodeMask = everywhere
-    ) -> tuple[int, list[Victim]] | None:
+    def plan_jobs(self, ask: Ask) -> tuple[int, list[Victim]] | None:
         """Whole running jobs of other queues whose stop lets the job fit (reclaim_jobs.py)."""
+        job = ask.job
         self.plans += 1
         if self._planner is None:
             snap, policy = self.snap, self.snap.policy
@@ -112,14 +86,12 @@ class Reclaims:
                 snap.running, self.tree, self.clusters, self.index, protected, limit, self._used
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
-        return self._planner.plan(job.leaf, cand, job.gang, cards, mask)
+        return self._planner.plan(job.leaf, cand, job.gang, ask.cards, ask.mask)
 
-    def plan(
-        self, job: Job, leaf: Leaf, cards: CardCheck | None = None, mask: NodeMask = everywhere
-    ) -> Wait | None:
+    def plan(self, ask: Ask, leaf: Leaf) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""
-        clusters = self.clusters
-        plan = self.plan_jobs(job, cards, mask)
+        clusters, job = self.clusters, ask.job
+        plan = self.plan_jobs(ask)
         if plan is None:
             return None
         c, victims = plan

@@ -16,12 +16,14 @@ the cost is nil for them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 
 import numpy as np
 
-from vglobal.admission.gang import PreparedGang, Shape
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.fit.gang import PreparedGang, Shape
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.ledger import Undo
 from vglobal.admission.snapshot import Gang, PendingJob, RunningJob
 from vglobal.model.cards import CardUse, NodeCards
 from vglobal.model.gpu_fit import (
@@ -97,9 +99,10 @@ class DeviceFit:
             return None
         if self.prepare is not None:
             for c, gangs in enumerate(self._deferred):
-                for gang, hints, group in gangs:
-                    self._take_unplaced(c, gang, hints, self.prepare, group)
-                gangs.clear()
+                if gangs:  # (through the ledger: a rollback gives back their cards and them)
+                    for gang, hints, group in gangs:
+                        self._take_unplaced(c, gang, hints, self.prepare, group)
+                    self.clusters.ledger.set_at(self._deferred, c, [])
         return CardPacker(self, job.gang, job.gpu_hints, job.uid)
 
     def placed(self, c: int, job: PendingJob) -> None:
@@ -153,9 +156,19 @@ class DeviceFit:
         return out
 
     def commit(self, c: int, taken: Mapping[int, NodeCards]) -> None:
+        ledger = self.clusters.ledger
+        if ledger.open:
+            ledger.save_once(("cards", c), partial(self._copy, c))
         self.nodes[c].update(taken)
         if not self.shared[c]:
             self.shared[c] = any(bool((n.cards.mode != FREE).any()) for n in taken.values())
+
+    def _copy(self, c: int) -> Undo:
+        """Cluster c's cards as they are (NodeCards are values), and how to put them back."""
+        return partial(self._put_back, c, dict(self.nodes[c]), self.shared[c])
+
+    def _put_back(self, c: int, nodes: dict[int, NodeCards], shared: bool) -> None:
+        self.nodes[c], self.shared[c] = nodes, shared
 
 
 class CardPacker:

@@ -9,12 +9,14 @@ admission.
 
 from __future__ import annotations
 
+from functools import partial
+
 from vglobal.admission.explain import capability_reason, capacity_reason, guarantee_reason
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Wait
-from vglobal.admission.tree import QueueTree
 from vglobal.model.reasons import WaitKind
 
 
@@ -24,6 +26,7 @@ class Checks:
 
     def __init__(self, tree: QueueTree, index: ResourceIndex, clusters: Clusters) -> None:
         self.tree, self.index, self.clusters = tree, index, clusters
+        self._ledger = clusters.ledger
         n = len(tree.names)
         self.cap_rows = [[float(x) for x in rc.tolist()] for rc in tree.real_cap]
         self.charges = 0  # admissions so far this cycle: a memo of a passed check holds until it moves
@@ -161,7 +164,9 @@ class Checks:
         self._need_version += 1
 
     def release(self, leaf: int, freed: list[int]) -> None:
-        """Preempted pods of the leaf gave their charge back (up the path and at root)."""
+        """Preempted pods of the leaf gave their charge back (up the path and at root); undone
+        with the ledger's checkpoint by giving it to them again."""
+        self._ledger.undo_with(partial(self.release, leaf, [-x for x in freed]))
         self.charges += 1  # passed checks were memoised against the old usage
         tree = self.tree
         for q in [*tree.path[leaf], 0]:
@@ -174,6 +179,8 @@ class Checks:
     # --- admissions ------------------------------------------------------------------------------
     def charge(self, job: Job) -> None:
         """The job was admitted: its request counts as usage of its queue, the ancestors and root."""
+        if self._ledger.open:
+            self._ledger.undo_with(partial(self._uncharge, job))
         self.charges += 1
         self.admitted[job.leaf] += 1
         tree = self.tree
@@ -188,3 +195,8 @@ class Checks:
         root = tree.alloc[0]
         for r in job.dims:
             root[r] += req[r]
+
+    def _uncharge(self, job: Job) -> None:
+        """A charge taken back (the ledger's rollback)."""
+        self.admitted[job.leaf] -= 1
+        self.release(job.leaf, job.req)

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vglobal.admission.gang import PreparedGang, Shape, pack, prepare_gang
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.packer import Packer
-from vglobal.admission.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.fit.gang import Shape, pack, prepare_gang
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.packer import Packer
+from vglobal.admission.fit.placement import Held, Placement
+from vglobal.admission.fit.topology import HyperNodeRows, HyperNodes
+from vglobal.admission.prepare import Job
 from vglobal.admission.snapshot import Gang, Partitions, PendingJob
-from vglobal.admission.topology import HyperNodeRows
 from vglobal.model.forms import PartitionGang
 
 WHOLE = 1 << 30  # the tier the whole cluster ranks at, above every HyperNode's
@@ -149,26 +150,22 @@ def _domains(
 
 
 def place_partitioned(
-    clusters: Clusters,
-    cache: dict[int, HyperNodeRows],
-    cand: Candidates,
-    gang: PreparedGang,
+    hypernodes: HyperNodes,
+    job: Job,
     held: Mapping[int, Held],
-    job: PendingJob,
     prepared: PartitionedGang,
     packer: Packer | None = None,
 ) -> tuple[int, Placement] | None:
     """Where the partitioned gang goes now and how (committing is the caller's), or None."""
     best: tuple[int, int, IntArray] | None = None
-    for c in clusters.ranked(cand, gang):
-        rows = cache.get(c)
-        if rows is None:
-            rows = cache[c] = HyperNodeRows(clusters.snaps[c].hypernodes, clusters.node_col[c])
+    clusters = hypernodes.clusters
+    for c in clusters.ranked(job.cand, job.gang):
+        rows = hypernodes.rows(c)
         hold = held.get(c)
         kept = None if hold is None else hold.matrix
         current = clusters.free(c)
         free = current if kept is None else np.maximum(current - kept, 0)
-        for tier, domain in _domains(rows, free.shape[0], job.network_topology):
+        for tier, domain in _domains(rows, free.shape[0], job.snap.network_topology):
             if best is not None and tier >= best[0]:
                 break
             if packer is not None:

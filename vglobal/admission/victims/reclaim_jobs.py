@@ -19,13 +19,13 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.admission.gang import PreparedGang, Shape, pack
-from vglobal.admission.index import FloatArray, IntArray, ResourceIndex
-from vglobal.admission.node_mask import BoolArray, NodeMask, everywhere
-from vglobal.admission.placement import Clusters
-from vglobal.admission.preempt import CardCheck
+from vglobal.admission.fit.gang import PreparedGang, Shape, pack
+from vglobal.admission.fit.index import FloatArray, IntArray, ResourceIndex
+from vglobal.admission.fit.node_mask import BoolArray, NodeMask, everywhere
+from vglobal.admission.fit.placement import Clusters
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import RunningJob
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import CardCheck
 from vglobal.model.resources import ResourceVector
 
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
@@ -92,9 +92,6 @@ def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
     out.sort(key=attrgetter("priority"))
     return out
 
-
-# Charge each queue gives back, and per cluster built, which of its victims are taken.
-PlannerState = tuple[FloatArray, dict[int, npt.NDArray[np.bool_]]]
 
 # Clusters searched per plan (best first by free plus reclaimable room): the search is the costly
 # part, and a cluster further down rarely needs fewer victims.
@@ -268,21 +265,11 @@ class ReclaimPlanner:
             return None
         _, c, chosen = best
         cv = self.victims(c)
+        set_at = self.clusters.ledger.set_at
         for v in chosen:
-            cv.taken[v.rank] = True
-            self._given[v.queue] += v.req
+            set_at(cv.taken, v.rank, True)
+            set_at(self._given, v.queue, self._given[v.queue] + v.req)
         return c, chosen
-
-    def saved(self) -> PlannerState:
-        """What plans change (victims taken, charge given up): a HyperJob's trial puts it back."""
-        return self._given.copy(), {c: cv.taken.copy() for c, cv in self._built.items()}
-
-    def restore(self, saved: PlannerState | None) -> None:
-        """As it was when ``saved`` (None: before its first plan)."""
-        given, taken = saved if saved is not None else (np.zeros_like(self._given), {})
-        self._given[:] = given
-        for c, cv in self._built.items():
-            cv.taken[:] = taken.get(c, False)
 
     def _by_promise(self, cand: Sequence[int], gang: PreparedGang) -> list[int]:
         """Candidates with victims, most free-plus-reclaimable room for the gang first, then name."""

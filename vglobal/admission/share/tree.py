@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from vglobal.admission.index import FloatArray, ResourceIndex
+from vglobal.admission.fit.index import FloatArray, ResourceIndex
+from vglobal.admission.share.water import water_fill
 from vglobal.admission.snapshot import ROOT, QueueSnap
-from vglobal.admission.water import water_fill
 
 INF = float("inf")
 

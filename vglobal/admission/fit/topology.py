@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vglobal.admission.gang import PreparedGang, Shape, pack, prepare_gang
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.packer import Packer
-from vglobal.admission.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.fit.gang import PreparedGang, Shape, pack, prepare_gang
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.packer import Packer
+from vglobal.admission.fit.placement import Candidates, Clusters, Held, Placement
 from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap
 
 
@@ -71,9 +71,23 @@ def lowest_tier(cluster: ClusterSnap, gang: Gang, highest_tier: int | None) -> i
     return None if fit is None else fit.tier
 
 
+class HyperNodes:
+    """The cycle's clusters with each one's HyperNode rows, built on first use."""
+
+    def __init__(self, clusters: Clusters) -> None:
+        self.clusters = clusters
+        self._rows: dict[int, HyperNodeRows] = {}
+
+    def rows(self, c: int) -> HyperNodeRows:
+        got = self._rows.get(c)
+        if got is None:
+            clusters = self.clusters
+            got = self._rows[c] = HyperNodeRows(clusters.snaps[c].hypernodes, clusters.node_col[c])
+        return got
+
+
 def place_with_topology(
-    clusters: Clusters,
-    cache: dict[int, HyperNodeRows],
+    hypernodes: HyperNodes,
     cand: Candidates,
     gang: PreparedGang,
     held: Mapping[int, Held],
@@ -83,10 +97,9 @@ def place_with_topology(
     """(cluster, free matrix after) for the candidate with the lowest-tier HyperNode holding the
     gang; among equal tiers the cluster policy's ranking decides. None if no cluster has one."""
     best: tuple[int, int, IntArray] | None = None
+    clusters = hypernodes.clusters
     for c in clusters.ranked(cand, gang):
-        rows = cache.get(c)
-        if rows is None:
-            rows = cache[c] = HyperNodeRows(clusters.snaps[c].hypernodes, clusters.node_col[c])
+        rows = hypernodes.rows(c)
         hold = held.get(c)
         kept = None if hold is None else hold.matrix
         current = clusters.free(c)
@@ -101,8 +114,7 @@ def place_with_topology(
 
 
 def place(
-    clusters: Clusters,
-    cache: dict[int, HyperNodeRows],
+    hypernodes: HyperNodes,
     cand: Candidates,
     gang: PreparedGang,
     held: Mapping[int, Held],
@@ -111,10 +123,11 @@ def place(
 ) -> tuple[int, Placement] | None:
     """Where the gang goes now and how (committing is the caller's). With a network topology, the
     candidate with the lowest-tier HyperNode that holds it; a soft one falls back to the plain
-    placement when no HyperNode does, a hard one does not. `cache` keeps each cluster's rows.
-    With a ``packer`` every packing goes through it (the gang's GPU cards fit too)."""
+    placement when no HyperNode does, a hard one does not. With a ``packer`` every packing goes
+    through it (the gang's GPU cards fit too)."""
+    clusters = hypernodes.clusters
     if topology is not None:
-        found = place_with_topology(clusters, cache, cand, gang, held, topology[1], packer)
+        found = place_with_topology(hypernodes, cand, gang, held, topology[1], packer)
         if found is not None:
             if packer is not None:
                 packer.choose(found[0])  # its cards, not those of a cluster tried after it

@@ -7,26 +7,27 @@ one HyperNode of its network topology's tier (topology.py), or anywhere on one c
 GPU cards, onto the cards its agents reported (devices.py). One implementation, so a child placed by
 a HyperJob's decision can be placed in its cluster exactly as a lone job could.
 
-A HyperJob's children are placed as a trial (begin_trial): each commit is kept (keep) or taken
-back exactly (rollback), cards included.
+A HyperJob's children are placed at a checkpoint of the cycle's ledger (ledger.py): what they
+take, cards and node-group counts included, is kept or taken back with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import numpy as np
 
-from vglobal.admission.devices import CardPacker, DeviceFit
 from vglobal.admission.explain import no_hypernode_reason, no_partition_fit_reason
-from vglobal.admission.index import IntArray
-from vglobal.admission.node_mask import closed_rows
-from vglobal.admission.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.placement import Candidates, Held, HeldRows, Placement
-from vglobal.admission.preempt import Plan
+from vglobal.admission.fit.devices import CardPacker, DeviceFit
+from vglobal.admission.fit.node_mask import NodeMask, closed_rows, everywhere
+from vglobal.admission.fit.partitions import place_partitioned, prepare_partitions
+from vglobal.admission.fit.placement import Candidates, Held, HeldRows, Placement
+from vglobal.admission.fit.pod_anti import job_mask
+from vglobal.admission.fit.topology import HyperNodes, place
 from vglobal.admission.prepare import Job, Prepared
-from vglobal.admission.topology import HyperNodeRows, place
-from vglobal.model.cards import NodeCards
+from vglobal.admission.victims.ask import Ask, card_check, mask_key
+from vglobal.admission.victims.preempt import Plan
 
 
 def subset(cand: Candidates, ids: Sequence[int]) -> Candidates:
@@ -44,13 +45,17 @@ class GangFit:
     def __init__(self, prep: Prepared, devices: DeviceFit) -> None:
         self.prep, self.devices = prep, devices
         self.clusters = prep.clusters
-        self.hypernode_rows: dict[int, HyperNodeRows] = {}  # per cluster, built on first use
+        self.hypernodes = HyperNodes(prep.clusters)
         self.card_misfit: dict[str, str] = {}  # job uid -> why its GPU cards fit no cluster
-        # While a trial runs: the cards as they were, and the gangs placed without a card packer
-        # (DeviceFit.placed), told to the card fit only when the trial is kept.
-        self._cards: tuple[list[dict[int, NodeCards]], list[bool]] | None = None
-        self._placed: list[tuple[int, Job]] | None = None
-        self._counted: dict[tuple[str, int, str], IntArray] | None = None  # node-group usage
+        self.ledger = prep.clusters.ledger
+
+    def ask(self, job: Job, packer: CardPacker | None) -> Ask:
+        """What the job asks of a plan of victims (ask.py)."""
+        mask: NodeMask = everywhere
+        if job.affinity is not None or job.anti:
+            mask = job_mask(job.snap, job.affinity, self.prep.nodegroups, self.prep.anti)
+        cards = None if packer is None else card_check(packer, job.gang)
+        return Ask(job, packer, cards, mask, mask_key(job))
 
     def held(self, job: Job, held: Mapping[int, Held]) -> Mapping[int, Held]:
         """``held`` (a starvation reservation) and the nodes the job's node groups and pod
@@ -77,8 +82,8 @@ class GangFit:
         self.clusters.commit(c, placement, job.gang)
         if cards is not None:
             cards.commit()
-        elif self._placed is not None:
-            self._placed.append((c, job))
+        elif self.ledger.open:  # told to the card fit once what it placed is kept
+            self.ledger.when_kept(partial(self.devices.placed, c, job.snap))
         else:
             self.devices.placed(c, job.snap)
 
@@ -104,16 +109,16 @@ class GangFit:
     ) -> tuple[int, Placement] | None:
         """Where the gang goes (its HyperNodes, partitions, node-group limits and GPU cards too),
         not committed."""
-        clusters, rows = self.clusters, self.hypernode_rows
+        hypernodes = self.hypernodes
         if job.snap.partitions:
             prepared = prepare_partitions(job.snap, self.prep.index, self.prep.scale)
-            return place_partitioned(clusters, rows, job.cand, job.gang, held, job.snap, prepared, cards)
+            return place_partitioned(hypernodes, job, held, prepared, cards)
         topo = job.snap.network_topology
         if not job.limited:
-            return place(clusters, rows, job.cand, job.gang, held, topo, cards)
+            return place(hypernodes, job.cand, job.gang, held, topo, cards)
 
         def fit(holds: Mapping[int, Held]) -> tuple[int, Placement] | None:
-            return place(clusters, rows, job.cand, job.gang, holds, topo, cards)
+            return place(hypernodes, job.cand, job.gang, holds, topo, cards)
 
         # within the queue's per node group limits (group_limits.py)
         return self.prep.group_limits.place(self.prep.tree.names[job.leaf], job.cand, job.gang, held, fit)
@@ -147,26 +152,3 @@ class GangFit:
         if topo is not None and topo[0] == "hard":
             return no_hypernode_reason(topo[1], best), False
         return best, True
-
-    # --- trials (a HyperJob's children) -------------------------------------------------------
-    def begin_trial(self) -> None:
-        self.clusters.begin_trial()
-        devices = self.devices
-        self._cards = ([dict(n) for n in devices.nodes], list(devices.shared)) if devices.active else None
-        self._placed = []
-        limits = self.prep.group_limits
-        self._counted = limits.counted() if limits.active else None
-
-    def keep(self) -> None:
-        self.clusters.end_trial()
-        placed, self._placed, self._cards, self._counted = self._placed or [], None, None, None
-        for c, job in placed:
-            self.devices.placed(c, job.snap)
-
-    def rollback(self) -> None:
-        self.clusters.rollback()
-        if self._cards is not None:
-            self.devices.nodes[:], self.devices.shared[:] = self._cards
-        if self._counted is not None:
-            self.prep.group_limits.recount(self._counted)
-        self._placed, self._cards, self._counted = None, None, None

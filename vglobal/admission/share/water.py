@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vglobal.admission.index import FloatArray
+from vglobal.admission.fit.index import FloatArray
 
 _EPS = 1e-6
 

@@ -19,9 +19,9 @@ import heapq
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
+from vglobal.admission.share.tree import QueueTree
+from vglobal.admission.share.usage import decayed_allocation
 from vglobal.admission.snapshot import PendingJob, QueueSnap
-from vglobal.admission.tree import QueueTree
-from vglobal.admission.usage import decayed_allocation
 
 # A dimension the queue deserves none of: any use of it ranks the queue after every finite share.
 _NO_SHARE = 1e12

@@ -21,13 +21,14 @@ from functools import partial
 from operator import attrgetter
 
 from vglobal.admission.explain import preempting_reason
-from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.node_mask import EVERYWHERE, NodeMask, Usable, everywhere
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.node_mask import EVERYWHERE, Usable
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, RunningPod, Snapshot
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import Ask
 from vglobal.model.resources import ResourceVector
 
 NEVER = "Never"
@@ -35,9 +36,6 @@ NEVER = "Never"
 MAX_PREEMPT_PLANS = 16
 # Candidate clusters searched per plan, the ones holding the most victims first.
 CLUSTERS_PER_PLAN = 3
-# (cluster, its free matrix with the victims' resources back, victim pod or job uids): whether the
-# gang's GPU cards fit once the victims' cards are back too (devices.CardPacker.check).
-CardCheck = Callable[[int, IntArray, Iterable[str]], bool]
 
 
 @dataclass(slots=True)
@@ -94,7 +92,8 @@ class Preemptions:
         # preempts, which the hot loop checks with one lookup.
         self.lowest = {i: jobs[0].priority for i, jobs in self._jobs.items()}
         self.plans = 0
-        self.taken: set[str] = set()
+        self.taken: set[str] = set()  # victims planned this cycle (job and pod uids)
+        self.spared: frozenset[str] = frozenset()  # the running children of the HyperJob being decided
         # (leaf, priority, gang tag, key): a key tells apart jobs whose masks differ (anti-affinity)
         self._failed: set[tuple[int, int, str, str]] = set()
         self._victims: dict[tuple[str, int], Victim] = {}
@@ -109,13 +108,6 @@ class Preemptions:
             and (leaf, priority, gang.tag, key) not in self._failed
         )
 
-    def saved(self) -> tuple[set[str], set[tuple[int, int, str, str]]]:
-        """What plans change (victims taken, failures noted): a HyperJob's trial puts it back."""
-        return set(self.taken), set(self._failed)
-
-    def restore(self, saved: tuple[set[str], set[tuple[int, int, str, str]]]) -> None:
-        self.taken, self._failed = set(saved[0]), set(saved[1])
-
     def _victim(self, job: RunningJob, c: int, priority: int) -> Victim:
         got = self._victims.get((job.uid, priority))
         if got is None:
@@ -124,20 +116,11 @@ class Preemptions:
             )
         return got
 
-    def plan(
-        self,
-        leaf: int,
-        priority: int,
-        cand: Sequence[int],
-        gang: PreparedGang,
-        need: list[int],
-        cards: CardCheck | None = None,
-        mask: NodeMask = everywhere,
-        key: str = "",
-    ) -> Plan | None:
-        """Victims on one candidate cluster that make room for the gang on the nodes `mask`
-        leaves it and free `need` of the queue's charge (what its limits are exceeded by); None
-        if no cluster works."""
+    def plan(self, ask: Ask, cand: Sequence[int], need: list[int]) -> Plan | None:
+        """Victims of the job's queue on one cluster of `cand` that make room for its gang on the
+        nodes its mask leaves it and free `need` of the queue's charge (what its limits are
+        exceeded by); None if no cluster works."""
+        leaf, priority, gang = ask.job.leaf, ask.job.snap.priority, ask.job.gang
         self.plans += 1
         names = self.clusters.names
         wanted = {names[c]: c for c in cand}
@@ -146,29 +129,23 @@ class Preemptions:
             if job.priority >= priority:
                 break  # in priority order: the rest are no lower
             c = wanted.get(job.cluster)
-            if c is not None and job.uid not in self.taken:
+            if c is not None and job.uid not in self.taken and job.uid not in self.spared:
                 per_cluster.setdefault(c, []).append(job)
         ranked = sorted(per_cluster, key=lambda c: (-len(per_cluster[c]), c))[:CLUSTERS_PER_PLAN]
         for c in ranked:
-            got = self._plan_cluster(c, per_cluster[c], gang, need, priority, mask(c), cards)
+            got = self._plan_cluster(c, per_cluster[c], ask, need)
             if got is not None:
-                self.taken.update(got.pods)
-                self.taken.update(got.whole)
+                add = self.clusters.ledger.add
+                add(self.taken, got.pods)
+                add(self.taken, got.whole)
                 return got
-        self._failed.add((leaf, priority, gang.tag, key))
+        if not self.clusters.ledger.open:  # a HyperJob's failures are its own (its children's room)
+            self._failed.add((leaf, priority, gang.tag, ask.key))
         return None
 
-    def _plan_cluster(
-        self,
-        c: int,
-        jobs: list[RunningJob],
-        gang: PreparedGang,
-        need: list[int],
-        priority: int,
-        usable: Usable,
-        cards: CardCheck | None,
-    ) -> Plan | None:
-        victims = [self._victim(j, c, priority) for j in jobs]
+    def _plan_cluster(self, c: int, jobs: list[RunningJob], ask: Ask, need: list[int]) -> Plan | None:
+        gang, usable, cards = ask.job.gang, ask.mask(c), ask.cards
+        victims = [self._victim(j, c, ask.job.snap.priority) for j in jobs]
         check = None if cards is None else partial(cards, c)
         enough = Fit(self.clusters.free(c), gang, need, usable, check)
         steps: list[Step] = []

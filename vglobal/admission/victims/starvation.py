@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vglobal.admission.devices import CardPacker
 from vglobal.admission.explain import (
     behind_reason,
     fmt_row,
@@ -20,12 +19,13 @@ from vglobal.admission.explain import (
     reserved_reason,
     starving_reason,
 )
-from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.placement import Clusters
+from vglobal.admission.fit.devices import CardPacker
+from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Snapshot, Wait
-from vglobal.admission.tree import QueueTree
 from vglobal.model.reasons import WaitKind
 
 

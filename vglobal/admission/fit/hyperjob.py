@@ -20,17 +20,18 @@ Rules (the README's "HyperJobs" says the same):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from vglobal.admission.checks import Checks
 from vglobal.admission.explain import budget_wait, queue_wait
-from vglobal.admission.fit import GangFit, subset
-from vglobal.admission.hyperjob_victims import ChildRoom
+from vglobal.admission.fit.gang_fit import GangFit, subset
+from vglobal.admission.fit.topology import lowest_tier
+from vglobal.admission.ledger import Ledger
 from vglobal.admission.prepare import Job, Leaf, Prepared
+from vglobal.admission.share.checks import Checks
 from vglobal.admission.snapshot import Admit, ClusterSnap, PendingJob, RunningJob, Wait
-from vglobal.admission.topology import lowest_tier
+from vglobal.admission.victims.hyperjob_victims import ChildRoom
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
@@ -83,14 +84,12 @@ def groups_of(pending: Iterable[PendingJob], running: Iterable[RunningJob]) -> l
 
 class _Decision:
     """One HyperJob's children placed one after the other through the lone-job fit (fit.py), each
-    committed as a trial so that the next sees what its siblings took: kept only when every child
-    needed fits and the queue takes them all, else taken back whole."""
+    committed at the decision's checkpoint so that the next sees what its siblings took."""
 
     def __init__(self, fit: GangFit, taken: Iterable[str], room: ChildRoom | None = None) -> None:
         self.fit, self.clusters, self.room = fit, fit.clusters, room
         # Clusters its siblings hold: running there, or placed by this decision.
         self.taken = {self.clusters.col[c] for c in taken if c in self.clusters.col}
-        fit.begin_trial()
 
     def _within(self, job: Job, ids: Sequence[int]) -> Job:
         """The child with only these of its candidate clusters."""
@@ -136,14 +135,6 @@ class _Decision:
             text += f"; its siblings hold {', '.join(held)}"
         return text
 
-    def keep(self) -> None:
-        self.fit.keep()
-
-    def undo(self) -> None:
-        self.fit.rollback()
-        if self.room is not None:
-            self.room.rollback()
-
 
 def _as_job(prep: Prepared, jobs: Sequence[Job], leaf: int, serial: int) -> Job:
     """The children ``jobs`` as one job of admission's form: their summed request, for the queue's
@@ -158,44 +149,44 @@ def _as_job(prep: Prepared, jobs: Sequence[Job], leaf: int, serial: int) -> Job:
 
 
 def admit_groups(
-    groups: Sequence[Group],
-    fit: GangFit,
-    checks: Checks,
-    decisions: MutableMapping[str, Admit | Wait],
-    admitted: list[str],
-    budget: int = 0,
-    room: ChildRoom | None = None,
+    groups: Sequence[Group], fit: GangFit, checks: Checks, budget: int = 0, room: ChildRoom | None = None
 ) -> None:
-    """Decide every HyperJob's pending children: Admit for each placed, Wait for the rest. Once
-    ``budget`` admissions are made (0: no limit) the HyperJobs left wait a turn. With ``room``, a
-    HyperJob that free capacity does not hold is decided again with victims (hyperjob_victims.py)."""
-    prep = fit.prep
+    """Decide every HyperJob's pending children, in the cycle's ledger: Admit for each placed,
+    Wait for the rest. Once ``budget`` admissions are made (0: no limit) the HyperJobs left wait a
+    turn. With ``room``, a HyperJob that free capacity does not hold is decided again with victims
+    (hyperjob_victims.py)."""
+    prep, ledger = fit.prep, fit.ledger
     tree = prep.tree
+    hyperjobs = _HyperJobs(fit, checks, room)
     for serial, group in enumerate(groups, start=1):
-        if budget and len(admitted) >= budget:
-            wait = budget_wait(budget)
-            decisions.update((j.uid, wait) for j in group.pending)
+        if budget and len(ledger.admitted) >= budget:
+            _wait(ledger, group.pending, budget_wait(budget))
             continue
         i = tree.idx.get(group.queue, -1)
         if i < 0 or not tree.is_leaf[i] or not tree.open[i]:
-            wait = queue_wait(tree, group.queue)
-            decisions.update((j.uid, wait) for j in group.pending)
+            _wait(ledger, group.pending, queue_wait(tree, group.queue))
             continue
         jobs = [prep.job_of(j, i) for j in group.pending]
-        got = _decide(group, jobs, i, serial, fit, checks, decisions, admitted, None)
+        got = hyperjobs.decide(group, jobs, i, serial, None)
         if room is not None:
             # Again with victims: the whole HyperJob when it waits, else the children left over.
+            decisions = ledger.decisions
             rest = jobs if got is not None else [j for j in jobs if type(decisions[j.snap.uid]) is Wait]
             whole = _as_job(prep, rest, i, serial) if rest else None
             if whole is not None and room.may(rest, whole):
-                room.begin(whole, group.siblings)
+                room.start(whole, group.siblings)
                 again = group if got is not None else _following(group, rest, jobs, decisions)
-                if _decide(again, rest, i, serial, fit, checks, decisions, admitted, room) is None:
+                if hyperjobs.decide(again, rest, i, serial, room) is None:
                     continue
                 assert got is not None
                 got = Wait(got.kind, f"{got.reason}; {_NO_VICTIMS}")
         if got is not None:
-            decisions.update((j.uid, got) for j in group.pending)
+            _wait(ledger, group.pending, got)
+
+
+def _wait(ledger: Ledger, jobs: Iterable[PendingJob], wait: Wait) -> None:
+    for j in jobs:
+        ledger.decide(j.uid, wait)
 
 
 def _following(
@@ -216,65 +207,66 @@ _NO_VICTIMS = (
 )
 
 
-def _decide(
-    group: Group,
-    jobs: Sequence[Job],
-    i: int,
-    serial: int,
-    fit: GangFit,
-    checks: Checks,
-    decisions: MutableMapping[str, Admit | Wait],
-    admitted: list[str],
-    room: ChildRoom | None,
-) -> Wait | None:
-    """One try at the HyperJob's decision: None when made (its decisions written), else why every
-    child waits (everything it tried taken back)."""
-    names = fit.clusters.names
-    decision = _Decision(fit, group.running, room)
-    need = max(group.min_available - len(group.running), 0)
-    placed: list[tuple[Job, int]] = []
-    misses: list[Job] = []
-    for job in jobs:
-        c = decision.place(job)
-        if c is None:
-            misses.append(job)
-        else:
-            placed.append((job, c))
-    if need and misses and len(placed) < need:
-        text = decision.why_not(misses[0])
-        decision.undo()
-        return Wait(
-            WaitKind.NoFit, f"HyperJob {group.key} waits whole ({need} children must start together): {text}"
-        )
-    if room is not None and room.owes():
-        decision.undo()
-        return Wait(WaitKind.Capability, f"HyperJob {group.key} waits whole: its queue's limits hold")
-    made: dict[str, Admit] = {}
-    if placed:
-        as_job = _as_job(fit.prep, [j for j, _ in placed], i, serial)
-        if room is not None:
-            room.release()
-        refused = checks.capability(as_job, Leaf(i)) or (checks.guarded and checks.guarantees(as_job)) or None
-        if refused is not None:
+@dataclass(slots=True)
+class _HyperJobs:
+    """What a HyperJob's decision uses: the gang fit, the queue checks and, when victims may make
+    room, the child room; it writes what it decides into the cycle's ledger."""
+
+    fit: GangFit
+    checks: Checks
+    room: ChildRoom | None
+
+    def decide(
+        self, group: Group, jobs: Sequence[Job], i: int, serial: int, room: ChildRoom | None
+    ) -> Wait | None:
+        """One try at the HyperJob's decision, with victims if ``room``: None when made (its
+        decisions written), else why every child waits (everything it tried rolled back)."""
+        fit, checks, ledger = self.fit, self.checks, self.fit.ledger
+        names = fit.clusters.names
+        mark = ledger.checkpoint()
+        decision = _Decision(fit, group.running, room)
+        need = max(group.min_available - len(group.running), 0)
+        placed: list[tuple[Job, int]] = []
+        misses: list[Job] = []
+        for job in jobs:
+            c = decision.place(job)
+            if c is None:
+                misses.append(job)
+            else:
+                placed.append((job, c))
+        refused: Wait | None = None
+        if need and misses and len(placed) < need:
+            text = decision.why_not(misses[0])  # before the rollback: it shows what they took
+            together = f"({need} children must start together)"
+            refused = Wait(WaitKind.NoFit, f"HyperJob {group.key} waits whole {together}: {text}")
+        elif room is not None and room.owes():
+            limits = "its queue's limits hold"
+            refused = Wait(WaitKind.Capability, f"HyperJob {group.key} waits whole: {limits}")
+        elif placed:
+            as_job = _as_job(fit.prep, [j for j, _ in placed], i, serial)
             if room is not None:
-                room.unrelease()
-            decision.undo()
-            return Wait(refused.kind, f"HyperJob {group.key} waits whole: {refused.reason}")
-        checks.charge(as_job)
-        if room is not None:
-            made = room.keep(group.key)
-        for job, c in placed:
-            decisions[job.snap.uid] = made.get(job.snap.uid) or Admit(names[c])
-            admitted.append(job.snap.uid)
-    elif room is not None:
-        room.rollback()  # nothing placed: nothing taken
-    decision.keep()
-    for job in misses:
-        text = decision.why_not(job)
-        decisions[job.snap.uid] = Wait(
-            WaitKind.NoFit, f"HyperJob {group.key} runs without it until room frees: {text}"
-        )
-    return None
+                room.give_back()
+            guarded = checks.guarded and checks.guarantees(as_job)
+            wait = checks.capability(as_job, Leaf(i)) or guarded or None
+            if wait is not None:
+                refused = Wait(wait.kind, f"HyperJob {group.key} waits whole: {wait.reason}")
+        if refused is not None:
+            ledger.rollback(mark)
+            if room is not None:
+                room.finish()
+            return refused
+        if placed:
+            checks.charge(as_job)
+            made = room.admissions(group.key) if room is not None else {}
+            for job, c in placed:
+                ledger.admit(job.snap.uid, made.get(job.snap.uid) or Admit(names[c]))
+        elif room is not None:
+            room.finish()  # nothing placed: no victim taken
+        ledger.keep(mark)  # (with nothing placed: the cards of gangs placed earlier, taken meanwhile)
+        for job in misses:
+            text = f"HyperJob {group.key} runs without it until room frees: {decision.why_not(job)}"
+            ledger.decide(job.snap.uid, Wait(WaitKind.NoFit, text))
+        return None
 
 
 # For a cluster and a share of accelerators: the lowest network tier at which one HyperNode of it

@@ -19,14 +19,14 @@ from functools import partial
 from operator import itemgetter
 
 from vglobal.admission.explain import reclaiming_pods_reason, victim_reason
-from vglobal.admission.gang import PreparedGang
-from vglobal.admission.index import ResourceIndex
-from vglobal.admission.node_mask import NodeMask, Usable, everywhere
-from vglobal.admission.placement import Clusters
-from vglobal.admission.preempt import CardCheck, Fit, Plan, Step, VictimPod, trim, victim_of
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.node_mask import Usable
+from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job
+from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
-from vglobal.admission.tree import QueueTree
+from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
 
 # Reclaim asks nothing of priorities: any preemptable pod may go.
 _ANY_PRIORITY = 1 << 62
@@ -69,37 +69,21 @@ class PodReclaims:
         self.taken: set[str] = set()  # pod uids planned this cycle
         self._given: dict[int, list[float]] = {}  # per leaf, charge given up by earlier plans
 
-    def plan(
-        self,
-        leaf: int,
-        req: list[int],
-        cand: Sequence[int],
-        gang: PreparedGang,
-        need: list[int],
-        within: int,
-        cards: CardCheck | None = None,
-        mask: NodeMask = everywhere,
-    ) -> PodPlan | None:
-        """Victim pods on one candidate cluster that let the gang fit there (on the nodes `mask`
-        leaves it) and give back `need` of the charge of queue `within` (0: root, no need), all
+    def plan(self, ask: Ask, cand: Sequence[int], need: list[int], within: int) -> PodPlan | None:
+        """Victim pods on one cluster of `cand` that let the job's gang fit there (on the nodes its
+        mask leaves it) and give back `need` of the charge of queue `within` (0: root, no need), all
         from below `within`; None if none."""
         for c in cand:
-            got = self._plan_cluster(c, leaf, req, gang, need, within, mask(c), cards)
+            got = self._plan_cluster(c, ask, need, within)
             if got is not None:
+                ledger = self.clusters.ledger
                 for pods in got.plan.pods.values():
-                    self.taken.update(pods)
+                    ledger.add(self.taken, pods)
                 for q, freed in got.freed.items():
-                    given = self._given.setdefault(q, [0.0] * self.index.size)
-                    self._given[q] = [g + f for g, f in zip(given, freed, strict=True)]
+                    given = self._given.get(q) or [0.0] * self.index.size
+                    ledger.put(self._given, q, [g + f for g, f in zip(given, freed, strict=True)])
                 return got
         return None
-
-    def saved(self) -> tuple[set[str], dict[int, list[float]]]:
-        """What plans change (pods taken, charge given up): a HyperJob's trial puts it back."""
-        return set(self.taken), dict(self._given)
-
-    def restore(self, saved: tuple[set[str], dict[int, list[float]]]) -> None:
-        self.taken, self._given = set(saved[0]), dict(saved[1])
 
     def _candidates(self, c: int, leaf: int, req: list[int], within: int, usable: Usable) -> list[_Candidate]:
         """Surplus pods one by one, in victim order; then whole jobs in the same order; only those
@@ -143,17 +127,8 @@ class PodReclaims:
         share = max((a / d for a, d in zip(alloc, des, strict=True) if d > 0), default=1.0)
         return (-shared, tree.priority[q], -share, -tree.created[q], -q)
 
-    def _plan_cluster(
-        self,
-        c: int,
-        leaf: int,
-        req: list[int],
-        gang: PreparedGang,
-        need: list[int],
-        within: int,
-        usable: Usable,
-        cards: CardCheck | None,
-    ) -> PodPlan | None:
+    def _plan_cluster(self, c: int, ask: Ask, need: list[int], within: int) -> PodPlan | None:
+        leaf, req, gang, usable, cards = ask.job.leaf, ask.job.req, ask.job.gang, ask.mask(c), ask.cards
         tree, size = self.tree, self.index.size
         check = None if cards is None else partial(cards, c)
         enough = Fit(self.clusters.free(c), gang, need, usable, check)

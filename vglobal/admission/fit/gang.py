@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.snapshot import Gang
 
 Pairs = tuple[tuple[int, int], ...]  # (column, amount) of the non-zero columns of a row

@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Sequence
 from operator import attrgetter
 
-from vglobal.admission.index import ResourceIndex
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.share.tree import QueueTree
+from vglobal.admission.share.usage import Usage, dominant_share
 from vglobal.admission.snapshot import QueueStatus, Snapshot
-from vglobal.admission.tree import QueueTree
-from vglobal.admission.usage import Usage, dominant_share
 
 _QUEUE = attrgetter("queue")
 

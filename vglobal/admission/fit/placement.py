@@ -16,13 +16,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import numpy as np
 
 from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
-from vglobal.admission.gang import PreparedGang, pack
-from vglobal.admission.index import IntArray, ResourceIndex
+from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.ledger import Ledger, Undo
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
 from vglobal.model.served import lacks
 
@@ -66,7 +68,7 @@ class Placement:
 
 @dataclass(frozen=True, slots=True)
 class _Saved:
-    """A cluster as it was when a trial first committed to it (Clusters.rollback)."""
+    """A cluster as it was when a checkpoint's first commit or release changed it (its undo)."""
 
     rows: list[list[int]]
     tot: list[int]
@@ -86,8 +88,12 @@ class _Ranking:
 class Clusters:
     """Free capacity of every cluster of the snapshot, kept current as jobs are placed."""
 
-    def __init__(self, clusters: Sequence[ClusterSnap], index: ResourceIndex, policy: str) -> None:
+    def __init__(
+        self, clusters: Sequence[ClusterSnap], index: ResourceIndex, policy: str, ledger: Ledger | None = None
+    ) -> None:
         self.index = index
+        # the cycle's ledger: what a commit or release changes is undone with its checkpoint
+        self.ledger = Ledger() if ledger is None else ledger
         self.spread = policy == "spread"
         snaps = sorted({c.name: c for c in clusters}.values(), key=lambda c: c.name)
         self.snaps = snaps
@@ -134,8 +140,7 @@ class Clusters:
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
         self._fits_empty: dict[tuple[int, str], bool] = {}
         self._whole: dict[tuple[bytes, str], list[int]] = {}
-        # While a trial runs (begin_trial): each cluster it committed to, as it was before.
-        self._trial: dict[int, _Saved] | None = None
+        self._keys = [("cluster", c) for c in range(count)]  # each cluster's name in the ledger
 
     @property
     def alloc_totals(self) -> list[list[int]]:
@@ -340,8 +345,8 @@ class Clusters:
 
     def _drop(self, c: int, gang: PreparedGang) -> None:
         """The gang does not fit cluster c now, so it will not later this cycle: free only shrinks
-        (but not below what a trial took, which may be given back: then nothing is noted)."""
-        if self._trial is not None and c in self._trial:
+        (but not below what a checkpoint took, which may be given back: then nothing is noted)."""
+        if self.ledger.open and self.ledger.saved(self._keys[c]):
             return
         self._misfit[c].add(gang.tag)
         self._dropped.setdefault(gang.tag, []).append(c)
@@ -403,36 +408,27 @@ class Clusters:
         self._log.append(c)
 
     def _save(self, c: int) -> None:
-        if self._trial is not None and c not in self._trial:  # rows are replaced, never in place
-            got = (list(self.rows[c]), self.tot[c][:], self.full[c][:], dict(self._cursor[c]))
-            self._trial[c] = _Saved(*got, set(self._misfit[c]))
+        if self.ledger.open:
+            self.ledger.save_once(self._keys[c], partial(self._copy, c))
 
-    def begin_trial(self) -> None:
-        """Commits and releases from now on are taken back together (rollback) or kept (end_trial)."""
-        self._trial = {}
+    def _copy(self, c: int) -> Undo:
+        """Cluster c as it is (rows are replaced, never changed in place), and how to put it back."""
+        got = (list(self.rows[c]), self.tot[c][:], self.full[c][:], dict(self._cursor[c]))
+        return partial(self._put_back, c, _Saved(*got, set(self._misfit[c])))
 
-    def end_trial(self) -> None:
-        """Keep the trial's commits."""
-        self._trial = None
-
-    def rollback(self) -> None:
-        """Take back every commit of the trial: each cluster it touched is as it was before, what
-        this cycle had learnt of it (misfits, cursors) included."""
-        trial, self._trial = self._trial or {}, None
-        for c, saved in trial.items():
-            if self.schedulable[c]:
-                for r, (was, now) in enumerate(zip(saved.tot, self.tot[c], strict=True)):
-                    self.free_sum[r] += was - now
-            self.rows[c][:], self.tot[c][:], self.full[c][:] = saved.rows, saved.tot, saved.full
-            self._cursor[c], self._misfit[c] = saved.cursor, saved.misfit  # copies: the trial's own
-            for dims, keys in self._scores.items():
-                keys[c] = self._rank_key(c, dims)
-            self._version[c] += 1
-            self._log.append(c)
-        if trial:
-            # Not a commit: order()'s shortcut for one (the cluster first in line only got fuller)
-            # does not hold, so rankings re-sort the clusters logged above.
-            self._log.append(-1)
+    def _put_back(self, c: int, saved: _Saved) -> None:
+        """Cluster c as it was, what this cycle had learnt of it (misfits, cursors) included."""
+        if self.schedulable[c]:
+            for r, (was, now) in enumerate(zip(saved.tot, self.tot[c], strict=True)):
+                self.free_sum[r] += was - now
+        self.rows[c][:], self.tot[c][:], self.full[c][:] = saved.rows, saved.tot, saved.full
+        self._cursor[c], self._misfit[c] = saved.cursor, saved.misfit  # copies: the undo's own
+        for dims, keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims)
+        self._version[c] += 1
+        # Not a commit: order()'s shortcut for one (the cluster first in line only got fuller)
+        # does not hold (-1 is no cluster), so rankings re-sort the clusters logged.
+        self._log += (c, -1)
 
     def take_unplaced(self, prepare: Callable[[Gang], PreparedGang]) -> None:
         """Take the capacity of gangs dispatched earlier whose pods are not on nodes yet

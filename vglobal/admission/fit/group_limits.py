@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from vglobal.admission.gang import PreparedGang
-from vglobal.admission.index import IntArray, ResourceIndex
-from vglobal.admission.node_mask import BLOCKED
-from vglobal.admission.placement import Candidates, Clusters, Held, HeldRows, Placement
+from vglobal.admission.fit.gang import PreparedGang
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.node_mask import BLOCKED
+from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows, Placement
 from vglobal.admission.snapshot import QueueSnap, RunningJob
 from vglobal.model.queue_affinity import NODE_GROUP_LABEL, NODE_GROUP_LIMITS
 
@@ -52,14 +52,6 @@ class GroupLimits:
     def active(self) -> bool:
         """Some queue has limits."""
         return bool(self._limits)
-
-    def counted(self) -> dict[tuple[str, int, str], IntArray]:
-        """What the queues hold per group now (a copy), to put back with ``recount``: a HyperJob's
-        children are placed as a trial that may be taken back."""
-        return dict(self._usage())  # the arrays are replaced when they grow, never changed
-
-    def recount(self, counted: dict[tuple[str, int, str], IntArray]) -> None:
-        self._used = counted
 
     def note(self, cand: Candidates, queue: str) -> Candidates:
         """The same clusters under a key of the queue's own (a failure under its limits is not the
@@ -134,8 +126,11 @@ class GroupLimits:
                 and (amount[self._limits[queue][g][0]] > left).any()
             }
             if not over:
+                used, put = self._usage(), self.clusters.ledger.put
                 for g, amount in per_group.items():
-                    self._add((queue, c, g), amount)
+                    key = (queue, c, g)
+                    got = used.get(key)
+                    put(used, key, amount.copy() if got is None else got + amount)  # never in place
                 return found
             closed.setdefault(c, set()).update(over)
         return None

@@ -16,7 +16,7 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.admission.index import IntArray
+from vglobal.admission.fit.index import IntArray
 
 BoolArray = npt.NDArray[np.bool_]
 _NO_BLOCKERS: Mapping[int, frozenset[str]] = MappingProxyType({})
