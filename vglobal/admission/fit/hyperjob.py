@@ -15,7 +15,9 @@ Rules (the README's "HyperJobs" says the same):
   priority first, then oldest.
 - A HyperJob that waits says which child fits no cluster, and what the closest cluster had.
 - One that free capacity does not hold is decided again with victims per child, as lone jobs
-  take them (preemption in its queue, reclaim across queues: hyperjob_victims.py).
+  take them (preemption in its queue, reclaim across queues: hyperjob_victims.py). Children left
+  over once minAvailable are admitted are decided again so too; when their queue's limits refuse
+  them, they wait saying so, and the children admitted before them stay admitted.
 """
 
 from __future__ import annotations
