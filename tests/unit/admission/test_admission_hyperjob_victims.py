@@ -256,3 +256,19 @@ def test_a_child_beyond_min_available_takes_victims_as_a_lone_job_would() -> Non
     result = admit(Snapshot(100.0, queues, clusters(sibling), (kid,), sibling))
     assert admitted(result) == {} and evicted(result) == {}
     assert "runs without it" in reason(result, "hj-w-1")
+
+
+def test_a_child_beyond_min_available_refused_its_victims_waits_and_its_siblings_stay() -> None:
+    # minAvailable 1 of 2; q may hold 8 cpu. Child 0 takes free cluster a, which fills q's
+    # capability; child 1 could reclaim big's surplus pods on b, but q's limits refuse it.
+    runs = (running("big-b", "big", "b", 2, min_available=1),)
+    queues = (
+        QueueSnap("q", capability=cpu(8), deserved=cpu(16)),
+        QueueSnap("big", deserved=cpu(0), allocated=alloc(runs, "big")),
+    )
+    result = admit(Snapshot(100.0, queues, clusters(runs), tuple(hyperjob(2, minimum=1)), runs))
+    assert admitted(result) == {"hj-w-0": "a"}
+    assert evicted(result) == {}
+    text = reason(result, "hj-w-1")
+    assert "runs without it" in text and "limits" in text
+    assert result.queues["q"].allocated == cpu(8) and result.queues["big"].allocated == cpu(8)

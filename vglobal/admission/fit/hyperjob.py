@@ -15,7 +15,9 @@ Rules (the README's "HyperJobs" says the same):
   priority first, then oldest.
 - A HyperJob that waits says which child fits no cluster, and what the closest cluster had.
 - One that free capacity does not hold is decided again with victims per child, as lone jobs
-  take them (preemption in its queue, reclaim across queues: hyperjob_victims.py).
+  take them (preemption in its queue, reclaim across queues: hyperjob_victims.py). Children left
+  over once minAvailable are admitted are decided again so too; when their queue's limits refuse
+  them, they wait saying so, and the children admitted before them stay admitted.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Group:
     pending: list[PendingJob]  # in child order
     running: list[str]  # clusters its admitted children hold, one per child
     siblings: list[str] = field(default_factory=list)  # those children's uids: never victims
+    left_over: bool = False  # the children left over once minAvailable are admitted this cycle
 
 
 def groups_of(pending: Iterable[PendingJob], running: Iterable[RunningJob]) -> list[Group]:
@@ -176,9 +179,14 @@ def admit_groups(
             if whole is not None and room.may(rest, whole):
                 room.start(whole, group.siblings)
                 again = group if got is not None else _following(group, rest, jobs, decisions)
-                if hyperjobs.decide(again, rest, i, serial, room) is None:
+                refused = hyperjobs.decide(again, rest, i, serial, room)
+                if refused is None:
                     continue
-                assert got is not None
+                if got is None:
+                    # Those left over wait, saying why victims may not make their room (their
+                    # try is rolled back); the children admitted before them stay admitted.
+                    _wait(ledger, again.pending, refused)
+                    continue
                 got = Wait(got.kind, f"{got.reason}; {_NO_VICTIMS}")
         if got is not None:
             _wait(ledger, group.pending, got)
@@ -198,7 +206,8 @@ def _following(
     """The children left over once enough are admitted, as a group that needs none of them; its
     siblings admitted this cycle hold their clusters."""
     held = [d.cluster for j in jobs if type(d := decisions[j.snap.uid]) is Admit]
-    return Group(group.key, group.queue, 0, [j.snap for j in rest], [*group.running, *held], group.siblings)
+    pending = [j.snap for j in rest]
+    return Group(group.key, group.queue, 0, pending, [*group.running, *held], group.siblings, left_over=True)
 
 
 _NO_VICTIMS = (
@@ -235,13 +244,15 @@ class _HyperJobs:
             else:
                 placed.append((job, c))
         refused: Wait | None = None
+        # A child left over once enough are admitted waits alone; else every child waits with it.
+        head = f"HyperJob {group.key} " + ("runs without it" if group.left_over else "waits whole")
         if need and misses and len(placed) < need:
             text = decision.why_not(misses[0])  # before the rollback: it shows what they took
             together = f"({need} children must start together)"
             refused = Wait(WaitKind.NoFit, f"HyperJob {group.key} waits whole {together}: {text}")
         elif room is not None and room.owes():
             limits = "its queue's limits hold"
-            refused = Wait(WaitKind.Capability, f"HyperJob {group.key} waits whole: {limits}")
+            refused = Wait(WaitKind.Capability, f"{head}: {limits}")
         elif placed:
             as_job = _as_job(fit.prep, [j for j, _ in placed], i, serial)
             if room is not None:
@@ -249,7 +260,7 @@ class _HyperJobs:
             guarded = checks.guarded and checks.guarantees(as_job)
             wait = checks.capability(as_job, Leaf(i)) or guarded or None
             if wait is not None:
-                refused = Wait(wait.kind, f"HyperJob {group.key} waits whole: {wait.reason}")
+                refused = Wait(wait.kind, f"{head}: {wait.reason}")
         if refused is not None:
             ledger.rollback(mark)
             if room is not None:
