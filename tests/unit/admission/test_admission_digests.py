@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "831e1c3ecfcee03493829b0ed5971b5b97b96a3281ec7499f8efc908a8db136e",
-        "cycle 2": "7ae92fde9a59b5034cddf2bb51714cad45601f803a4a9fca0ff3786c7dff6c5a",
-        "cycle 3": "df5ead53bec9a07efdd9ff0d6496543bd5386a74560cd14e7d87a0c961690e44",
-        "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
+        "cycle 1": "6a49e59e09088722d667372ba404a079fcd2c3d3f253d9fb7854046336ed1192",
+        "cycle 2": "89283a3f97b2f3ba72cbfa28da8d24dec581a341710b663e2ddab45b2002d55c",
+        "cycle 3": "03c6dfed678e0fe044d2de94e1f29fdff391356f5ede724366db7cdc40d068cb",
+        "cycle 1 with an admission budget": "1ab0d41ac4cf092b8f1671481c879886ffa205a3cf7c8a34ff6f2970ce65a936",
     },
     "reclaim": {
-        "cycle 1": "ee476ae4f6808ac1ca4beba8db5dba9c462a7ca2745f83ecc5d06d424164c523",
-        "cycle 2": "79250b3040454dc193760fe459fbaed635569bb4bbe92cb45bd144f38f9c5fb8",
-        "cycle 3": "39d3f472a273dc3d1a00fcbc3f7688ce57ee4f89582609d9dad73b2fd0413bcf",
+        "cycle 1": "2b9dbf91c5372c0a67a6e960895184b0bf31ffc94aa86526025e9fc14db6f72d",
+        "cycle 2": "b868534463bbf07d19664b928ac07a3ff46f2c4a3268b06a34462a3b98931fd7",
+        "cycle 3": "a527d551892f6ebb887e7a9277b69911acf01d7271e53267026418bf9b040067",
     },
     "topology": {
-        "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
-        "cycle 2": "807e7da67a33008c8b415b3bb4d2f631daa181607adca08a4b1612b25e20d2e7",
-        "cycle 3": "10f8dd1306320f4f1232a1abc9b482513724b4e9c2d73d6f8076d739cd683388",
+        "cycle 1": "121ec811694c57d010f98a637c5324a3b0bd23ef1494c816936fc39fb122c46b",
+        "cycle 2": "77dc73534f5d4aea5fbffb3773282be8e598c3db8fea84913c187f0887496009",
+        "cycle 3": "b300b3442907a85e357b938cb0b70312e2e14f6c55f001fefbfe50529ae31e6d",
     },
     "guarantee": {
-        "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",
+        "cycle 1": "9fd77aaaca0422589a6e49a24b21717b6996cac6818f648b241bb7f0779ccf19",
         "cycle 2": "cf22f70772d26f72bd41a8c777b61b72d809957e346c3fa1c7878df1e8aa8bde",
-        "cycle 3": "100c0327c6106889f8d92bcf5a944c2cb0d03b59a2ffff684ca3527ba2771d5d",
+        "cycle 3": "5960777b96cfb2c495934d2c107903c4c82dcedf033633c14d1021ad143c3087",
     },
 }
 

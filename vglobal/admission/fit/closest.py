@@ -1,0 +1,67 @@
+"""What a wait reason names when a gang fits no candidate cluster now: the cluster that comes
+closest to holding it on the resources it asks for, or, when no node of any candidate could hold
+one of its pods even empty, that it never fits today."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.index import IntArray, ResourceIndex
+
+
+class Clusters(Protocol):
+    """What is read of placement's Clusters (placement.py imports this module)."""
+
+    @property
+    def index(self) -> ResourceIndex: ...
+    @property
+    def alloc(self) -> list[IntArray]: ...
+    def free(self, c: int) -> IntArray: ...
+
+
+class Candidates(Protocol):
+    @property
+    def ids(self) -> tuple[int, ...]: ...
+
+# Per cluster, the node rows a gang may use (None: every node).
+Allowed = Callable[[int], "np.ndarray"] | None
+
+
+def closeness(
+    placed: int, free: Sequence[int] | IntArray, alloc: IntArray, gang: PreparedGang
+) -> tuple[int, int, float, float]:
+    """How close a cluster comes to holding the gang, larger is closer: fewest asked resources it
+    has none of at all, then most pods held now, then the largest share of the gang's scarcest asked
+    resource free, then allocatable. A CPU-only cluster never outranks one with some GPUs for a
+    GPU gang, even if neither holds a pod now."""
+    dims = gang.dims
+    if not dims.size:
+        return (0, placed, 0.0, 0.0)
+    need = gang.total[dims]
+    have = alloc[dims]
+    now = np.asarray(free, dtype=np.int64)[dims]
+    return (-int((have <= 0).sum()), placed, float((now / need).min()), float((have / need).min()))
+
+
+def closest(
+    clusters: Clusters, cand: Candidates, gang: PreparedGang, allowed: Allowed = None
+) -> tuple[int, int]:
+    """(cluster, pods it can hold now) of the candidate closest to holding the gang (first in
+    name order on a tie)."""
+    best: tuple[tuple[int, int, float, float], int, int] | None = None
+    for c in cand.ids:
+        free, alloc = clusters.free(c), clusters.alloc[c]
+        if allowed is not None:
+            rows = allowed(c)
+            free, alloc = free[rows], alloc[rows]
+        placed, _ = pack(free, gang.shapes)
+        key = closeness(placed, free.sum(axis=0), alloc.sum(axis=0), gang)
+        if best is None or key > best[0]:
+            best = (key, c, placed)
+    assert best is not None, "asked only with candidates"
+    return best[1], best[2]
+
