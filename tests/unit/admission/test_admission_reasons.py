@@ -1,10 +1,14 @@
 """Wait reasons that point the right way: the best candidate named is the cluster closest to
-holding the gang on the resources it asks for."""
+holding the gang on the resources it asks for; a pod no node could ever hold says so."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.unit.admission.builders import cluster, gpus, job, reason, res
-from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
+from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, Wait, admit
+from vglobal.hub.dispatch.metrics import waiting_counts
+from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
 
 Q = (QueueSnap("q"),)
@@ -49,3 +53,53 @@ def replace_node(c: ClusterSnap, i: int, free: ResourceVector) -> ClusterSnap:
     nodes = list(c.nodes)
     nodes[i] = NodeSnap(nodes[i].name, free, nodes[i].allocatable)
     return ClusterSnap(c.name, c.labels, tuple(nodes), c.schedulable)
+
+
+# --- a pod no node could ever hold -------------------------------------------------------------
+def test_a_pod_bigger_than_every_node_of_every_ready_cluster_never_fits_and_says_so() -> None:
+    # 16 GPUs per pod; every node of east and west has 8. A cordoned cluster with 16-GPU nodes is
+    # no candidate today.
+    clusters = (
+        cluster("east", 4, gpus(8)),
+        cluster("west", 2, gpus(8)),
+        cluster("big", 2, gpus(16), schedulable=False),
+    )
+    result = admit(Snapshot(0, Q, clusters, (job("j", "q", gpus(16), pods=2),)))
+    d = result.decisions["j"]
+    assert isinstance(d, Wait) and d.kind == WaitKind.NeverFits
+    assert d.reason == (
+        "can never fit today: needs 16 nvidia.com/gpu per pod, the largest node has 8; "
+        "gang: 2 pods x {nvidia.com/gpu: 16}"
+    )
+    # the hub's gauge vglobal_queue_never_fit_jobs counts it
+    assert waiting_counts(Snapshot(0, Q, clusters, (job("j", "q", gpus(16), pods=2),)), result)[1] == {"q": 1}
+
+
+def test_a_full_cluster_is_no_fit_not_never_fit() -> None:
+    clusters = (busy_gpus("gpu-west", 2, 0),)
+    result = admit(Snapshot(0, Q, clusters, (job("j", "q", gpus(8)),)))
+    d = result.decisions["j"]
+    assert isinstance(d, Wait) and d.kind == WaitKind.NoFit
+
+
+def test_never_fit_is_judged_on_the_clusters_the_job_may_use_and_a_starving_job_says_it_too() -> None:
+    # big's nodes hold the pod, but the job may go only to small; it has waited past starvation.
+    clusters = (cluster("big", 1, res(64, 16)), cluster("small", 2, res(64, 8)))
+    pending = job("j", "q", res(4, 16), allowed_clusters=frozenset({"small"}), waiting_since=-10_000)
+    result = admit(Snapshot(0, Q, clusters, (pending,)))
+    d = result.decisions["j"]
+    assert isinstance(d, Wait) and d.kind == WaitKind.NeverFits
+    assert d.reason.startswith("can never fit today: needs 16 nvidia.com/gpu per pod, the largest node has 8")
+    anywhere = admit(Snapshot(0, Q, clusters, (replace(pending, allowed_clusters=None),)))
+    assert not isinstance(anywhere.decisions["j"], Wait)
+
+
+def test_a_pod_no_node_holds_all_of_at_once_never_fits() -> None:
+    # one node has the GPUs, another the cpu: no node has both
+    clusters = (
+        ClusterSnap("c", {}, (NodeSnap("a", res(8, 16), res(8, 16)), NodeSnap("b", res(96, 0), res(96, 0)))),
+    )
+    result = admit(Snapshot(0, Q, clusters, (job("j", "q", res(64, 16)),)))
+    assert reason(result, "j").startswith(
+        "can never fit today: needs {cpu: 64, nvidia.com/gpu: 16} per pod, no node has all of it at once"
+    )

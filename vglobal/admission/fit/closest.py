@@ -9,6 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
+from vglobal.admission.explain import fmt_amount, fmt_row
 from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 
@@ -38,7 +39,7 @@ def closeness(
     has none of at all, then most pods held now, then the largest share of the gang's scarcest asked
     resource free, then allocatable. A CPU-only cluster never outranks one with some GPUs for a
     GPU gang, even if neither holds a pod now."""
-    dims = gang.dims
+    dims = gang.dims[gang.total[gang.dims] > 0]
     if not dims.size:
         return (0, placed, 0.0, 0.0)
     need = gang.total[dims]
@@ -65,3 +66,34 @@ def closest(
     assert best is not None, "asked only with candidates"
     return best[1], best[2]
 
+
+
+def never_fits(
+    clusters: Clusters, cand: Candidates, gang: PreparedGang, allowed: Allowed = None
+) -> str | None:
+    """Why no node a candidate lets the gang use could hold one of its pods even empty (judged on
+    allocatable), else None: "needs 16 nvidia.com/gpu per pod, the largest node has 8"."""
+    if not cand.ids:
+        return None  # no candidate at all says more (cordoned, NotReady, the allow-list)
+    mats = []
+    for c in cand.ids:
+        alloc = clusters.alloc[c]
+        mats.append(alloc if allowed is None else alloc[allowed(c)])
+    index = clusters.index
+    for shape in gang.shapes:
+        row, dims = shape.row, shape.dims
+        if any(bool((m[:, dims] >= row[dims]).all(axis=1).any()) for m in mats if m.shape[0]):
+            continue
+        largest = np.zeros(index.size, dtype=np.int64)
+        for m in mats:
+            if m.shape[0]:
+                largest = np.maximum(largest, m.max(axis=0))
+        over = [int(r) for r in dims if largest[r] < row[r]]
+        if over:
+            r = over[0]
+            return (
+                f"needs {fmt_amount(index, r, int(row[r]))} {index.names[r]} per pod, "
+                f"the largest node has {fmt_amount(index, r, int(largest[r]))}"
+            )
+        return f"needs {fmt_row(index, row.tolist())} per pod, no node has all of it at once"
+    return None
