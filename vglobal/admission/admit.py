@@ -261,7 +261,9 @@ class _Cycle:
         if got is None:
             return None
         nominated = self._take_place(ask, got.plan, got.freed)
-        evictions, whole, text = reclaim_evictions(got, ask.job, self.tree, self.clusters.names)
+        evictions, whole, text = reclaim_evictions(
+            got, ask.job, self.tree, self.clusters.names, self.snap.job_name
+        )
         self.evictions += evictions
         self.reclaims.victims += whole
         return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
@@ -296,7 +298,9 @@ class _Cycle:
             other.over_cap.clear()
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
-        evictions, whole, text = preemption_evictions(job, plan, self.tree, self.clusters.names)
+        evictions, whole, text = preemption_evictions(
+            job, plan, self.tree, self.clusters.names, self.snap.job_name
+        )
         self.evictions += evictions
         self.preempted += whole
         return text

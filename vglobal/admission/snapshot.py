@@ -200,6 +200,7 @@ class RunningJob:
     cards: tuple[tuple[str, CardUse], ...] = ()
     namespace: str = ""  # where its pods run (a pod anti-affinity term selects by namespace)
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
+    name: str = ""  # its name in its namespace, for the reasons that name it
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,18 @@ class Snapshot:
     pending: tuple[PendingJob, ...]
     running: tuple[RunningJob, ...] = ()
     policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
+    # namespace/name by uid, made on the first job_name() (only reasons that name a job ask)
+    _names: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def job_name(self, uid: str) -> str:
+        """A pending or running job as reasons and events name it: namespace/name (its uid if the
+        snapshot knows no name for it), as every command takes it."""
+        names = self._names
+        if not names:
+            jobs: tuple[PendingJob | RunningJob, ...] = (*self.pending, *self.running)
+            for j in jobs:
+                names[j.uid] = f"{j.namespace}/{j.name}" if j.name else j.uid
+        return names.get(uid, uid)
 
 
 @dataclass(frozen=True)

@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "6a49e59e09088722d667372ba404a079fcd2c3d3f253d9fb7854046336ed1192",
-        "cycle 2": "89283a3f97b2f3ba72cbfa28da8d24dec581a341710b663e2ddab45b2002d55c",
-        "cycle 3": "03c6dfed678e0fe044d2de94e1f29fdff391356f5ede724366db7cdc40d068cb",
-        "cycle 1 with an admission budget": "1ab0d41ac4cf092b8f1671481c879886ffa205a3cf7c8a34ff6f2970ce65a936",
+        "cycle 1": "2eaf4e8b8737816af5b76b02ecf4b6471ac54422a1fad2adf667ea2f4ac36ccd",
+        "cycle 2": "13da122126af2076ce6fc0cd9b9e09abe3e89dc2d6a1093c34ebe68338804eaa",
+        "cycle 3": "3c294e4bf1eea69a232a03132b8ae30b6c83257d72fb1ddd68b6554f9a71a209",
+        "cycle 1 with an admission budget": "ed8f37447dadbbe0b366c4ba2c2ecd7407c34140f95a1b2c016624a8663c6e00",
     },
     "reclaim": {
-        "cycle 1": "2b9dbf91c5372c0a67a6e960895184b0bf31ffc94aa86526025e9fc14db6f72d",
-        "cycle 2": "b868534463bbf07d19664b928ac07a3ff46f2c4a3268b06a34462a3b98931fd7",
-        "cycle 3": "a527d551892f6ebb887e7a9277b69911acf01d7271e53267026418bf9b040067",
+        "cycle 1": "f384b315ce22060676f537b1f57119fe57164401ee5efdbee9edc13036160aa6",
+        "cycle 2": "f7d6d33cd2c45bfd537fc8ec83ff54c7faaa70afd23a81aaf401b8978ef56647",
+        "cycle 3": "72ead95b010d513808a5eca816e61319e3ed6212f56d915e509faa9cb4cb8473",
     },
     "topology": {
-        "cycle 1": "121ec811694c57d010f98a637c5324a3b0bd23ef1494c816936fc39fb122c46b",
-        "cycle 2": "77dc73534f5d4aea5fbffb3773282be8e598c3db8fea84913c187f0887496009",
-        "cycle 3": "b300b3442907a85e357b938cb0b70312e2e14f6c55f001fefbfe50529ae31e6d",
+        "cycle 1": "2351bfcc85be9041267b11b958d745b1503e3a72051c512ff5e6b8f34b8f87b4",
+        "cycle 2": "04218d3ebd0e2c7db13bbb7815da0cced3183d46a1793a599cce4e6424c68fd2",
+        "cycle 3": "f2fb8457b3beca78ffeb5145830bda3af7206e8ba84dfd9a5c5df00525f79a49",
     },
     "guarantee": {
-        "cycle 1": "9fd77aaaca0422589a6e49a24b21717b6996cac6818f648b241bb7f0779ccf19",
-        "cycle 2": "cf22f70772d26f72bd41a8c777b61b72d809957e346c3fa1c7878df1e8aa8bde",
-        "cycle 3": "5960777b96cfb2c495934d2c107903c4c82dcedf033633c14d1021ad143c3087",
+        "cycle 1": "9497ec2ac4960e0d288f4a92a21c6c122408aeb930f3dc7886ceb47c922a75e0",
+        "cycle 2": "238792c01ffc869fb006a5d40c59f64cb8e8496d71db67cd7608700e81d1e765",
+        "cycle 3": "f6fd480022ecfe44880c225d17d69667cd3b5f78a356d7a29d99cf7b5a56e8c3",
     },
 }
 

@@ -1,15 +1,16 @@
 """Wait reasons that point the right way: the best candidate named is the cluster closest to
-holding the gang on the resources it asks for; a pod no node could ever hold says so."""
+holding the gang on the resources it asks for; a pod no node could ever hold says so; jobs are named by namespace/name."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from tests.unit.admission.builders import cluster, gpus, job, reason, res
-from vglobal.admission import ClusterSnap, NodeSnap, QueueSnap, Snapshot, Wait, admit
+from vglobal.admission import Admit, ClusterSnap, NodeSnap, QueueSnap, RunningJob, Snapshot, Wait, admit
 from vglobal.hub.dispatch.metrics import waiting_counts
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
+from vglobal.sim.rounds import AdmissionRounds
 
 Q = (QueueSnap("q"),)
 
@@ -103,3 +104,50 @@ def test_a_pod_no_node_holds_all_of_at_once_never_fits() -> None:
     assert reason(result, "j").startswith(
         "can never fit today: needs {cpu: 64, nvidia.com/gpu: 16} per pod, no node has all of it at once"
     )
+
+
+# --- jobs named as every command takes them ----------------------------------------------------
+def _full(name: str) -> ClusterSnap:
+    cpu4 = ResourceVector({"cpu": 4_000})
+    return ClusterSnap(name, {}, (NodeSnap(f"{name}-n0", ResourceVector({"cpu": 0}), cpu4),))
+
+
+def _victim(queue: str, priority: int = 0) -> RunningJob:
+    cpu4 = ResourceVector({"cpu": 4_000})
+    return RunningJob(
+        uid="be1dec67-0000",
+        queue=queue,
+        cluster="c",
+        priority=priority,
+        created=0.0,
+        request=cpu4,
+        placements={"c-n0": cpu4},
+        running_since=0.0,
+        namespace="default",
+        name="train-3",
+    )
+
+
+def test_a_preemption_names_its_victim_and_preemptor_by_namespace_and_name() -> None:
+    pending = replace(
+        job("a7f3-0000", "q", ResourceVector({"cpu": 4_000}), priority=100), name="big", namespace="ml"
+    )
+    result = admit(Snapshot(0, Q, (_full("c"),), (pending,), (_victim("q"),)))
+    d = result.decisions["a7f3-0000"]
+    assert isinstance(d, Admit) and "evicting job default/train-3;" in d.preempting
+    (taken,) = result.reclaims
+    assert taken.victim_uid == "be1dec67-0000"  # what the hub acts on stays the uid
+    assert "for job ml/big of priority 100" in taken.reason and "0000" not in taken.reason
+
+
+def test_a_reclaim_names_its_victims_and_reclaimer_by_namespace_and_name() -> None:
+    # a alone deserves everything and fills c; b arrives: a's newest job (uid a3) is reclaimed
+    first = [job(f"a{i}", "a", gpus(8), created=i) for i in range(4)]
+    first[3] = replace(first[3], name="train-3", namespace="default")
+    sim = AdmissionRounds.of([QueueSnap("a"), QueueSnap("b")], [cluster("c", 4, gpus(8))], first)
+    sim.step()
+    sim.submit(replace(job("b0", "b", gpus(8)), name="small", namespace="ml"))
+    result = sim.step()
+    assert "reclaiming 1 job on c (default/train-3)" in reason(result, "b0")
+    (taken,) = result.reclaims
+    assert taken.victim_uid == "a3" and "reclaimed for job ml/small of queue b" in taken.reason

@@ -98,13 +98,15 @@ class Reclaims:
         cluster = clusters.names[c]
         queue = self.tree.names[job.leaf]
         for v in victims:
-            reason = victim_reason(self.tree.names[v.queue], job.snap.uid, queue)
+            reason = victim_reason(self.tree.names[v.queue], self.snap.job_name(job.snap.uid), queue)
             self.victims.append(Reclaim(v.uid, cluster, job.snap.uid, reason))
         planned = leaf.planned or [0] * self.index.size
         leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
         return Wait(
             WaitKind.Reclaiming,
-            reclaiming_reason(queue, cluster, [v.uid for v in victims], clusters.describe(job.gang)),
+            reclaiming_reason(
+                queue, cluster, [self.snap.job_name(v.uid) for v in victims], clusters.describe(job.gang)
+            ),
         )
 
 

@@ -94,6 +94,7 @@ class Starvation:
     def __init__(self, snapshot: Snapshot, clusters: Clusters, tree: QueueTree, index: ResourceIndex) -> None:
         self.now, self.after = snapshot.now, snapshot.policy.starvation_after
         self.clusters, self.tree, self.index = clusters, tree, index
+        self.name = snapshot.job_name  # a starving job as reasons name it
         self._behind: dict[tuple[str, str, str | None], Wait] = {}
 
     def starving(self, job: Job) -> bool:
@@ -135,7 +136,10 @@ class Starvation:
             got = Wait(
                 WaitKind.BehindStarving,
                 behind_reason(
-                    self.clusters.describe(job.gang), best, str(leaf.starving), self.tree.names[job.leaf]
+                    self.clusters.describe(job.gang),
+                    best,
+                    self.name(str(leaf.starving)),
+                    self.tree.names[job.leaf],
                 ),
             )
             self._behind[key] = got
@@ -155,7 +159,7 @@ class Starvation:
                     reserved_reason(
                         clusters.names[c],
                         clusters.describe(job.gang),
-                        leaf.held_for[c],
+                        self.name(leaf.held_for[c]),
                         self.tree.names[job.leaf],
                     ),
                 )
