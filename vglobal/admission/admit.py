@@ -262,7 +262,7 @@ class _Cycle:
             return None
         nominated = self._take_place(ask, got.plan, got.freed)
         evictions, whole, text = reclaim_evictions(
-            got, ask.job, self.tree, self.clusters.names, self.snap.job_name
+            got, ask.job, self.tree, self.clusters.names, self.snap.running_name
         )
         self.evictions += evictions
         self.reclaims.victims += whole
@@ -299,7 +299,7 @@ class _Cycle:
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
         evictions, whole, text = preemption_evictions(
-            job, plan, self.tree, self.clusters.names, self.snap.job_name
+            job, plan, self.tree, self.clusters.names, self.snap.running_name
         )
         self.evictions += evictions
         self.preempted += whole

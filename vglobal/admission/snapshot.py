@@ -211,18 +211,22 @@ class Snapshot:
     pending: tuple[PendingJob, ...]
     running: tuple[RunningJob, ...] = ()
     policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
-    # namespace/name by uid, made on the first job_name() (only reasons that name a job ask)
-    _names: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # running jobs by uid, made on the first running_name() (only a cycle with victims asks)
+    _running: dict[str, RunningJob] = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def job_name(self, uid: str) -> str:
-        """A pending or running job as reasons and events name it: namespace/name (its uid if the
-        snapshot knows no name for it), as every command takes it."""
-        names = self._names
-        if not names:
-            jobs: tuple[PendingJob | RunningJob, ...] = (*self.pending, *self.running)
-            for j in jobs:
-                names[j.uid] = f"{j.namespace}/{j.name}" if j.name else j.uid
-        return names.get(uid, uid)
+    def running_name(self, uid: str) -> str:
+        """A running job (a victim) as reasons name it (job_ref); its uid if it is not running."""
+        by_uid = self._running
+        if not by_uid:
+            by_uid.update((j.uid, j) for j in self.running)
+        job = by_uid.get(uid)
+        return uid if job is None else job_ref(job)
+
+
+def job_ref(job: PendingJob | RunningJob) -> str:
+    """A job as reasons and events name it, as every command takes it: namespace/name (its uid if
+    it has no name)."""
+    return f"{job.namespace}/{job.name}" if job.name else job.uid
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ class ChildRoom:
     def admissions(self, key: str) -> dict[str, Admit]:
         """The decision is kept: its victims are evicted, and each child admitted in their place
         says which victims, of which queue, in which cluster it waits for."""
-        names, out, name = self.clusters.names, {}, self.p.reclaims.snap.job_name
+        names, out, name = self.clusters.names, {}, self.p.reclaims.snap.running_name
         for t in self._taken:
             head = f"HyperJob {key}: child {t.job.snap.name} "
             if t.reclaimed is None:

@@ -24,7 +24,7 @@ from vglobal.admission.fit.node_mask import Usable
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job
 from vglobal.admission.share.tree import QueueTree
-from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
+from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot, job_ref
 from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
 
@@ -209,11 +209,11 @@ def reclaim_evictions(
     cluster, uid, queue = clusters[got.plan.cluster], job.snap.uid, tree.names[job.leaf]
     evictions, whole, parts = [], [], []
     for victim, pods in got.plan.pods.items():
-        why = victim_reason(tree.names[got.queue_of[victim]], name(uid), queue)
+        why = victim_reason(tree.names[got.queue_of[victim]], job_ref(job.snap), queue)
         evictions.append(Eviction(victim, cluster, tuple(pods), uid, why, reclaimed=True))
         parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {name(victim)}")
     for victim in got.plan.whole:
-        why = victim_reason(tree.names[got.queue_of[victim]], name(uid), queue)
+        why = victim_reason(tree.names[got.queue_of[victim]], job_ref(job.snap), queue)
         whole.append(Reclaim(victim, cluster, uid, why))
         parts.append(f"job {name(victim)}")
     return evictions, whole, reclaiming_pods_reason(queue, cluster, parts)
