@@ -88,6 +88,10 @@ def test_high_priority_job_preempts_surplus_pods_of_its_queue(system: System) ->
         events = c.explain_job("urgent").events
         preempting = [e.message for e in events if e.reason == "Preempting"]
         assert len(preempting) == 1 and "evicting 2 pods of" in preempting[0], preempting
+        # What a user reads names jobs as every command takes them: namespace/name, not the uid.
+        described = system.cli("describe", "job", "urgent").stdout
+        assert "evicting 2 pods of default/victim;" in described, described
+        assert c.get_job("victim").uid not in described
         # The victim: 2 of its pods were evicted, its PodEvicted policy restarted it in place, on
         # the same run (generation 1), and its gang of 2 runs beside the urgent job.
         victim = wait_for(
@@ -104,6 +108,7 @@ def test_high_priority_job_preempts_surplus_pods_of_its_queue(system: System) ->
         reasons = [(e.source, e.reason) for e in c.explain_job("victim").events]
         assert [r for s, r in reasons if r == "Preempted" and not s.startswith("agent/")] == ["Preempted"]
         assert ("agent/east", "RestartJob") in reasons
+        assert "for job default/urgent of priority 1000" in system.cli("describe", "job", "victim").stdout
         assert victim.retry_count == 1
     # Nothing ran twice: each job had one run, on east, and the cluster holds exactly 4 pods.
     jobs = {j["name"]: j for j in system.get_json("jobs")}

@@ -68,7 +68,7 @@ def test_a_hyperjob_names_each_child_waiting_for_a_preemption_and_its_cluster(
         assert hj.waiting_reason.startswith(
             f"HyperJob default/hj: child {child} admitted to east in place of"
         )
-        assert f"evicting job {d.job_uid}" in hj.waiting_reason, hj.waiting_reason
+        assert "evicting job default/victim;" in hj.waiting_reason, hj.waiting_reason
         assert names[other.job_uid] not in hj.waiting_reason  # its sibling waits for nothing
         # `vglobal describe hyperjob`: under the child, and as the HyperJob's Waiting line.
         out = Console(file=io.StringIO(), width=400)

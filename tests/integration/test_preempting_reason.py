@@ -60,7 +60,7 @@ def test_a_preemptor_names_its_victims_and_cluster_until_it_runs(hub: Hub, clien
         assert explained.reason_kind == "Preempting", explained.reason
         # the victim (taken whole here: the scripted agent reports no pod uids) and the cluster
         assert explained.reason.startswith("admitted to east in place of"), explained.reason
-        assert f"evicting job {d.job_uid}" in explained.reason, explained.reason
+        assert "evicting job default/victim;" in explained.reason, explained.reason  # by name, not uid
         # its pods run: the reason is no longer the preemption
         agent.accept(u.job_uid, u.generation)
         agent.status(u.job_uid, u.generation, "Running")

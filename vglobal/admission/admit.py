@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from functools import partial
 from itertools import repeat
 
 from vglobal.admission.explain import (
     budget_wait,
+    never_fit_pod_reason,
     no_fit_reason,
 )
+from vglobal.admission.fit.closest import never_fits
 from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.failures import FailureCache
 from vglobal.admission.fit.gang_fit import GangFit
@@ -73,7 +76,8 @@ class _Cycle:
         self.ledger = prep.ledger
         self.decisions, self.admitted = prep.ledger.decisions, prep.ledger.admitted
         self.leaves: dict[int, Leaf] = {}
-        self._no_fits: dict[tuple[str, str], Wait] = {}
+        self._no_fits: dict[tuple[str, bytes, str], Wait] = {}
+        self._nevers: dict[tuple[str, bytes], Wait | None] = {}
         self.devices = DeviceFit(self.clusters, prep.index, snapshot.running, prep.gang)
         self.fit = GangFit(prep, self.devices)  # the gang fit lone jobs and HyperJobs' children share
 
@@ -158,7 +162,7 @@ class _Cycle:
                 if (starving and leaf.starving is None) or (reclaims and self._may_reclaim(job, leaf)):
                     leaf.checked_at = charges
                     break
-                wait = self.starvation.behind(job, leaf, best) if starving else self._no_fit(job, best)
+                wait = self._behind(job, leaf, best) if starving else self._no_fit(job, best)
             if lowest is not None and job.snap.priority > lowest and self._may_preempt(job, leaf):
                 leaf.checked_at = -1  # _decide checks again and preempts
                 break
@@ -217,8 +221,9 @@ class _Cycle:
             leaf.reclaim_failed = True
         if self.starvation.starving(job):
             if leaf.starving is None:
-                return self.starvation.reserve(job, leaf, best, cards)
-            return self.starvation.behind(job, leaf, best)
+                got = self.starvation.reserve(job, leaf, best, cards)
+                return (got.kind == WaitKind.NeverFits and self._never(job)) or got
+            return self._behind(job, leaf, best)
         return self._no_fit(job, best)
 
     def _place(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
@@ -256,7 +261,9 @@ class _Cycle:
         if got is None:
             return None
         nominated = self._take_place(ask, got.plan, got.freed)
-        evictions, whole, text = reclaim_evictions(got, ask.job, self.tree, self.clusters.names)
+        evictions, whole, text = reclaim_evictions(
+            got, ask.job, self.tree, self.clusters.names, self.snap.running_name
+        )
         self.evictions += evictions
         self.reclaims.victims += whole
         return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
@@ -291,17 +298,38 @@ class _Cycle:
             other.over_cap.clear()
 
     def _record_preemption(self, job: Job, plan: Plan) -> str:
-        evictions, whole, text = preemption_evictions(job, plan, self.tree, self.clusters.names)
+        evictions, whole, text = preemption_evictions(
+            job, plan, self.tree, self.clusters.names, self.snap.running_name
+        )
         self.evictions += evictions
         self.preempted += whole
         return text
 
     def _no_fit(self, job: Job, best: str) -> Wait:
-        key = (job.gang.tag, best)
+        key = (job.gang.tag, job.cand.key, best)
         got = self._no_fits.get(key)
         if got is None:
-            got = Wait(WaitKind.NoFit, no_fit_reason(self.clusters.describe(job.gang), best))
+            plain = Wait(WaitKind.NoFit, no_fit_reason(self.clusters.describe(job.gang), best))
+            got = self._never(job) or plain
             self._no_fits[key] = got
+        return got
+
+    def _behind(self, job: Job, leaf: Leaf, best: str) -> Wait:
+        return self._never(job) or self.starvation.behind(job, leaf, best)
+
+    def _never(self, job: Job) -> Wait | None:
+        """NeverFits when a pod of the gang fits no node its candidates let it use, even empty:
+        waiting changes nothing until the nodes do (judged on allocatable)."""
+        key = (job.gang.tag, job.cand.key)
+        if key in self._nevers:
+            return self._nevers[key]
+        aff = job.affinity
+        allowed = None if aff is None else partial(self.fit.prep.nodegroups.allowed, aff)
+        short = never_fits(self.clusters, job.cand, job.gang, allowed)
+        got = None if short is None else Wait(
+            WaitKind.NeverFits, never_fit_pod_reason(short, self.clusters.describe(job.gang))
+        )
+        self._nevers[key] = got
         return got
 
 

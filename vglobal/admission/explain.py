@@ -161,6 +161,12 @@ def never_fits_reason(head: str) -> str:
     return f"{head}; no candidate cluster could hold it even when empty"
 
 
+def never_fit_pod_reason(short: str, gang: str) -> str:
+    """`short` says which pod no node could ever hold ("needs 16 nvidia.com/gpu per pod, the
+    largest node has 8"): waiting changes nothing until nodes change."""
+    return f"can never fit today: {short}; gang: {gang}"
+
+
 def victim_reason(victim_queue: str, uid: str, queue: str) -> str:
     return (
         f"queue {victim_queue} is above its deserved share; reclaimed for job {uid} of queue {queue}, "

@@ -258,6 +258,7 @@ def admitted_job(
             pinned=f.pinned,
             namespace=f.namespace,
             anti_affinity=f.anti_affinity,
+            name=f.name,
         )
     return Admitted(charged, ran, running)
 

@@ -200,6 +200,7 @@ class RunningJob:
     cards: tuple[tuple[str, CardUse], ...] = ()
     namespace: str = ""  # where its pods run (a pod anti-affinity term selects by namespace)
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
+    name: str = ""  # its name in its namespace, for the reasons that name it
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,22 @@ class Snapshot:
     pending: tuple[PendingJob, ...]
     running: tuple[RunningJob, ...] = ()
     policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
+    # running jobs by uid, made on the first running_name() (only a cycle with victims asks)
+    _running: dict[str, RunningJob] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def running_name(self, uid: str) -> str:
+        """A running job (a victim) as reasons name it (job_ref); its uid if it is not running."""
+        by_uid = self._running
+        if not by_uid:
+            by_uid.update((j.uid, j) for j in self.running)
+        job = by_uid.get(uid)
+        return uid if job is None else job_ref(job)
+
+
+def job_ref(job: PendingJob | RunningJob) -> str:
+    """A job as reasons and events name it, as every command takes it: namespace/name (its uid if
+    it has no name)."""
+    return f"{job.namespace}/{job.name}" if job.name else job.uid
 
 
 @dataclass(frozen=True)

@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "831e1c3ecfcee03493829b0ed5971b5b97b96a3281ec7499f8efc908a8db136e",
-        "cycle 2": "7ae92fde9a59b5034cddf2bb51714cad45601f803a4a9fca0ff3786c7dff6c5a",
-        "cycle 3": "df5ead53bec9a07efdd9ff0d6496543bd5386a74560cd14e7d87a0c961690e44",
-        "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
+        "cycle 1": "2eaf4e8b8737816af5b76b02ecf4b6471ac54422a1fad2adf667ea2f4ac36ccd",
+        "cycle 2": "13da122126af2076ce6fc0cd9b9e09abe3e89dc2d6a1093c34ebe68338804eaa",
+        "cycle 3": "3c294e4bf1eea69a232a03132b8ae30b6c83257d72fb1ddd68b6554f9a71a209",
+        "cycle 1 with an admission budget": "ed8f37447dadbbe0b366c4ba2c2ecd7407c34140f95a1b2c016624a8663c6e00",
     },
     "reclaim": {
-        "cycle 1": "ee476ae4f6808ac1ca4beba8db5dba9c462a7ca2745f83ecc5d06d424164c523",
-        "cycle 2": "79250b3040454dc193760fe459fbaed635569bb4bbe92cb45bd144f38f9c5fb8",
-        "cycle 3": "39d3f472a273dc3d1a00fcbc3f7688ce57ee4f89582609d9dad73b2fd0413bcf",
+        "cycle 1": "f384b315ce22060676f537b1f57119fe57164401ee5efdbee9edc13036160aa6",
+        "cycle 2": "f7d6d33cd2c45bfd537fc8ec83ff54c7faaa70afd23a81aaf401b8978ef56647",
+        "cycle 3": "72ead95b010d513808a5eca816e61319e3ed6212f56d915e509faa9cb4cb8473",
     },
     "topology": {
-        "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
-        "cycle 2": "807e7da67a33008c8b415b3bb4d2f631daa181607adca08a4b1612b25e20d2e7",
-        "cycle 3": "10f8dd1306320f4f1232a1abc9b482513724b4e9c2d73d6f8076d739cd683388",
+        "cycle 1": "2351bfcc85be9041267b11b958d745b1503e3a72051c512ff5e6b8f34b8f87b4",
+        "cycle 2": "04218d3ebd0e2c7db13bbb7815da0cced3183d46a1793a599cce4e6424c68fd2",
+        "cycle 3": "f2fb8457b3beca78ffeb5145830bda3af7206e8ba84dfd9a5c5df00525f79a49",
     },
     "guarantee": {
-        "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",
-        "cycle 2": "cf22f70772d26f72bd41a8c777b61b72d809957e346c3fa1c7878df1e8aa8bde",
-        "cycle 3": "100c0327c6106889f8d92bcf5a944c2cb0d03b59a2ffff684ca3527ba2771d5d",
+        "cycle 1": "9497ec2ac4960e0d288f4a92a21c6c122408aeb930f3dc7886ceb47c922a75e0",
+        "cycle 2": "238792c01ffc869fb006a5d40c59f64cb8e8496d71db67cd7608700e81d1e765",
+        "cycle 3": "f6fd480022ecfe44880c225d17d69667cd3b5f78a356d7a29d99cf7b5a56e8c3",
     },
 }
 

@@ -32,10 +32,10 @@ def test_starving_big_job_reserves_capacity_against_its_own_queue_only() -> None
     assert admitted(result) == {}
     assert "waiting 690s (over 600s): capacity {nvidia.com/gpu: 8} reserved on c" in reason(result, "big")
     assert reason(result, "s1") == (
-        "capacity on c that fits gang 1 pod x {nvidia.com/gpu: 4} is reserved for the starving job big of queue q"
+        "capacity on c that fits gang 1 pod x {nvidia.com/gpu: 4} is reserved for the starving job ns/big of queue q"
     )
     # one reservation per queue: the next starving job of q waits behind it
-    assert reason(result, "big2").endswith("starving, but queued behind the starving job big of queue q")
+    assert reason(result, "big2").endswith("starving, but queued behind the starving job ns/big of queue q")
     # another queue's job is not held back by q's reservation
     sim.submit(job("x0", "x", gpus(4), created=700))
     assert admitted(sim.step()) == {"x0": "c"}
@@ -62,7 +62,7 @@ def test_reclaim_takes_newest_lowest_priority_jobs_down_to_deserved() -> None:
     # one reclaim per queue and cycle; a3 is the newest of the lowest priority
     assert [(r.victim_uid, r.for_uid) for r in result.reclaims] == [("a3", "b00")]
     assert reason(result, "b00") == (
-        "queue b is below its deserved share: reclaiming 1 job on c (a3); gang 1 pod x {nvidia.com/gpu: 8} "
+        "queue b is below its deserved share: reclaiming 1 job on c (ns/a3); gang 1 pod x {nvidia.com/gpu: 8} "
         "is admitted once they stop"
     )
     result = sim.step()

@@ -14,10 +14,12 @@ stays on the plain placement path. Other nodes of a candidate cluster are held a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import numpy as np
 
-from vglobal.admission.fit.gang import PreparedGang, pack
+from vglobal.admission.fit.closest import closest
+from vglobal.admission.fit.gang import PreparedGang
 from vglobal.admission.fit.node_mask import BLOCKED
 from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows
 from vglobal.admission.snapshot import ROOT, QueueSnap
@@ -108,12 +110,7 @@ class NodeGroups:
         if not cand.ids:
             return f"no candidate cluster; {cand.note}"
         wanted = sum(s.count for s in gang.shapes)
-        best = (-1, 0)
-        for c in cand.ids:
-            placed, _ = pack(self.clusters.free(c)[self.allowed(aff, c)], gang.shapes)
-            if placed > best[0]:
-                best = (placed, c)
-        placed, c = best
+        c, placed = closest(self.clusters, cand, gang, partial(self.allowed, aff))
         name = self.clusters.names[c]
         return f"best: the allowed nodes of {name} can hold {placed} of the {wanted} pods; {cand.note}"
 

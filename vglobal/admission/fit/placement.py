@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
+from vglobal.admission.fit.closest import closest
 from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.ledger import Ledger, Undo
@@ -454,12 +455,7 @@ class Clusters:
         if not cand.ids:
             return f"no candidate cluster; {cand.note}" if cand.note else "no candidate cluster"
         wanted = sum(s.count for s in gang.shapes)
-        best = (-1, 0)
-        for c in cand.ids:
-            placed, _ = pack(self.free(c), gang.shapes)
-            if placed > best[0]:
-                best = (placed, c)
-        placed, c = best
+        c, placed = closest(self, cand, gang)
         first = gang.shapes[0] if gang.shapes else None
         text = f"best: {self.names[c]} can hold {placed} of the {wanted} pods"
         if first is not None and first.dims.size:

@@ -180,14 +180,14 @@ class ChildRoom:
     def admissions(self, key: str) -> dict[str, Admit]:
         """The decision is kept: its victims are evicted, and each child admitted in their place
         says which victims, of which queue, in which cluster it waits for."""
-        names, out = self.clusters.names, {}
+        names, out, name = self.clusters.names, {}, self.p.reclaims.snap.running_name
         for t in self._taken:
             head = f"HyperJob {key}: child {t.job.snap.name} "
             if t.reclaimed is None:
-                evictions, whole, text = preemption_evictions(t.job, t.plan, self.tree, names)
+                evictions, whole, text = preemption_evictions(t.job, t.plan, self.tree, names, name)
                 admit = Admit(names[t.plan.cluster], preempting=head + text, nominated=t.nominated)
             else:
-                evictions, whole, text = reclaim_evictions(t.reclaimed, t.job, self.tree, names)
+                evictions, whole, text = reclaim_evictions(t.reclaimed, t.job, self.tree, names, name)
                 admit = Admit(names[t.plan.cluster], reclaiming=head + text, nominated=t.nominated)
             self.evictions += evictions
             self.whole += whole

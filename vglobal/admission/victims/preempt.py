@@ -27,7 +27,7 @@ from vglobal.admission.fit.node_mask import EVERYWHERE, Usable
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job
 from vglobal.admission.share.tree import QueueTree
-from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, RunningPod, Snapshot
+from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, RunningPod, Snapshot, job_ref
 from vglobal.admission.victims.ask import Ask
 from vglobal.model.resources import ResourceVector
 
@@ -175,19 +175,19 @@ class Preemptions:
 
 
 def preemption_evictions(
-    job: Job, plan: Plan, tree: QueueTree, clusters: Sequence[str]
+    job: Job, plan: Plan, tree: QueueTree, clusters: Sequence[str], name: Callable[[str], str] = str
 ) -> tuple[list[Eviction], list[Reclaim], str]:
     """The plan's evictions and whole victims, each saying why, and the sentence of the
-    preemptor's admission (naming its victims and cluster)."""
+    preemptor's admission (naming its victims and cluster; ``name`` words a job's uid)."""
     cluster, uid, queue = clusters[plan.cluster], job.snap.uid, tree.names[job.leaf]
-    why = f"preempted in queue {queue} for job {uid} of priority {job.snap.priority}"
+    why = f"preempted in queue {queue} for job {job_ref(job.snap)} of priority {job.snap.priority}"
     evictions, whole, parts = [], [], []
     for victim, pods in plan.pods.items():
         evictions.append(Eviction(victim, cluster, tuple(pods), uid, why))
-        parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {victim}")
+        parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {name(victim)}")
     for victim in plan.whole:
         whole.append(Reclaim(victim, cluster, uid, why, preempted=True))
-        parts.append(f"job {victim}")
+        parts.append(f"job {name(victim)}")
     return evictions, whole, preempting_reason(queue, cluster, parts)
 
 

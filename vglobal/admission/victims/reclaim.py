@@ -11,7 +11,7 @@ from vglobal.admission.fit.index import FloatArray, ResourceIndex
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
 from vglobal.admission.share.tree import QueueTree
-from vglobal.admission.snapshot import Reclaim, Snapshot, Wait
+from vglobal.admission.snapshot import Reclaim, Snapshot, Wait, job_ref
 from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
 from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
@@ -98,13 +98,15 @@ class Reclaims:
         cluster = clusters.names[c]
         queue = self.tree.names[job.leaf]
         for v in victims:
-            reason = victim_reason(self.tree.names[v.queue], job.snap.uid, queue)
+            reason = victim_reason(self.tree.names[v.queue], job_ref(job.snap), queue)
             self.victims.append(Reclaim(v.uid, cluster, job.snap.uid, reason))
         planned = leaf.planned or [0] * self.index.size
         leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
         return Wait(
             WaitKind.Reclaiming,
-            reclaiming_reason(queue, cluster, [v.uid for v in victims], clusters.describe(job.gang)),
+            reclaiming_reason(
+                queue, cluster, [self.snap.running_name(v.uid) for v in victims], clusters.describe(job.gang)
+            ),
         )
 
 

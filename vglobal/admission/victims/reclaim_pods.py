@@ -13,7 +13,7 @@ cluster's free capacity plus what they hold, and those that later ones made need
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
@@ -24,7 +24,7 @@ from vglobal.admission.fit.node_mask import Usable
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job
 from vglobal.admission.share.tree import QueueTree
-from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot
+from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot, job_ref
 from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
 
@@ -202,18 +202,18 @@ def _may_lose(
 
 
 def reclaim_evictions(
-    got: PodPlan, job: Job, tree: QueueTree, clusters: Sequence[str]
+    got: PodPlan, job: Job, tree: QueueTree, clusters: Sequence[str], name: Callable[[str], str] = str
 ) -> tuple[list[Eviction], list[Reclaim], str]:
     """The plan's evictions and whole victims, each saying why, and the sentence of the
-    reclaimer's admission."""
+    reclaimer's admission (``name`` words a job's uid)."""
     cluster, uid, queue = clusters[got.plan.cluster], job.snap.uid, tree.names[job.leaf]
     evictions, whole, parts = [], [], []
     for victim, pods in got.plan.pods.items():
-        why = victim_reason(tree.names[got.queue_of[victim]], uid, queue)
+        why = victim_reason(tree.names[got.queue_of[victim]], job_ref(job.snap), queue)
         evictions.append(Eviction(victim, cluster, tuple(pods), uid, why, reclaimed=True))
-        parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {victim}")
+        parts.append(f"{len(pods)} pod{'s' if len(pods) != 1 else ''} of {name(victim)}")
     for victim in got.plan.whole:
-        why = victim_reason(tree.names[got.queue_of[victim]], uid, queue)
+        why = victim_reason(tree.names[got.queue_of[victim]], job_ref(job.snap), queue)
         whole.append(Reclaim(victim, cluster, uid, why))
-        parts.append(f"job {victim}")
+        parts.append(f"job {name(victim)}")
     return evictions, whole, reclaiming_pods_reason(queue, cluster, parts)

@@ -25,7 +25,7 @@ from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.prepare import Job, Leaf
 from vglobal.admission.share.tree import QueueTree
-from vglobal.admission.snapshot import Snapshot, Wait
+from vglobal.admission.snapshot import Snapshot, Wait, job_ref
 from vglobal.model.reasons import WaitKind
 
 
@@ -94,6 +94,7 @@ class Starvation:
     def __init__(self, snapshot: Snapshot, clusters: Clusters, tree: QueueTree, index: ResourceIndex) -> None:
         self.now, self.after = snapshot.now, snapshot.policy.starvation_after
         self.clusters, self.tree, self.index = clusters, tree, index
+        self._names: dict[str, str] = {}  # uid -> job_ref of the starving jobs that reserve
         self._behind: dict[tuple[str, str, str | None], Wait] = {}
 
     def starving(self, job: Job) -> bool:
@@ -114,6 +115,7 @@ class Starvation:
         leaf.held[c] = found
         leaf.held_for[c] = job.snap.uid
         leaf.starving = job.snap.uid
+        self._names[job.snap.uid] = job_ref(job.snap)
         held = fmt_row(self.index, job.gang.total.tolist())
         return Wait(
             WaitKind.Starving,
@@ -127,6 +129,9 @@ class Starvation:
             ),
         )
 
+    def _name(self, uid: str) -> str:
+        return self._names.get(uid, uid)
+
     def behind(self, job: Job, leaf: Leaf, best: str) -> Wait:
         """A starving job of a queue that already holds a reservation for an earlier one."""
         key = (job.gang.tag, best, leaf.starving)
@@ -135,7 +140,10 @@ class Starvation:
             got = Wait(
                 WaitKind.BehindStarving,
                 behind_reason(
-                    self.clusters.describe(job.gang), best, str(leaf.starving), self.tree.names[job.leaf]
+                    self.clusters.describe(job.gang),
+                    best,
+                    self._name(str(leaf.starving)),
+                    self.tree.names[job.leaf],
                 ),
             )
             self._behind[key] = got
@@ -155,7 +163,7 @@ class Starvation:
                     reserved_reason(
                         clusters.names[c],
                         clusters.describe(job.gang),
-                        leaf.held_for[c],
+                        self._name(leaf.held_for[c]),
                         self.tree.names[job.leaf],
                     ),
                 )
