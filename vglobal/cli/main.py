@@ -17,6 +17,7 @@ from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_cmd import hub
 from vglobal.cli.hyperjobs import hyperjob_group
 from vglobal.cli.job_cmd import job_group
+from vglobal.cli.logs_cmd import logs
 from vglobal.cli.workflows import create_group, cronjob_group
 from vglobal.dial import Dial, DialError, read_token_file
 from vglobal.sdk import Client, VGlobalError
@@ -77,6 +78,7 @@ cli.add_command(hub)
 cli.add_command(apply)
 cli.add_command(get)
 cli.add_command(job_group)
+cli.add_command(logs)
 cli.add_command(hyperjob_group)
 
 
