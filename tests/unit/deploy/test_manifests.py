@@ -39,6 +39,7 @@ AGENT_PERMISSIONS = {
     ("", "pods"): {"create", "get", "list", "watch", "delete"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"get"},
+    ("", "pods/log"): {"get"},
     ("", "services"): {"create", "get", "delete"},
     ("", "configmaps"): {"create", "get", "delete"},
     ("", "namespaces"): {"get"},

@@ -10,7 +10,7 @@ refused as the API server refuses it).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 
 from vglobal.agent.backends.sim import SimBackend
@@ -24,16 +24,40 @@ LOG_ANNOTATION = "vglobal.io/sim-log"
 INTERVAL_ANNOTATION = "vglobal.io/sim-log-interval"
 DEFAULT_INTERVAL = 5.0
 MAX_WAIT = 1.0  # a follower looks again at least this often (the pod may end)
+MAX_GENERATED = 100_000  # lines generated per container at most
 
 
-def _interval(pod: PodManifest) -> float | None:
-    raw = pod.annotations.get(INTERVAL_ANNOTATION)
+def log_interval(annotations: Mapping[str, str]) -> float | None:
+    """Seconds between the generated lines (None: none are)."""
+    raw = annotations.get(INTERVAL_ANNOTATION)
     if raw:
         try:
             return max(0.05, parse_duration(raw))
         except ValueError:
             return None
-    return None if LOG_ANNOTATION in pod.annotations else DEFAULT_INTERVAL
+    return None if LOG_ANNOTATION in annotations else DEFAULT_INTERVAL
+
+
+def written(
+    annotations: Mapping[str, str], pod: str, node: str, started: float, end: float
+) -> list[tuple[float, str]]:
+    """Every (time, line) a container of these annotations that started at ``started`` wrote by
+    ``end`` (the API emulator's containers write the same)."""
+    out = [(started, line) for line in annotations.get(LOG_ANNOTATION, "").splitlines()]
+    every = log_interval(annotations)
+    if every is not None:
+        k = 1
+        while started + k * every <= end and k <= MAX_GENERATED:
+            out.append((started + k * every, f"{pod} on {node}: step {k}"))
+            k += 1
+    return out
+
+
+def stamped(t: float, line: str, timestamps: bool) -> str:
+    """The line as the API sends it, with ``timestamps`` after its RFC 3339 time."""
+    if not timestamps:
+        return line
+    return f"{datetime.fromtimestamp(t, UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')} {line}"
 
 
 def _container(pod: PodManifest, wanted: str) -> str:
@@ -50,14 +74,7 @@ def lines_until(pod: PodManifest, st: PodStatus, now: float) -> list[tuple[float
     if st.started is None:
         return []
     end = now if st.finished is None else min(now, st.finished)
-    out = [(st.started, line) for line in pod.annotations.get(LOG_ANNOTATION, "").splitlines()]
-    every = _interval(pod)
-    if every is not None:
-        k = 1
-        while st.started + k * every <= end and k <= 100_000:
-            out.append((st.started + k * every, f"{pod.name} on {st.node}: step {k}"))
-            k += 1
-    return out
+    return written(pod.annotations, pod.name, st.node or "", st.started, end)
 
 
 class SimLogReader:
@@ -87,7 +104,7 @@ class SimLogReader:
             first = [(t, x) for t, x in first if t >= now - req.since_seconds]
         if req.tail_lines:
             first = first[-req.tail_lines :]
-        yield [self._text(t, x, req.timestamps) for t, x in first]
+        yield [stamped(t, x, req.timestamps) for t, x in first]
         done = len(lines)
         while req.follow and st.phase not in FINISHED_POD_PHASES and not stop.wait(self._wait(pod)):
             found = self.backend.pod_named(req.namespace, req.pod)
@@ -96,17 +113,10 @@ class SimLogReader:
             st = found[1]
             lines = lines_until(pod, st, self.clock.now())
             if len(lines) > done:
-                yield [self._text(t, x, req.timestamps) for t, x in lines[done:]]
+                yield [stamped(t, x, req.timestamps) for t, x in lines[done:]]
                 done = len(lines)
 
     @staticmethod
     def _wait(pod: PodManifest) -> float:
-        every = _interval(pod)
+        every = log_interval(pod.annotations)
         return MAX_WAIT if every is None else min(every, MAX_WAIT)
-
-    @staticmethod
-    def _text(t: float, line: str, timestamps: bool) -> str:
-        if not timestamps:
-            return line
-        stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return f"{stamp} {line}"

@@ -1,0 +1,73 @@
+"""`vglobal logs` of a job on an emulated Kubernetes cluster (tests/kubeapi as its own process) with
+the kube backend's agent: the hub relays what the agent reads from pods/log, so the caller holds no
+credentials for the cluster; -f follows the lines the container writes; the API's refusals come
+back to the caller as the API words them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import System, wait_for
+from tests.e2e.streams import Stream
+from tests.kubeapi import EmulatorProcess
+
+pytestmark = pytest.mark.e2e
+
+JOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: kube-talker}
+spec:
+  minAvailable: 1
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      metadata:
+        annotations:
+          vglobal.io/sim-log: "model loaded\\nserving"
+          vglobal.io/sim-log-interval: 200ms
+      spec:
+        containers: [{name: app, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[EmulatorProcess]:
+    with EmulatorProcess(tmp_path / "kube-a.kubeconfig", "--name", "kube-a", "--nodes", "2") as emu:
+        yield emu
+
+
+def test_logs_of_a_job_on_a_kube_cluster(system: System, emulator: EmulatorProcess) -> None:
+    system.start_hub()
+    system.start_kube_agent("a", emulator.kubeconfig, "--lease-duration", "0")
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 60, "the cluster registered", system)
+    system.apply_text("kube-talker", JOB)
+    with system.client() as c:
+        job = wait_for(
+            lambda: (j := c.get_job("kube-talker")).phase == "Running" and j.placements and j,
+            60,
+            "the job to run",
+            system,
+        )
+    pod = job.placements[0].pod
+
+    out = system.cli("logs", "kube-talker", pod).stdout.splitlines()
+    assert out[:2] == ["model loaded", "serving"]
+    out = system.cli("logs", "kube-talker", "--tail", "1", "--timestamps", "--prefix").stdout.splitlines()
+    assert len(out) == 1 and out[0].startswith(f"[pod/{pod}] 20") and "Z " in out[0]
+
+    with Stream(system.target, "logs", "kube-talker", pod, "-f", "-c", "app") as follow:
+        first = follow.expect(lambda s: ": step " in s, "a step line")
+        k = int(first.rsplit(" ", 1)[1])
+        follow.expect(lambda s: s.endswith(f": step {k + 3}"), f"step {k + 3}, written after the call began")
+        assert follow.interrupt() == 0
+
+    res = system.cli("logs", "kube-talker", pod, "--previous", check=False)
+    assert res.returncode != 0
+    assert f'previous terminated container "app" in pod "{pod}" not found' in res.stderr
+    res = system.cli("logs", "kube-talker", pod, "-c", "sidecar", check=False)
+    assert res.returncode != 0 and f"container sidecar is not valid for pod {pod}" in res.stderr
