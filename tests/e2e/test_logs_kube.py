@@ -71,3 +71,39 @@ def test_logs_of_a_job_on_a_kube_cluster(system: System, emulator: EmulatorProce
     assert f'previous terminated container "app" in pod "{pod}" not found' in res.stderr
     res = system.cli("logs", "kube-talker", pod, "-c", "sidecar", check=False)
     assert res.returncode != 0 and f"container sidecar is not valid for pod {pod}" in res.stderr
+
+
+UNPULLABLE = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: bad-image}
+spec:
+  minAvailable: 1
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      spec:
+        containers: [{name: app, image: "registry.example/app:does-not-exist", resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_a_pod_whose_image_cannot_be_pulled_says_so_in_describe(
+    system: System, emulator: EmulatorProcess
+) -> None:
+    system.start_hub()
+    system.start_kube_agent("a", emulator.kubeconfig, "--lease-duration", "0")
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 60, "the cluster registered", system)
+    system.apply_text("bad-image", UNPULLABLE)
+    # The cause stays while the image cannot be pulled: waiting for it is waiting for a lasting state.
+    described = wait_for(
+        lambda: "ImagePullBackOff" in (out := system.cli("describe", "job", "bad-image").stdout) and out,
+        60,
+        "ImagePullBackOff in describe",
+        system,
+    )
+    assert 'pod bad-image-main-0: ImagePullBackOff: Back-off pulling image "registry.example/app:does-not-exist"' in (
+        " ".join(described.split())
+    )
+    res = system.cli("logs", "bad-image", "bad-image-main-0", check=False)
+    assert res.returncode != 0 and "is waiting to start: ImagePullBackOff" in res.stderr

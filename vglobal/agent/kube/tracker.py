@@ -481,4 +481,6 @@ def status_of(uid: str, rec: PodRecord, bind_to: str | None) -> PodStatus:
         node=rec.node or bind_to,
         exit_code=rec.exit_code,
         reason=rec.reason,
+        cause=rec.cause,
+        restarts=rec.restarts,
     )
