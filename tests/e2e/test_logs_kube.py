@@ -107,3 +107,61 @@ def test_a_pod_whose_image_cannot_be_pulled_says_so_in_describe(
     )
     res = system.cli("logs", "bad-image", "bad-image-main-0", check=False)
     assert res.returncode != 0 and "is waiting to start: ImagePullBackOff" in res.stderr
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inference}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: inference}
+  template:
+    metadata:
+      labels: {app: inference}
+      annotations: {vglobal.io/sim-log: "ready to serve"}
+    spec:
+      containers: [{name: server, image: x, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def test_a_deployments_pods_carry_their_real_names_and_their_logs_read_by_them(
+    system: System, emulator: EmulatorProcess
+) -> None:
+    from kubernetes import client
+
+    from tests.kubeapi import api_client
+
+    system.start_hub()
+    system.start_kube_agent("a", emulator.kubeconfig, "--lease-duration", "0")
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 60, "the cluster registered", system)
+    system.apply_text("inference", DEPLOYMENT)
+    with system.client() as c:
+        job = wait_for(
+            lambda: (j := c.get_job("inference")).phase == "Running"
+            and len(j.placements) == 2
+            and all(p.phase == "Running" and p.ip for p in j.placements)
+            and j,
+            60,
+            "both pods running with their IPs",
+            system,
+        )
+    api = api_client(emulator.kubeconfig)
+    try:
+        items = client.CoreV1Api(api).list_namespaced_pod("default", label_selector=f"vglobal.io/job-uid={job.uid}")
+    finally:
+        api.close()
+    real = {p.metadata.name: p.status.pod_ip for p in items.items}
+    assert len(real) == 2 and all(name.startswith("inference-") for name in real)
+
+    rows = [r for r in system.get_json("pods") if r["job"] == "inference"]
+    assert {r["name"]: r["ip"] for r in rows} == real
+    assert {r["cluster"] for r in rows} == {"kube-a"}
+    table = system.cli("get", "pods", "--job", "inference").stdout
+    assert all(name in table for name in real)
+    described = system.cli("describe", "job", "inference").stdout
+    assert all(name in described for name in real)
+
+    name = sorted(real)[0]
+    assert system.cli("logs", "inference", name).stdout.splitlines() == ["ready to serve"]

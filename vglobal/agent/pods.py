@@ -53,3 +53,5 @@ class PodStatus:
     # image ...", "OOMKilled, exit 137, restart 3"); "" when nothing is wrong.
     cause: str = ""
     restarts: int = 0
+    name: str = ""  # its name in the cluster when the cluster named it (a workload's pods)
+    ip: str = ""

@@ -58,6 +58,7 @@ class PodRecord:
     devices: str = ""  # volcano.sh/vgpu-ids-new: the vGPUs it was bound with (vgpu.grants_of)
     cause: str = ""  # why a container waits or last died (pod_cause)
     restarts: int = 0  # its containers' restarts
+    ip: str = ""  # status.podIP
 
     @property
     def key(self) -> tuple[str, str]:
@@ -166,6 +167,7 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         devices=str(annotations.get(vgpu.IDS_ANNOTATION, "")),
         cause=cause,
         restarts=restarts,
+        ip=str(status.get("podIP") or ""),
     )
 
 

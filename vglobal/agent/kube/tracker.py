@@ -483,4 +483,5 @@ def status_of(uid: str, rec: PodRecord, bind_to: str | None) -> PodStatus:
         reason=rec.reason,
         cause=rec.cause,
         restarts=rec.restarts,
+        ip=rec.ip,
     )

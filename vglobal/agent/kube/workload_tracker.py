@@ -269,6 +269,8 @@ class WorkloadTracker:
                 reason=rec.reason,
                 cause=rec.cause,
                 restarts=rec.restarts,
+                name=rec.name,
+                ip=rec.ip,
             )
 
     def _send_bind(self, slot: Slot) -> None:

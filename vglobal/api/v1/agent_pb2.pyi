@@ -623,6 +623,10 @@ class PodPlacement(_message.Message):
     TASK_FIELD_NUMBER: _builtins.int
     UID_FIELD_NUMBER: _builtins.int
     CARDS_FIELD_NUMBER: _builtins.int
+    NAME_IN_CLUSTER_FIELD_NUMBER: _builtins.int
+    IP_FIELD_NUMBER: _builtins.int
+    RESTARTS_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     """empty while the pod waits for a node"""
@@ -631,6 +635,14 @@ class PodPlacement(_message.Message):
     """the job's task the pod belongs to"""
     uid: _builtins.str
     """The agent's name for this incarnation of the pod (a replacement has another): what an Evict names."""
+    name_in_cluster: _builtins.str
+    """The pod as its cluster names it when that is not `pod` (a Deployment's pod is named by its
+    ReplicaSet: `infer-c79887b2d6-66r7j`), its IP, its containers' restarts, and why it does not
+    run as it should, as the cluster says ("ImagePullBackOff: ...", "OOMKilled, exit 137, restart 3").
+    """
+    ip: _builtins.str
+    restarts: _builtins.int
+    cause: _builtins.str
     @_builtins.property
     def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___CardUse]:
         """the GPU cards it holds (vGPU, MIG instance or whole GPU)"""
@@ -644,10 +656,14 @@ class PodPlacement(_message.Message):
         task: _builtins.str = ...,
         uid: _builtins.str = ...,
         cards: _abc.Iterable[Global___CardUse] | None = ...,
+        name_in_cluster: _builtins.str = ...,
+        ip: _builtins.str = ...,
+        restarts: _builtins.int = ...,
+        cause: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task", "uid", b"uid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "cause", b"cause", "ip", b"ip", "name_in_cluster", b"name_in_cluster", "node", b"node", "phase", b"phase", "pod", b"pod", "restarts", b"restarts", "task", b"task", "uid", b"uid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -165,10 +165,20 @@ class Placement(_message.Message):
     NODE_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
     TASK_FIELD_NUMBER: _builtins.int
+    NAME_IN_CLUSTER_FIELD_NUMBER: _builtins.int
+    IP_FIELD_NUMBER: _builtins.int
+    RESTARTS_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     phase: _builtins.str
     task: _builtins.str
+    name_in_cluster: _builtins.str
+    """the pod's name in its cluster when not `pod` (workload kinds)"""
+    ip: _builtins.str
+    restarts: _builtins.int
+    cause: _builtins.str
+    """why it does not run as it should, as its cluster says; "" when nothing is wrong"""
     def __init__(
         self,
         *,
@@ -176,10 +186,14 @@ class Placement(_message.Message):
         node: _builtins.str = ...,
         phase: _builtins.str = ...,
         task: _builtins.str = ...,
+        name_in_cluster: _builtins.str = ...,
+        ip: _builtins.str = ...,
+        restarts: _builtins.int = ...,
+        cause: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "ip", b"ip", "name_in_cluster", b"name_in_cluster", "node", b"node", "phase", b"phase", "pod", b"pod", "restarts", b"restarts", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

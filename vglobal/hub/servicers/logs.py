@@ -40,13 +40,15 @@ def _check(req: jobs_pb2.LogsRequest) -> None:
 
 
 def _pods(job: str, placements: tuple[PodPlacement, ...], req: jobs_pb2.LogsRequest) -> list[str]:
-    known = sorted(p.pod for p in placements)
+    """The pods to read, as their cluster names them (a workload's pods: not as the hub does)."""
+    known = sorted(p.real_name for p in placements)
     if req.pod:
-        if req.pod not in known:
+        found = next((p for p in placements if req.pod in (p.pod, p.real_name)), None)
+        if found is None:
             have = ", ".join(known[:10]) or "none reported yet"
             raise NotFound(f'pod: job {job} has no pod "{req.pod}" (its pods: {have})')
-        return [req.pod]
-    pods = sorted(p.pod for p in placements if not req.task or p.task == req.task)
+        return [found.real_name]
+    pods = sorted(p.real_name for p in placements if not req.task or p.task == req.task)
     if not pods:
         what = f'task "{req.task}" of job {job}' if req.task else f"job {job}"
         raise FailedPrecondition(f"{what} has no pods on its cluster yet")
