@@ -165,3 +165,6 @@ def test_a_deployments_pods_carry_their_real_names_and_their_logs_read_by_them(
 
     name = sorted(real)[0]
     assert system.cli("logs", "inference", name).stdout.splitlines() == ["ready to serve"]
+
+    # Messages name the object's own kind.
+    assert system.cli("cancel", "job", "inference").stdout.strip() == "deployment.apps/default/inference cancelled"
