@@ -20,7 +20,7 @@ import grpc
 from vglobal.api.v1 import agent_pb2
 from vglobal.hub.errors import Coded, TooLarge
 
-MAX_STREAMS_PER_CALLER = 16
+MAX_STREAMS_PER_CALLER = 64  # one caller following every pod of a 64-pod job
 QUEUE_CHUNKS = 256  # chunks buffered per request before the request is cut off
 
 
