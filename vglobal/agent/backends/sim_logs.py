@@ -24,6 +24,7 @@ LOG_ANNOTATION = "vglobal.io/sim-log"
 INTERVAL_ANNOTATION = "vglobal.io/sim-log-interval"
 DEFAULT_INTERVAL = 5.0
 MAX_WAIT = 1.0  # a follower looks again at least this often (the pod may end)
+MIN_WAIT = 0.2  # and at most this often: a fast writer's lines go out together, not one by one
 MAX_GENERATED = 100_000  # lines generated per container at most
 
 
@@ -119,4 +120,4 @@ class SimLogReader:
     @staticmethod
     def _wait(pod: PodManifest) -> float:
         every = log_interval(pod.annotations)
-        return MAX_WAIT if every is None else min(every, MAX_WAIT)
+        return MAX_WAIT if every is None else max(MIN_WAIT, min(every, MAX_WAIT))
