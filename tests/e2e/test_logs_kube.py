@@ -168,3 +168,45 @@ def test_a_deployments_pods_carry_their_real_names_and_their_logs_read_by_them(
 
     # Messages name the object's own kind.
     assert system.cli("cancel", "job", "inference").stdout.strip() == "deployment.apps/default/inference cancelled"
+
+
+def test_a_clusters_warning_about_a_pod_reaches_describe_once(system: System, emulator: EmulatorProcess) -> None:
+    from kubernetes import client
+
+    from tests.kubeapi import api_client
+
+    system.start_hub()
+    system.start_kube_agent("a", emulator.kubeconfig, "--lease-duration", "0")
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 60, "the cluster registered", system)
+    system.apply_text("kube-talker", JOB)
+    with system.client() as c:
+        job = wait_for(
+            lambda: (j := c.get_job("kube-talker")).phase == "Running" and j.placements and j, 60, "running", system
+        )
+    pod = job.placements[0].pod
+    api = api_client(emulator.kubeconfig)
+    try:
+        core = client.CoreV1Api(api)
+        for i in range(3):  # the kubelet says it again and again; the job hears it once
+            core.create_namespaced_event(
+                "default",
+                {
+                    "metadata": {"name": f"{pod}.mount{i}"},
+                    "involvedObject": {"kind": "Pod", "namespace": "default", "name": pod},
+                    "type": "Warning",
+                    "reason": "FailedMount",
+                    "message": 'MountVolume.SetUp failed for volume "data": configmap "settings" not found',
+                },
+            )
+    finally:
+        api.close()
+    said = f'pod {pod}: MountVolume.SetUp failed for volume "data": configmap "settings" not found'
+    with system.client() as c:
+        events = wait_for(
+            lambda: [e for e in c.explain_job("kube-talker").events if e.reason == "FailedMount"] or None,
+            60,
+            "FailedMount among the job's events",
+            system,
+        )
+    assert [e.message for e in events] == [said] and events[0].kind == "Warning"
+    assert "FailedMount" in system.cli("describe", "job", "kube-talker").stdout

@@ -43,7 +43,7 @@ AGENT_PERMISSIONS = {
     ("", "services"): {"create", "get", "delete"},
     ("", "configmaps"): {"create", "get", "delete"},
     ("", "namespaces"): {"get"},
-    ("", "events"): {"create"},
+    ("", "events"): {"create", "list", "watch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     **{
         (group, resource): {"create", "get", "list", "watch", "delete"}

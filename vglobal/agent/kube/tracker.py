@@ -453,6 +453,10 @@ class PodTracker:
         self._problem(job_uid, "event", err.reason or "ApiError", f"{what}: {err.message}")
         return False
 
+    def problem(self, job_uid: str, action: str, reason: str, message: str) -> None:
+        """What the cluster said of a job, for the next step (the cluster's Warning events too)."""
+        self._problem(job_uid, action, reason, message)
+
     def _problem(self, job_uid: str, action: str, reason: str, message: str) -> None:
         if action != "event":
             log.warning("job %s: %s: %s", job_uid, reason, message)
