@@ -85,7 +85,9 @@ class _CallDetails(_Details, grpc.ClientCallDetails):
     """The call details with one more metadata entry (grpc's own type is private)."""
 
 
-class _BearerInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+class _BearerInterceptor(
+    grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor, grpc.StreamStreamClientInterceptor
+):
     """Adds ``authorization: Bearer`` on a plaintext loopback channel (call credentials need TLS)."""
 
     def __init__(self, token: str) -> None:
@@ -96,6 +98,9 @@ class _BearerInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.StreamStreamClie
         return _CallDetails(d.method, d.timeout, metadata, d.credentials, d.wait_for_ready, d.compression)
 
     def intercept_unary_unary(self, continuation: Callable[..., Any], details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Callable[..., Any], details: Any, request: Any) -> Any:
         return continuation(self._details(details), request)
 
     def intercept_stream_stream(self, continuation: Callable[..., Any], details: Any, requests: Any) -> Any:

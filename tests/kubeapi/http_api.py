@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from tests.kubeapi import kinds, pod_subresources
+from tests.kubeapi import kinds, pod_logs, pod_subresources
 from tests.kubeapi.crud import DeleteOptions
 from tests.kubeapi.faults import RequestInfo
 from tests.kubeapi.kinds import Kind
@@ -265,8 +265,10 @@ class ApiHandler:
             on_open=lambda: srv.faults.record(request[INFO], 200),
         )
 
-    async def _get(self, request: web.BaseRequest, route: Route) -> web.Response:
+    async def _get(self, request: web.BaseRequest, route: Route) -> web.StreamResponse:
         assert route.kind is not None
+        if route.subresource == "log":
+            return await pod_logs.serve(request, self.server.api, route.namespace, route.name)
         if route.subresource not in ("", "status"):
             raise method_not_allowed(request.method)
         entry = self.server.store.table(route.kind).objects.get(

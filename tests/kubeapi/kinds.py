@@ -91,7 +91,7 @@ NAMESPACES = Kind(
 NODES = Kind(
     "", "v1", "nodes", "Node", False, frozenset({"status"}), _COMMON_FIELDS | {"spec.unschedulable"}, ("no",)
 )
-PODS = Kind("", "v1", "pods", "Pod", True, frozenset({"status", "binding", "eviction"}), POD_FIELDS, ("po",))
+PODS = Kind("", "v1", "pods", "Pod", True, frozenset({"status", "binding", "eviction", "log"}), POD_FIELDS, ("po",))
 SERVICES = Kind(
     "", "v1", "services", "Service", True, frozenset({"status"}), short_names=("svc",), dns_label_names=True
 )

@@ -5,7 +5,8 @@ deletions finish, and on request a node goes NotReady or has its pods evicted or
 
 A pod on a node that is missing or NotReady is left alone, as by a kubelet that is gone: it neither
 starts nor finishes, and its graceful deletion waits (a deletion with gracePeriodSeconds=0 still
-removes it)."""
+removes it). An image whose name contains ``does-not-exist`` cannot be pulled: the pod stays Pending
+with its containers waiting in ImagePullBackOff."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ KILLED = (
     137  # SIGKILL: what a container killed at the end of its grace period, evicted or OOM-killed exits with
 )
 EVICTED_MESSAGE = "The node was low on resource: memory. "
+UNPULLABLE = "does-not-exist"  # an image whose name holds this cannot be pulled (ImagePullBackOff)
 
 
 def node_ready(node: Obj | None) -> bool:
@@ -142,6 +144,9 @@ class Kubelet:
         pod, node = found
         if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Pending":
             return
+        if any(UNPULLABLE in str(c.get("image", "")) for c in pod["spec"]["containers"]):
+            self._pull_fails(pod)
+            return
         duration, _ = self._runtime(pod)
         now = rfc3339()
         host_ip = next(
@@ -191,6 +196,31 @@ class Kubelet:
         if duration is not None:
             self._ends[uid] = self.loop.time() + duration
             self._after(uid, duration, self._exit, (namespace, name, uid))
+
+    def _pull_fails(self, pod: Obj) -> None:
+        """The pod stays Pending with its containers waiting in ImagePullBackOff, as a kubelet that
+        cannot pull an image leaves it."""
+        waiting = [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {
+                    "waiting": {
+                        "reason": "ImagePullBackOff",
+                        "message": f'Back-off pulling image "{c.get("image", "")}"',
+                    }
+                },
+                "lastState": {},
+            }
+            for c in pod["spec"]["containers"]
+        ]
+        if (pod.get("status") or {}).get("containerStatuses") == waiting:
+            return
+        self._store_status(pod, {**pod["status"], "startTime": rfc3339(), "containerStatuses": waiting})
 
     @staticmethod
     def _running(container: Obj, started: str, restarts: int, last: Obj) -> Obj:

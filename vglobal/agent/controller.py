@@ -201,6 +201,10 @@ class JobController:
                 continue
             run.status[name] = now_status
             run.dirty = True
+            if now_status.cause != before.cause and now_status.cause and now_status.phase != PodPhase.Failed:
+                # the cluster says why the pod does not run as it should: the job's owner sees it
+                why = now_status.cause.split(":", 1)[0].split(",", 1)[0]
+                run.event("Warning", why, f"pod {name}: {now_status.cause}", self.clock.now())
             if now_status.phase in deadlines.STARTED and run.delayed:
                 run.delayed = deadlines.started(run.delayed, name)
             if now_status.phase == PodPhase.Failed and before.phase != PodPhase.Failed:

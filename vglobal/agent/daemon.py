@@ -16,8 +16,10 @@ from typing import Any
 
 from vglobal.agent.backends.sim import SimBackend
 from vglobal.agent.backends.sim_cluster import SimCluster, parse_sim_manifests
+from vglobal.agent.backends.sim_logs import SimLogReader
 from vglobal.agent.core import AgentCore
 from vglobal.agent.hub_link import HubLink, Inbox
+from vglobal.agent.logs import LogReader, LogServer
 from vglobal.agent.metrics import Observer, serve_metrics
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.api.v1 import agent_pb2 as pb
@@ -70,7 +72,14 @@ def run_agent(
     backend = SimBackend(cluster, name=name)
     runtime = ClusterRuntime(backend, RealClock(), load_conf(scheduler_conf), bind_timeout=bind_timeout)
     core = AgentCore(runtime, heartbeat_interval=heartbeat_interval)
-    serve(core, hub, stop=stop, cycle_interval=cycle_interval, metrics_listen=metrics_listen)
+    serve(
+        core,
+        hub,
+        stop=stop,
+        cycle_interval=cycle_interval,
+        metrics_listen=metrics_listen,
+        logs=SimLogReader(backend, RealClock()),
+    )
 
 
 def serve(
@@ -81,6 +90,7 @@ def serve(
     cycle_interval: float = 0.2,
     lost: threading.Event | None = None,
     metrics_listen: str | None = None,
+    logs: LogReader | None = None,
 ) -> None:
     """The agent's main loop over any backend: hub messages in, one cluster cycle every
     ``cycle_interval``, messages out; until ``stop`` (or ``lost``: another replica took over).
@@ -89,7 +99,8 @@ def serve(
     backend = core.runtime.backend
     dial = hub if isinstance(hub, Dial) else Dial(hub)
     inbox: Inbox = queue.Queue()
-    link = HubLink(dial, inbox, cluster=backend.cluster_name)
+    log_server = LogServer(logs) if logs is not None else None
+    link = HubLink(dial, inbox, cluster=backend.cluster_name, logs=log_server)
     log.info(
         "agent for cluster %s (%d nodes) connecting to %s%s",
         backend.cluster_name,
@@ -127,5 +138,7 @@ def serve(
             if observer is not None:
                 observer.observe(backend, core.runtime.live_grants())
     finally:
+        if log_server is not None:
+            log_server.stop_all()
         link.close()
         log.info("agent for cluster %s stopped", backend.cluster_name)

@@ -20,6 +20,7 @@ import grpc
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, wait_random_exponential
 
 from vglobal.agent import refusal
+from vglobal.agent.logs import LogServer
 from vglobal.api.v1 import agent_pb2 as pb
 from vglobal.api.v1 import agent_pb2_grpc as pb_grpc
 from vglobal.dial import Dial
@@ -51,6 +52,7 @@ class HubLink:
         backoff_max: float = 5.0,
         backoff_multiplier: float = 0.2,
         cluster: str = "",
+        logs: LogServer | None = None,
     ) -> None:
         self.dial = target if isinstance(target, Dial) else Dial(target)
         self.target = self.dial.target
@@ -58,6 +60,7 @@ class HubLink:
         self.backoff_max = backoff_max
         self.backoff_multiplier = backoff_multiplier
         self.cluster = cluster
+        self.logs = logs  # serves log requests on threads of its own, off the main loop
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._session = 0
@@ -153,9 +156,9 @@ class HubLink:
                         batches.set()
                 if kind == "batch":  # what one sync delivered: each handled as if sent alone
                     for inner in msg.batch.messages:
-                        self.inbox.put(("message", session, inner))
+                        self._take(session, inner)
                 else:
-                    self.inbox.put(("message", session, msg))
+                    self._take(session, msg)
         except grpc.RpcError as exc:
             if self._stop.is_set():
                 return
@@ -169,11 +172,25 @@ class HubLink:
                 self._outbox = None
                 self._call = None
             outbox.put(None)
+            if self.logs is not None:
+                self.logs.session_ended(session)
             call.cancel()
             channel.close()
             self.inbox.put(("disconnected", session, None))
         if not registered and not self._stop.is_set():
             raise StreamLost("the hub closed the stream before registering this agent")
+
+    def _take(self, session: int, msg: pb.HubMessage) -> None:
+        """Log requests go to the log server at once; the rest to the main loop."""
+        if msg.WhichOneof("body") in ("log_request", "log_cancel"):
+            if self.logs is not None:
+                self.logs.handle(session, msg, self.send)
+            elif msg.HasField("log_request"):
+                rid = msg.log_request.request_id
+                end = pb.LogChunk(request_id=rid, eof=True, error="this agent serves no logs")
+                self.send(session, pb.AgentMessage(log_chunk=end))
+            return
+        self.inbox.put(("message", session, msg))
 
     @staticmethod
     def _requests(

@@ -49,3 +49,9 @@ class PodStatus:
     started: float | None = None
     finished: float | None = None
     reason: str = ""  # why it ended, as the cluster says (Evicted, OOMKilled, Error)
+    # Why it does not run as it should, as the cluster says ("ImagePullBackOff: Back-off pulling
+    # image ...", "OOMKilled, exit 137, restart 3"); "" when nothing is wrong.
+    cause: str = ""
+    restarts: int = 0
+    name: str = ""  # its name in the cluster when the cluster named it (a workload's pods)
+    ip: str = ""

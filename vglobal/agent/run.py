@@ -126,9 +126,11 @@ class JobRun:
         """Every pod with its task, node and phase, in task then index order."""
         order = {t.name: i for i, t in enumerate(self.job.tasks)}
         pods = sorted(self.pods.values(), key=lambda p: (order.get(p.task, 0), p.index))
-        return [
-            PodPlacement(
-                p.name, p.task, self.status[p.name].node or "", str(self.status[p.name].phase), p.uid
-            )
-            for p in pods
-        ]
+        out = []
+        for p in pods:
+            st = self.status[p.name]
+            real = st.name if st.name and st.name != p.name else ""
+            node, phase = st.node or "", str(st.phase)
+            more = (real, st.ip, st.restarts, st.cause)
+            out.append(PodPlacement(p.name, p.task, node, phase, p.uid, (), *more))
+        return out

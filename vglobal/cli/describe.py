@@ -89,7 +89,11 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
     if job.placements:
         console.print(_pods_heading(job), highlight=False)
         for p in job.placements:
-            console.print(f"  {p.pod}  {p.task or '-'}  {p.node or '-'}  {p.phase}", highlight=False)
+            more = f"  {p.ip}" if p.ip else ""
+            more += f"  restarts {p.restarts}" if p.restarts else ""
+            more += f"  {p.cause}" if p.cause else ""
+            name = p.name_in_cluster or p.pod
+            console.print(f"  {name}  {p.task or '-'}  {p.node or '-'}  {p.phase}{more}", highlight=False)
     console.print("Events:", highlight=False)
     if not explain.events:
         console.print("  <none>", highlight=False)

@@ -34,7 +34,8 @@ LISTED: dict[str, tuple[Lister, Callable[[Any], dict[str, Any]], str]] = {
 }
 SHORT = {"cj": "cronjob", "pc": "priorityclass", "priorityclasses": "priorityclass"}
 WATCHED_BY_POLL = ("queue", "cluster")
-GET_KINDS = ["jobs", "job", "hypernodes", "hypernode", "hyperjobs", "hyperjob", "nodes", "node", *SHORT]
+GET_KINDS = ["jobs", "job", "pods", "pod", "po", "hypernodes", "hypernode", "hyperjobs", "hyperjob"]
+GET_KINDS += ["nodes", "node", *SHORT]
 GET_KINDS += [k for name in LISTED for k in (name + "s", name) if k not in SHORT]
 
 
@@ -74,7 +75,8 @@ def _jobs_named(client: Client, names: tuple[str, ...], namespace: str) -> tuple
     is_flag=True,
     help="Jobs, HyperJobs, queues, clusters: after the list, print each change.",
 )
-@click.option("--cluster", default="", help="The cluster whose HyperNodes or nodes to show.")
+@click.option("--cluster", default="", help="The cluster whose HyperNodes, nodes or pods to show.")
+@click.option("--job", default="", help="Pods: only those of this job (in -n's namespace, default default).")
 @click.pass_obj
 def get(
     obj: Ctx,
@@ -87,8 +89,11 @@ def get(
     selector: str,
     watch: bool,
     cluster: str,
+    job: str,
 ) -> None:
-    """List jobs, queues, clusters, nodes (of every cluster, or --cluster's), priorityclasses,
+    """List jobs, pods (of --job, or of every job that runs, or --cluster's: as their clusters name
+    them, with node, IP, restarts and why one does not run), queues, clusters, nodes (of every
+    cluster, or --cluster's), priorityclasses,
     cronjobs, jobflows, jobtemplates (or the ones NAMES names), or one cluster's HyperNode tree."""
     from vglobal.cli.watching import parse_selector, watch_jobs
 
@@ -98,7 +103,7 @@ def get(
         fail(str(exc))
     if all_namespaces and namespace:
         fail("-A/--all-namespaces and -n/--namespace: give one")
-    base = SHORT.get(kind, kind)
+    base = SHORT.get(kind, "pod" if kind == "po" else kind)
     base = base if base in LISTED else base.removesuffix("s")
     if watch and base != "hyperjob" and (names or not (base == "job" or base in WATCHED_BY_POLL)):
         fail("--watch: only lists of jobs, hyperjobs, queues and clusters can be watched")
@@ -134,6 +139,14 @@ def get(
                 output.emit("hyperjobs", rows, fmt, console)
             else:
                 print_hyperjobs(rows, console)
+        elif base == "pod":
+            from vglobal.cli.pods_cmd import list_pods
+
+            rows = list_pods(obj.client, job=job, namespace=namespace, cluster=cluster)
+            if names:
+                rows = _named("pod", rows, names)
+                missing = len(rows) < len(names)
+            output.emit("pods", rows, fmt, console)
         elif base == "node":
             from vglobal.cli.clusters import node_rows
 

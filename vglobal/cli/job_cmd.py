@@ -8,6 +8,7 @@ import click
 
 from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.common import Ctx, console, fail
+from vglobal.model.kinds import printed_as
 from vglobal.sdk import Client, VGlobalError
 
 
@@ -26,7 +27,7 @@ def _job_command(action: str, doc: str, call: Callable[[Client, str, str], jobs_
             j = call(obj.client, name, namespace)
         except VGlobalError as exc:
             fail(str(exc))
-        console.print(f"job.batch.volcano.sh/{j.namespace}/{j.name} {said} ({j.phase})", highlight=False)
+        console.print(f"{printed_as(j.kind, j.namespace, j.name)} {said} ({j.phase})", highlight=False)
 
 
 _job_command(

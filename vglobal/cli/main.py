@@ -17,8 +17,10 @@ from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_cmd import hub
 from vglobal.cli.hyperjobs import hyperjob_group
 from vglobal.cli.job_cmd import job_group
+from vglobal.cli.logs_cmd import logs
 from vglobal.cli.workflows import create_group, cronjob_group
 from vglobal.dial import Dial, DialError, read_token_file
+from vglobal.model.kinds import printed_as
 from vglobal.sdk import Client, VGlobalError
 
 __all__ = ["Ctx", "cli", "fail", "main", "register_extras"]
@@ -77,6 +79,7 @@ cli.add_command(hub)
 cli.add_command(apply)
 cli.add_command(get)
 cli.add_command(job_group)
+cli.add_command(logs)
 cli.add_command(hyperjob_group)
 
 
@@ -159,8 +162,9 @@ def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force:
             for job in gone:
                 console.print(f"job.batch.volcano.sh/{namespace}/{job} deleted", highlight=False)
         elif kind == "job":
+            shown = obj.client.get_job(name, namespace).kind  # the kind the message names
             obj.client.delete_job(name, namespace)
-            console.print(f"job.batch.volcano.sh/{namespace}/{name} deleted", highlight=False)
+            console.print(f"{printed_as(shown, namespace, name)} deleted", highlight=False)
         else:
             resp = obj.client.delete_queue(name, force=force)
             records = f" with the records of {resp.deleted_jobs} finished jobs" if resp.deleted_jobs else ""
@@ -178,7 +182,7 @@ def cancel(obj: Ctx, kind: str, name: str, namespace: str) -> None:
     """Stop a job wherever it runs; it stays listed as Aborted."""
     try:
         j = obj.client.cancel_job(name, namespace)
-        console.print(f"job.batch.volcano.sh/{j.namespace}/{j.name} cancelled", highlight=False)
+        console.print(f"{printed_as(j.kind, j.namespace, j.name)} cancelled", highlight=False)
     except VGlobalError as exc:
         fail(str(exc))
 

@@ -93,6 +93,10 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
         "table": ["name", "state", "nodes", "capacity", "free", "runningJobs"],
         "wide": ["name", "state", "labels", "nodes", "capacity", "free", "runningJobs", "lastHeartbeat"],
     },
+    "pods": {
+        "table": ["namespace", "name", "job", "cluster", "node", "status", "restarts", "cause"],
+        "wide": ["namespace", "name", "job", "task", "cluster", "node", "ip", "status", "restarts", "cause"],
+    },
     "nodes": {
         "table": ["name", "cluster", "status", "allocatable", "free"],
         "wide": ["name", "cluster", "status", "allocatable", "free", "taints", "labels"],
@@ -116,7 +120,7 @@ def table(kind: str, rows: Sequence[Mapping[str, Any]], wide: bool, header: bool
     cols = COLUMNS[kind]["wide" if wide else "table"]
     t = Table(box=None, header_style="bold", pad_edge=False, show_header=header)
     for c in cols:
-        t.add_column(c.upper(), overflow="fold" if c == "reason" else "ellipsis")
+        t.add_column(c.upper(), overflow="fold" if c in ("reason", "cause") else "ellipsis")
     for r in rows:
         t.add_row(*[cell(r.get(c)) for c in cols])
     return t
@@ -129,6 +133,7 @@ RESOURCE_NAMES = {
     "priorityclasses": "priorityclass.scheduling.k8s.io",
     "clusters": "cluster.vglobal.io",
     "nodes": "node",
+    "pods": "pod",
     "cronjobs": "cronjob.batch.volcano.sh",
     "jobflows": "jobflow.flow.volcano.sh",
     "jobtemplates": "jobtemplate.flow.volcano.sh",

@@ -87,15 +87,17 @@ def task_counts(msg: agent_pb2.TaskStatus | jobs_pb2.TaskCounts) -> TaskCounts:
 
 def placement_report(p: PodPlacement) -> agent_pb2.PodPlacement:
     return agent_pb2.PodPlacement(
-        pod=p.pod, task=p.task, node=p.node, phase=p.phase, uid=p.uid, cards=[card_use(u) for u in p.cards]
-    )
+        pod=p.pod, task=p.task, node=p.node, phase=p.phase, uid=p.uid, cards=[card_use(u) for u in p.cards],
+        name_in_cluster=p.name_in_cluster, ip=p.ip, restarts=p.restarts, cause=p.cause,
+    )  # fmt: skip
 
 
 def pod_placement(msg: agent_pb2.PodPlacement | jobs_pb2.Placement) -> PodPlacement:
+    more = (msg.name_in_cluster, msg.ip, msg.restarts, msg.cause)
     if not isinstance(msg, agent_pb2.PodPlacement):
-        return PodPlacement(msg.pod, msg.task, msg.node, msg.phase)
+        return PodPlacement(msg.pod, msg.task, msg.node, msg.phase, "", (), *more)
     cards = tuple(card_use_of(u) for u in msg.cards)
-    return PodPlacement(msg.pod, msg.task, msg.node, msg.phase, msg.uid, cards)
+    return PodPlacement(msg.pod, msg.task, msg.node, msg.phase, msg.uid, cards, *more)
 
 
 def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
@@ -117,7 +119,17 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         request=resource_list(row.request),
         tasks=[jobs_pb2.TaskCounts(**t.to_json()) for t in row.tasks],
         placements=[
-            jobs_pb2.Placement(pod=p.pod, task=p.task, node=p.node, phase=p.phase) for p in row.placements
+            jobs_pb2.Placement(
+                pod=p.pod,
+                task=p.task,
+                node=p.node,
+                phase=p.phase,
+                name_in_cluster=p.name_in_cluster,
+                ip=p.ip,
+                restarts=p.restarts,
+                cause=p.cause,
+            )
+            for p in row.placements
         ],
         request_id=row.request_id or "",
         retry_count=row.retry_count,

@@ -39,6 +39,7 @@ from vglobal.api.v1 import (
 )
 from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
+from vglobal.hub.agents.log_relay import LogRelay
 from vglobal.hub.api_processes import die_with_parent, start_api_processes, stop_api_processes
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
@@ -55,6 +56,7 @@ from vglobal.hub.servicers.cronjobs import CronJobServicer
 from vglobal.hub.servicers.hyperjobs import HyperJobServicer
 from vglobal.hub.servicers.jobflows import JobFlowServicer
 from vglobal.hub.servicers.jobs import JobServicer
+from vglobal.hub.servicers.logs import LogsCall
 from vglobal.hub.servicers.queues import QueueServicer
 from vglobal.hub.watch.feed import WatchFeed
 from vglobal.hub.watch.serve import WatchServer
@@ -141,13 +143,16 @@ class Hub:
 
     def _add_services(self) -> HealthServicer:
         server = self.grpc.server
-        jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(self.ctx, self.watches), server)
+        relay = LogRelay()
+        logs = LogsCall(self.ctx, relay)
+        jobs = JobServicer(self.ctx, self.watches, logs.serve)
+        jobs_pb2_grpc.add_JobServiceServicer_to_server(jobs, server)
         queues_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(self.ctx), server)
         clusters_pb2_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(self.ctx), server)
         cronjobs_pb2_grpc.add_CronJobServiceServicer_to_server(CronJobServicer(self.ctx), server)
         jobflows_pb2_grpc.add_JobFlowServiceServicer_to_server(JobFlowServicer(self.ctx), server)
         hyperjobs_pb2_grpc.add_HyperJobServiceServicer_to_server(HyperJobServicer(self.ctx), server)
-        agents = AgentServicer(self.ctx, self.grpc.loop, self.agent_pool)
+        agents = AgentServicer(self.ctx, self.grpc.loop, self.agent_pool, relay)
         agent_pb2_grpc.add_AgentServiceServicer_to_server(agents, server)
         health = self.grpc.run(_new_health())
         health_pb2_grpc.add_HealthServicer_to_server(health, server)

@@ -240,6 +240,15 @@ class PodPlacement:
     phase: str
     uid: str = ""  # the agent's name for this incarnation of the pod ("" from older agents)
     cards: tuple[CardUse, ...] = ()  # the GPU cards its agent granted it
+    name_in_cluster: str = ""  # the pod's name in its cluster when not ``pod`` (workload kinds)
+    ip: str = ""
+    restarts: int = 0
+    cause: str = ""  # why it does not run as it should, as its cluster says ("" when nothing is wrong)
+
+    @property
+    def real_name(self) -> str:
+        """The pod's name in its cluster (what kubectl shows)."""
+        return self.name_in_cluster or self.pod
 
     @property
     def holds_node(self) -> bool:
@@ -252,6 +261,12 @@ class PodPlacement:
             out["uid"] = self.uid
         if self.cards:
             out["cards"] = [c.to_json() for c in self.cards]
+        for key, value in (
+            ("nameInCluster", self.name_in_cluster), ("ip", self.ip), ("restarts", self.restarts),
+            ("cause", self.cause),
+        ):  # fmt: skip
+            if value:
+                out[key] = value
         return out
 
     @classmethod
@@ -263,6 +278,10 @@ class PodPlacement:
             data.get("phase") or "",
             data.get("uid") or "",
             tuple(CardUse.from_json(c) for c in data.get("cards") or ()),
+            str(data.get("nameInCluster") or ""),
+            str(data.get("ip") or ""),
+            int(data.get("restarts") or 0),
+            str(data.get("cause") or ""),
         )
 
 

@@ -13,7 +13,7 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +37,7 @@ from vglobal.dial import CLIENT_OPTIONS, Dial
 from vglobal.sdk.batches import BATCH_SIZE, batches
 from vglobal.sdk.errors import hub_error
 from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
+from vglobal.sdk.logs import LogLine, logs_request, stream_lines
 from vglobal.sdk.retries import retryable, wait_retry
 
 __all__ = ["OWN_TOKEN", "AsyncClient"]
@@ -231,6 +232,28 @@ class AsyncClient:
 
     async def explain_job(self, name: str, namespace: str = "default") -> jobs_pb2.ExplainJobResponse:
         return await self._call(self.jobs.ExplainJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    async def logs(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        pod: str = "",
+        task: str = "",
+        container: str = "",
+        follow: bool = False,
+        tail: int | None = None,
+        since: timedelta | float | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
+    ) -> AsyncIterator[LogLine]:
+        """As ``Client.logs``: an async iterator of (pod, text) lines."""
+        request = logs_request(
+            name, namespace, pod=pod, task=task, container=container, follow=follow, tail=tail,
+            since=since, previous=previous, timestamps=timestamps,
+        )  # fmt: skip
+        async for line in stream_lines(self.jobs, request, self._metadata):
+            yield line
 
     async def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return await self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))

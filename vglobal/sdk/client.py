@@ -9,7 +9,7 @@ with Client("hub.example.com:50051", ca_file="certs/ca.crt", token=os.environ["V
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar, overload
@@ -33,6 +33,7 @@ from vglobal.sdk.batches import BATCH_SIZE, batches
 from vglobal.sdk.errors import hub_error, refused_item
 from vglobal.sdk.hyperjobs import HyperJobCalls
 from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
+from vglobal.sdk.logs import LogStream, logs_request
 from vglobal.sdk.retries import VGlobalError, retryable, wait_retry
 from vglobal.sdk.watch import JobWatch
 from vglobal.sdk.workflows import WorkflowCalls
@@ -294,6 +295,30 @@ class Client(HyperJobCalls, WorkflowCalls):
             from_revision=from_revision, queue=queue, namespace=namespace, name=name, labels=labels or {}
         )
         return JobWatch(self.jobs, request, reconnect=reconnect, bookmarks=bookmarks)
+
+    def logs(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        pod: str = "",
+        task: str = "",
+        container: str = "",
+        follow: bool = False,
+        tail: int | None = None,
+        since: timedelta | float | None = None,
+        previous: bool = False,
+        timestamps: bool = False,
+    ) -> LogStream:
+        """The output of the job's pods, line by line, as its cluster's agent reads it (kube: the
+        pods' log subresource); ``follow`` keeps reading as they write. ``pod`` names one pod,
+        ``task`` takes every pod of a task; neither: every pod of the job. ``tail``: the last lines
+        only; ``since``: the last seconds only. Needs the "read logs" permission in its queue."""
+        request = logs_request(
+            name, namespace, pod=pod, task=task, container=container, follow=follow, tail=tail,
+            since=since, previous=previous, timestamps=timestamps,
+        )  # fmt: skip
+        return LogStream(self.jobs, request)
 
     def cancel_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.CancelJob, jobs_pb2.JobRef(name=name, namespace=namespace))

@@ -39,10 +39,11 @@ AGENT_PERMISSIONS = {
     ("", "pods"): {"create", "get", "list", "watch", "delete"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"get"},
+    ("", "pods/log"): {"get"},
     ("", "services"): {"create", "get", "delete"},
     ("", "configmaps"): {"create", "get", "delete"},
     ("", "namespaces"): {"get"},
-    ("", "events"): {"create"},
+    ("", "events"): {"create", "list", "watch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     **{
         (group, resource): {"create", "get", "list", "watch", "delete"}

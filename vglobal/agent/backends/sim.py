@@ -156,6 +156,16 @@ class SimBackend:
     def pods(self) -> Mapping[str, PodStatus]:
         return {uid: p.status for uid, p in self._pods.items()}
 
+    def pod_named(self, namespace: str, name: str) -> tuple[PodManifest, PodStatus] | None:
+        """The latest incarnation of a pod by name. Safe from a log stream's thread: the table is
+        copied in one step (atomic under the GIL) and the entries' fields are replaced, not mutated."""
+        found = None
+        for pod in list(self._pods.values()):
+            m = pod.manifest
+            if m.name == name and m.namespace == namespace:
+                found = (m, pod.status)
+        return found
+
     def advance(self, now: float) -> None:
         self._now = max(self._now, now)
         while self._ends and self._ends[0][0] <= self._now:

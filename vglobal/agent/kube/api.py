@@ -279,6 +279,46 @@ class KubeApi:
             raw.close()  # an unfinished stream cannot go back to the pool as it is
             raw.release_conn()
 
+    def text_stream(
+        self,
+        path: str,
+        query: Sequence[tuple[str, str]] | Mapping[str, str],
+        timeout: tuple[float, float],
+        stop: threading.Event,
+    ) -> Iterator[list[str]]:
+        """A text answer (pods/log) in batches of whole lines as the server sends them, until it
+        ends or ``stop`` is set (the connection is then closed under the blocked read)."""
+        full = f"{path}?{urlencode(query)}"
+        raw = self._send("GET", full, None, timeout)
+        done = threading.Event()
+
+        def closer() -> None:
+            while not done.wait(0.2):
+                if stop.is_set():
+                    raw.close()
+                    return
+
+        threading.Thread(target=closer, name="log-closer", daemon=True).start()
+        try:
+            if not 200 <= raw.status <= 299:
+                raise _status_error(raw.status, raw.data, "GET", full, raw.headers)
+            pending = b""
+            for chunk in raw.stream(64 * 1024, decode_content=True):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                if lines:
+                    yield [line.decode(errors="replace") for line in lines]
+            if pending:
+                yield [pending.decode(errors="replace")]
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            if stop.is_set():
+                return
+            raise ApiError(0, "Unreachable", str(exc) or type(exc).__name__, method="GET", path=full) from exc
+        finally:
+            done.set()
+            raw.close()
+            raw.release_conn()
+
     def close(self) -> None:
         if self._direct is not None:
             self._direct.close()  # the calling thread's; the writers' go with their threads

@@ -23,6 +23,7 @@ from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
+from vglobal.agent.kube.pod_warnings import PodWarnings, event_record
 from vglobal.agent.kube.records import PodRecord, node_record, pod_record
 from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc
 from vglobal.agent.kube.tracker import PodTracker, TrackedPod
@@ -98,6 +99,7 @@ class KubeBackend:
                 watch_timeout=options.watch_timeout,
             ),
         ]
+        self.warnings = PodWarnings(lambda uid, reason, msg: self.tracker.problem(uid, "event", reason, msg))
 
     # ---- life cycle
 
@@ -112,6 +114,8 @@ class KubeBackend:
         elif self.options.discovery is None:
             log.info("no HyperNode CRD and no --hypernode-discovery: no network topology")
         core = list(self.informers)
+        # Not waited for: a cluster whose RBAC does not let the agent list events still runs jobs.
+        self.informers.append(Informer(self.api, "events", paths.ALL_EVENTS, event_record, self._changes.put))
         self._watch_workloads()
         for inf in self.informers:
             inf.start()
@@ -308,6 +312,10 @@ class KubeBackend:
                 break
             if change.source == "hypernodes":
                 self.topology.apply(change)
+            elif change.source == "events":
+                for ev in change.items if change.kind == "replace" else (change.item,):
+                    if ev is not None:
+                        self.warnings.on_event(ev, self.cache.pods, time.monotonic())
             elif change.source.startswith("wl/"):
                 self._apply_objects(change)
             else:

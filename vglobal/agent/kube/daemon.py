@@ -24,6 +24,7 @@ from vglobal.agent.daemon import install_signals, load_conf, serve
 from vglobal.agent.kube.api import KubeApi, connect
 from vglobal.agent.kube.backend import KubeBackend, KubeOptions
 from vglobal.agent.kube.lease import LeaderElector
+from vglobal.agent.kube.logs import KubeLogReader
 from vglobal.agent.kube.recovery import recover
 from vglobal.agent.kube.topology import load_discovery
 from vglobal.agent.runtime import ClusterRuntime
@@ -116,6 +117,7 @@ def run_kube_agent(hub: Dial | str, settings: KubeAgentSettings, stop: threading
             cycle_interval=s.cycle_interval,
             lost=elector.lost if elector else None,
             metrics_listen=s.metrics_listen,
+            logs=KubeLogReader(api),
         )
     finally:
         backend.stop()

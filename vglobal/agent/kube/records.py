@@ -56,6 +56,9 @@ class PodRecord:
     group: int = -1  # its LeaderWorkerSet group, -1 outside one
     deadline: str = ""  # the policy deadline it carries (agent/deadlines.py), "" for none
     devices: str = ""  # volcano.sh/vgpu-ids-new: the vGPUs it was bound with (vgpu.grants_of)
+    cause: str = ""  # why a container waits or last died (pod_cause)
+    restarts: int = 0  # its containers' restarts
+    ip: str = ""  # status.podIP
 
     @property
     def key(self) -> tuple[str, str]:
@@ -100,6 +103,32 @@ def _termination(status: Mapping[str, Any]) -> tuple[int | None, str]:
     return None, ""
 
 
+# Waiting reasons that are a pod starting normally, not a cause to report.
+STARTING = frozenset({"", "ContainerCreating", "PodInitializing"})
+
+
+def pod_cause(status: Mapping[str, Any]) -> tuple[str, int]:
+    """(why a container does not run as it should, the containers' restarts) as the cluster says
+    it: a waiting reason with its message (ImagePullBackOff, CrashLoopBackOff, ...), else the last
+    abnormal termination with its exit code and restart count (OOMKilled, Error)."""
+    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
+    for cs in statuses:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        reason = str(waiting.get("reason") or "")
+        if reason not in STARTING:
+            message = str(waiting.get("message") or "")
+            return (f"{reason}: {message}" if message else reason), restarts
+    for cs in statuses:
+        state, last = cs.get("state") or {}, cs.get("lastState") or {}
+        term = state.get("terminated") or last.get("terminated") or {}
+        code = int(term.get("exitCode") or 0)
+        if term and (code != 0 or term.get("reason") == "OOMKilled"):
+            n = int(cs.get("restartCount") or 0)
+            return f"{term.get('reason') or 'Error'}, exit {code}" + (f", restart {n}" if n else ""), restarts
+    return "", restarts
+
+
 def pod_record(obj: Mapping[str, Any]) -> PodRecord:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -110,6 +139,7 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
     exit_code, term_reason = _termination(status) if phase == PodPhase.Failed else (None, "")
     if phase == PodPhase.Succeeded:
         exit_code = 0
+    cause, restarts = pod_cause(status)
     owner = next(
         (o.get("name", "") for o in meta.get("ownerReferences") or [] if o.get("kind") == "ConfigMap"), ""
     )
@@ -135,6 +165,9 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         group=_int(labels.get(LWS_GROUP_INDEX)) if LWS_GROUP_INDEX in labels else -1,
         deadline=str(annotations.get(DEADLINE_ANNOTATION, "")),
         devices=str(annotations.get(vgpu.IDS_ANNOTATION, "")),
+        cause=cause,
+        restarts=restarts,
+        ip=str(status.get("podIP") or ""),
     )
 
 

@@ -453,6 +453,10 @@ class PodTracker:
         self._problem(job_uid, "event", err.reason or "ApiError", f"{what}: {err.message}")
         return False
 
+    def problem(self, job_uid: str, action: str, reason: str, message: str) -> None:
+        """What the cluster said of a job, for the next step (the cluster's Warning events too)."""
+        self._problem(job_uid, action, reason, message)
+
     def _problem(self, job_uid: str, action: str, reason: str, message: str) -> None:
         if action != "event":
             log.warning("job %s: %s: %s", job_uid, reason, message)
@@ -481,4 +485,7 @@ def status_of(uid: str, rec: PodRecord, bind_to: str | None) -> PodStatus:
         node=rec.node or bind_to,
         exit_code=rec.exit_code,
         reason=rec.reason,
+        cause=rec.cause,
+        restarts=rec.restarts,
+        ip=rec.ip,
     )

@@ -267,6 +267,10 @@ class WorkloadTracker:
                 node=rec.node or slot.bind_to,
                 exit_code=rec.exit_code,
                 reason=rec.reason,
+                cause=rec.cause,
+                restarts=rec.restarts,
+                name=rec.name,
+                ip=rec.ip,
             )
 
     def _send_bind(self, slot: Slot) -> None:

@@ -623,6 +623,10 @@ class PodPlacement(_message.Message):
     TASK_FIELD_NUMBER: _builtins.int
     UID_FIELD_NUMBER: _builtins.int
     CARDS_FIELD_NUMBER: _builtins.int
+    NAME_IN_CLUSTER_FIELD_NUMBER: _builtins.int
+    IP_FIELD_NUMBER: _builtins.int
+    RESTARTS_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     """empty while the pod waits for a node"""
@@ -631,6 +635,14 @@ class PodPlacement(_message.Message):
     """the job's task the pod belongs to"""
     uid: _builtins.str
     """The agent's name for this incarnation of the pod (a replacement has another): what an Evict names."""
+    name_in_cluster: _builtins.str
+    """The pod as its cluster names it when that is not `pod` (a Deployment's pod is named by its
+    ReplicaSet: `infer-c79887b2d6-66r7j`), its IP, its containers' restarts, and why it does not
+    run as it should, as the cluster says ("ImagePullBackOff: ...", "OOMKilled, exit 137, restart 3").
+    """
+    ip: _builtins.str
+    restarts: _builtins.int
+    cause: _builtins.str
     @_builtins.property
     def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___CardUse]:
         """the GPU cards it holds (vGPU, MIG instance or whole GPU)"""
@@ -644,10 +656,14 @@ class PodPlacement(_message.Message):
         task: _builtins.str = ...,
         uid: _builtins.str = ...,
         cards: _abc.Iterable[Global___CardUse] | None = ...,
+        name_in_cluster: _builtins.str = ...,
+        ip: _builtins.str = ...,
+        restarts: _builtins.int = ...,
+        cause: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task", "uid", b"uid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "cause", b"cause", "ip", b"ip", "name_in_cluster", b"name_in_cluster", "node", b"node", "phase", b"phase", "pod", b"pod", "restarts", b"restarts", "task", b"task", "uid", b"uid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -737,6 +753,7 @@ class AgentMessage(_message.Message):
     ACCEPTED_FIELD_NUMBER: _builtins.int
     REJECTED_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    LOG_CHUNK_FIELD_NUMBER: _builtins.int
     BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def register(self) -> Global___Register: ...
@@ -748,6 +765,8 @@ class AgentMessage(_message.Message):
     def rejected(self) -> Global___BindingRejected: ...
     @_builtins.property
     def status(self) -> Global___JobStatus: ...
+    @_builtins.property
+    def log_chunk(self) -> Global___LogChunk: ...
     @_builtins.property
     def batch(self) -> Global___AgentBatch:
         """Several of the messages above but register (never a batch), in order: one stream message
@@ -762,13 +781,14 @@ class AgentMessage(_message.Message):
         accepted: Global___BindingAccepted | None = ...,
         rejected: Global___BindingRejected | None = ...,
         status: Global___JobStatus | None = ...,
+        log_chunk: Global___LogChunk | None = ...,
         batch: Global___AgentBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "log_chunk", b"log_chunk", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch", b"batch", "body", b"body", "heartbeat", b"heartbeat", "log_chunk", b"log_chunk", "register", b"register", "rejected", b"rejected", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["register", "heartbeat", "accepted", "rejected", "status", "batch"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["register", "heartbeat", "accepted", "rejected", "status", "log_chunk", "batch"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
@@ -1051,6 +1071,8 @@ class HubMessage(_message.Message):
     CANCEL_FIELD_NUMBER: _builtins.int
     RECLAIM_FIELD_NUMBER: _builtins.int
     EVICT_FIELD_NUMBER: _builtins.int
+    LOG_REQUEST_FIELD_NUMBER: _builtins.int
+    LOG_CANCEL_FIELD_NUMBER: _builtins.int
     BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def registered(self) -> Global___Registered: ...
@@ -1062,6 +1084,10 @@ class HubMessage(_message.Message):
     def reclaim(self) -> Global___Reclaim: ...
     @_builtins.property
     def evict(self) -> Global___Evict: ...
+    @_builtins.property
+    def log_request(self) -> Global___LogRequest: ...
+    @_builtins.property
+    def log_cancel(self) -> Global___LogCancel: ...
     @_builtins.property
     def batch(self) -> Global___HubBatch:
         """Several of the messages above but registered (never a batch), in order: what one sync
@@ -1076,13 +1102,15 @@ class HubMessage(_message.Message):
         cancel: Global___Cancel | None = ...,
         reclaim: Global___Reclaim | None = ...,
         evict: Global___Evict | None = ...,
+        log_request: Global___LogRequest | None = ...,
+        log_cancel: Global___LogCancel | None = ...,
         batch: Global___HubBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict", "batch"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict", "log_request", "log_cancel", "batch"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
@@ -1107,3 +1135,105 @@ class HubBatch(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___HubBatch: _TypeAlias = HubBatch  # noqa: Y015
+
+@_typing.final
+class LogRequest(_message.Message):
+    """Read a pod's output and send it back as LogChunks of this request_id, ending with one whose eof
+    (or error) is set. The agent reads it off its scheduling loop, bounded in lines, bytes and rate,
+    and with a bound on how many it serves at once (beyond it: an error chunk at once).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    JOB_UID_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    POD_FIELD_NUMBER: _builtins.int
+    CONTAINER_FIELD_NUMBER: _builtins.int
+    FOLLOW_FIELD_NUMBER: _builtins.int
+    TAIL_LINES_FIELD_NUMBER: _builtins.int
+    SINCE_SECONDS_FIELD_NUMBER: _builtins.int
+    PREVIOUS_FIELD_NUMBER: _builtins.int
+    TIMESTAMPS_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    job_uid: _builtins.str
+    namespace: _builtins.str
+    pod: _builtins.str
+    container: _builtins.str
+    follow: _builtins.bool
+    tail_lines: _builtins.int
+    since_seconds: _builtins.int
+    previous: _builtins.bool
+    timestamps: _builtins.bool
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        job_uid: _builtins.str = ...,
+        namespace: _builtins.str = ...,
+        pod: _builtins.str = ...,
+        container: _builtins.str = ...,
+        follow: _builtins.bool = ...,
+        tail_lines: _builtins.int = ...,
+        since_seconds: _builtins.int = ...,
+        previous: _builtins.bool = ...,
+        timestamps: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["container", b"container", "follow", b"follow", "job_uid", b"job_uid", "namespace", b"namespace", "pod", b"pod", "previous", b"previous", "request_id", b"request_id", "since_seconds", b"since_seconds", "tail_lines", b"tail_lines", "timestamps", b"timestamps"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogRequest: _TypeAlias = LogRequest  # noqa: Y015
+
+@_typing.final
+class LogCancel(_message.Message):
+    """The caller went away: stop reading for this request (no further chunk is needed)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogCancel: _TypeAlias = LogCancel  # noqa: Y015
+
+@_typing.final
+class LogChunk(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    LINES_FIELD_NUMBER: _builtins.int
+    EOF_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    eof: _builtins.bool
+    error: _builtins.str
+    """set with eof when the output cannot be read (no such pod, the API refused)"""
+    @_builtins.property
+    def lines(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        lines: _abc.Iterable[_builtins.str] | None = ...,
+        eof: _builtins.bool = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["eof", b"eof", "error", b"error", "lines", b"lines", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogChunk: _TypeAlias = LogChunk  # noqa: Y015

@@ -22,6 +22,81 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class LogsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    JOB_FIELD_NUMBER: _builtins.int
+    POD_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
+    CONTAINER_FIELD_NUMBER: _builtins.int
+    FOLLOW_FIELD_NUMBER: _builtins.int
+    TAIL_LINES_FIELD_NUMBER: _builtins.int
+    SINCE_SECONDS_FIELD_NUMBER: _builtins.int
+    PREVIOUS_FIELD_NUMBER: _builtins.int
+    TIMESTAMPS_FIELD_NUMBER: _builtins.int
+    pod: _builtins.str
+    """one pod by name; empty: every pod of `task` (or of the job)"""
+    task: _builtins.str
+    """the pods of one task"""
+    container: _builtins.str
+    """empty: the pod's only (or first) container"""
+    follow: _builtins.bool
+    """keep the stream open and send new lines as the pod writes them"""
+    tail_lines: _builtins.int
+    """the last N lines only (0: all the cluster keeps)"""
+    since_seconds: _builtins.int
+    """lines of the last N seconds only (0: all)"""
+    previous: _builtins.bool
+    """the previous (restarted) container's output"""
+    timestamps: _builtins.bool
+    """each line begins with its RFC 3339 time"""
+    @_builtins.property
+    def job(self) -> Global___JobRef: ...
+    def __init__(
+        self,
+        *,
+        job: Global___JobRef | None = ...,
+        pod: _builtins.str = ...,
+        task: _builtins.str = ...,
+        container: _builtins.str = ...,
+        follow: _builtins.bool = ...,
+        tail_lines: _builtins.int = ...,
+        since_seconds: _builtins.int = ...,
+        previous: _builtins.bool = ...,
+        timestamps: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["container", b"container", "follow", b"follow", "job", b"job", "pod", b"pod", "previous", b"previous", "since_seconds", b"since_seconds", "tail_lines", b"tail_lines", "task", b"task", "timestamps", b"timestamps"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogsRequest: _TypeAlias = LogsRequest  # noqa: Y015
+
+@_typing.final
+class LogLines(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POD_FIELD_NUMBER: _builtins.int
+    LINES_FIELD_NUMBER: _builtins.int
+    pod: _builtins.str
+    @_builtins.property
+    def lines(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        pod: _builtins.str = ...,
+        lines: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lines", b"lines", "pod", b"pod"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogLines: _TypeAlias = LogLines  # noqa: Y015
+
+@_typing.final
 class JobRef(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -90,10 +165,20 @@ class Placement(_message.Message):
     NODE_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
     TASK_FIELD_NUMBER: _builtins.int
+    NAME_IN_CLUSTER_FIELD_NUMBER: _builtins.int
+    IP_FIELD_NUMBER: _builtins.int
+    RESTARTS_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     node: _builtins.str
     phase: _builtins.str
     task: _builtins.str
+    name_in_cluster: _builtins.str
+    """the pod's name in its cluster when not `pod` (workload kinds)"""
+    ip: _builtins.str
+    restarts: _builtins.int
+    cause: _builtins.str
+    """why it does not run as it should, as its cluster says; "" when nothing is wrong"""
     def __init__(
         self,
         *,
@@ -101,10 +186,14 @@ class Placement(_message.Message):
         node: _builtins.str = ...,
         phase: _builtins.str = ...,
         task: _builtins.str = ...,
+        name_in_cluster: _builtins.str = ...,
+        ip: _builtins.str = ...,
+        restarts: _builtins.int = ...,
+        cause: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node", b"node", "phase", b"phase", "pod", b"pod", "task", b"task"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "ip", b"ip", "name_in_cluster", b"name_in_cluster", "node", b"node", "phase", b"phase", "pod", b"pod", "restarts", b"restarts", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

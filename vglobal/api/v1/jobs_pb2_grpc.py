@@ -94,6 +94,11 @@ class JobServiceStub:
                 request_serializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_jobs__pb2.ListJobDispatchesResponse.FromString,
                 _registered_method=True)
+        self.StreamLogs = channel.unary_stream(
+                '/vglobal.v1.JobService/StreamLogs',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.LogsRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.LogLines.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -188,6 +193,18 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StreamLogs(self, request, context):
+        """The output of the job's pods, read by its cluster's agent from where they run (kube: the pods'
+        log subresource) and relayed through the hub: the caller needs no credentials for the member
+        cluster. Needs the "read logs" permission in the job's queue; each call is audited. The agent
+        stream of the job's cluster must be held by the hub replica that serves the call (UNAVAILABLE
+        otherwise: retry, a balancer spreads calls); a job on no cluster, or on one whose agent is
+        gone, is FAILED_PRECONDITION/UNAVAILABLE naming the cluster.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -250,6 +267,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ListJobDispatches,
                     request_deserializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.FromString,
                     response_serializer=vglobal_dot_v1_dot_jobs__pb2.ListJobDispatchesResponse.SerializeToString,
+            ),
+            'StreamLogs': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamLogs,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.LogsRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.LogLines.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -576,6 +598,33 @@ class JobService:
             '/vglobal.v1.JobService/ListJobDispatches',
             vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
             vglobal_dot_v1_dot_jobs__pb2.ListJobDispatchesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/vglobal.v1.JobService/StreamLogs',
+            vglobal_dot_v1_dot_jobs__pb2.LogsRequest.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.LogLines.FromString,
             options,
             channel_credentials,
             insecure,

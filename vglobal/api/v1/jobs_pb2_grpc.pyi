@@ -64,6 +64,14 @@ class JobServiceStub:
     """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
     and how it ended. The same roles as GetJob.
     """
+    StreamLogs: _grpc.UnaryStreamMultiCallable[_jobs_pb2.LogsRequest, _jobs_pb2.LogLines]
+    """The output of the job's pods, read by its cluster's agent from where they run (kube: the pods'
+    log subresource) and relayed through the hub: the caller needs no credentials for the member
+    cluster. Needs the "read logs" permission in the job's queue; each call is audited. The agent
+    stream of the job's cluster must be held by the hub replica that serves the call (UNAVAILABLE
+    otherwise: retry, a balancer spreads calls); a job on no cluster, or on one whose agent is
+    gone, is FAILED_PRECONDITION/UNAVAILABLE naming the cluster.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -100,6 +108,14 @@ class JobServiceAsyncStub(JobServiceStub):
     ListJobDispatches: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.ListJobDispatchesResponse]  # type: ignore[assignment]
     """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
     and how it ended. The same roles as GetJob.
+    """
+    StreamLogs: _aio.UnaryStreamMultiCallable[_jobs_pb2.LogsRequest, _jobs_pb2.LogLines]  # type: ignore[assignment]
+    """The output of the job's pods, read by its cluster's agent from where they run (kube: the pods'
+    log subresource) and relayed through the hub: the caller needs no credentials for the member
+    cluster. Needs the "read logs" permission in the job's queue; each call is audited. The agent
+    stream of the job's cluster must be held by the hub replica that serves the call (UNAVAILABLE
+    otherwise: retry, a balancer spreads calls); a job on no cluster, or on one whose agent is
+    gone, is FAILED_PRECONDITION/UNAVAILABLE naming the cluster.
     """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -206,6 +222,20 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_jobs_pb2.ListJobDispatchesResponse, _abc.Awaitable[_jobs_pb2.ListJobDispatchesResponse]]:
         """Every dispatch of one job to a cluster, one per generation, oldest first: where it went, when,
         and how it ended. The same roles as GetJob.
+        """
+
+    @_abc_1.abstractmethod
+    def StreamLogs(
+        self,
+        request: _jobs_pb2.LogsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_jobs_pb2.LogLines], _abc.AsyncIterator[_jobs_pb2.LogLines]]:
+        """The output of the job's pods, read by its cluster's agent from where they run (kube: the pods'
+        log subresource) and relayed through the hub: the caller needs no credentials for the member
+        cluster. Needs the "read logs" permission in the job's queue; each call is audited. The agent
+        stream of the job's cluster must be held by the hub replica that serves the call (UNAVAILABLE
+        otherwise: retry, a balancer spreads calls); a job on no cluster, or on one whose agent is
+        gone, is FAILED_PRECONDITION/UNAVAILABLE naming the cluster.
         """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -94,7 +94,10 @@ def check_message(msg: agent_pb2.AgentMessage) -> str:
 def _check(p: Problems, msg: agent_pb2.AgentMessage) -> str | None:
     body = msg.WhichOneof("body")
     if body is None:
-        p.add("body", "an empty message (expected register, heartbeat, accepted, rejected, status or batch)")
+        p.add(
+            "body",
+            "an empty message (expected register, heartbeat, accepted, rejected, status, log_chunk or batch)",
+        )
     elif body == "register":
         check_register(msg.register)
     elif body == "heartbeat":
@@ -107,6 +110,8 @@ def _check(p: Problems, msg: agent_pb2.AgentMessage) -> str | None:
         _run(p, body, ack.job_uid, ack.generation)
     elif body == "status":
         _status(p, msg.status)
+    elif body == "log_chunk" and not msg.log_chunk.request_id:
+        p.add("log_chunk.request_id", "required")
     return body
 
 

@@ -8,6 +8,7 @@
     - {subject: alice, role: submitter, queues: ["team-a*"]}
     - {subject: group:ops, role: operator}
     - {subject: east-agent, role: agent, clusters: [gpu-east]}
+    - {subject: bob, role: viewer, logs: false}    # reads jobs, not their pods' output
 
 A bad file is refused with every problem named by its field path.
 """
@@ -19,9 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import ConfigDict, Field, StrictStr
+from pydantic import ConfigDict, Field, StrictBool, StrictStr
 
-from vglobal.hub.auth.policy import Grant, Principal, Role
+from vglobal.hub.auth.policy import Action, Grant, Principal, Role
 from vglobal.model.errors import ManifestError, Problems
 from vglobal.model.k8s import Model, check_name, validate_model
 from vglobal.model.manifests import load_documents
@@ -51,9 +52,11 @@ class RoleBinding(Strict):
     role: Role
     queues: tuple[StrictStr, ...] | None = None
     clusters: tuple[StrictStr, ...] | None = None
+    logs: StrictBool = True  # false: the role's reading of jobs does not include their logs
 
     def grant(self) -> Grant:
-        return Grant(self.role, queues=self.queues, clusters=self.clusters or ())
+        without = frozenset() if self.logs else frozenset({Action.read_logs})
+        return Grant(self.role, queues=self.queues, clusters=self.clusters or (), without=without)
 
 
 class AuthConfig(Strict):

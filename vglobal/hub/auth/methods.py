@@ -37,6 +37,7 @@ METHODS: dict[str, Rule] = {
             "ResumeJob": Rule(Action.submit_jobs, mutating=True),
             "CountJobs": Rule(Action.read_jobs),
             "ListJobDispatches": Rule(Action.read_jobs),
+            "StreamLogs": Rule(Action.read_logs),
         },
     ),
     # A HyperJob acts as its children: the servicer checks their queue.

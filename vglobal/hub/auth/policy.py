@@ -26,6 +26,7 @@ class Action(StrEnum):
     """What a call does, phrased to complete "may not ..." in a denial."""
 
     read_jobs = "read jobs"
+    read_logs = "read logs"  # the output of a job's pods (JobService.StreamLogs)
     submit_jobs = "submit jobs"
     cancel_jobs = "cancel jobs"
     delete_jobs = "delete jobs"
@@ -41,9 +42,25 @@ class Action(StrEnum):
 
 # Actions that a binding's ``queues`` globs narrow down.
 QUEUE_SCOPED = frozenset(
-    {Action.read_jobs, Action.submit_jobs, Action.cancel_jobs, Action.delete_jobs, Action.read_queues}
+    {
+        Action.read_jobs,
+        Action.read_logs,
+        Action.submit_jobs,
+        Action.cancel_jobs,
+        Action.delete_jobs,
+        Action.read_queues,
+    }
 )
-READS = frozenset({Action.read_jobs, Action.read_queues, Action.read_priority_classes, Action.read_clusters})
+# Reading logs comes with reading jobs; a binding's ``logs: false`` takes it away (Grant.without).
+READS = frozenset(
+    {
+        Action.read_jobs,
+        Action.read_logs,
+        Action.read_queues,
+        Action.read_priority_classes,
+        Action.read_clusters,
+    }
+)
 ROLE_ACTIONS: dict[Role, frozenset[Action]] = {
     Role.admin: frozenset(Action) - {Action.connect_agent},
     Role.operator: READS | {Action.manage_queues, Action.manage_priority_classes, Action.manage_clusters},
@@ -64,13 +81,15 @@ class Grant:
     role: Role
     queues: tuple[str, ...] | None = None
     clusters: tuple[str, ...] = ()
+    without: frozenset[Action] = frozenset()  # what the role would allow but the binding does not
 
     def describe(self) -> str:
         if self.role is Role.agent:
             return f"agent of {', '.join(self.clusters)}"
+        but = f" without {', '.join(sorted(a.value for a in self.without))}" if self.without else ""
         if self.queues is None:
-            return self.role.value
-        return f"{self.role.value} on queues {', '.join(self.queues)}"
+            return self.role.value + but
+        return f"{self.role.value} on queues {', '.join(self.queues)}{but}"
 
 
 @dataclass(frozen=True)
@@ -96,7 +115,7 @@ class Principal:
 
 def permits(grant: Grant, action: Action, *, queue: str | None = None, cluster: str | None = None) -> bool:
     """``queue``/``cluster`` None asks whether the grant allows the action on some queue or cluster."""
-    if action not in ROLE_ACTIONS[grant.role]:
+    if action not in ROLE_ACTIONS[grant.role] or action in grant.without:
         return False
     if action is Action.connect_agent:
         return cluster is None or cluster in grant.clusters or ANY_CLUSTER in grant.clusters
@@ -114,7 +133,9 @@ def may(
 def everywhere(principal: Principal, action: Action) -> bool:
     """Whether some grant allows ``action`` on every queue (so a list needs no queue filter)."""
     return any(
-        action in ROLE_ACTIONS[g.role] and (g.queues is None or action not in QUEUE_SCOPED)
+        action in ROLE_ACTIONS[g.role]
+        and action not in g.without
+        and (g.queues is None or action not in QUEUE_SCOPED)
         for g in principal.grants
     )
 

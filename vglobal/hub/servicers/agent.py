@@ -29,6 +29,7 @@ from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.hub.agents import record, register
 from vglobal.hub.agents.check import check_message, check_register
 from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier, batched
+from vglobal.hub.agents.log_relay import LogRelay
 from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
@@ -62,11 +63,22 @@ class StreamState:
     ending: bool = False  # the agent has gone; the cluster is released soon
     takes_batches: bool = False  # the agent reads HubMessage.batch
     released: asyncio.Event = field(default_factory=asyncio.Event)
+    # Log requests and cancels for the agent (agents/log_relay.py): sent between syncs.
+    mail: list[agent_pb2.HubMessage] = field(default_factory=list)
+    mailed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
-    def __init__(self, ctx: HubContext, loop: asyncio.AbstractEventLoop, pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self,
+        ctx: HubContext,
+        loop: asyncio.AbstractEventLoop,
+        pool: ThreadPoolExecutor,
+        relay: LogRelay | None = None,
+    ) -> None:
         self.ctx = ctx
+        self.relay = relay or LogRelay()
+        self.relay.send = self._mail
         self.loop = loop
         self.pool = pool
         self.open = 0
@@ -84,6 +96,15 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         for state in self.streams:
             if clusters is None or state.cluster in clusters:
                 state.wake.set()
+
+    def _mail(self, cluster: str, msg: agent_pb2.HubMessage) -> bool:
+        """Queue ``msg`` for the cluster's live stream here (the gRPC loop's thread only)."""
+        state = self.local.get(cluster)
+        if state is None or state.ending:
+            return False
+        state.mail.append(msg)
+        state.mailed.set()
+        return True
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.loop.run_in_executor(self.pool, fn, *args)
@@ -130,6 +151,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         """Release the cluster without awaiting (this may run while the call is being cancelled)."""
         state.ending = True
         self.streams.discard(state)
+        if self.local.get(state.cluster) is state:
+            self.relay.stream_ended(state.cluster)
         released = self.loop.run_in_executor(self.pool, self._release, state)
         released.add_done_callback(lambda _: state.released.set())
         if self.local.get(state.cluster) is state:
@@ -188,11 +211,31 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 if recorder.done():
                     recorder.result()  # a take-over ends the stream with its status
                     return
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(state.wake.wait(), FENCE_INTERVAL)
+                async for msg in self._between_syncs(state):
+                    yield msg
         finally:
             reader.cancel()
             recorder.cancel()
+
+    @staticmethod
+    async def _between_syncs(state: StreamState) -> AsyncIterator[agent_pb2.HubMessage]:
+        """The mail (log requests) as it comes, until a wake-up or FENCE_INTERVAL calls for a sync."""
+        deadline = asyncio.get_running_loop().time() + FENCE_INTERVAL
+        while not state.wake.is_set():
+            if state.mail:
+                mail, state.mail = state.mail, []
+                for msg in mail:
+                    yield msg
+            state.mailed.clear()
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0 or state.mail:
+                if left <= 0:
+                    return
+                continue
+            waits = [asyncio.ensure_future(state.wake.wait()), asyncio.ensure_future(state.mailed.wait())]
+            _, pending = await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for w in pending:
+                w.cancel()
 
     async def _read(self, messages: AsyncIterator[agent_pb2.AgentMessage], state: StreamState) -> None:
         try:
@@ -202,7 +245,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     raise FailedPrecondition("register: this stream has registered already")
                 if kind == "batch":  # one stream message for many: each recorded as if sent alone
                     for inner in msg.batch.messages:
-                        state.inbox.put_nowait(inner)
+                        if inner.HasField("log_chunk"):
+                            self.relay.deliver(inner.log_chunk)
+                        else:
+                            state.inbox.put_nowait(inner)
+                elif kind == "log_chunk":  # for a caller of StreamLogs, not the database
+                    self.relay.deliver(msg.log_chunk)
                 else:
                     state.inbox.put_nowait(msg)
         finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -69,9 +69,15 @@ def find_job(ref: jobs_pb2.JobRef, *, session: Session, action: Action = Action.
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
-    def __init__(self, ctx: HubContext, watches: WatchServer) -> None:
+    def __init__(
+        self,
+        ctx: HubContext,
+        watches: WatchServer,
+        logs: Callable[[jobs_pb2.LogsRequest], AsyncIterator[jobs_pb2.LogLines]] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.watches = watches
+        self.logs = logs
         self.groups = SubmitGroups(ctx.sessions)
 
     async def SubmitJob(
@@ -206,6 +212,14 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     ) -> AsyncIterator[jobs_pb2.JobEvent]:
         async for event in self.watches.serve(request, context):
             yield event
+
+    async def StreamLogs(
+        self, request: jobs_pb2.LogsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[jobs_pb2.LogLines]:
+        if self.logs is None:
+            raise FailedPrecondition("this hub process serves no agent streams, so no logs")
+        async for lines in self.logs(request):
+            yield lines
 
     @rpc
     def CancelJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:

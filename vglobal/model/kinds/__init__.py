@@ -13,7 +13,7 @@ from typing import Any
 
 from vglobal.model.kinds.record import WorkloadKind
 
-__all__ = ["KINDS", "WORKLOADS", "WorkloadKind", "kind_of"]
+__all__ = ["KINDS", "WORKLOADS", "WorkloadKind", "kind_of", "printed_as"]
 
 _NOT_KINDS = frozenset({"reading", "record"})
 
@@ -37,3 +37,12 @@ _BY_KEY: Mapping[tuple[str, str], WorkloadKind] = {k.key: k for k in KINDS}
 def kind_of(doc: Mapping[str, Any]) -> WorkloadKind | None:
     """The kind of a manifest by its apiVersion and kind; None for a kind not submitted as a job."""
     return _BY_KEY.get((str(doc.get("apiVersion", "")), str(doc.get("kind", ""))))
+
+
+_PRINTED: Mapping[str, str] = {k.shown: k.printed for k in KINDS}
+
+
+def printed_as(shown: str, namespace: str, name: str) -> str:
+    """A job as messages name it, by the kind it was submitted as (``Job.kind``, e.g. Deployment):
+    ``deployment.apps/default/inference``; a Volcano Job (or an unknown kind) ``job.batch.volcano.sh/...``."""
+    return f"{_PRINTED.get(shown, KINDS[0].printed)}/{namespace}/{name}"
