@@ -61,6 +61,7 @@ class QueueRoom:
         for name in self.chains.get(job.queue, ()):
             dims = self.named[name] & asks
             if np.any((self.held[name] + task.req)[dims] > self.cap[name][dims]):
+                job.limit_note = f"queue {name}: no room under its capability for {task.name} beyond the gang"
                 return False
         return True
 

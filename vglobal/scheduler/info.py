@@ -100,6 +100,7 @@ class JobInfo:
         "creation",
         "fit_error_roles",
         "job_fit_error",
+        "limit_note",
         "min_available",
         "min_resources",
         "name",
@@ -142,6 +143,7 @@ class JobInfo:
         self.fit_error_roles: set[str] = set()
         self.job_fit_error = ""
         self.quota_note = ""  # why the queue refused a task this session (reason text only)
+        self.limit_note = ""  # the hub's queue capability refused a pod beyond the gang (hub_limits)
         self.unschedulable = False
         for task_spec in spec.tasks:
             self.add_task(TaskInfo(task_spec, self, index))

@@ -112,9 +112,14 @@ class Session(PluginHooks):
             for plugin in tier:
                 plugin.on_session_close(self)
         for job in self.jobs.values():
-            # without gang (which explains unready gangs) still say why pending tasks found no node
-            if job.uid not in self.reasons and job.nodes_fit_errors and job.by_status.get(TaskStatus.Pending):
-                self.reasons[job.uid] = "; ".join(sorted(set(job.nodes_fit_errors.values())))
+            # without gang (which explains unready gangs) still say why pending tasks found no node,
+            # or that their queue refused them (a ready gang's pods beyond it, under the hub's limits)
+            if job.uid not in self.reasons and job.by_status.get(TaskStatus.Pending):
+                errors = sorted(set(job.nodes_fit_errors.values()))
+                if job.limit_note:
+                    errors.insert(0, job.limit_note)
+                if errors:
+                    self.reasons[job.uid] = "; ".join(errors)
         phases = {uid: self.podgroup_phase(job) for uid, job in self.jobs.items()}
         pipelined = {
             t.uid: t.node
