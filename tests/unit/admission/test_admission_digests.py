@@ -30,9 +30,9 @@ PINNED = {
         "cycle 3": "39d3f472a273dc3d1a00fcbc3f7688ce57ee4f89582609d9dad73b2fd0413bcf",
     },
     "topology": {
-        "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
-        "cycle 2": "807e7da67a33008c8b415b3bb4d2f631daa181607adca08a4b1612b25e20d2e7",
-        "cycle 3": "10f8dd1306320f4f1232a1abc9b482513724b4e9c2d73d6f8076d739cd683388",
+        "cycle 1": "76c238d6b134ef166b6ad2f49588808f4455032ea92bde8c1087c120ade45770",
+        "cycle 2": "ed91099bcf5cb011bad8e5a259c2f9477006b93b20cfc769f69da5df90fb5aae",
+        "cycle 3": "1eaea6d2ac533118d2c75cb9650ead62f343c474de624c8b4bfe9a57d599df81",
     },
     "guarantee": {
         "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",

@@ -1,0 +1,121 @@
+"""Preemption for a hard-topology gang takes its victims inside ONE HyperNode of its allowed tier
+(Volcano's gang-aware, HyperNode-first eviction: pkg/scheduler/actions/gangpreempt, its
+``preemptJobInDomains`` and ``selectDomainBundles``), and only where the gang then fits whole.
+
+Cases named ``TestSelectDomainVictims_*`` follow gangpreempt_test.go (its domain "d1" is a tier-1
+HyperNode here); the others are the ToR scenarios of two switches of two 4-cpu nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.unit.admission.builders import job
+from tests.unit.admission.test_admission_preempt import HIGH, Pod, Run, _running, cpu
+from vglobal.admission import AdmissionResult, Admit, ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
+from vglobal.admission.snapshot import HyperNodeSnap
+from vglobal.model.resources import ResourceVector
+
+TORS = {"t1": ("n1", "n2"), "t2": ("n3", "n4")}
+
+
+def _decide(
+    running: tuple[Run, ...],
+    pods: int = 2,
+    size: float = 4,
+    topology: tuple[str, int | None] | None = ("hard", 1),
+    tors: dict[str, tuple[str, ...]] = TORS,
+    spine: bool = True,
+    hypernodes: bool = True,
+) -> AdmissionResult:
+    used: dict[str, ResourceVector] = {}
+    for r in running:
+        for p in r.pods:
+            used[p.node] = used.get(p.node, ResourceVector()) + cpu(p.size)
+    names = [n for members in tors.values() for n in members]
+    nodes = tuple(NodeSnap(n, cpu(4) - used.get(n, ResourceVector()), cpu(4)) for n in names)
+    hns = [HyperNodeSnap(t, 1, "spine" if spine else None, members) for t, members in tors.items()]
+    if spine:
+        hns.append(HyperNodeSnap("spine", 2, None, tuple(names)))
+    alloc = ResourceVector()
+    for v in used.values():
+        alloc = alloc + v
+    gang = replace(job("gang", "q1", cpu(size), pods, priority=HIGH, created=10), network_topology=topology)
+    return admit(
+        Snapshot(
+            now=100.0,
+            queues=(QueueSnap("q1", allocated=alloc),),
+            clusters=(ClusterSnap("c", {}, nodes, True, tuple(hns) if hypernodes else ()),),
+            pending=(gang,),
+            running=tuple(_running(r) for r in running),
+        )
+    )
+
+
+def _fillers(**priority: int) -> tuple[Run, ...]:
+    """One single-pod 4-cpu job per node, named after its node, of the given priorities."""
+    return tuple(Run(f"f-{n}", (Pod(f"f-{n}-0", n, 4),), 1, priority=p) for n, p in priority.items())
+
+
+def _whole(result: AdmissionResult) -> set[str]:
+    return {r.victim_uid for r in result.reclaims if r.preempted}
+
+
+def test_a_hard_topology_gang_takes_its_victims_inside_one_tor() -> None:
+    # the lowest priority filler of each ToR would make room for 2 pods in the cluster, in neither ToR
+    running = _fillers(n1=1, n3=1, n2=2, n4=2)
+    result = _decide(running)
+    assert _whole(result) == {"f-n1", "f-n2"}  # ToR t1: ties go by name
+    decision = result.decisions["gang"]
+    assert isinstance(decision, Admit) and set(decision.nominated) == {"n1", "n2"}
+    # without a topology the two lowest priority fillers are enough, one per ToR
+    assert _whole(_decide(running, topology=None)) == {"f-n1", "f-n3"}
+
+
+def test_the_hypernode_with_the_fewest_victims_wins() -> None:
+    # t1 has a free node: one victim there beats two of lower priority in t2
+    running = _fillers(n2=5, n3=1, n4=1)
+    result = _decide(running)
+    assert _whole(result) == {"f-n2"}
+    decision = result.decisions["gang"]
+    assert isinstance(decision, Admit) and set(decision.nominated) == {"n1", "n2"}
+
+
+def test_no_victim_when_no_hypernode_of_the_tier_can_hold_the_gang() -> None:
+    # 3 pods of 4 cpu: no ToR of 2 nodes holds them even empty, so nothing is evicted
+    running = _fillers(n1=1, n2=1, n3=1, n4=1)
+    result = _decide(running, pods=3)
+    assert not isinstance(result.decisions["gang"], Admit)
+    assert not _whole(result) and not result.evictions
+    # tier 2 (the spine) holds them: three victims anywhere under it
+    assert len(_whole(_decide(running, pods=3, topology=("hard", 2)))) == 3
+
+
+def test_no_victim_for_a_hard_topology_on_a_cluster_without_hypernodes() -> None:
+    # the gang could never be placed there: evicting for it would free room for nothing
+    running = _fillers(n1=1, n2=1, n3=1, n4=1)
+    result = _decide(running, hypernodes=False)
+    assert not isinstance(result.decisions["gang"], Admit)
+    assert not _whole(result) and not result.evictions
+
+
+def test_select_domain_victims_respect_allow_whole_bundle() -> None:
+    # TestSelectDomainVictims_RespectAllowWholeBundle: a victim at its minAvailable goes only as a
+    # whole bundle; the hub allows whole bundles (allowWholeBundle true), so it is taken whole
+    running = (Run("victim", (Pod("victim-0", "n1", 4),), 1, priority=10),)
+    result = _decide(running, pods=1, tors={"d1": ("n1",)}, spine=False)
+    assert _whole(result) == {"victim"}
+
+
+def test_select_domain_victims_respect_victim_job_preemptable() -> None:
+    # TestSelectDomainVictims_RespectVictimJobPreemptable: a job marked not preemptable is no victim
+    running = (Run("victim", (Pod("victim-0", "n1", 4, preemptable=False),), 1, priority=10),)
+    result = _decide(running, pods=1, tors={"d1": ("n1",)}, spine=False)
+    assert not isinstance(result.decisions["gang"], Admit)
+    assert not _whole(result) and not result.evictions
+
+
+def test_select_domain_victims_allow_victim_job_when_preemptable_unset() -> None:
+    # TestSelectDomainVictims_AllowVictimJobWhenPreemptableUnset: unset means preemptable
+    running = (Run("victim", (Pod("victim-0", "n1", 4),), 1, priority=10),)
+    assert _whole(_decide(running, pods=1, tors={"d1": ("n1",)}, spine=False)) == {"victim"}
