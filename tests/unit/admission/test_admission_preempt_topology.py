@@ -119,3 +119,28 @@ def test_select_domain_victims_allow_victim_job_when_preemptable_unset() -> None
     # TestSelectDomainVictims_AllowVictimJobWhenPreemptableUnset: unset means preemptable
     running = (Run("victim", (Pod("victim-0", "n1", 4),), 1, priority=10),)
     assert _whole(_decide(running, pods=1, tors={"d1": ("n1",)}, spine=False)) == {"victim"}
+
+
+def test_reclaim_for_a_hard_topology_gang_takes_its_victims_inside_one_tor() -> None:
+    # queue "over" holds all 16 cpu (deserved 8) in four one-node jobs; "under"'s gang of 2 x 4 cpu
+    # reclaims whole jobs: newest first, blind to ToRs, that is one per ToR
+    order = ("n1", "n3", "n2", "n4")
+    running = tuple(
+        _running(Run(f"f-{n}", (Pod(f"f-{n}-0", n, 4),), 1, created=float(k)))
+        for k, n in enumerate(order)
+    )
+    running = tuple(replace(r, queue="over") for r in running)
+    nodes = tuple(NodeSnap(n, cpu(0), cpu(4)) for n in ("n1", "n2", "n3", "n4"))
+    hns = tuple(HyperNodeSnap(t, 1, None, members) for t, members in TORS.items())
+    queues = (
+        QueueSnap("under", deserved=cpu(8)),
+        QueueSnap("over", deserved=cpu(8), allocated=cpu(16)),
+    )
+
+    def reclaimed(topology: tuple[str, int] | None) -> set[str]:
+        gang = replace(job("gang", "under", cpu(4), 2), network_topology=topology)
+        result = admit(Snapshot(100.0, queues, (ClusterSnap("c", {}, nodes, True, hns),), (gang,), running))
+        return {r.victim_uid for r in result.reclaims}
+
+    assert reclaimed(None) == {"f-n2", "f-n4"}
+    assert reclaimed(("hard", 1)) in ({"f-n1", "f-n2"}, {"f-n3", "f-n4"})
