@@ -27,7 +27,7 @@ from vglobal.model.forms import PartitionGang
 WHOLE = 1 << 30  # the tier the whole cluster ranks at, above every HyperNode's
 # packs a partition search may spend past its first descent (a few HyperNodes per partition of a
 # few partitions are searched whole; beyond, the ordered first-fit's answer stands)
-SEARCH_BUDGET = 256
+SEARCH_BUDGET = 64
 
 
 @dataclass(frozen=True, slots=True)
