@@ -8,6 +8,7 @@ HyperNode here); the others are the ToR scenarios of two switches of two 4-cpu n
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 from tests.unit.admission.builders import job
@@ -144,3 +145,31 @@ def test_reclaim_for_a_hard_topology_gang_takes_its_victims_inside_one_tor() -> 
 
     assert reclaimed(None) == {"f-n2", "f-n4"}
     assert reclaimed(("hard", 1)) in ({"f-n1", "f-n2"}, {"f-n3", "f-n4"})
+
+
+def test_every_hard_topology_preemption_frees_and_fills_one_tor() -> None:
+    # seeded: fillers of random sizes and priorities on three ToRs of two nodes; whenever the gang
+    # preempts, its nodes and every victim's pods sit in one ToR, and the gang fits there
+    rng = random.Random(7)
+    tors = {"t1": ("n1", "n2"), "t2": ("n3", "n4"), "t3": ("n5", "n6")}
+    tor_of = {n: t for t, members in tors.items() for n in members}
+    preempted = 0
+    for k in range(300):
+        running = []
+        for n in tor_of:
+            left = 4
+            for i in range(rng.randint(0, 2)):
+                size = rng.choice([1, 2, 4])
+                if size <= left:
+                    left -= size
+                    prio = rng.choice([1, 2, 50, 200])
+                    running.append(Run(f"r{k}-{n}-{i}", (Pod(f"r{k}-{n}-{i}-0", n, size),), 1, priority=prio))
+        result = _decide(tuple(running), pods=rng.randint(1, 3), size=rng.choice([1, 2, 4]), tors=tors)
+        decision = result.decisions["gang"]
+        if not (isinstance(decision, Admit) and decision.preempting):
+            continue
+        preempted += 1
+        gone = _whole(result) | {e.victim_uid for e in result.evictions}
+        nodes = {p.node for r in running if r.uid in gone for p in r.pods} | set(decision.nominated)
+        assert len({tor_of[n] for n in nodes}) == 1, (k, nodes)
+    assert preempted > 30  # the property is exercised
