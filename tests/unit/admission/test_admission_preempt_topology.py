@@ -28,6 +28,7 @@ def _decide(
     tors: dict[str, tuple[str, ...]] = TORS,
     spine: bool = True,
     hypernodes: bool = True,
+    excluded: frozenset[str] = frozenset(),
 ) -> AdmissionResult:
     used: dict[str, ResourceVector] = {}
     for r in running:
@@ -41,7 +42,8 @@ def _decide(
     alloc = ResourceVector()
     for v in used.values():
         alloc = alloc + v
-    gang = replace(job("gang", "q1", cpu(size), pods, priority=HIGH, created=10), network_topology=topology)
+    gang = job("gang", "q1", cpu(size), pods, priority=HIGH, created=10)
+    gang = replace(gang, network_topology=topology, excluded_clusters=excluded)
     return admit(
         Snapshot(
             now=100.0,
@@ -71,6 +73,14 @@ def test_a_hard_topology_gang_takes_its_victims_inside_one_tor() -> None:
     assert isinstance(decision, Admit) and set(decision.nominated) == {"n1", "n2"}
     # without a topology the two lowest priority fillers are enough, one per ToR
     assert _whole(_decide(running, topology=None)) == {"f-n1", "f-n3"}
+
+
+def test_a_gang_handed_back_by_its_cluster_takes_no_second_round_of_victims_there() -> None:
+    # after --bind-timeout the agent hands the gang back and the hub keeps it off that cluster for a
+    # while (its excluded clusters): no plan there, so no victim either
+    result = _decide(_fillers(n1=1, n3=1, n2=2, n4=2), excluded=frozenset({"c"}))
+    assert not isinstance(result.decisions["gang"], Admit)
+    assert not _whole(result) and not result.evictions
 
 
 def test_the_hypernode_with_the_fewest_victims_wins() -> None:
