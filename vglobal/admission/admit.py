@@ -50,6 +50,7 @@ from vglobal.admission.snapshot import (
 from vglobal.admission.victims.ask import Ask, mask_key
 from vglobal.admission.victims.hyperjob_victims import ChildRoom, Planners
 from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions
+from vglobal.admission.victims.preempt_topology import confine
 from vglobal.admission.victims.reclaim import Reclaims
 from vglobal.admission.victims.reclaim_pods import reclaim_evictions
 from vglobal.admission.victims.starvation import Starvation
@@ -210,7 +211,7 @@ class _Cycle:
             if preempted is not None:
                 return preempted
         if self._may_reclaim(job, leaf):
-            ask = ask or self.fit.ask(job, cards)
+            ask = confine(ask or self.fit.ask(job, cards), self.clusters, self.fit.hypernodes)
             planned = self.reclaims.plan(ask, leaf)
             if planned is not None:
                 leaf.reclaiming = job.snap.uid

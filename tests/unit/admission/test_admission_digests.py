@@ -30,9 +30,9 @@ PINNED = {
         "cycle 3": "72ead95b010d513808a5eca816e61319e3ed6212f56d915e509faa9cb4cb8473",
     },
     "topology": {
-        "cycle 1": "2351bfcc85be9041267b11b958d745b1503e3a72051c512ff5e6b8f34b8f87b4",
-        "cycle 2": "04218d3ebd0e2c7db13bbb7815da0cced3183d46a1793a599cce4e6424c68fd2",
-        "cycle 3": "f2fb8457b3beca78ffeb5145830bda3af7206e8ba84dfd9a5c5df00525f79a49",
+        "cycle 1": "022537b7b1009166481a6df0c8a5386c11b58b004430ce9f2ba50356246f1ea1",
+        "cycle 2": "7d27371a630f8d2eb10f2007b9f675a71842dba2ff98ae58d52e23207ac0e7e5",
+        "cycle 3": "ff3abb5162aa557473ebbbf6392ab66d27069718b29d29e4cc4f37351b71a193",
     },
     "guarantee": {
         "cycle 1": "9497ec2ac4960e0d288f4a92a21c6c122408aeb930f3dc7886ceb47c922a75e0",

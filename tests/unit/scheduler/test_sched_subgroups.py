@@ -11,6 +11,7 @@ import pytest
 
 from tests.unit.scheduler.subgroup_cases import CASES
 from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.partition import PARTITION_ID_LABEL, TASK_SPEC_LABEL
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler import (
     ClusterSnapshot,
@@ -112,3 +113,64 @@ def test_allocate_with_partition_policy_network_topology(case: dict[str, Any]) -
     assert len(result.binds) == case["binds"], (dict(result.binds), result.reasons)
     if case["bind_map"]:
         assert dict(result.binds) == case["bind_map"]
+
+
+def _two_partitioned_tasks(first: str, second: str) -> ClusterSnapshot:
+    """Task ``first`` has one 1-pod partition, ``second`` one 2-pod partition, each within a tier-1
+    HyperNode; s0 has 2 nodes, s1 has 1 (the job's own topology soft)."""
+    nodes = tuple(
+        NodeSpec(n, ResourceVector.from_quantities({"cpu": "2", "memory": "4Gi", "pods": 10}))
+        for n in ("s0-n1", "s0-n2", "s1-n3")
+    )
+    tasks = tuple(
+        TaskSpec(
+            uid=f"p{i}",
+            name=f"p{i}",
+            job_uid="c1/pg1",
+            role=task,
+            index=i,
+            request=ResourceVector.from_quantities({"cpu": "2", "memory": "1Gi"}),
+            status=TaskStatus.Pending,
+            labels={TASK_SPEC_LABEL: task, PARTITION_ID_LABEL: "0"},
+            namespace="c1",
+            creation=i,
+        )
+        for i, task in enumerate((first, second, second))
+    )
+    policies = tuple(
+        SubGroupSpec(
+            name=task,
+            size=size,
+            min_groups=1,
+            match_labels={TASK_SPEC_LABEL: task},
+            match_label_keys=(PARTITION_ID_LABEL,),
+            network_topology=("hard", 1),
+        )
+        for task, size in ((first, 1), (second, 2))
+    )
+    job = JobSpec(
+        uid="c1/pg1",
+        name="pg1",
+        namespace="c1",
+        queue="q1",
+        priority=0,
+        min_available=3,
+        task_min_available={},
+        creation=0,
+        tasks=tasks,
+        podgroup_phase="Inqueue",
+        network_topology=("soft", 2),
+        sub_groups=policies,
+    )
+    hns = _hyper_nodes({"s0": (1, "s0-n1 s0-n2"), "s1": (1, "s1-n3"), "top": (2, "s0-n1 s0-n2 s1-n3")})
+    return ClusterSnapshot(nodes, (job,), (QueueSpec("q1"),), hns)
+
+
+@pytest.mark.parametrize(("first", "second"), [("a", "b"), ("b", "a")])
+def test_partitions_of_two_tasks_are_placed_whichever_task_comes_first(first: str, second: str) -> None:
+    # subgroups go in name order (equal MatchIndex); the binpack score sends the 1-pod partition to
+    # the HyperNode it fills, so the 2-pod partition still finds two nodes of one switch
+    result = run_cycle(_two_partitioned_tasks(first, second), parse_conf(CONF))
+    binds = dict(result.binds)
+    assert binds["p0"] == "s1-n3"
+    assert {binds["p1"], binds["p2"]} == {"s0-n1", "s0-n2"}

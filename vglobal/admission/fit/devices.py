@@ -205,6 +205,14 @@ class CardPacker:
     def choose(self, c: int) -> None:
         self.c, self.taken = c, self._kept[c]
 
+    def save(self) -> object:
+        return (self.taken, self._done)  # replaced, never changed in place, by __call__
+
+    def restore(self, mark: object) -> None:
+        assert isinstance(mark, tuple)
+        self.taken, self._done = mark
+        self._kept[self.c] = self.taken
+
     def _request(self, shape: Shape, done: Mapping[bytes, int]) -> DeviceRequest:
         """The request of the next pod of this shape (tasks of equal resources may differ in GPU hints)."""
         key = shape.row.tobytes()

@@ -20,6 +20,12 @@ class Packer(Protocol):
     def choose(self, c: int) -> None:
         """Cluster c's last attempt that fitted is the one to keep."""
 
+    def save(self) -> object:
+        """What this attempt took so far, for ``restore`` (a search that backtracks)."""
+
+    def restore(self, mark: object) -> None:
+        """Back to what ``save`` saw."""
+
     def __call__(self, free: IntArray, rows: IntArray, shapes: Sequence[Shape]) -> IntArray | None:
         """``free`` (a line per node of ``rows``) after the shapes' pods, or None if they do not fit."""
 

@@ -3,8 +3,8 @@
 The local scheduler places such a job inside one HyperNode of tier <= the job's highest allowed
 tier (the whole cluster without a topology) and each partition whole inside one HyperNode of tier
 <= the partition's tier *within* that one. Here, for each candidate cluster and each job domain in
-(tier, name) order, every partition is packed into the first sub-HyperNode in (tier, name) order
-that holds it, then the gang's other pods into what is left of the domain. The cluster whose
+(tier, name) order, the partitions (larger first) are searched over the sub-HyperNodes their tier
+allows, backtracking, then the gang's other pods go into what is left of the domain. The cluster whose
 domain has the lowest tier wins (a lower tier is a closer network); the whole cluster ranks last.
 """
 
@@ -25,6 +25,9 @@ from vglobal.admission.snapshot import Gang, Partitions, PendingJob
 from vglobal.model.forms import PartitionGang
 
 WHOLE = 1 << 30  # the tier the whole cluster ranks at, above every HyperNode's
+# packs a partition search may spend past its first descent (a few HyperNodes per partition of a
+# few partitions are searched whole; beyond, the ordered first-fit's answer stands)
+SEARCH_BUDGET = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,26 @@ def _inside(
     return [e for e in entries if members.issuperset(e[2].tolist())]
 
 
+def _units(
+    gang: PartitionedGang, domain: IntArray, subs: Sequence[tuple[int, str, IntArray]]
+) -> list[tuple[PreparedPartitions, list[IntArray], int]]:
+    """One entry per partition to place: (its group, the rows it may take in order, the group's
+    index), larger partitions first (more pods, then larger pods; Volcano's SubJobOrderFn sees
+    equal readiness and priority here), a group's partitions side by side."""
+    out: list[tuple[PreparedPartitions, list[IntArray], int]] = []
+    for k, part in enumerate(gang.parts):
+        allowed = [domain]  # without a topology: anywhere in the job's domain
+        if part.constrained:
+            allowed = [
+                rows for tier, _, rows in subs if part.highest_tier is None or tier <= part.highest_tier
+            ]
+            if not part.hard:
+                allowed.append(domain)  # soft: the job's domain is the fallback
+        out += [(part, allowed, k)] * part.count
+    out.sort(key=lambda u: (-u[0].shape.count, -int(u[0].shape.row.sum()), u[2]))
+    return out
+
+
 def fit_domain(
     free: IntArray,
     domain: IntArray,
@@ -105,34 +128,49 @@ def fit_domain(
 ) -> IntArray | None:
     """``free`` after placing every partition in a sub-HyperNode of ``domain`` (rows) its tier
     allows and the rest of the gang in the domain; None if something does not fit. A ``packer``
-    (started on the cluster by the caller) packs instead of ``pack`` (the GPU cards fit too)."""
+    (started on the cluster by the caller) packs instead of ``pack`` (the GPU cards fit too).
+
+    A backtracking search over each partition's HyperNodes, so whether the gang fits does not hang
+    on the order of its tasks; its first descent is the ordered first-fit, and after SEARCH_BUDGET
+    more packs it gives up (the answer first-fit would give)."""
+    units = _units(gang, domain, subs)
+    work = free.copy()
+    budget = [SEARCH_BUDGET + len(units) + 1]
 
     def packed(rows: IntArray, shapes: Sequence[Shape]) -> IntArray | None:
+        budget[0] -= 1
         return pack(work[rows], shapes)[1] if packer is None else packer(work[rows], rows, shapes)
 
-    work = free.copy()
-    for part in gang.parts:
-        allowed = [domain]  # without a topology: anywhere in the job's domain
-        if part.constrained:
-            allowed = [
-                rows for tier, _, rows in subs if part.highest_tier is None or tier <= part.highest_tier
-            ]
-            if not part.hard:
-                allowed.append(domain)  # soft: the job's domain is the fallback
-        for _ in range(part.count):
-            for rows in allowed:
-                sub = packed(rows, (part.shape,))
-                if sub is not None:
-                    work[rows] = sub
-                    break
-            else:
-                return None
-    if gang.rest:
-        sub = packed(domain, gang.rest)
-        if sub is None:
-            return None
-        work[domain] = sub
-    return work
+    def place(i: int, low: int) -> bool:
+        if i == len(units):
+            if not gang.rest:
+                return True
+            sub = packed(domain, gang.rest)
+            if sub is None:
+                return False
+            work[domain] = sub
+            return True
+        part, allowed, k = units[i]
+        # partitions of one group are alike: their choices need only be tried in one order
+        start = low if i > 0 and units[i - 1][2] == k else 0
+        for j in range(start, len(allowed)):
+            if budget[0] <= 0:
+                return False
+            rows = allowed[j]
+            mark = None if packer is None else packer.save()
+            sub = packed(rows, (part.shape,))
+            if sub is None:
+                continue
+            before = work[rows]
+            work[rows] = sub
+            if place(i + 1, j):
+                return True
+            work[rows] = before
+            if packer is not None:
+                packer.restore(mark)
+        return False
+
+    return work if place(0, 0) else None
 
 
 def _domains(

@@ -29,7 +29,11 @@ class Ask:
 
 
 def mask_key(job: Job) -> str:
-    return job.cand.key.hex() if job.anti else ""
+    key = job.cand.key.hex() if job.anti else ""
+    topo = job.snap.network_topology
+    if topo is not None and topo[0] == "hard":
+        key += f"/hard<={topo[1]}"  # its victims come from one HyperNode, not the whole cluster
+    return key
 
 
 def card_check(packer: CardPacker, gang: PreparedGang) -> CardCheck:

@@ -9,8 +9,9 @@ running pods of LOWER PriorityClass value in the same leaf queue, on one cluster
   (placed pods beyond minAvailable, newest pod first), so no victim gang drops below minAvailable;
 - only if that is not enough, whole jobs in the same order (they are stopped and re-queued).
 Enough is: the queue path's limits hold the job once the victims' charge is gone, and its gang packs
-onto the cluster's free capacity plus what the victims hold there. The job is then admitted there
-in the same cycle (Volcano pipelines the preemptor onto the freed nodes).
+onto the cluster's free capacity plus what the victims hold there (a hard-topology gang: inside one
+HyperNode its tier allows, with victims from that HyperNode only; preempt_topology.py). The job is
+then admitted there in the same cycle (Volcano pipelines the preemptor onto the freed nodes).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.fit.node_mask import EVERYWHERE, Usable
 from vglobal.admission.fit.placement import Clusters
+from vglobal.admission.fit.topology import HyperNodeRows
 from vglobal.admission.prepare import Job
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, RunningPod, Snapshot, job_ref
 from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.preempt_topology import domains, hard_limit, victim_room, within
 from vglobal.model.resources import ResourceVector
 
 NEVER = "Never"
@@ -97,6 +100,7 @@ class Preemptions:
         # (leaf, priority, gang tag, key): a key tells apart jobs whose masks differ (anti-affinity)
         self._failed: set[tuple[int, int, str, str]] = set()
         self._victims: dict[tuple[str, int], Victim] = {}
+        self._rows: dict[int, HyperNodeRows] = {}
 
     def may(self, leaf: int, priority: int, policy: str, gang: PreparedGang, key: str = "") -> bool:
         low = self.lowest.get(leaf)
@@ -144,8 +148,34 @@ class Preemptions:
         return None
 
     def _plan_cluster(self, c: int, jobs: list[RunningJob], ask: Ask, need: list[int]) -> Plan | None:
-        gang, usable, cards = ask.job.gang, ask.mask(c), ask.cards
         victims = [self._victim(j, c, ask.job.snap.priority) for j in jobs]
+        usable = ask.mask(c)
+        hard, limit = hard_limit(ask.job.snap.network_topology)
+        if not hard:
+            return self._plan_in(c, victims, ask, need, usable)
+        # a hard-topology gang: victims inside one HyperNode at a time (preempt_topology.py)
+        free = self.clusters.free(c)
+        room = victim_room(free.shape[0], self.index.size, [(p.node, p.req) for v in victims for p in v.pods])
+        best: tuple[tuple[int, int], Plan] | None = None
+        for rows in domains(self._hypernodes(c), limit, free, room, ask.job.gang):
+            got = self._plan_in(c, victims, ask, need, within(usable, rows, free.shape[0]))
+            if got is not None:
+                cost = (len(got.whole) + len(got.pods), sum(map(len, got.pods.values())))
+                if best is None or cost < best[0]:
+                    best = (cost, got)
+        return None if best is None else best[1]
+
+    def _hypernodes(self, c: int) -> HyperNodeRows:
+        got = self._rows.get(c)
+        if got is None:
+            got = self._rows[c] = HyperNodeRows(self.clusters.snaps[c].hypernodes, self.clusters.node_col[c])
+        return got
+
+    def _plan_in(
+        self, c: int, victims: list[Victim], ask: Ask, need: list[int], usable: Usable
+    ) -> Plan | None:
+        """Victims among ``victims`` whose pods sit on rows ``usable`` leaves the gang."""
+        gang, cards = ask.job.gang, ask.cards
         check = None if cards is None else partial(cards, c)
         enough = Fit(self.clusters.free(c), gang, need, usable, check)
         steps: list[Step] = []
