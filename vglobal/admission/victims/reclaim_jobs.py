@@ -116,22 +116,22 @@ class ReclaimPlanner:
         self.tree = tree
         self._used = used
         self.clusters = clusters
-        deserved = np.array(tree.deserved).reshape(len(tree.names), index.size)
-        guarantee = np.array(tree.guarantee, dtype=np.float64).reshape(deserved.shape)
+        deserved = np.array(tree.deserved, dtype=np.int64).reshape(len(tree.names), index.size)
+        guarantee = np.array(tree.guarantee, dtype=np.int64).reshape(deserved.shape)
         # A resource is contended for a queue when water-filling gave it less than it asks for. On
         # those the queue keeps its deserved; on the others deserved is just its demand, and a whole
         # victim job may take it below that (its guarantee is kept everywhere).
-        self._contended = np.array(tree.demand).reshape(deserved.shape) > deserved + 0.5
-        self._floor: FloatArray = np.where(self._contended, np.maximum(deserved, guarantee), guarantee)
+        self._contended = np.array(tree.demand, dtype=np.int64).reshape(deserved.shape) > deserved
+        self._floor: IntArray = np.where(self._contended, np.maximum(deserved, guarantee), guarantee)
         self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
         # The rate limit as a second floor: what a queue may still lose in this interval (Armada's
         # fair-share preemption limit): `limit` of what it ran at the interval's start, less what
         # reclaim took from it since.
-        self._budget: FloatArray | None = None
+        self._budget: IntArray | None = None
         if limit > 0:
-            taken = np.array([index.known_row(q.reclaimed) for q in tree.snaps], dtype=np.float64)
-            ran = np.array(tree.initial_alloc, dtype=np.float64).reshape(deserved.shape) + taken
-            self._budget = limit * ran - taken
+            taken = np.array([index.known_row(q.reclaimed) for q in tree.snaps], dtype=np.int64)
+            ran = np.array(tree.initial_alloc, dtype=np.int64).reshape(deserved.shape) + taken
+            self._budget = np.floor(limit * ran).astype(np.int64) - taken
         # Only queues above their deserved on a resource they are short of can lose jobs at all.
         over = (self.slack() > 0) & self._contended
         donors = {
@@ -212,9 +212,9 @@ class ReclaimPlanner:
         got = self._built[c] = _ClusterVictims(acc, self._index.size)
         return got
 
-    def slack(self) -> FloatArray:
-        """Per queue: how much it may still lose before reaching its floor (see __init__)."""
-        alloc = np.array(self.tree.alloc, dtype=np.float64).reshape(self._floor.shape)
+    def slack(self) -> IntArray:
+        """Per queue: how much it may still lose before reaching its floor (see __init__), exact."""
+        alloc = np.array(self.tree.alloc, dtype=np.int64).reshape(self._floor.shape)
         slack = alloc - self._given - self._floor
         if self._budget is not None:
             slack = np.minimum(slack, self._budget - self._given)
@@ -288,7 +288,7 @@ class ReclaimPlanner:
         c: int,
         cv: _ClusterVictims,
         ok: npt.NDArray[np.bool_],
-        slack: FloatArray,
+        slack: IntArray,
         gang: PreparedGang,
         best: tuple[int, int, list[Victim]] | None,
         cards: CardCheck | None = None,
@@ -357,11 +357,11 @@ class ReclaimPlanner:
 class _SlackRows:
     """Queue slack as plain lists, fetched from the matrix on first use: the walks are scalar."""
 
-    def __init__(self, slack: FloatArray) -> None:
+    def __init__(self, slack: IntArray) -> None:
         self._slack = slack
-        self._rows: dict[int, list[float]] = {}
+        self._rows: dict[int, list[int]] = {}
 
-    def row(self, q: int) -> list[float]:
+    def row(self, q: int) -> list[int]:
         got = self._rows.get(q)
         if got is None:
             got = self._rows[q] = self._slack[q].tolist()

@@ -67,7 +67,7 @@ class PodReclaims:
             if job.cluster in clusters.col:
                 self._jobs.setdefault(job.cluster, []).append(job)
         self.taken: set[str] = set()  # pod uids planned this cycle
-        self._given: dict[int, list[float]] = {}  # per leaf, charge given up by earlier plans
+        self._given: dict[int, list[int]] = {}  # per leaf, charge given up by earlier plans
 
     def plan(self, ask: Ask, cand: Sequence[int], need: list[int], within: int) -> PodPlan | None:
         """Victim pods on one cluster of `cand` that let the job's gang fit there (on the nodes its
@@ -80,7 +80,7 @@ class PodReclaims:
                 for pods in got.plan.pods.values():
                     ledger.add(self.taken, pods)
                 for q, freed in got.freed.items():
-                    given = self._given.get(q) or [0.0] * self.index.size
+                    given = self._given.get(q) or [0] * self.index.size
                     ledger.put(self._given, q, [g + f for g, f in zip(given, freed, strict=True)])
                 return got
         return None
@@ -132,15 +132,15 @@ class PodReclaims:
         tree, size = self.tree, self.index.size
         check = None if cards is None else partial(cards, c)
         enough = Fit(self.clusters.free(c), gang, need, usable, check)
-        alloc: dict[int, list[float]] = {}
+        alloc: dict[int, list[int]] = {}
         steps: list[Step] = []
         queue_of: dict[str, int] = {}
         for cand in self._candidates(c, leaf, req, within, usable):
             q = cand.leaf
             left = alloc.get(q)
             if left is None:
-                given = self._given.get(q, [0.0] * size)
-                left = alloc[q] = [float(a) - g for a, g in zip(tree.alloc[q], given, strict=True)]
+                given = self._given.get(q, [0] * size)
+                left = alloc[q] = [a - g for a, g in zip(tree.alloc[q], given, strict=True)]
             if cand.whole:  # its surplus pods, taken one by one above, are in the whole job
                 kept = [st for st in steps if st.victim != cand.job]
                 for st in steps:
@@ -164,7 +164,7 @@ class PodReclaims:
                 return PodPlan(enough.plan(c, steps, size), freed, kept_of)
         return None
 
-    def _lose(self, q: int, left: list[float], cand: _Candidate) -> list[float] | None:
+    def _lose(self, q: int, left: list[int], cand: _Candidate) -> list[int] | None:
         """The queue's allocation without the candidate, or None if it may not lose it: each of its
         pods in turn by Volcano's rule (_may_lose); a whole job also may not take the queue below
         its deserved on a resource its pods use."""
@@ -181,17 +181,17 @@ class PodReclaims:
         return None if any(after[r] < des[r] for r in used) else after
 
 
-def set_deserved(tree: QueueTree, index: ResourceIndex) -> list[list[float]]:
+def set_deserved(tree: QueueTree, index: ResourceIndex) -> list[list[int]]:
     """Per queue, its deserved as it sets it (Volcano's capacity plugin: what it does not name, it
-    does not deserve), else as water-filling gives it."""
+    does not deserve), else as water-filling gives it; exact ints."""
     return [
-        [float(x) for x in (d.tolist() if s.deserved is None else index.known_row(s.deserved))]
+        [int(x) for x in (d.tolist() if s.deserved is None else index.known_row(s.deserved))]
         for s, d in zip(tree.snaps, tree.deserved, strict=True)
     ]
 
 
 def _may_lose(
-    alloc: list[float], pod: list[int], deserved: Sequence[float], guarantee: Sequence[int], slots: int
+    alloc: list[int], pod: list[int], deserved: Sequence[int], guarantee: Sequence[int], slots: int
 ) -> bool:
     """Whether a queue allocated `alloc` may lose the pod: its guarantee holds without it, and it is
     above deserved on a resource the pod uses, or its deserved names none of them."""
