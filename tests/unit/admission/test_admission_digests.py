@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "831e1c3ecfcee03493829b0ed5971b5b97b96a3281ec7499f8efc908a8db136e",
-        "cycle 2": "7ae92fde9a59b5034cddf2bb51714cad45601f803a4a9fca0ff3786c7dff6c5a",
-        "cycle 3": "df5ead53bec9a07efdd9ff0d6496543bd5386a74560cd14e7d87a0c961690e44",
-        "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
+        "cycle 1": "5deaf72bad77532986f13319b94423217a3c3226a059198eb37e4ae275ea1585",
+        "cycle 2": "01fcaa53f636cf45f277d456321e40b9d02300048dd77896ba166f5280cf3922",
+        "cycle 3": "55a17cc630e858d4001cb1eebc1d2cde62c45468e58bc53dd664c4de783eaa4a",
+        "cycle 1 with an admission budget": "664682e4a7435624e2ad0085a8b9a108adbef3a103ad172770741269ad8ce7a6",
     },
     "reclaim": {
-        "cycle 1": "ee476ae4f6808ac1ca4beba8db5dba9c462a7ca2745f83ecc5d06d424164c523",
-        "cycle 2": "79250b3040454dc193760fe459fbaed635569bb4bbe92cb45bd144f38f9c5fb8",
-        "cycle 3": "39d3f472a273dc3d1a00fcbc3f7688ce57ee4f89582609d9dad73b2fd0413bcf",
+        "cycle 1": "c117858191d9cbb0264480dc266e5cc42aacd71cf54fb764e35d11689617bf49",
+        "cycle 2": "b2f729c5566e6be6a6c4b78339748bdf83360d1824a884855520f42ca1aea8f4",
+        "cycle 3": "769c74bb4fac43e22852ba5249461b0089579c1b866d03192441502280fc326a",
     },
     "topology": {
-        "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
-        "cycle 2": "807e7da67a33008c8b415b3bb4d2f631daa181607adca08a4b1612b25e20d2e7",
-        "cycle 3": "10f8dd1306320f4f1232a1abc9b482513724b4e9c2d73d6f8076d739cd683388",
+        "cycle 1": "f8d9769ad06d7fd05f2ac488c6d33557016ad6c4dccadf5289e76a436f2ebb29",
+        "cycle 2": "4def4c4540b25bf9935b996194b40bd5d12dbc2c798a6437df2f8a770dfe3faf",
+        "cycle 3": "44a234a360890331b16b6901ec1c849bd4625cd75c3ca5c051bb558fe886bf08",
     },
     "guarantee": {
-        "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",
-        "cycle 2": "cf22f70772d26f72bd41a8c777b61b72d809957e346c3fa1c7878df1e8aa8bde",
-        "cycle 3": "100c0327c6106889f8d92bcf5a944c2cb0d03b59a2ffff684ca3527ba2771d5d",
+        "cycle 1": "9f7813dd4c43a2f67de353772e7a81ee41eeeed1d5535a5dc8d60a0fe2608ec4",
+        "cycle 2": "747248a355301f6155e71c69de4a044dee3c37d3806712328181de2109df7107",
+        "cycle 3": "40c994cac267741887125719c265fb2c3fc103c3b9827fabf44d1159284be74e",
     },
 }
 
