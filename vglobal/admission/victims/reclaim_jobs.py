@@ -155,6 +155,7 @@ class ReclaimPlanner:
             and j.cluster in clusters.col
             and (protected_after is None or j.running_since is None or j.running_since <= protected_after)
             and not j.pinned
+            and not j.holds_pinned
             and all(p.preemptable for p in j.pods)  # a pod annotated preemptable "false" never goes
         ]
         self._index = index
