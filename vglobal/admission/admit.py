@@ -67,9 +67,10 @@ class _Cycle:
         self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)
-        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets)
-        self.starvation = Starvation(snapshot, self.clusters, self.tree, prep.index)
         self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index)
+        # One set of victims taken this cycle for every planner: a job is never taken twice.
+        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets, self.preempt.taken)
+        self.starvation = Starvation(snapshot, self.clusters, self.tree, prep.index)
         self.evictions: list[Eviction] = []
         self.preempted: list[Reclaim] = []
         # The ledger holds the decisions and the admitted order (the hot loop writes them directly:

@@ -256,6 +256,7 @@ def admitted_job(
             group=None if f.group is None else f.group.key,
             whole_only=f.workload in GROUPED,
             pinned=f.pinned,
+            holds_pinned=bool(f.unpreemptable & f.pod_requests.keys()),
             namespace=f.namespace,
             anti_affinity=f.anti_affinity,
             name=f.name,

@@ -195,6 +195,9 @@ class RunningJob:
     # No pod of it may go (all not preemptable; a long-running kind that does not say "true"): no
     # victim even while its pods are not known one by one.
     pinned: bool = False
+    # Some task's pods are never victims (volcano.sh/preemptable "false"): only its other pods may
+    # go, one by one; it is never taken whole, even while its pods are not known one by one.
+    holds_pinned: bool = False
     # (node, card) of the GPU cards its pods hold when they are not listed in ``pods`` (the
     # simulator's runs): what taking the whole job gives back.
     cards: tuple[tuple[str, CardUse], ...] = ()

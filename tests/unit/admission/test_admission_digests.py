@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "2eaf4e8b8737816af5b76b02ecf4b6471ac54422a1fad2adf667ea2f4ac36ccd",
-        "cycle 2": "13da122126af2076ce6fc0cd9b9e09abe3e89dc2d6a1093c34ebe68338804eaa",
-        "cycle 3": "3c294e4bf1eea69a232a03132b8ae30b6c83257d72fb1ddd68b6554f9a71a209",
-        "cycle 1 with an admission budget": "ed8f37447dadbbe0b366c4ba2c2ecd7407c34140f95a1b2c016624a8663c6e00",
+        "cycle 1": "596b6b94b5c3c42d70736ce592db94e4f32b9ca035c2ca30bcb33fbbe49e5aba",
+        "cycle 2": "fd40e0ba3da42b30bfecd8223d30e8ee2e9907a996ad549a9a02e807f559ef4f",
+        "cycle 3": "29bf1239cfd443eaa7dcfbe3bb4360e51cf79e42ab99af6327d00d3a44dc9102",
+        "cycle 1 with an admission budget": "29bd49fab3c907b034db7d1414a29f486ff2e864d902c8193854a23ca99ae30b",
     },
     "reclaim": {
-        "cycle 1": "f384b315ce22060676f537b1f57119fe57164401ee5efdbee9edc13036160aa6",
-        "cycle 2": "f7d6d33cd2c45bfd537fc8ec83ff54c7faaa70afd23a81aaf401b8978ef56647",
-        "cycle 3": "72ead95b010d513808a5eca816e61319e3ed6212f56d915e509faa9cb4cb8473",
+        "cycle 1": "823d3000a866c36900dad9ccd491ef98775f078b7c4b33fe2fe94d11171b6555",
+        "cycle 2": "92514c1b4d259d744be93bffea2d19849df496392a3710da80bc839da7553242",
+        "cycle 3": "66bc6d06205434305f3978459bcd9cafc5c8d27f7151be94f47278e40692ac4b",
     },
     "topology": {
-        "cycle 1": "022537b7b1009166481a6df0c8a5386c11b58b004430ce9f2ba50356246f1ea1",
-        "cycle 2": "7d27371a630f8d2eb10f2007b9f675a71842dba2ff98ae58d52e23207ac0e7e5",
-        "cycle 3": "ff3abb5162aa557473ebbbf6392ab66d27069718b29d29e4cc4f37351b71a193",
+        "cycle 1": "9aa5c11d8f9fabbf6d018d629d5846e1a499e014e2a2df0422adae656dadb345",
+        "cycle 2": "f6eee5e059d7d52e55fb8fe3e83f8862bbba41804a1e148f3094471059f5e8f2",
+        "cycle 3": "98b325210ac639685ed7e3f49309968c9afecf7da5e6870558ac23fc38bb133a",
     },
     "guarantee": {
-        "cycle 1": "9497ec2ac4960e0d288f4a92a21c6c122408aeb930f3dc7886ceb47c922a75e0",
-        "cycle 2": "238792c01ffc869fb006a5d40c59f64cb8e8496d71db67cd7608700e81d1e765",
-        "cycle 3": "f6fd480022ecfe44880c225d17d69667cd3b5f78a356d7a29d99cf7b5a56e8c3",
+        "cycle 1": "18b2af115e740a1469bdda8a785817eca8950bf6e1e4c5e3d2897018570f77d7",
+        "cycle 2": "2bdd2c93a39f4ad6d2ff26c522cfce931fbcd60e66755b0087c27ef0b1dca8fb",
+        "cycle 3": "b05a61e20e1b94d91bc6c78d815ae6ea67c82c11cd9943889cbe6dcac99bae04",
     },
 }
 

@@ -105,3 +105,16 @@ def test_a_binding_moves_only_as_the_hubs_do() -> None:
     b = Binding(waiting_since=0.0)
     with pytest.raises(SimulationError, match="does not move from Suspended to Running"):
         b.move(b.phase.__class__("Running"))
+
+
+def test_a_job_with_a_pinned_task_is_never_taken_whole(tmp_path: Path) -> None:
+    """minAvailable 4 of 4 pods leaves no surplus pod: only the whole job could go, and its pinned
+    ps pod never goes, so the urgent job waits and no pod of elastic is evicted."""
+    got = _run(tmp_path, CLASSES, ELASTIC.replace("minAvailable: 2", "minAvailable: 4"), URGENT % "")
+    elastic, urgent = got["elastic"], got["urgent"]
+    running = sorted(p["name"] for p in elastic["pods"] if p["node"] and p["phase"] == "Running")  # type: ignore[attr-defined]
+    assert running == ["elastic-ps-0", "elastic-w-0", "elastic-w-1", "elastic-w-2"], elastic["pods"]
+    reasons = [e["reason"] for e in elastic["events"]]  # type: ignore[attr-defined]
+    assert not {"PodEvicted", "Preempted", "Reclaimed"} & set(reasons), reasons
+    placed = [p for p in urgent["pods"] if p["node"]]  # type: ignore[attr-defined]
+    assert not placed and len(urgent["pods"]) <= 2, urgent["pods"]  # type: ignore[arg-type]

@@ -28,10 +28,10 @@ class Checks:
         self.tree, self.index, self.clusters = tree, index, clusters
         self._ledger = clusters.ledger
         n = len(tree.names)
-        self.cap_rows = [[float(x) for x in rc.tolist()] for rc in tree.real_cap]
+        self.cap_rows: list[list[int]] = [rc.tolist() for rc in tree.real_cap]  # exact ints
         self.charges = 0  # admissions so far this cycle: a memo of a passed check holds until it moves
         self.admitted = [0] * n  # per queue, its own jobs admitted this cycle
-        self._limits_of: dict[int, list[tuple[int, int, float]]] = {}
+        self._limits_of: dict[int, list[tuple[int, int, int]]] = {}
         self._reasons: dict[tuple[int, int, int, int], Wait] = {}
         # Unmet guarantees: need(q) = max(pos(guarantee - allocated), sum of the children's needs).
         self.guarded = any(any(g) for g in tree.guarantee)
@@ -83,7 +83,7 @@ class Checks:
         leaf.cap_ok[job.rid] = self.charges
         return None
 
-    def _limits(self, leaf: int) -> list[tuple[int, int, float]]:
+    def _limits(self, leaf: int) -> list[tuple[int, int, int]]:
         """(queue, resource, realCap) to check for a leaf's jobs, top-down below root.
 
         A queue whose realCap on a resource equals its parent's is implied by the parent's check
@@ -103,13 +103,12 @@ class Checks:
 
     def excess(self, job: Job) -> list[int]:
         """Per resource, by how much the job's request exceeds a limit on its queue path now: what
-        preemption inside its leaf must give back (0 everywhere: the limits hold it)."""
+        preemption inside its leaf must give back (0 everywhere: the limits hold it). Exact: a
+        victim that frees just what the job needs is enough, at any size."""
         out = [0] * self.index.size
         alloc, req = self.tree.alloc, job.req
         for q, r, cap in self._limits(job.leaf):
-            over = alloc[q][r] + req[r] - cap
-            if over > out[r]:
-                out[r] = int(over + 0.999999)
+            out[r] = max(out[r], alloc[q][r] + req[r] - cap)
         return out
 
     def capped_at(self, job: Job) -> int | None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 
 from vglobal.admission.fit.index import ResourceIndex
-from vglobal.admission.share.tree import QueueTree
+from vglobal.admission.share.tree import UNLIMITED, QueueTree
 from vglobal.admission.share.usage import Usage, dominant_share
 from vglobal.admission.snapshot import QueueStatus, Snapshot
 
@@ -51,8 +51,8 @@ def queue_statuses(
             allocated=index.vector(tree.alloc[i]),
             deserved=deserved,
             real_capability=None
-            if all(c == float("inf") for c in cap)
-            else index.vector([c if c != float("inf") else 0 for c in cap]),
+            if all(c >= UNLIMITED for c in cap)
+            else index.vector([c if c < UNLIMITED else 0 for c in cap]),
             guarantee=index.vector(tree.guarantee[i]),
             pending=pending[i],
             running=running[i] + admitted[i],

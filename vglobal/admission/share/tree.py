@@ -11,11 +11,15 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from vglobal.admission.fit.index import FloatArray, ResourceIndex
+from vglobal.admission.fit.index import FloatArray, IntArray, ResourceIndex
 from vglobal.admission.share.water import water_fill
 from vglobal.admission.snapshot import ROOT, QueueSnap
 
 INF = float("inf")
+# "No limit" in the exact int64 rows: far above any real quantity, far below int64's limit, so a
+# sum of a few stays exact. Quantities are compared as integers: a float64 of memory bytes rounds
+# whole bytes away once fractions are added to it.
+UNLIMITED = 1 << 62
 
 
 class QueueTree:
@@ -66,7 +70,7 @@ class QueueTree:
                 a + b for a, b in zip(self.alloc[i], self._child_sum(self.alloc, i), strict=True)
             ]
         self.initial_alloc = [row[:] for row in self.alloc]
-        cap = np.array(index.row(capacity), dtype=np.float64)
+        cap = np.array(index.row(capacity), dtype=np.int64)
         self.real_cap = self._real_caps(cap)
         self.demand = self._demands(pending)
         self.deserved = self._deserved(cap)
@@ -95,44 +99,48 @@ class QueueTree:
             order.extend(self.children[i])
         return order
 
-    def _real_caps(self, capacity: FloatArray) -> list[FloatArray]:
+    def _real_caps(self, capacity: IntArray) -> list[IntArray]:
+        """Exact int64 rows, UNLIMITED where no limit applies."""
         size = self.index.size
-        inherited = [np.full(size, INF) for _ in self.names]  # capability with parent's dims filled in
-        real = [np.full(size, INF) for _ in self.names]
+        # capability with the parent's dims filled in
+        inherited = [np.full(size, UNLIMITED, dtype=np.int64) for _ in self.names]
+        real = [np.full(size, UNLIMITED, dtype=np.int64) for _ in self.names]
         real[0] = capacity.copy()
         for p in self.order:
             kids = self.children[p]
             if not kids:
                 continue
-            gsum = np.sum([np.array(self.guarantee[c], dtype=np.float64) for c in kids], axis=0)
-            room = np.maximum(real[p] - gsum, 0.0)
+            gsum = np.sum([np.array(self.guarantee[c], dtype=np.int64) for c in kids], axis=0)
+            room = np.maximum(real[p] - gsum, 0)
             for c in kids:
                 cap = inherited[p].copy()
                 own = self.snaps[c].capability
                 if own is not None:
                     for name, value in own.items():
-                        cap[self.index.col[name]] = value
+                        cap[self.index.col[name]] = min(int(value), UNLIMITED)
                 inherited[c] = cap
-                real[c] = np.minimum(cap, room + np.array(self.guarantee[c], dtype=np.float64))
+                own_room = np.minimum(room + np.array(self.guarantee[c], dtype=np.int64), UNLIMITED)
+                real[c] = np.minimum(cap, own_room)
         self.capability = inherited
         return real
 
-    def _demands(self, pending: Iterable[tuple[str, list[int]]]) -> list[FloatArray]:
-        demand = [np.array(a, dtype=np.float64) for a in self.alloc]
+    def _demands(self, pending: Iterable[tuple[str, list[int]]]) -> list[IntArray]:
+        demand = [np.array(a, dtype=np.int64) for a in self.alloc]
         sums = [[0] * self.index.size for _ in self.names]
         for queue, row in pending:
             i = self.idx.get(queue)
             if i is not None and self.is_leaf[i]:
                 sums[i] = [a + b for a, b in zip(sums[i], row, strict=True)]
-        extra = [np.array(s, dtype=np.float64) for s in sums]
+        extra = [np.array(s, dtype=np.int64) for s in sums]
         for i in reversed(self.order):
             if self.parent[i] >= 0:
                 extra[self.parent[i]] += extra[i]
         return [d + e for d, e in zip(demand, extra, strict=True)]
 
-    def _deserved(self, capacity: FloatArray) -> list[FloatArray]:
+    def _deserved(self, capacity: IntArray) -> list[IntArray]:
+        """Exact int64 rows: water-filling's fractions are cut to whole units once, at the end."""
         deserved = [np.zeros(self.index.size) for _ in self.names]
-        deserved[0] = capacity.copy()
+        deserved[0] = capacity.astype(np.float64)
         for p in self.order:
             kids = self.children[p]
             if not kids:
@@ -147,7 +155,7 @@ class QueueTree:
                 if not spec:  # named, all zero (a zero quantity is dropped): it deserves nothing
                     deserved[c] = np.array(self.guarantee[c], dtype=np.float64)
                     continue
-                want = self.real_cap[c].copy()  # dims spec.deserved leaves out are bounded by realCap
+                want = _floats(self.real_cap[c])  # dims spec.deserved leaves out are bounded by realCap
                 for name, value in spec.items():
                     want[self.index.col[name]] = min(value, want[self.index.col[name]])
                 deserved[c] = np.maximum(want, np.array(self.guarantee[c], dtype=np.float64))
@@ -156,13 +164,25 @@ class QueueTree:
                 shares = water_fill(
                     left,
                     [max(self.snaps[c].weight, 0) for c in filled],
-                    [self.real_cap[c] for c in filled],
-                    [self.demand[c] for c in filled],
+                    [_floats(self.real_cap[c]) for c in filled],
+                    [self.demand[c].astype(np.float64) for c in filled],
                     [np.array(self.guarantee[c], dtype=np.float64) for c in filled],
                 )
                 for c, share in zip(filled, shares, strict=True):
                     deserved[c] = share
-        return [np.floor(d + 1e-6) for d in deserved]
+        return [_exact(d) for d in deserved]
 
     def leaves(self) -> list[int]:
         return [i for i in range(len(self.names)) if self.is_leaf[i]]
+
+
+def _floats(row: IntArray) -> FloatArray:
+    """An exact row as water-filling's floats: UNLIMITED becomes +inf."""
+    out: FloatArray = np.where(row >= UNLIMITED, INF, row.astype(np.float64))
+    return out
+
+
+def _exact(row: FloatArray) -> IntArray:
+    """Water-filling's share cut to whole units (a share within 1e-6 of a unit is that unit)."""
+    out: IntArray = np.floor(np.minimum(row, float(UNLIMITED)) + 1e-6).astype(np.int64)
+    return out

@@ -235,10 +235,10 @@ def victim_of(
         keep = [_may_go(job.pods[k], priority) for k in order]
         spare = max(len(pods) - job.min_available, 0)
         surplus = [] if job.whole_only else [p for p, ok in zip(pods, keep, strict=True) if ok][:spare]
-        whole_ok = all(keep) and not job.pinned
-    else:  # known per node only: it can go whole
+        whole_ok = all(keep) and not job.pinned and not job.holds_pinned
+    else:  # known per node only: it can go whole, unless a pod of it may never go
         pods = [VictimPod(f"{job.uid}@{n}", node_col.get(n, -1), row(v)) for n, v in job.placements.items()]
-        surplus, whole_ok = [], not job.pinned
+        surplus, whole_ok = [], not job.pinned and not job.holds_pinned
     return Victim(job, pods, surplus, whole_ok, row(job.request))
 
 

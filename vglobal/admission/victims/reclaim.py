@@ -28,8 +28,11 @@ class Reclaims:
         clusters: Clusters,
         index: ResourceIndex,
         offsets: list[list[float]] | None = None,
+        taken: set[str] | None = None,
     ) -> None:
-        """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none."""
+        """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none.
+        `taken`: job and pod uids already victims this cycle (shared with preemption)."""
+        self.taken: set[str] = set() if taken is None else taken
         self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
         self.des_rows = set_deserved(tree, index)
@@ -70,7 +73,7 @@ class Reclaims:
         """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
         self.plans += 1
         if self._pods is None:
-            self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots)
+            self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots, self.taken)
         cand = self.clusters.fits_allocatable(ask.job.cand, ask.job.gang)
         return self._pods.plan(ask, cand, need or [0] * self.index.size, within)
 
@@ -83,7 +86,7 @@ class Reclaims:
             protected = snap.now - policy.reclaim_min_runtime if policy.reclaim_min_runtime > 0 else None
             limit = policy.reclaim_limit
             self._planner = ReclaimPlanner(
-                snap.running, self.tree, self.clusters, self.index, protected, limit, self._used
+                snap.running, self.tree, self.clusters, self.index, protected, limit, self._used, self.taken
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
         return self._planner.plan(job.leaf, cand, job.gang, ask.cards, ask.mask)

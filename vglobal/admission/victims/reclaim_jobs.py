@@ -1,8 +1,12 @@
 """Cross-cluster reclaim of whole running jobs from queues above their deserved share: the victim
 planner.
 
-After losing a victim, its queue keeps its guarantee on every resource, and its deserved on every
-resource it is short of (asks for more than it deserves). Victims are planned on ONE cluster,
+A queue may lose a victim by Volcano's Reclaimable rule (capacity and proportion plugins): it keeps
+its guarantee without the victim, and, counting the victims it already gives up, its allocation is
+above its deserved on some resource the victim requests (or its deserved names none of them); a
+whole job going at once, it may not take the queue below its deserved on a resource where the queue
+is above it (resources it is under its deserved on do not hold it back).
+Victims are planned on ONE cluster,
 enough for the gang to fit there once they stop. Within a cluster, nodes are opened greedily by how
 few victims free room for one more pod of the gang's biggest shape; on a node, victims go lowest
 priority first, then newest, then uid. Of the few most promising clusters, the one needing the
@@ -26,6 +30,7 @@ from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import RunningJob
 from vglobal.admission.victims.ask import CardCheck
+from vglobal.admission.victims.reclaim_pods import may_lose, set_deserved, stays_over
 from vglobal.model.resources import ResourceVector
 
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
@@ -108,32 +113,35 @@ class ReclaimPlanner:
         protected_after: float | None = None,
         limit: float = 0.0,
         used: FloatArray | None = None,
+        taken: set[str] | None = None,
     ) -> None:
         """`protected_after`: runs admitted after this time (epoch seconds) are not victims.
         `limit`: the reclaim rate limit (AdmissionPolicy.reclaim_limit), 0 = none. `used`: per queue, its
         decayed share (fair share over time); a queue then takes only from queues that used as
-        much or more, else what it takes back the order would hand back again at once."""
+        much or more, else what it takes back the order would hand back again at once. `taken`:
+        job and pod uids other planners took this cycle (shared, and added to)."""
+        self._taken: set[str] = set() if taken is None else taken
         self.tree = tree
         self._used = used
         self.clusters = clusters
-        deserved = np.array(tree.deserved).reshape(len(tree.names), index.size)
-        guarantee = np.array(tree.guarantee, dtype=np.float64).reshape(deserved.shape)
-        # A resource is contended for a queue when water-filling gave it less than it asks for. On
-        # those the queue keeps its deserved; on the others deserved is just its demand, and a whole
-        # victim job may take it below that (its guarantee is kept everywhere).
-        self._contended = np.array(tree.demand).reshape(deserved.shape) > deserved + 0.5
-        self._floor: FloatArray = np.where(self._contended, np.maximum(deserved, guarantee), guarantee)
-        self._given = np.zeros_like(self._floor)  # usage each queue already gives back this cycle
+        self._des_rows = set_deserved(tree, index)
+        deserved = np.array(self._des_rows, dtype=np.int64).reshape(len(tree.names), index.size)
+        self._deserved = deserved
+        self._guarantee: IntArray = np.array(tree.guarantee, dtype=np.int64).reshape(deserved.shape)
+        self._slots = index.col.get(POD_SLOTS, -1)
+        self._given = np.zeros_like(deserved)  # usage each queue already gives back this cycle
         # The rate limit as a second floor: what a queue may still lose in this interval (Armada's
         # fair-share preemption limit): `limit` of what it ran at the interval's start, less what
         # reclaim took from it since.
-        self._budget: FloatArray | None = None
+        self._budget: IntArray | None = None
         if limit > 0:
-            taken = np.array([index.known_row(q.reclaimed) for q in tree.snaps], dtype=np.float64)
-            ran = np.array(tree.initial_alloc, dtype=np.float64).reshape(deserved.shape) + taken
-            self._budget = limit * ran - taken
-        # Only queues above their deserved on a resource they are short of can lose jobs at all.
-        over = (self.slack() > 0) & self._contended
+            took = np.array([index.known_row(q.reclaimed) for q in tree.snaps], dtype=np.int64)
+            ran = np.array(tree.initial_alloc, dtype=np.int64).reshape(deserved.shape) + took
+            self._budget = np.floor(limit * ran).astype(np.int64) - took
+        # Only queues above their deserved on some resource (pod slots aside) can lose jobs at all.
+        over = self.left() > deserved
+        if self._slots >= 0:
+            over[:, self._slots] = False
         donors = {
             q
             for q in range(len(tree.names))
@@ -147,6 +155,7 @@ class ReclaimPlanner:
             and j.cluster in clusters.col
             and (protected_after is None or j.running_since is None or j.running_since <= protected_after)
             and not j.pinned
+            and not j.holds_pinned
             and all(p.preemptable for p in j.pods)  # a pod annotated preemptable "false" never goes
         ]
         self._index = index
@@ -212,13 +221,11 @@ class ReclaimPlanner:
         got = self._built[c] = _ClusterVictims(acc, self._index.size)
         return got
 
-    def slack(self) -> FloatArray:
-        """Per queue: how much it may still lose before reaching its floor (see __init__)."""
-        alloc = np.array(self.tree.alloc, dtype=np.float64).reshape(self._floor.shape)
-        slack = alloc - self._given - self._floor
-        if self._budget is not None:
-            slack = np.minimum(slack, self._budget - self._given)
-        return slack
+    def left(self) -> IntArray:
+        """Per queue: its allocation less what it already gives back this cycle, exact."""
+        alloc = np.array(self.tree.alloc, dtype=np.int64).reshape(self._given.shape)
+        out: IntArray = alloc - self._given
+        return out
 
     def plan(
         self,
@@ -232,7 +239,8 @@ class ReclaimPlanner:
         it; None if no cluster works."""
         if not gang.shapes:
             return None
-        slack = self.slack()
+        left = self.left()
+        budget = None if self._budget is None else self._budget - self._given
         best: tuple[int, int, list[Victim]] | None = None
         tried = 0
         for c in self._by_promise(cand, gang):
@@ -240,12 +248,9 @@ class ReclaimPlanner:
                 break
             cv = self.victims(c)
             # Victims whose queue may lose them, judged alone; the greedy re-checks as it takes them.
-            ok = (
-                ((cv.req <= slack[cv.queue]) | (cv.req == 0)).all(axis=1)
-                & ((cv.req > 0) & self._contended[cv.queue]).any(axis=1)  # it frees what is short
-                & (cv.queue != reclaimer)
-                & ~cv.taken
-            )
+            ok = self._reclaimable(cv, left, budget) & (cv.queue != reclaimer) & ~cv.taken
+            if self._taken:
+                ok &= np.array([v.uid not in self._taken for v in cv.victims], dtype=bool)
             if self._used is not None:
                 ok &= self._used[cv.queue] >= self._used[reclaimer]
             keep = mask(c).open_rows(len(self.clusters.rows[c]))
@@ -256,7 +261,8 @@ class ReclaimPlanner:
             if not ok.any():
                 continue
             tried += 1
-            chosen = self._plan_cluster(c, cv, ok, slack, gang, best, cards, keep)
+            rows = _QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots)
+            chosen = self._plan_cluster(c, cv, ok, rows, gang, best, cards, keep)
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
                 if best[0] == 1:
@@ -266,10 +272,30 @@ class ReclaimPlanner:
         _, c, chosen = best
         cv = self.victims(c)
         set_at = self.clusters.ledger.set_at
+        self.clusters.ledger.add(self._taken, [v.uid for v in chosen])
         for v in chosen:
             set_at(cv.taken, v.rank, True)
             set_at(self._given, v.queue, self._given[v.queue] + v.req)
         return c, chosen
+
+    def _reclaimable(
+        self, cv: _ClusterVictims, left: IntArray, budget: IntArray | None
+    ) -> npt.NDArray[np.bool_]:
+        """Victims their queue may lose, each judged alone (Volcano's Reclaimable rule, see the
+        module's text); the greedy re-checks as it takes them."""
+        req, q = cv.req, cv.queue
+        alloc, des, guarantee = left[q], self._deserved[q], self._guarantee[q]
+        keeps = ((guarantee <= alloc - req) | (guarantee <= 0)).all(axis=1)
+        relevant = (req > 0) & (des > 0)
+        if self._slots >= 0:
+            relevant[:, self._slots] = False
+        above = relevant & (alloc > des)
+        over = above.any(axis=1) | ~relevant.any(axis=1)
+        stays = (~above | (alloc - req >= des)).all(axis=1)  # see reclaim_pods.stays_over
+        ok: npt.NDArray[np.bool_] = np.asarray(keeps & over & stays, dtype=bool)
+        if budget is not None:  # the rate limit: what a queue may still lose in this interval
+            ok = ok & np.asarray(((req <= budget[q]) | (req == 0)).all(axis=1), dtype=bool)
+        return ok
 
     def _by_promise(self, cand: Sequence[int], gang: PreparedGang) -> list[int]:
         """Candidates with victims, most free-plus-reclaimable room for the gang first, then name."""
@@ -288,7 +314,7 @@ class ReclaimPlanner:
         c: int,
         cv: _ClusterVictims,
         ok: npt.NDArray[np.bool_],
-        slack: FloatArray,
+        rows: _QueueRows,
         gang: PreparedGang,
         best: tuple[int, int, list[Victim]] | None,
         cards: CardCheck | None = None,
@@ -306,7 +332,6 @@ class ReclaimPlanner:
         np.add.at(potential, cv.rows[flat], usage[flat])
         if pack(potential, gang.shapes)[1] is None:
             return None
-        rows = _SlackRows(slack)
         big = gang.shapes[0]
         eligible = np.flatnonzero(ok)  # rank order
         nodes, first = np.unique(cv.node[eligible], return_index=True)
@@ -354,32 +379,58 @@ class ReclaimPlanner:
         return None
 
 
-class _SlackRows:
-    """Queue slack as plain lists, fetched from the matrix on first use: the walks are scalar."""
+class _QueueRows:
+    """Per victim queue, as plain lists fetched on first use (the walks are scalar): its allocation
+    less what it gives back, and what the rate limit still lets it lose."""
 
-    def __init__(self, slack: FloatArray) -> None:
-        self._slack = slack
-        self._rows: dict[int, list[float]] = {}
+    def __init__(
+        self,
+        left: IntArray,
+        budget: IntArray | None,
+        deserved: list[list[int]],
+        guarantee: list[list[int]],
+        slots: int,
+    ) -> None:
+        self._left, self._budget = left, budget
+        self.deserved, self.guarantee, self.slots = deserved, guarantee, slots
+        self._rows: dict[int, tuple[list[int], list[int] | None]] = {}
 
-    def row(self, q: int) -> list[float]:
+    def row(self, q: int) -> tuple[list[int], list[int] | None]:
         got = self._rows.get(q)
         if got is None:
-            got = self._rows[q] = self._slack[q].tolist()
+            budget = None if self._budget is None else self._budget[q].tolist()
+            got = self._rows[q] = (self._left[q].tolist(), budget)
         return got
 
+    def may_lose(self, q: int, req: list[int], gone: list[int] | None) -> bool:
+        """Whether queue q, having given up `gone` already in this walk, may lose `req` too."""
+        left, budget = self.row(q)
+        if gone is not None:
+            left = [a - g for a, g in zip(left, gone, strict=True)]
+        if budget is not None:
+            spent = gone or [0] * len(req)
+            if any(r + g > b for r, g, b in zip(req, spent, budget, strict=True) if r):
+                return False
+        des = self.deserved[q]
+        guarantee, slots = self.guarantee[q], self.slots
+        return may_lose(left, req, des, guarantee, slots) and stays_over(left, req, des, slots)
+
     def lose(self, v: Victim) -> None:
-        row = self.row(v.queue)
-        self._rows[v.queue] = [s - r for s, r in zip(row, v.req_list, strict=True)]
+        left, budget = self.row(v.queue)
+        left = [a - r for a, r in zip(left, v.req_list, strict=True)]
+        if budget is not None:
+            budget = [b - r for b, r in zip(budget, v.req_list, strict=True)]
+        self._rows[v.queue] = (left, budget)
 
 
 def _room(row: list[int], dims: list[int], pod: list[int]) -> int:
     return min((row[d] // pod[d] for d in dims), default=1 << 30)
 
 
-def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack: _SlackRows) -> list[Victim]:
+def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, rows: _QueueRows) -> list[Victim]:
     """The fewest of `victims`, in order, whose removal makes room for one more pod on the node.
 
-    Each must leave its queue at or above its floor, counting what the earlier ones took.
+    Each must be one its queue may lose, counting what the earlier ones took.
     """
     dims = shape.dims.tolist()
     pod = shape.row.tolist()
@@ -388,16 +439,10 @@ def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, slack:
     lost: dict[int, list[int]] = {}
     taken: list[Victim] = []
     for v in victims:
-        room = slack.row(v.queue)
         gone = lost.get(v.queue)
-        if gone is None:
-            if any(r > s for r, s in zip(v.req_list, room, strict=True) if r):
-                continue
-            lost[v.queue] = v.req_list
-        else:
-            if any(r + g > s for r, g, s in zip(v.req_list, gone, room, strict=True) if r):
-                continue
-            lost[v.queue] = [r + g for r, g in zip(v.req_list, gone, strict=True)]
+        if not rows.may_lose(v.queue, v.req_list, gone):
+            continue
+        lost[v.queue] = v.req_list if gone is None else [r + g for r, g in zip(v.req_list, gone, strict=True)]
         taken.append(v)
         row = [a + b for a, b in zip(row, v.here, strict=True)]
         if _room(row, dims, pod) >= target:

@@ -50,9 +50,16 @@ class _Candidate:
 
 class PodReclaims:
     def __init__(
-        self, snapshot: Snapshot, tree: QueueTree, clusters: Clusters, index: ResourceIndex, slots: int
+        self,
+        snapshot: Snapshot,
+        tree: QueueTree,
+        clusters: Clusters,
+        index: ResourceIndex,
+        slots: int,
+        taken: set[str] | None = None,
     ) -> None:
-        """`slots`: the column of pod slots (-1 if none), which no queue is short of."""
+        """`slots`: the column of pod slots (-1 if none), which no queue is short of. `taken`: job
+        and pod uids other planners already took this cycle (shared, and added to)."""
         self.tree, self.clusters, self.index, self.slots = tree, clusters, index, slots
         self._des = set_deserved(tree, index)
         min_runtime = snapshot.policy.reclaim_min_runtime
@@ -66,8 +73,8 @@ class PodReclaims:
                 continue
             if job.cluster in clusters.col:
                 self._jobs.setdefault(job.cluster, []).append(job)
-        self.taken: set[str] = set()  # pod uids planned this cycle
-        self._given: dict[int, list[float]] = {}  # per leaf, charge given up by earlier plans
+        self.taken: set[str] = set() if taken is None else taken  # job and pod uids planned this cycle
+        self._given: dict[int, list[int]] = {}  # per leaf, charge given up by earlier plans
 
     def plan(self, ask: Ask, cand: Sequence[int], need: list[int], within: int) -> PodPlan | None:
         """Victim pods on one cluster of `cand` that let the job's gang fit there (on the nodes its
@@ -79,8 +86,9 @@ class PodReclaims:
                 ledger = self.clusters.ledger
                 for pods in got.plan.pods.values():
                     ledger.add(self.taken, pods)
+                ledger.add(self.taken, got.plan.whole)
                 for q, freed in got.freed.items():
-                    given = self._given.get(q) or [0.0] * self.index.size
+                    given = self._given.get(q) or [0] * self.index.size
                     ledger.put(self._given, q, [g + f for g, f in zip(given, freed, strict=True)])
                 return got
         return None
@@ -100,6 +108,8 @@ class PodReclaims:
         pods, wholes = [], []
         node_col, row = self.clusters.node_col[c], self.index.known_row
         for *_, q, job in jobs:
+            if job.uid in self.taken:
+                continue  # another plan takes it whole
             v = victim_of(job, node_col, row, _ANY_PRIORITY)
             for pod in v.surplus:
                 if (
@@ -132,15 +142,15 @@ class PodReclaims:
         tree, size = self.tree, self.index.size
         check = None if cards is None else partial(cards, c)
         enough = Fit(self.clusters.free(c), gang, need, usable, check)
-        alloc: dict[int, list[float]] = {}
+        alloc: dict[int, list[int]] = {}
         steps: list[Step] = []
         queue_of: dict[str, int] = {}
         for cand in self._candidates(c, leaf, req, within, usable):
             q = cand.leaf
             left = alloc.get(q)
             if left is None:
-                given = self._given.get(q, [0.0] * size)
-                left = alloc[q] = [float(a) - g for a, g in zip(tree.alloc[q], given, strict=True)]
+                given = self._given.get(q, [0] * size)
+                left = alloc[q] = [a - g for a, g in zip(tree.alloc[q], given, strict=True)]
             if cand.whole:  # its surplus pods, taken one by one above, are in the whole job
                 kept = [st for st in steps if st.victim != cand.job]
                 for st in steps:
@@ -164,34 +174,34 @@ class PodReclaims:
                 return PodPlan(enough.plan(c, steps, size), freed, kept_of)
         return None
 
-    def _lose(self, q: int, left: list[float], cand: _Candidate) -> list[float] | None:
+    def _lose(self, q: int, left: list[int], cand: _Candidate) -> list[int] | None:
         """The queue's allocation without the candidate, or None if it may not lose it: each of its
-        pods in turn by Volcano's rule (_may_lose); a whole job also may not take the queue below
-        its deserved on a resource its pods use."""
+        pods in turn by Volcano's rule (may_lose); a whole job also may not take the queue below
+        its deserved on a resource its pods use where the queue is above it (stays_over)."""
         des, guarantee, slots = self._des[q], self.tree.guarantee[q], self.slots
         after = left
         for pod in cand.pods:
-            if not _may_lose(after, pod.req, des, guarantee, slots):
+            if not may_lose(after, pod.req, des, guarantee, slots):
                 return None
             after = [a - x for a, x in zip(after, pod.req, strict=True)]
         if not cand.whole:
             return after
-        after = [a - x for a, x in zip(left, cand.charge, strict=True)]  # what its queue is charged
-        used = [r for r, x in enumerate(cand.charge) if x > 0 and r != slots and des[r] > 0]
-        return None if any(after[r] < des[r] for r in used) else after
+        if not stays_over(left, cand.charge, des, slots):
+            return None
+        return [a - x for a, x in zip(left, cand.charge, strict=True)]  # what its queue is charged
 
 
-def set_deserved(tree: QueueTree, index: ResourceIndex) -> list[list[float]]:
+def set_deserved(tree: QueueTree, index: ResourceIndex) -> list[list[int]]:
     """Per queue, its deserved as it sets it (Volcano's capacity plugin: what it does not name, it
-    does not deserve), else as water-filling gives it."""
+    does not deserve), else as water-filling gives it; exact ints."""
     return [
-        [float(x) for x in (d.tolist() if s.deserved is None else index.known_row(s.deserved))]
+        [int(x) for x in (d.tolist() if s.deserved is None else index.known_row(s.deserved))]
         for s, d in zip(tree.snaps, tree.deserved, strict=True)
     ]
 
 
-def _may_lose(
-    alloc: list[float], pod: list[int], deserved: Sequence[float], guarantee: Sequence[int], slots: int
+def may_lose(
+    alloc: list[int], pod: list[int], deserved: Sequence[int], guarantee: Sequence[int], slots: int
 ) -> bool:
     """Whether a queue allocated `alloc` may lose the pod: its guarantee holds without it, and it is
     above deserved on a resource the pod uses, or its deserved names none of them."""
@@ -199,6 +209,18 @@ def _may_lose(
         return False
     relevant = [r for r, x in enumerate(pod) if x > 0 and r != slots and deserved[r] > 0]
     return not relevant or any(alloc[r] > deserved[r] for r in relevant)
+
+
+def stays_over(alloc: list[int], charge: list[int], deserved: Sequence[int], slots: int) -> bool:
+    """Whether a queue allocated `alloc` keeps its deserved without a whole victim job, on every
+    resource the job uses where the queue is above its deserved: Volcano takes victims while the
+    queue stays reclaimable, and a whole job goes at once, so it may not cross deserved there.
+    Resources the queue is at or under its deserved on do not hold it back."""
+    return all(
+        a - x >= d
+        for r, (a, x, d) in enumerate(zip(alloc, charge, deserved, strict=True))
+        if x > 0 and r != slots and 0 < d < a
+    )
 
 
 def reclaim_evictions(
