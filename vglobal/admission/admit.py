@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from dataclasses import replace
 from itertools import repeat
 
 from vglobal.admission.explain import (
@@ -29,7 +30,7 @@ from vglobal.admission.explain import (
 )
 from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.failures import FailureCache
-from vglobal.admission.fit.gang_fit import GangFit
+from vglobal.admission.fit.gang_fit import GangFit, subset
 from vglobal.admission.fit.hyperjob import admit_groups, groups_of
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.share.checks import Checks
@@ -38,6 +39,7 @@ from vglobal.admission.share.status import queue_statuses
 from vglobal.admission.snapshot import (
     AdmissionResult,
     Admit,
+    Claim,
     Eviction,
     PendingJob,
     Reclaim,
@@ -45,6 +47,7 @@ from vglobal.admission.snapshot import (
     Wait,
 )
 from vglobal.admission.victims.ask import Ask, mask_key
+from vglobal.admission.victims.claims import Claims
 from vglobal.admission.victims.hyperjob_victims import ChildRoom, Planners
 from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions
 from vglobal.admission.victims.reclaim import Reclaims
@@ -63,7 +66,8 @@ class _Cycle:
         self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)
-        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets)
+        self.claims = Claims(snapshot, prep.ledger)
+        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets, self.claims)
         self.starvation = Starvation(snapshot, self.clusters, self.tree, prep.index)
         self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index)
         self.evictions: list[Eviction] = []
@@ -79,6 +83,8 @@ class _Cycle:
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.policy.queue_lookback, self._wait_all)
+        if self.claims.victim_of:
+            self._settle_claims()
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
             planners = Planners(self.preempt, self.reclaims, self.leaves, self.freed)
@@ -114,7 +120,48 @@ class _Cycle:
             queues=statuses,
             admitted_order=tuple(self.admitted),
             evictions=tuple(self.evictions),
+            claims=self.claims.result(),
         )
+
+    def _settle_claims(self) -> None:
+        """Before any other job: each job with a standing claim goes into its room, or waits with
+        the room closed to the others; the victims of a claim wait behind it (claims.py)."""
+        claims, decisions = self.claims, self.decisions
+        for leaf in self.leaves.values():
+            keep: list[PendingJob] = []
+            for p in leaf.ordered:
+                mine = claims.standing.get(p.uid)
+                if mine is not None:
+                    got = self._claimed(p, leaf, mine)
+                    if got is not None:
+                        decisions[p.uid] = got
+                        continue
+                else:
+                    behind = claims.victim_of.get(p.uid)
+                    if behind is not None and behind.for_uid != p.uid:
+                        decisions[p.uid] = claims.behind(behind)
+                        continue
+                keep.append(p)
+            leaf.ordered = keep
+
+    def _claimed(self, p: PendingJob, leaf: Leaf, claim: Claim) -> Admit | Wait | None:
+        """The job of a standing claim admitted into the claimed room, or its wait with the room
+        held; None if the claim no longer holds (the job is then decided as any other)."""
+        clusters = self.clusters
+        c = clusters.col.get(claim.cluster, -1)
+        job = self.prep.job_of(p, leaf.index)
+        if c not in job.cand.ids or self.checks.capability(job, leaf) is not None:
+            self.claims.drop(claim)
+            return None
+        job = replace(job, cand=subset(job.cand, [c]))
+        placed = self._place(job, leaf, self.devices.packer(p))
+        if placed is not None:
+            return placed
+        node_col, rows = clusters.node_col[c], clusters.rows[c]
+        closed = [node_col[n] for n in claim.nodes if n in node_col]
+        clusters.release(c, {i: [-v for v in rows[i]] for i in closed})  # nobody else goes there
+        self.freed()
+        return self.claims.waiting(claim, self.snap.now)
 
     def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:
         self.decisions.update(zip([j.uid for j in jobs], repeat(wait)))
@@ -282,6 +329,9 @@ class _Cycle:
         nominated = self.fit.place_freed(ask.job, plan, ask.packer)
         self.checks.charge(ask.job)
         self.admitted.append(ask.job.snap.uid)
+        victims = (*plan.whole, *plan.pods)
+        nodes = self.clusters.node_names(plan.cluster, plan.freed_rows)
+        self.claims.make(ask.job.snap.uid, self.clusters.names[plan.cluster], nodes, victims)
         return nominated
 
     def freed(self) -> None:

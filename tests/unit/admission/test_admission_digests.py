@@ -20,24 +20,24 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 PINNED = {
     "dispatch": {
         "cycle 1": "831e1c3ecfcee03493829b0ed5971b5b97b96a3281ec7499f8efc908a8db136e",
-        "cycle 2": "7ae92fde9a59b5034cddf2bb51714cad45601f803a4a9fca0ff3786c7dff6c5a",
-        "cycle 3": "df5ead53bec9a07efdd9ff0d6496543bd5386a74560cd14e7d87a0c961690e44",
+        "cycle 2": "90b5cefab008c1cc4a39cd254e193279d2fd1d4264fac24bdd6d116a7e51c629",
+        "cycle 3": "ce3571e843b92b760f4a0d7017ea070cf8938956f9fb57e92738393796757459",
         "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
     },
     "reclaim": {
         "cycle 1": "ee476ae4f6808ac1ca4beba8db5dba9c462a7ca2745f83ecc5d06d424164c523",
-        "cycle 2": "79250b3040454dc193760fe459fbaed635569bb4bbe92cb45bd144f38f9c5fb8",
-        "cycle 3": "39d3f472a273dc3d1a00fcbc3f7688ce57ee4f89582609d9dad73b2fd0413bcf",
+        "cycle 2": "480a36a1d89f845244cd2a08496d613884f0e68908eb140c492eb634f25ad7e4",
+        "cycle 3": "1df6209614bad05e18115d1696d063bb6524755e5d721c07c5ed237def724177",
     },
     "topology": {
         "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
-        "cycle 2": "807e7da67a33008c8b415b3bb4d2f631daa181607adca08a4b1612b25e20d2e7",
-        "cycle 3": "10f8dd1306320f4f1232a1abc9b482513724b4e9c2d73d6f8076d739cd683388",
+        "cycle 2": "99de2d4694f2bac5b8cf60364e18b37c9b8028e359e90d2fe76c2ba8d0e24db2",
+        "cycle 3": "0454b57c8e5075276fb1d6924649f65c666fbd5610487cf8c2e31b31f89fcbc7",
     },
     "guarantee": {
         "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",
-        "cycle 2": "cf22f70772d26f72bd41a8c777b61b72d809957e346c3fa1c7878df1e8aa8bde",
-        "cycle 3": "100c0327c6106889f8d92bcf5a944c2cb0d03b59a2ffff684ca3527ba2771d5d",
+        "cycle 2": "0e0ca645646d1a9fcc5aeb101e959feb05710cf82e34ae154d3a60bef0889b22",
+        "cycle 3": "6e84340583f664e6a1dddb0bc90f08da9b41f092ae0cfbad891190f10e037de0",
     },
 }
 

@@ -13,6 +13,7 @@ from vglobal.admission.prepare import Job, Leaf
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait
 from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.claims import Claims
 from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
 from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.model.reasons import WaitKind
@@ -28,9 +29,12 @@ class Reclaims:
         clusters: Clusters,
         index: ResourceIndex,
         offsets: list[list[float]] | None = None,
+        claims: Claims | None = None,
     ) -> None:
-        """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none."""
+        """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none.
+        `claims`: where a plan of whole jobs claims the room its victims free (claims.py)."""
         self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
+        self.claims = claims
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
         self.des_rows = set_deserved(tree, index)
         self._slots = index.col.get(POD_SLOTS, -1)
@@ -100,6 +104,10 @@ class Reclaims:
         for v in victims:
             reason = victim_reason(self.tree.names[v.queue], job.snap.uid, queue)
             self.victims.append(Reclaim(v.uid, cluster, job.snap.uid, reason))
+        if self.claims is not None:
+            rows = {int(r) for v in victims for r in v.rows}
+            nodes = clusters.node_names(c, rows)
+            self.claims.make(job.snap.uid, cluster, nodes, [v.uid for v in victims])
         planned = leaf.planned or [0] * self.index.size
         leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
         return Wait(
