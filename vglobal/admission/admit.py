@@ -161,6 +161,7 @@ class _Cycle:
         closed = [node_col[n] for n in claim.nodes if n in node_col]
         clusters.release(c, {i: [-v for v in rows[i]] for i in closed})  # nobody else goes there
         self.freed()
+        self.checks.charge(job)  # its queue holds the room (as Volcano counts a pipelined job)
         return self.claims.waiting(claim, self.snap.now)
 
     def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:

@@ -19,15 +19,15 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "831e1c3ecfcee03493829b0ed5971b5b97b96a3281ec7499f8efc908a8db136e",
-        "cycle 2": "90b5cefab008c1cc4a39cd254e193279d2fd1d4264fac24bdd6d116a7e51c629",
-        "cycle 3": "ce3571e843b92b760f4a0d7017ea070cf8938956f9fb57e92738393796757459",
-        "cycle 1 with an admission budget": "a9555175746cd87a5c78c9aa3fa4d35f93117c66bb19826fe1063e797bd3bc3d",
+        "cycle 1": "5b99734c01c3d177e37431950438517e0a9a622f066f66759254855c38c4a2ba",
+        "cycle 2": "f85761a601565ceea15eb6f1da87e2ad417b3c4f3428b9d18a50cf04493eec94",
+        "cycle 3": "577e85ba8ebae3b3caca8b8e50aac0b5a903b53b4069104b41b4d53a53717fb4",
+        "cycle 1 with an admission budget": "099a358ccc2af67589d7c8f0aebad34f01de9d878cee9c2989ff215fcecfa5e2",
     },
     "reclaim": {
         "cycle 1": "ee476ae4f6808ac1ca4beba8db5dba9c462a7ca2745f83ecc5d06d424164c523",
-        "cycle 2": "480a36a1d89f845244cd2a08496d613884f0e68908eb140c492eb634f25ad7e4",
-        "cycle 3": "1df6209614bad05e18115d1696d063bb6524755e5d721c07c5ed237def724177",
+        "cycle 2": "d47235711b323502dfe0531b8c58a13a146e2e770d23b5f941e895d5720e1b8c",
+        "cycle 3": "6da92aa940aeba5e93900bde251902996dea5abaa881119ad16987d61766723a",
     },
     "topology": {
         "cycle 1": "213fa85a7afce34d3247b02bf4d9f4801b2e0024a7c865a262461c833bded06c",
@@ -35,9 +35,9 @@ PINNED = {
         "cycle 3": "0454b57c8e5075276fb1d6924649f65c666fbd5610487cf8c2e31b31f89fcbc7",
     },
     "guarantee": {
-        "cycle 1": "2ee3b7ccf9a0e095593102facf95de37920ed1ea4162939e080ebf42cb829184",
-        "cycle 2": "0e0ca645646d1a9fcc5aeb101e959feb05710cf82e34ae154d3a60bef0889b22",
-        "cycle 3": "6e84340583f664e6a1dddb0bc90f08da9b41f092ae0cfbad891190f10e037de0",
+        "cycle 1": "3077112e03283453740f519595799cb1f05ca371c003908ac607a007e6b779bd",
+        "cycle 2": "01638737bf91a461645465a0a4f01c05760c55500ee052728c359f770ac7c2a5",
+        "cycle 3": "56165f79583bf6fe853346b8f5e665a60c00d6c149783f928d6c58df40495b94",
     },
 }
 

@@ -108,6 +108,9 @@ class Reclaims:
             rows = {int(r) for v in victims for r in v.rows}
             nodes = clusters.node_names(c, rows)
             self.claims.make(job.snap.uid, cluster, nodes, [v.uid for v in victims])
+            # What is free there now is part of the plan too: nobody else takes it this cycle.
+            free = clusters.rows[c]
+            clusters.release(c, {r: [-v for v in free[r]] for r in rows})
         planned = leaf.planned or [0] * self.index.size
         leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
         return Wait(
