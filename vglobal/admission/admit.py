@@ -47,7 +47,7 @@ from vglobal.admission.snapshot import (
     Wait,
 )
 from vglobal.admission.victims.ask import Ask, mask_key
-from vglobal.admission.victims.claims import Claims
+from vglobal.admission.victims.claims import Claims, close
 from vglobal.admission.victims.hyperjob_victims import ChildRoom, Planners
 from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions
 from vglobal.admission.victims.reclaim import Reclaims
@@ -157,10 +157,8 @@ class _Cycle:
         placed = self._place(job, leaf, self.devices.packer(p))
         if placed is not None:
             return placed
-        node_col, rows = clusters.node_col[c], clusters.rows[c]
-        closed = [node_col[n] for n in claim.nodes if n in node_col]
-        clusters.release(c, {i: [-v for v in rows[i]] for i in closed})  # nobody else goes there
-        self.freed()
+        node_col = clusters.node_col[c]
+        close(clusters, c, [node_col[n] for n in claim.nodes if n in node_col])  # nobody else goes there
         self.checks.charge(job)  # its queue holds the room (as Volcano counts a pipelined job)
         return self.claims.waiting(claim, self.snap.now)
 

@@ -16,7 +16,11 @@ Without it, a reclaimer that waits for its victims to stop finds their room give
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import cast
 
+from vglobal.admission.fit.gang import Pairs, PreparedGang
+from vglobal.admission.fit.placement import Clusters, Placement
 from vglobal.admission.ledger import Ledger
 from vglobal.admission.snapshot import Claim, Snapshot, Wait
 from vglobal.model.reasons import WaitKind
@@ -81,3 +85,18 @@ class Claims:
             f"its room on {claim.cluster} is claimed by job {claim.for_uid}, which it was taken for, "
             "until that job's pods bind",
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Room:
+    total_pairs: Pairs  # all a commit reads of the gang it places
+
+
+def close(clusters: Clusters, c: int, rows: Iterable[int]) -> None:
+    """Cluster c's node ``rows`` are claimed: nobody else goes there this cycle. Committed as a
+    placement that takes all they have free (free only shrinks: what the cycle learnt holds)."""
+    free, size = clusters.rows[c], clusters.index.size
+    rows = sorted(set(rows))
+    total = [sum(col) for col in zip(*(free[r] for r in rows), strict=True)] if rows else [0] * size
+    room = cast(PreparedGang, _Room(tuple((r, v) for r, v in enumerate(total) if v)))
+    clusters.commit(c, Placement({r: [0] * size for r in rows}), room)

@@ -13,7 +13,7 @@ from vglobal.admission.prepare import Job, Leaf
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait
 from vglobal.admission.victims.ask import Ask
-from vglobal.admission.victims.claims import Claims
+from vglobal.admission.victims.claims import Claims, close
 from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
 from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.model.reasons import WaitKind
@@ -109,8 +109,7 @@ class Reclaims:
             nodes = clusters.node_names(c, rows)
             self.claims.make(job.snap.uid, cluster, nodes, [v.uid for v in victims])
             # What is free there now is part of the plan too: nobody else takes it this cycle.
-            free = clusters.rows[c]
-            clusters.release(c, {r: [-v for v in free[r]] for r in rows})
+            close(clusters, c, rows)
         planned = leaf.planned or [0] * self.index.size
         leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
         return Wait(
