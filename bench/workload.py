@@ -273,6 +273,7 @@ def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
         clusters=tuple(cluster_snaps),
         pending=tuple(j for j in snapshot.pending if j.uid not in uids),
         running=tuple(running.values()),
+        claims=result.claims,  # as the hub keeps them between cycles
     )
 
 
@@ -316,4 +317,5 @@ def next_cycle_dispatched(snapshot: Snapshot, result: AdmissionResult) -> Snapsh
         ),
         pending=tuple(j for j in snapshot.pending if j.uid not in uids) + tuple(requeued),
         running=tuple(running.values()),
+        claims=result.claims,
     )

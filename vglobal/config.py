@@ -124,6 +124,12 @@ class HubSettings(BaseSettings):
         "--reclaim-interval (0 = no limit; 1 or more limits nothing).",
     )
     reclaim_interval: Seconds = Field(600.0, gt=0, description="The interval of --reclaim-limit.")
+    claim_timeout: Seconds = Field(
+        _POLICY.claim_timeout,
+        gt=0,
+        description="Room freed by victims stays claimed for the job they were taken for until its "
+        "pods bind or this long: nobody else, the victims included, is admitted into it.",
+    )
     queue_lookback: int = Field(
         _POLICY.queue_lookback,
         ge=0,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+
 from tests.integration.agent_driver import ScriptedAgent, units
 from tests.integration.polling import wait
 from vglobal.api.v1 import agent_pb2
@@ -9,6 +11,8 @@ from vglobal.client import Client
 from vglobal.config import HubSettings
 from vglobal.hub.metrics import REGISTRY
 from vglobal.hub.server import Hub
+from vglobal.store.engine import make_engine
+from vglobal.store.tables import admission_claims
 
 CYCLES = "vglobal_dispatch_cycle_seconds_count"
 RECLAIMS = "vglobal_reclaims_total"
@@ -120,3 +124,41 @@ def test_reclaim_min_runtime_keeps_a_job_that_just_started(database_url: str) ->
     finally:
         agent.close()
         hub.shutdown()
+
+
+def test_the_room_a_reclaim_frees_stays_claimed_in_postgres_until_the_reclaimer_runs(
+    hub: Hub, client: Client, database_url: str
+) -> None:
+    agent = ScriptedAgent(f"127.0.0.1:{hub.port}", "east", nodes=1, gpus=8)
+    try:
+        agent.connect()
+        client.apply_queue(QUEUE % "a")
+        client.apply_queue(QUEUE % "b")
+        for name, left in (("a1", 4), ("a2", 0)):
+            client.submit_job(JOB % (name, "a"))
+            d = agent.expect("dispatch").dispatch
+            run_on(agent, d, name, left)
+            wait(lambda n=name: client.get_job(n).binding_phase == "Running")  # type: ignore[misc]
+        client.submit_job(JOB % ("b1", "b"))
+        cancel = agent.expect("cancel").cancel
+        b1 = client.get_job("b1").uid
+        # The agent has not reported a2's pods gone: the hub's next cycles take no second victim,
+        # and a2, re-queued, waits behind the job it was taken for.
+        wait(lambda: client.get_job("a2").reason_kind == "Claimed", 15, "a2 to wait behind b1")
+        engine = make_engine(database_url)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(sa.select(admission_claims.c.claim)).scalars().all()
+        finally:
+            engine.dispose()
+        assert [(r["for"], r["cluster"], r["victims"]) for r in rows] == [(b1, "east", [cancel.job_uid])]
+        assert client.get_job("a1").binding_phase == "Running"
+        gone = agent_pb2.JobStatus(job_uid=cancel.job_uid, generation=cancel.generation, phase="Aborted")
+        agent.send(status=gone)
+        free = units(cpu=62000, memory=2**38, pods=109, **{"nvidia.com/gpu": 4000})
+        agent.send(
+            heartbeat=agent_pb2.Heartbeat(nodes=[agent_pb2.NodeFree(name=agent.nodes[0].name, free=free)])
+        )
+        assert agent.expect("dispatch").dispatch.job_uid == b1
+    finally:
+        agent.close()

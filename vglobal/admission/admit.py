@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import partial
 from itertools import repeat
 
@@ -32,7 +33,7 @@ from vglobal.admission.explain import (
 from vglobal.admission.fit.closest import never_fits
 from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.failures import FailureCache
-from vglobal.admission.fit.gang_fit import GangFit
+from vglobal.admission.fit.gang_fit import GangFit, subset
 from vglobal.admission.fit.hyperjob import admit_groups, groups_of
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.share.checks import Checks
@@ -41,6 +42,7 @@ from vglobal.admission.share.status import queue_statuses
 from vglobal.admission.snapshot import (
     AdmissionResult,
     Admit,
+    Claim,
     Eviction,
     PendingJob,
     Reclaim,
@@ -48,6 +50,7 @@ from vglobal.admission.snapshot import (
     Wait,
 )
 from vglobal.admission.victims.ask import Ask, mask_key
+from vglobal.admission.victims.claims import Claims, close
 from vglobal.admission.victims.hyperjob_victims import ChildRoom, Planners
 from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions
 from vglobal.admission.victims.preempt_topology import confine
@@ -67,9 +70,12 @@ class _Cycle:
         self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)
+        self.claims = Claims(snapshot, prep.ledger)
         self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index)
         # One set of victims taken this cycle for every planner: a job is never taken twice.
-        self.reclaims = Reclaims(snapshot, self.tree, self.clusters, prep.index, offsets, self.preempt.taken)
+        self.reclaims = Reclaims(
+            snapshot, self.tree, self.clusters, prep.index, offsets, self.preempt.taken, self.claims
+        )
         self.starvation = Starvation(snapshot, self.clusters, self.tree, prep.index)
         self.evictions: list[Eviction] = []
         self.preempted: list[Reclaim] = []
@@ -85,6 +91,8 @@ class _Cycle:
 
     def run(self) -> AdmissionResult:
         self.leaves = self.prep.leaves(self.snap.policy.queue_lookback, self._wait_all)
+        if self.claims.victim_of:
+            self._settle_claims()
         if self.prep.grouped:  # HyperJobs first: one decision each over their children
             groups = groups_of(self.prep.grouped, self.snap.running)
             planners = Planners(self.preempt, self.reclaims, self.leaves, self.freed)
@@ -120,7 +128,47 @@ class _Cycle:
             queues=statuses,
             admitted_order=tuple(self.admitted),
             evictions=tuple(self.evictions),
+            claims=self.claims.result(),
         )
+
+    def _settle_claims(self) -> None:
+        """Before any other job: each job with a standing claim goes into its room, or waits with
+        the room closed to the others; the victims of a claim wait behind it (claims.py)."""
+        claims, decisions = self.claims, self.decisions
+        for leaf in self.leaves.values():
+            keep: list[PendingJob] = []
+            for p in leaf.ordered:
+                mine = claims.standing.get(p.uid)
+                if mine is not None:
+                    got = self._claimed(p, leaf, mine)
+                    if got is not None:
+                        decisions[p.uid] = got
+                        continue
+                else:
+                    behind = claims.victim_of.get(p.uid)
+                    if behind is not None and behind.for_uid != p.uid:
+                        decisions[p.uid] = claims.behind(behind)
+                        continue
+                keep.append(p)
+            leaf.ordered = keep
+
+    def _claimed(self, p: PendingJob, leaf: Leaf, claim: Claim) -> Admit | Wait | None:
+        """The job of a standing claim admitted into the claimed room, or its wait with the room
+        held; None if the claim no longer holds (the job is then decided as any other)."""
+        clusters = self.clusters
+        c = clusters.col.get(claim.cluster, -1)
+        job = self.prep.job_of(p, leaf.index)
+        if c not in job.cand.ids or self.checks.capability(job, leaf) is not None:
+            self.claims.drop(claim)
+            return None
+        job = replace(job, cand=subset(job.cand, [c]))
+        placed = self._place(job, leaf, self.devices.packer(p))
+        if placed is not None:
+            return placed
+        node_col = clusters.node_col[c]
+        close(clusters, c, [node_col[n] for n in claim.nodes if n in node_col])  # nobody else goes there
+        self.checks.charge(job)  # its queue holds the room (as Volcano counts a pipelined job)
+        return self.claims.waiting(claim, self.snap.now)
 
     def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:
         self.decisions.update(zip([j.uid for j in jobs], repeat(wait)))
@@ -291,6 +339,9 @@ class _Cycle:
         nominated = self.fit.place_freed(ask.job, plan, ask.packer)
         self.checks.charge(ask.job)
         self.admitted.append(ask.job.snap.uid)
+        victims = (*plan.whole, *plan.pods)
+        nodes = self.clusters.node_names(plan.cluster, plan.freed_rows)
+        self.claims.make(ask.job.snap.uid, self.clusters.names[plan.cluster], nodes, victims)
         return nominated
 
     def freed(self) -> None:

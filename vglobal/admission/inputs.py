@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from vglobal.admission.fit.partitions import partitions_of
 from vglobal.admission.snapshot import (
+    Claim,
     ClusterSnap,
     Gang,
     GroupRef,
@@ -330,3 +331,23 @@ def cluster_snap(
 
 def _name(n: NodeSnap) -> str:
     return n.name
+
+
+def claim_row(claim: Claim) -> dict[str, Any]:
+    """A claim as stored between cycles (JSON): the hub keeps it in Postgres, the simulator in memory."""
+    return {
+        "for": claim.for_uid,
+        "cluster": claim.cluster,
+        "nodes": list(claim.nodes),
+        "victims": list(claim.victims),
+        "expires": claim.expires,
+    }
+
+
+def claims_of(rows: Iterable[Mapping[str, Any]]) -> tuple[Claim, ...]:
+    """The stored claims as the next cycle's input (Snapshot.claims), in a stable order."""
+    got = [
+        Claim(r["for"], r["cluster"], tuple(r["nodes"]), tuple(r["victims"]), float(r["expires"]))
+        for r in rows
+    ]
+    return tuple(sorted(got, key=lambda c: c.for_uid))

@@ -207,6 +207,19 @@ class RunningJob:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """Room freed by victims, claimed for the job they were taken for (``for_uid``) until its pods
+    bind or ``expires`` (epoch seconds): nobody else is admitted into it meanwhile, the victims
+    included, and the job takes no further victims while it stands (victims/claims.py)."""
+
+    for_uid: str
+    cluster: str
+    nodes: tuple[str, ...]  # where the victims' pods ran
+    victims: tuple[str, ...]  # job uids taken whole or in part
+    expires: float
+
+
+@dataclass(frozen=True)
 class Snapshot:
     now: float
     queues: tuple[QueueSnap, ...]
@@ -214,6 +227,8 @@ class Snapshot:
     pending: tuple[PendingJob, ...]
     running: tuple[RunningJob, ...] = ()
     policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
+    claims: tuple[Claim, ...] = ()  # those the previous cycle returned (AdmissionResult.claims)
+
     # running jobs by uid, made on the first running_name() (only a cycle with victims asks)
     _running: dict[str, RunningJob] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -299,3 +314,4 @@ class AdmissionResult:
     queues: Mapping[str, QueueStatus]  # every queue, non-leaf ones and "root" included
     admitted_order: tuple[str, ...]  # uids in the order admitted
     evictions: tuple[Eviction, ...] = ()  # single pods taken by preemption or reclaim
+    claims: tuple[Claim, ...] = ()  # standing after this cycle: the next one's input

@@ -77,6 +77,14 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option("--reclaim-interval", callback=_duration, default="10m", show_default=True)
 @click.option(
+    "--claim-timeout",
+    callback=_duration,
+    default=as_duration(_POLICY.claim_timeout),
+    show_default=True,
+    help="Room freed by victims stays claimed for the job they were taken for until its pods bind "
+    "or this long.",
+)
+@click.option(
     "--bind-timeout",
     callback=_duration,
     default=None,
@@ -96,6 +104,7 @@ def sim_run(
     fair_share_half_life: float,
     reclaim_limit: float,
     reclaim_interval: float,
+    claim_timeout: float,
     bind_timeout: float | None,
     fmt: str,
 ) -> None:
@@ -113,6 +122,7 @@ def sim_run(
         reclaim_min_runtime=reclaim_min_runtime,
         fair_share_half_life=fair_share_half_life,
         reclaim_limit=reclaim_limit,
+        claim_timeout=claim_timeout,
     )
     rules = Rules(policy, reclaim_interval=reclaim_interval)
     try:

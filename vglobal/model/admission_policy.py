@@ -1,4 +1,4 @@
-"""The admission policy: the eight settings global admission reads besides its input, with the one
+"""The admission policy: the nine settings global admission reads besides its input, with the one
 set of defaults the hub, the simulator and ``vglobal sim`` all start from (vglobal.admission
 carries it in its Snapshot; vglobal.config's hub flags take their defaults from it). It sits in the
 model so the settings can derive from it without importing admission."""
@@ -36,3 +36,6 @@ class AdmissionPolicy:
     # Reclaim takes from a queue, per resource, at most this fraction of what it ran at the start
     # of the rate-limit interval (its allocation plus QueueSnap.reclaimed); 0 = no limit.
     reclaim_limit: float = 0.0
+    # Seconds a claim on room freed by victims stands for the job they were taken for (until its
+    # pods bind): meanwhile nobody else is admitted into that room, the victims included.
+    claim_timeout: float = 120.0

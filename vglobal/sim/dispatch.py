@@ -30,7 +30,7 @@ from vglobal.admission import (
     Snapshot,
     admit,
 )
-from vglobal.admission.inputs import JobFacts, Shared, admitted_job, pending_job
+from vglobal.admission.inputs import JobFacts, Shared, admitted_job, claim_row, claims_of, pending_job
 from vglobal.admission.share.usage import UsageLedger
 from vglobal.admission.victims.reclaim_window import RecentReclaims
 from vglobal.hub.dispatch.explain import changed_statuses
@@ -118,6 +118,8 @@ class Dispatcher:
     ledger: UsageLedger = field(init=False)
     _held: dict[str, ResourceVector] = field(default_factory=dict)
     reclaim_log: RecentReclaims = field(init=False)
+    # The claims on freed room the last cycle returned, stored as the hub stores them.
+    claim_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.ledger = UsageLedger(self.rules.policy.fair_share_half_life)
@@ -163,6 +165,7 @@ class Dispatcher:
             pending=tuple(self._pending(now)),
             running=tuple(self.running.values()),
             policy=policy,
+            claims=claims_of(self.claim_rows),
         )
 
     def _unplaced_cards(self, cluster: str) -> tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...]:
@@ -189,6 +192,7 @@ class Dispatcher:
         (admissions, then whole-job victims re-queued, then pods to evict)."""
         snap = self.snapshot(now, clusters)
         result = admit(snap)
+        self.claim_rows = [claim_row(c) for c in result.claims]
         admitted = [self._admit(uid, d.cluster, now) for uid, d in _admits(result)]
         reclaimed = []
         for r in result.reclaims:

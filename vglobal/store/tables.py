@@ -51,6 +51,15 @@ queue_usage = sa.Table(
     sa.Column("at", sa.Float, nullable=False),
 )
 
+# Claims on room freed by victims (admission/victims/claims.py), one per job they were taken for,
+# as the last dispatch cycle returned them: the next cycle's input, the next leader's too.
+admission_claims = sa.Table(
+    "admission_claims",
+    metadata,
+    sa.Column("for_uid", sa.Text, primary_key=True),
+    sa.Column("claim", JSONB, nullable=False),  # admission/inputs.py claim_row
+)
+
 priority_classes = sa.Table(
     "priority_classes",
     metadata,

@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "596b6b94b5c3c42d70736ce592db94e4f32b9ca035c2ca30bcb33fbbe49e5aba",
-        "cycle 2": "fd40e0ba3da42b30bfecd8223d30e8ee2e9907a996ad549a9a02e807f559ef4f",
-        "cycle 3": "29bf1239cfd443eaa7dcfbe3bb4360e51cf79e42ab99af6327d00d3a44dc9102",
-        "cycle 1 with an admission budget": "29bd49fab3c907b034db7d1414a29f486ff2e864d902c8193854a23ca99ae30b",
+        "cycle 1": "feb0516a9f889264b35ebec3009ca7d40d66dac0611286602cbab8d08976f5df",
+        "cycle 2": "470b35bd7f4f88e0bb37f753d89b8f4fbe795213d4b719e6d77d2691d1fa946f",
+        "cycle 3": "5ff09e2e5cda083223a3d152b2f60011bc21137f9c681cf863318f4d23a9c371",
+        "cycle 1 with an admission budget": "6f69ba3e0978441ecdb10c01c7b34be4a249ef83338a5fd5d8aaa569ef46b718",
     },
     "reclaim": {
-        "cycle 1": "823d3000a866c36900dad9ccd491ef98775f078b7c4b33fe2fe94d11171b6555",
-        "cycle 2": "92514c1b4d259d744be93bffea2d19849df496392a3710da80bc839da7553242",
-        "cycle 3": "66bc6d06205434305f3978459bcd9cafc5c8d27f7151be94f47278e40692ac4b",
+        "cycle 1": "2ac5359b42401e899fb3ec27bbaf7cb505f941c2485bdd9dbe526542aa9caf8b",
+        "cycle 2": "5fdc1a15a3b7539e36591c73e9287a00059e78b9e928627112b37a9898842e67",
+        "cycle 3": "be2d610e6b70b7c492e15973c8fa5d3dd86476af16599be4fea67a5bff52d26b",
     },
     "topology": {
-        "cycle 1": "9aa5c11d8f9fabbf6d018d629d5846e1a499e014e2a2df0422adae656dadb345",
-        "cycle 2": "f6eee5e059d7d52e55fb8fe3e83f8862bbba41804a1e148f3094471059f5e8f2",
-        "cycle 3": "98b325210ac639685ed7e3f49309968c9afecf7da5e6870558ac23fc38bb133a",
+        "cycle 1": "55d74838be5de54ce7706fe8fc74eee5ad1304684f9834df1e275ce7129ddbc6",
+        "cycle 2": "4b6fd7e02ec4e7e4676d6ca728987149f5e68aaa6a18ab275bec985e54f8fd22",
+        "cycle 3": "e3f59d652ea9cdc7918dcf200062dea6cb27f4b26a8a572be911e988a433aab5",
     },
     "guarantee": {
-        "cycle 1": "18b2af115e740a1469bdda8a785817eca8950bf6e1e4c5e3d2897018570f77d7",
-        "cycle 2": "2bdd2c93a39f4ad6d2ff26c522cfce931fbcd60e66755b0087c27ef0b1dca8fb",
-        "cycle 3": "b05a61e20e1b94d91bc6c78d815ae6ea67c82c11cd9943889cbe6dcac99bae04",
+        "cycle 1": "95763313eacca5f5419f33d688f15c2691a4b86a6a6959433f06962220edafd3",
+        "cycle 2": "ee6431975d3880c941ca4fc91caa1d0b09f9982d5ef1348c8066846ff5899c4b",
+        "cycle 3": "1426bd92da2d69ab07445770d790f1f09d601c85d31e129b73ac41e325988eaf",
     },
 }
 

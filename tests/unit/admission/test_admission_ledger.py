@@ -75,6 +75,7 @@ def state(cycle: _Cycle) -> bytes:
         sorted(cycle.preempt.taken),
         sorted(cycle.ledger.decisions.items(), key=lambda kv: kv[0]),
         cycle.ledger.admitted,
+        cycle.claims.made,
     ]
     return pickle.dumps(parts)
 
@@ -94,6 +95,7 @@ OPS = st.lists(
         st.tuples(st.just("free"), st.integers(0, 1), st.integers(0, 3), st.integers(0, 3000)),
         st.tuples(st.just("take"), st.integers(0, 20)),
         st.tuples(st.just("decide"), st.integers(0, 7)),
+        st.tuples(st.just("claim"), st.integers(0, 7)),
     ),
     max_size=40,
 )
@@ -140,6 +142,8 @@ def test_a_rollback_leaves_the_cycle_as_it_was_at_its_checkpoint(
             ledger.add(cycle.preempt.taken, [f"victim-{op[1]}"])
         elif kind == "decide":
             ledger.decide(pending[op[1] % len(pending)].uid, Wait(WaitKind.NoFit, f"op {len(ops)}"))
+        elif kind == "claim":
+            cycle.claims.make(pending[op[1] % len(pending)].uid, "plain", ["p-n0"], [f"victim-{op[1]}"])
     while marks:
         mark, before = marks.pop()
         ledger.rollback(mark)

@@ -13,6 +13,7 @@ from vglobal.admission.prepare import Job, Leaf
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait, job_ref
 from vglobal.admission.victims.ask import Ask
+from vglobal.admission.victims.claims import Claims, close
 from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
 from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
 from vglobal.model.reasons import WaitKind
@@ -29,11 +30,14 @@ class Reclaims:
         index: ResourceIndex,
         offsets: list[list[float]] | None = None,
         taken: set[str] | None = None,
+        claims: Claims | None = None,
     ) -> None:
         """`offsets`: the fair order's decayed offsets (order.decayed_offsets), None = none.
-        `taken`: job and pod uids already victims this cycle (shared with preemption)."""
+        `taken`: job and pod uids already victims this cycle (shared with preemption).
+        `claims`: where a plan of whole jobs claims the room its victims free (claims.py)."""
         self.taken: set[str] = set() if taken is None else taken
         self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
+        self.claims = claims
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
         self.des_rows = set_deserved(tree, index)
         self._slots = index.col.get(POD_SLOTS, -1)
@@ -103,6 +107,12 @@ class Reclaims:
         for v in victims:
             reason = victim_reason(self.tree.names[v.queue], job_ref(job.snap), queue)
             self.victims.append(Reclaim(v.uid, cluster, job.snap.uid, reason))
+        if self.claims is not None:
+            rows = {int(r) for v in victims for r in v.rows}
+            nodes = clusters.node_names(c, rows)
+            self.claims.make(job.snap.uid, cluster, nodes, [v.uid for v in victims])
+            # What is free there now is part of the plan too: nobody else takes it this cycle.
+            close(clusters, c, rows)
         planned = leaf.planned or [0] * self.index.size
         leaf.planned = [p + r for p, r in zip(planned, job.req, strict=True)]
         return Wait(

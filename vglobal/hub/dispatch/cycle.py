@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from vglobal.admission import AdmissionResult, Admit, admit
+from vglobal.admission.inputs import claim_row
 from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
@@ -22,6 +23,7 @@ from vglobal.model.reasons import WaitKind
 from vglobal.store.engine import session_scope
 from vglobal.store.locks import AdvisoryLock, try_xact_lock
 from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import claims as claims_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
@@ -221,6 +223,9 @@ class Dispatcher:
                     result, self.reader.queue_status, held_by_cluster(snapshot, result)
                 )
                 done, reclaimed, admitted = write_admissions(result, session=session)
+                claims = [claim_row(c) for c in result.claims]
+                if claims != self.reader.claim_rows:  # kept for the next cycle, and the next leader
+                    claims_repo.store(claims, session=session)
                 if done:
                     # With the admissions: their Dispatches carry the queues' limits and what the
                     # queues hold on other clusters as this cycle counted them, not the last.

@@ -13,12 +13,14 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from vglobal.admission import QueueSnap, Snapshot
+from vglobal.admission.inputs import claims_of
 from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
 from vglobal.hub.dispatch.clusters import ClusterCache
 from vglobal.hub.dispatch.fair_usage import FairUsage
 from vglobal.model.queue_affinity import affinity_from_manifest, limit_vectors
 from vglobal.model.resources import EMPTY, ResourceVector
+from vglobal.store.repo import claims as claims_repo
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import queues as queues_repo
 
@@ -36,6 +38,9 @@ class SnapshotReader:
     # Per queue, the figures stored with it when the last snapshot was read.
     queue_status: dict[str, dict[str, Any]] = field(default_factory=dict)
     fair: FairUsage | None = None  # made on the first read, from the settings
+    # The claims on freed room as stored when the last snapshot was read (a small table, read each
+    # cycle so a new leader continues them).
+    claim_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def fair_usage(self, settings: HubSettings) -> FairUsage:
         if self.fair is None:
@@ -47,6 +52,7 @@ class SnapshotReader:
         now = clusters_repo.db_now(session=session)
         jobs.refresh(now, session=session)
         queue_rows = queues_repo.list_queues(session=session)
+        self.claim_rows = claims_repo.load(session=session)
         self.queue_status = {q.name: q.status for q in queue_rows}
         fair = self.fair_usage(settings)
         fair.charge(now, {q.name: jobs.allocated(q.name) for q in queue_rows}, session=session)
@@ -83,4 +89,5 @@ class SnapshotReader:
             pending=tuple(jobs.pending.values()),
             running=tuple(jobs.running.values()),
             policy=settings.admission_policy(),
+            claims=claims_of(self.claim_rows),
         )

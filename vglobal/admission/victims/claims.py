@@ -1,0 +1,102 @@
+"""Claims on room freed by victims: a victim is taken only for a job admitted into the room it frees.
+
+Whenever victims are taken for a job X (whole-job reclaim, preemption, single pods), the cycle
+makes a claim: X, the cluster, the nodes the victims ran on. A cycle carries the claims it was given
+(Snapshot.claims) until X's pods bind or the claim expires (AdmissionPolicy.claim_timeout), and
+returns them with the new ones (AdmissionResult.claims), so admission stays pure and the hub and
+the simulator keep them alike. While a claim stands:
+- X is decided before any other job, on the claimed cluster only: admitted if it fits there now,
+  else it waits, takes no further victim, and the claimed nodes are closed to everyone else this
+  cycle (the victims' pods may not be reported gone yet: their room counts as X's all the same);
+- its victims, re-queued, wait: they are never re-admitted ahead of the job they were taken for.
+Without it, a reclaimer that waits for its victims to stop finds their room given back to them
+(their queue may come first in fair order) and reclaims again, for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import cast
+
+from vglobal.admission.fit.gang import Pairs, PreparedGang
+from vglobal.admission.fit.placement import Clusters, Placement
+from vglobal.admission.ledger import Ledger
+from vglobal.admission.snapshot import Claim, Snapshot, Wait
+from vglobal.model.reasons import WaitKind
+
+
+class Claims:
+    """The claims of one cycle: those it was given that still stand, and those it makes."""
+
+    def __init__(self, snapshot: Snapshot, ledger: Ledger) -> None:
+        now = snapshot.now
+        self._expires = now + snapshot.policy.claim_timeout
+        self._ledger = ledger
+        # Claims whose job waits: decided first this cycle (see the module's doc).
+        self.standing: dict[str, Claim] = {}
+        self._carried: dict[str, Claim] = {}  # all that still stand, by their job
+        if snapshot.claims:
+            pending = {p.uid for p in snapshot.pending}
+            unbound = {r.uid for r in snapshot.running if not r.placements}
+            for c in snapshot.claims:
+                if c.expires <= now:
+                    continue
+                if c.for_uid in pending:
+                    self.standing[c.for_uid] = c
+                elif c.for_uid not in unbound:
+                    continue  # its pods bound (or it ended): the room is its own now
+                self._carried[c.for_uid] = c
+        # victim uid -> the claim it waits behind (its job admitted or not, until its pods bind)
+        self.victim_of = {v: c for c in self._carried.values() for v in c.victims}
+        self.made: list[Claim] = []
+
+    def make(self, for_uid: str, cluster: str, nodes: Iterable[str], victims: Iterable[str]) -> None:
+        """Victims were taken for ``for_uid`` on ``cluster``: their room is claimed for it."""
+        claim = Claim(for_uid, cluster, tuple(sorted(set(nodes))), tuple(victims), self._expires)
+        self.made.append(claim)
+        self._ledger.undo_with(self.made.pop)
+
+    def drop(self, claim: Claim) -> None:
+        """The claim no longer holds (its job cannot go to the cluster): the room is free to all."""
+        self._carried.pop(claim.for_uid, None)
+
+    def result(self) -> tuple[Claim, ...]:
+        """What stands after the cycle: the carried claims, a job's newest claim replacing its old."""
+        out = dict(self._carried)
+        for c in self.made:
+            out[c.for_uid] = c
+        return tuple(out.values())
+
+    @staticmethod
+    def waiting(claim: Claim, now: float) -> Wait:
+        """The wait of a claim's job whose room is not free yet."""
+        return Wait(
+            WaitKind.Reclaiming,
+            f"waiting for its victims to leave {claim.cluster} ({', '.join(claim.victims)}): the room "
+            f"on {', '.join(claim.nodes)} is claimed for it for {max(claim.expires - now, 0):.0f}s more",
+        )
+
+    @staticmethod
+    def behind(claim: Claim) -> Wait:
+        """The wait of a victim while the room it left is claimed."""
+        return Wait(
+            WaitKind.Claimed,
+            f"its room on {claim.cluster} is claimed by job {claim.for_uid}, which it was taken for, "
+            "until that job's pods bind",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Room:
+    total_pairs: Pairs  # all a commit reads of the gang it places
+
+
+def close(clusters: Clusters, c: int, rows: Iterable[int]) -> None:
+    """Cluster c's node ``rows`` are claimed: nobody else goes there this cycle. Committed as a
+    placement that takes all they have free (free only shrinks: what the cycle learnt holds)."""
+    free, size = clusters.rows[c], clusters.index.size
+    rows = sorted(set(rows))
+    total = [sum(col) for col in zip(*(free[r] for r in rows), strict=True)] if rows else [0] * size
+    room = cast(PreparedGang, _Room(tuple((r, v) for r, v in enumerate(total) if v)))
+    clusters.commit(c, Placement({r: [0] * size for r in rows}), room)
