@@ -60,8 +60,8 @@ def test_admission_s_kind_is_stored_and_a_new_kind_replaces_it_at_once(hub: Hub,
     try:
         agent.connect()
         client.submit_job(JOB % "big")
-        wait(lambda: client.get_job("big").reason_kind == "NoFit")
-        assert "no cluster fits" in client.explain_job("big").reason
+        wait(lambda: client.get_job("big").reason_kind == "NeverFits")
+        assert "can never fit today" in client.explain_job("big").reason
         client.close_queue("default")
         wait(lambda: client.get_job("big").reason_kind == "QueueClosed")
         assert kinds(client, "big") == ("QueueClosed", "QueueClosed", "queue default is closed")

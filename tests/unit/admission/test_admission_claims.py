@@ -37,7 +37,7 @@ def test_a_reclaimer_is_admitted_into_the_room_it_freed_and_its_victims_wait_beh
     result = sim.step()
     assert admitted(result) == {"a1": "c"}
     for v in victims:
-        assert reason(result, v) == "its room on c is claimed by job a1, which it was taken for, until that job's pods bind"
+        assert reason(result, v) == "its room on c is claimed by job ns/a1, which it was taken for, until that job's pods bind"
     assert result.reclaims == ()
 
 
@@ -62,7 +62,7 @@ def test_a_claimed_job_takes_no_second_victim_before_its_victims_are_reported_go
         assert result.reclaims == () and result.evictions == ()
         wait = result.decisions["a1"]
         assert isinstance(wait, Wait) and wait.kind == WaitKind.Reclaiming
-        assert wait.reason.startswith("waiting for its victims to leave c (b14, b13): the room on c-n01 is claimed")
+        assert wait.reason.startswith("waiting for its victims to leave c (ns/b14, ns/b13): the room on c-n01 is claimed")
         assert admitted(result) == {}  # nobody else takes the room either
     assert admitted(sim.step()) == {"a1": "c"}  # reported gone
 

@@ -26,13 +26,13 @@ PINNED = {
     },
     "reclaim": {
         "cycle 1": "2ac5359b42401e899fb3ec27bbaf7cb505f941c2485bdd9dbe526542aa9caf8b",
-        "cycle 2": "5fdc1a15a3b7539e36591c73e9287a00059e78b9e928627112b37a9898842e67",
-        "cycle 3": "be2d610e6b70b7c492e15973c8fa5d3dd86476af16599be4fea67a5bff52d26b",
+        "cycle 2": "f8966414ad7ec675f7e26f0d35243d43076daf83adc2ccf60bd475d1016415a8",
+        "cycle 3": "11fecc30c3a2364e435f3318229bce598751e74acd6d24e8d5824a7527b455c2",
     },
     "topology": {
         "cycle 1": "55d74838be5de54ce7706fe8fc74eee5ad1304684f9834df1e275ce7129ddbc6",
-        "cycle 2": "4b6fd7e02ec4e7e4676d6ca728987149f5e68aaa6a18ab275bec985e54f8fd22",
-        "cycle 3": "e3f59d652ea9cdc7918dcf200062dea6cb27f4b26a8a572be911e988a433aab5",
+        "cycle 2": "e488b9a39e55802d102a2c279566ad092beb2c2d36e75d5cbc55312b49f9810e",
+        "cycle 3": "0f73488caf327639e968ab3d12969bf1ac3eed395efb074aee23729c6794098c",
     },
     "guarantee": {
         "cycle 1": "95763313eacca5f5419f33d688f15c2691a4b86a6a6959433f06962220edafd3",

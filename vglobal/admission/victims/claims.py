@@ -22,7 +22,7 @@ from typing import cast
 from vglobal.admission.fit.gang import Pairs, PreparedGang
 from vglobal.admission.fit.placement import Clusters, Placement
 from vglobal.admission.ledger import Ledger
-from vglobal.admission.snapshot import Claim, Snapshot, Wait
+from vglobal.admission.snapshot import Claim, Snapshot, Wait, job_ref
 from vglobal.model.reasons import WaitKind
 
 
@@ -50,6 +50,15 @@ class Claims:
         # victim uid -> the claim it waits behind (its job admitted or not, until its pods bind)
         self.victim_of = {v: c for c in self._carried.values() for v in c.victims}
         self.made: list[Claim] = []
+        self._snap = snapshot
+        self._names: dict[str, str] = {}  # uid -> namespace/name, made when a reason names a job
+
+    def _name(self, uid: str) -> str:
+        """A job of this cycle as reasons name it (namespace/name; its uid if it is not here)."""
+        if not self._names:
+            self._names.update((j.uid, job_ref(j)) for j in self._snap.pending)
+            self._names.update((j.uid, job_ref(j)) for j in self._snap.running)
+        return self._names.get(uid, uid)
 
     def make(self, for_uid: str, cluster: str, nodes: Iterable[str], victims: Iterable[str]) -> None:
         """Victims were taken for ``for_uid`` on ``cluster``: their room is claimed for it."""
@@ -68,21 +77,21 @@ class Claims:
             out[c.for_uid] = c
         return tuple(out.values())
 
-    @staticmethod
-    def waiting(claim: Claim, now: float) -> Wait:
+    def waiting(self, claim: Claim, now: float) -> Wait:
         """The wait of a claim's job whose room is not free yet."""
+        victims = ", ".join(self._name(v) for v in claim.victims)
         return Wait(
             WaitKind.Reclaiming,
-            f"waiting for its victims to leave {claim.cluster} ({', '.join(claim.victims)}): the room "
+            f"waiting for its victims to leave {claim.cluster} ({victims}): the room "
             f"on {', '.join(claim.nodes)} is claimed for it for {max(claim.expires - now, 0):.0f}s more",
         )
 
-    @staticmethod
-    def behind(claim: Claim) -> Wait:
+    def behind(self, claim: Claim) -> Wait:
         """The wait of a victim while the room it left is claimed."""
         return Wait(
             WaitKind.Claimed,
-            f"its room on {claim.cluster} is claimed by job {claim.for_uid}, which it was taken for, "
+            f"its room on {claim.cluster} is claimed by job {self._name(claim.for_uid)}, which it was "
+            "taken for, "
             "until that job's pods bind",
         )
 
