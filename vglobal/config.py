@@ -291,7 +291,8 @@ class AgentSettings(BaseSettings):
         None, description="Namespace of the Lease (default: the agent's own)."
     )
     hypernode_discovery: Path | None = Field(
-        None, description="HyperNodes from node labels (Volcano's discovery config).", json_schema_extra=FILE
+        None, description="HyperNodes discovered from node labels, RoCE LLDP labels or UFM (Volcano's "
+        "networkTopologyDiscovery config).", json_schema_extra=FILE
     )
     metrics_listen: str | None = Field(
         None, description="Serve Prometheus metrics on [HOST:]PORT (127.0.0.1 unless a host is given)."

@@ -96,6 +96,7 @@ SERVICES = Kind(
     "", "v1", "services", "Service", True, frozenset({"status"}), short_names=("svc",), dns_label_names=True
 )
 CONFIGMAPS = Kind("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",))
+SECRETS = Kind("", "v1", "secrets", "Secret", True)
 EVENTS = Kind("", "v1", "events", "Event", True, fields=EVENT_FIELDS, short_names=("ev",))
 LEASES = Kind("coordination.k8s.io", "v1", "leases", "Lease", True)
 EVENTS_V1 = Kind("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",))
@@ -119,7 +120,7 @@ HYPERNODES = Kind(
     custom=True,
 )
 
-BUILTIN: tuple[Kind, ...] = (NAMESPACES, NODES, PODS, SERVICES, CONFIGMAPS, EVENTS, LEASES, EVENTS_V1, CRDS)
+BUILTIN: tuple[Kind, ...] = (NAMESPACES, NODES, PODS, SERVICES, CONFIGMAPS, SECRETS, EVENTS, LEASES, EVENTS_V1, CRDS)
 ALL: tuple[Kind, ...] = (*BUILTIN, HYPERNODES)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.model.errors import ManifestError, Problems
+from vglobal.model.errors import Problems
 
 API_VERSION = "topology.volcano.sh/v1alpha1"
 KIND = "HyperNode"
@@ -308,22 +308,6 @@ def resolve_hyper_nodes(
         )
         for m in ordered
     )
-
-
-def cluster_hyper_nodes(
-    manifests: Sequence[Any], discovery: Mapping[str, Any] | None, nodes: Mapping[str, Mapping[str, str]]
-) -> tuple[ResolvedHyperNode, ...]:
-    """Both sources of a cluster together (manifest names must not clash with discovered ones)."""
-    parsed = list(parse_hyper_nodes(manifests))
-    if discovery:
-        found = discover_hyper_nodes(discovery, nodes)
-        clash = sorted({m.name for m in parsed} & {m.name for m in found})
-        if clash:
-            raise ManifestError.one(
-                "spec.hyperNodes", f'HyperNode "{clash[0]}" is also discovered from labels'
-            )
-        parsed.extend(found)
-    return resolve_hyper_nodes(parsed, nodes)
 
 
 def tier_of_name(hyper_nodes: Sequence[ResolvedHyperNode], tier_name: str) -> int | None:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from vglobal.model.cluster_topology import cluster_hyper_nodes
 from vglobal.model.errors import ManifestError
 from vglobal.model.hypernode import (
-    cluster_hyper_nodes,
     discover_hyper_nodes,
     parse_hyper_nodes,
     resolve_hyper_nodes,
@@ -180,7 +180,7 @@ def test_discovery_rejects_a_switch_under_two_parents() -> None:
 
 
 def test_volcano_configmap_form_and_manifests_together() -> None:
-    config = {"networkTopologyDiscovery": [{"source": "label", "config": DISCOVERY}]}
+    config = {"networkTopologyDiscovery": [{"source": "label", "enabled": True, "config": DISCOVERY}]}
     nodes = {"n0": _labels("n0", **{"volcano.sh/hypernode": "g0"}), "m0": _labels("m0")}
     out = cluster_hyper_nodes([hn("manual", 1, node_exact("m0"))], config, nodes)
     assert [(h.name, sorted(h.nodes)) for h in out] == [

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from vglobal.agent.backends.base import JobProblem, RunStart
 from vglobal.agent.backends.sim_cluster import SimCluster, SimNode
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
+from vglobal.model.cluster_topology import cluster_hyper_nodes
 from vglobal.model.duration import parse_duration
-from vglobal.model.hypernode import ResolvedHyperNode, cluster_hyper_nodes
+from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import Grant, NodeSpec, Taint
 from vglobal.scheduler.devices import GPUS_EXTENSION, gpus_from_spec, vgpu_capacity

@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from vglobal.model.errors import Problems, key_path
+from vglobal.model.errors import ManifestError, Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, parse_resources, validate_model
 from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, parse_documents
 from vglobal.model.resources import ResourceVector
+from vglobal.model.topology_sources import discovery_plan
 
 API_VERSION = "vglobal.io/v1alpha1"
 KIND = "SimCluster"
@@ -154,6 +155,7 @@ def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
     if discovery is None and spec.network_topology_types is not None:
         discovery = {"networkTopologyTypes": spec.network_topology_types}
     p.raise_if_any()
+    _check_discovery(discovery)
     return SimCluster(
         name=m.metadata.name,
         labels=dict(m.metadata.labels),
@@ -162,6 +164,16 @@ def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
         discovery=copy.deepcopy(discovery),
         raw=copy.deepcopy(dict(doc)),
     )
+
+
+def _check_discovery(discovery: Mapping[str, Any] | None) -> None:
+    """The discovery config's sources (unknown ones named); a simulated cluster has no UFM server."""
+    plan = discovery_plan(discovery, where="spec.hyperNodeDiscovery")
+    if plan.remote:
+        raise ManifestError.one(
+            "spec.hyperNodeDiscovery",
+            "ufm discovery reads a UFM server: a simulated cluster takes label and roce",
+        )
 
 
 SIM_KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest | SimCluster]] = {

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vglobal.agent.backends.base import JobProblem, RunStart
+from vglobal.agent.fabric_fetch import FabricFetcher
 from vglobal.agent.kube import bodies, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef
@@ -25,7 +26,7 @@ from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
 from vglobal.agent.kube.pod_warnings import PodWarnings, event_record
 from vglobal.agent.kube.records import PodRecord, node_record, pod_record
-from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc
+from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc, secret_credentials
 from vglobal.agent.kube.tracker import PodTracker, TrackedPod
 from vglobal.agent.kube.workload_tracker import WorkloadTracker
 from vglobal.agent.kube.workloads import (
@@ -40,6 +41,7 @@ from vglobal.agent.kube.writer import Op, Writer
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.resources import ResourceVector
+from vglobal.model.topology_sources import discovery_plan
 from vglobal.scheduler.api import Grant, NodeSpec
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ class KubeOptions:
     scheduler_name: str = "vglobal"
     namespaces: frozenset[str] | None = None  # None: every namespace
     create_namespaces: bool = False
-    discovery: Mapping[str, Any] | None = None  # HyperNode label discovery config
+    discovery: Mapping[str, Any] | None = None  # HyperNode discovery config (label, roce, ufm)
     writers: int = 8
     instance: str = ""  # this agent replica, for the events it reports
     watch_timeout: int = 300
@@ -81,7 +83,9 @@ class KubeBackend:
         self.kinds_missing: list[Workload] = []
         self._labels: dict[str, str] = dict(options.labels)
         self.objects: dict[tuple[str, str, str], WorkloadRecord] = {}  # (kind, ns, name)
-        self.topology = Topology(options.discovery)
+        plan = discovery_plan(options.discovery)
+        self.fabric = FabricFetcher(plan, secret_credentials(api)) if plan.remote else None
+        self.topology = Topology(options.discovery, self.fabric)
         self.probe = Probe(api)
         self._changes: queue.SimpleQueue[Change[Any]] = queue.SimpleQueue()
         self._namespaces: set[str] = set()  # known to exist
@@ -113,6 +117,8 @@ class KubeBackend:
             )
         elif self.options.discovery is None:
             log.info("no HyperNode CRD and no --hypernode-discovery: no network topology")
+        if self.fabric is not None:
+            self.fabric.start()
         core = list(self.informers)
         # Not waited for: a cluster whose RBAC does not let the agent list events still runs jobs.
         self.informers.append(Informer(self.api, "events", paths.ALL_EVENTS, event_record, self._changes.put))
@@ -166,6 +172,8 @@ class KubeBackend:
         for inf in self.informers:
             inf.stop(timeout=0.1)  # a thread in a quiet watch ends with the stream or the process
         self.probe.stop()
+        if self.fabric is not None:
+            self.fabric.stop()
         self.writer.close()
 
     # ---- Backend: inventory

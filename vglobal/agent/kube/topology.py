@@ -1,6 +1,6 @@
 """The cluster's network topology: Volcano HyperNode objects where their CRD is served, and/or
-HyperNodes discovered from node labels as Volcano's controller configures it
-(``--hypernode-discovery FILE``: ``networkTopologyDiscovery`` or ``networkTopologyTypes``).
+HyperNodes discovered as Volcano's controller configures it (``--hypernode-discovery FILE``:
+``networkTopologyDiscovery`` with label, roce and ufm sources, or ``networkTopologyTypes``).
 
 Whether the CRD is served is asked through API discovery (a 404 for the group version means no),
 never by reading CustomResourceDefinitions, which the agent's RBAC does not allow.
@@ -8,6 +8,7 @@ never by reading CustomResourceDefinitions, which the agent's RBAC does not allo
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,17 +16,20 @@ from typing import Any
 
 import yaml
 
+from vglobal.agent.fabric_fetch import Credentials, FabricFetcher
 from vglobal.agent.kube import paths
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.informer import Change
+from vglobal.model.cluster_topology import cluster_hyper_nodes
 from vglobal.model.errors import ManifestError
-from vglobal.model.hypernode import ResolvedHyperNode, cluster_hyper_nodes
+from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.topology_sources import discovery_plan
 
 log = logging.getLogger(__name__)
 
 
 def load_discovery(path: Path) -> dict[str, Any]:
-    """The label-discovery config file; ValueError naming the file when it is not usable."""
+    """The discovery config file; ValueError naming the file (and the field) when it is not usable."""
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
@@ -35,7 +39,30 @@ def load_discovery(path: Path) -> dict[str, Any]:
             f"--hypernode-discovery {path}: expected networkTopologyDiscovery (Volcano's controller "
             "config) or networkTopologyTypes"
         )
+    try:
+        plan = discovery_plan(doc, where=f"--hypernode-discovery {path}")
+    except ManifestError as exc:
+        raise ValueError(str(exc)) from exc
+    if plan.disabled:
+        log.info("discovery sources off (enabled is not true): %s", ", ".join(plan.disabled))
     return doc
+
+
+def secret_credentials(api: KubeApi) -> Credentials:
+    """Reads a fabric manager's username and password from a Secret (at every fetch: rotation)."""
+
+    def read(ref: tuple[str, str]) -> tuple[str, str]:
+        namespace, name = ref
+        try:
+            data = api.request("GET", f"/api/v1/namespaces/{namespace}/secrets/{name}").get("data") or {}
+        except ApiError as exc:
+            raise ValueError(f"Secret {namespace}/{name}: {exc.status} {exc.reason}") from exc
+        missing = [k for k in ("username", "password") if k not in data]
+        if missing:
+            raise ValueError(f"Secret {namespace}/{name} has no {' or '.join(missing)}")
+        return base64.b64decode(data["username"]).decode(), base64.b64decode(data["password"]).decode()
+
+    return read
 
 
 def hypernode_crd_served(api: KubeApi) -> bool:
@@ -63,12 +90,13 @@ def hypernode_doc(obj: Mapping[str, Any]) -> dict[str, Any]:
 class Topology:
     """The resolved tree, kept up to date with HyperNode objects and node labels."""
 
-    def __init__(self, discovery: Mapping[str, Any] | None) -> None:
+    def __init__(self, discovery: Mapping[str, Any] | None, fetcher: FabricFetcher | None = None) -> None:
         self.discovery = discovery
+        self.fetcher = fetcher
         self.docs: dict[str, dict[str, Any]] = {}
         self.version = 0
         self._tree: tuple[ResolvedHyperNode, ...] = ()
-        self._resolved_for: tuple[int, int] | None = None  # (docs version, node version)
+        self._resolved_for: tuple[int, int, int] | None = None  # (docs, nodes, fetched) versions
         self._docs_version = 0
 
     def apply(self, change: Change[Any]) -> None:
@@ -90,12 +118,15 @@ class Topology:
     def tree(
         self, node_labels: Mapping[str, Mapping[str, str]], node_version: int
     ) -> tuple[ResolvedHyperNode, ...]:
-        key = (self._docs_version, node_version)
+        key = (self._docs_version, node_version, self.fetcher.version if self.fetcher else 0)
         if key == self._resolved_for:
             return self._tree
         self._resolved_for = key
         try:
-            tree = cluster_hyper_nodes([self.docs[n] for n in sorted(self.docs)], self.discovery, node_labels)
+            fetched = self.fetcher.found() if self.fetcher else None
+            tree = cluster_hyper_nodes(
+                [self.docs[n] for n in sorted(self.docs)], self.discovery, node_labels, fetched
+            )
         except ManifestError as exc:
             log.error("the cluster's HyperNodes do not form a tree; keeping the last good one: %s", exc)
             return self._tree
