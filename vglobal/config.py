@@ -75,6 +75,15 @@ class HubSettings(BaseSettings):
     data_dir: Path | None = Field(None, description="Embedded Postgres data directory.")
     metrics_listen: str | None = Field(None, description="Serve Prometheus metrics on HOST:PORT.")
     dispatch_interval: Seconds = Field(1.0, gt=0, description="How often the dispatcher admits jobs.")
+    forecast_interval: Seconds = Field(
+        30.0, ge=0, description="How often the leader predicts when waiting jobs start (0 = never)."
+    )
+    forecast_budget: Seconds = Field(
+        1.0, gt=0, description="CPU seconds one prediction may take; it replays fewer cycles when over."
+    )
+    forecast_horizon: Seconds = Field(
+        7 * 86400.0, gt=0, description="How far ahead a prediction looks; later starts are unknown."
+    )
     cluster_timeout: Seconds = Field(
         30.0, gt=0, description="A cluster without a heartbeat this long is NotReady."
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 
 from rich.console import Console
@@ -11,7 +12,7 @@ from vglobal.api.v1 import common_pb2, jobs_pb2
 from vglobal.cli.describe_gang import gang_lines
 from vglobal.model.forms import FINISHED_POD_PHASES
 from vglobal.sdk import Client
-from vglobal.sdk.rows import queue_row, short
+from vglobal.sdk.rows import queue_row, short, starts_in
 
 
 def _principal_of(events: Iterable[common_pb2.Event], reason: str) -> str:
@@ -68,6 +69,7 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
         ("Decision", explain.decision),
         ("Reason", explain.reason or "-"),
         *([("Wait kind", explain.reason_kind)] if explain.reason_kind else []),
+        *([("Expected start", starts_in(job, time.time()))] if job.HasField("estimate_computed_at") else []),
         ("Retries", str(job.retry_count)),
         ("Created", job.created_at.ToJsonString()),
         ("Submitted by", _principal_of(explain.events, "Submitted")),

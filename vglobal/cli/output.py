@@ -29,6 +29,7 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
             "attempts",
             "request",
             "reason",
+            "startsIn",
         ],
     },
     "queues": {

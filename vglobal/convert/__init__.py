@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -74,6 +74,17 @@ def resource_list(amounts: Mapping[str, int] | None) -> common_pb2.ResourceList:
 def set_time(field: Timestamp, dt: datetime | None) -> None:
     if dt is not None:
         field.FromDatetime(dt)
+
+
+def set_estimate(
+    msg: jobs_pb2.Job, start: float | None, cluster: str, ahead: int, computed_at: float
+) -> None:
+    """A waiting job's predicted start (epoch seconds; None = cannot tell) and its companions."""
+    if start is not None:
+        msg.estimated_start.FromDatetime(datetime.fromtimestamp(start, UTC))
+    msg.estimated_cluster = cluster
+    msg.jobs_ahead = ahead
+    msg.estimate_computed_at.FromDatetime(datetime.fromtimestamp(computed_at, UTC))
 
 
 # ---- a job's tasks and pods (the agent's report, the API's job)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from vglobal.admission import AdmissionResult, Snapshot
 from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, JOB_CHANGES, REVISIONS, WORKFLOWS, Wakeups
@@ -23,6 +24,8 @@ class HubContext:
     )
     # What CronJob schedules are read by (tests give the hub a clock they move)
     clock: Clock = field(default_factory=RealClock)
+    # The last committed dispatch cycle's input and result, for the forecast loop to replay on
+    last_cycle: tuple[Snapshot, AdmissionResult] | None = None
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(self.clock.now(), UTC)

@@ -17,6 +17,7 @@ from vglobal.hub.cron.loop import CronLoop
 from vglobal.hub.dispatch.loop import DispatchLoop
 from vglobal.hub.failover import FailoverLoop
 from vglobal.hub.flows.loop import FlowLoop
+from vglobal.hub.forecast.loop import ForecastLoop
 from vglobal.hub.leader import Leader
 from vglobal.hub.loop_runner import LeaderLoop, LoopState, run_leader_loop
 from vglobal.hub.notify import listen_forever
@@ -51,6 +52,11 @@ def _leader_loop(make: Callable[[HubContext], LeaderLoop]) -> Callable[[LoopEnv,
     return run
 
 
+def _forecast(env: LoopEnv, state: LoopState) -> None:
+    if env.ctx.settings.forecast_interval > 0:
+        _leader_loop(ForecastLoop)(env, state)
+
+
 def _retention(env: LoopEnv, state: LoopState) -> None:
     if env.ctx.settings.finished_job_ttl > 0:  # else finished jobs are kept forever
         _leader_loop(RetentionLoop)(env, state)
@@ -67,6 +73,7 @@ LOOPS: tuple[LoopDef, ...] = (
     LoopDef("retention", _retention, leader_only=True),
     LoopDef("queue-history", _leader_loop(QueueHistoryLoop), leader_only=True),
     LoopDef("job-counts", _leader_loop(JobCountsLoop), leader_only=True),
+    LoopDef("forecast", _forecast, leader_only=True),
 )
 
 

@@ -96,7 +96,33 @@ def job_row(j: jobs_pb2.Job) -> dict[str, Any]:
         "request": quantities(j.request),
         "tasks": [convert.task_counts(t).to_json() for t in j.tasks],
         "createdAt": j.created_at.ToJsonString() if j.HasField("created_at") else "",
+        "estimatedStart": j.estimated_start.ToJsonString() if j.HasField("estimated_start") else "",
+        "startsIn": starts_in(j, time.time()) if j.HasField("estimate_computed_at") else "",
     }
+
+
+def _span(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(0, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def starts_in(j: jobs_pb2.Job, now: float) -> str:
+    """A waiting job's predicted start in words: "in about 40 min on gpu-west, behind 3 jobs of
+    queue training", or "unknown" when the hub cannot tell; "" when it has computed none."""
+    if not j.HasField("estimate_computed_at"):
+        return ""
+    behind = f"behind {j.jobs_ahead} job{'s' if j.jobs_ahead != 1 else ''} of queue {j.queue}"
+    if not j.HasField("estimated_start"):
+        return f"unknown ({behind})" if j.jobs_ahead else "unknown"
+    wait = j.estimated_start.ToDatetime(tzinfo=UTC).timestamp() - now
+    when = "at the next cycle" if wait <= 0 else f"in about {_span(wait)}"
+    where = f" on {j.estimated_cluster}" if j.estimated_cluster else ""
+    return f"{when}{where}, {behind}" if j.jobs_ahead else f"{when}{where}"
 
 
 def queue_row(q: queues_pb2.Queue) -> dict[str, Any]:

@@ -60,6 +60,18 @@ admission_claims = sa.Table(
     sa.Column("claim", JSONB, nullable=False),  # admission/inputs.py claim_row
 )
 
+# When each waiting job is expected to start (epoch seconds; NULL = cannot tell), on which cluster
+# and behind how many jobs of its queue, as the leader's last forecast saw it (migration 0019).
+job_estimates = sa.Table(
+    "job_estimates",
+    metadata,
+    sa.Column("job_uid", sa.Text, sa.ForeignKey("jobs.uid", ondelete="CASCADE"), primary_key=True),
+    sa.Column("start", sa.Float, nullable=True),
+    sa.Column("cluster", sa.Text, nullable=False, server_default=""),
+    sa.Column("ahead", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("computed_at", sa.Float, nullable=False),
+)
+
 priority_classes = sa.Table(
     "priority_classes",
     metadata,

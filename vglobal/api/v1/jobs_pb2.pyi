@@ -249,6 +249,10 @@ class Job(_message.Message):
     SUBMITTED_BY_FIELD_NUMBER: _builtins.int
     FINISHED_AT_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
+    ESTIMATED_START_FIELD_NUMBER: _builtins.int
+    ESTIMATED_CLUSTER_FIELD_NUMBER: _builtins.int
+    JOBS_AHEAD_FIELD_NUMBER: _builtins.int
+    ESTIMATE_COMPUTED_AT_FIELD_NUMBER: _builtins.int
     uid: _builtins.str
     name: _builtins.str
     namespace: _builtins.str
@@ -283,6 +287,8 @@ class Job(_message.Message):
     children included), "RayCluster", "RayJob", "LeaderWorkerSet", "Deployment", "StatefulSet" or
     "Job" (batch/v1).
     """
+    estimated_cluster: _builtins.str
+    jobs_ahead: _builtins.int
     @_builtins.property
     def request(self) -> _common_pb2.ResourceList:
         """whole job: all tasks x replicas"""
@@ -305,6 +311,16 @@ class Job(_message.Message):
         while it has not.
         """
 
+    @_builtins.property
+    def estimated_start(self) -> _timestamp_pb2.Timestamp:
+        """While it waits: when the hub expects it to start (its leader replays admission forward from
+        the live state, running jobs ending when expected); unset when it cannot tell within its
+        horizon. The cluster it would start on, how many jobs of its queue the replay starts before
+        it, and when the estimate was computed (unset: none computed yet).
+        """
+
+    @_builtins.property
+    def estimate_computed_at(self) -> _timestamp_pb2.Timestamp: ...
     def __init__(
         self,
         *,
@@ -334,10 +350,14 @@ class Job(_message.Message):
         submitted_by: _builtins.str = ...,
         finished_at: _timestamp_pb2.Timestamp | None = ...,
         kind: _builtins.str = ...,
+        estimated_start: _timestamp_pb2.Timestamp | None = ...,
+        estimated_cluster: _builtins.str = ...,
+        jobs_ahead: _builtins.int = ...,
+        estimate_computed_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "finished_at", b"finished_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "estimate_computed_at", b"estimate_computed_at", "estimated_start", b"estimated_start", "finished_at", b"finished_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "finished_at", b"finished_at", "generation", b"generation", "kind", b"kind", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "submitted_by", b"submitted_by", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "estimate_computed_at", b"estimate_computed_at", "estimated_cluster", b"estimated_cluster", "estimated_start", b"estimated_start", "finished_at", b"finished_at", "generation", b"generation", "jobs_ahead", b"jobs_ahead", "kind", b"kind", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "submitted_by", b"submitted_by", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -234,6 +234,7 @@ class Dispatcher:
                 self.reader.fair_usage(ctx.settings).note(snapshot, result, session=session)
                 if result.reclaims:
                     notify(DISPATCH, session=session)
+            ctx.last_cycle = (snapshot, result)  # committed: what the forecast loop replays
         except BaseException:
             if result is not None:  # rolled back, or committed unbeknown to us: read them again
                 jobs.invalidate(

@@ -35,6 +35,7 @@ from vglobal.model.reasons import WaitKind
 from vglobal.model.records import JobRow
 from vglobal.store.engine import dry_run_scope, session_scope
 from vglobal.store.repo import dispatches as dispatches_repo
+from vglobal.store.repo import estimates as estimates_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import job_changes as changes_repo
 from vglobal.store.repo import job_counts
@@ -161,7 +162,10 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     @rpc
     def GetJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
-            return convert.job(find_job(request, session=session), with_manifest=True)
+            row = find_job(request, session=session)
+            msg = convert.job(row, with_manifest=True)
+            _with_estimates([msg], session=session)
+            return msg
 
     @rpc
     def ListJobs(
@@ -174,10 +178,10 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             revision = changes_repo.last_revision(session=session)
             f = job_lists.job_filter(request, self._readable(session))
             rows = jobs_repo.find_jobs(f, page, limit + 1, session=session)
+            msgs = [convert.job(r) for r in rows[:limit]]
+            _with_estimates(msgs, session=session)
         token = job_lists.next_token(page, rows[limit - 1]) if len(rows) > limit else ""
-        return jobs_pb2.ListJobsResponse(
-            jobs=[convert.job(r) for r in rows[:limit]], next_page_token=token, revision=revision
-        )
+        return jobs_pb2.ListJobsResponse(jobs=msgs, next_page_token=token, revision=revision)
 
     def _readable(self, session: Session) -> list[str] | None:
         """The queues whose jobs the caller may read; None: every queue."""
@@ -303,3 +307,10 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             reason_kind=kind,
             events=[convert.event(e) for e in events],
         )
+
+
+def _with_estimates(msgs: list[jobs_pb2.Job], *, session: Session) -> None:
+    """Waiting jobs get their predicted start (one read for the page)."""
+    waiting = {m.uid: m for m in msgs if m.binding_phase == BindingPhase.Suspended.value}
+    for uid, e in estimates_repo.for_uids(list(waiting), session=session).items():
+        convert.set_estimate(waiting[uid], e.start, e.cluster, e.ahead, e.computed_at)
