@@ -66,12 +66,13 @@ def forecast(
     held: dict[str, list[Gang]] = {c.name: list(c.unplaced) for c in snapshot.clusters}
     runs = {j.uid: _Run(j, ends.get(j.uid, FOREVER)) for j in snapshot.running}
     pending = list(snapshot.pending)
+    allocated = {q.name: q.allocated for q in snapshot.queues}  # moved as runs start and end
     starts: dict[str, tuple[float, str]] = {}
     now, limit, cycles = snapshot.now, snapshot.now + horizon, 0
     while pending and cycles < max_cycles and now <= limit:
         snap = Snapshot(
             now=now,
-            queues=snapshot.queues,
+            queues=tuple(replace(q, allocated=allocated[q.name]) for q in snapshot.queues),
             clusters=tuple(_cluster(clusters[name], free[name], held[name]) for name in clusters),
             pending=tuple(pending),
             running=tuple(r.job for r in runs.values()),
@@ -79,8 +80,11 @@ def forecast(
         )
         result = admit(snap)
         cycles += 1
-        _take_victims(result, runs, free, held)
+        _take_victims(result, runs, free, held, allocated)
         admitted = _admit(result, pending, runs, held, durations, now)
+        for uid, _ in admitted:
+            job = runs[uid].job
+            allocated[job.queue] = allocated.get(job.queue, ResourceVector()) + job.request
         for uid, cluster in admitted:
             starts[uid] = (now, cluster)
         if admitted:
@@ -90,7 +94,7 @@ def forecast(
             break
         now = nxt
         for uid in [u for u, r in runs.items() if r.end <= now]:
-            _release(runs.pop(uid), free, held)
+            _release(runs.pop(uid), free, held, allocated)
     return Forecast(_estimates(snapshot.pending, starts), cycles, now)
 
 
@@ -141,11 +145,12 @@ def _take_victims(
     runs: dict[str, _Run],
     free: dict[str, dict[str, ResourceVector]],
     held: dict[str, list[Gang]],
+    allocated: dict[str, ResourceVector],
 ) -> None:
     for r in result.reclaims:
         run = runs.pop(r.victim_uid, None)
         if run is not None:
-            _release(run, free, held)
+            _release(run, free, held, allocated)
     for e in result.evictions:
         run = runs.get(e.job_uid)
         if run is None:
@@ -155,6 +160,8 @@ def _take_victims(
         for pod in run.job.pods:
             if pod.uid in gone and pod.node in nodes:
                 nodes[pod.node] = nodes[pod.node] + pod.request
+            if pod.uid in gone and run.job.queue in allocated:
+                allocated[run.job.queue] = (allocated[run.job.queue] - pod.request).pos()
         left = tuple(p for p in run.job.pods if p.uid not in gone)
         placements: dict[str, ResourceVector] = {}
         for p in left:
@@ -162,7 +169,15 @@ def _take_victims(
         run.job = replace(run.job, pods=left, placements=placements)
 
 
-def _release(run: _Run, free: dict[str, dict[str, ResourceVector]], held: dict[str, list[Gang]]) -> None:
+def _release(
+    run: _Run,
+    free: dict[str, dict[str, ResourceVector]],
+    held: dict[str, list[Gang]],
+    allocated: dict[str, ResourceVector],
+) -> None:
+    queue = run.job.queue
+    if queue in allocated:
+        allocated[queue] = (allocated[queue] - run.job.request).pos()
     cluster = run.job.cluster
     if run.gang:
         held[cluster].remove(run.gang)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,6 +29,9 @@ def _snap(pending: list, running: list, queues: tuple[QueueSnap, ...] = (QueueSn
         for node, vec in r.placements.items():
             used[node] = used.get(node, gpus(0)) + vec  # type: ignore[operator]
     c = type(c)(c.name, c.labels, tuple(type(n)(n.name, n.free - used.get(n.name, gpus(0)), n.allocatable) for n in c.nodes))  # type: ignore[operator]
+    # the hub's queues carry what their admitted jobs hold
+    held = {q.name: sum((r.request for r in running if r.queue == q.name), gpus(0)) for q in queues}
+    queues = tuple(replace(q, allocated=held[q.name]) for q in queues)
     return Snapshot(now=NOW, queues=queues, clusters=(c,), pending=tuple(pending), running=tuple(running))
 
 
