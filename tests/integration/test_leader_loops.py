@@ -82,11 +82,14 @@ EFFECTS: dict[str, Callable[[sa.Engine], bool]] = {
     "queue-history": lambda e: bool(_scalar(e, "SELECT count(*) FROM queue_samples")),
     # Each job's count moved off the no-binding key when its binding was inserted: folded away.
     "job-counts": lambda e: not _scalar(e, "SELECT count(*) FROM job_counts WHERE binding_phase = ''"),
+    # A job no cluster can hold waits: the forecast says it cannot tell when it starts.
+    "forecast": lambda e: bool(_scalar(e, "SELECT count(*) FROM job_estimates WHERE start IS NULL")),
 }
 
 
 def _seed(client: Client, engine: sa.Engine, clock: FakeClock) -> None:
     client.submit_job(JOB)
+    client.submit_job(JOB.replace('"waiting"', '"too-big"').replace('"cpu": "1"', '"cpu": "100000"'))
     client.apply_cron_job(CRON)
     clock.set(T0 + timedelta(minutes=2))  # its first run is due
     client.apply_job_template(template("t"))
@@ -116,6 +119,7 @@ def test_each_leader_loop_waits_for_the_lock_and_each_loop_stops_on_shutdown(
         dispatch_interval=0.2,
         cluster_timeout=600.0,
         finished_job_ttl=3600.0,
+        forecast_interval=0.2,
     )
     clock = FakeClock(T0)
     with engine.connect() as peer:  # another replica, holding the leader lock

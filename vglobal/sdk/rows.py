@@ -253,6 +253,7 @@ def job(j: jobs_pb2.Job) -> dict[str, Any]:
         "labels": dict(j.labels),
         "finished": j.phase in FINISHED,
         "submitted_by": getattr(j, "submitted_by", ""),
+        "starts": starts_in(j, time.time()),
         "tasks": [
             {
                 "name": t.name,
