@@ -99,10 +99,15 @@ class HubSettings(BaseSettings):
     exclude_for: Seconds = Field(
         300.0, ge=0, description="How long a rejected or failed-over cluster is skipped."
     )
-    # The admission policy's eight settings (vglobal.model.admission_policy) with its defaults;
+    # The admission policy's settings (vglobal.model.admission_policy) with its defaults;
     # admission_policy() reads them back as the one value admission is given.
     placement: Literal["binpack", "spread"] = Field(
         _POLICY.placement, description="Which fitting cluster a job goes to."  # type: ignore[arg-type]
+    )
+    keep_accelerators: bool = Field(
+        _POLICY.keep_accelerators,
+        description="Jobs asking for no GPU (or other accelerator) go to clusters without one while those "
+        "hold them.",
     )
     starvation_after: Seconds = Field(
         _POLICY.starvation_after,

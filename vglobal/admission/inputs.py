@@ -88,6 +88,7 @@ class JobFacts:
     workload: str = ""  # the API resource it is written as in its cluster ("" for a Volcano Job)
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
     gpu_hints: tuple[Mapping[str, str], ...] = ()  # per gang shape, its GPU annotations
+    preferred: tuple[str, ...] = ()  # clusters in the order it prefers them
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
     tasks: tuple[str, ...] = ()  # its task names
     template_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # labelled tasks
@@ -133,6 +134,7 @@ class JobFacts:
             workload=placement.workload,
             partitions=partitions_of(placement.partitions),
             gpu_hints=placement.gpu,
+            preferred=placement.preferred,
             tasks=tuple(pod_requests),
             **rest,
         )
@@ -208,6 +210,7 @@ def pending_job(
         workload=f.workload,
         partitions=f.partitions,
         gpu_hints=f.gpu_hints,
+        preferred_clusters=f.preferred,
         anti_affinity=f.anti_affinity,
         tasks=f.tasks,
         task_labels=f.template_labels,

@@ -144,7 +144,13 @@ class Prepared:
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
         self.ledger = Ledger()  # what the cycle decides and changes (ledger.py)
-        self.clusters = clusters = Clusters(snapshot.clusters, index, snapshot.policy.placement, self.ledger)
+        self.clusters = clusters = Clusters(
+            snapshot.clusters,
+            index,
+            snapshot.policy.placement,
+            self.ledger,
+            snapshot.policy.keep_accelerators,
+        )
         demand: dict[str, list[int]] = {}
         for (queue, rid), n in counts.items():
             row = demand.setdefault(queue, [0] * index.size)

@@ -139,6 +139,9 @@ class PendingJob:
     allowed_clusters: frozenset[str] | None = None  # vglobal.io/clusters; None = any
     cluster_selector: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
     excluded_clusters: frozenset[str] = frozenset()  # back-off after a rejection or failover
+    # vglobal.io/cluster-preference: of the clusters that hold it now, the first listed wins; the
+    # unlisted come after, in the placement policy's order.
+    preferred_clusters: tuple[str, ...] = ()
     network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
     # Its PriorityClass's preemptionPolicy: "Never" waits for free capacity and preempts nothing.
     preemption_policy: str = "PreemptLowerPriority"

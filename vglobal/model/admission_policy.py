@@ -13,6 +13,9 @@ PLACEMENTS = ("binpack", "spread")
 @dataclass(frozen=True, slots=True)
 class AdmissionPolicy:
     placement: str = "binpack"  # or "spread": which fitting cluster a job goes to
+    # A job asking for no accelerator goes to a cluster without any while one holds it (binpack or
+    # spread among those first): GPU clusters stay free for the work that needs them.
+    keep_accelerators: bool = True
     # Seconds a gang waits before it holds the capacity it needs against its queue's later jobs.
     starvation_after: float = 600.0
     # Seconds a job must have been pending before it may reclaim (0 = at once). Since a reclaimed

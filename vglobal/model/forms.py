@@ -140,6 +140,7 @@ class Placement:
     workload: str = ""
     # Per gang shape (Gang.of's order), its task's GPU annotations (gpu_fit.GPU_HINTS); () if none.
     gpu: tuple[Mapping[str, str], ...] = ()
+    preferred: tuple[str, ...] = ()  # vglobal.io/cluster-preference, in order
 
     @classmethod
     def of(cls, job: Job) -> Placement:
@@ -161,6 +162,7 @@ class Placement:
             partitions,
             resource_of(job.raw),
             gang_gpu_hints(job),
+            job.preferred_clusters,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -175,6 +177,8 @@ class Placement:
             out["partitions"] = [p.to_json() for p in self.partitions]
         if self.gpu:
             out["gpu"] = [dict(h) for h in self.gpu]
+        if self.preferred:
+            out["preferred"] = list(self.preferred)
         return out
 
     @classmethod
@@ -189,6 +193,7 @@ class Placement:
             workload=str(data.get("workload") or ""),
             partitions=tuple(PartitionGang.from_json(p) for p in data.get("partitions") or ()),
             gpu=tuple(data.get("gpu") or ()),
+            preferred=tuple(data.get("preferred") or ()),
         )
 
 

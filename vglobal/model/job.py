@@ -38,6 +38,8 @@ DEFAULT_SCHEDULER = "volcano"
 KNOWN_PLUGINS = frozenset({"env", "svc", "ssh", "tensorflow", "mpi", "pytorch", "ray", "hcclrank"})
 
 CLUSTERS_ANNOTATION = "vglobal.io/clusters"
+# Clusters in the order the job prefers them (soft): it goes to the first that holds it now
+PREFERENCE_ANNOTATION = "vglobal.io/cluster-preference"
 CLUSTER_SELECTOR_ANNOTATION = "vglobal.io/cluster-selector"
 SIM_DURATION_ANNOTATION = "vglobal.io/sim-duration"
 SIM_EXIT_CODE_ANNOTATION = "vglobal.io/sim-exit-code"
@@ -80,6 +82,7 @@ class Job:
     tasks: tuple[Task, ...] = ()
     allowed_clusters: frozenset[str] | None = None
     cluster_selector: Mapping[str, str] = field(default_factory=dict)
+    preferred_clusters: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -241,6 +244,17 @@ def _allowed_clusters(p: Problems, annotations: Mapping[str, str]) -> frozenset[
     return frozenset(names)
 
 
+def _preferred_clusters(p: Problems, annotations: Mapping[str, str]) -> tuple[str, ...]:
+    text = annotations.get(PREFERENCE_ANNOTATION) or ""
+    where = key_path("metadata.annotations", PREFERENCE_ANNOTATION)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        check_name(p, where, n, label=False)
+    if len(set(names)) != len(names):
+        p.add(where, "a cluster is named twice")
+    return tuple(names)
+
+
 def _cluster_selector(p: Problems, annotations: Mapping[str, str]) -> dict[str, str]:
     text = annotations.get(CLUSTER_SELECTOR_ANNOTATION, "")
     where = key_path("metadata.annotations", CLUSTER_SELECTOR_ANNOTATION)
@@ -393,6 +407,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         tasks=tuple(tasks),
         allowed_clusters=_allowed_clusters(p, meta.annotations),
         cluster_selector=_cluster_selector(p, meta.annotations),
+        preferred_clusters=_preferred_clusters(p, meta.annotations),
         raw=copy_tree(dict(doc)),
     )
     p.raise_if_any()

@@ -144,3 +144,23 @@ def total(vectors: Iterable[Mapping[str, int]]) -> ResourceVector:
         for k, v in vec.items():
             out[k] = out.get(k, 0) + v
     return ResourceVector(out)
+
+
+# Extended resources that are accelerators (GPUs, NPUs, TPUs, their shares and DRA device classes):
+# a cluster with any of them is kept for the work that asks for them (admission's placement).
+ACCELERATOR_PREFIXES = (
+    "nvidia.com/",
+    "amd.com/gpu",
+    "gpu.intel.com/",
+    "habana.ai/",
+    "huawei.com/ascend",
+    "volcano.sh/vgpu",
+    "aws.amazon.com/neuron",
+    "google.com/tpu",
+    "deviceclass/",
+)
+
+
+def is_accelerator(resource: str) -> bool:
+    return resource.lower().startswith(ACCELERATOR_PREFIXES)
+

@@ -90,6 +90,7 @@ def facts_of(job: PendingJob) -> JobFacts:
         workload=job.workload,
         partitions=job.partitions,
         gpu_hints=job.gpu_hints,
+        preferred=job.preferred_clusters,
         anti_affinity=job.anti_affinity,
         tasks=job.tasks,
         template_labels=job.task_labels,

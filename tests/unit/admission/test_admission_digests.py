@@ -35,9 +35,9 @@ PINNED = {
         "cycle 3": "0f73488caf327639e968ab3d12969bf1ac3eed395efb074aee23729c6794098c",
     },
     "guarantee": {
-        "cycle 1": "95763313eacca5f5419f33d688f15c2691a4b86a6a6959433f06962220edafd3",
-        "cycle 2": "ee6431975d3880c941ca4fc91caa1d0b09f9982d5ef1348c8066846ff5899c4b",
-        "cycle 3": "1426bd92da2d69ab07445770d790f1f09d601c85d31e129b73ac41e325988eaf",
+        "cycle 1": "8b70bb922db0da7de8b0103d6f7980850dee2dfb84ce53392728a5ecc8604011",
+        "cycle 2": "72872e71b459d536fc7e382483d0734500d21a272e57a104efcea312e041d321",
+        "cycle 3": "ad195b6ea0546c69110bf6098fbf47347e469f89339af81b272e842fefaaa85b",
     },
 }
 

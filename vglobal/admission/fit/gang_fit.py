@@ -14,6 +14,7 @@ take, cards and node-group counts included, is kept or taken back with it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -69,7 +70,9 @@ class GangFit:
     def place(self, job: Job, held: Mapping[int, Held], cards: CardPacker | None) -> int | None:
         """The cluster among ``job.cand`` the gang went to, committed; None if none holds it."""
         held = self.held(job, held)
-        found = self.placement(job, held, cards)
+        found = self._preferred(job, held, cards) if job.snap.preferred_clusters else None
+        if found is None:
+            found = self.placement(job, held, cards)
         if found is None:
             if cards is not None and not self.card_misfit.get(job.snap.uid):  # a child's first answer
                 self.card_misfit[job.snap.uid] = self._card_reason(job, held, cards)
@@ -77,6 +80,21 @@ class GangFit:
         c, placement = found
         self._commit(c, placement, job, cards)
         return c
+
+    def _preferred(
+        self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
+    ) -> tuple[int, Placement] | None:
+        """The first of the job's preferred clusters (vglobal.io/cluster-preference) that holds
+        it now; None sends it to the others in the placement policy's order (spillover)."""
+        col = self.clusters.col
+        allowed = set(job.cand.ids)
+        for name in job.snap.preferred_clusters:
+            c = col.get(name)
+            if c is not None and c in allowed:
+                found = self.placement(replace(job, cand=subset(job.cand, [c])), held, cards)
+                if found is not None:
+                    return found
+        return None
 
     def _commit(self, c: int, placement: Placement, job: Job, cards: CardPacker | None) -> None:
         self.clusters.commit(c, placement, job.gang)

@@ -27,6 +27,7 @@ from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.ledger import Ledger, Undo
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
+from vglobal.model.resources import is_accelerator
 from vglobal.model.served import lacks
 
 
@@ -90,7 +91,12 @@ class Clusters:
     """Free capacity of every cluster of the snapshot, kept current as jobs are placed."""
 
     def __init__(
-        self, clusters: Sequence[ClusterSnap], index: ResourceIndex, policy: str, ledger: Ledger | None = None
+        self,
+        clusters: Sequence[ClusterSnap],
+        index: ResourceIndex,
+        policy: str,
+        ledger: Ledger | None = None,
+        keep_accelerators: bool = False,
     ) -> None:
         self.index = index
         # the cycle's ledger: what a commit or release changes is undone with its checkpoint
@@ -101,6 +107,11 @@ class Clusters:
         self.names = [c.name for c in snaps]
         self.col = {n: i for i, n in enumerate(self.names)}
         self.schedulable = np.array([c.schedulable for c in snaps], dtype=bool)
+        # Per cluster: 1 if a node offers an accelerator (kept for work asking for one), else 0
+        self.accel = [
+            int(keep_accelerators and any(_offers_accelerator(n.allocatable) for n in c.nodes)) for c in snaps
+        ]
+        self._accel_dims = [is_accelerator(r) for r in index.names]
         size = index.size
         self.rows: list[list[list[int]]] = []  # per cluster, per node (name order): free, never < 0
         self.alloc: list[IntArray] = []
@@ -134,7 +145,7 @@ class Clusters:
         self._log: list[int] = []  # clusters in commit order: what moved since a ranking was made
         self._ranks: dict[tuple[bytes, str], _Ranking] = {}
         self._dropped: dict[str, list[int]] = {}  # gang tag -> clusters it no longer fits
-        self._scores: dict[tuple[int, ...], list[tuple[float, int]]] = {}
+        self._scores: dict[tuple[int, ...], list[tuple[int, float, int]]] = {}
         self._candidates: dict[tuple[object, ...], Candidates] = {}
         # Clusters with the same node inventory answer "does it fit when empty" alike.
         kinds: dict[tuple[tuple[int, ...], bytes], int] = {}
@@ -221,22 +232,27 @@ class Clusters:
             got = self._candidates[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes(), note)
         return got
 
-    def _rank_keys(self, dims: tuple[int, ...]) -> list[tuple[float, int]]:
+    def _rank_keys(self, dims: tuple[int, ...]) -> list[tuple[int, float, int]]:
         """Per cluster, its sort key for gangs asking for `dims`; commit() keeps it current."""
         got = self._scores.get(dims)
         if got is None:
             got = self._scores[dims] = [self._rank_key(c, dims) for c in range(len(self.names))]
         return got
 
-    def _rank_key(self, c: int, dims: tuple[int, ...]) -> tuple[float, int]:
+    def _rank_key(self, c: int, dims: tuple[int, ...]) -> tuple[int, float, int]:
         score = 0.0
+        asks_accel = False
         for r in dims:
             score += self.full[c][r]
-        return (score, c) if self.spread else (-score, c)
+            asks_accel = asks_accel or self._accel_dims[r]
+        # work asking for no accelerator: clusters without one first
+        tier = 0 if asks_accel else self.accel[c]
+        return (tier, score, c) if self.spread else (tier, -score, c)
 
     def order(self, cand: Candidates, gang: PreparedGang) -> list[int]:
         """Candidates that may still hold the gang, best score first (binpack: fullest on the gang's
-        resources; spread: emptiest), then name.
+        resources; spread: emptiest), then name; for a gang asking for no accelerator, clusters
+        without one before those with (keep_accelerators).
 
         Kept per (candidates, gang) and repaired from the commit log, since a commit changes the
         score of one cluster only; a cluster the gang did not fit leaves the list for the cycle.
@@ -490,3 +506,8 @@ class Clusters:
 
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)
+
+
+def _offers_accelerator(allocatable: Mapping[str, int]) -> bool:
+    return any(v > 0 and is_accelerator(r) for r, v in allocatable.items())
+

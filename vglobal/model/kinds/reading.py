@@ -24,6 +24,7 @@ from vglobal.model.job import (
     _allowed_clusters,
     _check_sim_annotations,
     _cluster_selector,
+    _preferred_clusters,
 )
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, pod_request, validate_model
 from vglobal.model.network_topology import NetworkTopology, NetworkTopologySpec, build_network_topology
@@ -210,6 +211,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
     _check_sim_annotations(p, "metadata.annotations", annotations)
     network = topology(p, labels)
     allowed, selector = _allowed_clusters(p, annotations), _cluster_selector(p, annotations)
+    preferred = _preferred_clusters(p, annotations)
     p.raise_if_any()
     return Job(
         name=meta.name,
@@ -225,5 +227,6 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         tasks=tuple(tasks.tasks),
         allowed_clusters=allowed,
         cluster_selector=selector,
+        preferred_clusters=preferred,
         raw=copy.deepcopy(dict(doc)),
     )
