@@ -85,6 +85,12 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     "or this long.",
 )
 @click.option(
+    "--keep-accelerators/--no-keep-accelerators",
+    default=_POLICY.keep_accelerators,
+    show_default=True,
+    help="Jobs asking for no GPU (or other accelerator) go to clusters without one while those hold them.",
+)
+@click.option(
     "--bind-timeout",
     callback=_duration,
     default=None,
@@ -105,6 +111,7 @@ def sim_run(
     reclaim_limit: float,
     reclaim_interval: float,
     claim_timeout: float,
+    keep_accelerators: bool,
     bind_timeout: float | None,
     fmt: str,
 ) -> None:
@@ -123,6 +130,7 @@ def sim_run(
         fair_share_half_life=fair_share_half_life,
         reclaim_limit=reclaim_limit,
         claim_timeout=claim_timeout,
+        keep_accelerators=keep_accelerators,
     )
     rules = Rules(policy, reclaim_interval=reclaim_interval)
     try:
