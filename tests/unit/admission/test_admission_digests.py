@@ -20,24 +20,24 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 PINNED = {
     "dispatch": {
         "cycle 1": "feb0516a9f889264b35ebec3009ca7d40d66dac0611286602cbab8d08976f5df",
-        "cycle 2": "470b35bd7f4f88e0bb37f753d89b8f4fbe795213d4b719e6d77d2691d1fa946f",
-        "cycle 3": "5ff09e2e5cda083223a3d152b2f60011bc21137f9c681cf863318f4d23a9c371",
+        "cycle 2": "e9ae02785ea27f23aef1001060c9f5918d4598c64d65c284cde581ff73fc6b60",
+        "cycle 3": "7aa0e0d538db20503f1acc65cf19363cbe905bed1f6892d97ba2122926098ce3",
         "cycle 1 with an admission budget": "6f69ba3e0978441ecdb10c01c7b34be4a249ef83338a5fd5d8aaa569ef46b718",
     },
     "reclaim": {
-        "cycle 1": "2ac5359b42401e899fb3ec27bbaf7cb505f941c2485bdd9dbe526542aa9caf8b",
-        "cycle 2": "f8966414ad7ec675f7e26f0d35243d43076daf83adc2ccf60bd475d1016415a8",
-        "cycle 3": "11fecc30c3a2364e435f3318229bce598751e74acd6d24e8d5824a7527b455c2",
+        "cycle 1": "37ceb60f72ebd1450248d053d96b139051b408c5e1e396237c5c45c83ae988c3",
+        "cycle 2": "dc35ac1b139b219f17bedbc796617cd32f845b3a74aea74de6ab23e734c78dcd",
+        "cycle 3": "ce1a4b1c83b95130146509174414c15ee557b006444c929d121c5252bc4ffa28",
     },
     "topology": {
-        "cycle 1": "55d74838be5de54ce7706fe8fc74eee5ad1304684f9834df1e275ce7129ddbc6",
-        "cycle 2": "e488b9a39e55802d102a2c279566ad092beb2c2d36e75d5cbc55312b49f9810e",
-        "cycle 3": "0f73488caf327639e968ab3d12969bf1ac3eed395efb074aee23729c6794098c",
+        "cycle 1": "04b593b65b3e85b8d1477919b3794379dfeafc09a2519f5fb142427b273d995a",
+        "cycle 2": "c61200781c6df8681ee16836459c4b029bcd9f3f5535c77624260a438da059a4",
+        "cycle 3": "16522b11577739a39163e926969fa6395312769d6510ef582ce70e14a22c7a95",
     },
     "guarantee": {
-        "cycle 1": "95763313eacca5f5419f33d688f15c2691a4b86a6a6959433f06962220edafd3",
-        "cycle 2": "ee6431975d3880c941ca4fc91caa1d0b09f9982d5ef1348c8066846ff5899c4b",
-        "cycle 3": "1426bd92da2d69ab07445770d790f1f09d601c85d31e129b73ac41e325988eaf",
+        "cycle 1": "7b65a6db615af1d5f06e2fbac76019deaf1d7ef7d3e69457717d6af614277a4f",
+        "cycle 2": "3d90b2b8694b907af225b9da7506924227c4eba542c147bcbbff763ea05231fb",
+        "cycle 3": "cb9a56e1b3d8ad2ab04ad95e522516a8c8fb99a088cf772fd505841ddd0d8d99",
     },
 }
 
