@@ -21,6 +21,7 @@ from vglobal.model.forms import POD_SLOT
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
 
+MAX_CYCLES = 200
 POD_SLOTS = 110  # a node's pod slots where the case gives none (the kubelet's default)
 
 
@@ -71,6 +72,7 @@ class Pending:
     preemption_policy: str = "PreemptLowerPriority"
     topology: tuple[str, int | None] | None = None
     shapes: tuple[tuple[ResourceVector, int], ...] = ()
+    preemptable: bool = True  # False: every pod annotated volcano.sh/preemptable: "false"
 
     def tasks(self) -> tuple[tuple[ResourceVector, int], ...]:
         return tuple((_slot(v), n) for v, n in self.shapes or ((self.request, self.pods),))
@@ -143,6 +145,7 @@ def _pending_facts(job: Pending) -> JobFacts:
         topology=job.topology,
         min_available=sum(n for _, n in gang),
         preemption_policy=job.preemption_policy,
+        unpreemptable=frozenset() if job.preemptable else frozenset(str(i) for i in range(len(tasks))),
         tasks=tuple(str(i) for i in range(len(tasks))),
     )
 
@@ -284,9 +287,18 @@ class Case:
         self.now += 1.0
         return cycle.result
 
-    def run(self, cycles: int = 8) -> Outcome:
-        for _ in range(cycles):
-            self.step()
+    def run(self, cycles: int = 8, *, quiet: int = 4) -> Outcome:
+        """At least ``cycles`` cycles, and on until ``quiet`` cycles in a row admit and take nothing
+        (at most MAX_CYCLES in all: a case that never settles fails)."""
+        calm = 0
+        for k in range(MAX_CYCLES):
+            got = self.step()
+            busy = got.admitted_order or got.reclaims or got.evictions
+            calm = 0 if busy else calm + 1
+            if k + 1 >= cycles and calm >= quiet:
+                break
+        else:
+            raise AssertionError(f"still admitting or taking after {MAX_CYCLES} cycles")
         running = {uid for uid, pods in self.pods.items() if pods and uid in self.d.running}
         return Outcome(set(self.evicted), set(self.taken), running, self.results)
 
