@@ -240,9 +240,19 @@ class Case:
         return self.d.jobs[job].pod_requests.get(task, ResourceVector())
 
     def _place(self, uid: str, cluster: str) -> bool:
-        """The gang's pods, biggest first, each on the first node by name with room."""
+        """The gang's pods, biggest first, each on the first node by name with room; a hard-topology
+        gang inside the first HyperNode (by name) of a tier it allows that holds it all."""
+        topo = self.d.jobs[uid].topology
+        if topo is None or topo[0] != "hard":
+            return self._place_on(uid, cluster, sorted(self.node_sets[cluster]))
+        limit = topo[1]
+        for hn in sorted(self.hypernodes.get(cluster, ()), key=lambda h: (h.tier, h.name)):
+            if (limit is None or hn.tier <= limit) and self._place_on(uid, cluster, sorted(hn.nodes)):
+                return True
+        return False
+
+    def _place_on(self, uid: str, cluster: str, names: list[str]) -> bool:
         gang = self.d.jobs[uid].gang
-        names = sorted(self.node_sets[cluster])
         placed: list[dict[str, Any]] = []
         order = sorted(range(len(gang)), key=lambda i: sorted(gang[i][0].items()), reverse=True)
         for i in order:
