@@ -43,6 +43,8 @@ def test_scenario_settles_as_its_source_expects(case: str) -> None:
     assert evicted == set(want.get("evicted", [])), f"pods evicted: {sorted(evicted)}"
     for name, where in want.get("nodes", {}).items():
         assert sorted(p["node"] for p in jobs[name]["pods"]) == sorted(where)
+    for name, count in want.get("running_pods", {}).items():
+        assert sum(p["phase"] == "Running" for p in jobs[name]["pods"]) == count, jobs[name]["pods"]
 
 
 def test_every_scenario_names_its_source() -> None:
