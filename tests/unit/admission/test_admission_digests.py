@@ -20,24 +20,24 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 PINNED = {
     "dispatch": {
         "cycle 1": "feb0516a9f889264b35ebec3009ca7d40d66dac0611286602cbab8d08976f5df",
-        "cycle 2": "470b35bd7f4f88e0bb37f753d89b8f4fbe795213d4b719e6d77d2691d1fa946f",
-        "cycle 3": "5ff09e2e5cda083223a3d152b2f60011bc21137f9c681cf863318f4d23a9c371",
+        "cycle 2": "e9ae02785ea27f23aef1001060c9f5918d4598c64d65c284cde581ff73fc6b60",
+        "cycle 3": "7aa0e0d538db20503f1acc65cf19363cbe905bed1f6892d97ba2122926098ce3",
         "cycle 1 with an admission budget": "6f69ba3e0978441ecdb10c01c7b34be4a249ef83338a5fd5d8aaa569ef46b718",
     },
     "reclaim": {
-        "cycle 1": "2ac5359b42401e899fb3ec27bbaf7cb505f941c2485bdd9dbe526542aa9caf8b",
-        "cycle 2": "f8966414ad7ec675f7e26f0d35243d43076daf83adc2ccf60bd475d1016415a8",
-        "cycle 3": "11fecc30c3a2364e435f3318229bce598751e74acd6d24e8d5824a7527b455c2",
+        "cycle 1": "37ceb60f72ebd1450248d053d96b139051b408c5e1e396237c5c45c83ae988c3",
+        "cycle 2": "dc35ac1b139b219f17bedbc796617cd32f845b3a74aea74de6ab23e734c78dcd",
+        "cycle 3": "ce1a4b1c83b95130146509174414c15ee557b006444c929d121c5252bc4ffa28",
     },
     "topology": {
-        "cycle 1": "55d74838be5de54ce7706fe8fc74eee5ad1304684f9834df1e275ce7129ddbc6",
-        "cycle 2": "e488b9a39e55802d102a2c279566ad092beb2c2d36e75d5cbc55312b49f9810e",
-        "cycle 3": "0f73488caf327639e968ab3d12969bf1ac3eed395efb074aee23729c6794098c",
+        "cycle 1": "04b593b65b3e85b8d1477919b3794379dfeafc09a2519f5fb142427b273d995a",
+        "cycle 2": "c61200781c6df8681ee16836459c4b029bcd9f3f5535c77624260a438da059a4",
+        "cycle 3": "16522b11577739a39163e926969fa6395312769d6510ef582ce70e14a22c7a95",
     },
     "guarantee": {
-        "cycle 1": "8b70bb922db0da7de8b0103d6f7980850dee2dfb84ce53392728a5ecc8604011",
-        "cycle 2": "72872e71b459d536fc7e382483d0734500d21a272e57a104efcea312e041d321",
-        "cycle 3": "ad195b6ea0546c69110bf6098fbf47347e469f89339af81b272e842fefaaa85b",
+        "cycle 1": "d009ad64f08f093e909dc96a0dda63026c6b38d0ce66fec1dbd873349d1c328d",
+        "cycle 2": "a67e02af56430026d13cae24252de0c957d1bfce7b3e77d6bc68c52a28aa05be",
+        "cycle 3": "d62fc0672f8477d87c7ae0ae5ec709e48189603a11e40fdb782d7aa1c14fdd73",
     },
 }
 

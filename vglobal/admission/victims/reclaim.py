@@ -56,10 +56,12 @@ class Reclaims:
         )
 
     def may(self, job: Job, leaf: Leaf) -> bool:
-        """A job may reclaim when its queue stays within its deserved share with it on at least one
-        resource it asks for (Volcano's capacity PreemptiveFn; pod slots aside, which Volcano does
-        not count as a resource), counting the jobs already waiting on a plan, and it has waited
-        long enough."""
+        """A job may reclaim when its queue stays within its deserved share with it, counting the jobs
+        already waiting on a plan, and it has waited long enough. Within: on at least one resource
+        it asks for where the queue's spec names its deserved (Volcano's capacity PreemptiveFn), on
+        every one where deserved is the weighted share (proportion's: a queue over its share of cpu
+        does not reclaim cpu because its share of memory is unused). Pod slots aside, which Volcano
+        does not count as a resource."""
         if leaf.reclaim_failed or leaf.reclaiming is not None or not self.snap.running:
             return False
         if job.snap.preemption_policy == "Never":
@@ -71,7 +73,8 @@ class Reclaims:
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = leaf.planned or [0] * self.index.size
-        return any(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
+        within = (alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
+        return any(within) if self.tree.snaps[job.leaf].deserved is not None else all(within)
 
     def plan_pods(self, ask: Ask, need: list[int] | None = None, within: int = 0) -> PodPlan | None:
         """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
