@@ -132,7 +132,7 @@ def demo(
     exit_when_done: bool,
 ) -> None:
     """Run the whole system locally: on a terminal until Ctrl-C, else until the examples have run."""
-    console = Console()
+    console = Console(soft_wrap=True)  # a line in a log is never folded at 80 columns
     stay = console.is_terminal and not exit_when_done
     tmp = None
     if data_dir is None:
