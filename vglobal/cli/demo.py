@@ -113,7 +113,7 @@ def cluster_names(clusters_dir: Path) -> dict[Path, str]:
     "--timeout",
     default=600.0,
     show_default=True,
-    help="Off a terminal: give up if the examples have not all run by then.",
+    help="When it ends by itself: give up if the examples have not all run by then.",
 )
 @click.option(
     "--dashboard-port", default=8080, show_default=True, help="The web dashboard's port (another if busy)."
@@ -182,6 +182,8 @@ def demo(
         console.print(f"logs are in {logs}" if tmp is None else "done; stopping everything")
     except KeyboardInterrupt:
         console.print("\nCtrl-C: stopping the hub, the agents and the dashboard")
+        if tmp is None:
+            console.print(f"logs are in {logs}")
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
         stop_all(procs)
