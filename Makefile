@@ -13,8 +13,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	@touch $(STAMP)
 
+# On a terminal until Ctrl-C; `make demo DEMO_ARGS=--exit-when-done` stops once the examples have run.
 demo: $(STAMP)
-	$(BIN)/vglobal demo
+	$(BIN)/vglobal demo $(DEMO_ARGS)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q

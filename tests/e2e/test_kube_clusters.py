@@ -1,8 +1,8 @@
 """One hub, emulated Kubernetes clusters (tests/kubeapi, each its own process) and one agent with the
 kube backend per cluster, all real processes on loopback: the examples run to completion as pods of
 the emulated clusters, a hard-topology gang stays in one switch of HyperNodes read from the CRD, a
-cluster whose API server stops answering fails over, and an agent killed with -9 is replaced by its
-standby without a duplicate pod."""
+cluster whose API server stops answering fails over, an agent stopped after its API server went away
+exits cleanly, and an agent killed with -9 is replaced by its standby without a duplicate pod."""
 
 from __future__ import annotations
 
@@ -150,7 +150,8 @@ def test_examples_complete_on_kube_clusters_and_a_hard_gang_keeps_to_one_switch(
     )
     tree = system.cli("get", "hypernodes", "--cluster", "kube-a").stdout
     assert "tor-0" in tree and "spine" in tree
-    system.cli("apply", "-f", str(ROOT / "examples"))
+    files = ["queues", "llm-pretrain", "ray-volcano-job", "tf-ps-worker", "preprocess", "network-topology"]
+    system.cli("apply", *(a for f in files for a in ("-f", str(ROOT / "examples" / f"{f}.yaml"))))
     names = {"llm-pretrain", "ray-cluster-job", "tensorflow-dist-mnist", "preprocess-shards", "mindspore-cpu"}
 
     def all_done() -> dict[str, dict[str, Any]] | None:
@@ -170,6 +171,14 @@ def test_examples_complete_on_kube_clusters_and_a_hard_gang_keeps_to_one_switch(
     )
     nodes = {p.spec.node_name for p in pods(a.kubeconfig, "allreduce")}
     assert nodes in ({"a100-r0-0", "a100-r0-1"}, {"a100-r1-0", "a100-r1-1"}), nodes
+
+    # kube-b's API server goes away, then its agent is stopped: it says so and exits 0, no traceback.
+    b.stop()
+    agent = system.procs["agent-b"]
+    agent.send_signal(signal.SIGTERM)
+    assert agent.wait(timeout=60) == 0, system.log("agent-b")
+    log = system.whole_log("agent-b")
+    assert "Traceback" not in log and "agent for cluster kube-b stopped" in log, log
 
 
 def test_a_cluster_whose_api_server_stops_answering_fails_over_and_is_cleaned_up_after(

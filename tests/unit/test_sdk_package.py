@@ -78,3 +78,15 @@ def test_the_dashboards_gateway_is_the_sdk_client_without_a_token_of_its_own() -
             await gateway.close()
 
     asyncio.run(run())
+
+
+def test_a_watch_event_prints_its_type_by_name_and_compares_to_the_api() -> None:
+    from vglobal.api.v1 import jobs_pb2
+
+    msg = jobs_pb2.JobEvent(type=jobs_pb2.JobEvent.MODIFIED, revision=7, job=jobs_pb2.Job(name="a"))
+    ev = vglobal.sdk.JobEvent.of(msg)
+    # What the README's watch loop prints: the name, not the enum's number.
+    assert f"{ev.revision} {ev.type} {ev.job.name}" == "7 MODIFIED a" and str(ev.type) == "MODIFIED"
+    assert f"{ev.type:<9}|" == "MODIFIED |"
+    assert ev.type == jobs_pb2.JobEvent.MODIFIED and ev.type is vglobal.sdk.EventType.MODIFIED
+    assert {int(t) for t in vglobal.sdk.EventType} == set(jobs_pb2.JobEvent.Type.values())

@@ -1,7 +1,9 @@
 """`vglobal demo`: a hub with embedded Postgres, an agent per simulated cluster, the examples, a live view.
 
 Secure as a real installation: TLS everywhere, each agent with its cluster's client certificate and
-the user with a bearer token (all made by `vglobal certs init` in the data directory).
+the user with a bearer token (all made by `vglobal certs init` in the data directory). On a terminal
+it stays up until Ctrl-C (the CronJob in the examples keeps making jobs); in a pipe or a log, or with
+``--exit-when-done``, it ends once every example has run to its end.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 import grpc
@@ -23,13 +26,21 @@ from rich.live import Live
 from rich.text import Text
 
 from vglobal.cli.certs import UserSpec, init_certs
-from vglobal.cli.output import table
+from vglobal.cli.interrupt import interruptible
+from vglobal.cli.output import plain_table, table
 from vglobal.dial import Dial
+from vglobal.model.kinds import KINDS
 from vglobal.sdk import Client, VGlobalError
 from vglobal.sdk.rows import cluster_row, cronjob_row, job_row, jobflow_row, queue_row
 
 FINISHED = {"Completed", "Failed", "Aborted", "Terminated"}
 FLOW_FINAL = {"Succeed", "Failed"}
+# A long-running kind (Deployment, RayCluster, ...) has run to its end once it is up.
+UP = {k.shown for k in KINDS if k.long_running}
+
+
+def at_end(row: dict[str, Any]) -> bool:
+    return row["phase"] in FINISHED or (row["kind"] in UP and row["phase"] == "Running")
 
 
 def free_port() -> int:
@@ -98,15 +109,31 @@ def cluster_names(clusters_dir: Path) -> dict[Path, str]:
     show_default=True,
 )
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="Keep the database here.")
-@click.option("--timeout", default=600.0, show_default=True, help="Give up after this many seconds.")
+@click.option(
+    "--timeout",
+    default=600.0,
+    show_default=True,
+    help="When it ends by itself: give up if the examples have not all run by then.",
+)
 @click.option(
     "--dashboard-port", default=8080, show_default=True, help="The web dashboard's port (another if busy)."
 )
+@click.option(
+    "--exit-when-done",
+    is_flag=True,
+    help="Stop once every example has run to its end (always so when stdout is not a terminal).",
+)
 def demo(
-    clusters_dir: Path, examples_dir: Path, data_dir: Path | None, timeout: float, dashboard_port: int
+    clusters_dir: Path,
+    examples_dir: Path,
+    data_dir: Path | None,
+    timeout: float,
+    dashboard_port: int,
+    exit_when_done: bool,
 ) -> None:
-    """Run the whole system locally and watch the sample jobs run to completion."""
-    console = Console()
+    """Run the whole system locally: on a terminal until Ctrl-C, else until the examples have run."""
+    console = Console(soft_wrap=True)  # a line in a log is never folded at 80 columns
+    stay = console.is_terminal and not exit_when_done
     tmp = None
     if data_dir is None:
         tmp = Path(tempfile.mkdtemp(prefix="vglobal-demo-"))
@@ -124,8 +151,13 @@ def demo(
 
     def spawn(name: str, args: list[str]) -> None:
         out = (logs / f"{name}.log").open("wb")
-        procs.append(subprocess.Popen([*exe, *args], stdout=out, stderr=subprocess.STDOUT))
+        # A group of its own: Ctrl-C reaches only the demo, which stops them in order.
+        procs.append(
+            subprocess.Popen([*exe, *args], stdout=out, stderr=subprocess.STDOUT, process_group=0)
+        )
 
+    interruptible()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         console.print(f"starting the hub on {user.target} with TLS (embedded PostgreSQL in {data_dir})")
         spawn("hub", [
@@ -146,18 +178,29 @@ def demo(
         ca = str(certs / "ca.crt")
         spawn("dashboard", ["--hub", user.target, "--ca-file", ca, "dashboard", "--listen", web])
         show_token(console, user, certs, web)
-        run_examples(user, exe, certs, examples_dir, len(clusters), console, timeout)
+        run_examples(user, exe, certs, examples_dir, len(clusters), console, timeout, stay)
         console.print(f"logs are in {logs}" if tmp is None else "done; stopping everything")
+    except KeyboardInterrupt:
+        console.print("\nCtrl-C: stopping the hub, the agents and the dashboard")
+        if tmp is None:
+            console.print(f"logs are in {logs}")
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
         stop_all(procs)
+        signal.signal(signal.SIGTERM, previous)
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt
 
 
 def show_token(console: Console, user: Dial, certs: Path, web: str) -> None:
     console.print("\n[bold]Use this hub from another shell while the demo runs:[/bold]", highlight=False)
     console.print(
-        f"  export VGLOBAL_HUB={user.target} VGLOBAL_CA_FILE={certs / 'ca.crt'}\n"
+        f"  export VGLOBAL_HUB={user.target}\n"
+        f"  export VGLOBAL_CA_FILE={certs / 'ca.crt'}\n"
         f"  export VGLOBAL_TOKEN={user.token}\n"
         "  vglobal get jobs\n",
         highlight=False,
@@ -172,7 +215,14 @@ def show_token(console: Console, user: Dial, certs: Path, web: str) -> None:
 
 
 def run_examples(
-    user: Dial, exe: list[str], certs: Path, examples: Path, clusters: int, console: Console, timeout: float
+    user: Dial,
+    exe: list[str],
+    certs: Path,
+    examples: Path,
+    clusters: int,
+    console: Console,
+    timeout: float,
+    stay: bool,
 ) -> None:
     with Client(dial=user) as client:
         deadline = time.monotonic() + 60
@@ -186,42 +236,76 @@ def run_examples(
         )  # fmt: skip
         if result.returncode != 0:
             raise click.ClickException("applying the examples failed")
-        watch(client, console, timeout)
+        if stay:
+            console.print("[bold]Ctrl-C stops the demo.[/bold]\n", highlight=False)
+            live_view(client, console)
+        else:
+            console.file.write(frame_text(wait_for_the_end(client, timeout)))
 
 
-def watch(client: Client, console: Console, timeout: float) -> None:
+Frame = tuple[str, list[tuple[str, str, list[dict[str, Any]]]]]
+
+
+def read_frame(client: Client, started: float, stay: bool) -> tuple[Frame, bool]:
+    """The view's title and tables, and whether every example has run to its end."""
+    jobs = [job_row(j) for j in client.list_jobs()]
+    flows = [jobflow_row(f) for f in client.list_job_flows()]
+    tables = [
+        ("Clusters", "clusters", [cluster_row(c) for c in client.list_clusters()]),
+        ("Queues", "queues", [queue_row(q) for q in client.list_queues()]),
+    ]
+    for title, kind, rows in (
+        ("CronJobs", "cronjobs", [cronjob_row(c) for c in client.list_cron_jobs()]),
+        ("JobFlows", "jobflows", flows),
+    ):
+        if rows:
+            tables.append((title, kind, rows))
+    tables.append(("Jobs", "jobs", jobs))
+    done = sum(1 for j in jobs if at_end(j))
+    # A CronJob never finishes: the examples have run once their Jobs and JobFlows have.
+    ended = bool(jobs) and done == len(jobs) and all(f["phase"] in FLOW_FINAL for f in flows)
+    title = f"vglobal demo — {time.monotonic() - started:5.1f}s — {done}/{len(jobs)} jobs finished or up"
+    if stay:
+        title += " — Ctrl-C stops it" + (" (the CronJob keeps making jobs)" if ended else "")
+    return (title, tables), ended
+
+
+def wait_for_the_end(client: Client, timeout: float) -> Frame:
+    """Off a terminal: the last frame, once every example has run to its end."""
+    started = time.monotonic()
+    while True:
+        try:
+            view, ended = read_frame(client, started, stay=False)
+        except VGlobalError:
+            ended = False
+        else:
+            if ended:
+                return view
+        if time.monotonic() - started > timeout:
+            raise click.ClickException(f"jobs still running after {timeout:.0f}s")
+        time.sleep(0.5)
+
+
+def frame_text(view: Frame) -> str:
+    """A frame as plain text, each table as wide as its cells (never cut to a log's 80 columns)."""
+    title, tables = view
+    body = "".join(f"\n{name}\n{plain_table(kind, rows, wide=False)}" for name, kind, rows in tables)
+    return f"{title}\n{body}\n"
+
+
+def live_view(client: Client, console: Console) -> None:
+    """On a terminal: the view, redrawn until Ctrl-C."""
     started = time.monotonic()
     with Live(console=console, refresh_per_second=4) as live:
         while True:
             try:
-                jobs = [job_row(j) for j in client.list_jobs()]
-                queues = [queue_row(q) for q in client.list_queues()]
-                clusters = [cluster_row(c) for c in client.list_clusters()]
-                crons = [cronjob_row(c) for c in client.list_cron_jobs()]
-                flows = [jobflow_row(f) for f in client.list_job_flows()]
+                (title, tables), _ = read_frame(client, started, stay=True)
             except VGlobalError as exc:
                 live.update(Text(f"hub unavailable: {exc}"))
                 time.sleep(1)
                 continue
-            elapsed = time.monotonic() - started
-            done = sum(1 for j in jobs if j["phase"] in FINISHED)
-            parts: list[ConsoleRenderable] = [
-                Text(f"vglobal demo — {elapsed:5.1f}s — {done}/{len(jobs)} jobs finished", style="bold"),
-                Text("\nClusters", style="bold cyan"),
-                table("clusters", clusters, wide=False),
-                Text("\nQueues", style="bold cyan"),
-                table("queues", queues, wide=False),
-            ]
-            for title, kind, rows in (("CronJobs", "cronjobs", crons), ("JobFlows", "jobflows", flows)):
-                if rows:
-                    parts += [Text(f"\n{title}", style="bold cyan"), table(kind, rows, wide=False)]
-            parts += [Text("\nJobs", style="bold cyan"), table("jobs", jobs, wide=False)]
+            parts: list[ConsoleRenderable] = [Text(title, style="bold")]
+            for name, kind, rows in tables:
+                parts += [Text(f"\n{name}", style="bold cyan"), table(kind, rows, wide=False)]
             live.update(Group(*parts))
-            # A CronJob never finishes: the demo ends once its Jobs and JobFlows have.
-            if jobs and done == len(jobs) and all(f["phase"] in FLOW_FINAL for f in flows):
-                break
-            if elapsed > timeout:
-                raise click.ClickException(f"jobs still running after {timeout:.0f}s")
             time.sleep(0.5)
-    if not console.is_terminal:
-        console.line()  # off a terminal Live leaves its last frame without a line end

@@ -30,7 +30,11 @@ def hub(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) ->
     settings = run_or_print(ctx, HubSettings, print_settings)
     if settings is None:
         return
+    from vglobal.hub.ports import PortInUse
     from vglobal.hub.server import run_hub
 
     setup_logging(verbose)
-    run_hub(settings, log_setup=partial(setup_logging, verbose))  # also the API processes' logs
+    try:
+        run_hub(settings, log_setup=partial(setup_logging, verbose))  # also the API processes' logs
+    except PortInUse as exc:
+        raise click.ClickException(str(exc)) from None

@@ -11,12 +11,11 @@ from typing import Any
 
 from rich.console import Console
 
-from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.hyperjobs import child_events, describe_hyperjob, event_line, hyperjob_rows
 from vglobal.cli.interrupt import interruptible
 from vglobal.cli.watching import change_line
 from vglobal.model import hyperjob
-from vglobal.sdk import Client
+from vglobal.sdk import Client, EventType
 
 COLUMNS = ("EVENT", "NAME", "NAMESPACE", "PHASE", "RUNNING", "MIN", "PODS", "CLUSTERS")
 WIDTHS = (10, 24, 12, 10, 8, 4, 6, 0)
@@ -115,11 +114,11 @@ def follow_hyperjob(client: Client, name: str, namespace: str, console: Console)
     console.print("Following (Ctrl-C to stop):", highlight=False)
     try:
         for ev in events:
-            if ev.type == jobs_pb2.JobEvent.BOOKMARK:
+            if ev.type == EventType.BOOKMARK:
                 continue
             j = ev.job
             console.print(change_line(ev, j.name), highlight=False, soft_wrap=True)
-            if ev.type == jobs_pb2.JobEvent.DELETED:
+            if ev.type == EventType.DELETED:
                 children.discard(j.name)
                 if not children:
                     console.print(f"HyperJob {namespace}/{name} deleted", highlight=False)

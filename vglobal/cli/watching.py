@@ -13,7 +13,7 @@ from vglobal.api.v1 import jobs_pb2
 from vglobal.cli.describe import describe_job
 from vglobal.cli.interrupt import interruptible
 from vglobal.cli.output import COLUMNS, cell
-from vglobal.sdk import Client
+from vglobal.sdk import Client, EventType, JobEvent
 from vglobal.sdk.rows import job_row
 
 EVENT_NAMES = {v: k for k, v in jobs_pb2.JobEvent.Type.items()}
@@ -75,16 +75,16 @@ def watch_jobs(client: Client, *, fmt: str, namespace: str, queue: str, labels: 
         _emit(out, "LISTED", revision, j, kinds)
     try:
         for ev in client.watch_jobs(from_revision=revision, namespace=namespace, queue=queue, labels=labels):
-            _emit(out, EVENT_NAMES[ev.type], ev.revision, ev.job, kinds)
+            _emit(out, ev.type.name, ev.revision, ev.job, kinds)
     except KeyboardInterrupt:
         sys.exit(0)
 
 
-def change_line(ev: jobs_pb2.JobEvent, name: str = "") -> str:
+def change_line(ev: JobEvent, name: str = "") -> str:
     """One change of a followed job: when, what, its phases and run, why (``name``: say whose)."""
     j = ev.job
     return (
-        f"  {ev.time.ToDatetime():%H:%M:%S}  {EVENT_NAMES[ev.type]:<8} {f'{name}: ' if name else ''}"
+        f"  {ev.time.ToDatetime():%H:%M:%S}  {ev.type.name:<8} {f'{name}: ' if name else ''}"
         f"phase {j.phase}, binding {j.binding_phase}"
         + (f" on {j.cluster} (generation {j.generation})" if j.cluster else "")
         + (f": {j.reason}" if j.reason else "")
@@ -102,10 +102,10 @@ def follow_job(client: Client, name: str, namespace: str, console: Console) -> N
     console.print("Following (Ctrl-C to stop):", highlight=False)
     try:
         for ev in events:
-            if ev.type == jobs_pb2.JobEvent.BOOKMARK:
+            if ev.type == EventType.BOOKMARK:
                 continue
             console.print(change_line(ev), highlight=False, soft_wrap=True)
-            if ev.type == jobs_pb2.JobEvent.DELETED:
+            if ev.type == EventType.DELETED:
                 return
             for e in client.explain_job(name, namespace).events:
                 if e.id > seen:

@@ -10,6 +10,7 @@ kept under 4 KiB. Health and reflection need no credentials and are not rate-lim
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
@@ -281,6 +282,9 @@ def _async_unary(
         except Aborted:
             raise
         except Exception as exc:
+            if streamed and _gone(context):
+                log.debug("%s ended by its caller: %s", method, exc)
+                return None
             await context.abort(*_status(exc, method))
 
     return behavior
@@ -298,8 +302,20 @@ def _async_stream(
         except Aborted:
             raise
         except Exception as exc:
+            if _gone(context):
+                # The caller cancelled (an SDK watch closed, a CLI stopped): what failed after that
+                # (a write to the closed stream) is no error of the hub's, and there is no one to tell.
+                log.debug("%s ended by its caller: %s", method, exc)
+                return
             code, message, trailers = _status(exc, method)
             _refused(guard, method, context, code, message)
             await context.abort(code, message, trailers)
 
     return behavior
+
+
+def _gone(context: grpc.aio.ServicerContext[Any, Any]) -> bool:
+    """Whether the caller has gone: gRPC cancels the call's task when its client cancels (the
+    context does not say so until the call's status is sent)."""
+    task = asyncio.current_task()
+    return context.cancelled() or (task is not None and task.cancelling() > 0)

@@ -49,6 +49,7 @@ from vglobal.hub.guard import Guard
 from vglobal.hub.leader import Leader
 from vglobal.hub.loops import LOOPS, LoopEnv, RunningLoop, start_loops
 from vglobal.hub.metrics import serve_metrics
+from vglobal.hub.ports import check_ports_free
 from vglobal.hub.probes import HealthServicer, add_reflection
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
@@ -106,6 +107,8 @@ class Hub:
         self.stop = threading.Event()
         self.auth = Authenticator(settings.auth_config)  # a bad file stops the hub before anything starts
         self._pg: Any = None
+        if not api_only:  # the API processes share the first process's port on purpose
+            check_ports_free(settings)
         url = settings.database_url
         if not url:
             url, self._pg = start_embedded(settings.data_dir or default_data_dir())

@@ -6,7 +6,7 @@ from vglobal.dial import DEFAULT_HUB, Dial, DialError
 from vglobal.sdk.aio import AsyncClient
 from vglobal.sdk.client import Client, default_hub
 from vglobal.sdk.retries import VGlobalError
-from vglobal.sdk.watch import JobWatch
+from vglobal.sdk.watch import EventType, JobEvent, JobWatch
 
 __all__ = [
     "DEFAULT_HUB",
@@ -14,6 +14,8 @@ __all__ = [
     "Client",
     "Dial",
     "DialError",
+    "EventType",
+    "JobEvent",
     "JobWatch",
     "VGlobalError",
     "default_hub",

@@ -101,7 +101,11 @@ class Client(HyperJobCalls, WorkflowCalls):
         try:
             return once()
         except grpc.RpcError as exc:
-            raise hub_error(exc, plaintext_to=None if self.dial.tls else self.target) from None
+            raise hub_error(
+                exc,
+                plaintext_to=None if self.dial.tls else self.target,
+                tls_to=self.target if self.dial.tls else None,
+            ) from None
 
     # Jobs
     def submit_job(

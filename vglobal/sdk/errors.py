@@ -7,7 +7,7 @@ import re
 import grpc
 
 from vglobal.sdk.retries import VGlobalError
-from vglobal.sdk.tls_hint import plaintext_hint
+from vglobal.sdk.tls_hint import plaintext_hint, tls_mismatch
 
 __all__ = ["VGlobalError", "hub_error", "refused_item"]
 
@@ -15,14 +15,18 @@ __all__ = ["VGlobalError", "hub_error", "refused_item"]
 _ITEM = re.compile(r"^jobs\[(\d+)\]: ")
 
 
-def hub_error(exc: grpc.RpcError, *, plaintext_to: str | None = None) -> VGlobalError:
-    """``exc`` as ``VGlobalError``. ``plaintext_to``: the hub a plaintext channel dialled; a hub that
-    could not be reached there is asked whether it speaks TLS, and the message then says what to do
-    (a blocking probe: the asyncio client does not ask)."""
+def hub_error(
+    exc: grpc.RpcError, *, plaintext_to: str | None = None, tls_to: str | None = None
+) -> VGlobalError:
+    """``exc`` as ``VGlobalError``. ``plaintext_to`` / ``tls_to``: the hub a plaintext / TLS channel
+    dialled; a hub that could not be reached there is asked whether it speaks TLS, and the message
+    then says what to do (a blocking probe: the asyncio client does not ask)."""
     code: grpc.StatusCode = exc.code()
     message = exc.details() or code.name
     if code == grpc.StatusCode.UNAVAILABLE and plaintext_to is not None:
         message += plaintext_hint(plaintext_to)
+    if code == grpc.StatusCode.UNAVAILABLE and tls_to is not None:
+        message = tls_mismatch(tls_to, message) or message
     return VGlobalError(code, message)
 
 

@@ -1,5 +1,6 @@
-"""Why a plaintext call could not reach the hub: when the hub speaks TLS, gRPC only says the
-connection closed. One TLS handshake with the hub tells which, and the error then says what to do."""
+"""Why a call could not reach the hub when client and hub disagree on TLS: gRPC only says the
+connection closed (a plaintext client) or prints a handshake's library error (a TLS client). One TLS
+handshake with the hub tells which, and the error then says what to do."""
 
 from __future__ import annotations
 
@@ -43,4 +44,16 @@ def plaintext_hint(target: str) -> str:
         f" (the hub at {target} speaks TLS and this client dialled it in plaintext: give --ca-file "
         "CA.crt, or set VGLOBAL_CA_FILE, with the CA that signed the hub's certificate, e.g. the ca.crt "
         "`vglobal certs init` wrote, and --token-file or --cert/--key as the hub asks)"
+    )
+
+
+def tls_mismatch(target: str, details: str) -> str:
+    """The whole message of an UNAVAILABLE error of a TLS client whose handshake failed because the
+    hub speaks plaintext ("" when that is not the cause)."""
+    if "handshake failed" not in details.lower() or speaks_tls(target):
+        return ""
+    return (
+        f"the hub at {target} speaks plaintext and this client dialled it with TLS (--ca-file or "
+        "VGLOBAL_CA_FILE is set): unset them for a plaintext hub on loopback, or start the hub with "
+        "--tls-cert and --tls-key"
     )

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import enum
 import random
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.sdk.errors import hub_error
 from vglobal.sdk.retries import hopeless, retry_after
 
-__all__ = ["JobWatch"]
+__all__ = ["EventType", "JobEvent", "JobWatch"]
 
 
 # A watch stream broken by these is opened again from the last revision it delivered.
@@ -26,6 +29,36 @@ _WATCH_RESUMABLE = (
 )
 
 
+
+class EventType(enum.IntEnum):
+    """A watch event's type. Equal to the API's numbers (``jobs_pb2.JobEvent.ADDED`` ...), printed
+    as its name: ``print(event.type)`` shows ADDED, MODIFIED, DELETED or BOOKMARK."""
+
+    TYPE_UNSPECIFIED = jobs_pb2.JobEvent.TYPE_UNSPECIFIED
+    ADDED = jobs_pb2.JobEvent.ADDED
+    MODIFIED = jobs_pb2.JobEvent.MODIFIED
+    DELETED = jobs_pb2.JobEvent.DELETED
+    BOOKMARK = jobs_pb2.JobEvent.BOOKMARK
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return format(self.name, spec)
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """One change of a watched job: the API's ``JobEvent`` with its type as an ``EventType``."""
+
+    type: EventType
+    revision: int
+    job: jobs_pb2.Job  # as the change left it, without manifest and pod placements
+    time: Timestamp  # when the change was made
+
+    @classmethod
+    def of(cls, msg: jobs_pb2.JobEvent) -> JobEvent:
+        return cls(EventType(msg.type), msg.revision, msg.job, msg.time)
 
 
 class JobWatch:
@@ -54,7 +87,7 @@ class JobWatch:
     def __iter__(self) -> JobWatch:
         return self
 
-    def __next__(self) -> jobs_pb2.JobEvent:
+    def __next__(self) -> JobEvent:
         return next(self._events)
 
     def __enter__(self) -> JobWatch:
@@ -68,7 +101,7 @@ class JobWatch:
         if self._call is not None:
             self._call.cancel()
 
-    def _run(self) -> Iterator[jobs_pb2.JobEvent]:
+    def _run(self) -> Iterator[JobEvent]:
         failures = 0
         while not self._closed.is_set():
             if self._known:
@@ -83,7 +116,7 @@ class JobWatch:
                     failures = 0
                     self.revision, self._known = event.revision, True
                     if event.type != jobs_pb2.JobEvent.BOOKMARK or self._bookmarks:
-                        yield event
+                        yield JobEvent.of(event)
             except grpc.RpcError as exc:
                 if self._closed.is_set():
                     return

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
 from urllib3.util.wait import wait_for_read
 
 _MAX_LINE = 65536
@@ -89,7 +90,7 @@ class DirectConnections:
             conn.timeout = connect_timeout
             try:
                 conn.connect()
-            except OSError as exc:
+            except (OSError, urllib3.exceptions.HTTPError) as exc:  # refused: urllib3's, not an OSError
                 conn.close()
                 raise Broken(str(exc) or type(exc).__name__) from exc
             c = self._local.conn = _Conn(conn)
