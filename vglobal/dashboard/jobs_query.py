@@ -110,13 +110,21 @@ class JobQuery:
                 out[key] = stamp
         return out
 
+    def sort_order(self) -> tuple[str, bool]:
+        """(the hub's sort key, descending). Grouped, the rows come sorted by the group's key (the
+        hub's default order for namespace), so each group's rows are together under its header."""
+        if self.group:
+            return ("" if self.group == "namespace" else self.group), self.sort.startswith("-")
+        return self.sort.lstrip("-"), self.sort.startswith("-")
+
     def request(self, *, page_token: str = "", page_size: int | None = None) -> jobs_pb2.ListJobsRequest:
+        sort_by, descending = self.sort_order()
         return jobs_pb2.ListJobsRequest(
             **self._filter_fields(),
             page_size=page_size or self.size,
             page_token=page_token,
-            sort_by=self.sort.lstrip("-"),
-            descending=self.sort.startswith("-"),
+            sort_by=sort_by,
+            descending=descending and bool(sort_by),
         )
 
     def count_request(self, group_by: list[str]) -> jobs_pb2.CountJobsRequest:

@@ -48,6 +48,11 @@ async def jobs_data(
     }
     if summary is not None:
         data.update(counts_data(query, summary))
+    if query.group:
+        # Each group's header says how many jobs of the whole filter it holds (cached per caller
+        # and query, so a live page does not recount on each change).
+        known = summary or await counts.cached_summary(gw, caller.token, query, resp.revision)
+        data["group_heads"] = {g["value"]: g for g in known.groups(query.group)}
     return data
 
 
