@@ -89,6 +89,8 @@ async def cluster_page(request: Request, caller: Caller) -> Response:
         node: [j for j in jobs if not queue or j["queue"] == queue] for node, jobs in cluster["work"].items()
     }
     cluster["main"], cluster["shared"] = split_shared(cluster["resources"])
+    # Whole GPUs are in each node's GPUs cell, with the model and the vGPU line.
+    cluster["node_columns"] = [r for r in cluster["main"] if r not in WHOLE_GPUS]
     for n in cluster["node_list"]:
         n["gpus"] = [usage(n, r) for r in n["allocatable"] if r in WHOLE_GPUS]
         n["shared"] = [usage(n, r) for r in split_shared(list(n["allocatable"]))[1]]

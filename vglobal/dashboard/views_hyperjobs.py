@@ -82,14 +82,12 @@ async def hyperjob_page(request: Request, caller: Caller) -> Response:
     read = h["children"][:EVENTS_OF]
     refs = [jobs_pb2.JobRef(namespace=ref.namespace, name=k["name"]) for k in read]
     explained = await asyncio.gather(*(gw.call(gw.jobs.ExplainJob, r, caller.token) for r in refs))
-    events = sorted(
-        (
-            {**rows.event(e), "child": k["name"]}
-            for k, x in zip(read, explained, strict=True)
-            for e in x.events
-        ),
-        key=lambda e: (e["time"].timestamp() if e["time"] else 0.0, e["child"]),
+    # In time order, the hub's event order breaking ties (as `describe hyperjob` prints them).
+    pairs = zip(read, explained, strict=True)
+    told = sorted(
+        ((e.time.ToDatetime(), e.id, k["name"], e) for k, x in pairs for e in x.events), key=lambda t: t[:3]
     )
+    events = [{**rows.event(e), "child": child} for _, _, child, e in told]
     data = {"hyperjob": h, "events": events, "events_of": len(read)}
     return render(request, caller, "hyperjob.html", data)
 

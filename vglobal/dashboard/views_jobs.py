@@ -42,7 +42,7 @@ async def jobs_data(
     data: dict[str, Any] = {
         "query": query,
         "filters": query.filters(),
-        "jobs": [rows.job(j) for j in resp.jobs],
+        "jobs": query.in_groups([rows.job(j) for j in resp.jobs]),
         "next_page": resp.next_page_token,
         "revision": resp.revision,
     }
