@@ -89,6 +89,11 @@ def test_a_hyperjob_has_its_page_and_acts_as_one(site: Site, browser: Any) -> No
     assert answer.status == 409
     assert "belongs to hyperjob default/hj-wait: delete or cancel the hyperjob" in answer.read().decode()
 
+    # The session's buttons need its CSRF token: a forged post changes nothing.
+    forged = page.request.post(site.url + "/hyperjobs/default/hj-wait/cancel", form={"csrf": "forged"})
+    assert forged.status == 403 and "CSRF" in forged.text()
+    with site.client("ada") as ada:
+        assert ada.get_hyperjob("hj-wait").phase == "Pending"
     page.once("dialog", lambda d: d.accept())
     with page.expect_navigation():
         page.click("button:has-text('Cancel HyperJob')")
