@@ -204,6 +204,11 @@ def test_the_cluster_page_says_what_its_bars_show_and_sums_vgpus_per_node(site: 
     assert detail.is_visible()
     page.goto(site.url + "/clusters/gpu-west?vgpu=all")
     assert page.locator("[data-testid=vgpu][open]").count() == 2  # both nodes, opened
+    # The clusters' list sums the same way, in one line a cluster.
+    page.goto(site.url + "/clusters")
+    west = page.locator("tr[data-cluster='gpu-west'] [data-testid=vgpu] summary")
+    assert " ".join(west.inner_text().split()) == "vGPU slots: used 70 of 160 (90 free)"
+    assert axe_violations(page) == [], "/clusters"
     # Chips of what runs on a node stand apart.
     page.goto(site.url + "/clusters/gpu-west")
     chip = page.locator("[data-testid=runs]").first

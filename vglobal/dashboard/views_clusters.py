@@ -42,6 +42,7 @@ async def clusters_data(request: Request, caller: Caller) -> dict[str, Any]:
     clusters = [rows.cluster(c) for c in listed.clusters]
     for c in clusters:
         c["resources"] = resources(c["capacity"])
+        c["main"], c["shared"] = split_shared(c["resources"])
     return {"clusters": clusters}
 
 
