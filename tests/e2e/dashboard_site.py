@@ -27,7 +27,8 @@ AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
-# Two racks under one spine, with the GPU model on the nodes: the cluster page's HyperNode tree.
+# Two racks under one spine, with the GPU model on the nodes: the cluster page's HyperNode tree;
+# their cards listed (so the vGPU capacity the device plugin would register: 10 slots a card).
 RACKED = """
 apiVersion: vglobal.io/v1alpha1
 kind: SimCluster
@@ -38,10 +39,12 @@ spec:
     count: 1
     allocatable: {cpu: "64", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
     labels: {example.com/tor: tor0, example.com/spine: sp0, nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+    gpus: {count: 8, memoryMiB: 81920, model: A100}
   - name: gpu-west-r1
     count: 1
     allocatable: {cpu: "64", memory: 256Gi, pods: "110", nvidia.com/gpu: "8"}
     labels: {example.com/tor: tor1, example.com/spine: sp0, nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+    gpus: {count: 8, memoryMiB: 81920, model: A100}
   hyperNodeDiscovery:
     networkTopologyTypes:
       dc:

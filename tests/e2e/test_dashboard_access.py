@@ -41,7 +41,7 @@ def test_login_rejects_a_bad_token_and_logout_ends_the_session(site: Site, brows
     assert not context.cookies()
     page.fill("#token", site.token("alice"))
     page.click("button[type=submit]")
-    page.wait_for_url(site.url + "/jobs")
+    page.wait_for_url(site.url + "/jobs?queue=x")  # back to the whole link it came for
     (cookie,) = context.cookies()
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
     assert site.token("alice") not in cookie["value"]

@@ -153,14 +153,23 @@ def test_three_children_wait_whole_then_start_whole_one_per_cluster_and_failover
             else:
                 assert history == [(1, placed[name], False)]
                 assert c.get_job(name).phase == "Running"
-        out = system.cli("hyperjob", "cancel", "llm").stdout
+        # A child goes only with its HyperJob; the generic verbs take the HyperJob itself.
+        for verb in ("delete", "cancel"):
+            alone = system.cli(verb, "job", "llm-trainer-0", check=False)
+            assert alone.returncode != 0 and (
+                "FAILED_PRECONDITION: job default/llm-trainer-0 belongs to hyperjob default/llm: "
+                "delete or cancel the hyperjob"
+            ) in " ".join((alone.stdout + alone.stderr).split())
+        assert c.get_job("llm-trainer-0").phase == "Running"
+        assert "llm" in system.cli("get", "hyperjob", "llm").stdout
+        out = system.cli("cancel", "hyperjob", "llm").stdout
         assert "cancelled (3 children)" in out
         wait_for(
             lambda: all(c.get_job(n).phase == "Aborted" for n in CHILDREN), 60, "every child aborted", system
         )
         assert "Aborted" in system.cli("describe", "hyperjob", "llm").stdout
         assert c.get_hyperjob("llm").phase == "Aborted"
-        out = system.cli("hyperjob", "delete", "llm").stdout
+        out = system.cli("delete", "hyperjob", "llm").stdout
         assert "deleted (3 children)" in out
         assert c.list_hyperjobs() == [] and c.list_jobs(labels={"volcano.sh/hyperjob-name": "llm"}) == []
         missing = system.cli("describe", "hyperjob", "llm", check=False)
@@ -429,8 +438,17 @@ def test_apply_refuses_a_bad_hyperjob_naming_each_field_and_stores_nothing(syste
     for text, field in ((typo, "spec.replicatedJobs[0].replica"), (bad_policy, "spec.failurePolicy")):
         res = system.apply_text("bad", text, check=False)
         assert res.returncode == 1 and "INVALID_ARGUMENT" in res.stderr and field in res.stderr, res.stderr
+    # Pinned to a cluster the hub does not know: it could never run.
+    pinned = PAIR.replace("    replicas: 2\n", "    replicas: 2\n    clusterNames: [nowhere]\n")
+    res = system.apply_text("pinned", pinned, check=False)
+    told = 'spec.replicatedJobs[0].clusterNames[0]: cluster "nowhere" does not exist (clusters: none registered yet)'
+    assert res.returncode == 1 and told in " ".join(res.stderr.split()), res.stderr
     assert system.cli("get", "hyperjobs", "-o", "json").stdout.strip() in ("[]", "")
     assert system.cli("get", "jobs", "-o", "name").stdout.strip() == ""
+    # kubectl's --validate=warn: taken, with the same words as a warning.
+    res = system.cli("apply", "-f", str(system.tmp / "pinned.yaml"), "--validate", "warn")
+    assert f"Warning: {system.tmp / 'pinned.yaml'}" in res.stderr and told in " ".join(res.stderr.split())
+    assert "pair" in system.cli("get", "hyperjobs").stdout
 
 
 def test_a_hyperjob_whose_children_all_complete_is_completed(system: System) -> None:

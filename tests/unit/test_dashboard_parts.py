@@ -8,6 +8,7 @@ from starlette.datastructures import QueryParams
 from vglobal.dashboard import svg
 from vglobal.dashboard.jobs_query import JobQuery, QueryError
 from vglobal.dashboard.session import Caller
+from vglobal.dashboard.views_login import _next
 from vglobal.dashboard.views_queues import manifest, tree
 
 
@@ -68,3 +69,24 @@ def test_the_queue_form_becomes_a_volcano_queue() -> None:
     assert "kind: Queue" in text and "nvidia.com/gpu: '8'" in text and "resource:" in text
     with pytest.raises(ValueError):
         manifest({"name": "q", "weight": "three"})
+
+
+@pytest.mark.parametrize(
+    ("given", "after"),
+    [("/jobs?queue=training&phase=Running", "/jobs?queue=training&phase=Running"),
+     ("/clusters/gpu-west", "/clusters/gpu-west"), ("//evil.example/x", "/"), ("/\\evil.example", "/"),
+     ("/\t/evil.example", "/"), ("https://evil.example/", "/"), ("javascript:alert(1)", "/"),
+     ("evil.example", "/"), ("/login?next=/x", "/"), ("", "/")],
+)  # fmt: skip
+def test_login_goes_back_only_to_a_path_of_this_site(given: str, after: str) -> None:
+    assert _next(given) == after
+
+
+def test_grouped_jobs_come_by_group_and_in_the_chosen_sort_within_each() -> None:
+    grouped = JobQuery.of(QueryParams("group=queue&sort=-name"))
+    assert (grouped.request().sort_by, grouped.request().descending) == ("queue", False)
+    assert JobQuery.of(QueryParams("group=namespace&sort=name")).request().sort_by == ""
+    page = [{"queue": q, "namespace": "default", "name": n} for q, n in
+            [("a", "x-1"), ("a", "x-3"), ("a", "x-2"), ("b", "y-1"), ("b", "y-2")]]  # fmt: skip
+    assert [r["name"] for r in grouped.in_groups(page)] == ["x-3", "x-2", "x-1", "y-2", "y-1"]
+    assert JobQuery().in_groups(page) == page  # ungrouped: as the hub sent them

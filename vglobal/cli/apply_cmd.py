@@ -150,6 +150,10 @@ def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> Non
         for d in docs:
             for warning in field_warnings(d.body):
                 err_console.print(f"Warning: {d.source} ({d.kind} {d.name}): {warning}", highlight=False)
+        from vglobal.cli.hyperjobs import unknown_cluster_warnings
+
+        for line in unknown_cluster_warnings(obj.client, docs) if dry_run != "client" else []:
+            err_console.print(line, highlight=False)
     failed = False
     on_server = dry_run == "server"
     for d in docs:

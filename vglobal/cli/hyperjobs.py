@@ -1,5 +1,6 @@
-"""`vglobal get hyperjobs`, `describe hyperjob NAME`, `hyperjob cancel|delete NAME`, over the hub's
-HyperJobService (a HyperJob's status is read from its child jobs there)."""
+"""`vglobal get hyperjobs`, `describe hyperjob NAME`, `cancel|delete hyperjob NAME` (and `hyperjob
+cancel|delete NAME`), over the hub's HyperJobService (a HyperJob's status is read from its child
+jobs there)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rich.console import Console
 
 from vglobal.api.v1 import common_pb2, hyperjobs_pb2
 from vglobal.cli.common import Ctx, console, fail
+from vglobal.cli.documents import Document
 from vglobal.sdk import Client, VGlobalError
 
 
@@ -121,12 +123,8 @@ def hyperjob_group() -> None:
     """Cancel or delete a HyperJob: every child job with it, in one transaction."""
 
 
-@hyperjob_group.command("cancel")
-@click.argument("name")
-@click.option("-n", "--namespace", default="default", show_default=True)
-@click.pass_obj
-def cancel(obj: Ctx, name: str, namespace: str) -> None:
-    """Stop every child wherever it runs."""
+def cancel_hyperjob(obj: Ctx, name: str, namespace: str) -> None:
+    """Stop every child wherever it runs (`cancel hyperjob` and `hyperjob cancel`)."""
     try:
         h = obj.client.cancel_hyperjob(name, namespace)
     except VGlobalError as exc:
@@ -137,12 +135,8 @@ def cancel(obj: Ctx, name: str, namespace: str) -> None:
     )
 
 
-@hyperjob_group.command("delete")
-@click.argument("name")
-@click.option("-n", "--namespace", default="default", show_default=True)
-@click.pass_obj
-def delete(obj: Ctx, name: str, namespace: str) -> None:
-    """Delete every child (a running one is stopped first, as `job delete` does)."""
+def delete_hyperjob(obj: Ctx, name: str, namespace: str) -> None:
+    """Delete every child (`delete hyperjob` and `hyperjob delete`)."""
     try:
         got = obj.client.delete_hyperjob(name, namespace)
     except VGlobalError as exc:
@@ -150,3 +144,47 @@ def delete(obj: Ctx, name: str, namespace: str) -> None:
     console.print(
         f"hyperjob.training.volcano.sh/{namespace}/{name} deleted ({len(got.uids)} children)", highlight=False
     )
+
+
+def unknown_cluster_warnings(client: Client, docs: Sequence[Document]) -> list[str]:
+    """For `apply --validate=warn`: each HyperJob's clusterNames that name no cluster the hub knows
+    (the hub takes them under Warn; under Strict it refuses them). Nothing when the caller may not
+    list clusters: the hub's word is then the only one."""
+    pinned = []
+    for d in docs:
+        spec = d.body.get("spec") if d.kind == "HyperJob" else None
+        rjs = spec.get("replicatedJobs") if isinstance(spec, dict) else None
+        for i, rj in enumerate(rjs if isinstance(rjs, list) else []):
+            names = rj.get("clusterNames") if isinstance(rj, dict) else None
+            for k, c in enumerate(names if isinstance(names, list) else []):
+                pinned.append((d, f"spec.replicatedJobs[{i}].clusterNames[{k}]", str(c)))
+    if not pinned:
+        return []
+    try:
+        known = {c.name for c in client.list_clusters()}
+    except VGlobalError:
+        return []
+    there = ", ".join(sorted(known)) or "none registered yet"
+    return [
+        f'Warning: {d.source} (HyperJob {d.name}): {field}: cluster "{c}" does not exist (clusters: {there})'
+        for d, field, c in pinned
+        if c not in known
+    ]
+
+
+@hyperjob_group.command("cancel")
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.pass_obj
+def cancel(obj: Ctx, name: str, namespace: str) -> None:
+    """Stop every child wherever it runs."""
+    cancel_hyperjob(obj, name, namespace)
+
+
+@hyperjob_group.command("delete")
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.pass_obj
+def delete(obj: Ctx, name: str, namespace: str) -> None:
+    """Delete every child (a running one is stopped first, as `job delete` does)."""
+    delete_hyperjob(obj, name, namespace)

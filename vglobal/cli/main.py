@@ -131,7 +131,9 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
 @cli.command()
 @click.argument(
     "kind",
-    type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "jobtemplate", "priorityclass", "pc"]),
+    type=click.Choice(
+        ["job", "queue", "cronjob", "cj", "jobflow", "jobtemplate", "priorityclass", "pc", "hyperjob"]
+    ),
 )
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
@@ -140,9 +142,15 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
 @click.pass_obj
 def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force: bool) -> None:
     """Delete a job (stopping it where it runs), a queue without unfinished jobs, a cronjob (its
-    jobs stay unless --cascade), a jobflow (and its jobs), a jobtemplate or a priorityclass."""
+    jobs stay unless --cascade), a jobflow (and its jobs), a hyperjob (every child), a jobtemplate
+    or a priorityclass."""
     if cascade and kind not in ("cronjob", "cj"):
         fail("--cascade: only for a cronjob (a jobflow's jobs always go with it)")
+    if kind == "hyperjob":
+        from vglobal.cli.hyperjobs import delete_hyperjob
+
+        delete_hyperjob(obj, name, namespace)
+        return
     try:
         if kind in ("priorityclass", "pc"):
             obj.client.delete_priority_class(name)
@@ -174,12 +182,17 @@ def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force:
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["job"]))
+@click.argument("kind", type=click.Choice(["job", "hyperjob"]))
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.pass_obj
 def cancel(obj: Ctx, kind: str, name: str, namespace: str) -> None:
-    """Stop a job wherever it runs; it stays listed as Aborted."""
+    """Stop a job (or a hyperjob: every child) wherever it runs; it stays listed as Aborted."""
+    if kind == "hyperjob":
+        from vglobal.cli.hyperjobs import cancel_hyperjob
+
+        cancel_hyperjob(obj, name, namespace)
+        return
     try:
         j = obj.client.cancel_job(name, namespace)
         console.print(f"{printed_as(j.kind, j.namespace, j.name)} cancelled", highlight=False)

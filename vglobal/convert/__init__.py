@@ -26,6 +26,7 @@ from vglobal.convert.cards import card_message as card_message
 from vglobal.convert.cards import card_of as card_of
 from vglobal.convert.cards import card_use as card_use
 from vglobal.convert.cards import card_use_of as card_use_of
+from vglobal.convert.cards import node_free as shown_free
 from vglobal.convert.dispatch_queues import dispatch_queue as dispatch_queue
 from vglobal.convert.dispatch_queues import dispatch_queues as dispatch_queues
 from vglobal.convert.dispatch_queues import queue_affinity as queue_affinity
@@ -334,7 +335,12 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
     for node in row.nodes:
         for k, v in node.get("allocatable", {}).items():
             capacity[k] = capacity.get(k, 0) + int(v)
-    for amounts in row.free.values():
+    allocatable = {n["name"]: n.get("allocatable", {}) for n in row.nodes}
+    node_free = {
+        name: shown_free(amounts, allocatable.get(name, {}), row.devices.get(name))
+        for name, amounts in row.free.items()
+    }
+    for amounts in node_free.values():
         for k, v in amounts.items():
             free[k] = free.get(k, 0) + int(v)
     msg = clusters_pb2.Cluster(
@@ -356,7 +362,7 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     name=node["name"],
                     labels=node.get("labels", {}),
                     allocatable=resource_list(node.get("allocatable")),
-                    free=resource_list(row.free.get(node["name"], {})),
+                    free=resource_list(node_free.get(node["name"], {})),
                     taints=[taint_text(t) for t in node.get("taints", [])],
                     unschedulable=bool(node.get("unschedulable")),
                 )

@@ -3,8 +3,12 @@ and what one pod holds of them (CardUse)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from vglobal.api.v1 import agent_pb2
 from vglobal.model.cards import CardFree, CardUse, MigCard
+from vglobal.model.gpu_fit import MIG, MILLI, VGPU_CORES, VGPU_MEMORY, VGPU_NUMBER
 from vglobal.model.mig_fit import MigInstance
 
 
@@ -77,3 +81,30 @@ def card_of(msg: agent_pb2.GpuCardFree) -> CardFree:
         msg.uuid,
         tuple(msg.holders),
     )
+
+
+def vgpu_free(cards: Sequence[CardFree]) -> dict[str, int]:
+    """What a node's cards leave for vGPU pods, as its ``volcano.sh/vgpu-*`` free (milli-units, as
+    every amount). Only a card a vGPU pod may still use counts: one a whole-GPU pod holds (no memory
+    or compute left) or one cut into MIG instances leaves none, although the node's request sums
+    (which whole-GPU pods, asking ``nvidia.com/gpu``, never touch) would call all of it free."""
+    usable = [
+        c for c in cards if c.mode != MIG and c.free_slots > 0 and c.free_memory_mib > 0 and c.free_cores > 0
+    ]
+    return {
+        VGPU_NUMBER: sum(c.free_slots for c in usable) * MILLI,
+        VGPU_MEMORY: sum(c.free_memory_mib for c in usable) * MILLI,
+        VGPU_CORES: sum(c.free_cores for c in usable) * MILLI,
+    }
+
+
+def node_free(
+    free: Mapping[str, int], allocatable: Mapping[str, Any], cards: Sequence[Sequence[object]] | None
+) -> dict[str, int]:
+    """A node's free amounts to show: as its agent reported them, the vGPU ones from its cards
+    (``cards``: the stored CardFree rows) when it has any."""
+    out = dict(free)
+    if cards:
+        got = vgpu_free([CardFree.from_json(c) for c in cards])
+        out.update({k: v for k, v in got.items() if k in allocatable})
+    return out

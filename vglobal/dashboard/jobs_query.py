@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlencode
@@ -110,13 +111,39 @@ class JobQuery:
                 out[key] = stamp
         return out
 
+    def sort_order(self) -> tuple[str, bool]:
+        """(the hub's sort key, descending). Grouped, the hub sorts by the group's key (its default
+        order for namespace), so each group's rows are together under its header; the chosen sort
+        then orders the rows within each group of a page (``in_groups``)."""
+        if self.group:
+            return ("" if self.group == "namespace" else self.group), False
+        return self.sort.lstrip("-"), self.sort.startswith("-")
+
+    def in_groups(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A page's rows (as the hub sent them, by group) with each group's rows in the chosen
+        sort, namespace and name by default."""
+        if not self.group:
+            return rows
+        key = self.sort.lstrip("-")
+
+        def order(r: dict[str, Any]) -> tuple[Any, ...]:
+            if key == "created":
+                return (r["created"].timestamp() if r["created"] else 0.0, r["namespace"], r["name"])
+            return (r[key] or "" if key and key != "name" else "", r["namespace"], r["name"])
+
+        out: list[dict[str, Any]] = []
+        for _, run in itertools.groupby(rows, key=lambda r: r[self.group] or ""):
+            out += sorted(run, key=order, reverse=self.sort.startswith("-"))
+        return out
+
     def request(self, *, page_token: str = "", page_size: int | None = None) -> jobs_pb2.ListJobsRequest:
+        sort_by, descending = self.sort_order()
         return jobs_pb2.ListJobsRequest(
             **self._filter_fields(),
             page_size=page_size or self.size,
             page_token=page_token,
-            sort_by=self.sort.lstrip("-"),
-            descending=self.sort.startswith("-"),
+            sort_by=sort_by,
+            descending=descending and bool(sort_by),
         )
 
     def count_request(self, group_by: list[str]) -> jobs_pb2.CountJobsRequest:

@@ -9,13 +9,31 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vglobal.api.v1 import clusters_pb2
-from vglobal.dashboard.fmt import resources
+from vglobal.dashboard.fmt import amount, resources
 from vglobal.dashboard.session import Caller
 from vglobal.dashboard.web import error, gateway, page, render, wants_json
 from vglobal.sdk import rows
 
 VERBS = {"cordon": "CordonCluster", "uncordon": "UncordonCluster", "drain": "DrainCluster"}
 GPU_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/mig.strategy")
+WHOLE_GPUS = ("nvidia.com/gpu", "amd.com/gpu")
+# Resources that share GPU cards (vGPU slots, memory and cores; MIG instances): one summary line
+# per node, the rows behind it on demand.
+SHARED_PREFIXES = ("volcano.sh/vgpu", "nvidia.com/mig-")
+SHARED_SUMMARY = "volcano.sh/vgpu-number"
+
+
+def split_shared(names: list[str]) -> tuple[list[str], list[str]]:
+    """(resources shown as columns, resources that share GPU cards), each in the order given."""
+    shared = [r for r in names if r.startswith(SHARED_PREFIXES)]
+    return [r for r in names if r not in shared], shared
+
+
+def usage(node: dict[str, Any], resource: str) -> dict[str, Any]:
+    """One resource of a node: used (allocatable minus free), allocatable and free, as numbers."""
+    total = amount(node["allocatable"].get(resource, "0"))
+    free = amount(node["free"].get(resource, "0"))
+    return {"name": resource, "used": total - free, "total": total, "free": free}
 
 
 async def clusters_data(request: Request, caller: Caller) -> dict[str, Any]:
@@ -24,6 +42,7 @@ async def clusters_data(request: Request, caller: Caller) -> dict[str, Any]:
     clusters = [rows.cluster(c) for c in listed.clusters]
     for c in clusters:
         c["resources"] = resources(c["capacity"])
+        c["main"], c["shared"] = split_shared(c["resources"])
     return {"clusters": clusters}
 
 
@@ -70,14 +89,20 @@ async def cluster_page(request: Request, caller: Caller) -> Response:
     work = {
         node: [j for j in jobs if not queue or j["queue"] == queue] for node, jobs in cluster["work"].items()
     }
+    cluster["main"], cluster["shared"] = split_shared(cluster["resources"])
+    # Whole GPUs are in each node's GPUs cell, with the model and the vGPU line.
+    cluster["node_columns"] = [r for r in cluster["main"] if r not in WHOLE_GPUS]
     for n in cluster["node_list"]:
-        n["gpus"] = {r: v for r, v in n["allocatable"].items() if "gpu" in r or "mig" in r}
+        n["gpus"] = [usage(n, r) for r in n["allocatable"] if r in WHOLE_GPUS]
+        n["shared"] = [usage(n, r) for r in split_shared(list(n["allocatable"]))[1]]
         n["gpu_labels"] = {k: v for k, v in n["labels"].items() if k in GPU_LABELS}
         n["running"] = running_below([n["name"]], work)
     tree = hypernode_tree(cluster["hypernodes"])
     for h in tree:
         h["running"] = running_below(sorted(h["nodes"]), work)
-    data = {"cluster": cluster, "hypernodes": tree, "queue": queue}
+    # ?vgpu=all: every node's vGPU rows shown; else one summary line each, opened on demand.
+    vgpu_open = request.query_params.get("vgpu") == "all"
+    data = {"cluster": cluster, "hypernodes": tree, "queue": queue, "vgpu_open": vgpu_open}
     return render(request, caller, "cluster.html", data)
 
 

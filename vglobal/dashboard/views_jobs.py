@@ -42,12 +42,17 @@ async def jobs_data(
     data: dict[str, Any] = {
         "query": query,
         "filters": query.filters(),
-        "jobs": [rows.job(j) for j in resp.jobs],
+        "jobs": query.in_groups([rows.job(j) for j in resp.jobs]),
         "next_page": resp.next_page_token,
         "revision": resp.revision,
     }
     if summary is not None:
         data.update(counts_data(query, summary))
+    if query.group:
+        # Each group's header says how many jobs of the whole filter it holds (cached per caller
+        # and query, so a live page does not recount on each change).
+        known = summary or await counts.cached_summary(gw, caller.token, query, resp.revision)
+        data["group_heads"] = {g["value"]: g for g in known.groups(query.group)}
     return data
 
 

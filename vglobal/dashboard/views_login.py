@@ -16,9 +16,20 @@ from vglobal.sdk import VGlobalError
 
 
 def _next(value: str) -> str:
-    """Only a path of this site (never another host) to go back to after login."""
+    """Only a relative path of this site, with its query, to go back to after login; "/" for
+    anything a browser could read as another site: a host (``//evil``), a backslash (``/\\evil``
+    is ``//evil`` to a browser), a control character (a browser drops a tab
+    from ``/TAB/evil``) or a scheme."""
     parts = urlsplit(value)
-    ok = value.startswith("/") and not value.startswith("//") and not parts.netloc
+    ok = (
+        value.startswith("/")
+        and not value.startswith("//")
+        and "\\" not in value
+        and not any(c < " " or c == "\x7f" for c in value)
+        and not parts.scheme
+        and not parts.netloc
+        and not value.startswith("/login")  # no loop back to the form
+    )
     return value if ok else "/"
 
 

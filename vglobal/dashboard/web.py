@@ -8,6 +8,7 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import grpc
 from starlette.requests import Request
@@ -79,6 +80,13 @@ def set_session_cookie(request: Request, response: Response, caller: Caller) -> 
     )
 
 
+def login_url(request: Request) -> str:
+    """/login with the whole link asked for (path and query) to go back to, e.g.
+    ``/login?next=/jobs%3Fqueue%3Dtraining``, so a shared link keeps its filters."""
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return "/login?next=" + quote(target, safe="/")
+
+
 def page(*, action: bool = False) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
     """A route that needs a caller (and, for ``action``, the session's CSRF token)."""
 
@@ -92,7 +100,7 @@ def page(*, action: bool = False) -> Callable[[Handler], Callable[[Request], Awa
             if caller is None:
                 if wants_json(request) or request.method != "GET":
                     return JSONResponse({"error": "log in, or send Authorization: Bearer TOKEN"}, 401)
-                return RedirectResponse(f"/login?next={request.url.path}", 303)
+                return RedirectResponse(login_url(request), 303)
             if action and not caller.csrf_ok(await csrf_given(request)):
                 return error(request, caller, 403, "the request has no valid CSRF token: reload the page")
             try:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from vglobal.admission.fit.hyperjob import SplitError, split_over
 from vglobal.admission.inputs import hypernode_snaps, node_snap
 from vglobal.admission.snapshot import ClusterSnap
-from vglobal.hub.errors import FailedPrecondition
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument
 from vglobal.model.hyperjob import HyperJob
 from vglobal.model.job import Job
 from vglobal.model.phases import ClusterState
@@ -27,6 +27,23 @@ def _capacity(row: ClusterRow) -> ClusterSnap:
     return ClusterSnap(
         name=row.name, labels=row.labels, nodes=tuple(nodes), hypernodes=hypernode_snaps(row.hypernodes)
     )
+
+
+def check_cluster_names(hj: HyperJob, *, session: Session) -> None:
+    """Every cluster a replicated job is pinned to must exist (registered, in any state): a child
+    pinned to none that does could never run. INVALID_ARGUMENT names the field and the cluster."""
+    pinned = {name for rj in hj.replicated for name in rj.cluster_names}
+    if not pinned:
+        return
+    known = {row.name for row in clusters_repo.list_clusters(session=session, with_nodes=False)}
+    for i, rj in enumerate(hj.replicated):
+        for k, name in enumerate(rj.cluster_names):
+            if name not in known:
+                there = ", ".join(sorted(known)) or "none registered yet"
+                raise InvalidArgument(
+                    f'spec.replicatedJobs[{i}].clusterNames[{k}]: cluster "{name}" does not exist '
+                    f"(clusters: {there})"
+                )
 
 
 def children(hj: HyperJob, *, session: Session) -> tuple[Job, ...]:

@@ -248,6 +248,9 @@ class Accepted:
     doc: Job | HyperJob
     request_id: str | None
     principal: str | None
+    # Strict refuses a HyperJob pinned to clusters that do not exist; Warn and Ignore take it
+    # (the CLI's --validate=warn says which).
+    validation: FieldValidation = FieldValidation.STRICT
 
     @property
     def lone(self) -> Submission | None:
@@ -264,6 +267,8 @@ class Accepted:
         HyperJob's with its index)."""
         if isinstance(self.doc, Job):
             return [Submission(self.doc, self.request_id, self.principal)]
+        if self.validation == FieldValidation.STRICT:
+            hyperjobs.check_cluster_names(self.doc, session=session)
         kids = hyperjobs.children(self.doc, session=session)
         rid = self.request_id
         return [Submission(k, f"{rid}#{i}" if rid else None, self.principal) for i, k in enumerate(kids)]
@@ -273,9 +278,8 @@ def accept(manifest: str, settings: HubSettings, validation: str = "", request_i
     """Exactly one Job, workload or HyperJob manifest, within this hub's limits (a HyperJob's
     templates each), to a queue the caller may submit to (a HyperJob's children all go to one).
     Nothing is read or written: its references are checked by ``store``."""
-    docs = parse_manifests(
-        manifest, max_bytes=settings.max_manifest_bytes, validation=field_validation(validation)
-    )
+    mode = field_validation(validation)
+    docs = parse_manifests(manifest, max_bytes=settings.max_manifest_bytes, validation=mode)
     if len(docs) != 1:
         raise InvalidArgument(f"manifest: expected exactly one Job or HyperJob, got {len(docs)} documents")
     doc = docs[0]
@@ -288,7 +292,7 @@ def accept(manifest: str, settings: HubSettings, validation: str = "", request_i
     else:
         raise InvalidArgument(f"kind: expected Job or HyperJob, got {type(doc).__name__}")
     require(Action.submit_jobs, queue=doc.queue)
-    return Accepted(doc, request_id or None, who())
+    return Accepted(doc, request_id or None, who(), mode)
 
 
 def store(

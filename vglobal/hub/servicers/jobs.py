@@ -29,6 +29,7 @@ from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import Accepted, ItemFailed, Submission, accept, store
 from vglobal.hub.watch.serve import WatchServer
+from vglobal.model import hyperjob
 from vglobal.model.binding import ADMITTED, BindingPhase
 from vglobal.model.job_template import OWNER_REFERENCES
 from vglobal.model.reasons import WaitKind
@@ -67,6 +68,17 @@ def find_job(ref: jobs_pb2.JobRef, *, session: Session, action: Action = Action.
         raise explained(exc, f"job {namespace}/{ref.name}", session=session) from None
     require(action, queue=row.queue)
     return row
+
+
+def _not_a_child(row: JobRow) -> None:
+    """A HyperJob's child is cancelled or deleted only with its siblings: alone, it would leave the
+    HyperJob below its minAvailable for ever."""
+    parent = row.labels.get(hyperjob.HYPERJOB_LABEL)
+    if parent:
+        raise FailedPrecondition(
+            f"job {row.namespace}/{row.name} belongs to hyperjob {row.namespace}/{parent}: "
+            "delete or cancel the hyperjob"
+        )
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
@@ -229,6 +241,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def CancelJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session, action=Action.cancel_jobs)
+            _not_a_child(row)
             if cancel_job(row.uid, session=session, reason=f"cancelled by {who()}", principal=who()):
                 row = find_job(request, session=session)
         return convert.job(row)
@@ -271,6 +284,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     ) -> jobs_pb2.DeleteJobResponse:
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session, action=Action.delete_jobs)
+            _not_a_child(row)
             delete_job(
                 row.uid,
                 row.binding_phase,
