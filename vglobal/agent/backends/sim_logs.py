@@ -54,6 +54,15 @@ def written(
     return out
 
 
+def since_time(text: str) -> float:
+    """Seconds since the epoch of an RFC 3339 time (the hub checked it), to the microsecond."""
+    head, dot, rest = text.partition(".")
+    if dot:  # Python reads at most 6 digits of a fraction; the API writes 9
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = f"{head}.{rest[:min(digits, 6)]}{rest[digits:]}" if digits else head + rest
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def stamped(t: float, line: str, timestamps: bool) -> str:
     """The line as the API sends it, with ``timestamps`` after its RFC 3339 time."""
     if not timestamps:
@@ -103,6 +112,9 @@ class SimLogReader:
         first = lines
         if req.since_seconds:
             first = [(t, x) for t, x in first if t >= now - req.since_seconds]
+        if req.since_time:
+            since = since_time(req.since_time)
+            first = [(t, x) for t, x in first if t >= since]
         if req.tail_lines:
             first = first[-req.tail_lines :]
         yield [stamped(t, x, req.timestamps) for t, x in first]
