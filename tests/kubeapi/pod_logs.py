@@ -151,7 +151,7 @@ async def _follow(
             finished = (last.get("terminated") or {}).get("finishedAt")
             pod_now = _seconds(finished) if finished else now
             ended = pod_now
-        lines = written(annotations, name, node, started, pod_now)
-        if len(lines) > done:
-            await resp.write("".join(stamped(t, x, timestamps) + "\n" for t, x in lines[done:]).encode())
-            done = len(lines)
+        lines = written(annotations, name, node, started, pod_now, done)
+        if lines:
+            await resp.write("".join(stamped(t, x, timestamps) + "\n" for t, x in lines).encode())
+            done += len(lines)

@@ -54,3 +54,13 @@ def test_the_cluster_is_asked_from_the_whole_second_and_the_sim_to_the_microseco
     assert log_query(req) == [("follow", "true"), ("timestamps", "true"), ("sinceTime", "2026-01-01T00:00:01Z")]
     assert since_time(req.since_time) == 1767225601.123456
     assert since_time("2026-01-01T00:00:01Z") == 1767225601.0
+
+
+def test_a_follower_makes_only_the_lines_it_lacks() -> None:
+    from vglobal.agent.backends.sim_logs import written
+
+    notes = {"vglobal.io/sim-log": "a\nb", "vglobal.io/sim-log-interval": "1s"}
+    every = written(notes, "p", "n", 100.0, 105.5)
+    assert [x for _, x in every] == ["a", "b", *(f"p on n: step {k}" for k in range(1, 6))]
+    for skip in range(len(every) + 2):
+        assert written(notes, "p", "n", 100.0, 105.5, skip) == every[skip:]

@@ -40,14 +40,16 @@ def log_interval(annotations: Mapping[str, str]) -> float | None:
 
 
 def written(
-    annotations: Mapping[str, str], pod: str, node: str, started: float, end: float
+    annotations: Mapping[str, str], pod: str, node: str, started: float, end: float, skip: int = 0
 ) -> list[tuple[float, str]]:
     """Every (time, line) a container of these annotations that started at ``started`` wrote by
-    ``end`` (the API emulator's containers write the same)."""
-    out = [(started, line) for line in annotations.get(LOG_ANNOTATION, "").splitlines()]
+    ``end``, but the first ``skip`` (the API emulator's containers write the same). A follower asks
+    only for what is new: making every line again at each look cost it its whole output each time."""
+    given = annotations.get(LOG_ANNOTATION, "").splitlines()
+    out = [(started, line) for line in given[skip:]]
     every = log_interval(annotations)
     if every is not None:
-        k = 1
+        k = max(1, skip - len(given) + 1)
         while started + k * every <= end and k <= MAX_GENERATED:
             out.append((started + k * every, f"{pod} on {node}: step {k}"))
             k += 1
@@ -79,12 +81,12 @@ def _container(pod: PodManifest, wanted: str) -> str:
     return wanted
 
 
-def lines_until(pod: PodManifest, st: PodStatus, now: float) -> list[tuple[float, str]]:
-    """Every (time, line) the pod wrote up to ``now``."""
+def lines_until(pod: PodManifest, st: PodStatus, now: float, skip: int = 0) -> list[tuple[float, str]]:
+    """Every (time, line) the pod wrote up to ``now``, but the first ``skip``."""
     if st.started is None:
         return []
     end = now if st.finished is None else min(now, st.finished)
-    return written(pod.annotations, pod.name, st.node or "", st.started, end)
+    return written(pod.annotations, pod.name, st.node or "", st.started, end, skip)
 
 
 class SimLogReader:
@@ -124,10 +126,10 @@ class SimLogReader:
             if found is None or found[0].uid != pod.uid:
                 return  # the pod is gone (or replaced): its output ends
             st = found[1]
-            lines = lines_until(pod, st, self.clock.now())
-            if len(lines) > done:
-                yield [stamped(t, x, req.timestamps) for t, x in lines[done:]]
-                done = len(lines)
+            lines = lines_until(pod, st, self.clock.now(), done)
+            if lines:
+                yield [stamped(t, x, req.timestamps) for t, x in lines]
+                done += len(lines)
 
     @staticmethod
     def _wait(pod: PodManifest) -> float:
