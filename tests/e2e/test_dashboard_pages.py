@@ -294,6 +294,11 @@ def test_the_job_pages_log_panel_follows_new_lines_without_reload(site: Site, br
     assert len(lines) == len(set(lines)), lines  # nothing twice
     assert axe_violations(page) == []
     page.context.close()
+    # The stream is the hub's StreamLogs as the caller: a viewer of other queues reads nothing.
+    status, body, _ = site.get("/jobs/default/panel-talker/logs", token=site.token("vera"))
+    assert status == 200 and body.startswith("event: gone") and "event: line" not in body, body[:300]
+    status, body, _ = site.get("/jobs/default/panel-talker/logs?tail=1&pod=nope", token=site.token("ada"))
+    assert "event: gone" in body and "panel-talker-main-0" in body, body[:300]
 
 
 MIXED = """
