@@ -63,6 +63,8 @@ def test_bearer_tokens_work_on_json_endpoints_and_nothing_anonymous(site: Site) 
     assert sorted(c["name"] for c in json.loads(body)["clusters"]) == ["gpu-east", "gpu-west"]
     status, body, _ = site.get("/api/jobs", token="wrong-token")
     assert status == 401
+    for path in ("/api/pods", "/api/jobs/default/x"):
+        assert site.get(path)[0] == 401, path
     status, _, headers = site.get("/", token=site.token("vic"))
     assert status == 200 and "frame-ancestors 'none'" in headers["content-security-policy"]
     log = site.system.log("dashboard")

@@ -248,3 +248,118 @@ def test_the_cluster_page_shows_what_runs_on_each_node_and_hypernode(site: Site,
     screenshot(page, "clusters-gpu-west")
     assert axe_violations(page) == []
     page.context.close()
+
+
+TALKER = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: panel-talker}
+spec:
+  queue: logs
+  minAvailable: 1
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      metadata:
+        annotations: {vglobal.io/sim-log: "warming up", vglobal.io/sim-log-interval: 400ms}
+      spec:
+        containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_the_job_pages_log_panel_follows_new_lines_without_reload(site: Site, browser: Any) -> None:
+    with site.client("ada") as ada:
+        ada.apply_queue(queue_manifest("logs"))
+        ada.submit_job(TALKER)
+    wait_phase(site, "panel-talker", "Running")
+    page = login(browser, site, "ada")
+    page.goto(site.url + "/jobs/default/panel-talker")
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=log-lines]')?.textContent || '').includes('warming up')",
+        timeout=30_000,
+    )
+    page.evaluate("window.__notReloaded = true")
+    last = page.locator("[data-testid=log-lines] div").last.text_content() or ""
+    k = int(last.rsplit(" ", 1)[1]) if ": step " in last else 0
+    # Two lines the pod writes after the panel opened arrive on it.
+    page.wait_for_function(
+        f"() => (document.querySelector('[data-testid=log-lines]')?.textContent || '').includes(': step {k + 2}')",
+        timeout=30_000,
+    )
+    assert page.evaluate("window.__notReloaded") is True
+    assert page.text_content("[data-testid=log-state]") == "following"
+    lines = page.locator("[data-testid=log-lines] div").all_text_contents()
+    assert lines[0] == "[panel-talker-main-0] warming up", lines[:2]
+    assert len(lines) == len(set(lines)), lines  # nothing twice
+    assert axe_violations(page) == []
+    page.context.close()
+    # The stream is the hub's StreamLogs as the caller: a viewer of other queues reads nothing.
+    status, body, _ = site.get("/jobs/default/panel-talker/logs", token=site.token("vera"))
+    assert status == 200 and body.startswith("event: gone") and "event: line" not in body, body[:300]
+    status, body, _ = site.get("/jobs/default/panel-talker/logs?tail=1&pod=nope", token=site.token("ada"))
+    assert "event: gone" in body and "panel-talker-main-0" in body, body[:300]
+
+
+MIXED = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: pods-mixed}
+spec:
+  queue: pods
+  minAvailable: 1
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      metadata: {annotations: {vglobal.io/sim-duration: 1h}}
+      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
+  - name: prep
+    replicas: 1
+    template:
+      metadata: {annotations: {vglobal.io/sim-duration: 1s}}
+      spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
+"""
+
+
+def test_the_pods_page_filters_and_sorts(site: Site, browser: Any) -> None:
+    with site.client("ada") as ada:
+        ada.apply_queue(queue_manifest("pods"))
+        ada.submit_job(MIXED)
+        ada.submit_job(job_manifest("pods-beta", "pods", namespace="pods-ns", gpus=0))
+        wait_for(
+            lambda: {p.phase for p in ada.get_job("pods-mixed").placements} == {"Running", "Succeeded"}
+            and ada.get_job("pods-beta", "pods-ns").phase == "Running",
+            60,
+            "the pods running and the prep pod done",
+            site.system,
+        )
+    page = login(browser, site, "ada")
+    page.click("nav >> text=Pods")
+    page.wait_for_url(site.url + "/pods")
+
+    def shown() -> list[str]:
+        return [r.get_attribute("data-pod") or "" for r in page.locator("[data-testid=pod-list] tbody tr[data-pod]").all()]
+
+    assert {"default/pods-mixed-main-0", "default/pods-mixed-prep-0", "pods-ns/pods-beta-worker-0"} <= set(shown())
+    # Fuzzy: the letters in order, not a substring.
+    page.fill("#f-q", "pdsbta")
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_url("**/pods?*")
+    assert shown() == ["pods-ns/pods-beta-worker-0"]
+    page.fill("#f-q", "")
+    page.select_option("#f-namespace", "default")
+    page.select_option("#f-status", "Succeeded")
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_url("**status=Succeeded**")
+    assert shown() == ["default/pods-mixed-prep-0"]
+    page.select_option("#f-status", "")
+    page.select_option("#f-namespace", "")
+    page.select_option("#f-sort", "-name")
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_url("**sort=-name**")
+    names = [p.split("/", 1)[1] for p in shown()]
+    assert len(names) >= 3 and names == sorted(names, reverse=True), names
+    screenshot(page, "pods")
+    assert axe_violations(page) == []
+    page.context.close()

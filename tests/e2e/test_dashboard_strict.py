@@ -75,6 +75,10 @@ BAD_INPUTS = [
     ("/api/jobs?until=9999-12-31T23:59-01:00", "until"),
     ("/jobs-counts?until=9999-12-31T23:59:59-12:00", "until"),
     ("/jobs-results?sort=bogus", "sort"),
+    ("/api/pods?status=Bogus", "status"),
+    ("/api/pods?sort=-bogus", "sort"),
+    ("/jobs/default/x/logs?tail=%C2%B2", "tail"),
+    ("/jobs/default/x/logs?tail=5001", "tail"),
 ]
 
 

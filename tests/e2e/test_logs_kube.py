@@ -5,12 +5,14 @@ back to the caller as the API words them."""
 
 from __future__ import annotations
 
+import html
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import System, wait_for
+from tests.e2e.harness import System, free_port, wait_for
 from tests.e2e.streams import Stream
 from tests.kubeapi import EmulatorProcess
 
@@ -105,8 +107,61 @@ def test_a_pod_whose_image_cannot_be_pulled_says_so_in_describe(
     assert 'pod bad-image-main-0: ImagePullBackOff: Back-off pulling image "registry.example/app:does-not-exist"' in (
         " ".join(described.split())
     )
+    # The dashboard's job page reads the same report: no later than describe, so at once.
+    page = _dashboard(system).get("/jobs/default/bad-image")
+    assert 'ImagePullBackOff: Back-off pulling image "registry.example/app:does-not-exist"' in page, page
     res = system.cli("logs", "bad-image", "bad-image-main-0", check=False)
     assert res.returncode != 0 and "is waiting to start: ImagePullBackOff" in res.stderr
+
+    # A job that fails for its pod's cause says it in its reason.
+    system.apply_text("oom", OOM)
+    with system.client() as c:
+        wait_for(lambda: c.get_job("oom").phase == "Running", 60, "the oom job to run", system)
+        emulator.oom_kill("default", "oom-main-0")
+        job = wait_for(lambda: (j := c.get_job("oom")).phase == "Failed" and j, 60, "the oom job to fail", system)
+    assert job.reason == "Failed: pod oom-main-0 OOMKilled, exit 137", job.reason
+    assert "Failed: pod oom-main-0 OOMKilled, exit 137" in system.cli("describe", "job", "oom").stdout
+
+
+OOM = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: oom}
+spec:
+  minAvailable: 1
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers: [{name: app, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+class _Dashboard:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def get(self, path: str) -> str:
+        with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            return html.unescape(r.read().decode())
+
+
+def _dashboard(system: System) -> _Dashboard:
+    """The dashboard in front of this (open, loopback) hub, every caller let in."""
+    port = free_port()
+    system._spawn("dashboard", ["--hub", system.target, "dashboard", "--listen", f"127.0.0.1:{port}", "--no-login"])
+    dash = _Dashboard(f"http://127.0.0.1:{port}")
+
+    def up() -> bool:
+        try:
+            return "ok" in dash.get("/healthz")
+        except OSError:
+            return False
+
+    wait_for(up, 30, "the dashboard to serve", system)
+    return dash
 
 
 DEPLOYMENT = """

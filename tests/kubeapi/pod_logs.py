@@ -5,7 +5,7 @@ lines of its ``vglobal.io/sim-log`` annotation when it starts, then a line per
 ``vglobal.io/sim-log-interval``; the output is derived from its status (the running state's
 ``startedAt``; ``previous``: the last terminated state's span), so a restart begins a new output.
 Query parameters as the API takes them: ``container``, ``follow``, ``tailLines``, ``sinceSeconds``,
-``previous``, ``timestamps``; the refusals are the apiserver's 400s.
+``sinceTime``, ``previous``, ``timestamps``; the refusals are the apiserver's 400s.
 """
 
 from __future__ import annotations
@@ -91,12 +91,21 @@ async def serve(request: web.BaseRequest, api: Api, namespace: str, name: str) -
     container = _container(pod, q.get("container", ""))
     previous, follow, timestamps = _flag(q, "previous"), _flag(q, "follow"), _flag(q, "timestamps")
     tail, since = _int(q, "tailLines"), _int(q, "sinceSeconds")
+    since_time = None
+    if "sinceTime" in q:
+        if since is not None:
+            raise bad_request("at most one of sinceTime or sinceSeconds may be specified")
+        try:
+            since_time = _seconds(q["sinceTime"].replace("Z", "+00:00"))
+        except ValueError:
+            raise bad_request(f"sinceTime: invalid value {q['sinceTime']!r}") from None
     started, ended, cid = _span(pod, container, previous)
     meta = pod["metadata"]
     annotations, node = meta.get("annotations") or {}, (pod.get("spec") or {}).get("nodeName", "")
     now = time.time()
     lines = written(annotations, name, node, started, now if ended is None else min(now, ended))
-    first = [(t, x) for t, x in lines if since is None or t >= now - since]
+    cutoff = since_time if since_time is not None else None if since is None else now - since
+    first = [(t, x) for t, x in lines if cutoff is None or t >= cutoff]
     if tail is not None:
         first = first[-tail:] if tail else []
     resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
@@ -142,7 +151,7 @@ async def _follow(
             finished = (last.get("terminated") or {}).get("finishedAt")
             pod_now = _seconds(finished) if finished else now
             ended = pod_now
-        lines = written(annotations, name, node, started, pod_now)
-        if len(lines) > done:
-            await resp.write("".join(stamped(t, x, timestamps) + "\n" for t, x in lines[done:]).encode())
-            done = len(lines)
+        lines = written(annotations, name, node, started, pod_now, done)
+        if lines:
+            await resp.write("".join(stamped(t, x, timestamps) + "\n" for t, x in lines).encode())
+            done += len(lines)

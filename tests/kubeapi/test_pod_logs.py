@@ -4,6 +4,7 @@ timestamps, previous after a restart, follow as the container writes, and the ap
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import pytest
 from kubernetes import client
@@ -77,3 +78,33 @@ def test_follow_streams_new_lines_and_previous_after_a_restart(core: client.Core
     previous = read(core, "ticker", previous=True)
     # startedAt and finishedAt are whole seconds: the 1.5 s span is read as 1 to 2 s of output.
     assert 5 <= len(previous) <= 25 and previous[0].endswith(": step 1")
+
+
+def test_since_time_as_the_api_takes_it(core: client.CoreV1Api) -> None:
+    run(core, "stamps", {EVERY: "100ms"})
+    wait_until(lambda: len(read(core, "stamps")) >= 12)  # over a second: two whole seconds
+    first = read(core, "stamps", timestamps=True)
+    stamp = first[-1].split(" ", 1)[0]  # e.g. 2026-12-06T10:00:01.200000Z
+
+    def since(value: str, **more: str) -> list[str]:
+        # The official client has no sinceTime: its REST client asked directly.
+        conf = core.api_client.configuration
+        query = urlencode([("sinceTime", value), *more.items()])
+        key = conf.get_api_key_with_prefix("BearerToken", alias="authorization")
+        resp = core.api_client.rest_client.request(
+            "GET", f"{conf.host}/api/v1/namespaces/default/pods/stamps/log?{query}",
+            headers={"authorization": key} if key else {},
+        )  # fmt: skip
+        resp.read()
+        if resp.status >= 400:
+            raise ApiException(http_resp=resp)
+        return str(resp.data.decode()).splitlines()
+
+    whole = stamp.split(".")[0] + "Z"  # the API reads whole seconds
+    got = since(whole)
+    # Each line stamped at or after that second; the later ones were written since.
+    want = [line.split(" ", 1)[1] for line in first if line[:19] >= whole[:19]]
+    assert 1 <= len(want) < len(first) and got[: len(want)] == want, (got, want)
+    with pytest.raises(ApiException) as e:
+        since(whole, sinceSeconds="5")
+    assert e.value.status == 400 and "at most one of sinceTime or sinceSeconds" in message(e.value)

@@ -371,6 +371,9 @@ class JobController:
         if run.finished:
             run.finished_at = now
             run.delayed.clear()
+            failure = run.pod_failure() if phase == JobPhase.Failed else ""
+            if failure:  # the job's reason at the hub names the pod and what the cluster said
+                run.message = f"Failed: {failure}"
         suffix = f" (retry {run.retry_count}/{run.job.max_retry})" if retry else ""
         run.event(
             "Warning" if phase == JobPhase.Failed else "Normal",

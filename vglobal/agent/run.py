@@ -122,6 +122,24 @@ class JobRun:
             )
         return out
 
+    def pod_failure(self) -> str:
+        """Why its pods failed, as the cluster says, for a Failed run's reason: the first failed
+        pod's cause ("pod x OOMKilled, exit 137, restart 3"), else its exit code, else the first
+        cause of a pod that does not run ("pod y ImagePullBackOff: ..."); "" when none is known."""
+        failed, other = "", ""
+        for name in sorted(self.pods):
+            st = self.status[name]
+            pod = st.name or name
+            if st.phase == PodPhase.Failed:
+                if st.cause:
+                    return f"pod {pod} {st.cause}"
+                if not failed:
+                    why = f" ({st.reason})" if st.reason else ""
+                    failed = f"pod {pod} failed with exit code {st.exit_code}{why}"
+            elif st.cause and not other:
+                other = f"pod {pod} {st.cause}"
+        return failed or other
+
     def placements(self) -> list[PodPlacement]:
         """Every pod with its task, node and phase, in task then index order."""
         order = {t.name: i for i, t in enumerate(self.job.tasks)}

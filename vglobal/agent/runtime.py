@@ -177,7 +177,7 @@ class ClusterRuntime:
                 )
                 log.info("job %s/%s: bound %d pods", run.job.namespace, run.job.name, len(names))
             reason = result.reasons.get(run.uid, "") if run.count(PodPhase.Pending) else ""
-            if reason != run.message:
+            if reason != run.message and not run.finished:  # a finished run keeps why it ended
                 run.message = reason
                 run.dirty = True
                 if reason:

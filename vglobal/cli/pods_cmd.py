@@ -4,30 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vglobal.api.v1 import jobs_pb2
-from vglobal.sdk import Client
+from vglobal.sdk import Client, rows
 
 # Jobs whose pods are listed when no job is named: those that hold a cluster now.
 LIVE_BINDINGS = ("Dispatched", "Running")
-
-
-def pod_rows(j: jobs_pb2.Job) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": p.name_in_cluster or p.pod,
-            "namespace": j.namespace,
-            "job": j.name,
-            "task": p.task,
-            "cluster": j.cluster,
-            "node": p.node,
-            "ip": p.ip,
-            "status": p.phase,
-            "restarts": p.restarts,
-            "cause": p.cause,
-        }
-        for p in j.placements
-    ]
-
 
 def list_pods(
     client: Client, *, job: str = "", namespace: str = "", cluster: str = ""
@@ -46,4 +26,4 @@ def list_pods(
             for j in page
             if j.cluster and j.binding_phase in LIVE_BINDINGS
         ]
-    return [r for j in jobs if not cluster or j.cluster == cluster for r in pod_rows(j)]
+    return [r for j in jobs if not cluster or j.cluster == cluster for r in rows.pods(j)]

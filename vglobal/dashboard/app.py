@@ -20,7 +20,9 @@ from vglobal.dashboard import (
     views_job,
     views_jobs,
     views_login,
+    views_logs,
     views_overview,
+    views_pods,
     views_queues,
     views_workflows,
 )
@@ -74,6 +76,7 @@ def routes() -> list[Route | Mount]:
         ("/hyperjobs", views_hyperjobs.hyperjobs_page),
         ("/hyperjobs/{namespace}/{name}", views_hyperjobs.hyperjob_page),
         ("/queues", views_queues.queues_page),
+        ("/pods", views_pods.pods_page),
         ("/clusters", views_clusters.clusters_page),
         ("/clusters/{name}", views_clusters.cluster_page),
     ]
@@ -93,6 +96,7 @@ def routes() -> list[Route | Mount]:
         Route("/api/jobs/cancel", views_jobs.bulk_cancel, methods=["POST"]),
         Route("/jobs/{namespace}/{name}/summary", views_job.job_summary),
         Route("/jobs/{namespace}/{name}/live", live.job_live),
+        Route("/jobs/{namespace}/{name}/logs", views_logs.job_logs),
         Route("/queues", views_queues.queue_apply, methods=["POST"]),
         Route("/api/queues", views_queues.queue_apply, methods=["POST"]),
         Route("/cronjobs", views_workflows.cronjobs_page),

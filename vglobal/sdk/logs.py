@@ -1,7 +1,13 @@
-"""A job's pod output (JobService.StreamLogs) as an iterator of lines, for Client and AsyncClient."""
+"""A job's pod output (JobService.StreamLogs) as an iterator of lines, for Client and AsyncClient.
+
+A followed stream that breaks (UNAVAILABLE: the hub restarted, the agent reconnects, the call
+reached a replica without the agent's stream) is called again from its last line's time for up
+to two minutes (log_resume.py), without repeating or losing a line; then the error is raised.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -11,6 +17,7 @@ import grpc
 
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
 from vglobal.sdk.errors import hub_error
+from vglobal.sdk.log_resume import Resume
 
 
 class LogLine(NamedTuple):
@@ -45,8 +52,8 @@ def logs_request(
     )
 
 
-def _lines(msg: jobs_pb2.LogLines) -> Iterator[LogLine]:
-    for text in msg.lines:
+def _lines(msg: jobs_pb2.LogLines, resume: Resume | None) -> Iterator[LogLine]:
+    for text in msg.lines if resume is None else resume.lines(msg.pod, msg.lines):
         yield LogLine(msg.pod, text)
 
 
@@ -78,11 +85,33 @@ class LogStream:
             self._call.cancel()
 
     def _run(self) -> Iterator[LogLine]:
-        self._call = self._stub.StreamLogs(self._request)
+        if not self._request.follow:
+            yield from self._once(self._request, None)
+            return
+        resume = Resume(self._request)
+        while not self._closed.is_set():
+            try:
+                yield from self._once(resume.request(), resume)
+                return
+            except grpc.RpcError as exc:
+                wait = None if self._closed.is_set() else resume.retry(exc.code())
+                if wait is None:
+                    if self._closed.is_set():
+                        return
+                    raise hub_error(exc) from None
+                self._closed.wait(wait)
+
+    def _once(self, request: jobs_pb2.LogsRequest, resume: Resume | None) -> Iterator[LogLine]:
+        """One call's lines; its RpcError is raised (a followed stream resumes on some)."""
+        self._call = self._stub.StreamLogs(request)
+        if self._closed.is_set():
+            self._call.cancel()
         try:
             for msg in self._call:
-                yield from _lines(msg)
+                yield from _lines(msg, resume)
         except grpc.RpcError as exc:
+            if resume is not None:
+                raise
             if not self._closed.is_set():
                 raise hub_error(exc) from None
         finally:
@@ -92,13 +121,20 @@ class LogStream:
 async def stream_lines(
     stub: jobs_pb2_grpc.JobServiceStub, request: jobs_pb2.LogsRequest, metadata: Any
 ) -> AsyncIterator[LogLine]:
-    call: Any = stub.StreamLogs(request, metadata=metadata)
-    try:
-        async for msg in call:
-            for line in _lines(msg):
-                yield line
-    except grpc.aio.AioRpcError as exc:
-        if exc.code() != grpc.StatusCode.CANCELLED:
-            raise hub_error(exc) from None
-    finally:
-        call.cancel()
+    resume = Resume(request) if request.follow else None
+    while True:
+        call: Any = stub.StreamLogs(request if resume is None else resume.request(), metadata=metadata)
+        try:
+            async for msg in call:
+                for line in _lines(msg, resume):
+                    yield line
+            return
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.CANCELLED:
+                return
+            wait = None if resume is None else resume.retry(exc.code())
+            if wait is None:
+                raise hub_error(exc) from None
+        finally:
+            call.cancel()
+        await asyncio.sleep(wait)

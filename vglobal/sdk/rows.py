@@ -266,7 +266,9 @@ def job(j: jobs_pb2.Job) -> dict[str, Any]:
             for t in j.tasks
         ],
         "placements": [
-            {"pod": p.pod, "node": p.node, "phase": p.phase, "task": p.task} for p in j.placements
+            {"pod": p.pod, "node": p.node, "phase": p.phase, "task": p.task,
+             "name": p.name_in_cluster or p.pod, "ip": p.ip, "restarts": p.restarts, "cause": p.cause}
+            for p in j.placements
         ],
     }
 
@@ -397,3 +399,22 @@ def jobflow(f: jobflows_pb2.JobFlow) -> dict[str, Any]:
         ],
         "dag": [(s.name, s.phase, list(s.depends_on)) for s in f.steps],
     }
+
+
+def pods(j: jobs_pb2.Job) -> list[dict[str, Any]]:
+    """The job's pods as their cluster names and reports them (``get pods``, the Pods page)."""
+    return [
+        {
+            "name": p.name_in_cluster or p.pod,
+            "namespace": j.namespace or "default",
+            "job": j.name,
+            "task": p.task,
+            "cluster": j.cluster,
+            "node": p.node,
+            "ip": p.ip,
+            "status": p.phase,
+            "restarts": p.restarts,
+            "cause": p.cause,
+        }
+        for p in j.placements
+    ]

@@ -40,18 +40,29 @@ def log_interval(annotations: Mapping[str, str]) -> float | None:
 
 
 def written(
-    annotations: Mapping[str, str], pod: str, node: str, started: float, end: float
+    annotations: Mapping[str, str], pod: str, node: str, started: float, end: float, skip: int = 0
 ) -> list[tuple[float, str]]:
     """Every (time, line) a container of these annotations that started at ``started`` wrote by
-    ``end`` (the API emulator's containers write the same)."""
-    out = [(started, line) for line in annotations.get(LOG_ANNOTATION, "").splitlines()]
+    ``end``, but the first ``skip`` (the API emulator's containers write the same). A follower asks
+    only for what is new: making every line again at each look cost it its whole output each time."""
+    given = annotations.get(LOG_ANNOTATION, "").splitlines()
+    out = [(started, line) for line in given[skip:]]
     every = log_interval(annotations)
     if every is not None:
-        k = 1
+        k = max(1, skip - len(given) + 1)
         while started + k * every <= end and k <= MAX_GENERATED:
             out.append((started + k * every, f"{pod} on {node}: step {k}"))
             k += 1
     return out
+
+
+def since_time(text: str) -> float:
+    """Seconds since the epoch of an RFC 3339 time (the hub checked it), to the microsecond."""
+    head, dot, rest = text.partition(".")
+    if dot:  # Python reads at most 6 digits of a fraction; the API writes 9
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = f"{head}.{rest[:min(digits, 6)]}{rest[digits:]}" if digits else head + rest
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def stamped(t: float, line: str, timestamps: bool) -> str:
@@ -70,12 +81,12 @@ def _container(pod: PodManifest, wanted: str) -> str:
     return wanted
 
 
-def lines_until(pod: PodManifest, st: PodStatus, now: float) -> list[tuple[float, str]]:
-    """Every (time, line) the pod wrote up to ``now``."""
+def lines_until(pod: PodManifest, st: PodStatus, now: float, skip: int = 0) -> list[tuple[float, str]]:
+    """Every (time, line) the pod wrote up to ``now``, but the first ``skip``."""
     if st.started is None:
         return []
     end = now if st.finished is None else min(now, st.finished)
-    return written(pod.annotations, pod.name, st.node or "", st.started, end)
+    return written(pod.annotations, pod.name, st.node or "", st.started, end, skip)
 
 
 class SimLogReader:
@@ -103,6 +114,9 @@ class SimLogReader:
         first = lines
         if req.since_seconds:
             first = [(t, x) for t, x in first if t >= now - req.since_seconds]
+        if req.since_time:
+            since = since_time(req.since_time)
+            first = [(t, x) for t, x in first if t >= since]
         if req.tail_lines:
             first = first[-req.tail_lines :]
         yield [stamped(t, x, req.timestamps) for t, x in first]
@@ -112,10 +126,10 @@ class SimLogReader:
             if found is None or found[0].uid != pod.uid:
                 return  # the pod is gone (or replaced): its output ends
             st = found[1]
-            lines = lines_until(pod, st, self.clock.now())
-            if len(lines) > done:
-                yield [stamped(t, x, req.timestamps) for t, x in lines[done:]]
-                done = len(lines)
+            lines = lines_until(pod, st, self.clock.now(), done)
+            if lines:
+                yield [stamped(t, x, req.timestamps) for t, x in lines]
+                done += len(lines)
 
     @staticmethod
     def _wait(pod: PodManifest) -> float:

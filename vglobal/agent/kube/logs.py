@@ -28,6 +28,8 @@ def log_query(req: pb.LogRequest) -> list[tuple[str, str]]:
         query.append(("tailLines", str(req.tail_lines)))
     if req.since_seconds:
         query.append(("sinceSeconds", str(req.since_seconds)))
+    if req.since_time:  # the API reads whole seconds: the caller drops what it already had
+        query.append(("sinceTime", req.since_time.partition(".")[0].removesuffix("Z") + "Z"))
     return query
 
 

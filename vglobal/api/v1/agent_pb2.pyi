@@ -1155,6 +1155,7 @@ class LogRequest(_message.Message):
     SINCE_SECONDS_FIELD_NUMBER: _builtins.int
     PREVIOUS_FIELD_NUMBER: _builtins.int
     TIMESTAMPS_FIELD_NUMBER: _builtins.int
+    SINCE_TIME_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     job_uid: _builtins.str
     namespace: _builtins.str
@@ -1165,6 +1166,8 @@ class LogRequest(_message.Message):
     since_seconds: _builtins.int
     previous: _builtins.bool
     timestamps: _builtins.bool
+    since_time: _builtins.str
+    """RFC 3339: lines written at or after it only (not with since_seconds)"""
     def __init__(
         self,
         *,
@@ -1178,10 +1181,11 @@ class LogRequest(_message.Message):
         since_seconds: _builtins.int = ...,
         previous: _builtins.bool = ...,
         timestamps: _builtins.bool = ...,
+        since_time: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["container", b"container", "follow", b"follow", "job_uid", b"job_uid", "namespace", b"namespace", "pod", b"pod", "previous", b"previous", "request_id", b"request_id", "since_seconds", b"since_seconds", "tail_lines", b"tail_lines", "timestamps", b"timestamps"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["container", b"container", "follow", b"follow", "job_uid", b"job_uid", "namespace", b"namespace", "pod", b"pod", "previous", b"previous", "request_id", b"request_id", "since_seconds", b"since_seconds", "since_time", b"since_time", "tail_lines", b"tail_lines", "timestamps", b"timestamps"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

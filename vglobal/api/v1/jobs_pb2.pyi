@@ -34,6 +34,7 @@ class LogsRequest(_message.Message):
     SINCE_SECONDS_FIELD_NUMBER: _builtins.int
     PREVIOUS_FIELD_NUMBER: _builtins.int
     TIMESTAMPS_FIELD_NUMBER: _builtins.int
+    SINCE_TIME_FIELD_NUMBER: _builtins.int
     pod: _builtins.str
     """one pod by name; empty: every pod of `task` (or of the job)"""
     task: _builtins.str
@@ -50,6 +51,10 @@ class LogsRequest(_message.Message):
     """the previous (restarted) container's output"""
     timestamps: _builtins.bool
     """each line begins with its RFC 3339 time"""
+    since_time: _builtins.str
+    """Lines written at or after this RFC 3339 time only (not with since_seconds): a followed stream
+    that broke resumes from its last line's time (the SDK drops the lines it already had).
+    """
     @_builtins.property
     def job(self) -> Global___JobRef: ...
     def __init__(
@@ -64,10 +69,11 @@ class LogsRequest(_message.Message):
         since_seconds: _builtins.int = ...,
         previous: _builtins.bool = ...,
         timestamps: _builtins.bool = ...,
+        since_time: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["container", b"container", "follow", b"follow", "job", b"job", "pod", b"pod", "previous", b"previous", "since_seconds", b"since_seconds", "tail_lines", b"tail_lines", "task", b"task", "timestamps", b"timestamps"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["container", b"container", "follow", b"follow", "job", b"job", "pod", b"pod", "previous", b"previous", "since_seconds", b"since_seconds", "since_time", b"since_time", "tail_lines", b"tail_lines", "task", b"task", "timestamps", b"timestamps"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

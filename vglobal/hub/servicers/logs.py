@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import AsyncIterator
+from datetime import datetime
 
 from vglobal.api.v1 import agent_pb2, jobs_pb2
 from vglobal.hub.agents.log_relay import LogRelay, LogStream, Unavailable
@@ -20,7 +21,9 @@ from vglobal.hub.context import HubContext
 from vglobal.hub.errors import FailedPrecondition, InvalidArgument, NotFound
 from vglobal.hub.servicers.jobs import find_job
 from vglobal.model.forms import PodPlacement
+from vglobal.model.phases import ClusterState
 from vglobal.store.engine import session_scope
+from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo.events import NewEvent
 
@@ -37,6 +40,15 @@ def _check(req: jobs_pb2.LogsRequest) -> None:
         raise InvalidArgument("since_seconds: must be >= 0")
     if req.pod and req.task:
         raise InvalidArgument("task: name a pod or a task, not both")
+    if req.since_time:
+        if req.since_seconds:
+            raise InvalidArgument("since_time: give since_time or since_seconds, not both")
+        try:
+            datetime.fromisoformat(req.since_time.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidArgument(
+                f"since_time: {req.since_time[:40]!r} is not an RFC 3339 time (2026-01-02T03:04:05Z)"
+            ) from None
 
 
 def _pods(job: str, placements: tuple[PodPlacement, ...], req: jobs_pb2.LogsRequest) -> list[str]:
@@ -94,12 +106,30 @@ class LogsCall:
         streams: dict[str, LogStream] = {}
         try:
             for pod in pods:
-                streams[pod] = self.relay.open(cluster, caller, self._request(req, uid, namespace, pod))
+                try:
+                    streams[pod] = self.relay.open(cluster, caller, self._request(req, uid, namespace, pod))
+                except Unavailable:
+                    gone = await asyncio.get_running_loop().run_in_executor(None, self._gone, cluster)
+                    if gone:
+                        raise Unavailable(gone) from None
+                    raise
             async for out in self._merge(streams):
                 yield out
         finally:
             for stream in streams.values():
                 self.relay.close(stream)
+
+    def _gone(self, cluster: str) -> str:
+        """Why the cluster's agent is not there, when the hub knows it is gone ("": it may be
+        connected to another replica)."""
+        with session_scope(self.ctx.sessions) as session:
+            row = clusters_repo.get_cluster(cluster, session=session)
+        if row is None:
+            return f'cluster "{cluster}" is gone: it was removed from the hub'
+        if row.state == ClusterState.NotReady:
+            seen = row.last_heartbeat.strftime("%Y-%m-%dT%H:%M:%SZ")
+            return f'cluster "{cluster}" is gone: NotReady, its agent last reported at {seen}'
+        return ""
 
     @staticmethod
     def _request(req: jobs_pb2.LogsRequest, uid: str, namespace: str, pod: str) -> agent_pb2.LogRequest:
@@ -113,6 +143,7 @@ class LogsCall:
             since_seconds=req.since_seconds,
             previous=req.previous,
             timestamps=req.timestamps,
+            since_time=req.since_time,
         )
 
     @staticmethod
