@@ -15,6 +15,7 @@ from vglobal.agent.backends.sim_cluster import SimCluster, SimNode
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
 from vglobal.model.duration import parse_duration
 from vglobal.model.hypernode import ResolvedHyperNode, cluster_hyper_nodes
+from vglobal.model.job import Job
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import Grant, NodeSpec, Taint
 from vglobal.scheduler.devices import GPUS_EXTENSION, gpus_from_spec, vgpu_capacity
@@ -119,6 +120,9 @@ class SimBackend:
 
     def job_removed(self, uid: str) -> None:
         pass
+
+    def job_respecified(self, uid: str, job: Job) -> None:
+        pass  # the run's pods are the sim's: the job controller adds and removes them
 
     def take_problems(self) -> list[JobProblem]:
         return []
