@@ -18,7 +18,7 @@ Token = str | int
 Path = tuple[Token, ...]
 
 # Set by the hub, never by a manifest: a re-applied manifest that carries them changes nothing.
-_SERVER_SET = frozenset(
+SERVER_SET = frozenset(
     {"generation", "resourceVersion", "uid", "creationTimestamp", "managedFields", "selfLink"}
 )
 CLIENT_SIDE_MANAGER = "vglobal-client-side-apply"
@@ -68,7 +68,7 @@ def fields_of(manifest: Mapping[str, Any]) -> dict[str, tuple[Path, Any]]:
     for path, value in _leaves(manifest, ()):
         if not path or path[0] == "status":
             continue
-        if path[0] == "metadata" and len(path) > 1 and path[1] in _SERVER_SET:
+        if path[0] == "metadata" and len(path) > 1 and path[1] in SERVER_SET:
             continue
         out[render(path)] = (path, value)
     return out

@@ -96,6 +96,9 @@ def job_row(j: jobs_pb2.Job) -> dict[str, Any]:
         "request": quantities(j.request),
         "tasks": [convert.task_counts(t).to_json() for t in j.tasks],
         "createdAt": j.created_at.ToJsonString() if j.HasField("created_at") else "",
+        # As Kubernetes shows them: the generation applied, and the one its cluster carries out.
+        "metadata": {"generation": j.spec_generation},
+        "status": {"observedGeneration": j.observed_generation},
     }
 
 
