@@ -147,7 +147,7 @@ def _error(d: Document, exc: Exception) -> None:
 @click.option(
     "--prune",
     is_flag=True,
-    help="Delete what carries -l SELECTOR, of the kinds applied, and is not in the files.",
+    help="Delete what carries -l SELECTOR (of any kind apply takes) and is not in the files.",
 )
 @click.option("-l", "--selector", default="", help="key=value[,...]: apply (and prune) only what carries it.")
 @click.pass_obj

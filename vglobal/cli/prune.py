@@ -1,5 +1,5 @@
-"""`vglobal apply --prune -l SELECTOR`: what carries the selector, of the kinds applied, and is not
-in the files is deleted, so a Git repository can be the source of truth (kubectl's prune)."""
+"""`vglobal apply --prune -l SELECTOR`: what carries the selector, of any kind apply takes, and is
+not in the files is deleted, so a Git repository can be the source of truth (kubectl's prune)."""
 
 from __future__ import annotations
 
@@ -43,11 +43,12 @@ def prune(
     *,
     dry_run: bool = False,
 ) -> bool:
-    """Delete what carries ``selector``, of the kinds among ``docs``, that ``docs`` do not name;
-    True when every delete went through."""
+    """Delete what carries ``selector``, of every kind apply takes (as kubectl's default prune
+    list), that ``docs`` do not name; True when every delete went through. Jobs go before the
+    queues they are in."""
     keep = {(key_of(d), namespace_of(d), d.name) for d in docs if key_of(d) in LIVE}
     ok = True
-    for kind in sorted({k for k, _, _ in keep}):
+    for kind in sorted(LIVE, key=lambda k: (k in ("Queue", "PriorityClass"), k)):
         entry = LIVE[kind]
         try:
             found = entry.listing(client, selector)
