@@ -1,8 +1,9 @@
-"""kubectl's apply, as a user runs it against a hub and a simulated cluster: a Deployment created,
-applied again unchanged, shown by `diff`, scaled up by a new manifest in place (its pods added in
-the cluster, its queue charged for them, what the queue's capability refuses left waiting), scaled
-down by `vglobal scale`, an immutable change refused naming the field with nothing stored, and
-`--prune` deleting the job gone from the files and nothing else."""
+"""kubectl's apply, as a user runs it against a hub and a simulated cluster: a waiting job admitted
+on the manifest applied over it; a Deployment created, applied again unchanged, shown by `diff`,
+scaled up by a new manifest in place (its pods added in the cluster, its queue charged for them,
+what the queue's capability refuses left waiting), scaled down by `vglobal scale`; an immutable
+change refused naming the field with nothing stored; `--prune` deleting the job gone from the files
+and nothing else."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ spec:
 """
 
 
-def vcjob(name: str, labels: str) -> str:
+def vcjob(name: str, labels: str, cpu: str = "1") -> str:
     return f"""
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
@@ -58,7 +59,7 @@ spec:
     replicas: 1
     template:
       spec:
-        containers: [{{name: c, image: x, resources: {{requests: {{cpu: "1"}}}}}}]
+        containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
 """
 
 
@@ -82,8 +83,16 @@ def test_apply_configures_scales_refuses_and_prunes(system: System) -> None:
     (repo / "queue.yaml").write_text(QUEUE)
     (repo / "serve.yaml").write_text(deployment(2))
     (repo / "batch.yaml").write_text(vcjob("old", "app.kubernetes.io/part-of: demo"))
-    other = system.apply_text("other", vcjob("other", "team: b"))  # carries no selector: never pruned
-    assert "job.batch.volcano.sh/default/other created" in other.stdout
+    # A job no node holds waits; applied again smaller, it is admitted on its new manifest. It
+    # carries no selector: never pruned.
+    big = system.apply_text("other", vcjob("other", "team: b", cpu="64"))
+    assert "job.batch.volcano.sh/default/other created" in big.stdout
+    with system.client() as c:
+        waits = ("ExceedsCapacity", "NeverFits", "NoFit")
+        wait_for(lambda: c.get_job("other").reason_kind in waits, 30, "other waits: too big", system)
+        smaller = system.apply_text("other", vcjob("other", "team: b")).stdout
+        assert "job.batch.volcano.sh/default/other configured" in smaller, smaller
+        wait_for(lambda: c.get_job("other").phase == "Running", 60, "other runs on its new manifest", system)
 
     first = system.cli("apply", "-f", str(repo)).stdout
     assert "queue.scheduling.volcano.sh/serve created" in first, first
