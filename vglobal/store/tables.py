@@ -111,6 +111,11 @@ jobs = sa.Table(
     sa.Column("observed_generation", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("managed_fields", JSONB, nullable=False, server_default="{}"),
     sa.UniqueConstraint("namespace", "name", name="uq_jobs_namespace_name"),
+    sa.Index(
+        "ix_jobs_respecified",
+        "uid",
+        postgresql_where=sa.text("spec_generation > 1 AND spec_generation > observed_generation"),
+    ),
     sa.Index("ix_jobs_queue", "queue", "uid"),
     sa.Index("ix_jobs_owner_uid", "owner_uid"),
     # The job list's sort orders and filters, and the counts (migration 0009)

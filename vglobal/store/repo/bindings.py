@@ -369,9 +369,10 @@ def respecified(cluster: str, *, session: Session) -> dict[str, tuple[int, int]]
     carries out: uid -> (binding generation, the job's spec generation)."""
     with cursor(session) as cur:
         cur.execute(
-            "SELECT b.job_uid, b.generation, j.spec_generation FROM resource_bindings b "
-            "JOIN jobs j ON j.uid = b.job_uid WHERE b.cluster = %(c)s AND b.phase = ANY(%(p)s) "
-            "AND j.spec_generation > j.observed_generation",
+            "SELECT b.job_uid, b.generation, j.spec_generation FROM jobs j "
+            "JOIN resource_bindings b ON b.job_uid = j.uid WHERE b.cluster = %(c)s AND b.phase = ANY(%(p)s) "
+            # ix_jobs_respecified: only the jobs applied anew and not carried out yet are read
+            "AND j.spec_generation > 1 AND j.spec_generation > j.observed_generation",
             {"c": cluster, "p": _ADMITTED},
         )
         return {uid: (int(gen), int(spec)) for uid, gen, spec in cur.fetchall()}
