@@ -137,6 +137,7 @@ class JobState:
     kind: str  # the manifest's kind (Deployment, Job, ...)
     waiting: bool  # its binding is Suspended: nothing of it runs
     finished: bool
+    finished_as: str = "once the job finished"  # how a refusal says it
 
 
 def check_change(old: Mapping[str, Any], new: Mapping[str, Any], state: JobState) -> list[Path]:
@@ -155,7 +156,7 @@ def check_change(old: Mapping[str, Any], new: Mapping[str, Any], state: JobState
             continue
         if not state.finished and _replicas_field(state.kind, p):
             continue
-        what = "once the job finished" if state.finished else "while the job runs"
+        what = state.finished_as if state.finished else "while the job runs"
         raise Immutable(f"{where(p)}: field is immutable {what}")
     return paths
 
