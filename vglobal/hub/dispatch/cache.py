@@ -37,17 +37,13 @@ _UNPLACED = frozenset(p.value for p in UNPLACED)
 
 
 def respecified(entries: Mapping[str, Entry], rows: Sequence[LiveBinding]) -> set[str]:
-    """Waiting jobs whose manifest an apply replaced: it restarts their wait (waiting_since) while
-    they stay Suspended, and their facts are read again."""
+    """Waiting jobs whose facts to read again, as an apply may have changed them: those whose wait
+    began again (an apply over a waiting job restarts it), and those back to wait from a run (an
+    apply over a running job changes its gang for the next admission)."""
     out = set()
     for b in rows:
         e = entries.get(b.job_uid)
-        if (
-            e is not None
-            and b.phase == _SUSPENDED
-            and e.binding.phase == _SUSPENDED
-            and e.binding.waiting_since != b.waiting_since
-        ):
+        if e is not None and b.phase == _SUSPENDED and e.binding.waiting_since != b.waiting_since:
             out.add(b.job_uid)
     return out
 

@@ -48,6 +48,11 @@ def respecify(
         "facts": manifest_facts(new.manifest),
         "spec_generation": spec_generation,
         "managed_fields": dict(managed),
+        # A running job's gang may change with its replicas (a RayCluster's worker group): its
+        # next admission, after a failover, is of the new one.
+        "min_available": new.min_available,
+        "gang": new.gang.to_json(),
+        "pod_requests": new.pod_requests,
         "updated_at": sa.func.now(),
     }
     if waiting:
@@ -55,9 +60,6 @@ def respecify(
             "queue": new.queue,
             "priority_class_name": new.priority_class_name,
             "priority": new.priority,
-            "min_available": new.min_available,
-            "gang": new.gang.to_json(),
-            "pod_requests": new.pod_requests,
             "placement": new.placement.to_json(),
             "tasks": json.loads(dumps(tasks_to_json(new.tasks))),
         }
