@@ -4,11 +4,16 @@ stores nothing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import pytest
+from click.testing import CliRunner
 
 from tests.integration.test_jobs_api import job
+from vglobal.cli.main import cli
 from vglobal.client import Client, VGlobalError
+from vglobal.hub.server import Hub
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -64,3 +69,18 @@ def test_server_side_conflicts_name_the_field_and_its_manager(client: Client) ->
     with pytest.raises(VGlobalError) as err:
         client.scale_job("web", 2, task="main")
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "--task" in err.value.message
+
+
+def test_the_cli_reports_server_side_conflicts_as_kubectl(hub: Hub, client: Client, tmp_path: Path) -> None:
+    path = tmp_path / "web.yaml"
+    path.write_text(DEPLOYMENT % 2)
+    base = ["--hub", f"127.0.0.1:{hub.port}", "apply", "--server-side", "-f", str(path)]
+    first = CliRunner().invoke(cli, base)
+    assert "deployment.apps/default/web created" in first.stdout, first.output
+    assert client.scale_job("web", 4).result == "configured"
+    clash = CliRunner().invoke(cli, base)
+    assert clash.exit_code == 1
+    assert 'conflict with "vglobal-scale": .spec.replicas' in clash.stderr, clash.output
+    forced = CliRunner().invoke(cli, [*base, "--force-conflicts"])
+    assert "deployment.apps/default/web configured" in forced.stdout, forced.output
+    assert client.get_job("web").spec_generation == 3
