@@ -86,8 +86,8 @@ def test_apply_takes_several_files_a_directory_and_stdin_and_tables_are_never_cu
         "-",
         stdin=job("from-stdin"),
     )
-    assert "priorityclass.scheduling.k8s.io/batch-low configured" in res.stdout
-    assert "queue.scheduling.volcano.sh/research-and-development-long-queue-name configured" in res.stdout
+    assert "priorityclass.scheduling.k8s.io/batch-low created" in res.stdout
+    assert "queue.scheduling.volcano.sh/research-and-development-long-queue-name created" in res.stdout
     assert f"job.batch.volcano.sh/default/{LONG} created" in res.stdout
     assert "job.batch.volcano.sh/default/from-stdin created" in res.stdout
 

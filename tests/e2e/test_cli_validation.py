@@ -79,7 +79,7 @@ def test_the_hub_refuses_unknown_fields_unless_told_and_stores_nothing_then(syst
                   stdin=TYPO_JOB + "---" + TYPO_QUEUE)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "job.batch.volcano.sh/default/typo created (server dry run)" in res.stdout
-    assert "queue.scheduling.volcano.sh/typo-queue configured (server dry run)" in res.stdout
+    assert "queue.scheduling.volcano.sh/typo-queue created (server dry run)" in res.stdout
     assert names(system, "jobs") == [] and len(names(system, "queues")) == 1
 
     # --validate=warn: stored, each unknown field named on stderr; the manifest keeps them.

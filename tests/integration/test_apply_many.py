@@ -31,11 +31,11 @@ def test_apply_a_folder_in_batches(hub: Hub, engine: sa.Engine, tmp_path: Path) 
     args = ["--hub", f"127.0.0.1:{hub.port}", "apply", "-f", str(d)]
     first = CliRunner().invoke(cli, args)
     assert first.exit_code == 1, first.output
-    assert "1200 jobs created, 0 unchanged, 1 refused" in first.stdout
+    assert "1200 jobs created, 0 configured, 0 unchanged, 1 refused" in first.stdout
     assert "zz-bad.yaml#0 (Job bad)" in first.stderr and '"nope"' in first.stderr
     assert counts(engine) == (1200, 1200, 1200)
     again = CliRunner().invoke(cli, args)
-    assert "0 jobs created, 1200 unchanged, 1 refused" in again.stdout
+    assert "0 jobs created, 0 configured, 1200 unchanged, 1 refused" in again.stdout
     assert counts(engine) == (1200, 1200, 1200)
 
 

@@ -127,14 +127,22 @@ def test_deleting_a_flow_deletes_its_jobs(hub: Hub, client: Client) -> None:
     assert [f.name for f in client.list_job_flows()] == ["other"]
 
 
-def test_reapplying_the_same_flow_changes_nothing_and_another_spec_is_refused(
+def test_reapplying_the_same_flow_changes_nothing_and_a_started_flows_spec_is_immutable(
     hub: Hub, client: Client
 ) -> None:
     apply_diamond(client, "same")
     assert client.apply_job_flow(flow("same", DIAMOND)).result == "unchanged"
+    wait(lambda: "same-a" in job_names(client), what="the first step made")
     with pytest.raises(VGlobalError) as err:
         client.apply_job_flow(flow("same", DIAMOND[:1]))
-    assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.message.startswith("spec.flows[1]")
+    assert err.value.message.endswith(": field is immutable once the flow made its jobs")
+    # Its labels still change (kubectl apply: configured).
+    labelled = json.loads(flow("same", DIAMOND))
+    labelled["metadata"]["labels"] = {"team": "a"}
+    got = client.apply_job_flow(json.dumps(labelled))
+    assert got.result == "configured" and '"team": "a"' in got.job_flow.manifest
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,17 @@ class JobController:
         self._settle(run)
         return run
 
+    def respecify(self, run: JobRun, job: Job) -> None:
+        """The run carries out ``job`` from now on (new replicas, labels, annotations): pods past a
+        task's new replicas are deleted, missing ones created by the next sync."""
+        wanted = {t.name: t.replicas for t in job.tasks}
+        surplus = [n for n, m in run.pods.items() if m.index >= wanted.get(m.task, 0)]
+        run.job = job
+        self.kill(run, surplus, keep_finished=False)
+        self.backend.job_respecified(run.uid, job)
+        run.event("Normal", "Configured", f"replicas {job.total_pods()}", self.clock.now())
+        self._settle(run)
+
     def remove(self, uid: str) -> JobRun | None:
         """Drop a run and all its pods without a final phase (replaced or rejected)."""
         run = self.runs.pop(uid, None)

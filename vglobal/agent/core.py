@@ -153,6 +153,8 @@ class AgentCore:
         if run is None and self.latest_generation.get(uid) == gen:
             return []  # ran here, finished and expired: nothing left to say about it
         if run is not None and run.generation == gen:
+            if d.spec_generation > run.spec_generation:
+                return self._respecify(run, d)
             run.dirty = False
             return [report.accepted(uid, gen), report.job_status(run, run.take_events(), self.runtime.grants)]
         self.latest_generation[uid] = gen
@@ -168,6 +170,7 @@ class AgentCore:
             run.task_priorities = dict(d.task_priorities)
             run.nominated = tuple(d.nominated_nodes)
             run.queues = dispatch_queue_specs(d.queues)
+            run.spec_generation = d.spec_generation
         except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
             reason = f"invalid manifest: {exc}"
             self.rejected[(uid, gen)] = reason
@@ -175,6 +178,26 @@ class AgentCore:
             return [report.rejected(uid, gen, reason)]
         log.info("accept job %s/%s (%s) gen %d", job.namespace, job.name, uid, gen)
         return [report.accepted(uid, gen)]
+
+    def _respecify(self, run: JobRun, d: pb.Dispatch) -> list[pb.AgentMessage]:
+        """The run's job applied anew (``vglobal apply``, ``vglobal scale``): its replicas, labels
+        and annotations change in place; pods beyond the new replicas go, new ones wait for room
+        as any pod beyond a gang does (the queue's limits included)."""
+        try:
+            job = parse_run(json.loads(d.manifest))
+        except (ManifestError, ValueError) as exc:
+            log.warning("job %s generation %d: new manifest refused: %s", run.uid, d.spec_generation, exc)
+            return []
+        was = run.job.total_pods()
+        self.runtime.controller.respecify(run, job)
+        run.spec_generation = d.spec_generation
+        run.queues = dispatch_queue_specs(d.queues)
+        log.info(
+            "job %s/%s (%s) generation %d: %d pods, was %d",
+            job.namespace, job.name, run.uid, d.spec_generation, job.total_pods(), was,
+        )  # fmt: skip
+        run.dirty = True
+        return []
 
     def _stop(self, uid: str, gen: int, reason: str, message: str) -> list[pb.AgentMessage]:
         run = self.runs.get(uid)

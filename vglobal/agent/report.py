@@ -101,5 +101,6 @@ def job_status(
         events=[_event(e) for e in events],
         retry_count=run.retry_count,
         message=run.message,
+        observed_generation=run.spec_generation,
     )
     return pb.AgentMessage(status=status)

@@ -81,6 +81,7 @@ class JobRun:
     # Nodes the hub made room on for this run (preemption, reclaim): its pending pods try them first.
     nominated: tuple[str, ...] = ()
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
+    spec_generation: int = 0  # the job's metadata.generation this run carries out (0: not said)
     dirty: bool = True  # status changed since the last report
 
     @property

@@ -19,6 +19,9 @@ import grpc
 
 from vglobal.cli.common import Ctx, console, err_console, fail
 from vglobal.cli.documents import Document, DocumentError, apply_order, read_documents
+from vglobal.cli.live import LIVE, named, result
+from vglobal.cli.prune import parse_selector, selected
+from vglobal.cli.prune import prune as prune_missing
 from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
 from vglobal.cli.workflows import apply_workflow
 from vglobal.model.errors import ManifestError
@@ -88,12 +91,13 @@ def _check_here(d: Document, validation: FieldValidation) -> str:
 
 
 def _apply_one(obj: Ctx, d: Document, validation: str, dry_run: bool) -> str:
-    if d.kind == "Queue":
-        q = obj.client.apply_queue(d.text, field_validation=validation, dry_run=dry_run)
-        return f"queue.scheduling.volcano.sh/{q.name} configured"
-    if d.kind == "PriorityClass":
-        pc = obj.client.apply_priority_class(d.text, field_validation=validation, dry_run=dry_run)
-        return f"priorityclass.scheduling.k8s.io/{pc.name} configured"
+    if d.kind in ("Queue", "PriorityClass"):
+        before = LIVE[d.kind].get(obj.client, "", d.name)
+        if d.kind == "Queue":
+            obj.client.apply_queue(d.text, field_validation=validation, dry_run=dry_run)
+        else:
+            obj.client.apply_priority_class(d.text, field_validation=validation, dry_run=dry_run)
+        return f"{named(d.kind, '', d.name)} {result(before, d)}"
     if d.kind in WORKFLOW_KINDS:
         return apply_workflow(obj.client, d, field_validation=validation)
     if d.kind == "HyperJob":
@@ -137,15 +141,44 @@ def _error(d: Document, exc: Exception) -> None:
     show_default=True,
     help="client: check here, send nothing; server: the hub checks and authorizes, stores nothing.",
 )
+@click.option("--server-side", is_flag=True, help="Jobs: refuse to change fields another field manager set.")
+@click.option("--force-conflicts", is_flag=True, help="With --server-side: take such fields over.")
+@click.option("--field-manager", default="", help="With --server-side: who applies (default vglobal).")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Delete what carries -l SELECTOR (of any kind apply takes) and is not in the files.",
+)
+@click.option("-l", "--selector", default="", help="key=value[,...]: apply (and prune) only what carries it.")
 @click.pass_obj
-def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> None:
+def apply(
+    obj: Ctx,
+    paths: tuple[Path, ...],
+    validate: str,
+    dry_run: str,
+    server_side: bool,
+    force_conflicts: bool,
+    field_manager: str,
+    prune: bool,
+    selector: str,
+) -> None:
     """Create or update Jobs, HyperJobs, Queues, PriorityClasses, CronJobs, JobTemplates and JobFlows from
-    YAML/JSON manifests."""
+    YAML/JSON manifests: each is created, configured or unchanged, as kubectl prints."""
+    if prune and not selector:
+        fail("--prune: needs -l SELECTOR (what to delete when the files no longer have it)")
+    if force_conflicts and not server_side:
+        fail("--force-conflicts: only with --server-side")
+    try:
+        wanted = parse_selector(selector) if selector else {}
+    except ValueError as exc:
+        fail(f"-l: {exc}")
     try:
         validation = parse_validation(validate)
         docs = apply_order(read_documents(list(paths)))
     except (ValueError, DocumentError) as exc:
         fail(f"--validate: {exc}" if not isinstance(exc, DocumentError) else str(exc))
+    if wanted:
+        docs = selected(docs, wanted)
     if validation == FieldValidation.WARN:
         for d in docs:
             for warning in field_warnings(d.body):
@@ -170,7 +203,7 @@ def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> Non
             _error(d, exc)
             failed = True
     if dry_run != "client" and (jobs := [d for d in docs if submitted_as_job(d)]):
-        from vglobal.cli.apply_jobs import apply_jobs
+        from vglobal.cli.apply_jobs import ServerSide, apply_jobs
 
         applied = apply_jobs(
             obj.client,
@@ -180,7 +213,10 @@ def apply(obj: Ctx, paths: tuple[Path, ...], validate: str, dry_run: str) -> Non
             err_console,
             field_validation=validation.value,
             dry_run=on_server,
+            server_side=ServerSide(field_manager, force_conflicts) if server_side else None,
         )
         failed = failed or applied.failed > 0
+    if prune and dry_run != "client" and not failed:
+        failed = not prune_missing(obj.client, docs, wanted, console, err_console, dry_run=on_server)
     if failed:
         sys.exit(1)

@@ -12,12 +12,14 @@ from vglobal.api.v1 import queues_pb2
 from vglobal.cli.apply_cmd import apply
 from vglobal.cli.clusters import delete_cluster
 from vglobal.cli.common import FILE, Ctx, console, fail
+from vglobal.cli.diff_cmd import diff
 from vglobal.cli.get_cmd import get
 from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_cmd import hub
 from vglobal.cli.hyperjobs import hyperjob_group
 from vglobal.cli.job_cmd import job_group
 from vglobal.cli.logs_cmd import logs
+from vglobal.cli.scale_cmd import scale
 from vglobal.cli.workflows import create_group, cronjob_group
 from vglobal.dial import Dial, DialError, read_token_file
 from vglobal.model.kinds import printed_as
@@ -77,6 +79,8 @@ cli.add_command(hub)
 
 
 cli.add_command(apply)
+cli.add_command(scale)
+cli.add_command(diff)
 cli.add_command(get)
 cli.add_command(job_group)
 cli.add_command(logs)

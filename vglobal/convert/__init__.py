@@ -153,6 +153,8 @@ def job(row: JobRow, *, with_manifest: bool = False) -> jobs_pb2.Job:
         labels=dict(row.labels),
         submitted_by=row.submitted_by or "",
         kind=kind_name(row.manifest),
+        spec_generation=row.spec_generation,
+        observed_generation=row.observed_generation,
     )
     set_time(msg.created_at, row.created_at)
     set_time(msg.updated_at, row.updated_at)

@@ -89,6 +89,11 @@ class JobRow:
     labels: Mapping[str, str] = field(default_factory=dict)
     submitted_by: str | None = None  # the audit's principal of its Submitted event
     finished_at: datetime | None = None  # when its binding finished
+    # kubectl's apply: metadata.generation (bumped by each change applied), status.observedGeneration
+    # (the one its cluster said it runs), and per field path the manager that last set it.
+    spec_generation: int = 1
+    observed_generation: int = 0
+    managed_fields: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

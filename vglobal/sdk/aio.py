@@ -34,6 +34,7 @@ from vglobal.api.v1 import (
     queues_pb2_grpc,
 )
 from vglobal.dial import CLIENT_OPTIONS, Dial
+from vglobal.sdk.applying import apply_request, scale_request
 from vglobal.sdk.batches import BATCH_SIZE, batches
 from vglobal.sdk.errors import hub_error
 from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
@@ -181,6 +182,17 @@ class AsyncClient:
 
     async def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return await self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    async def apply_job(self, manifest: str, **options: Any) -> jobs_pb2.ApplyJobResponse:
+        """``Client.apply_job``."""
+        return await self._call(self.jobs.ApplyJob, apply_request(manifest, **options), idempotent=True)
+
+    async def scale_job(
+        self, name: str, replicas: int, namespace: str = "default", *, task: str = "", dry_run: bool = False
+    ) -> jobs_pb2.ApplyJobResponse:
+        """``Client.scale_job``."""
+        request = scale_request(await self.get_job(name, namespace), replicas, task, dry_run)
+        return await self._call(self.jobs.ApplyJob, request, idempotent=True)
 
     async def list_jobs(
         self, page_size: int = 0, *, labels: Mapping[str, str] | None = None, **query: Filter

@@ -29,6 +29,7 @@ from vglobal.api.v1 import (
     queues_pb2_grpc,
 )
 from vglobal.dial import CLIENT_OPTIONS, DEFAULT_HUB, Dial, DialError
+from vglobal.sdk.applying import apply_request, scale_request
 from vglobal.sdk.batches import BATCH_SIZE, batches
 from vglobal.sdk.errors import hub_error, refused_item
 from vglobal.sdk.hyperjobs import HyperJobCalls
@@ -213,6 +214,19 @@ class Client(HyperJobCalls, WorkflowCalls):
 
     def get_job(self, name: str, namespace: str = "default") -> jobs_pb2.Job:
         return self._call(self.jobs.GetJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    def apply_job(self, manifest: str, **options: Any) -> jobs_pb2.ApplyJobResponse:
+        """kubectl's apply of one job: ``.result`` is "created", "configured" or "unchanged".
+        Options: request_id, field_validation, dry_run, field_manager, server_side, force_conflicts."""
+        return self._call(self.jobs.ApplyJob, apply_request(manifest, **options), idempotent=True)
+
+    def scale_job(
+        self, name: str, replicas: int, namespace: str = "default", *, task: str = "", dry_run: bool = False
+    ) -> jobs_pb2.ApplyJobResponse:
+        """Set a Deployment's, StatefulSet's, LeaderWorkerSet's replicas (a RayCluster's worker
+        group's, a Volcano Job's task's: ``task``), as ``vglobal scale`` does."""
+        request = scale_request(self.get_job(name, namespace), replicas, task, dry_run)
+        return self._call(self.jobs.ApplyJob, request, idempotent=True)
 
     def list_jobs(self, *, labels: Mapping[str, str] | None = None, **query: Filter) -> list[jobs_pb2.Job]:
         """Every job that matches, in the order asked. ``query``: the filters queue, namespace,

@@ -98,6 +98,9 @@ def job_row(j: jobs_pb2.Job) -> dict[str, Any]:
         "createdAt": j.created_at.ToJsonString() if j.HasField("created_at") else "",
         "estimatedStart": j.estimated_start.ToJsonString() if j.HasField("estimated_start") else "",
         "startsIn": starts_in(j, time.time()) if j.HasField("estimate_computed_at") else "",
+        # As Kubernetes shows them: the generation applied, and the one its cluster carries out.
+        "metadata": {"generation": j.spec_generation},
+        "status": {"observedGeneration": j.observed_generation},
     }
 
 

@@ -117,7 +117,17 @@ jobs = sa.Table(
     # What admission reads of the manifest, taken once at submit (vglobal/model/static_facts.py;
     # migration 0017). No default: every writer of a job gives its facts.
     sa.Column("facts", JSONB, nullable=False),
+    # kubectl's apply (migration 0019): metadata.generation, status.observedGeneration (what its
+    # cluster runs), and per field path the manager that set it (server-side apply's conflicts).
+    sa.Column("spec_generation", sa.BigInteger, nullable=False, server_default="1"),
+    sa.Column("observed_generation", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("managed_fields", JSONB, nullable=False, server_default="{}"),
     sa.UniqueConstraint("namespace", "name", name="uq_jobs_namespace_name"),
+    sa.Index(
+        "ix_jobs_respecified",
+        "uid",
+        postgresql_where=sa.text("spec_generation > 1 AND spec_generation > observed_generation"),
+    ),
     sa.Index("ix_jobs_queue", "queue", "uid"),
     sa.Index("ix_jobs_owner_uid", "owner_uid"),
     # The job list's sort orders and filters, and the counts (migration 0009)

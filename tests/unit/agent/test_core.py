@@ -256,3 +256,28 @@ def test_a_task_with_its_own_priority_class_gets_its_value(core: Any, jobs: Any)
 
 def job_specs(core: Core) -> list[Any]:
     return [job_spec(r) for r in core.runtime.controller.runs.values()]
+
+
+def test_a_dispatch_of_the_same_run_with_a_higher_spec_generation_changes_it_in_place(
+    core: Any, jobs: Any
+) -> None:
+    registered(core)
+    first = dispatch(jobs.job(jobs.task("w", 2)))
+    first.dispatch.spec_generation = 1
+    core.on_message(first)
+    st = statuses(core.tick())[-1]
+    assert st.tasks[0].running == 2 and st.observed_generation == 1
+    names = sorted(p.uid for p in st.placements)
+    more = dispatch(jobs.job(jobs.task("w", 3)))
+    more.dispatch.spec_generation = 2
+    assert core.on_message(more) == []  # no accept: the run is the same
+    st = statuses(core.tick())[-1]
+    assert st.generation == 1 and st.observed_generation == 2 and st.tasks[0].running == 3
+    assert set(names) <= {p.uid for p in st.placements}  # the first pods kept running
+    fewer = dispatch(jobs.job(jobs.task("w", 1)))
+    fewer.dispatch.spec_generation = 3
+    core.on_message(fewer)
+    st = statuses(core.tick())[-1]
+    assert [p.pod for p in st.placements] == ["job-w-0"] and st.observed_generation == 3
+    core.on_message(more)  # a late one of an older generation changes nothing
+    assert not statuses(core.tick())

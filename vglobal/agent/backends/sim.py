@@ -16,6 +16,7 @@ from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodSt
 from vglobal.model.cluster_topology import cluster_hyper_nodes
 from vglobal.model.duration import parse_duration
 from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.job import Job
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import Grant, NodeSpec, Taint
 from vglobal.scheduler.devices import GPUS_EXTENSION, gpus_from_spec, vgpu_capacity
@@ -120,6 +121,9 @@ class SimBackend:
 
     def job_removed(self, uid: str) -> None:
         pass
+
+    def job_respecified(self, uid: str, job: Job) -> None:
+        pass  # the run's pods are the sim's: the job controller adds and removes them
 
     def take_problems(self) -> list[JobProblem]:
         return []

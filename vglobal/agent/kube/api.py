@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
 AUTH_REFRESH = 30.0  # seconds an authorization header is reused
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -168,7 +169,7 @@ class KubeApi:
         self._auth: tuple[float, dict[str, str]] | None = None
         self._auth_lock = threading.Lock()
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, method: str = "GET") -> dict[str, str]:
         """Headers with the current token. The client's own refresh (in-cluster token file, exec
         plugins) runs every AUTH_REFRESH seconds rather than per request: in this client release
         it re-reads the proxy environment each time, which would cost more than the request."""
@@ -178,7 +179,10 @@ class KubeApi:
                 headers = {"Accept": JSON, "Content-Type": JSON}
                 self.client.update_params_for_auth(headers, None, ["BearerToken"], "", "", None)
                 self._auth = (now, headers)
-            return dict(self._auth[1])
+            out = dict(self._auth[1])
+        if method == "PATCH":  # the agent's patches are JSON merge patches
+            out["Content-Type"] = MERGE_PATCH
+        return out
 
     def _send(self, method: str, path: str, body: Any, timeout: tuple[float, float]) -> Any:
         """The urllib3 response (unread). The body is serialised here and handed to the client's
@@ -195,7 +199,7 @@ class KubeApi:
                     method,
                     self._prefix + path,
                     body=data,
-                    headers=self._headers(),
+                    headers=self._headers(method),
                     timeout=limits,
                     preload_content=False,
                     retries=False,
@@ -206,7 +210,7 @@ class KubeApi:
                 method,
                 self.host + path,
                 body=data,
-                headers=self._headers(),
+                headers=self._headers(method),
                 timeout=limits,
                 preload_content=False,
                 retries=False,
@@ -249,7 +253,7 @@ class KubeApi:
         self.bucket.acquire()
         data = None if body is None else orjson.dumps(body)
         try:
-            answer = direct.exchange(method, self._prefix + full, data, self._headers(), timeout)
+            answer = direct.exchange(method, self._prefix + full, data, self._headers(method), timeout)
         except Broken as exc:
             raise ApiError(0, "Unreachable", str(exc), method=method, path=full) from exc
         if not 200 <= answer.status <= 299:

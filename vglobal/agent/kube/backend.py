@@ -40,6 +40,7 @@ from vglobal.agent.kube.workloads import (
 from vglobal.agent.kube.writer import Op, Writer
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.model.hypernode import ResolvedHyperNode
+from vglobal.model.job import Job
 from vglobal.model.resources import ResourceVector
 from vglobal.model.topology_sources import discovery_plan
 from vglobal.scheduler.api import Grant, NodeSpec
@@ -272,6 +273,9 @@ class KubeBackend:
     def job_removed(self, uid: str) -> None:
         self.workloads.remove(uid)
         self.tracker.remove_job(uid)
+
+    def job_respecified(self, uid: str, job: Job) -> None:
+        self.workloads.respecify(uid, job)
 
     def create_pod(self, pod: PodManifest) -> None:
         if pod.job_uid in self.workloads.runs:

@@ -131,6 +131,19 @@ class WorkloadTracker:
             Op("wl-create", ref.uid, "POST", path, body, fetch_on_conflict=kind.item(ref.namespace, ref.name))
         )
 
+    def respecify(self, uid: str, job: Job) -> None:
+        """The run's job applied anew: the object's replicas follow (a merge patch of the fields
+        the kind scales by; its controller then makes or removes pods, which fill or leave slots as
+        the job controller asks)."""
+        tw = self.runs.get(uid)
+        if tw is None:
+            return
+        tw.job = job
+        patch = tw.kind.scale_patch(job.raw)
+        if patch:
+            ref = tw.ref
+            self.submit(Op("wl-patch", uid, "PATCH", tw.kind.item(ref.namespace, ref.name), patch))
+
     def remove(self, uid: str) -> None:
         tw = self.runs.pop(uid, None)
         if tw is None:
@@ -308,6 +321,9 @@ class WorkloadTracker:
         err = out.error
         if out.op.kind == "wl-create":
             self._created(out)
+        elif out.op.kind == "wl-patch":
+            if err is not None and err.status not in (0, 404):
+                self._refusal(out.op.key, err.rbac_rule() if err.status == 403 else err.message, "patch")
         elif out.op.kind == "wl-bind":
             slot = self.slots.get(out.op.key)
             if slot is not None:

@@ -710,12 +710,15 @@ class JobStatus(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     RETRY_COUNT_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    OBSERVED_GENERATION_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     phase: _builtins.str
     """Volcano job phase"""
     retry_count: _builtins.int
     message: _builtins.str
+    observed_generation: _builtins.int
+    """The Dispatch.spec_generation the run now carries out (status.observedGeneration)."""
     @_builtins.property
     def tasks(self) -> _containers.RepeatedCompositeFieldContainer[Global___TaskStatus]: ...
     @_builtins.property
@@ -735,10 +738,11 @@ class JobStatus(_message.Message):
         events: _abc.Iterable[Global___AgentEvent] | None = ...,
         retry_count: _builtins.int = ...,
         message: _builtins.str = ...,
+        observed_generation: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "generation", b"generation", "job_uid", b"job_uid", "message", b"message", "phase", b"phase", "placements", b"placements", "retry_count", b"retry_count", "tasks", b"tasks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "generation", b"generation", "job_uid", b"job_uid", "message", b"message", "observed_generation", b"observed_generation", "phase", b"phase", "placements", b"placements", "retry_count", b"retry_count", "tasks", b"tasks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -870,6 +874,7 @@ class Dispatch(_message.Message):
     TASK_PRIORITIES_FIELD_NUMBER: _builtins.int
     QUEUES_FIELD_NUMBER: _builtins.int
     NOMINATED_NODES_FIELD_NUMBER: _builtins.int
+    SPEC_GENERATION_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     manifest: _builtins.str
@@ -878,6 +883,11 @@ class Dispatch(_message.Message):
     priority: _builtins.int
     preemption_policy: _builtins.str
     """The job's PriorityClass preemptionPolicy ("Never" or empty: PreemptLowerPriority)."""
+    spec_generation: _builtins.int
+    """The job's metadata.generation this manifest is. A Dispatch of the run's own generation with a
+    higher spec_generation changes the run in place (replicas, labels, annotations: `vglobal
+    apply`, `vglobal scale`); 0 from an older hub.
+    """
     @_builtins.property
     def task_priorities(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
         """Tasks whose template names its own PriorityClass: that class's value for their pods."""
@@ -906,10 +916,11 @@ class Dispatch(_message.Message):
         task_priorities: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
         queues: _abc.Iterable[Global___DispatchQueue] | None = ...,
         nominated_nodes: _abc.Iterable[_builtins.str] | None = ...,
+        spec_generation: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "nominated_nodes", b"nominated_nodes", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "task_priorities", b"task_priorities"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "nominated_nodes", b"nominated_nodes", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "spec_generation", b"spec_generation", "task_priorities", b"task_priorities"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

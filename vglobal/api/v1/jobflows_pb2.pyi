@@ -290,7 +290,7 @@ class ApplyJobFlowResponse(_message.Message):
     JOB_FLOW_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     result: _builtins.str
-    """"created" or "unchanged" """
+    """"created", "configured" or "unchanged" """
     @_builtins.property
     def job_flow(self) -> Global___JobFlow: ...
     def __init__(

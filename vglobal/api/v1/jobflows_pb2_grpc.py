@@ -109,8 +109,9 @@ class JobFlowServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ApplyJobFlow(self, request, context):
-        """Creates a JobFlow; its templates, targets and dependencies are checked first. A JobFlow
-        cannot be changed: applying the same manifest again changes nothing, another is refused.
+        """Creates a JobFlow; its templates, targets and dependencies are checked first. Applied again:
+        the same manifest changes nothing; its labels and annotations change at any time, its spec
+        until it made a Job (then INVALID_ARGUMENT "<field>: field is immutable ...").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -41,8 +41,9 @@ class JobFlowServiceStub:
     DeleteJobTemplate: _grpc.UnaryUnaryMultiCallable[_jobflows_pb2.FlowObjectRef, _jobflows_pb2.DeleteFlowObjectResponse]
     """JobFlows applied before keep the template as it was then."""
     ApplyJobFlow: _grpc.UnaryUnaryMultiCallable[_jobflows_pb2.ApplyFlowObjectRequest, _jobflows_pb2.ApplyJobFlowResponse]
-    """Creates a JobFlow; its templates, targets and dependencies are checked first. A JobFlow
-    cannot be changed: applying the same manifest again changes nothing, another is refused.
+    """Creates a JobFlow; its templates, targets and dependencies are checked first. Applied again:
+    the same manifest changes nothing; its labels and annotations change at any time, its spec
+    until it made a Job (then INVALID_ARGUMENT "<field>: field is immutable ...").
     """
     GetJobFlow: _grpc.UnaryUnaryMultiCallable[_jobflows_pb2.FlowObjectRef, _jobflows_pb2.JobFlow]
     """A JobFlow with each step's state and its events."""
@@ -63,8 +64,9 @@ class JobFlowServiceAsyncStub(JobFlowServiceStub):
     DeleteJobTemplate: _aio.UnaryUnaryMultiCallable[_jobflows_pb2.FlowObjectRef, _jobflows_pb2.DeleteFlowObjectResponse]  # type: ignore[assignment]
     """JobFlows applied before keep the template as it was then."""
     ApplyJobFlow: _aio.UnaryUnaryMultiCallable[_jobflows_pb2.ApplyFlowObjectRequest, _jobflows_pb2.ApplyJobFlowResponse]  # type: ignore[assignment]
-    """Creates a JobFlow; its templates, targets and dependencies are checked first. A JobFlow
-    cannot be changed: applying the same manifest again changes nothing, another is refused.
+    """Creates a JobFlow; its templates, targets and dependencies are checked first. Applied again:
+    the same manifest changes nothing; its labels and annotations change at any time, its spec
+    until it made a Job (then INVALID_ARGUMENT "<field>: field is immutable ...").
     """
     GetJobFlow: _aio.UnaryUnaryMultiCallable[_jobflows_pb2.FlowObjectRef, _jobflows_pb2.JobFlow]  # type: ignore[assignment]
     """A JobFlow with each step's state and its events."""
@@ -112,8 +114,9 @@ class JobFlowServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _jobflows_pb2.ApplyFlowObjectRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_jobflows_pb2.ApplyJobFlowResponse, _abc.Awaitable[_jobflows_pb2.ApplyJobFlowResponse]]:
-        """Creates a JobFlow; its templates, targets and dependencies are checked first. A JobFlow
-        cannot be changed: applying the same manifest again changes nothing, another is refused.
+        """Creates a JobFlow; its templates, targets and dependencies are checked first. Applied again:
+        the same manifest changes nothing; its labels and annotations change at any time, its spec
+        until it made a Job (then INVALID_ARGUMENT "<field>: field is immutable ...").
         """
 
     @_abc_1.abstractmethod

@@ -259,6 +259,8 @@ class Job(_message.Message):
     ESTIMATED_CLUSTER_FIELD_NUMBER: _builtins.int
     JOBS_AHEAD_FIELD_NUMBER: _builtins.int
     ESTIMATE_COMPUTED_AT_FIELD_NUMBER: _builtins.int
+    SPEC_GENERATION_FIELD_NUMBER: _builtins.int
+    OBSERVED_GENERATION_FIELD_NUMBER: _builtins.int
     uid: _builtins.str
     name: _builtins.str
     namespace: _builtins.str
@@ -295,6 +297,11 @@ class Job(_message.Message):
     """
     estimated_cluster: _builtins.str
     jobs_ahead: _builtins.int
+    spec_generation: _builtins.int
+    """metadata.generation: 1 when created, one more for each change applied; and
+    status.observedGeneration: the generation its cluster last said it carries out (0: none yet).
+    """
+    observed_generation: _builtins.int
     @_builtins.property
     def request(self) -> _common_pb2.ResourceList:
         """whole job: all tasks x replicas"""
@@ -360,10 +367,12 @@ class Job(_message.Message):
         estimated_cluster: _builtins.str = ...,
         jobs_ahead: _builtins.int = ...,
         estimate_computed_at: _timestamp_pb2.Timestamp | None = ...,
+        spec_generation: _builtins.int = ...,
+        observed_generation: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "estimate_computed_at", b"estimate_computed_at", "estimated_start", b"estimated_start", "finished_at", b"finished_at", "request", b"request", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "estimate_computed_at", b"estimate_computed_at", "estimated_cluster", b"estimated_cluster", "estimated_start", b"estimated_start", "finished_at", b"finished_at", "generation", b"generation", "jobs_ahead", b"jobs_ahead", "kind", b"kind", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "submitted_by", b"submitted_by", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "binding_phase", b"binding_phase", "cluster", b"cluster", "created_at", b"created_at", "estimate_computed_at", b"estimate_computed_at", "estimated_cluster", b"estimated_cluster", "estimated_start", b"estimated_start", "finished_at", b"finished_at", "generation", b"generation", "jobs_ahead", b"jobs_ahead", "kind", b"kind", "labels", b"labels", "manifest", b"manifest", "min_available", b"min_available", "name", b"name", "namespace", b"namespace", "observed_generation", b"observed_generation", "phase", b"phase", "placements", b"placements", "priority", b"priority", "priority_class_name", b"priority_class_name", "queue", b"queue", "reason", b"reason", "reason_kind", b"reason_kind", "request", b"request", "request_id", b"request_id", "retry_count", b"retry_count", "spec_generation", b"spec_generation", "submitted_by", b"submitted_by", "tasks", b"tasks", "uid", b"uid", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -432,6 +441,74 @@ class SubmitJobResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SubmitJobResponse: _TypeAlias = SubmitJobResponse  # noqa: Y015
+
+@_typing.final
+class ApplyJobRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MANIFEST_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    FIELD_MANAGER_FIELD_NUMBER: _builtins.int
+    SERVER_SIDE_FIELD_NUMBER: _builtins.int
+    FORCE_CONFLICTS_FIELD_NUMBER: _builtins.int
+    manifest: _builtins.str
+    """YAML or JSON text of one job (any kind SubmitJob takes but HyperJob)"""
+    request_id: _builtins.str
+    """stored with the job, as SubmitJob's"""
+    field_validation: _builtins.str
+    """as SubmitJob's"""
+    dry_run: _builtins.bool
+    """check and answer as if applied, store nothing"""
+    field_manager: _builtins.str
+    """who applies (default "vglobal-client-side-apply", or "vglobal" server-side)"""
+    server_side: _builtins.bool
+    """conflicts with other managers' fields are refused"""
+    force_conflicts: _builtins.bool
+    """server-side: take those fields over instead"""
+    def __init__(
+        self,
+        *,
+        manifest: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        field_validation: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+        field_manager: _builtins.str = ...,
+        server_side: _builtins.bool = ...,
+        force_conflicts: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "force_conflicts", b"force_conflicts", "manifest", b"manifest", "request_id", b"request_id", "server_side", b"server_side"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApplyJobRequest: _TypeAlias = ApplyJobRequest  # noqa: Y015
+
+@_typing.final
+class ApplyJobResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    JOB_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    result: _builtins.str
+    """"created", "configured" or "unchanged", as kubectl prints"""
+    @_builtins.property
+    def job(self) -> Global___Job: ...
+    def __init__(
+        self,
+        *,
+        job: Global___Job | None = ...,
+        result: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job", b"job", "result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApplyJobResponse: _TypeAlias = ApplyJobResponse  # noqa: Y015
 
 @_typing.final
 class SubmitJobsRequest(_message.Message):

@@ -44,6 +44,11 @@ class JobServiceStub:
                 request_serializer=vglobal_dot_v1_dot_jobs__pb2.SubmitJobsRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_jobs__pb2.SubmitJobsResponse.FromString,
                 _registered_method=True)
+        self.ApplyJob = channel.unary_unary(
+                '/vglobal.v1.JobService/ApplyJob',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.ApplyJobRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.ApplyJobResponse.FromString,
+                _registered_method=True)
         self.GetJob = channel.unary_unary(
                 '/vglobal.v1.JobService/GetJob',
                 request_serializer=vglobal_dot_v1_dot_jobs__pb2.JobRef.SerializeToString,
@@ -113,6 +118,18 @@ class JobServiceServicer:
 
     def SubmitJobs(self, request, context):
         """Submits several jobs; each is validated and stored on its own.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApplyJob(self, request, context):
+        """kubectl's apply of one job: created when its namespace/name is new, unchanged when the stored
+        manifest is the same, else configured: a job still waiting takes the whole new manifest and is
+        admitted again; a running one only new replicas, labels and annotations, changed in place in
+        its cluster (any other field: INVALID_ARGUMENT "<path>: field is immutable"). Server-side
+        apply refuses (FAILED_PRECONDITION) a change of a field another field manager set, unless
+        force_conflicts. The same roles as SubmitJob.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -217,6 +234,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.SubmitJobs,
                     request_deserializer=vglobal_dot_v1_dot_jobs__pb2.SubmitJobsRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_jobs__pb2.SubmitJobsResponse.SerializeToString,
+            ),
+            'ApplyJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyJob,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.ApplyJobRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.ApplyJobResponse.SerializeToString,
             ),
             'GetJob': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJob,
@@ -328,6 +350,33 @@ class JobService:
             '/vglobal.v1.JobService/SubmitJobs',
             vglobal_dot_v1_dot_jobs__pb2.SubmitJobsRequest.SerializeToString,
             vglobal_dot_v1_dot_jobs__pb2.SubmitJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.JobService/ApplyJob',
+            vglobal_dot_v1_dot_jobs__pb2.ApplyJobRequest.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.ApplyJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -35,6 +35,14 @@ class JobServiceStub:
     """Stores a Volcano Job with a suspended ResourceBinding. Idempotent on request_id."""
     SubmitJobs: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.SubmitJobsRequest, _jobs_pb2.SubmitJobsResponse]
     """Submits several jobs; each is validated and stored on its own."""
+    ApplyJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.ApplyJobRequest, _jobs_pb2.ApplyJobResponse]
+    """kubectl's apply of one job: created when its namespace/name is new, unchanged when the stored
+    manifest is the same, else configured: a job still waiting takes the whole new manifest and is
+    admitted again; a running one only new replicas, labels and annotations, changed in place in
+    its cluster (any other field: INVALID_ARGUMENT "<path>: field is immutable"). Server-side
+    apply refuses (FAILED_PRECONDITION) a change of a field another field manager set, unless
+    force_conflicts. The same roles as SubmitJob.
+    """
     GetJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]
     ListJobs: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.ListJobsRequest, _jobs_pb2.ListJobsResponse]
     CancelJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]
@@ -80,6 +88,14 @@ class JobServiceAsyncStub(JobServiceStub):
     """Stores a Volcano Job with a suspended ResourceBinding. Idempotent on request_id."""
     SubmitJobs: _aio.UnaryUnaryMultiCallable[_jobs_pb2.SubmitJobsRequest, _jobs_pb2.SubmitJobsResponse]  # type: ignore[assignment]
     """Submits several jobs; each is validated and stored on its own."""
+    ApplyJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.ApplyJobRequest, _jobs_pb2.ApplyJobResponse]  # type: ignore[assignment]
+    """kubectl's apply of one job: created when its namespace/name is new, unchanged when the stored
+    manifest is the same, else configured: a job still waiting takes the whole new manifest and is
+    admitted again; a running one only new replicas, labels and annotations, changed in place in
+    its cluster (any other field: INVALID_ARGUMENT "<path>: field is immutable"). Server-side
+    apply refuses (FAILED_PRECONDITION) a change of a field another field manager set, unless
+    force_conflicts. The same roles as SubmitJob.
+    """
     GetJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]  # type: ignore[assignment]
     ListJobs: _aio.UnaryUnaryMultiCallable[_jobs_pb2.ListJobsRequest, _jobs_pb2.ListJobsResponse]  # type: ignore[assignment]
     CancelJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.JobRef, _jobs_pb2.Job]  # type: ignore[assignment]
@@ -134,6 +150,20 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_jobs_pb2.SubmitJobsResponse, _abc.Awaitable[_jobs_pb2.SubmitJobsResponse]]:
         """Submits several jobs; each is validated and stored on its own."""
+
+    @_abc_1.abstractmethod
+    def ApplyJob(
+        self,
+        request: _jobs_pb2.ApplyJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.ApplyJobResponse, _abc.Awaitable[_jobs_pb2.ApplyJobResponse]]:
+        """kubectl's apply of one job: created when its namespace/name is new, unchanged when the stored
+        manifest is the same, else configured: a job still waiting takes the whole new manifest and is
+        admitted again; a running one only new replicas, labels and annotations, changed in place in
+        its cluster (any other field: INVALID_ARGUMENT "<path>: field is immutable"). Server-side
+        apply refuses (FAILED_PRECONDITION) a change of a field another field manager set, unless
+        force_conflicts. The same roles as SubmitJob.
+        """
 
     @_abc_1.abstractmethod
     def GetJob(

@@ -67,6 +67,7 @@ class Courier:
     sent: dict[str, int] = field(default_factory=dict)  # uid -> generation dispatched on this stream
     sent_cancel: set[tuple[str, int]] = field(default_factory=set)
     sent_evict: set[tuple[str, int, str]] = field(default_factory=set)  # (uid, generation, pod uid)
+    sent_spec: dict[str, int] = field(default_factory=dict)  # uid -> spec generation dispatched
     fenced_at: float = float("-inf")  # monotonic seconds of the last full sync
 
     def due(self) -> bool:
@@ -81,6 +82,10 @@ class Courier:
         full = fence or self.due()
         wanted = bindings_repo.runs_of(self.cluster, session=session, unacknowledged=not full)
         new = [uid for uid, gen in wanted.items() if self.sent.get(uid) != gen]
+        if full:  # runs applied anew (vglobal apply, scale): their Dispatch again, changed in place
+            for uid, (gen, spec) in bindings_repo.respecified(self.cluster, session=session).items():
+                if self.sent.get(uid) == gen and self.sent_spec.get(uid, 0) < spec:
+                    new.append(uid)
         delivered = bindings_repo.deliveries(self.cluster, new, session=session)
         chains: dict[str, list[agent_pb2.DispatchQueue]] = {}
         if delivered:
@@ -95,6 +100,7 @@ class Courier:
         self.fenced_at = time.monotonic()
         # Forget what this cluster no longer runs: the record stays as big as what it runs.
         self.sent = {uid: gen for uid, gen in self.sent.items() if wanted.get(uid) == gen}
+        self.sent_spec = {uid: g for uid, g in self.sent_spec.items() if uid in self.sent}
         self.sent_cancel = {k for k in self.sent_cancel if runs.get(k[0]) == k[1]}
         self.sent_evict = {k for k in self.sent_evict if runs.get(k[0]) == k[1]}
         strays = {u: g for u, g in runs.items() if wanted.get(u) != g and (u, g) not in self.sent_cancel}
@@ -118,6 +124,7 @@ class Courier:
         self, d: bindings_repo.Delivery, queues: list[agent_pb2.DispatchQueue]
     ) -> agent_pb2.HubMessage:
         self.sent[d.job_uid] = d.generation
+        self.sent_spec[d.job_uid] = d.spec_generation
         return agent_pb2.HubMessage(
             dispatch=agent_pb2.Dispatch(
                 job_uid=d.job_uid,
@@ -129,6 +136,7 @@ class Courier:
                 task_priorities=d.task_priorities or {},
                 queues=queues,
                 nominated_nodes=d.nominated or (),
+                spec_generation=d.spec_generation,
             )
         )
 

@@ -31,6 +31,7 @@ from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import clusters as clusters_repo
 from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import job_specs
 from vglobal.store.repo import runs as runs_repo
 from vglobal.store.repo.events import NewEvent
 from vglobal.store.repo.runs import JobReport, Move
@@ -69,6 +70,7 @@ class _Batch:
     rejects: list[agent_pb2.BindingRejected] = field(default_factory=list)
     events: list[NewEvent] = field(default_factory=list)
     outcome: Outcome = field(default_factory=Outcome)
+    observed: dict[str, int] = field(default_factory=dict)  # uid -> spec generation its run carries out
 
     def current(self, uid: str, generation: int) -> BindingRef | None:
         ref = self.refs.get(uid)
@@ -169,6 +171,8 @@ class _Batch:
             return
         target = reported(st.phase)
         finished = target in FINISHED
+        if st.observed_generation:
+            self.observed[st.job_uid] = st.observed_generation
         self.statuses[st.job_uid] = JobReport(
             st.job_uid,
             st.phase,
@@ -197,6 +201,7 @@ class _Batch:
         # Job rows first: a change of placements touches the binding (migration 0002), which
         # the binding's own move then writes over in the same transaction.
         runs_repo.update_statuses(list(self.statuses.values()), session=session)
+        job_specs.observed(self.observed, session=session)
         self._write_stops(session)
         restarts = self._restart_children(session)
         self.outcome.ended = runs_repo.move(list(self.moves.values()), self.cluster, session=session)

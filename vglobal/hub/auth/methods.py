@@ -27,6 +27,7 @@ METHODS: dict[str, Rule] = {
         {
             "SubmitJob": Rule(Action.submit_jobs, mutating=True),
             "SubmitJobs": Rule(Action.submit_jobs, mutating=True),
+            "ApplyJob": Rule(Action.submit_jobs, mutating=True),
             "GetJob": Rule(Action.read_jobs),
             "ListJobs": Rule(Action.read_jobs),
             "CancelJob": Rule(Action.cancel_jobs, mutating=True),

@@ -36,6 +36,18 @@ _UNFINISHED = frozenset(p.value for p in UNFINISHED)
 _UNPLACED = frozenset(p.value for p in UNPLACED)
 
 
+def respecified(entries: Mapping[str, Entry], rows: Sequence[LiveBinding]) -> set[str]:
+    """Waiting jobs whose facts to read again, as an apply may have changed them: those whose wait
+    began again (an apply over a waiting job restarts it), and those back to wait from a run (an
+    apply over a running job changes its gang for the next admission)."""
+    out = set()
+    for b in rows:
+        e = entries.get(b.job_uid)
+        if e is not None and b.phase == _SUSPENDED and e.binding.waiting_since != b.waiting_since:
+            out.add(b.job_uid)
+    return out
+
+
 class WrittenReason(NamedTuple):
     """The wait reason this hub last wrote for a job, and when (monotonic seconds). A NamedTuple:
     a cycle notes thousands."""
@@ -70,6 +82,7 @@ class JobCache:
     own_writes: set[int] = field(default_factory=set)
     full_read_at: float = 0.0  # monotonic seconds
     suspect: set[str] = field(default_factory=set)  # read again next time, whatever their version
+    respecified: set[str] = field(default_factory=set)  # waiting jobs whose facts to read again
     shared: Shared = field(default_factory=Shared)
     # Derived from the entries by _index / _unindex only:
     pending: dict[str, PendingJob] = field(default_factory=dict)  # in the order first read
@@ -92,6 +105,7 @@ class JobCache:
             again = self.suspect - {b.job_uid for b in rows}
             rows += live_repo.of_jobs(sorted(again), session=session)
             entries = self.entries
+            self.respecified = respecified(entries, rows)
             added = sum(1 for b in rows if b.phase in _UNFINISHED and b.job_uid not in entries)
             removed = sum(1 for b in rows if b.phase not in _UNFINISHED and b.job_uid in entries)
             if len(entries) + added - removed == count:  # else a deleted job is still kept
@@ -100,6 +114,7 @@ class JobCache:
                 self._read_at(horizon)
                 return
         rows = live_repo.live(session=session)
+        self.respecified = respecified(self.entries, rows)
         fresh = self._facts([b.job_uid for b in rows], session=session)
         self._guarded(lambda: self._replace(rows, now, fresh))
         self._read_at(horizon)
@@ -128,7 +143,9 @@ class JobCache:
         """The facts of the jobs among these that no entry holds yet (the last I/O of a read:
         what follows cannot fail half-way but through a fault of ours)."""
         entries = self.entries
-        missing = [u for u in uids if (e := entries.get(u)) is None or e.facts is None]
+        again = self.respecified
+        missing = [u for u in uids if (e := entries.get(u)) is None or e.facts is None or u in again]
+        self.respecified = set()
         return {st.uid: facts_of(st, self.shared) for st in jobs_repo.statics(missing, session=session)}
 
     def _replace(self, rows: Sequence[LiveBinding], now: float, fresh: dict[str, JobFacts]) -> None:
@@ -139,7 +156,7 @@ class JobCache:
         self.running_usage = {}
         for b in rows:
             was = old.get(b.job_uid)
-            facts = (was.facts if was is not None else None) or fresh.get(b.job_uid)
+            facts = fresh.get(b.job_uid) or (was.facts if was is not None else None)
             self._put(b, facts, now, kept_reason(was, b))
         self._expire(now)
 
@@ -210,7 +227,7 @@ class JobCache:
                 self._unindex(uid, was)
                 del entries[uid]
             if b.phase in _UNFINISHED:
-                facts = (was.facts if was is not None else None) or fresh.get(uid)
+                facts = fresh.get(uid) or (was.facts if was is not None else None)
                 self._put(b, facts, now, kept_reason(was, b))
         self._expire(now)
         if len(self.shared) > 2 * len(entries) + 1000:

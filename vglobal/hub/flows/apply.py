@@ -11,13 +11,15 @@ from sqlalchemy.orm import Session
 
 from vglobal.hub.auth.access import require
 from vglobal.hub.auth.policy import Action
-from vglobal.hub.errors import FailedPrecondition, raise_prefixed
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument, raise_prefixed
 from vglobal.hub.notify import WORKFLOWS, notify
 from vglobal.hub.submit import check_references
+from vglobal.model import apply_rules
 from vglobal.model.jobflow import JobFlow, JobTemplate, check_flow_templates, flow_job, parse_job_template
 from vglobal.model.records import JobFlowRow
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import jobflows as flows_repo
+from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo.events import NewEvent
 
 
@@ -37,15 +39,12 @@ def check_flow(flow: JobFlow, *, session: Session) -> dict[str, JobTemplate]:
 
 
 def apply_flow(flow: JobFlow, *, principal: str, now: datetime, session: Session) -> tuple[JobFlowRow, str]:
-    """Create the JobFlow; returns its row and "created", or "unchanged" if it exists as it is
-    (FAILED_PRECONDITION if it exists with another spec: a JobFlow cannot be changed)."""
-    old = flows_repo.get_flow(namespace=flow.namespace, name=flow.name, session=session)
+    """Create the JobFlow ("created"), or apply it over the stored one: "unchanged" when the
+    same, else "configured": its labels and annotations at any time, its spec until it made a
+    Job (INVALID_ARGUMENT naming the field after: what ran stays as it ran)."""
+    old = flows_repo.get_flow(namespace=flow.namespace, name=flow.name, session=session, for_update=True)
     if old is not None:
-        if old.manifest != flow.raw:
-            raise FailedPrecondition(
-                f'jobflow "{flow.key}" exists with another spec: a JobFlow cannot be changed, delete it first'
-            )
-        return old, "unchanged"
+        return _change(old, flow, principal=principal, now=now, session=session)
     templates = check_flow(flow, session=session)
     for queue in sorted({t.queue for t in templates.values()}):
         require(Action.submit_jobs, queue=queue)
@@ -61,3 +60,32 @@ def apply_flow(flow: JobFlow, *, principal: str, now: datetime, session: Session
     row = flows_repo.get_flow(uid=uid, session=session)
     assert row is not None
     return row, "created"
+
+
+def _change(
+    old: JobFlowRow, flow: JobFlow, *, principal: str, now: datetime, session: Session
+) -> tuple[JobFlowRow, str]:
+    if apply_rules.same(old.manifest, flow.raw):
+        return old, "unchanged"
+    started = bool(jobs_repo.owned(old.uid, session=session))
+    state = apply_rules.JobState("JobFlow", not started, started, "once the flow made its jobs")
+    try:
+        paths = apply_rules.check_change(old.manifest, flow.raw, state)
+    except apply_rules.Immutable as exc:
+        raise InvalidArgument(str(exc)) from None
+    templates = old.templates
+    if any(p[0] == "spec" for p in paths):
+        checked = check_flow(flow, session=session)
+        for queue in sorted({t.queue for t in checked.values()}):
+            require(Action.submit_jobs, queue=queue)
+        templates = {name: t.raw for name, t in checked.items()}
+    flows_repo.update_flow(old.uid, flow.raw, templates, session=session)
+    changed = ", ".join(apply_rules.render(p) for p in paths[:4])
+    said = f"configured by {principal}: {changed}"
+    events_repo.add_events(
+        [NewEvent("Applied", said, owner_uid=old.uid, principal=principal, time=now)], session=session
+    )
+    notify(WORKFLOWS, session=session)
+    row = flows_repo.get_flow(uid=old.uid, session=session)
+    assert row is not None
+    return row, "configured"

@@ -25,6 +25,7 @@ from vglobal.hub.errors import (
 )
 from vglobal.hub.group_commit import SubmitGroups
 from vglobal.hub.job_actions import cancel_job, delete_job, resume_job
+from vglobal.hub.job_apply import ApplyRequest, apply_job
 from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.gone import explained
 from vglobal.hub.submit import Accepted, ItemFailed, Submission, accept, store
@@ -170,6 +171,22 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 answer.hyperjob_children.extend(convert.job(r) for r, _ in stored[start:end])
             answers.append(answer)
         return answers
+
+    @rpc
+    def ApplyJob(
+        self, request: jobs_pb2.ApplyJobRequest, context: grpc.ServicerContext
+    ) -> jobs_pb2.ApplyJobResponse:
+        req = ApplyRequest(
+            request.manifest,
+            request.request_id,
+            request.field_validation,
+            request.field_manager,
+            request.server_side,
+            request.force_conflicts,
+        )
+        with dry_run_scope(self.ctx.sessions, request.dry_run) as session:
+            row, result = apply_job(req, self.ctx.settings, session=session)
+            return jobs_pb2.ApplyJobResponse(job=convert.job(row, with_manifest=True), result=result)
 
     @rpc
     def GetJob(self, request: jobs_pb2.JobRef, context: grpc.ServicerContext) -> jobs_pb2.Job:

@@ -328,6 +328,7 @@ class Delivery(NamedTuple):
     preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's
     task_priorities: dict[str, int] | None = None  # tasks with their own priorityClassName
     nominated: list[str] | None = None  # nodes admission made room on for it (preemption, reclaim)
+    spec_generation: int = 0  # the job's metadata.generation this manifest is
 
 
 def runs_of(cluster: str, *, session: Session, unacknowledged: bool = False) -> dict[str, int]:
@@ -352,14 +353,29 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
             "SELECT b.job_uid, b.generation, CAST(j.manifest AS text), j.queue, j.priority, "
             "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), "
             f"{task_priorities('j')}, "
-            "NULLIF(b.nominated, '[]'::jsonb) "
+            "NULLIF(b.nominated, '[]'::jsonb), j.spec_generation "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
             "WHERE b.job_uid = ANY(string_to_array(%(u)s, ',')) AND b.cluster = %(c)s "
             "AND b.phase = ANY(%(p)s)",
             {"u": joined(uids), "c": cluster, "p": _ADMITTED},
         )
-        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], r[7]) for r in cur.fetchall()]
+        rows = cur.fetchall()
+        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], r[7], int(r[8])) for r in rows]
+
+
+def respecified(cluster: str, *, session: Session) -> dict[str, tuple[int, int]]:
+    """The runs on this cluster whose job was applied anew since the cluster last said what it
+    carries out: uid -> (binding generation, the job's spec generation)."""
+    with cursor(session) as cur:
+        cur.execute(
+            "SELECT b.job_uid, b.generation, j.spec_generation FROM jobs j "
+            "JOIN resource_bindings b ON b.job_uid = j.uid WHERE b.cluster = %(c)s AND b.phase = ANY(%(p)s) "
+            # ix_jobs_respecified: only the jobs applied anew and not carried out yet are read
+            "AND j.spec_generation > 1 AND j.spec_generation > j.observed_generation",
+            {"c": cluster, "p": _ADMITTED},
+        )
+        return {uid: (int(gen), int(spec)) for uid, gen, spec in cur.fetchall()}
 
 
 def add_evictions(evictions: Sequence[tuple[str, Sequence[str]]], *, session: Session) -> list[str]:

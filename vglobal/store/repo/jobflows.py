@@ -96,6 +96,17 @@ def insert_flow(
     return session.execute(stmt).scalar() is not None
 
 
+def update_flow(
+    uid: str, manifest: dict[str, Any], templates: dict[str, dict[str, Any]], *, session: Session
+) -> None:
+    """A JobFlow applied anew: its manifest, and the templates its Jobs are made from."""
+    session.execute(
+        sa.update(job_flows)
+        .where(job_flows.c.uid == uid)
+        .values(manifest=manifest, templates=templates, updated_at=sa.func.now())
+    )
+
+
 def get_flow(
     *,
     session: Session,

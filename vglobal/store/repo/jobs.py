@@ -109,6 +109,9 @@ def _row(r: sa.Row[Any]) -> JobRow:
         labels=m["labels"] or {},
         submitted_by=m["submitted_by"],
         finished_at=m["binding_finished_at"],
+        spec_generation=m["spec_generation"],
+        observed_generation=m["observed_generation"],
+        managed_fields=m["managed_fields"] or {},
     )
 
 
@@ -368,3 +371,4 @@ def static_of(
 def _text(v: Any) -> str | None:
     """A fact as ``->>`` reads it: a string as itself, anything else as its JSON text."""
     return v if v is None or isinstance(v, str) else json.dumps(v)
+

@@ -103,6 +103,22 @@ class Workload:
         ready = int((obj.get("status") or {}).get("readyReplicas") or 0)
         return ("Running" if ready >= want else "Pending"), ""
 
+    def scale_patch(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON merge patch that brings the object to a manifest applied anew: its labels and
+        annotations (added or changed), and its ``spec.replicas`` where it has them."""
+        meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
+        assert isinstance(meta, Mapping)
+        patch: dict[str, Any] = {
+            "metadata": {
+                "labels": dict(meta.get("labels") or {}),
+                "annotations": dict(meta.get("annotations") or {}),
+            }
+        }
+        replicas = spec_of(raw).get("replicas")
+        if isinstance(replicas, int):
+            patch["spec"] = {"replicas": replicas}
+        return patch
+
     def body(
         self, raw: Mapping[str, Any], ref: JobRef, owner_uid: str, scheduler_name: str
     ) -> dict[str, Any]:
