@@ -19,6 +19,7 @@ from vglobal.model.manifests import load_documents
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SAMPLE_FILES = sorted((FIXTURES / "workloads").glob("*.yaml")) + sorted((FIXTURES / "manifests").glob("*.yaml"))
+SAMPLE_FILES += sorted((FIXTURES / "upstream").rglob("*.yaml"))
 
 
 def samples(kind: WorkloadKind) -> list[dict[str, Any]]:
