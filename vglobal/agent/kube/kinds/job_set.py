@@ -22,6 +22,21 @@ def ended(status: Mapping[str, Any], done: str, failed: str) -> tuple[str, str] 
     return None
 
 
+def all_ready(jobs: Any) -> bool:
+    """Every replicated job's active Jobs are ready, none failed, and some are ready or done
+    (JobSet's ``replicatedJobsStatus``: counts of Jobs; a ready Job is an active one whose pods
+    are ready or succeeded up to its parallelism)."""
+    rows = [j for j in jobs or [] if isinstance(j, Mapping)]
+
+    def n(row: Mapping[str, Any], key: str) -> int:
+        return int(row.get(key) or 0)
+
+    return bool(rows) and all(
+        n(j, "ready") >= n(j, "active") and n(j, "ready") + n(j, "succeeded") > 0 and not n(j, "failed")
+        for j in rows
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class JobSet(Workload):
     def templates(self, obj: dict[str, Any]) -> list[Template]:
@@ -37,11 +52,7 @@ class JobSet(Workload):
         end = ended(status, "Completed", "Failed")
         if end is not None:
             return end
-        jobs = status.get("replicatedJobsStatus") or []
-        busy = any(
-            int(j.get("active") or 0) + int(j.get("ready") or 0) > 0 for j in jobs if isinstance(j, Mapping)
-        )
-        return ("Running" if busy else "Pending"), ""
+        return ("Running" if all_ready(status.get("replicatedJobsStatus")) else "Pending"), ""
 
 
 ADAPTER = JobSet(job_set.KIND, "the JobSet controller (jobset.x-k8s.io/v1alpha2)")

@@ -11,7 +11,7 @@ from typing import Any
 
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.kinds.base import Workload
-from vglobal.agent.kube.kinds.job_set import ended
+from vglobal.agent.kube.kinds.job_set import all_ready, ended
 from vglobal.agent.kube.records import ROLE_LABEL
 from vglobal.model.job import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION
 from vglobal.model.kinds import train_job
@@ -60,11 +60,7 @@ class TrainJob(Workload):
         end = ended(status, "Complete", "Failed")
         if end is not None:
             return end
-        jobs = status.get("jobsStatus") or []
-        busy = any(
-            int(j.get("active") or 0) + int(j.get("ready") or 0) > 0 for j in jobs if isinstance(j, Mapping)
-        )
-        return ("Running" if busy else "Pending"), ""
+        return ("Running" if all_ready(status.get("jobsStatus")) else "Pending"), ""
 
 
 ADAPTER = TrainJob(
