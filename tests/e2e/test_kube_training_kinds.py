@@ -15,14 +15,14 @@ import pytest
 import yaml
 
 from tests.e2e.harness import System, wait_for
-from tests.e2e.test_kube_workloads import NODES, jobs, phase_is
+from tests.e2e.test_kube_workloads import NODES
 from tests.kubeapi import EmulatorProcess, api_client
 
 pytestmark = pytest.mark.e2e
 UPSTREAM = Path(__file__).parents[1] / "fixtures" / "upstream"
 
-# name -> (sample, (group, version, plural), namespace, pods it runs)
-HELD = {
+# name -> (sample, (group, version, plural) of the object or None for a Pod, namespace, pods it runs)
+HELD: dict[str, tuple[str, tuple[str, str, str] | None, str, int]] = {
     "paralleljobs": ("jobset/paralleljobs.yaml", ("jobset.x-k8s.io", "v1alpha2", "jobsets"), "default", 5),
     "pytorch-simple": ("training-operator/simple.yaml", ("kubeflow.org", "v1", "pytorchjobs"), "kubeflow", 2),
     "pi": ("mpi-operator/pi.yaml", ("kubeflow.org", "v2beta1", "mpijobs"), "default", 3),
@@ -38,6 +38,7 @@ HELD = {
         "default",
         2,
     ),
+    "nginx": ("../workloads/pod.nginx.yaml", None, "default", 1),  # the pod is the object
 }
 SIM_ENDS = {"vglobal.io/sim-duration": "2s"}
 
@@ -49,8 +50,14 @@ def emulator(tmp: Path, name: str) -> EmulatorProcess:
     )
 
 
-def obj(kubeconfig: Path, where: tuple[str, str, str], namespace: str, name: str) -> dict[str, Any] | None:
+def obj(
+    kubeconfig: Path, where: tuple[str, str, str] | None, namespace: str, name: str
+) -> dict[str, Any] | None:
+    """The object as its cluster holds it (a Pod: the pod); None when gone or going."""
     from kubernetes import client
+
+    if where is None:
+        return next((p for p in pods_of(kubeconfig, namespace) if p["metadata"]["name"] == name), None)
 
     api = api_client(kubeconfig)
     try:
@@ -66,7 +73,7 @@ def obj(kubeconfig: Path, where: tuple[str, str, str], namespace: str, name: str
     return None if got["metadata"].get("deletionTimestamp") else got
 
 
-def pods_of(kubeconfig: Path, namespace: str, job_uid: str) -> list[dict[str, Any]]:
+def pods_of(kubeconfig: Path, namespace: str, job_uid: str = "") -> list[dict[str, Any]]:
     """Live pods of the run, as JSON (the MPIJob sample's ``cpu: 1`` stays a number in the
     emulator, which the client's typed models refuse)."""
     from kubernetes import client
@@ -74,7 +81,9 @@ def pods_of(kubeconfig: Path, namespace: str, job_uid: str) -> list[dict[str, An
     api = api_client(kubeconfig)
     try:
         resp = client.CoreV1Api(api).list_namespaced_pod(
-            namespace, label_selector=f"vglobal.io/job-uid={job_uid}", _preload_content=False
+            namespace,
+            label_selector=f"vglobal.io/job-uid={job_uid}" if job_uid else "",
+            _preload_content=False,
         )
         items = json.loads(resp.data)["items"]
     finally:
@@ -112,85 +121,98 @@ def test_the_upstream_samples_run_end_fail_over_and_are_deleted_with_their_pods(
     system.start_hub("--cluster-timeout", "2s", "--failover-after", "2s")
     for name, emu in emulators.items():
         system.start_kube_agent(name, emu.kubeconfig, "--lease-duration", "0", "--create-namespaces")
-    wait_for(lambda: len(system.get_json("clusters")) == 2, 60, "agents registered", system)
-    labels = next(c["labels"] for c in system.get_json("clusters"))
-    for resource in ("jobsets.jobset.x-k8s.io", "pytorchjobs.kubeflow.org", "trainjobs.trainer.kubeflow.org"):
-        assert labels[f"workloads.vglobal.io/{resource}"] == "served"
-    for sample, *_ in HELD.values():
-        system.cli("apply", "-f", str(UPSTREAM / sample))
-    for name, path in (
-        ("pytorch-done", "training-operator/simple.yaml"),
-        ("train-done", "trainer/01-multi-node.yaml"),
-    ):
-        (file := tmp_path / f"{name}.yaml").write_text(ending(path, name))
-        system.cli("apply", "-f", str(file))
+    # one apply of every sample (as its project ships it) and of two runs told to end
+    texts = [(UPSTREAM / sample).read_text() for sample, *_ in HELD.values()]
+    texts += [
+        ending("training-operator/simple.yaml", "pytorch-done"),
+        ending("trainer/01-multi-node.yaml", "train-done"),
+    ]
+    (everything := tmp_path / "all.yaml").write_text("\n---\n".join(texts))
+    with system.client() as c:
+        wait_for(lambda: len(c.list_clusters()) == 2, 60, "agents registered", system)
+        labels = c.list_clusters()[0].labels
+        for resource in (
+            "jobsets.jobset.x-k8s.io",
+            "pytorchjobs.kubeflow.org",
+            "trainjobs.trainer.kubeflow.org",
+        ):
+            assert labels[f"workloads.vglobal.io/{resource}"] == "served"
+        system.cli("apply", "-f", str(everything))
 
-    for name in ("pytorch-done", "train-done"):
-        done = wait_for(
-            lambda n=name: phase_is(system, n, "Completed", "Failed"), 120, f"{name} to end", system
+        def job(name: str, ns: str = "default") -> Any:
+            return c.get_job(name, ns)
+
+        for name, ns in (("pytorch-done", "kubeflow"), ("train-done", "default")):
+            done = wait_for(
+                lambda n=name, ns=ns: (j := job(n, ns)).phase in ("Completed", "Failed") and j,
+                120,
+                f"{name} ends",
+                system,
+            )
+            assert done.phase == "Completed", done
+        held = {
+            n: wait_for(
+                lambda n=n, ns=ns: (j := job(n, ns)).phase == "Running" and j, 120, f"{n} running", system
+            )
+            for n, (_, _, ns, _) in HELD.items()
+        }
+        for name, got_job in held.items():
+            _, where, namespace, size = HELD[name]
+            kubeconfig = emulators[got_job.cluster].kubeconfig
+            got = obj(kubeconfig, where, namespace, name)
+            assert got is not None and got["metadata"]["labels"]["vglobal.io/job-uid"] == got_job.uid
+            pods = wait_for(
+                lambda k=kubeconfig, ns=namespace, u=got_job.uid, s=size: (
+                    p
+                    if len(p := pods_of(k, ns, u)) == s and all(x["spec"].get("nodeName") for x in p)
+                    else None
+                ),
+                60,
+                f"{name}'s {size} pods bound",
+                system,
+            )
+            assert {p["spec"]["schedulerName"] for p in pods} == {"vglobal"}, name
+
+        described = system.cli("describe", "job", "paralleljobs").stdout
+        assert "Gang (derived from the JobSet)" in described
+        assert (
+            "spec.replicatedJobs[0].template.spec.parallelism 4 x spec.replicatedJobs[0].replicas 1"
+            in described
         )
-        assert done["phase"] == "Completed", done
-    held = {
-        n: wait_for(lambda n=n: phase_is(system, n, "Running"), 120, f"{n} running", system) for n in HELD
-    }
-    for name, job in held.items():
-        _, where, namespace, size = HELD[name]
-        kubeconfig = emulators[job["cluster"]].kubeconfig
-        got = obj(kubeconfig, where, namespace, name)
-        assert got is not None and got["metadata"]["labels"]["vglobal.io/job-uid"] == job["uid"]
-        pods = wait_for(
-            lambda k=kubeconfig, ns=namespace, u=job["uid"], s=size: (
-                p if len(p := pods_of(k, ns, u)) == s and all(x["spec"].get("nodeName") for x in p) else None
-            ),
-            60,
-            f"{name}'s {size} pods bound",
-            system,
-        )
-        assert {p["spec"]["schedulerName"] for p in pods} == {"vglobal"}, name
 
-    described = system.cli("describe", "job", "paralleljobs").stdout
-    assert "Gang (derived from the JobSet)" in described
-    assert (
-        "spec.replicatedJobs[0].template.spec.parallelism 4 x spec.replicatedJobs[0].replicas 1" in described
-    )
-    described = system.cli("describe", "job", "multi-node-example").stdout
-    assert "spec.trainer.numNodes" in described and "Must start together: 3 pods" in described
-
-    # the cluster holding the JobSet stops answering: its jobs move, the JobSet whole
-    first = held["paralleljobs"]["cluster"]
-    other = "kube-b" if first == "kube-a" else "kube-a"
-    emulators[first].pause()
-    try:
-        moved = wait_for(
-            lambda: (j := jobs(system)["paralleljobs"])["cluster"] == other and j["phase"] == "Running" and j,
-            90,
-            "the JobSet on the other cluster",
-            system,
-        )
-        kube = emulators[other].kubeconfig
-        wait_for(lambda: len(pods_of(kube, "default", moved["uid"])) == 5, 60, "its 5 pods there", system)
-    finally:
-        emulators[first].resume()
-    wait_for(
-        lambda: not pods_of(emulators[first].kubeconfig, "default", held["paralleljobs"]["uid"]),
-        60,
-        "stale pods gone",
-        system,
-    )
-
-    current = jobs(system)
-    for name in HELD:
-        system.cli("delete", "job", name, "-n", HELD[name][2])
-    for name, job in current.items():
-        if name not in HELD:
-            continue
-        _, where, namespace, _ = HELD[name]
-        kubeconfig = emulators[job["cluster"]].kubeconfig
+        # the cluster holding the JobSet stops answering: its jobs move, the JobSet whole
+        first = held["paralleljobs"].cluster
+        other = "kube-b" if first == "kube-a" else "kube-a"
+        emulators[first].pause()
+        try:
+            moved = wait_for(
+                lambda: (j := job("paralleljobs")).cluster == other and j.phase == "Running" and j,
+                90,
+                "the JobSet on the other cluster",
+                system,
+            )
+            kube = emulators[other].kubeconfig
+            wait_for(lambda: len(pods_of(kube, "default", moved.uid)) == 5, 60, "its 5 pods there", system)
+        finally:
+            emulators[first].resume()
         wait_for(
-            lambda k=kubeconfig, w=where, ns=namespace, n=name, u=job["uid"]: (
-                obj(k, w, ns, n) is None and not pods_of(k, ns, u)
-            ),
+            lambda: not pods_of(emulators[first].kubeconfig, "default", held["paralleljobs"].uid),
             60,
-            f"{name} and its pods deleted",
+            "stale pods gone",
             system,
         )
+
+        current = {n: job(n, HELD[n][2]) for n in HELD}
+        for name, (_, _, ns, _) in HELD.items():
+            c.delete_job(name, ns)
+        for name, got_job in current.items():
+            _, where, namespace, _ = HELD[name]
+            kubeconfig = emulators[got_job.cluster].kubeconfig
+            wait_for(
+                lambda k=kubeconfig, w=where, ns=namespace, n=name, u=got_job.uid: (
+                    obj(k, w, ns, n) is None and not pods_of(k, ns, u)
+                ),
+                60,
+                f"{name} and its pods deleted",
+                system,
+            )

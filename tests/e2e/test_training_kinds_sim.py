@@ -26,6 +26,7 @@ SAMPLES = {
     "runtime-patches-example": ("default", 2),
     "rayservice-mobilenet": ("default", 2),
 }
+POD = UPSTREAM.parent / "workloads" / "pod.nginx.yaml"  # a plain nginx Pod
 CLUSTER = """
 apiVersion: vglobal.io/v1alpha1
 kind: SimCluster
@@ -56,10 +57,11 @@ def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(sys
     system.start_hub()
     system.start_agent("sim", CLUSTER % {"name": "sim", "nodes": 4})
     wait_for(lambda: len(system.get_json("clusters")) == 1, 90, "cluster registered", system)
-    for path in sorted(UPSTREAM.rglob("*.yaml")):
-        system.cli("apply", "-f", str(path))
+    texts = [path.read_text() for path in [*sorted(UPSTREAM.rglob("*.yaml")), POD]]
+    system.apply_text("all", "\n---\n".join(texts))
+    samples = {**SAMPLES, "nginx": ("default", 1)}
     with system.client() as c:
-        for name, (ns, pods) in SAMPLES.items():
+        for name, (ns, pods) in samples.items():
             wait_for(
                 lambda n=name, ns=ns, k=pods: (
                     sum(1 for p in c.get_job(n, ns).placements if p.node and p.phase == "Running") == k
@@ -73,9 +75,9 @@ def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(sys
         assert "spec.pytorchReplicaSpecs.Worker.replicas (all replicas)" in described
         described = system.cli("describe", "job", "rayservice-mobilenet").stdout
         assert "spec.rayClusterConfig.workerGroupSpecs[0].replicas (autoscaling off)" in described
-        for name, (ns, _) in SAMPLES.items():
+        for name, (ns, _) in samples.items():
             c.cancel_job(name, ns)
-        for name, (ns, _) in SAMPLES.items():
+        for name, (ns, _) in samples.items():
             wait_for(
                 lambda n=name, ns=ns: (
                     (j := c.get_job(n, ns)).phase == "Aborted"

@@ -123,3 +123,17 @@ def test_the_rayservice_sample_is_its_ray_cluster() -> None:
     job = read(doc("kuberay/ray-service.mobilenet.yaml"))
     assert counts(job) == {"head": 1, "worker": 1} and job.min_available == 2
     assert job.tasks[1].gang_from == "spec.rayClusterConfig.workerGroupSpecs[0].replicas (autoscaling off)"
+
+
+def test_a_plain_pod_is_a_gang_of_one_and_a_pod_in_a_podgroup_is_refused() -> None:
+    d = load_documents((UPSTREAM.parent / "workloads" / "pod.nginx.yaml").read_text())[0]
+    d["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "web"}
+    d["spec"]["priorityClassName"] = "high"
+    job = read(d)
+    assert counts(job) == {"main": 1} and job.min_available == 1 and job.queue == "web"
+    assert job.priority_class_name == "high" and job.tasks[0].gang_from == "1 pod (a plain Pod)"
+    d["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "pg"
+    with pytest.raises(
+        ManifestError, match=r"metadata.annotations\[scheduling.k8s.io/group-name\]: a pod in a PodGroup"
+    ):
+        parse_manifest(d)

@@ -136,7 +136,7 @@ class Tasks:
                 min_available=min(min_available, replicas),
                 max_retry=DEFAULT_MAX_RETRY,
                 template=copy.deepcopy(dict(template)),
-                pod_request=pod_request(self.p, f"{where}.spec", spec),
+                pod_request=pod_request(self.p, key_path(where, "spec"), spec),
                 annotations=annotations,
                 priority_class_name=own_class if isinstance(own_class, str) and own_class else None,
                 gang_from=gang_from,
