@@ -4,7 +4,9 @@ head pod (``<name>-head-xxxxx``) and per worker group its desired replicas x num
 pods are deleted and made again. ``state`` turns ``ready`` once every pod runs. A RayJob makes its
 RayCluster (``<name>-xxxxx``, labelled originated-from RayJob) and, once that is ready, in K8sJobMode
 the submitter batch/v1 Job ``<name>`` from ``submitterPodTemplate`` (or KubeRay's default); the
-submitter's end decides ``jobStatus`` SUCCEEDED or FAILED. ``vglobal.io/sim-*`` annotations of the
+submitter's end decides ``jobStatus`` SUCCEEDED or FAILED. A RayService makes its RayCluster
+(``<name>-raycluster-xxxxx``) from ``rayClusterConfig`` and is ``Ready`` once that is ready (no Serve
+applications are deployed). ``vglobal.io/sim-*`` annotations of the
 RayJob go on its default submitter pod, so the emulator's kubelet knows when it ends."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from tests.kubeapi.clock import rfc3339
 from tests.kubeapi.kinds import PODS, SERVICES
 from tests.kubeapi.store import Obj
 from tests.kubeapi.workload_ctl import Ctx, is_active, is_ready, owner_ref, phase
-from tests.kubeapi.workload_kinds import JOBS, RAYCLUSTERS, RAYJOBS
+from tests.kubeapi.workload_kinds import JOBS, RAYCLUSTERS, RAYJOBS, RAYSERVICES
 
 _SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
 SIM_KEYS = ("vglobal.io/sim-duration", "vglobal.io/sim-exit-code")
@@ -245,4 +247,45 @@ def _submitter(ctx: Ctx, rj: Obj, origin: dict[str, str]) -> str:
     return "RUNNING"
 
 
-RECONCILERS = {RAYCLUSTERS: raycluster, RAYJOBS: rayjob}
+def rayservice(ctx: Ctx, rs: Obj) -> None:
+    meta, spec = rs["metadata"], rs.get("spec") or {}
+    clusters = ctx.children(RAYCLUSTERS, rs)
+    cluster = clusters[0] if clusters else None
+    if cluster is None:
+        body = {
+            "metadata": {
+                "name": f"{meta['name']}-raycluster-{''.join(random.choices(_SUFFIX, k=5))}",
+                "labels": {
+                    "ray.io/originated-from-crd": "RayService",
+                    "ray.io/originated-from-cr-name": meta["name"],
+                },
+                "ownerReferences": [owner_ref(RAYSERVICES, rs)],
+            },
+            "spec": spec.get("rayClusterConfig") or {},
+        }
+        cluster = ctx.create(RAYCLUSTERS, meta["namespace"], body)
+        if cluster is None:
+            return
+    ready = (cluster.get("status") or {}).get("state") == "ready"
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "NonZeroServeEndpoints" if ready else "Initializing",
+        "lastTransitionTime": rfc3339(),
+    }
+    old = rs.get("status") or {}
+    if any(
+        c.get("type") == "Ready" and c.get("status") == condition["status"]
+        for c in old.get("conditions") or []
+    ):
+        return
+    status = {
+        "activeServiceStatus": {"rayClusterName": cluster["metadata"]["name"]} if ready else {},
+        "pendingServiceStatus": {} if ready else {"rayClusterName": cluster["metadata"]["name"]},
+        "conditions": [condition],
+        "observedGeneration": meta.get("generation", 1),
+    }
+    ctx.set_status(RAYSERVICES, rs, status)
+
+
+RECONCILERS = {RAYCLUSTERS: raycluster, RAYJOBS: rayjob, RAYSERVICES: rayservice}

@@ -1,6 +1,8 @@
 """The workload kinds the emulator serves beside the core ones: apps/v1 Deployments, ReplicaSets and
 StatefulSets and batch/v1 Jobs (always, as every API server has them), and the custom resources of
-KubeRay (``ray.io/v1`` RayCluster, RayJob) and LeaderWorkerSet (``leaderworkerset.x-k8s.io/v1``),
+KubeRay (``ray.io/v1`` RayCluster, RayJob, RayService), LeaderWorkerSet
+(``leaderworkerset.x-k8s.io/v1``), JobSet (``jobset.x-k8s.io/v1alpha2``), Kubeflow's training and
+MPI operators (``kubeflow.org`` PyTorchJob, MPIJob) and Trainer (``trainer.kubeflow.org`` TrainJob),
 served only while their CustomResourceDefinition exists, as on a cluster where the operator's chart
 installed it."""
 
@@ -12,6 +14,7 @@ from tests.kubeapi.kinds import Kind
 
 STATUS = frozenset({"status"})
 RAY_GROUP, LWS_GROUP = "ray.io", "leaderworkerset.x-k8s.io"
+JOBSET_GROUP, KUBEFLOW_GROUP, TRAINER_GROUP = "jobset.x-k8s.io", "kubeflow.org", "trainer.kubeflow.org"
 
 DEPLOYMENTS = Kind("apps", "v1", "deployments", "Deployment", True, STATUS, short_names=("deploy",))
 REPLICASETS = Kind("apps", "v1", "replicasets", "ReplicaSet", True, STATUS, short_names=("rs",))
@@ -22,9 +25,23 @@ RAYJOBS = Kind(RAY_GROUP, "v1", "rayjobs", "RayJob", True, STATUS, custom=True)
 LEADERWORKERSETS = Kind(
     LWS_GROUP, "v1", "leaderworkersets", "LeaderWorkerSet", True, STATUS, short_names=("lws",), custom=True
 )
+RAYSERVICES = Kind(RAY_GROUP, "v1", "rayservices", "RayService", True, STATUS, custom=True)
+JOBSETS = Kind(JOBSET_GROUP, "v1alpha2", "jobsets", "JobSet", True, STATUS, custom=True)
+PYTORCHJOBS = Kind(KUBEFLOW_GROUP, "v1", "pytorchjobs", "PyTorchJob", True, STATUS, custom=True)
+MPIJOBS = Kind(KUBEFLOW_GROUP, "v2beta1", "mpijobs", "MPIJob", True, STATUS, custom=True)
+TRAINJOBS = Kind(TRAINER_GROUP, "v1alpha1", "trainjobs", "TrainJob", True, STATUS, custom=True)
 
 BUILTIN_WORKLOADS: tuple[Kind, ...] = (DEPLOYMENTS, REPLICASETS, STATEFULSETS, JOBS)
-CUSTOM_WORKLOADS: tuple[Kind, ...] = (RAYCLUSTERS, RAYJOBS, LEADERWORKERSETS)
+CUSTOM_WORKLOADS: tuple[Kind, ...] = (
+    RAYCLUSTERS,
+    RAYJOBS,
+    LEADERWORKERSETS,
+    RAYSERVICES,
+    JOBSETS,
+    PYTORCHJOBS,
+    MPIJOBS,
+    TRAINJOBS,
+)
 
 
 def crd_name(kind: Kind) -> str:

@@ -19,6 +19,7 @@ from vglobal.model.manifests import load_documents
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SAMPLE_FILES = sorted((FIXTURES / "workloads").glob("*.yaml")) + sorted((FIXTURES / "manifests").glob("*.yaml"))
+SAMPLE_FILES += sorted((FIXTURES / "upstream").rglob("*.yaml"))
 
 
 def samples(kind: WorkloadKind) -> list[dict[str, Any]]:
@@ -39,7 +40,8 @@ def test_each_kind_is_one_record_with_names_of_its_own() -> None:
     for k in KINDS:
         # kubectl's resource.group, and the CRD's <plural>.<group>
         assert k.printed == (f"{k.kind.lower()}.{k.group}" if k.group else k.kind.lower()), ids(k)
-        assert k.resource == ("" if k.agent_makes_pods else f"{k.plural}.{k.group}"), ids(k)
+        resource = f"{k.plural}.{k.group}" if k.group else k.plural  # a core kind: "pods"
+        assert k.resource == ("" if k.agent_makes_pods else resource), ids(k)
 
 
 def test_the_model_tables_are_the_records() -> None:

@@ -54,6 +54,11 @@ AGENT_PERMISSIONS = {
             ("apps", "deployments"),
             ("apps", "statefulsets"),
             ("batch", "jobs"),
+            ("ray.io", "rayservices"),
+            ("jobset.x-k8s.io", "jobsets"),
+            ("kubeflow.org", "pytorchjobs"),
+            ("kubeflow.org", "mpijobs"),
+            ("trainer.kubeflow.org", "trainjobs"),
         ]
     },
 }

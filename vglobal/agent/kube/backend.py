@@ -156,7 +156,7 @@ class KubeBackend:
                     kind.all_namespaces,
                     record_of(kind),
                     self._changes.put,
-                    label_selector="vglobal.io/job-uid",
+                    label_selector=kind.selector,
                     watch_timeout=self.options.watch_timeout,
                 )
             )

@@ -15,7 +15,7 @@ from vglobal.model.kinds.record import WorkloadKind
 
 __all__ = ["KINDS", "WORKLOADS", "WorkloadKind", "kind_of", "printed_as"]
 
-_NOT_KINDS = frozenset({"reading", "record"})
+_NOT_KINDS = frozenset({"reading", "record", "replica_specs", "runtimes"})
 
 
 def _found() -> tuple[WorkloadKind, ...]:

@@ -9,6 +9,7 @@ since the agent writes the object from it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,7 +30,8 @@ from vglobal.model.job import (
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, pod_request, validate_model
 from vglobal.model.network_topology import NetworkTopology, NetworkTopologySpec, build_network_topology
 
-QUEUE_LABELS = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name")
+# Volcano's label and annotation, then Kueue's label (its LocalQueue's name read as the queue's).
+QUEUE_LABELS = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name", "kueue.x-k8s.io/queue-name")
 PRIORITY_LABEL = "ray.io/priority-class-name"
 TOPOLOGY_MODE_LABEL = "volcano.sh/network-topology-mode"
 TOPOLOGY_TIER_LABEL = "volcano.sh/network-topology-highest-tier-allowed"
@@ -93,6 +95,11 @@ class Tasks:
     def __init__(self, p: Problems) -> None:
         self.p = p
         self.tasks: list[Task] = []
+        # Set by a kind whose gang is one count over all its tasks (Volcano's group-min-member, a
+        # runPolicy's minAvailable): the job's minAvailable, the tasks' own minimums then 0.
+        self.gang: int | None = None
+        self.queue: str | None = None  # the queue a kind names in its spec (a runPolicy's)
+        self.priority: str | None = None  # the priority class a kind names in its spec
 
     def add(
         self,
@@ -130,7 +137,7 @@ class Tasks:
                 min_available=min(min_available, replicas),
                 max_retry=DEFAULT_MAX_RETRY,
                 template=copy.deepcopy(dict(template)),
-                pod_request=pod_request(self.p, f"{where}.spec", spec),
+                pod_request=pod_request(self.p, key_path(where, "spec"), spec),
                 annotations=annotations,
                 priority_class_name=own_class if isinstance(own_class, str) and own_class else None,
                 gang_from=gang_from,
@@ -151,6 +158,19 @@ def min_member(p: Problems, annotations: Mapping[str, str], default: int) -> int
         p.add(where, f'must be a whole number >= 1, not "{text}"')
         return default
     return int(text)
+
+
+def whole_gang(tasks: Tasks, where: str, gang: int | None) -> None:
+    """A gang of ``gang`` pods over all the tasks read (None: each task's own minimum stands):
+    the tasks' minimums give way to it, and it may not be more than their pods."""
+    if gang is None:
+        return
+    total = sum(t.replicas for t in tasks.tasks)
+    if gang > total:
+        tasks.p.add(where, f"{gang} is more than the {total} pods of all the tasks")
+        return
+    tasks.gang = gang
+    tasks.tasks = [dataclasses.replace(t, min_available=0) for t in tasks.tasks]
 
 
 def topology(p: Problems, labels: Mapping[str, str]) -> NetworkTopology | None:
@@ -203,9 +223,11 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         p.add("spec", "no pod template to run")
     if not p and sum(t.replicas for t in tasks.tasks) == 0:
         p.add("spec", "0 pods in all: at least one pod is required")
-    queue = next((v for k in QUEUE_LABELS if (v := labels.get(k) or annotations.get(k))), DEFAULT_QUEUE)
+    queue = tasks.queue or next(
+        (v for k in QUEUE_LABELS if (v := labels.get(k) or annotations.get(k))), DEFAULT_QUEUE
+    )
     check_name(p, key_path("metadata.labels", QUEUE_LABELS[0]), queue, label=False)
-    priority = labels.get(PRIORITY_LABEL) or None
+    priority = tasks.priority or labels.get(PRIORITY_LABEL) or None
     if priority:
         check_name(p, key_path("metadata.labels", PRIORITY_LABEL), priority, label=False)
     _check_sim_annotations(p, "metadata.annotations", annotations)
@@ -220,7 +242,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         annotations=annotations,
         queue=queue,
         priority_class_name=priority,
-        min_available=sum(t.min_available for t in tasks.tasks),
+        min_available=sum(t.min_available for t in tasks.tasks) if tasks.gang is None else tasks.gang,
         max_retry=DEFAULT_MAX_RETRY,
         scheduler_name=DEFAULT_SCHEDULER,
         network_topology=network,

@@ -18,7 +18,7 @@ __all__ = ["ADAPTERS", "KINDS", "Workload", "kind_of"]
 def _found() -> dict[tuple[str, str], Workload]:
     found: dict[tuple[str, str], Workload] = {}
     for info in pkgutil.iter_modules(__path__):
-        if info.name != "base":
+        if info.name not in ("base", "replica_specs"):
             adapter = importlib.import_module(f"{__name__}.{info.name}").ADAPTER
             assert isinstance(adapter, Workload), info.name
             found[adapter.record.key] = adapter

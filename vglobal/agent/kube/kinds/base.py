@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from vglobal.agent.kube.bodies import JobRef, owner_reference
-from vglobal.agent.kube.records import ROLE_LABEL
+from vglobal.agent.kube.records import JOB_UID_LABEL, ROLE_LABEL
 from vglobal.model.kinds import WorkloadKind
 
 Template = tuple[str, dict[str, Any]]  # (role, pod template)
@@ -68,6 +68,11 @@ class Workload:
     @property
     def api_path(self) -> str:
         return f"/apis/{self.api_version}"
+
+    @property
+    def selector(self) -> str:
+        """The label selector of the informer over its objects: those the agent wrote."""
+        return JOB_UID_LABEL
 
     @property
     def all_namespaces(self) -> str:

@@ -1,0 +1,28 @@
+"""Kubeflow's MPIJob (``kubeflow.org/v2beta1``): ``launcher`` and ``worker`` tasks, all their replicas
+one gang unless the run policy says fewer (``replica_specs.py``); runs to its end."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vglobal.model.kinds.reading import Tasks, WorkloadManifest, workload_reader
+from vglobal.model.kinds.record import WorkloadKind
+from vglobal.model.kinds.replica_specs import read_replica_specs
+
+REPLICA_TYPES = ("Launcher", "Worker")
+
+
+def _read(tasks: Tasks, base: str, spec: Mapping[str, Any], annotations: Mapping[str, str]) -> None:
+    read_replica_specs(tasks, base, spec, "mpiReplicaSpecs", REPLICA_TYPES)
+
+
+KIND = WorkloadKind(
+    "kubeflow.org/v2beta1",
+    "MPIJob",
+    "mpijobs",
+    "mpijob.kubeflow.org",
+    workload_reader(_read),
+    WorkloadManifest,
+    order=18,
+)

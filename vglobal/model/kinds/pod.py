@@ -1,0 +1,30 @@
+"""A plain ``v1`` Pod: one ``main`` task of one pod, the pod itself its template, a gang of 1. A pod
+naming a Volcano PodGroup (``scheduling.k8s.io/group-name``) is refused: PodGroups are not read, and
+a gang of plain pods is submitted as one workload (a Volcano Job, a JobSet) instead. Runs to its end."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vglobal.model.errors import key_path
+from vglobal.model.kinds.reading import Tasks, WorkloadManifest, workload_reader
+from vglobal.model.kinds.record import WorkloadKind
+
+GROUP_NAME = "scheduling.k8s.io/group-name"
+
+
+def _read(tasks: Tasks, base: str, spec: Mapping[str, Any], annotations: Mapping[str, str]) -> None:
+    if GROUP_NAME in annotations:
+        tasks.p.add(
+            key_path("metadata.annotations", GROUP_NAME),
+            "a pod in a PodGroup is not taken: submit its gang as one workload (a Volcano Job or a JobSet)",
+        )
+        return
+    template = {"metadata": {"annotations": dict(annotations)}, "spec": dict(spec)}
+    tasks.add("main", "", template, 1, 1, gang_from="1 pod (a plain Pod)")
+    if isinstance(spec.get("priorityClassName"), str) and spec["priorityClassName"]:
+        tasks.priority = spec["priorityClassName"]
+
+
+KIND = WorkloadKind("v1", "Pod", "pods", "pod", workload_reader(_read), WorkloadManifest, order=21)
