@@ -26,6 +26,7 @@ from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
 from vglobal.model.queue_affinity import QueueAffinity
+from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
 
 WaitAll = Callable[[Iterable[PendingJob], Wait], None]  # decides that these jobs wait, and why
@@ -196,6 +197,9 @@ class Prepared:
                 self.queue_jobs[i] += len(jobs)
             if i < 0 or not tree.is_leaf[i] or not tree.open[i]:
                 wait_all(jobs, queue_wait(tree, queue))
+                continue
+            if tree.snaps[i].over_budget:
+                wait_all(jobs, Wait(WaitKind.OverBudget, tree.snaps[i].over_budget))
                 continue
             leaf = leaves.get(i)
             if leaf is None:

@@ -57,6 +57,8 @@ class QueueSnap:
     reclaimed: ResourceVector = EMPTY
     # spec.affinity (node groups); None = unset, so the nearest ancestor's applies (nodegroups.py).
     affinity: QueueAffinity | None = None
+    # Set when the queue spent its GPU-hour budget (the hub's spend ledger): why its jobs wait.
+    over_budget: str = ""
     # Its volcano.sh/nodegroup-resource-limits: per node group, what its pods may hold there
     # (group_limits.py); not inherited.
     node_group_limits: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_LIMITS)

@@ -55,6 +55,7 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
             "allocated",
             "running",
             "reserved",
+            "budget",
             "usage",
             "usageShare",
             "pendingJobs",

@@ -226,6 +226,7 @@ def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None =
     affinity = affinity_from_manifest(row.manifest)
     cap = row.status.get("capability", row.capability)
     deserved = row.status.get("deserved")
+    budget = row.status.get("budget") or {}
     return queues_pb2.Queue(
         name=row.name,
         parent=row.parent or "",
@@ -248,6 +249,9 @@ def queue(row: QueueRow, usage: QueueUsage | None, decayed: StoredUsage | None =
             {r: v - usage.placed.get(r, 0) for r, v in usage.allocated.items() if v > usage.placed.get(r, 0)}
         ),
         affinity=queue_affinity(affinity) if affinity is not None else None,
+        budget_gpu_hours=float(budget.get("gpuHours", 0.0)),
+        spent_gpu_hours=float(budget.get("spentGpuHours", 0.0)),
+        budget_period_seconds=float(budget.get("periodSeconds", 0.0)),
     )
 
 

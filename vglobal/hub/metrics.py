@@ -80,6 +80,18 @@ QUEUE_NEVER_FIT = Gauge(
     ["queue"],
     registry=REGISTRY,
 )
+QUEUE_BUDGET = Gauge(
+    "vglobal_queue_budget_gpu_hours",
+    "A queue's GPU-hour budget for its period (vglobal.io/gpu-hours-budget)",
+    ["queue"],
+    registry=REGISTRY,
+)
+QUEUE_SPENT = Gauge(
+    "vglobal_queue_spent_gpu_hours",
+    "GPU-hours a budgeted queue and its descendants spent over the budget's period",
+    ["queue"],
+    registry=REGISTRY,
+)
 QUEUE_RUNNING = Gauge(
     "vglobal_queue_running_jobs", "Admitted, unfinished jobs of a queue", ["queue"], registry=REGISTRY
 )

@@ -25,6 +25,7 @@ class WaitKind(StrEnum):
     BehindStarving = "BehindStarving"  # starving, but behind its queue's starving job
     NeverFits = "NeverFits"  # no candidate cluster could hold it even when empty
     Claimed = "Claimed"  # a victim: the room it left is claimed by the job it was taken for
+    OverBudget = "OverBudget"  # its queue spent its GPU-hour budget for the period
     # Set by the hub outside admission, when it moves a job back to waiting (until the next cycle
     # says why it waits now), or when admission has not looked at the job yet.
     Rejected = "Rejected"  # the cluster's agent refused the binding (no room in time, bad manifest)

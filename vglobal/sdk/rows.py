@@ -19,6 +19,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from vglobal import convert
 from vglobal.api.v1 import clusters_pb2, common_pb2, cronjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2
 from vglobal.model.quantity import QuantityError, parse_decimal
+from vglobal.model.queue_budget import hours_text, period_text
 
 FINISHED = frozenset({"Completed", "Failed", "Aborted", "Terminated", "Succeed", "Succeeded"})
 
@@ -128,6 +129,16 @@ def starts_in(j: jobs_pb2.Job, now: float) -> str:
     return f"{when}{where}, {behind}" if j.jobs_ahead else f"{when}{where}"
 
 
+def budget_text(q: queues_pb2.Queue) -> str:
+    """"9,120 of 10,000 GPU-hours over 30 days (91 %)", or "" for a queue without a budget."""
+    if q.budget_gpu_hours <= 0:
+        return ""
+    span = period_text(q.budget_period_seconds)
+    pct = 100 * q.spent_gpu_hours / q.budget_gpu_hours
+    spent, budget = hours_text(q.spent_gpu_hours), hours_text(q.budget_gpu_hours)
+    return f"{spent} of {budget} GPU-hours over {span} ({pct:.0f} %)"
+
+
 def queue_row(q: queues_pb2.Queue) -> dict[str, Any]:
     return {
         "name": q.name,
@@ -149,6 +160,8 @@ def queue_row(q: queues_pb2.Queue) -> dict[str, Any]:
         # allocation (usage·ln2/half-life) over deserved; 1 = at its share.
         "usage": quantities(q.usage),
         "usageShare": round(q.usage_share, 3),
+        # GPU-hour budget: spent over the period against it ("" without one)
+        "budget": budget_text(q),
     }
 
 

@@ -51,6 +51,16 @@ queue_usage = sa.Table(
     sa.Column("at", sa.Float, nullable=False),
 )
 
+# GPU-seconds each queue's jobs held, per UTC day (epoch day number): what its GPU-hour budget is
+# charged against (migration 0021).
+queue_spend = sa.Table(
+    "queue_spend",
+    metadata,
+    sa.Column("queue", sa.Text, primary_key=True),
+    sa.Column("day", sa.Integer, primary_key=True),
+    sa.Column("gpu_seconds", sa.Float, nullable=False),
+)
+
 # Claims on room freed by victims (admission/victims/claims.py), one per job they were taken for,
 # as the last dispatch cycle returned them: the next cycle's input, the next leader's too.
 admission_claims = sa.Table(

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vglobal/v1/queues.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"K\n\x0c\x41pplyRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x18\n\x10\x66ield_validation\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"\x18\n\x08QueueRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xd3\x04\n\x05Queue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06parent\x18\x02 \x01(\t\x12\x0e\n\x06weight\x18\x03 \x01(\x05\x12\x10\n\x08priority\x18\x04 \x01(\x05\x12\r\n\x05state\x18\x05 \x01(\t\x12\x13\n\x0breclaimable\x18\x06 \x01(\x08\x12,\n\ncapability\x18\x07 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08\x64\x65served\x18\x08 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tguarantee\x18\t \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tallocated\x18\n \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x14\n\x0cpending_jobs\x18\x0b \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x0c \x01(\x05\x12\x31\n\x0fspec_capability\x18\r \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x10\n\x08manifest\x18\x0e \x01(\t\x12\'\n\x05usage\x18\x0f \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x13\n\x0busage_share\x18\x10 \x01(\x01\x12)\n\x07running\x18\x64 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08reserved\x18\x65 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12,\n\x08\x61\x66\x66inity\x18\xac\x02 \x01(\x0b\x32\x19.vglobal.v1.QueueAffinity\"\x13\n\x11ListQueuesRequest\"7\n\x12ListQueuesResponse\x12!\n\x06queues\x18\x01 \x03(\x0b\x32\x11.vglobal.v1.Queue\"1\n\x12\x44\x65leteQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"9\n\x13\x44\x65leteQueueResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65leted_jobs\x18\x02 \x01(\x05\"_\n\rPriorityClass\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05\x12\x16\n\x0eglobal_default\x18\x03 \x01(\x08\x12\x19\n\x11preemption_policy\x18\x04 \x01(\t\"\x1c\n\x1aListPriorityClassesRequest\"R\n\x1bListPriorityClassesResponse\x12\x33\n\x10priority_classes\x18\x01 \x03(\x0b\x32\x19.vglobal.v1.PriorityClass\" \n\x10PriorityClassRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x8e\x01\n\x13QueueHistoryRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05since\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0bmax_samples\x18\x04 \x01(\x05\"\xa6\x02\n\x0bQueueSample\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\tallocated\x18\x02 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08\x64\x65served\x18\x03 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12,\n\ncapability\x18\x04 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tguarantee\x18\x05 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x14\n\x0cpending_jobs\x18\x06 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x07 \x01(\x05\x12\r\n\x05share\x18\x08 \x01(\x01\"F\n\x0cQueueHistory\x12\x0c\n\x04name\x18\x01 \x01(\t\x12(\n\x07samples\x18\x02 \x03(\x0b\x32\x17.vglobal.v1.QueueSample\"@\n\x14QueueHistoryResponse\x12(\n\x06queues\x18\x01 \x03(\x0b\x32\x18.vglobal.v1.QueueHistory2\xe1\x05\n\x0cQueueService\x12\x39\n\nApplyQueue\x12\x18.vglobal.v1.ApplyRequest\x1a\x11.vglobal.v1.Queue\x12\x33\n\x08GetQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12K\n\nListQueues\x12\x1d.vglobal.v1.ListQueuesRequest\x1a\x1e.vglobal.v1.ListQueuesResponse\x12N\n\x0b\x44\x65leteQueue\x12\x1e.vglobal.v1.DeleteQueueRequest\x1a\x1f.vglobal.v1.DeleteQueueResponse\x12\x34\n\tOpenQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12\x35\n\nCloseQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12I\n\x12\x41pplyPriorityClass\x12\x18.vglobal.v1.ApplyRequest\x1a\x19.vglobal.v1.PriorityClass\x12\x66\n\x13ListPriorityClasses\x12&.vglobal.v1.ListPriorityClassesRequest\x1a\'.vglobal.v1.ListPriorityClassesResponse\x12N\n\x13\x44\x65letePriorityClass\x12\x1c.vglobal.v1.PriorityClassRef\x1a\x19.vglobal.v1.PriorityClass\x12T\n\x0fGetQueueHistory\x12\x1f.vglobal.v1.QueueHistoryRequest\x1a .vglobal.v1.QueueHistoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17vglobal/v1/queues.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"K\n\x0c\x41pplyRequest\x12\x10\n\x08manifest\x18\x01 \x01(\t\x12\x18\n\x10\x66ield_validation\x18\x02 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"\x18\n\x08QueueRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xa8\x05\n\x05Queue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06parent\x18\x02 \x01(\t\x12\x0e\n\x06weight\x18\x03 \x01(\x05\x12\x10\n\x08priority\x18\x04 \x01(\x05\x12\r\n\x05state\x18\x05 \x01(\t\x12\x13\n\x0breclaimable\x18\x06 \x01(\x08\x12,\n\ncapability\x18\x07 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08\x64\x65served\x18\x08 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tguarantee\x18\t \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tallocated\x18\n \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x14\n\x0cpending_jobs\x18\x0b \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x0c \x01(\x05\x12\x31\n\x0fspec_capability\x18\r \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x10\n\x08manifest\x18\x0e \x01(\t\x12\'\n\x05usage\x18\x0f \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x13\n\x0busage_share\x18\x10 \x01(\x01\x12)\n\x07running\x18\x64 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08reserved\x18\x65 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12,\n\x08\x61\x66\x66inity\x18\xac\x02 \x01(\x0b\x32\x19.vglobal.v1.QueueAffinity\x12\x19\n\x10\x62udget_gpu_hours\x18\xd8\x04 \x01(\x01\x12\x18\n\x0fspent_gpu_hours\x18\xd9\x04 \x01(\x01\x12\x1e\n\x15\x62udget_period_seconds\x18\xda\x04 \x01(\x01\"\x13\n\x11ListQueuesRequest\"7\n\x12ListQueuesResponse\x12!\n\x06queues\x18\x01 \x03(\x0b\x32\x11.vglobal.v1.Queue\"1\n\x12\x44\x65leteQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"9\n\x13\x44\x65leteQueueResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65leted_jobs\x18\x02 \x01(\x05\"_\n\rPriorityClass\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05\x12\x16\n\x0eglobal_default\x18\x03 \x01(\x08\x12\x19\n\x11preemption_policy\x18\x04 \x01(\t\"\x1c\n\x1aListPriorityClassesRequest\"R\n\x1bListPriorityClassesResponse\x12\x33\n\x10priority_classes\x18\x01 \x03(\x0b\x32\x19.vglobal.v1.PriorityClass\" \n\x10PriorityClassRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x8e\x01\n\x13QueueHistoryRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12)\n\x05since\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0bmax_samples\x18\x04 \x01(\x05\"\xa6\x02\n\x0bQueueSample\x12(\n\x04time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\tallocated\x18\x02 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12*\n\x08\x64\x65served\x18\x03 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12,\n\ncapability\x18\x04 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12+\n\tguarantee\x18\x05 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x14\n\x0cpending_jobs\x18\x06 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x07 \x01(\x05\x12\r\n\x05share\x18\x08 \x01(\x01\"F\n\x0cQueueHistory\x12\x0c\n\x04name\x18\x01 \x01(\t\x12(\n\x07samples\x18\x02 \x03(\x0b\x32\x17.vglobal.v1.QueueSample\"@\n\x14QueueHistoryResponse\x12(\n\x06queues\x18\x01 \x03(\x0b\x32\x18.vglobal.v1.QueueHistory2\xe1\x05\n\x0cQueueService\x12\x39\n\nApplyQueue\x12\x18.vglobal.v1.ApplyRequest\x1a\x11.vglobal.v1.Queue\x12\x33\n\x08GetQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12K\n\nListQueues\x12\x1d.vglobal.v1.ListQueuesRequest\x1a\x1e.vglobal.v1.ListQueuesResponse\x12N\n\x0b\x44\x65leteQueue\x12\x1e.vglobal.v1.DeleteQueueRequest\x1a\x1f.vglobal.v1.DeleteQueueResponse\x12\x34\n\tOpenQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12\x35\n\nCloseQueue\x12\x14.vglobal.v1.QueueRef\x1a\x11.vglobal.v1.Queue\x12I\n\x12\x41pplyPriorityClass\x12\x18.vglobal.v1.ApplyRequest\x1a\x19.vglobal.v1.PriorityClass\x12\x66\n\x13ListPriorityClasses\x12&.vglobal.v1.ListPriorityClassesRequest\x1a\'.vglobal.v1.ListPriorityClassesResponse\x12N\n\x13\x44\x65letePriorityClass\x12\x1c.vglobal.v1.PriorityClassRef\x1a\x19.vglobal.v1.PriorityClass\x12T\n\x0fGetQueueHistory\x12\x1f.vglobal.v1.QueueHistoryRequest\x1a .vglobal.v1.QueueHistoryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,31 +38,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUEUEREF']._serialized_start=174
   _globals['_QUEUEREF']._serialized_end=198
   _globals['_QUEUE']._serialized_start=201
-  _globals['_QUEUE']._serialized_end=796
-  _globals['_LISTQUEUESREQUEST']._serialized_start=798
-  _globals['_LISTQUEUESREQUEST']._serialized_end=817
-  _globals['_LISTQUEUESRESPONSE']._serialized_start=819
-  _globals['_LISTQUEUESRESPONSE']._serialized_end=874
-  _globals['_DELETEQUEUEREQUEST']._serialized_start=876
-  _globals['_DELETEQUEUEREQUEST']._serialized_end=925
-  _globals['_DELETEQUEUERESPONSE']._serialized_start=927
-  _globals['_DELETEQUEUERESPONSE']._serialized_end=984
-  _globals['_PRIORITYCLASS']._serialized_start=986
-  _globals['_PRIORITYCLASS']._serialized_end=1081
-  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_start=1083
-  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_end=1111
-  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_start=1113
-  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_end=1195
-  _globals['_PRIORITYCLASSREF']._serialized_start=1197
-  _globals['_PRIORITYCLASSREF']._serialized_end=1229
-  _globals['_QUEUEHISTORYREQUEST']._serialized_start=1232
-  _globals['_QUEUEHISTORYREQUEST']._serialized_end=1374
-  _globals['_QUEUESAMPLE']._serialized_start=1377
-  _globals['_QUEUESAMPLE']._serialized_end=1671
-  _globals['_QUEUEHISTORY']._serialized_start=1673
-  _globals['_QUEUEHISTORY']._serialized_end=1743
-  _globals['_QUEUEHISTORYRESPONSE']._serialized_start=1745
-  _globals['_QUEUEHISTORYRESPONSE']._serialized_end=1809
-  _globals['_QUEUESERVICE']._serialized_start=1812
-  _globals['_QUEUESERVICE']._serialized_end=2549
+  _globals['_QUEUE']._serialized_end=881
+  _globals['_LISTQUEUESREQUEST']._serialized_start=883
+  _globals['_LISTQUEUESREQUEST']._serialized_end=902
+  _globals['_LISTQUEUESRESPONSE']._serialized_start=904
+  _globals['_LISTQUEUESRESPONSE']._serialized_end=959
+  _globals['_DELETEQUEUEREQUEST']._serialized_start=961
+  _globals['_DELETEQUEUEREQUEST']._serialized_end=1010
+  _globals['_DELETEQUEUERESPONSE']._serialized_start=1012
+  _globals['_DELETEQUEUERESPONSE']._serialized_end=1069
+  _globals['_PRIORITYCLASS']._serialized_start=1071
+  _globals['_PRIORITYCLASS']._serialized_end=1166
+  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_start=1168
+  _globals['_LISTPRIORITYCLASSESREQUEST']._serialized_end=1196
+  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_start=1198
+  _globals['_LISTPRIORITYCLASSESRESPONSE']._serialized_end=1280
+  _globals['_PRIORITYCLASSREF']._serialized_start=1282
+  _globals['_PRIORITYCLASSREF']._serialized_end=1314
+  _globals['_QUEUEHISTORYREQUEST']._serialized_start=1317
+  _globals['_QUEUEHISTORYREQUEST']._serialized_end=1459
+  _globals['_QUEUESAMPLE']._serialized_start=1462
+  _globals['_QUEUESAMPLE']._serialized_end=1756
+  _globals['_QUEUEHISTORY']._serialized_start=1758
+  _globals['_QUEUEHISTORY']._serialized_end=1828
+  _globals['_QUEUEHISTORYRESPONSE']._serialized_start=1830
+  _globals['_QUEUEHISTORYRESPONSE']._serialized_end=1894
+  _globals['_QUEUESERVICE']._serialized_start=1897
+  _globals['_QUEUESERVICE']._serialized_end=2634
 # @@protoc_insertion_point(module_scope)

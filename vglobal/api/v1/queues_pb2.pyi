@@ -90,6 +90,9 @@ class Queue(_message.Message):
     RUNNING_FIELD_NUMBER: _builtins.int
     RESERVED_FIELD_NUMBER: _builtins.int
     AFFINITY_FIELD_NUMBER: _builtins.int
+    BUDGET_GPU_HOURS_FIELD_NUMBER: _builtins.int
+    SPENT_GPU_HOURS_FIELD_NUMBER: _builtins.int
+    BUDGET_PERIOD_SECONDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     weight: _builtins.int
@@ -101,6 +104,13 @@ class Queue(_message.Message):
     running_jobs: _builtins.int
     manifest: _builtins.str
     usage_share: _builtins.float
+    budget_gpu_hours: _builtins.float
+    """Its GPU-hour budget (annotation vglobal.io/gpu-hours-budget; 0 = none), what it and its
+    descendants spent over the budget's period (whole UTC days, today's included) as of the
+    leader's last dispatch cycle, and the period in seconds.
+    """
+    spent_gpu_hours: _builtins.float
+    budget_period_seconds: _builtins.float
     @_builtins.property
     def capability(self) -> _common_pb2.ResourceList:
         """effective capability (realCap) when known, else the spec's"""
@@ -158,10 +168,13 @@ class Queue(_message.Message):
         running: _common_pb2.ResourceList | None = ...,
         reserved: _common_pb2.ResourceList | None = ...,
         affinity: _common_pb2.QueueAffinity | None = ...,
+        budget_gpu_hours: _builtins.float = ...,
+        spent_gpu_hours: _builtins.float = ...,
+        budget_period_seconds: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "reserved", b"reserved", "running", b"running", "spec_capability", b"spec_capability", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "reserved", b"reserved", "running", b"running", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "state", b"state", "usage", b"usage", "usage_share", b"usage_share", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allocated", b"allocated", "budget_gpu_hours", b"budget_gpu_hours", "budget_period_seconds", b"budget_period_seconds", "capability", b"capability", "deserved", b"deserved", "guarantee", b"guarantee", "manifest", b"manifest", "name", b"name", "parent", b"parent", "pending_jobs", b"pending_jobs", "priority", b"priority", "reclaimable", b"reclaimable", "reserved", b"reserved", "running", b"running", "running_jobs", b"running_jobs", "spec_capability", b"spec_capability", "spent_gpu_hours", b"spent_gpu_hours", "state", b"state", "usage", b"usage", "usage_share", b"usage_share", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

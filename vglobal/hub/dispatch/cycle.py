@@ -220,7 +220,10 @@ class Dispatcher:
                 result = admit(snapshot)
                 t_admit = time.perf_counter()
                 statuses = changed_statuses(
-                    result, self.reader.queue_status, held_by_cluster(snapshot, result)
+                    result,
+                    self.reader.queue_status,
+                    held_by_cluster(snapshot, result),
+                    self.reader.budgets.status,
                 )
                 done, reclaimed, admitted = write_admissions(result, session=session)
                 claims = [claim_row(c) for c in result.claims]
@@ -267,7 +270,7 @@ class Dispatcher:
         jobs.noted(waits, now)
         entries = jobs.entries
         queue_of = {u: e.facts.queue for u, _, _ in done if (e := entries.get(u)) and e.facts}
-        record_cycle(snapshot, result, done, queue_of, reclaimed)
+        record_cycle(snapshot, result, done, queue_of, reclaimed, self.reader.budgets.status)
         finished = time.perf_counter()
         metrics.CYCLE_SECONDS.observe(finished - started)
         return CycleStats(

@@ -84,6 +84,7 @@ def changed_statuses(
     result: AdmissionResult,
     stored: dict[str, dict[str, Any]],
     held: Mapping[str, Mapping[str, Mapping[str, int]]],
+    budgets: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The queues' figures (deserved, realCap, what they hold per cluster: ``held``) where they
     differ from those stored with the queue when the snapshot was read: most queues' figures hold
@@ -96,6 +97,8 @@ def changed_statuses(
         }
         if held.get(name):
             status["clusters"] = {c: dict(u) for c, u in sorted(held[name].items())}
+        if budgets and name in budgets:
+            status["budget"] = budgets[name]
         if stored.get(name) != status:
             out[name] = status
     return out

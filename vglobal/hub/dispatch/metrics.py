@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from vglobal.admission import AdmissionResult, ClusterSnap, Snapshot
 from vglobal.admission.snapshot import QueueSnap, QueueStatus, Wait
@@ -39,6 +41,7 @@ def record_cycle(
     done: list[tuple[str, str, int]],
     queue_of: dict[str, str],
     reclaimed: int,
+    budgets: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Every metric of a cycle, set together, so a scrape sees the admissions counted together
     with the queue figures they moved. A series this cycle did not set (its queue, cluster or
@@ -61,6 +64,9 @@ def record_cycle(
         set_gauge(metrics.QUEUE_STARVING, starving.get(name, 0), name)
         set_gauge(metrics.QUEUE_NEVER_FIT, never_fit.get(name, 0), name)
         record_volcano_queue(q, specs.get(name))
+    for name, b in (budgets or {}).items():
+        set_gauge(metrics.QUEUE_BUDGET, b["gpuHours"], name)
+        set_gauge(metrics.QUEUE_SPENT, b["spentGpuHours"], name)
     for spec in snapshot.queues:  # leaf figures as read: what runs and what gangs hold in reserve
         placed = {r: spec.running.get(r, 0) for r in spec.allocated}
         set_resources(metrics.QUEUE_PLACED, placed, spec.name)

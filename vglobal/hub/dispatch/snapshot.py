@@ -7,17 +7,19 @@ only the rows written since (``JobCache.refresh``, ``ClusterCache.read``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission import QueueSnap, Snapshot
+from vglobal.admission import PendingJob, QueueSnap, Snapshot
 from vglobal.admission.inputs import claims_of
 from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
 from vglobal.hub.dispatch.clusters import ClusterCache
 from vglobal.hub.dispatch.fair_usage import FairUsage
+from vglobal.hub.dispatch.spend import BudgetView, SpendLedger
 from vglobal.model.queue_affinity import affinity_from_manifest, limit_vectors
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.store.repo import claims as claims_repo
@@ -41,6 +43,8 @@ class SnapshotReader:
     # The claims on freed room as stored when the last snapshot was read (a small table, read each
     # cycle so a new leader continues them).
     claim_rows: list[dict[str, Any]] = field(default_factory=list)
+    spend: SpendLedger = field(default_factory=SpendLedger)  # GPU-hours budgets are charged from it
+    budgets: BudgetView = field(default_factory=BudgetView)  # the last read's
 
     def fair_usage(self, settings: HubSettings) -> FairUsage:
         if self.fair is None:
@@ -55,8 +59,12 @@ class SnapshotReader:
         self.claim_rows = claims_repo.load(session=session)
         self.queue_status = {q.name: q.status for q in queue_rows}
         fair = self.fair_usage(settings)
-        fair.charge(now, {q.name: jobs.allocated(q.name) for q in queue_rows}, session=session)
+        held = {q.name: jobs.allocated(q.name) for q in queue_rows}
+        fair.charge(now, held, session=session)
         reclaimed = fair.reclaimed(now) if settings.reclaim_limit > 0 else {}
+        self.spend.charge(now, held, session=session)
+        notes = {q.name: (q.parent, _annotations(q.manifest)) for q in queue_rows}
+        budgets = self.budgets = self.spend.view(notes, now)
         queues = tuple(
             QueueSnap(
                 name=q.name,
@@ -74,7 +82,8 @@ class SnapshotReader:
                 usage=fair.usage(q.name),
                 reclaimed=reclaimed.get(q.name, EMPTY),
                 affinity=affinity_from_manifest(q.manifest),
-                node_group_limits=limit_vectors((q.manifest.get("metadata") or {}).get("annotations") or {}),
+                node_group_limits=limit_vectors(notes[q.name][1]),
+                over_budget=budgets.over.get(q.name, ""),
             )
             for q in queue_rows
         )
@@ -86,8 +95,20 @@ class SnapshotReader:
             now=now,
             queues=queues,
             clusters=clusters,
-            pending=tuple(jobs.pending.values()),
+            pending=_near_budget(tuple(jobs.pending.values()), budgets.near),
             running=tuple(jobs.running.values()),
             policy=settings.admission_policy(),
             claims=claims_of(self.claim_rows),
         )
+
+
+def _near_budget(pending: tuple[PendingJob, ...], near: set[str]) -> tuple[PendingJob, ...]:
+    """Jobs of a queue near its GPU-hour budget take only free room: no victims."""
+    if not near:
+        return pending
+    return tuple(replace(p, preemption_policy="Never") if p.queue in near else p for p in pending)
+
+
+def _annotations(manifest: Mapping[str, Any]) -> Mapping[str, str]:
+    return (manifest.get("metadata") or {}).get("annotations") or {}
+
