@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, JOB_CHANGES, REVISIONS, WORKFLOWS, Wakeups
+from vglobal.hub.secret_box import SecretBox
 
 
 @dataclass
@@ -23,6 +24,8 @@ class HubContext:
     )
     # What CronJob schedules are read by (tests give the hub a clock they move)
     clock: Clock = field(default_factory=RealClock)
+    # Seals and opens Secrets (--secret-keys-file); without keys, Secrets are refused.
+    secrets: SecretBox = field(default_factory=lambda: SecretBox([]))
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(self.clock.now(), UTC)

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 JSON = "application/json"
+JSON_PATCH = "application/json-patch+json"
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
 AUTH_REFRESH = 30.0  # seconds an authorization header is reused
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -168,6 +169,13 @@ class KubeApi:
         self._auth: tuple[float, dict[str, str]] | None = None
         self._auth_lock = threading.Lock()
 
+    def _headers_for(self, method: str) -> dict[str, str]:
+        """The agent's patches are JSON patches (RFC 6902); every other body is a JSON object."""
+        headers = self._headers()
+        if method == "PATCH":
+            headers["Content-Type"] = JSON_PATCH
+        return headers
+
     def _headers(self) -> dict[str, str]:
         """Headers with the current token. The client's own refresh (in-cluster token file, exec
         plugins) runs every AUTH_REFRESH seconds rather than per request: in this client release
@@ -195,7 +203,7 @@ class KubeApi:
                     method,
                     self._prefix + path,
                     body=data,
-                    headers=self._headers(),
+                    headers=self._headers_for(method),
                     timeout=limits,
                     preload_content=False,
                     retries=False,
@@ -206,7 +214,7 @@ class KubeApi:
                 method,
                 self.host + path,
                 body=data,
-                headers=self._headers(),
+                headers=self._headers_for(method),
                 timeout=limits,
                 preload_content=False,
                 retries=False,
@@ -249,7 +257,7 @@ class KubeApi:
         self.bucket.acquire()
         data = None if body is None else orjson.dumps(body)
         try:
-            answer = direct.exchange(method, self._prefix + full, data, self._headers(), timeout)
+            answer = direct.exchange(method, self._prefix + full, data, self._headers_for(method), timeout)
         except Broken as exc:
             raise ApiError(0, "Unreachable", str(exc), method=method, path=full) from exc
         if not 200 <= answer.status <= 299:

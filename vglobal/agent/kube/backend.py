@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.agent.backends.base import JobProblem, RunStart
+from vglobal.agent.backends.base import DependencyObject, JobProblem, RunStart
 from vglobal.agent.kube import bodies, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef
@@ -227,7 +227,7 @@ class KubeBackend:
         ref = JobRef(run.uid, run.generation, ns, run.job.name)
         if kind is not None:
             self.workloads.start(ref, kind, run.job)
-        self.tracker.start_job(ref, run.job, run.queue, run.priority, run.objects)
+        self.tracker.start_job(ref, run.job, run.queue, run.priority, run.objects, run.dependencies)
 
     def _ensure_namespace(self, ns: str) -> None:
         if ns in self._namespaces:
@@ -260,6 +260,9 @@ class KubeBackend:
                     f"cannot create namespace {ns}: the agent's RBAC lacks {exc.rbac_rule()}"
                 ) from None
             raise ValueError(f"cannot create namespace {ns}: {exc.message}") from None
+
+    def update_dependencies(self, objects: Sequence[DependencyObject]) -> None:
+        self.tracker.dependencies.update(objects)
 
     def job_removed(self, uid: str) -> None:
         self.workloads.remove(uid)

@@ -328,6 +328,7 @@ class Delivery(NamedTuple):
     preemption_policy: str = "PreemptLowerPriority"  # its PriorityClass's
     task_priorities: dict[str, int] | None = None  # tasks with their own priorityClassName
     nominated: list[str] | None = None  # nodes admission made room on for it (preemption, reclaim)
+    namespace: str = "default"
 
 
 def runs_of(cluster: str, *, session: Session, unacknowledged: bool = False) -> dict[str, int]:
@@ -352,14 +353,16 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
             "SELECT b.job_uid, b.generation, CAST(j.manifest AS text), j.queue, j.priority, "
             "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), "
             f"{task_priorities('j')}, "
-            "NULLIF(b.nominated, '[]'::jsonb) "
+            "NULLIF(b.nominated, '[]'::jsonb), j.namespace "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
             "WHERE b.job_uid = ANY(string_to_array(%(u)s, ',')) AND b.cluster = %(c)s "
             "AND b.phase = ANY(%(p)s)",
             {"u": joined(uids), "c": cluster, "p": _ADMITTED},
         )
-        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], r[7]) for r in cur.fetchall()]
+        return [
+            Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], r[7], r[8]) for r in cur.fetchall()
+        ]
 
 
 def add_evictions(evictions: Sequence[tuple[str, Sequence[str]]], *, session: Session) -> list[str]:
