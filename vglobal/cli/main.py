@@ -268,6 +268,7 @@ def register_extras() -> None:
     from vglobal.cli.dashboard import dashboard
     from vglobal.cli.demo import demo
     from vglobal.cli.health import health
+    from vglobal.cli.objects_cmd import secret_key
     from vglobal.cli.sim import sim
 
     cli.add_command(agent)
@@ -277,6 +278,7 @@ def register_extras() -> None:
     cli.add_command(dashboard)
     cli.add_command(demo)
     cli.add_command(health)
+    cli.add_command(secret_key)
     cli.add_command(sim)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 from rich.console import Console
 
 from vglobal.api.v1 import objects_pb2
@@ -61,3 +62,12 @@ def describe_object(client: Client, kind: str, name: str, namespace: str, consol
             console.print(f"{key.name}:\n----\n{o.data[key.name]}\n", highlight=False, soft_wrap=True)
         else:
             console.print(f"{key.name}:  {key.size} bytes", highlight=False)
+
+
+@click.command("secret-key")
+def secret_key() -> None:
+    """Print a new key for --secret-keys-file (Fernet). Rotation: put it first in the file, restart
+    the hub (it seals every stored Secret under the first key), then drop the old key."""
+    from vglobal.hub.secret_box import generate_key
+
+    click.echo(generate_key())

@@ -21,7 +21,7 @@ from vglobal.agent.kube import bodies, paths
 from vglobal.agent.kube.api import ApiError
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.dependencies import PATCH, PUT, Dependencies
-from vglobal.agent.kube.records import JOB_UID_LABEL, POD_UID_ANNOTATION, PodRecord, pod_record
+from vglobal.agent.kube.records import JOB_UID_LABEL, POD_UID_ANNOTATION, PodRecord, pod_record, status_of
 from vglobal.agent.kube.vgpu import DeviceUse
 from vglobal.agent.kube.writer import Op, Outcome
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
@@ -90,12 +90,7 @@ class PodTracker:
     # ---- jobs
 
     def start_job(
-        self,
-        ref: JobRef,
-        job: Job,
-        queue: str,
-        priority: int,
-        objects: list[dict[str, Any]],
+        self, ref: JobRef, job: Job, queue: str, priority: int, objects: list[dict[str, Any]],
         dependencies: tuple[DependencyObject, ...] = (),
     ) -> None:
         self.jobs[ref.uid] = TrackedJob(ref, job, queue, priority, objects, dependencies=dependencies)
@@ -495,17 +490,4 @@ def _owned_by(obj: dict[str, Any], ref: JobRef) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return bool(
         labels.get(JOB_UID_LABEL) == ref.uid and labels.get("vglobal.io/generation") == str(ref.generation)
-    )
-
-
-def status_of(uid: str, rec: PodRecord, bind_to: str | None) -> PodStatus:
-    return PodStatus(
-        uid=uid,
-        phase=rec.phase,
-        node=rec.node or bind_to,
-        exit_code=rec.exit_code,
-        reason=rec.reason,
-        cause=rec.cause,
-        restarts=rec.restarts,
-        ip=rec.ip,
     )
