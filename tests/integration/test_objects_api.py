@@ -4,14 +4,17 @@ may apply and read them."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 import pytest
 import sqlalchemy as sa
 
 from tests.integration.secure_hub import SecureHub
+from vglobal.aio import AsyncClient
 from vglobal.client import Client, VGlobalError
 from vglobal.config import HubSettings
 from vglobal.hub.secret_box import generate_key
@@ -64,10 +67,15 @@ def test_a_secrets_value_is_in_no_answer_and_no_table_in_clear(keyed: Client, en
     keyed.apply_object(SECRET)
     assert keyed.apply_object(CONFIG).outcome == "created"
 
+    async def listed_async() -> list[Any]:
+        async with AsyncClient(keyed.dial.target, timeout=10, retries=1) as ac:
+            return await ac.list_objects("Secret")
+
     answers = [
         keyed.get_object("Secret", "creds", "ml"),
         *keyed.list_objects(),
         *keyed.list_objects("secret", "ml"),
+        *asyncio.run(listed_async()),
     ]
     encoded = base64.b64encode(VALUE.encode())
     for a in answers:
