@@ -104,11 +104,12 @@ def test_a_jobs_configmap_and_secret_go_where_it_runs_and_follow_a_failover(
     system.start_hub("--cluster-timeout", "2s", "--failover-after", "2s", "--secret-keys-file", str(keys))
     a, b = emulators["kube-a"], emulators["kube-b"]
     system.start_kube_agent("a", a.kubeconfig, "--lease-duration", "0")
-    wait_for(lambda: len(system.get_json("clusters")) == 1, 60, "kube-a registered", system)
+    sdk = system.client()
+    wait_for(lambda: len(sdk.list_clusters()) == 1, 60, "kube-a registered", system)
     out = system.apply_text("trainer", OBJECTS_AND_JOB).stdout
     assert "configmap/default/scripts created" in out and "secret/default/creds created" in out
-    wait_for(lambda: system.job("trainer")["phase"] == "Running", 60, "trainer running on kube-a", system)
-    assert system.job("trainer")["cluster"] == "kube-a"
+    wait_for(lambda: sdk.get_job("trainer").phase == "Running", 60, "trainer running on kube-a", system)
+    assert sdk.get_job("trainer").cluster == "kube-a"
     secret = read(a, "Secret", "creds")
     assert secret is not None and base64.b64decode(secret["data"]["token"]).decode() == VALUE
     assert (read(a, "ConfigMap", "scripts") or {}).get("data") == {"run.py": "print('v1')"}
@@ -118,10 +119,10 @@ def test_a_jobs_configmap_and_secret_go_where_it_runs_and_follow_a_failover(
     assert refused.returncode != 0 and "used by running jobs: default/trainer" in refused.stderr
 
     system.start_kube_agent("b", b.kubeconfig, "--lease-duration", "0")
-    wait_for(lambda: len(system.get_json("clusters")) == 2, 60, "kube-b registered", system)
+    wait_for(lambda: len(sdk.list_clusters()) == 2, 60, "kube-b registered", system)
     system.kill("agent-a", signal.SIGKILL)
     wait_for(
-        lambda: (j := system.job("trainer"))["cluster"] == "kube-b" and j["phase"] == "Running",
+        lambda: (j := sdk.get_job("trainer")).cluster == "kube-b" and j.phase == "Running",
         90,
         "trainer running on kube-b",
         system,
@@ -164,3 +165,4 @@ def test_a_jobs_configmap_and_secret_go_where_it_runs_and_follow_a_failover(
     logs = [system.whole_log(n) for n in ("hub", "agent-a", "agent-b")]
     for text in [*answers, dump, *logs]:
         assert VALUE not in text and encoded not in text
+    sdk.close()
