@@ -55,6 +55,47 @@ spec:
 """
 
 
+NEEDS = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: needs-data}
+spec:
+  minAvailable: 1
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      spec:
+        volumes:
+        - {name: data, persistentVolumeClaim: {claimName: data}}
+        - {name: extra, configMap: {name: maybe, optional: true}}
+        containers:
+        - name: app
+          image: x
+          resources: {requests: {cpu: "1"}}
+          envFrom: [{configMapRef: {name: site-config}}]
+"""
+CLAIM = {
+    "accessModes": ["ReadWriteOnce"],
+    "resources": {"requests": {"storage": "1Gi"}},
+    "volumeName": "pv-1",
+}
+
+
+def create(emu: EmulatorProcess, kind: str, body: dict[str, Any]) -> None:
+    from kubernetes import client
+
+    api = api_client(emu.kubeconfig)
+    try:
+        core = client.CoreV1Api(api)
+        if kind == "ConfigMap":
+            core.create_namespaced_config_map("default", body)
+        else:
+            core.create_namespaced_persistent_volume_claim("default", body)
+    finally:
+        api.close()
+
+
 @pytest.fixture
 def emulators(tmp_path: Path) -> Iterator[dict[str, EmulatorProcess]]:
     started: dict[str, EmulatorProcess] = {}
@@ -101,7 +142,16 @@ def test_a_jobs_configmap_and_secret_go_where_it_runs_and_follow_a_failover(
 ) -> None:
     keys = tmp_path / "secret.keys"
     keys.write_text(generate_key() + "\n")
-    system.start_hub("--cluster-timeout", "2s", "--failover-after", "2s", "--secret-keys-file", str(keys))
+    system.start_hub(
+        "--cluster-timeout",
+        "2s",
+        "--failover-after",
+        "2s",
+        "--exclude-for",
+        "1s",
+        "--secret-keys-file",
+        str(keys),
+    )
     a, b = emulators["kube-a"], emulators["kube-b"]
     system.start_kube_agent("a", a.kubeconfig, "--lease-duration", "0")
     sdk = system.client()
@@ -141,6 +191,23 @@ def test_a_jobs_configmap_and_secret_go_where_it_runs_and_follow_a_failover(
         "the running copy updated",
         system,
     )
+
+    # What the hub does not hold is looked for in the cluster: missing there, the job is handed back
+    # naming it (and the cluster passed over); there, the job runs.
+    system.apply_text("needs", NEEDS)
+    wait_for(
+        lambda: any(
+            "cluster kube-b lacks configmap/site-config, persistentvolumeclaim/data in namespace default"
+            in e.message
+            for e in sdk.explain_job("needs-data").events
+        ),
+        60,
+        "needs-data handed back",
+        system,
+    )
+    create(b, "ConfigMap", {"metadata": {"name": "site-config"}, "data": {"k": "v"}})
+    create(b, "PersistentVolumeClaim", {"metadata": {"name": "data"}, "spec": CLAIM})
+    wait_for(lambda: sdk.get_job("needs-data").phase == "Running", 60, "needs-data running on kube-b", system)
 
     answers = [
         system.cli("get", "secrets", "-o", "json").stdout,

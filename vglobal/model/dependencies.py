@@ -146,56 +146,58 @@ class ObjectRef:
         return f"{self.kind.lower()}/{self.name}"
 
 
-def _named(kind: str, value: Any, key: str = "name") -> Iterable[ObjectRef]:
-    if isinstance(value, Mapping) and isinstance(value.get(key), str) and value[key]:
+def _named(kind: str, value: Any, key: str, required_only: bool) -> Iterable[ObjectRef]:
+    if not isinstance(value, Mapping) or not isinstance(value.get(key), str) or not value[key]:
+        return
+    if not (required_only and value.get("optional") is True):
         yield ObjectRef(kind, value[key])
 
 
-def _volume_refs(volume: Mapping[str, Any]) -> Iterable[ObjectRef]:
-    yield from _named(CONFIG_MAP, volume.get("configMap"))
-    yield from _named(SECRET, volume.get("secret"), "secretName")
-    yield from _named(PVC, volume.get("persistentVolumeClaim"), "claimName")
+def _volume_refs(volume: Mapping[str, Any], req: bool) -> Iterable[ObjectRef]:
+    yield from _named(CONFIG_MAP, volume.get("configMap"), "name", req)
+    yield from _named(SECRET, volume.get("secret"), "secretName", req)
+    yield from _named(PVC, volume.get("persistentVolumeClaim"), "claimName", req)
     projected = volume.get("projected")
     for source in (projected.get("sources") or []) if isinstance(projected, Mapping) else []:
         if isinstance(source, Mapping):
-            yield from _named(CONFIG_MAP, source.get("configMap"))
-            yield from _named(SECRET, source.get("secret"))
+            yield from _named(CONFIG_MAP, source.get("configMap"), "name", req)
+            yield from _named(SECRET, source.get("secret"), "name", req)
 
 
-def _container_refs(container: Mapping[str, Any]) -> Iterable[ObjectRef]:
+def _container_refs(container: Mapping[str, Any], req: bool) -> Iterable[ObjectRef]:
     for source in container.get("envFrom") or []:
         if isinstance(source, Mapping):
-            yield from _named(CONFIG_MAP, source.get("configMapRef"))
-            yield from _named(SECRET, source.get("secretRef"))
+            yield from _named(CONFIG_MAP, source.get("configMapRef"), "name", req)
+            yield from _named(SECRET, source.get("secretRef"), "name", req)
     for env in container.get("env") or []:
         value_from = env.get("valueFrom") if isinstance(env, Mapping) else None
         if isinstance(value_from, Mapping):
-            yield from _named(CONFIG_MAP, value_from.get("configMapKeyRef"))
-            yield from _named(SECRET, value_from.get("secretKeyRef"))
+            yield from _named(CONFIG_MAP, value_from.get("configMapKeyRef"), "name", req)
+            yield from _named(SECRET, value_from.get("secretKeyRef"), "name", req)
 
 
-def template_refs(template: Mapping[str, Any]) -> set[ObjectRef]:
-    """What one pod template references. An optional reference (``optional: true``) is still
-    listed: the hub sends what it holds; only admission's missing-object check could skip it."""
+def template_refs(template: Mapping[str, Any], *, required_only: bool = False) -> set[ObjectRef]:
+    """What one pod template references; with ``required_only`` not what it marks ``optional: true``
+    (its pods start without those)."""
     spec = template.get("spec") if isinstance(template, Mapping) else None
     if not isinstance(spec, Mapping):
         return set()
     out: set[ObjectRef] = set()
     for volume in spec.get("volumes") or []:
         if isinstance(volume, Mapping):
-            out.update(_volume_refs(volume))
+            out.update(_volume_refs(volume, required_only))
     for group in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(group) or []:
             if isinstance(container, Mapping):
-                out.update(_container_refs(container))
+                out.update(_container_refs(container, required_only))
     for pull in spec.get("imagePullSecrets") or []:
-        out.update(_named(SECRET, pull))
+        out.update(_named(SECRET, pull, "name", False))
     return out
 
 
-def references(job: Job) -> tuple[ObjectRef, ...]:
+def references(job: Job, *, required_only: bool = False) -> tuple[ObjectRef, ...]:
     """Every object the pod templates of ``job``'s tasks reference, sorted."""
     out: set[ObjectRef] = set()
     for task in job.tasks:
-        out |= template_refs(task.template)
+        out |= template_refs(task.template, required_only=required_only)
     return tuple(sorted(out))

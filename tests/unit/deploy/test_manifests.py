@@ -44,6 +44,7 @@ AGENT_PERMISSIONS = {
     ("", "configmaps"): {"create", "get", "patch", "delete"},
     ("", "secrets"): {"create", "get", "patch", "delete"},
     ("", "namespaces"): {"get"},
+    ("", "persistentvolumeclaims"): {"get"},
     ("", "events"): {"create", "list", "watch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     **{

@@ -141,3 +141,21 @@ def test_kuberays_rayjob_sample_references_its_own_configmap() -> None:
     shipped = next(d for d in docs if d["kind"] == "ConfigMap")
     assert ObjectRef("ConfigMap", shipped["metadata"]["name"]) in references(job)
     assert parse_dependency(shipped).name == shipped["metadata"]["name"]
+
+
+def test_optional_references_are_left_out_of_what_a_cluster_must_have() -> None:
+    pod = {
+        "spec": {
+            "volumes": [{"name": "a", "configMap": {"name": "maybe", "optional": True}}],
+            "containers": [{"name": "c", "image": "x", "envFrom": [{"secretRef": {"name": "must"}}]}],
+        }
+    }
+    doc = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"tasks": [{"name": "a", "replicas": 1, "template": pod}]},
+    }
+    job = _job(doc)
+    assert references(job) == (ObjectRef("ConfigMap", "maybe"), ObjectRef("Secret", "must"))
+    assert references(job, required_only=True) == (ObjectRef("Secret", "must"),)

@@ -21,6 +21,7 @@ from vglobal.agent.kube import bodies, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
+from vglobal.agent.kube.dependencies import check_references
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
 from vglobal.agent.kube.pod_warnings import PodWarnings, event_record
@@ -224,6 +225,7 @@ class KubeBackend:
                 f" it needs {wanted.needs}"
             )
         self._ensure_namespace(ns)
+        check_references(self.api, ns, run.job, run.dependencies, self.options.cluster)
         ref = JobRef(run.uid, run.generation, ns, run.job.name)
         if kind is not None:
             self.workloads.start(ref, kind, run.job)

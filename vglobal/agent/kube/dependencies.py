@@ -16,8 +16,11 @@ from typing import Any
 
 from vglobal.agent.backends.base import DependencyObject
 from vglobal.agent.kube import paths
+from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import AGENT, MANAGED_BY, JobRef
 from vglobal.agent.kube.writer import Op, Outcome
+from vglobal.model.dependencies import PVC, ObjectRef, references
+from vglobal.model.job import Job
 
 log = logging.getLogger(__name__)
 
@@ -155,3 +158,39 @@ class Dependencies:
     def forget(self, uid: str) -> None:
         self.pending.pop(uid, None)
         self.written.pop(uid, None)
+
+
+def missing(api: KubeApi, namespace: str, refs: Sequence[ObjectRef]) -> list[str]:
+    """Of the objects a job needs that the hub did not send, those this cluster lacks: a ConfigMap
+    or Secret not there, a PersistentVolumeClaim not there or Lost. A refusal to read (403) or an
+    unreachable API counts as there: the pods then say what is wrong."""
+    out = []
+    for ref in refs:
+        path = {
+            "ConfigMap": paths.configmap,
+            "Secret": paths.secret,
+            PVC: paths.persistentvolumeclaim,
+        }[ref.kind](namespace, ref.name)
+        try:
+            # short: this runs on the agent's main loop, which must keep its heartbeats going
+            found = api.request("GET", path, timeout=(2.0, 2.0))
+        except ApiError as exc:
+            if exc.status == 404:
+                out.append(str(ref))
+            else:
+                log.warning("cannot check %s in %s (%s); going ahead", ref, namespace, exc.message)
+            continue
+        if ref.kind == PVC and (found.get("status") or {}).get("phase") == "Lost":
+            out.append(f"{ref} (Lost)")
+    return out
+
+
+def check_references(
+    api: KubeApi, namespace: str, job: Job, sent: Sequence[DependencyObject], cluster: str
+) -> None:
+    """ValueError naming what the job needs and this cluster lacks (the hub then passes over it)."""
+    held = {(o.kind, o.name) for o in sent}
+    wanted = [r for r in references(job, required_only=True) if (r.kind, r.name) not in held]
+    lacking = missing(api, namespace, wanted) if wanted else []
+    if lacking:
+        raise ValueError(f"cluster {cluster} lacks {', '.join(lacking)} in namespace {namespace}")

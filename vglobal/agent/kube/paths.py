@@ -65,3 +65,7 @@ def secrets(namespace: str) -> str:
 
 def secret(namespace: str, name: str) -> str:
     return f"{secrets(namespace)}/{quote(name, safe='')}"
+
+
+def persistentvolumeclaim(namespace: str, name: str) -> str:
+    return f"{_ns(namespace)}/persistentvolumeclaims/{quote(name, safe='')}"
