@@ -135,3 +135,22 @@ def test_viewers_read_names_and_sizes_submitters_apply_and_agents_neither(secure
         with pytest.raises(VGlobalError) as err:
             agent.list_objects()
         assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_a_hub_started_with_a_new_key_first_reseals_every_secret_under_it(
+    database_url: str, engine: sa.Engine
+) -> None:
+    from vglobal.hub.secret_box import SecretBox
+
+    old, new = generate_key(), generate_key()
+    for keys in (old, f"{new},{old}"):
+        hub = Hub(HubSettings(listen="127.0.0.1:0", database_url=database_url, secret_keys=keys))
+        hub.start()
+        try:
+            with Client(f"127.0.0.1:{hub.port}", timeout=10, retries=1) as c:
+                c.apply_object(SECRET)
+        finally:
+            hub.shutdown()
+    with engine.connect() as conn:
+        sealed = conn.execute(sa.text("SELECT sealed FROM dependency_objects")).scalar_one()
+    assert SecretBox([new.encode()]).open(bytes(sealed), what="x") == {"token": VALUE.encode()}

@@ -37,6 +37,7 @@ def generate_key() -> str:
 class SecretBox:
     def __init__(self, keys: list[bytes]) -> None:
         try:
+            self._first = Fernet(keys[0]) if keys else None
             self._fernet = MultiFernet([Fernet(k) for k in keys]) if keys else None
         except (ValueError, TypeError):
             raise SecretKeyError(
@@ -70,9 +71,16 @@ class SecretBox:
             raise SecretKeyError(f"{what}: none of the hub's secret keys opens it") from None
         return {k: base64.b64decode(v) for k, v in json.loads(plain).items()}
 
-    def reseal(self, sealed: bytes, *, what: str) -> bytes:
-        """The same values sealed under the first key."""
+    def reseal(self, sealed: bytes, *, what: str) -> bytes | None:
+        """The same values sealed under the first key; None when they already are."""
+        fernet = self._need()
         try:
-            return self._need().rotate(bytes(sealed))
+            assert self._first is not None
+            self._first.decrypt(bytes(sealed))
+            return None
+        except InvalidToken:
+            pass
+        try:
+            return fernet.rotate(bytes(sealed))
         except InvalidToken:
             raise SecretKeyError(f"{what}: none of the hub's secret keys opens it") from None

@@ -27,7 +27,8 @@ def test_rotation_a_new_key_first_opens_the_old_and_reseals_under_the_new(tmp_pa
     keys.write_text(f"# newest first\n{new}\n{old}\n")
     rotated = SecretBox.from_sources(keys, None)
     again = rotated.reseal(sealed, what="secret/default/s")
-    assert SecretBox([new.encode()]).open(again, what="x") == {"k": VALUE}
+    assert again is not None and SecretBox([new.encode()]).open(again, what="x") == {"k": VALUE}
+    assert rotated.reseal(again, what="x") is None  # under the first key already: left alone
     with pytest.raises(SecretKeyError, match="secret/default/s: none of the hub's secret keys opens it"):
         SecretBox([new.encode()]).open(sealed, what="secret/default/s")
 

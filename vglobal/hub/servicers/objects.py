@@ -90,6 +90,8 @@ def reseal_secrets(ctx: HubContext) -> int:
             except SecretKeyError as exc:
                 log.error("%s", exc)
                 continue
+            if again is None:
+                continue  # sealed under the first key already
             objects_repo.set_sealed(ns, name, again, session=session)
             n += 1
     if n:
