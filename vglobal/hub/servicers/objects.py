@@ -76,7 +76,10 @@ def _same(row: ObjectRow, dep: Dependency, ctx: HubContext) -> bool:
     ):
         return False
     what = f"secret/{row.namespace}/{row.name}"
-    old = ctx.secrets.open(row.sealed, what=what) if row.sealed is not None else dict(row.data or {})
+    try:
+        old = ctx.secrets.open(row.sealed, what=what) if row.sealed is not None else dict(row.data or {})
+    except SecretKeyError:
+        return False  # sealed under a key the hub no longer has: applying it again seals it anew
     return old == dict(dep.data)
 
 
