@@ -216,6 +216,17 @@ class HubSettings(BaseSettings):
         None, description="Users, tokens and roles (kind AuthConfig); SIGHUP reloads.", json_schema_extra=FILE
     )
     insecure: bool = Field(False, description="Allow plaintext or open access beyond loopback.")
+    secret_keys_file: Path | None = Field(
+        None,
+        description="Keys sealing Secrets at rest, one a line: the first seals, every one opens "
+        "(rotation: add a new key first, restart, drop the old one).",
+        json_schema_extra=FILE,
+    )
+    secret_keys: str | None = Field(
+        None,
+        description="The same keys comma-separated (best given as VGLOBAL_SECRET_KEYS).",
+        json_schema_extra={"secret": True},
+    )
     rate_limit: PerSecond = Field(
         100.0, ge=0, description="Calls per principal (N/s, N/m, N/h or a number a second; 0 = off)."
     )

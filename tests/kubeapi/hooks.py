@@ -7,7 +7,8 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
-from tests.kubeapi.kinds import NAMESPACES, PODS, SERVICES, Kind
+from tests.kubeapi.hooks_data import ClaimHooks, DataHooks
+from tests.kubeapi.kinds import CONFIGMAPS, NAMESPACES, PODS, PVCS, SECRETS, SERVICES, Kind
 from tests.kubeapi.status import invalid
 
 if TYPE_CHECKING:
@@ -185,7 +186,14 @@ class NamespaceHooks(KindHooks):
 
 
 _DEFAULT = KindHooks()
-_BY_KIND: dict[Kind, KindHooks] = {PODS: PodHooks(), SERVICES: ServiceHooks(), NAMESPACES: NamespaceHooks()}
+_BY_KIND: dict[Kind, KindHooks] = {
+    PODS: PodHooks(),
+    SERVICES: ServiceHooks(),
+    NAMESPACES: NamespaceHooks(),
+    CONFIGMAPS: DataHooks("ConfigMap"),  # type: ignore[dict-item]
+    SECRETS: DataHooks("Secret"),  # type: ignore[dict-item]
+    PVCS: ClaimHooks(),  # type: ignore[dict-item]
+}
 
 
 def for_kind(kind: Kind) -> KindHooks:

@@ -91,12 +91,23 @@ NAMESPACES = Kind(
 NODES = Kind(
     "", "v1", "nodes", "Node", False, frozenset({"status"}), _COMMON_FIELDS | {"spec.unschedulable"}, ("no",)
 )
-PODS = Kind("", "v1", "pods", "Pod", True, frozenset({"status", "binding", "eviction", "log"}), POD_FIELDS, ("po",))
+PODS = Kind(
+    "", "v1", "pods", "Pod", True, frozenset({"status", "binding", "eviction", "log"}), POD_FIELDS, ("po",)
+)
 SERVICES = Kind(
     "", "v1", "services", "Service", True, frozenset({"status"}), short_names=("svc",), dns_label_names=True
 )
 CONFIGMAPS = Kind("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",))
-SECRETS = Kind("", "v1", "secrets", "Secret", True)
+SECRETS = Kind("", "v1", "secrets", "Secret", True, fields=_COMMON_FIELDS | {"type"})
+PVCS = Kind(
+    "",
+    "v1",
+    "persistentvolumeclaims",
+    "PersistentVolumeClaim",
+    True,
+    frozenset({"status"}),
+    short_names=("pvc",),
+)
 EVENTS = Kind("", "v1", "events", "Event", True, fields=EVENT_FIELDS, short_names=("ev",))
 LEASES = Kind("coordination.k8s.io", "v1", "leases", "Lease", True)
 EVENTS_V1 = Kind("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",))
@@ -120,7 +131,19 @@ HYPERNODES = Kind(
     custom=True,
 )
 
-BUILTIN: tuple[Kind, ...] = (NAMESPACES, NODES, PODS, SERVICES, CONFIGMAPS, SECRETS, EVENTS, LEASES, EVENTS_V1, CRDS)
+BUILTIN: tuple[Kind, ...] = (
+    NAMESPACES,
+    NODES,
+    PODS,
+    SERVICES,
+    CONFIGMAPS,
+    SECRETS,
+    PVCS,
+    EVENTS,
+    LEASES,
+    EVENTS_V1,
+    CRDS,
+)
 ALL: tuple[Kind, ...] = (*BUILTIN, HYPERNODES)
 
 

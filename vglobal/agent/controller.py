@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vglobal.agent import deadlines, lifecycle
-from vglobal.agent.backends.base import Backend, RunStart
+from vglobal.agent.backends.base import Backend, DependencyObject, RunStart
 from vglobal.agent.job_plugins import apply_pod_plugins, job_objects, pod_name
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
 from vglobal.agent.policies import SYNC_JOB, Request, decide
@@ -39,7 +39,16 @@ class JobController:
 
     # ---- commands from the agent
 
-    def start(self, uid: str, generation: int, job: Job, *, queue: str = "", priority: int = 0) -> JobRun:
+    def start(
+        self,
+        uid: str,
+        generation: int,
+        job: Job,
+        *,
+        queue: str = "",
+        priority: int = 0,
+        dependencies: tuple[DependencyObject, ...] = (),
+    ) -> JobRun:
         """Create the run and its pods; ValueError if the job cannot be run here (plugin errors)."""
         if uid in self.runs:
             raise ValueError(f"job {uid} already has a run")
@@ -47,7 +56,9 @@ class JobController:
         for t in job.tasks:  # fail before any pod exists, so a rejection leaves nothing behind
             if t.replicas:
                 self.pod_object(job, t, 0, version=0)
-        self.backend.job_started(RunStart(uid, generation, job, queue or job.queue, priority, objects))
+        self.backend.job_started(
+            RunStart(uid, generation, job, queue or job.queue, priority, objects, dependencies)
+        )
         self._seq += 1
         now = self.clock.now()
         run = JobRun(uid, generation, job, queue or job.queue, priority, self._seq, now, objects=objects)

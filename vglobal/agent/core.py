@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from vglobal import __version__
 from vglobal.agent import report
 from vglobal.agent.cards import card_policy, mig_config, node_cards
+from vglobal.agent.dependencies import dependencies_of
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.agent.snapshot import dispatch_queue_specs
@@ -114,6 +115,8 @@ class AgentCore:
             return self._stop(msg.reclaim.job_uid, msg.reclaim.generation, "Reclaim", msg.reclaim.reason)
         if kind == "evict":
             return self._evict(msg.evict)
+        if kind == "object_update":
+            self.runtime.backend.update_dependencies(dependencies_of(msg.object_update.objects))
         return []
 
     def _registered(self, body: pb.Registered) -> list[pb.AgentMessage]:
@@ -163,7 +166,9 @@ class AgentCore:
             self.runtime.controller.remove(uid)
         try:
             job = parse_run(json.loads(d.manifest))
-            run = self.runtime.controller.start(uid, gen, job, queue=d.queue, priority=d.priority)
+            run = self.runtime.controller.start(
+                uid, gen, job, queue=d.queue, priority=d.priority, dependencies=dependencies_of(d.objects)
+            )
             # a pod template's own preemptionPolicy: Never holds for the job, as at the hub
             own = template_preemption_policies(t.template for t in job.tasks)
             run.preemption_policy = preemption_policy(d.preemption_policy or run.preemption_policy, own)

@@ -41,11 +41,13 @@ RESOURCES = {
     "JobTemplate": "jobtemplate.flow.volcano.sh",
     "JobFlow": "jobflow.flow.volcano.sh",
     "HyperJob": "hyperjob.training.volcano.sh",
+    "ConfigMap": "configmap",
+    "Secret": "secret",
 }
 # The workload kinds a controller in the member cluster runs: submitted as jobs.
 WORKLOADS = tuple(dict.fromkeys(k.kind for k in WORKLOAD_KINDS if k.kind != "Job"))
 # Kinds whose apply the hub can dry-run; the others are checked here under --dry-run=server.
-SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "HyperJob", *WORKLOADS)
+SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "HyperJob", "ConfigMap", "Secret", *WORKLOADS)
 
 
 def submitted_as_job(d: Document) -> bool:
@@ -63,7 +65,7 @@ def _unknown_kind(d: Document) -> VGlobalError:
     return VGlobalError(
         grpc.StatusCode.INVALID_ARGUMENT,
         f'kind: unknown kind "{d.kind}" '
-        f"(supported: Job, HyperJob, Queue, PriorityClass, {', '.join(WORKFLOW_KINDS)}, "
+        f"(supported: Job, HyperJob, Queue, PriorityClass, ConfigMap, Secret, {', '.join(WORKFLOW_KINDS)}, "
         f"{', '.join(WORKLOADS)})",
     )
 
@@ -100,6 +102,9 @@ def _apply_one(obj: Ctx, d: Document, validation: str, dry_run: bool) -> str:
         return f"{named(d.kind, '', d.name)} {result(before, d)}"
     if d.kind in WORKFLOW_KINDS:
         return apply_workflow(obj.client, d, field_validation=validation)
+    if d.kind in ("ConfigMap", "Secret"):  # before the jobs that use them: those go in batches after
+        applied = obj.client.apply_object(d.text, field_validation=validation, dry_run=dry_run)
+        return f"{_named(d)} {applied.outcome}"
     if d.kind == "HyperJob":
         got = obj.client.submit_job(
             d.text, request_id=request_id_for(d.kind, d.body), field_validation=validation, dry_run=dry_run
@@ -162,8 +167,9 @@ def apply(
     prune: bool,
     selector: str,
 ) -> None:
-    """Create or update Jobs, HyperJobs, Queues, PriorityClasses, CronJobs, JobTemplates and JobFlows from
-    YAML/JSON manifests: each is created, configured or unchanged, as kubectl prints."""
+    """Create or update Jobs, HyperJobs, Queues, PriorityClasses, CronJobs, JobTemplates, JobFlows, and the
+    ConfigMaps and Secrets jobs use, from YAML/JSON manifests: each is created, configured or
+    unchanged, as kubectl prints."""
     if prune and not selector:
         fail("--prune: needs -l SELECTOR (what to delete when the files no longer have it)")
     if force_conflicts and not server_side:

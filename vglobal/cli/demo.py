@@ -143,6 +143,12 @@ def demo(
     clusters = cluster_names(clusters_dir)
     init_certs(certs, "localhost", sorted(set(clusters.values())), [UserSpec.parse("demo:admin")], days=30)
     token = (certs / "token-demo").read_text().strip()
+    keys = certs / "secret.keys"  # seals the Secrets jobs use; kept with the data directory
+    if not keys.exists():
+        from vglobal.hub.secret_box import generate_key
+
+        keys.write_text(generate_key() + "\n")
+        keys.chmod(0o600)
     user = Dial(f"127.0.0.1:{port}", ca_file=certs / "ca.crt", token=token)
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -164,7 +170,7 @@ def demo(
             "hub", "--listen", user.target, "--data-dir", str(data_dir / "hub"), "--heartbeat-interval", "1s",
             "--tls-cert", str(certs / "hub.crt"), "--tls-key", str(certs / "hub.key"),
             "--client-ca", str(certs / "ca.crt"), "--agent-listen", f"127.0.0.1:{agent_port}",
-            "--auth-config", str(certs / "auth.yaml"),
+            "--auth-config", str(certs / "auth.yaml"), "--secret-keys-file", str(keys),
         ])  # fmt: skip
         wait_healthy(user, 90)
         for f, name in clusters.items():

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from vglobal.cli import output
+from vglobal.cli import objects_cmd, output
 from vglobal.cli.common import Ctx, console, err_console, fail
 from vglobal.sdk import Client, VGlobalError
 from vglobal.sdk import rows as display
@@ -31,8 +31,10 @@ LISTED: dict[str, tuple[Lister, Callable[[Any], dict[str, Any]], str]] = {
         display.priority_class_row,
         "priorityclasses",
     ),
+    "configmap": (objects_cmd.lister("ConfigMap"), objects_cmd.object_row, "configmaps"),
+    "secret": (objects_cmd.lister("Secret"), objects_cmd.object_row, "secrets"),
 }
-SHORT = {"cj": "cronjob", "pc": "priorityclass", "priorityclasses": "priorityclass"}
+SHORT = {"cj": "cronjob", "pc": "priorityclass", "priorityclasses": "priorityclass", "cm": "configmap"}
 WATCHED_BY_POLL = ("queue", "cluster")
 GET_KINDS = ["jobs", "job", "pods", "pod", "po", "hypernodes", "hypernode", "hyperjobs", "hyperjob"]
 GET_KINDS += ["nodes", "node", *SHORT]
@@ -93,7 +95,7 @@ def get(
 ) -> None:
     """List jobs, pods (of --job, or of every job that runs, or --cluster's: as their clusters name
     them, with node, IP, restarts and why one does not run), queues, clusters, nodes (of every
-    cluster, or --cluster's), priorityclasses,
+    cluster, or --cluster's), priorityclasses, configmaps and secrets (keys and sizes only),
     cronjobs, jobflows, jobtemplates (or the ones NAMES names), or one cluster's HyperNode tree."""
     from vglobal.cli.watching import parse_selector, watch_jobs
 

@@ -19,6 +19,7 @@ from vglobal.cli.hub_cmd import hub
 from vglobal.cli.hyperjobs import hyperjob_group
 from vglobal.cli.job_cmd import job_group
 from vglobal.cli.logs_cmd import logs
+from vglobal.cli.objects_cmd import KINDS as OBJECT_KINDS
 from vglobal.cli.scale_cmd import scale
 from vglobal.cli.workflows import create_group, cronjob_group
 from vglobal.dial import Dial, DialError, read_token_file
@@ -89,7 +90,8 @@ cli.add_command(hyperjob_group)
 
 @cli.command()
 @click.argument(
-    "kind", type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "hyperjob", "cluster"])
+    "kind",
+    type=click.Choice(["job", "queue", "cronjob", "cj", "jobflow", "hyperjob", "cluster", *OBJECT_KINDS]),
 )
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
@@ -98,7 +100,8 @@ cli.add_command(hyperjob_group)
 def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> None:
     """Show a job (binding, cluster, why it waits, events), a queue (its shares and decayed usage), a
     cronjob (its runs), a jobflow (its DAG), a hyperjob (its children, why they wait, events) or a
-    cluster (its nodes, capacity, labels, taints, heartbeats and the jobs on each node)."""
+    cluster (its nodes, capacity, labels, taints, heartbeats and the jobs on each node), a configmap
+    or a secret (its keys and sizes, a ConfigMap's text, the unfinished jobs using it)."""
     from vglobal.cli.describe import describe_job, describe_queue
     from vglobal.cli.describe_workflows import describe_cronjob, describe_jobflow
     from vglobal.cli.watching import follow_job
@@ -106,7 +109,11 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
     if watch and kind not in ("job", "hyperjob"):
         fail("--watch: only a job or a hyperjob can be followed")
     try:
-        if kind == "queue":
+        if kind in OBJECT_KINDS:
+            from vglobal.cli.objects_cmd import describe_object
+
+            describe_object(obj.client, kind, name, namespace, console)
+        elif kind == "queue":
             describe_queue(obj.client, name, console)
         elif kind == "cluster":
             from vglobal.cli.clusters import describe_cluster
@@ -136,13 +143,29 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
 @click.argument(
     "kind",
     type=click.Choice(
-        ["job", "queue", "cronjob", "cj", "jobflow", "jobtemplate", "priorityclass", "pc", "hyperjob"]
+        [
+            "job",
+            "queue",
+            "cronjob",
+            "cj",
+            "jobflow",
+            "jobtemplate",
+            "priorityclass",
+            "pc",
+            "hyperjob",
+            *OBJECT_KINDS,
+        ]
     ),
 )
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("--cascade", is_flag=True, help="CronJob: delete its Jobs too (stopping those that run).")
-@click.option("--force", is_flag=True, help="Queue: also delete the records of its finished jobs.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Queue: also delete the records of its finished jobs. ConfigMap, Secret: even while a running "
+    "job uses it.",
+)
 @click.pass_obj
 def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force: bool) -> None:
     """Delete a job (stopping it where it runs), a queue without unfinished jobs, a cronjob (its
@@ -156,6 +179,10 @@ def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force:
         delete_hyperjob(obj, name, namespace)
         return
     try:
+        if kind in OBJECT_KINDS:
+            obj.client.delete_object(OBJECT_KINDS[kind], name, namespace, force=force)
+            console.print(f"{OBJECT_KINDS[kind].lower()}/{namespace}/{name} deleted", highlight=False)
+            return
         if kind in ("priorityclass", "pc"):
             obj.client.delete_priority_class(name)
             console.print(f"priorityclass.scheduling.k8s.io/{name} deleted", highlight=False)
@@ -267,6 +294,7 @@ def register_extras() -> None:
     from vglobal.cli.dashboard import dashboard
     from vglobal.cli.demo import demo
     from vglobal.cli.health import health
+    from vglobal.cli.objects_cmd import secret_key
     from vglobal.cli.sim import sim
 
     cli.add_command(agent)
@@ -276,6 +304,7 @@ def register_extras() -> None:
     cli.add_command(dashboard)
     cli.add_command(demo)
     cli.add_command(health)
+    cli.add_command(secret_key)
     cli.add_command(sim)
 
 

@@ -14,6 +14,13 @@ from rich.table import Table
 from vglobal.sdk.rows import short
 
 COLUMNS: dict[str, dict[str, list[str]]] = {
+    **{
+        kind: {
+            "table": ["namespace", "name", "type", "data", "updated"],
+            "wide": ["namespace", "name", "type", "data", "bytes", "revision", "updated"],
+        }
+        for kind in ("configmaps", "secrets")
+    },
     "jobs": {
         "table": ["namespace", "name", "kind", "queue", "phase", "bindingPhase", "cluster", "reason"],
         "wide": [
@@ -140,6 +147,8 @@ RESOURCE_NAMES = {
     "jobflows": "jobflow.flow.volcano.sh",
     "jobtemplates": "jobtemplate.flow.volcano.sh",
     "hypernodes": "hypernode.topology.volcano.sh",
+    "configmaps": "configmap",
+    "secrets": "secret",
 }
 
 

@@ -12,6 +12,7 @@ from vglobal.admission import AdmissionResult, Snapshot
 from vglobal.clock import Clock, RealClock
 from vglobal.config import HubSettings
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, JOB_CHANGES, REVISIONS, WORKFLOWS, Wakeups
+from vglobal.hub.secret_box import SecretBox
 
 
 @dataclass
@@ -26,6 +27,8 @@ class HubContext:
     clock: Clock = field(default_factory=RealClock)
     # The last committed dispatch cycle's input and result, for the forecast loop to replay on
     last_cycle: tuple[Snapshot, AdmissionResult] | None = None
+    # Seals and opens Secrets (--secret-keys-file); without keys, Secrets are refused.
+    secrets: SecretBox = field(default_factory=lambda: SecretBox([]))
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(self.clock.now(), UTC)

@@ -34,6 +34,8 @@ from vglobal.api.v1 import (
     jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
+    objects_pb2,
+    objects_pb2_grpc,
     queues_pb2,
     queues_pb2_grpc,
 )
@@ -51,6 +53,7 @@ from vglobal.hub.loops import LOOPS, LoopEnv, RunningLoop, start_loops
 from vglobal.hub.metrics import serve_metrics
 from vglobal.hub.ports import check_ports_free
 from vglobal.hub.probes import HealthServicer, add_reflection
+from vglobal.hub.secret_box import SecretBox
 from vglobal.hub.servicers.agent import AgentServicer
 from vglobal.hub.servicers.clusters import ClusterServicer
 from vglobal.hub.servicers.cronjobs import CronJobServicer
@@ -58,6 +61,7 @@ from vglobal.hub.servicers.hyperjobs import HyperJobServicer
 from vglobal.hub.servicers.jobflows import JobFlowServicer
 from vglobal.hub.servicers.jobs import JobServicer
 from vglobal.hub.servicers.logs import LogsCall
+from vglobal.hub.servicers.objects import ObjectServicer, reseal_secrets
 from vglobal.hub.servicers.queues import QueueServicer
 from vglobal.hub.watch.feed import WatchFeed
 from vglobal.hub.watch.serve import WatchServer
@@ -79,6 +83,7 @@ SERVICES = [
     cronjobs_pb2.DESCRIPTOR.services_by_name["CronJobService"].full_name,
     jobflows_pb2.DESCRIPTOR.services_by_name["JobFlowService"].full_name,
     hyperjobs_pb2.DESCRIPTOR.services_by_name["HyperJobService"].full_name,
+    objects_pb2.DESCRIPTOR.services_by_name["ObjectService"].full_name,
 ]
 
 
@@ -106,6 +111,7 @@ class Hub:
         self.children: list[BaseProcess] = []
         self.stop = threading.Event()
         self.auth = Authenticator(settings.auth_config)  # a bad file stops the hub before anything starts
+        box = SecretBox.from_sources(settings.secret_keys_file, settings.secret_keys)  # so does a bad key
         self._pg: Any = None
         if not api_only:  # the API processes share the first process's port on purpose
             check_ports_free(settings)
@@ -117,8 +123,14 @@ class Hub:
         if not api_only:  # the first process migrated before it started the others
             migrate.upgrade(engine)
         self.ctx = HubContext(
-            settings=settings, engine=engine, sessions=make_sessionmaker(engine), clock=clock or RealClock()
+            settings=settings,
+            engine=engine,
+            sessions=make_sessionmaker(engine),
+            clock=clock or RealClock(),
+            secrets=box,
         )
+        if not api_only and box.ready:
+            reseal_secrets(self.ctx)
         if not settings.hub_id:
             settings.hub_id = f"{socket.gethostname()}:{settings.listen}"
         self.leader = Leader(engine)
@@ -151,6 +163,7 @@ class Hub:
         jobs = JobServicer(self.ctx, self.watches, logs.serve)
         jobs_pb2_grpc.add_JobServiceServicer_to_server(jobs, server)
         queues_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(self.ctx), server)
+        objects_pb2_grpc.add_ObjectServiceServicer_to_server(ObjectServicer(self.ctx), server)
         clusters_pb2_grpc.add_ClusterServiceServicer_to_server(ClusterServicer(self.ctx), server)
         cronjobs_pb2_grpc.add_CronJobServiceServicer_to_server(CronJobServicer(self.ctx), server)
         jobflows_pb2_grpc.add_JobFlowServiceServicer_to_server(JobFlowServicer(self.ctx), server)

@@ -24,6 +24,7 @@ from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
 from vglobal.hub.notify import DISPATCH
 from vglobal.model import priority_class
+from vglobal.model.dependencies import Dependency
 from vglobal.model.fields import FieldValidation, parse_validation
 from vglobal.model.forms import POD_SLOT, Gang, Placement, TaskCounts
 from vglobal.model.hyperjob import HyperJob
@@ -289,6 +290,11 @@ def accept(manifest: str, settings: HubSettings, validation: str = "", request_i
         for rj in doc.replicated:
             if rj.template is not None:
                 check_limits(rj.template, settings)
+    elif isinstance(doc, Dependency):
+        raise InvalidArgument(
+            f"kind: a {doc.kind} is not a job: apply it with ObjectService.ApplyObject "
+            "(`vglobal apply`, Client.apply_object) before the jobs that use it"
+        )
     else:
         raise InvalidArgument(f"kind: expected Job or HyperJob, got {type(doc).__name__}")
     require(Action.submit_jobs, queue=doc.queue)

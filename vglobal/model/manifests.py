@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, hyperjob, jobflow, kinds, priority_class, queue
+from vglobal.model import cronjob, dependencies, hyperjob, jobflow, kinds, priority_class, queue
 from vglobal.model.cronjob import CronJob, parse_cron_job
+from vglobal.model.dependencies import Dependency, parse_dependency
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.fields import FieldValidation, unknown_fields
 from vglobal.model.hyperjob import HyperJob, parse_hyper_job
@@ -40,7 +41,7 @@ __all__ = [
     "parse_manifests",
 ]
 
-Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow | HyperJob
+Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow | HyperJob | Dependency
 M = TypeVar("M")
 Kinds = Mapping[tuple[str, str], Callable[[Mapping[str, Any]], M]]  # (apiVersion, kind) -> parser
 Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema, for field validation
@@ -56,6 +57,7 @@ KINDS: Kinds[Manifest] = {
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
     (hyperjob.API_VERSION, hyperjob.KIND): parse_hyper_job,
     **{k.key: k.reader for k in kinds.KINDS},
+    **{(dependencies.API_VERSION, k): parse_dependency for k in dependencies.KINDS},
 }
 
 # Each kind's schema, for strict field validation.
@@ -67,6 +69,8 @@ SCHEMAS: Schemas = {
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): jobflow.JobTemplateManifest,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): jobflow.JobFlowManifest,
     (hyperjob.API_VERSION, hyperjob.KIND): hyperjob.HyperJobManifest,
+    (dependencies.API_VERSION, dependencies.CONFIG_MAP): dependencies.ConfigMapManifest,
+    (dependencies.API_VERSION, dependencies.SECRET): dependencies.SecretManifest,
 }
 
 DEFAULT_MAX_BYTES = 1_048_576

@@ -30,6 +30,8 @@ from vglobal.api.v1 import (
     jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
+    objects_pb2,
+    objects_pb2_grpc,
     queues_pb2,
     queues_pb2_grpc,
 )
@@ -88,6 +90,7 @@ class AsyncClient:
         self.cronjobs = cronjobs_pb2_grpc.CronJobServiceStub(self.channel)
         self.jobflows = jobflows_pb2_grpc.JobFlowServiceStub(self.channel)
         self.hyperjobs = hyperjobs_pb2_grpc.HyperJobServiceStub(self.channel)
+        self.objects = objects_pb2_grpc.ObjectServiceStub(self.channel)
 
     def with_token(self, token: str | None) -> AsyncClient:
         """This client calling as the holder of ``token`` (None: with no credentials), on the same
@@ -272,6 +275,18 @@ class AsyncClient:
 
     async def delete_job(self, name: str, namespace: str = "default") -> jobs_pb2.DeleteJobResponse:
         return await self._call(self.jobs.DeleteJob, jobs_pb2.JobRef(name=name, namespace=namespace))
+
+    async def apply_object(self, manifest: str, *, dry_run: bool = False) -> objects_pb2.ApplyObjectResponse:
+        """Create or update one v1 ConfigMap or Secret (as ``Client.apply_object``)."""
+        req = objects_pb2.ApplyObjectRequest(manifest=manifest, dry_run=dry_run)
+        return await self._call(self.objects.ApplyObject, req)
+
+    async def list_objects(
+        self, kind: str = "", namespace: str = ""
+    ) -> list[objects_pb2.DependencyObjectView]:
+        """ConfigMaps and Secrets: names, keys and sizes (never a Secret's values)."""
+        req = objects_pb2.ListObjectsRequest(kind=kind, namespace=namespace)
+        return list((await self._call(self.objects.ListObjects, req)).objects)
 
     async def get_hyperjob(self, name: str, namespace: str = "default") -> hyperjobs_pb2.HyperJob:
         ref = hyperjobs_pb2.HyperJobRef(name=name, namespace=namespace)

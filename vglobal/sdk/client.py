@@ -25,6 +25,7 @@ from vglobal.api.v1 import (
     jobflows_pb2_grpc,
     jobs_pb2,
     jobs_pb2_grpc,
+    objects_pb2_grpc,
     queues_pb2,
     queues_pb2_grpc,
 )
@@ -35,6 +36,7 @@ from vglobal.sdk.errors import hub_error, refused_item
 from vglobal.sdk.hyperjobs import HyperJobCalls
 from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
 from vglobal.sdk.logs import LogStream, logs_request
+from vglobal.sdk.objects import ObjectCalls
 from vglobal.sdk.retries import VGlobalError, retryable, wait_retry
 from vglobal.sdk.watch import JobWatch
 from vglobal.sdk.workflows import WorkflowCalls
@@ -48,7 +50,7 @@ def default_hub() -> str:
     return Dial.from_env().target
 
 
-class Client(HyperJobCalls, WorkflowCalls):
+class Client(HyperJobCalls, ObjectCalls, WorkflowCalls):
     """The hub's API. TLS files and token default to VGLOBAL_CA_FILE, VGLOBAL_CERT, VGLOBAL_KEY and
     VGLOBAL_TOKEN (or VGLOBAL_TOKEN_FILE); ``dial`` gives them all at once instead."""
 
@@ -75,6 +77,7 @@ class Client(HyperJobCalls, WorkflowCalls):
         self.cronjobs = cronjobs_pb2_grpc.CronJobServiceStub(self.channel)
         self.jobflows = jobflows_pb2_grpc.JobFlowServiceStub(self.channel)
         self.hyperjobs = hyperjobs_pb2_grpc.HyperJobServiceStub(self.channel)
+        self.objects = objects_pb2_grpc.ObjectServiceStub(self.channel)
 
     def __enter__(self) -> Client:
         return self

@@ -375,3 +375,33 @@ job_counts = sa.Table(
     sa.Column("finished_hour", sa.BigInteger, nullable=False),
     sa.Column("n", sa.BigInteger, nullable=False),
 )
+
+# A job's dependencies (model/dependencies.py): v1 ConfigMaps and Secrets, sent to the agent of the
+# cluster that runs a job referencing them. A Secret's values are only in ``sealed`` (encrypted by
+# hub/secret_box.py); ``sizes`` holds every key's size in bytes, all an API answer shows of a Secret.
+# ``revision`` moves on every write, so agent streams find the objects changed since they looked.
+DEPENDENCY_REVISIONS = sa.Sequence("dependency_revisions", metadata=metadata)
+dependency_objects = sa.Table(
+    "dependency_objects",
+    metadata,
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("kind", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("type", sa.Text, nullable=False, server_default=""),
+    sa.Column("immutable", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("labels", JSONB, nullable=False, server_default="{}"),
+    sa.Column("annotations", JSONB, nullable=False, server_default="{}"),
+    sa.Column("sizes", JSONB, nullable=False, server_default="{}"),
+    sa.Column("text_keys", JSONB, nullable=False, server_default="[]"),
+    sa.Column("data", JSONB, nullable=True),  # a ConfigMap's keys, each value base64
+    sa.Column("sealed", sa.LargeBinary, nullable=True),  # a Secret's, encrypted
+    sa.Column(
+        "revision",
+        sa.BigInteger,
+        nullable=False,
+        server_default=sa.text("nextval('dependency_revisions')"),
+        index=True,
+    ),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+)

@@ -78,10 +78,20 @@ def test_every_rpc_of_the_api_has_a_rule_and_probes_are_public() -> None:
         hyperjobs_pb2,
         jobflows_pb2,
         jobs_pb2,
+        objects_pb2,
         queues_pb2,
     )
 
-    modules = (agent_pb2, clusters_pb2, cronjobs_pb2, hyperjobs_pb2, jobflows_pb2, jobs_pb2, queues_pb2)
+    modules = (
+        agent_pb2,
+        clusters_pb2,
+        cronjobs_pb2,
+        hyperjobs_pb2,
+        jobflows_pb2,
+        jobs_pb2,
+        objects_pb2,
+        queues_pb2,
+    )
     rpcs = {
         f"/{service.full_name}/{method.name}"
         for module in modules
@@ -100,3 +110,11 @@ def test_everywhere_tells_when_a_list_needs_no_queue_filter() -> None:
     assert not everywhere(SUBMITTER_A, Action.read_jobs)
     both = Principal("x", (Grant(Role.submitter, queues=("a",)), Grant(Role.viewer)))
     assert everywhere(both, Action.read_jobs) and not everywhere(both, Action.submit_jobs)
+
+
+def test_configmaps_and_secrets_are_read_by_viewers_and_managed_by_submitters_not_agents() -> None:
+    assert may(VIEWER, Action.read_objects) and not may(VIEWER, Action.manage_objects)
+    submitter = Principal("alice", (Grant(Role.submitter, queues=("team-a",)),))
+    assert may(submitter, Action.manage_objects)
+    agent = Principal("east", (Grant(Role.agent, clusters=("east",)),), kind="cluster")
+    assert not may(agent, Action.read_objects) and not may(agent, Action.manage_objects)

@@ -41,8 +41,10 @@ AGENT_PERMISSIONS = {
     ("", "pods/status"): {"get"},
     ("", "pods/log"): {"get"},
     ("", "services"): {"create", "get", "delete"},
-    ("", "configmaps"): {"create", "get", "delete"},
+    ("", "configmaps"): {"create", "get", "patch", "delete"},
+    ("", "secrets"): {"create", "get", "patch", "delete"},
     ("", "namespaces"): {"get"},
+    ("", "persistentvolumeclaims"): {"get"},
     ("", "events"): {"create", "list", "watch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     **{

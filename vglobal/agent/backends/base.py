@@ -20,6 +20,22 @@ from vglobal.scheduler.api import Grant, NodeSpec
 
 
 @dataclass(frozen=True, slots=True)
+class DependencyObject:
+    """A ConfigMap or Secret the hub sent with a job: created in the job's namespace before its pods.
+    ``data`` holds every key's bytes; ``text_keys`` are a ConfigMap's ``data`` (the rest binaryData)."""
+
+    kind: str
+    namespace: str
+    name: str
+    data: Mapping[str, bytes] = field(repr=False)
+    text_keys: frozenset[str] = frozenset()
+    type: str = ""
+    immutable: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+    revision: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class RunStart:
     """A run of a job beginning on this cluster, as the backend needs to know it."""
 
@@ -29,6 +45,7 @@ class RunStart:
     queue: str
     priority: int
     objects: list[dict[str, Any]] = field(default_factory=list)  # the job plugins' services / config maps
+    dependencies: tuple[DependencyObject, ...] = ()  # the ConfigMaps and Secrets its pods reference
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +99,10 @@ class Backend(Protocol):
 
     def job_started(self, run: RunStart) -> None:
         """A run begins; ValueError (with the reason) if this cluster cannot take it."""
+        ...
+
+    def update_dependencies(self, objects: Sequence[DependencyObject]) -> None:
+        """Objects changed at the hub that this cluster's runs use: update them where they exist."""
         ...
 
     def job_removed(self, uid: str) -> None:

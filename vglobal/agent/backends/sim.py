@@ -10,7 +10,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from vglobal.agent.backends.base import JobProblem, RunStart
+from vglobal.agent.backends.base import DependencyObject, JobProblem, RunStart
 from vglobal.agent.backends.sim_cluster import SimCluster, SimNode
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
 from vglobal.model.cluster_topology import cluster_hyper_nodes
@@ -86,6 +86,8 @@ class SimBackend:
         self._pods: dict[str, _SimPod] = {}
         self._ends: list[tuple[float, str, str]] = []  # (end time, pod name, uid), lazily pruned
         self._now = 0.0
+        # The ConfigMaps and Secrets the hub sent with jobs, by (namespace, kind, name)
+        self.objects: dict[tuple[str, str, str], DependencyObject] = {}
 
     @property
     def cluster_name(self) -> str:
@@ -117,7 +119,14 @@ class SimBackend:
         return ""
 
     def job_started(self, run: RunStart) -> None:
-        pass  # the sim keeps no per-job objects: the run holds them
+        # the job plugins' objects live in the run; its dependencies stay, as in a cluster
+        for o in run.dependencies:
+            self.objects[(o.namespace, o.kind, o.name)] = o
+
+    def update_dependencies(self, objects: Sequence[DependencyObject]) -> None:
+        for o in objects:
+            if (o.namespace, o.kind, o.name) in self.objects:
+                self.objects[(o.namespace, o.kind, o.name)] = o
 
     def job_removed(self, uid: str) -> None:
         pass

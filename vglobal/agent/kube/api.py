@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
 AUTH_REFRESH = 30.0  # seconds an authorization header is reused
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -169,7 +170,7 @@ class KubeApi:
         self._auth: tuple[float, dict[str, str]] | None = None
         self._auth_lock = threading.Lock()
 
-    def _headers(self, method: str = "GET") -> dict[str, str]:
+    def _headers(self, method: str = "GET", body: Any = None) -> dict[str, str]:
         """Headers with the current token. The client's own refresh (in-cluster token file, exec
         plugins) runs every AUTH_REFRESH seconds rather than per request: in this client release
         it re-reads the proxy environment each time, which would cost more than the request."""
@@ -180,8 +181,8 @@ class KubeApi:
                 self.client.update_params_for_auth(headers, None, ["BearerToken"], "", "", None)
                 self._auth = (now, headers)
             out = dict(self._auth[1])
-        if method == "PATCH":  # the agent's patches are JSON merge patches
-            out["Content-Type"] = MERGE_PATCH
+        if method == "PATCH":  # a list is a JSON patch (RFC 6902), an object a JSON merge patch
+            out["Content-Type"] = JSON_PATCH if isinstance(body, list) else MERGE_PATCH
         return out
 
     def _send(self, method: str, path: str, body: Any, timeout: tuple[float, float]) -> Any:
@@ -199,7 +200,7 @@ class KubeApi:
                     method,
                     self._prefix + path,
                     body=data,
-                    headers=self._headers(method),
+                    headers=self._headers(method, body),
                     timeout=limits,
                     preload_content=False,
                     retries=False,
@@ -210,7 +211,7 @@ class KubeApi:
                 method,
                 self.host + path,
                 body=data,
-                headers=self._headers(method),
+                headers=self._headers(method, body),
                 timeout=limits,
                 preload_content=False,
                 retries=False,
@@ -253,7 +254,7 @@ class KubeApi:
         self.bucket.acquire()
         data = None if body is None else orjson.dumps(body)
         try:
-            answer = direct.exchange(method, self._prefix + full, data, self._headers(method), timeout)
+            answer = direct.exchange(method, self._prefix + full, data, self._headers(method, body), timeout)
         except Broken as exc:
             raise ApiError(0, "Unreachable", str(exc), method=method, path=full) from exc
         if not 200 <= answer.status <= 299:

@@ -16,12 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.agent.backends.base import JobProblem, RunStart
+from vglobal.agent.backends.base import DependencyObject, JobProblem, RunStart
 from vglobal.agent.fabric_fetch import FabricFetcher
 from vglobal.agent.kube import bodies, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
+from vglobal.agent.kube.dependencies import check_references
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
 from vglobal.agent.kube.pod_warnings import PodWarnings, event_record
@@ -233,10 +234,11 @@ class KubeBackend:
                 f" it needs {wanted.needs}"
             )
         self._ensure_namespace(ns)
+        check_references(self.api, ns, run.job, run.dependencies, self.options.cluster)
         ref = JobRef(run.uid, run.generation, ns, run.job.name)
         if kind is not None:
             self.workloads.start(ref, kind, run.job)
-        self.tracker.start_job(ref, run.job, run.queue, run.priority, run.objects)
+        self.tracker.start_job(ref, run.job, run.queue, run.priority, run.objects, run.dependencies)
 
     def _ensure_namespace(self, ns: str) -> None:
         if ns in self._namespaces:
@@ -269,6 +271,9 @@ class KubeBackend:
                     f"cannot create namespace {ns}: the agent's RBAC lacks {exc.rbac_rule()}"
                 ) from None
             raise ValueError(f"cannot create namespace {ns}: {exc.message}") from None
+
+    def update_dependencies(self, objects: Sequence[DependencyObject]) -> None:
+        self.tracker.dependencies.update(objects)
 
     def job_removed(self, uid: str) -> None:
         self.workloads.remove(uid)

@@ -57,3 +57,15 @@ def leases(namespace: str) -> str:
 
 def lease(namespace: str, name: str) -> str:
     return f"{leases(namespace)}/{quote(name, safe='')}"
+
+
+def secrets(namespace: str) -> str:
+    return f"{_ns(namespace)}/secrets"
+
+
+def secret(namespace: str, name: str) -> str:
+    return f"{secrets(namespace)}/{quote(name, safe='')}"
+
+
+def persistentvolumeclaim(namespace: str, name: str) -> str:
+    return f"{_ns(namespace)}/persistentvolumeclaims/{quote(name, safe='')}"

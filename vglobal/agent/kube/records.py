@@ -12,7 +12,7 @@ import orjson
 
 from vglobal.agent.deadlines import DEADLINE_ANNOTATION
 from vglobal.agent.kube import vgpu
-from vglobal.agent.pods import PodPhase
+from vglobal.agent.pods import PodPhase, PodStatus
 from vglobal.model.errors import Problems
 from vglobal.model.k8s import pod_request
 from vglobal.model.resources import ResourceVector
@@ -242,3 +242,16 @@ def node_record(obj: Mapping[str, Any]) -> NodeRecord:
         extensions={GPUS_EXTENSION: devices} if devices else {},
     )
     return NodeRecord(node, ready, cordoned, uuids)
+
+
+def status_of(uid: str, rec: PodRecord, bind_to: str | None) -> PodStatus:
+    return PodStatus(
+        uid=uid,
+        phase=rec.phase,
+        node=rec.node or bind_to,
+        exit_code=rec.exit_code,
+        reason=rec.reason,
+        cause=rec.cause,
+        restarts=rec.restarts,
+        ip=rec.ip,
+    )

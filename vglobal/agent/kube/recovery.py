@@ -21,8 +21,7 @@ from vglobal.agent.kube import bodies, paths, vgpu
 from vglobal.agent.kube.api import ApiError
 from vglobal.agent.kube.backend import KubeBackend
 from vglobal.agent.kube.bodies import JobRef
-from vglobal.agent.kube.records import GENERATION_LABEL, JOB_UID_LABEL, PodRecord
-from vglobal.agent.kube.tracker import status_of
+from vglobal.agent.kube.records import GENERATION_LABEL, JOB_UID_LABEL, PodRecord, status_of
 from vglobal.agent.kube.workloads import WorkloadRecord, kind_of
 from vglobal.agent.kube.writer import Op
 from vglobal.agent.pods import PodManifest, PodStatus

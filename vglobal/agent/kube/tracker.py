@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vglobal.agent.backends.base import JobProblem
+from vglobal.agent.backends.base import DependencyObject, JobProblem
 from vglobal.agent.kube import bodies, paths
 from vglobal.agent.kube.api import ApiError
 from vglobal.agent.kube.bodies import JobRef
-from vglobal.agent.kube.records import JOB_UID_LABEL, POD_UID_ANNOTATION, PodRecord, pod_record
+from vglobal.agent.kube.dependencies import PATCH, PUT, Dependencies
+from vglobal.agent.kube.records import JOB_UID_LABEL, POD_UID_ANNOTATION, PodRecord, pod_record, status_of
 from vglobal.agent.kube.vgpu import DeviceUse
 from vglobal.agent.kube.writer import Op, Outcome
 from vglobal.agent.pods import PodManifest, PodPhase, PodStatus
@@ -55,6 +56,7 @@ class TrackedJob:
     priority: int
     objects: list[dict[str, Any]]
     owner_uid: str = ""
+    dependencies: tuple[DependencyObject, ...] = ()
     waiting: list[str] = field(default_factory=list)  # pods to create once the owner exists
     retry_at: float | None = None
     noted: set[str] = field(default_factory=set)  # RBAC rules already reported
@@ -83,13 +85,15 @@ class PodTracker:
         self._logged: set[str] = set()
         # (job uid, owner uid) once a job's owner exists: the workload tracker writes its object then
         self.owner_listener: Callable[[str, str], None] = lambda uid, owner_uid: None
+        self.dependencies = Dependencies(submit, self._refused)
 
     # ---- jobs
 
     def start_job(
-        self, ref: JobRef, job: Job, queue: str, priority: int, objects: list[dict[str, Any]]
+        self, ref: JobRef, job: Job, queue: str, priority: int, objects: list[dict[str, Any]],
+        dependencies: tuple[DependencyObject, ...] = (),
     ) -> None:
-        self.jobs[ref.uid] = TrackedJob(ref, job, queue, priority, objects)
+        self.jobs[ref.uid] = TrackedJob(ref, job, queue, priority, objects, dependencies=dependencies)
         self._create_owner(self.jobs[ref.uid])
 
     def adopt_job(self, ref: JobRef, job: Job, queue: str, priority: int, owner_uid: str) -> None:
@@ -97,6 +101,7 @@ class PodTracker:
 
     def remove_job(self, uid: str) -> None:
         tj = self.jobs.pop(uid, None)
+        self.dependencies.forget(uid)
         if tj is None:
             return
         ref = tj.ref
@@ -124,7 +129,7 @@ class PodTracker:
         self.version += 1
         self.status[pod.uid] = PodStatus(uid=pod.uid, phase=PodPhase.Pending)
         tj = self.jobs.get(pod.job_uid)
-        if tj is not None and tj.owner_uid:
+        if tj is not None and tj.owner_uid and tj.ref.uid not in self.dependencies.pending:
             self._send_create(t)
         elif tj is not None:
             tj.waiting.append(pod.uid)
@@ -248,6 +253,8 @@ class PodTracker:
             "bind": self._bind_done,
             "get-pod": self._get_done,
             "delete-pod": self._delete_done,
+            PUT: self._dependency_done,
+            PATCH: self._dependency_done,
         }.get(out.op.kind)
         err = out.error
         if handler is not None:
@@ -314,7 +321,15 @@ class PodTracker:
         elif not self._refused(tj.ref.uid, err, "cannot create the job's owner ConfigMap"):
             tj.retry_at = self.clock() + FORBIDDEN_RETRY
 
+    def _dependency_done(self, out: Outcome) -> None:
+        uid = self.dependencies.done(out)
+        if uid is not None and (tj := self.jobs.get(uid)) is not None:
+            self._owner_ready(tj)
+
     def _owner_ready(self, tj: TrackedJob) -> None:
+        # the ConfigMaps and Secrets its pods use first, then the workload object and the pods
+        if self.dependencies.start(tj.ref.uid, tj.ref, tj.owner_uid, tj.dependencies):
+            return
         self.owner_listener(tj.ref.uid, tj.owner_uid)
         for obj in tj.objects:
             kind = obj.get("kind", "")
@@ -475,17 +490,4 @@ def _owned_by(obj: dict[str, Any], ref: JobRef) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return bool(
         labels.get(JOB_UID_LABEL) == ref.uid and labels.get("vglobal.io/generation") == str(ref.generation)
-    )
-
-
-def status_of(uid: str, rec: PodRecord, bind_to: str | None) -> PodStatus:
-    return PodStatus(
-        uid=uid,
-        phase=rec.phase,
-        node=rec.node or bind_to,
-        exit_code=rec.exit_code,
-        reason=rec.reason,
-        cause=rec.cause,
-        restarts=rec.restarts,
-        ip=rec.ip,
     )

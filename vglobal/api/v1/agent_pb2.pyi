@@ -875,6 +875,7 @@ class Dispatch(_message.Message):
     QUEUES_FIELD_NUMBER: _builtins.int
     NOMINATED_NODES_FIELD_NUMBER: _builtins.int
     SPEC_GENERATION_FIELD_NUMBER: _builtins.int
+    OBJECTS_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     manifest: _builtins.str
@@ -904,6 +905,12 @@ class Dispatch(_message.Message):
         Volcano's nominatedNodeName): its pending pods try them before any other node.
         """
 
+    @_builtins.property
+    def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectData]:
+        """The ConfigMaps and Secrets the hub holds that the job's pods reference: the agent creates or
+        updates them in the job's namespace before its pods.
+        """
+
     def __init__(
         self,
         *,
@@ -917,14 +924,130 @@ class Dispatch(_message.Message):
         queues: _abc.Iterable[Global___DispatchQueue] | None = ...,
         nominated_nodes: _abc.Iterable[_builtins.str] | None = ...,
         spec_generation: _builtins.int = ...,
+        objects: _abc.Iterable[Global___ObjectData] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "nominated_nodes", b"nominated_nodes", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "spec_generation", b"spec_generation", "task_priorities", b"task_priorities"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "job_uid", b"job_uid", "manifest", b"manifest", "nominated_nodes", b"nominated_nodes", "objects", b"objects", "preemption_policy", b"preemption_policy", "priority", b"priority", "queue", b"queue", "queues", b"queues", "spec_generation", b"spec_generation", "task_priorities", b"task_priorities"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Dispatch: _TypeAlias = Dispatch  # noqa: Y015
+
+@_typing.final
+class ObjectData(_message.Message):
+    """A ConfigMap or Secret with its values, sent only to the agent of a cluster that runs a job
+    using it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class DataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.bytes = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    KIND_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    IMMUTABLE_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    TEXT_KEYS_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """"ConfigMap" or "Secret" """
+    namespace: _builtins.str
+    name: _builtins.str
+    type: _builtins.str
+    immutable: _builtins.bool
+    revision: _builtins.int
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def data(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]: ...
+    @_builtins.property
+    def text_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """a ConfigMap's keys of data (the rest are binaryData)"""
+
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+        type: _builtins.str = ...,
+        immutable: _builtins.bool = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        data: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
+        text_keys: _abc.Iterable[_builtins.str] | None = ...,
+        revision: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "immutable", b"immutable", "kind", b"kind", "labels", b"labels", "name", b"name", "namespace", b"namespace", "revision", b"revision", "text_keys", b"text_keys", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ObjectData: _TypeAlias = ObjectData  # noqa: Y015
+
+@_typing.final
+class ObjectUpdate(_message.Message):
+    """Objects changed at the hub that jobs this cluster runs use: update them where they exist."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OBJECTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectData]: ...
+    def __init__(
+        self,
+        *,
+        objects: _abc.Iterable[Global___ObjectData] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["objects", b"objects"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ObjectUpdate: _TypeAlias = ObjectUpdate  # noqa: Y015
 
 @_typing.final
 class DispatchQueue(_message.Message):
@@ -1084,6 +1207,7 @@ class HubMessage(_message.Message):
     EVICT_FIELD_NUMBER: _builtins.int
     LOG_REQUEST_FIELD_NUMBER: _builtins.int
     LOG_CANCEL_FIELD_NUMBER: _builtins.int
+    OBJECT_UPDATE_FIELD_NUMBER: _builtins.int
     BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def registered(self) -> Global___Registered: ...
@@ -1100,6 +1224,8 @@ class HubMessage(_message.Message):
     @_builtins.property
     def log_cancel(self) -> Global___LogCancel: ...
     @_builtins.property
+    def object_update(self) -> Global___ObjectUpdate: ...
+    @_builtins.property
     def batch(self) -> Global___HubBatch:
         """Several of the messages above but registered (never a batch), in order: what one sync
         delivers, as one stream message, sent only to an agent whose Register says takes_batches.
@@ -1115,13 +1241,14 @@ class HubMessage(_message.Message):
         evict: Global___Evict | None = ...,
         log_request: Global___LogRequest | None = ...,
         log_cancel: Global___LogCancel | None = ...,
+        object_update: Global___ObjectUpdate | None = ...,
         batch: Global___HubBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "object_update", b"object_update", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "object_update", b"object_update", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict", "log_request", "log_cancel", "batch"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict", "log_request", "log_cancel", "object_update", "batch"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 

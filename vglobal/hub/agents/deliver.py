@@ -18,9 +18,12 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import agent_pb2
+from vglobal.hub.dependencies import dispatch_objects, object_data, users
+from vglobal.hub.secret_box import SecretBox
 from vglobal.model.binding import FINISHED, BindingRef, stop_reason
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
+from vglobal.store.repo import objects as objects_repo
 from vglobal.store.repo import queues as queues_repo
 from vglobal.store.repo.events import NewEvent
 
@@ -69,6 +72,10 @@ class Courier:
     sent_evict: set[tuple[str, int, str]] = field(default_factory=set)  # (uid, generation, pod uid)
     sent_spec: dict[str, int] = field(default_factory=dict)  # uid -> spec generation dispatched
     fenced_at: float = float("-inf")  # monotonic seconds of the last full sync
+    box: SecretBox = field(default_factory=lambda: SecretBox([]))
+    # The last dependency revision this stream looked at (-1: not yet): a later one is an object
+    # changed at the hub, to update where this cluster's runs use it.
+    object_revision: int = -1
 
     def due(self) -> bool:
         return time.monotonic() - self.fenced_at >= FENCE_INTERVAL
@@ -80,6 +87,7 @@ class Courier:
         events), and the runs found ended by themselves (to drop from ``runs``). ``runs`` is what
         the agent says it runs (uid -> generation); ``fence`` asks for a full sync."""
         full = fence or self.due()
+        updates = self._object_updates(session) if full or self.object_revision < 0 else []
         wanted = bindings_repo.runs_of(self.cluster, session=session, unacknowledged=not full)
         new = [uid for uid, gen in wanted.items() if self.sent.get(uid) != gen]
         if full:  # runs applied anew (vglobal apply, scale): their Dispatch again, changed in place
@@ -93,7 +101,8 @@ class Courier:
             for d in delivered:
                 if d.queue not in chains:
                     chains[d.queue] = convert.dispatch_queues(d.queue, rows, self.cluster)
-        out = [self._dispatch(d, chains[d.queue]) for d in delivered]
+        out = [self._dispatch(d, chains[d.queue], session) for d in delivered]
+        out += updates
         out += self._evictions(session)
         if not full:
             return out, []
@@ -120,8 +129,34 @@ class Courier:
         events_repo.add_events(events, session=session)
         return out, ended
 
+    def _object_updates(self, session: Session) -> list[agent_pb2.HubMessage]:
+        """An ObjectUpdate with each object changed at the hub since the last look that a run of
+        this cluster uses (a new stream only notes where it starts: its Dispatches carry them)."""
+        if self.object_revision < 0:
+            self.object_revision = objects_repo.last_revision(session=session)
+            return []
+        changed = objects_repo.changed_since(self.object_revision, session=session)
+        if not changed:
+            return []
+        self.object_revision = max(r.revision for r in changed)
+        used = [
+            r
+            for r in changed
+            if users(r.kind, r.namespace, r.name, session=session, clusters=[self.cluster])
+        ]
+        if not used:
+            return []
+        log.info("updating %d objects on %s", len(used), self.cluster)
+        data = []
+        for r in used:
+            try:
+                data.append(object_data(r, self.box))
+            except ValueError as exc:
+                log.error("not updating %s/%s/%s: %s", r.kind, r.namespace, r.name, exc)
+        return [agent_pb2.HubMessage(object_update=agent_pb2.ObjectUpdate(objects=data))]
+
     def _dispatch(
-        self, d: bindings_repo.Delivery, queues: list[agent_pb2.DispatchQueue]
+        self, d: bindings_repo.Delivery, queues: list[agent_pb2.DispatchQueue], session: Session
     ) -> agent_pb2.HubMessage:
         self.sent[d.job_uid] = d.generation
         self.sent_spec[d.job_uid] = d.spec_generation
@@ -137,6 +172,7 @@ class Courier:
                 queues=queues,
                 nominated_nodes=d.nominated or (),
                 spec_generation=d.spec_generation,
+                objects=dispatch_objects(d.namespace, d.manifest, self.box, session=session),
             )
         )
 

@@ -104,6 +104,16 @@ METHODS: dict[str, Rule] = {
             "DeleteCluster": Rule(Action.delete_clusters, mutating=True),
         },
     ),
+    # A Secret's values go to no caller: only to the agent of a cluster running a job using it.
+    **_service(
+        "ObjectService",
+        {
+            "ApplyObject": Rule(Action.manage_objects, mutating=True),
+            "GetObject": Rule(Action.read_objects),
+            "ListObjects": Rule(Action.read_objects),
+            "DeleteObject": Rule(Action.manage_objects, mutating=True),
+        },
+    ),
     **_service("AgentService", {"Connect": Rule(Action.connect_agent, mutating=True)}),
 }
 

@@ -35,6 +35,8 @@ class Action(StrEnum):
     read_priority_classes = "read priority classes"
     manage_priority_classes = "manage priority classes"
     read_clusters = "read clusters"
+    read_objects = "read configmaps and secrets"  # names, keys and sizes; never a Secret's values
+    manage_objects = "manage configmaps and secrets"
     manage_clusters = "manage clusters"
     delete_clusters = "delete clusters"  # admin only: a cluster's record and its jobs' places go
     connect_agent = "connect as an agent"
@@ -59,12 +61,14 @@ READS = frozenset(
         Action.read_queues,
         Action.read_priority_classes,
         Action.read_clusters,
+        Action.read_objects,
     }
 )
 ROLE_ACTIONS: dict[Role, frozenset[Action]] = {
     Role.admin: frozenset(Action) - {Action.connect_agent},
     Role.operator: READS | {Action.manage_queues, Action.manage_priority_classes, Action.manage_clusters},
-    Role.submitter: READS | {Action.submit_jobs, Action.cancel_jobs, Action.delete_jobs},
+    Role.submitter: READS
+    | {Action.submit_jobs, Action.cancel_jobs, Action.delete_jobs, Action.manage_objects},
     Role.viewer: READS,
     Role.agent: frozenset({Action.connect_agent}),
 }

@@ -330,7 +330,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         """A Dispatch for each binding this cluster should run that this stream has not sent, and
         a Cancel for each run it must stop (see agents/deliver.py)."""
         if state.courier is None:
-            state.courier = Courier(state.cluster)
+            state.courier = Courier(state.cluster, box=self.ctx.secrets)
         with state.lock:
             runs = dict(state.runs)
         with session_scope(self.ctx.sessions) as session:

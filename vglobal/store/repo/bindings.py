@@ -329,6 +329,7 @@ class Delivery(NamedTuple):
     task_priorities: dict[str, int] | None = None  # tasks with their own priorityClassName
     nominated: list[str] | None = None  # nodes admission made room on for it (preemption, reclaim)
     spec_generation: int = 0  # the job's metadata.generation this manifest is
+    namespace: str = "default"
 
 
 def runs_of(cluster: str, *, session: Session, unacknowledged: bool = False) -> dict[str, int]:
@@ -353,7 +354,7 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
             "SELECT b.job_uid, b.generation, CAST(j.manifest AS text), j.queue, j.priority, "
             "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), "
             f"{task_priorities('j')}, "
-            "NULLIF(b.nominated, '[]'::jsonb), j.spec_generation "
+            "NULLIF(b.nominated, '[]'::jsonb), j.spec_generation, j.namespace "
             "FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
             "LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
             "WHERE b.job_uid = ANY(string_to_array(%(u)s, ',')) AND b.cluster = %(c)s "
@@ -361,7 +362,9 @@ def deliveries(cluster: str, uids: Sequence[str], *, session: Session) -> list[D
             {"u": joined(uids), "c": cluster, "p": _ADMITTED},
         )
         rows = cur.fetchall()
-        return [Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], r[7], int(r[8])) for r in rows]
+        return [
+            Delivery(r[0], int(r[1]), r[2], r[3], int(r[4]), r[5], r[6], r[7], int(r[8]), r[9]) for r in rows
+        ]
 
 
 def respecified(cluster: str, *, session: Session) -> dict[str, tuple[int, int]]:
