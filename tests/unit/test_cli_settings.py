@@ -36,6 +36,8 @@ def _sample(tmp: Path, model: type[BaseSettings], field: str) -> tuple[list[str]
         return [flag, f"{v:g}s"], f"{v:g}", v
     if field == "rate_limit":
         return [flag, "120/m"], "120/m", 2.0
+    if kind is bool and default is True:  # an on-by-default switch is turned off
+        return [f"--no-{flag[2:]}"], "false", False
     if kind is bool:
         return [flag], "true", True
     if kind is int:
