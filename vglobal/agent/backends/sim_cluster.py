@@ -11,11 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
+from vglobal.model import dra
+from vglobal.model.dra import device_resource
 from vglobal.model.errors import ManifestError, Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, parse_resources, validate_model
-from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, parse_documents
+from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, load_documents, parse_documents
 from vglobal.model.resources import ResourceVector
 from vglobal.model.topology_sources import discovery_plan
 
@@ -67,6 +70,11 @@ class _Taint(Model):
     effect: StrictStr = ""
 
 
+class _Devices(Model):
+    device_class: StrictStr = Field("", alias="deviceClass")
+    count: StrictInt = 0
+
+
 class _Group(Model):
     name: StrictStr = ""
     count: StrictInt = 1
@@ -74,6 +82,7 @@ class _Group(Model):
     labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     taints: list[_Taint] = Field(default_factory=list)
     gpus: _Gpus | None = None
+    devices: list[_Devices] = Field(default_factory=list)  # DRA devices per node, by DeviceClass
 
 
 class _Spec(Model):
@@ -111,6 +120,7 @@ def _group_nodes(p: Problems, base: str, g: _Group) -> list[SimNode]:
             )
     if "pods" not in alloc:
         alloc = alloc + {"pods": DEFAULT_MAX_PODS}
+    alloc = alloc + _devices(p, base, g.devices)
     taints: list[Mapping[str, str]] = []
     for j, t in enumerate(g.taints):
         if not t.key:
@@ -136,6 +146,19 @@ def _group_nodes(p: Problems, base: str, g: _Group) -> list[SimNode]:
             )
         )
     return nodes
+
+
+def _devices(p: Problems, base: str, devices: list[_Devices]) -> ResourceVector:
+    """What a node's ResourceSlices would publish: ``deviceclass/<class>`` x count."""
+    out: dict[str, int] = {}
+    for j, d in enumerate(devices):
+        if not d.device_class:
+            p.add(f"{base}.devices[{j}].deviceClass", "required")
+        if d.count < 0:
+            p.add(f"{base}.devices[{j}].count", "must be >= 0")
+        name = device_resource(d.device_class)
+        out[name] = out.get(name, 0) + max(d.count, 0) * 1000
+    return ResourceVector(out)
 
 
 def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
@@ -186,5 +209,9 @@ SIM_SCHEMAS: dict[tuple[str, str], type[Model]] = {**SCHEMAS, (API_VERSION, KIND
 
 
 def parse_sim_manifests(text: str) -> list[Manifest | SimCluster]:
-    """Every document of a file the simulator or the sim backend reads; raises ManifestError."""
+    """Every document of a file the simulator or the sim backend reads; raises ManifestError.
+    Its ResourceClaimTemplates and ResourceClaims travel with the jobs naming them, as with apply."""
+    docs = load_documents(text) if "ResourceClaim" in text else []
+    if any(dra.is_claim_document(d) for d in docs):
+        text = yaml.safe_dump_all(dra.carry(docs)[0], sort_keys=False)
     return parse_documents(text, SIM_KINDS, schemas=SIM_SCHEMAS)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
+from vglobal.model import dra
 from vglobal.model.errors import Problems, key_path
 from vglobal.model.job import (
     DEFAULT_MAX_RETRY,
@@ -90,8 +91,9 @@ def count(p: Problems, where: str, value: Any, default: int) -> int:
 class Tasks:
     """The tasks being read, each from a pod template at a field path."""
 
-    def __init__(self, p: Problems) -> None:
+    def __init__(self, p: Problems, claims: dra.Sources | None = None) -> None:
         self.p = p
+        self.claims: dra.Sources = claims or {}
         self.tasks: list[Task] = []
 
     def add(
@@ -130,7 +132,8 @@ class Tasks:
                 min_available=min(min_available, replicas),
                 max_retry=DEFAULT_MAX_RETRY,
                 template=copy.deepcopy(dict(template)),
-                pod_request=pod_request(self.p, f"{where}.spec", spec),
+                pod_request=pod_request(self.p, f"{where}.spec", spec)
+                + dra.pod_claims(self.p, f"{where}.spec", spec, self.claims),
                 annotations=annotations,
                 priority_class_name=own_class if isinstance(own_class, str) and own_class else None,
                 gang_from=gang_from,
@@ -197,7 +200,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         p.add("spec", "required")
         p.raise_if_any()
     assert isinstance(spec, Mapping)
-    tasks = Tasks(p)
+    tasks = Tasks(p, dra.claim_sources(p, annotations))
     read_tasks(tasks, "spec", spec, annotations)
     if not p and not tasks.tasks:
         p.add("spec", "no pod template to run")
