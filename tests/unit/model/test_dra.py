@@ -134,3 +134,22 @@ def test_a_workload_kind_reads_its_pod_templates_claims_too() -> None:
     assert _problems(deploy)[0][0].endswith("resourceClaims[0].resourceClaimTemplateName")
     carried = dra.attach(deploy, {("default", "ResourceClaimTemplate", "two-gpus"): tpl})
     assert _pod(carried)[DC] == 2000
+
+
+def test_apply_sends_the_template_with_its_job_and_refuses_a_job_without_it(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from vglobal.cli.main import cli
+
+    def apply(path: Path) -> Any:
+        return CliRunner().invoke(cli, ["--hub", "127.0.0.1:9", "apply", "--dry-run=client", "-f", str(path)])
+
+    res = apply(EXAMPLE)
+    assert res.exit_code == 0, res.output
+    assert "resourceclaimtemplate.resource.k8s.io/default/two-gpus travels with dra-train" in res.output
+    assert "job.batch.volcano.sh/default/dra-train created (dry run)" in res.output
+    alone = tmp_path / "job-without-template.yaml"
+    alone.write_text(EXAMPLE.read_text().split("---\n", 1)[0] + EXAMPLE.read_text().split("---\n")[2])
+    res = apply(alone)
+    assert res.exit_code == 1
+    assert "spec.tasks[0].template.spec.resourceClaims[0].resourceClaimTemplateName" in res.output
