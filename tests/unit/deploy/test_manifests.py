@@ -45,6 +45,8 @@ AGENT_PERMISSIONS = {
     ("", "namespaces"): {"get"},
     ("", "events"): {"create", "list", "watch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
+    ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
     **{
         (group, resource): {"create", "get", "list", "watch", "delete"}
         for group, resource in [

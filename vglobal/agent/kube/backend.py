@@ -18,7 +18,7 @@ from typing import Any
 
 from vglobal.agent.backends.base import JobProblem, RunStart
 from vglobal.agent.fabric_fetch import FabricFetcher
-from vglobal.agent.kube import bodies, paths, vgpu
+from vglobal.agent.kube import bodies, dra, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
@@ -118,6 +118,11 @@ class KubeBackend:
             )
         elif self.options.discovery is None:
             log.info("no HyperNode CRD and no --hypernode-discovery: no network topology")
+        if (dra_api := dra.served_version(self.api)) is not None:
+            log.info("resource.k8s.io served: DRA devices from ResourceSlices (%s)", dra_api)
+            for name, convert in (("resourceslices", dra.slice_record), ("deviceclasses", dra.class_record)):
+                path = f"{dra_api}/{name}"
+                self.informers.append(Informer(self.api, name, path, convert, self._changes.put))
         if self.fabric is not None:
             self.fabric.start()
         core = list(self.informers)
