@@ -47,6 +47,8 @@ AGENT_PERMISSIONS = {
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
     ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"create", "get", "list", "watch", "delete"},
+    ("resource.k8s.io", "resourceclaims/status"): {"patch"},
     **{
         (group, resource): {"create", "get", "list", "watch", "delete"}
         for group, resource in [

@@ -115,7 +115,7 @@ def test_bad_claims_are_refused_naming_each_field() -> None:
     other = [{"name": "other", "resourceClaimTemplateName": "two-gpus"}]
     assert (
         "spec.tasks[0].template.spec.containers[0].resources.claims[0].name",
-        "\"gpus\" is not one of the pod's resourceClaims",
+        '"gpus" is not one of the pod\'s resourceClaims',
     ) in _problems(_job([_template()], other))
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Container, Mapping
 from dataclasses import replace
 from typing import Any
 
-from vglobal.agent.kube.dra import node_devices
+from vglobal.agent.kube.dra import claimed, node_devices
 from vglobal.agent.kube.informer import Change
 from vglobal.agent.kube.records import NodeRecord, PodRecord
 from vglobal.model.resources import ResourceVector
@@ -32,8 +32,11 @@ class ClusterCache:
         self._specs: tuple[NodeSpec, ...] | None = None
         self._on_pod = on_pod  # (before, after) for every pod change; None = absent
         # DRA: ResourceSlices and DeviceClasses by name, and what they give each node.
-        self.dra: dict[str, dict[str, Any]] = {"resourceslices": {}, "deviceclasses": {}}
+        self.dra: dict[str, dict[str, Any]] = {
+            k: {} for k in ("resourceslices", "deviceclasses", "resourceclaims")
+        }
         self.devices: dict[str, ResourceVector] = {}
+        self.claimed: dict[str, ResourceVector] = {}  # per node: devices allocated claims hold
 
     # ---- applying informer changes
 
@@ -55,7 +58,10 @@ class ClusterCache:
                 held.pop(change.item.name, None)
             else:
                 held[change.item.name] = change.item
-        devices = node_devices(self.dra["resourceslices"].values(), self.dra["deviceclasses"].values())
+        slices, classes = self.dra["resourceslices"].values(), self.dra["deviceclasses"].values()
+        taken = [d for c in self.dra["resourceclaims"].values() for d in c.allocated]
+        self.claimed = claimed(slices, classes, taken)
+        devices = node_devices(slices, classes)
         if devices != self.devices:
             self.devices = devices
             self._nodes_changed()
@@ -129,6 +135,7 @@ class ClusterCache:
         return {
             name: rec.spec.allocatable
             + self.devices.get(name, empty)
+            - self.claimed.get(name, empty)
             - self.used.get(name, empty)
             - pending.get(name, empty)
             for name, rec in self.nodes.items()

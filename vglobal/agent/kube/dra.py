@@ -28,7 +28,21 @@ class Slice:
     name: str
     driver: str
     node: str  # "" : not one node's (allNodes / nodeSelector): not counted
-    devices: int
+    pool: str = ""
+    names: tuple[str, ...] = ()  # its devices
+
+    @property
+    def devices(self) -> int:
+        return len(self.names)
+
+
+Device = tuple[str, str, str]  # (driver, pool, device), as an allocation names it
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str  # "<namespace>/<name>"
+    allocated: tuple[Device, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,7 +71,19 @@ def slice_record(obj: Mapping[str, Any]) -> Slice:
         name=str((obj.get("metadata") or {}).get("name", "")),
         driver=str(spec.get("driver", "")),
         node=str(spec.get("nodeName") or ""),
-        devices=len(spec.get("devices") or []),
+        pool=str((spec.get("pool") or {}).get("name", "")),
+        names=tuple(str(d.get("name", "")) for d in spec.get("devices") or [] if isinstance(d, Mapping)),
+    )
+
+
+def claim_record(obj: Mapping[str, Any]) -> Claim:
+    meta = obj.get("metadata") or {}
+    results = (
+        (((obj.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+    ) or []
+    return Claim(
+        name=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
+        allocated=tuple((str(r.get("driver")), str(r.get("pool")), str(r.get("device"))) for r in results),
     )
 
 
@@ -69,7 +95,7 @@ def class_record(obj: Mapping[str, Any]) -> DeviceClass:
         match = _DRIVER_IS.match(str(((s or {}).get("cel") or {}).get("expression", "")))
         drivers.add(match.group(1) if match else "")
     if len(drivers) != 1 or "" in drivers:
-        log.info("DeviceClass %s: only a single device.driver == \"...\" selector is read; not counted", name)
+        log.info('DeviceClass %s: only a single device.driver == "..." selector is read; not counted', name)
         return DeviceClass(name, "")
     return DeviceClass(name, drivers.pop())
 
@@ -89,3 +115,32 @@ def node_devices(slices: Iterable[Slice], classes: Iterable[DeviceClass]) -> dic
             key = device_resource(name)
             per[key] = per.get(key, 0) + s.devices * UNIT
     return {node: ResourceVector(v) for node, v in out.items() if v}
+
+
+def claimed(
+    slices: Iterable[Slice], classes: Iterable[DeviceClass], taken: Iterable[Device]
+) -> dict[str, ResourceVector]:
+    """Per node: the devices allocated claims hold, by class (as ``node_devices`` counts them)."""
+    where = {(s.driver, s.pool, d): s for s in slices if s.node for d in s.names}
+    held = [where[t] for t in taken if t in where]
+    return node_devices([Slice(s.name, s.driver, s.node, s.pool, ("",)) for s in held], classes)
+
+
+def pick(
+    slices: Iterable[Slice],
+    classes: Iterable[DeviceClass],
+    node: str,
+    device_class: str,
+    count: int,
+    taken: set[Device],
+) -> list[Device] | None:
+    """``count`` devices of the class on the node that no claim holds (by name), None if too few."""
+    drivers = {c.driver for c in classes if c.name == device_class and c.driver}
+    free = [
+        (s.driver, s.pool, d)
+        for s in sorted(slices, key=lambda s: s.name)
+        if s.node == node and s.driver in drivers
+        for d in s.names
+        if (s.driver, s.pool, d) not in taken
+    ]
+    return free[:count] if len(free) >= count else None
