@@ -153,3 +153,4 @@ def test_apply_sends_the_template_with_its_job_and_refuses_a_job_without_it(tmp_
     res = apply(alone)
     assert res.exit_code == 1
     assert "spec.tasks[0].template.spec.resourceClaims[0].resourceClaimTemplateName" in res.output
+

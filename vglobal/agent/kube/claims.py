@@ -52,13 +52,15 @@ class ClaimWriter:
                 out.append(entry)
                 continue
             claim = f"{name}-{entry.get('name')}"
+            version = self.api_path().removeprefix("/apis/")
+            meta = {"name": claim, "namespace": ns, "labels": ref.labels()}
+            meta["ownerReferences"] = [bodies.owner_reference(ref, owner)]
             body = {
-                "apiVersion": tpl.get("apiVersion"),
+                "apiVersion": version,
                 "kind": model_dra.CLAIM_KIND,
-                "metadata": {"name": claim, "namespace": ns, "labels": ref.labels()},
-                "spec": model_dra.claim_spec(tpl),
+                "metadata": meta,
+                "spec": as_version(model_dra.claim_spec(tpl) or {}, version),
             }
-            body["metadata"]["ownerReferences"] = [bodies.owner_reference(ref, owner)]
             self.pending[f"{ns}/{claim}"] = _requests(tpl)
             path = f"{self.api_path()}/namespaces/{ns}/resourceclaims"
             self.submit(Op("create-object", ref.uid, "POST", path, body))
@@ -112,3 +114,19 @@ def _requests(template: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
                 units // model_dra.UNIT,
             )
     return out
+
+
+def as_version(spec: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """A claim spec in the version the cluster serves: v1 wraps each request's device fields in
+    ``exactly``, v1beta1 has them on the request."""
+    devices = dict(spec.get("devices") or {})
+    requests = []
+    for r in devices.get("requests") or []:
+        inner = r.get("exactly")
+        if version.endswith("/v1") and not isinstance(inner, Mapping) and "firstAvailable" not in r:
+            requests.append({"name": r.get("name"), "exactly": {k: v for k, v in r.items() if k != "name"}})
+        elif not version.endswith("/v1") and isinstance(inner, Mapping):
+            requests.append({"name": r.get("name"), **inner})
+        else:
+            requests.append(dict(r))
+    return {**spec, "devices": {**devices, "requests": requests}}
