@@ -42,8 +42,12 @@ def _namespace(doc: Mapping[str, Any]) -> str:
 ClaimKey = tuple[str, str, str]  # (namespace, kind, name)
 
 
-def is_claim_document(doc: Mapping[str, Any]) -> bool:
-    return doc.get("kind") in CLAIM_KINDS and str(doc.get("apiVersion", "")).startswith(f"{API_GROUP}/")
+def is_claim_document(doc: Any) -> bool:
+    return (
+        isinstance(doc, Mapping)
+        and doc.get("kind") in CLAIM_KINDS
+        and str(doc.get("apiVersion", "")).startswith(f"{API_GROUP}/")
+    )
 
 
 def _name(doc: Mapping[str, Any]) -> str:
@@ -227,6 +231,9 @@ def carry(docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[ClaimK
     out: list[dict[str, Any]] = []
     for doc in docs:
         if is_claim_document(doc):
+            continue
+        if not isinstance(doc, Mapping):
+            out.append(doc)  # refused by whoever parses it
             continue
         ns = _namespace(doc)
         named = {(ns, k, n) for spec in pod_specs(doc) for _, k, n in references(spec)} & users.keys()

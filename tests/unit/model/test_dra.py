@@ -154,3 +154,13 @@ def test_apply_sends_the_template_with_its_job_and_refuses_a_job_without_it(tmp_
     assert res.exit_code == 1
     assert "spec.tasks[0].template.spec.resourceClaims[0].resourceClaimTemplateName" in res.output
 
+
+
+def test_one_text_of_a_template_and_its_job_is_one_job_as_the_hub_and_the_sim_read_it() -> None:
+    from vglobal.model.manifests import parse_manifests
+
+    parsed = parse_manifests(EXAMPLE.read_text())
+    assert [type(m).__name__ for m in parsed] == ["Queue", "Job"]
+    job = parsed[1]
+    assert isinstance(job, Job) and job.tasks[0].pod_request[DC] == 2000
+    assert dra.CLAIMS_ANNOTATION in job.raw["metadata"]["annotations"]

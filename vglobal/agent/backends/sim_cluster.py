@@ -11,14 +11,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from vglobal.model import dra
 from vglobal.model.dra import device_resource
 from vglobal.model.errors import ManifestError, Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, parse_resources, validate_model
-from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, load_documents, parse_documents
+from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, parse_documents
 from vglobal.model.resources import ResourceVector
 from vglobal.model.topology_sources import discovery_plan
 
@@ -209,9 +207,5 @@ SIM_SCHEMAS: dict[tuple[str, str], type[Model]] = {**SCHEMAS, (API_VERSION, KIND
 
 
 def parse_sim_manifests(text: str) -> list[Manifest | SimCluster]:
-    """Every document of a file the simulator or the sim backend reads; raises ManifestError.
-    Its ResourceClaimTemplates and ResourceClaims travel with the jobs naming them, as with apply."""
-    docs = load_documents(text) if "ResourceClaim" in text else []
-    if any(dra.is_claim_document(d) for d in docs):
-        text = yaml.safe_dump_all(dra.carry(docs)[0], sort_keys=False)
+    """Every document of a file the simulator or the sim backend reads; raises ManifestError."""
     return parse_documents(text, SIM_KINDS, schemas=SIM_SCHEMAS)
