@@ -39,5 +39,8 @@ def test_a_claiming_job_waits_for_a_node_with_two_devices_and_runs_there(system:
         lambda: (j := system.job("dra-train")) and j["phase"] == "Running" and j, 60, "running", system
     )
     assert job["cluster"] == "two"
+    # the template travels with the job each time: applying the file again changes nothing
+    assert "job.batch.volcano.sh/default/dra-train unchanged" in system.cli("apply", "-f", str(FIXTURE)).stdout
+    assert system.cli("diff", "-f", str(FIXTURE), check=False).returncode == 0
     queue = next(q for q in system.get_json("queues") if q["name"] == "dra")
     assert queue["allocated"].get("deviceclass/gpu.example.com") == "2", queue
