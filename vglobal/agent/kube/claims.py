@@ -63,7 +63,8 @@ class ClaimWriter:
             }
             self.pending[f"{ns}/{claim}"] = _requests(tpl)
             path = f"{self.api_path()}/namespaces/{ns}/resourceclaims"
-            self.submit(Op("create-object", ref.uid, "POST", path, body))
+            # not "create-object": a claim that exists (the pod made again) is used as it is
+            self.submit(Op("create-claim", ref.uid, "POST", path, body))
             out.append({"name": entry.get("name"), "resourceClaimName": claim})
         return {**pod, "spec": {**pod["spec"], "resourceClaims": out}}
 
