@@ -131,19 +131,15 @@ HYPERNODES = Kind(
     custom=True,
 )
 
+# Dynamic Resource Allocation, as Kubernetes 1.34 serves it (resource.k8s.io/v1).
+RESOURCE_SLICES = Kind("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+DEVICE_CLASSES = Kind("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCE_CLAIMS = Kind("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, frozenset({"status"}))
+RESOURCE_CLAIM_TEMPLATES = Kind("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
+DRA = (RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 BUILTIN: tuple[Kind, ...] = (
-    NAMESPACES,
-    NODES,
-    PODS,
-    SERVICES,
-    CONFIGMAPS,
-    SECRETS,
-    PVCS,
-    EVENTS,
-    LEASES,
-    EVENTS_V1,
-    CRDS,
-)
+    NAMESPACES, NODES, PODS, SERVICES, CONFIGMAPS, SECRETS, PVCS, EVENTS, LEASES, EVENTS_V1, CRDS, *DRA
+)  # fmt: skip
 ALL: tuple[Kind, ...] = (*BUILTIN, HYPERNODES)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from vglobal.admission.fit.index import ResourceIndex
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Partitions, Wait
+from vglobal.model.dra import RESOURCE_PREFIX
 from vglobal.model.quantity import format_units
 from vglobal.model.reasons import WaitKind
 from vglobal.model.served import MISSING, served_label
@@ -60,6 +61,13 @@ def guarantee_reason(index: ResourceIndex, dim: int, free: int, held: int, need:
 
 
 def capacity_reason(index: ResourceIndex, dim: int, capacity: float, need: int) -> str:
+    name = index.names[dim]
+    if not capacity and name.startswith(RESOURCE_PREFIX):
+        # No agent reported a device of the class: the job waits here instead of nowhere.
+        return (
+            f"job needs {name} {fmt_amount(index, dim, need)} but no schedulable cluster reports a "
+            f"DRA device of class {name.removeprefix(RESOURCE_PREFIX)} (no ResourceSlice offers one)"
+        )
     return (
         f"job needs {index.names[dim]} {fmt_amount(index, dim, need)} but all schedulable clusters "
         f"together have {fmt_amount(index, dim, capacity)}"

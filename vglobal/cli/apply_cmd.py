@@ -17,6 +17,7 @@ from typing import Any
 import click
 import grpc
 
+from vglobal.cli.claims import attach_claims
 from vglobal.cli.common import Ctx, console, err_console, fail
 from vglobal.cli.documents import Document, DocumentError, apply_order, read_documents
 from vglobal.cli.live import LIVE, named, result
@@ -183,6 +184,9 @@ def apply(
         docs = apply_order(read_documents(list(paths)))
     except (ValueError, DocumentError) as exc:
         fail(f"--validate: {exc}" if not isinstance(exc, DocumentError) else str(exc))
+    docs, claim_lines = attach_claims(docs)
+    for line in claim_lines:
+        console.print(line, highlight=False)
     if wanted:
         docs = selected(docs, wanted)
     if validation == FieldValidation.WARN:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 import yaml
 
+from vglobal.cli.claims import attach_claims
 from vglobal.cli.common import Ctx, console, err_console
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
 from vglobal.cli.live import LIVE, comparable, key_of, named, namespace_of
@@ -44,7 +45,7 @@ def shown(manifest: dict[str, Any] | None) -> list[str]:
 def diff(obj: Ctx, paths: tuple[Path, ...]) -> None:
     """Show what `vglobal apply -f` would change: live object against the files (exit 1: they differ)."""
     try:
-        docs = apply_order(read_documents(list(paths)))
+        docs, _ = attach_claims(apply_order(read_documents(list(paths))))  # as apply sends them
     except DocumentError as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         sys.exit(2)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, StrictStr
 
+from vglobal.model import dra
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Int32, Metadata, Model, check_name, pod_request, validate_model
@@ -288,7 +289,9 @@ def _plugins(p: Problems, plugins: dict[str, list[str] | None] | None) -> dict[s
     return out
 
 
-def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[str, Any]) -> Task:
+def _task(
+    p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[str, Any], claims: dra.Sources
+) -> Task:
     base = f"spec.tasks[{index}]"
     # Volcano names an unnamed task "default<index>".
     name = spec.name or f"default{index}"
@@ -316,7 +319,9 @@ def _task(p: Problems, job_name: str, index: int, spec: _TaskSpec, raw: Mapping[
         if len(pod) > 63:
             p.add(f"{base}.name", f'pod name "{pod}" would be longer than 63 characters')
     raw_template = _mapping(raw.get("template"))
-    request = pod_request(p, f"{base}.template.spec", raw_template.get("spec") or {})
+    pod_spec = raw_template.get("spec") or {}
+    request = pod_request(p, f"{base}.template.spec", pod_spec)
+    request = request + dra.pod_claims(p, f"{base}.template.spec", pod_spec, claims)
     annotations = dict(spec.template.metadata.annotations)
     _check_sim_annotations(p, f"{base}.template.metadata.annotations", annotations)
     if spec.template.spec.priority_class_name:
@@ -359,8 +364,9 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
 
     tasks: list[Task] = []
     seen: set[str] = set()
+    claims = dra.claim_sources(p, meta.annotations)
     for i, task_spec in enumerate(spec.tasks):
-        task = _task(p, meta.name, i, task_spec, raw_tasks[i])
+        task = _task(p, meta.name, i, task_spec, raw_tasks[i], claims)
         if task.name in seen:
             p.add(f"spec.tasks[{i}].name", f'duplicate task name "{task.name}"')
         seen.add(task.name)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, dependencies, hyperjob, jobflow, kinds, priority_class, queue
+from vglobal.model import cronjob, dependencies, dra, hyperjob, jobflow, kinds, priority_class, queue
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.dependencies import Dependency, parse_dependency
 from vglobal.model.errors import ManifestError, ManifestTooLarge
@@ -241,8 +241,11 @@ def parse_documents(
     max_bytes: int = DEFAULT_MAX_BYTES,
     validation: FieldValidation = FieldValidation.STRICT,
 ) -> list[M]:
-    """``parse_manifests`` by the given tables of kinds and schemas."""
+    """``parse_manifests`` by the given tables of kinds and schemas. ResourceClaimTemplates and
+    ResourceClaims are no manifests of their own: they travel with the jobs naming them."""
     docs = load_documents(text, max_bytes=max_bytes)
+    if any(dra.is_claim_document(d) for d in docs):
+        docs = dra.carry(docs)[0]
     out: list[M] = []
     for i, doc in enumerate(docs):
         try:

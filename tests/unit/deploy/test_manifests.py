@@ -47,6 +47,10 @@ AGENT_PERMISSIONS = {
     ("", "persistentvolumeclaims"): {"get"},
     ("", "events"): {"create", "list", "watch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
+    ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"create", "get", "list", "watch", "delete"},
+    ("resource.k8s.io", "resourceclaims/status"): {"patch"},
     **{
         (group, resource): {"create", "get", "list", "watch", "delete"}
         for group, resource in [

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
+from vglobal.model.dra import device_resource
 from vglobal.model.errors import ManifestError, Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, parse_resources, validate_model
 from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, parse_documents
@@ -67,6 +68,11 @@ class _Taint(Model):
     effect: StrictStr = ""
 
 
+class _Devices(Model):
+    device_class: StrictStr = Field("", alias="deviceClass")
+    count: StrictInt = 0
+
+
 class _Group(Model):
     name: StrictStr = ""
     count: StrictInt = 1
@@ -74,6 +80,7 @@ class _Group(Model):
     labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     taints: list[_Taint] = Field(default_factory=list)
     gpus: _Gpus | None = None
+    devices: list[_Devices] = Field(default_factory=list)  # DRA devices per node, by DeviceClass
 
 
 class _Spec(Model):
@@ -111,6 +118,7 @@ def _group_nodes(p: Problems, base: str, g: _Group) -> list[SimNode]:
             )
     if "pods" not in alloc:
         alloc = alloc + {"pods": DEFAULT_MAX_PODS}
+    alloc = alloc + _devices(p, base, g.devices)
     taints: list[Mapping[str, str]] = []
     for j, t in enumerate(g.taints):
         if not t.key:
@@ -136,6 +144,19 @@ def _group_nodes(p: Problems, base: str, g: _Group) -> list[SimNode]:
             )
         )
     return nodes
+
+
+def _devices(p: Problems, base: str, devices: list[_Devices]) -> ResourceVector:
+    """What a node's ResourceSlices would publish: ``deviceclass/<class>`` x count."""
+    out: dict[str, int] = {}
+    for j, d in enumerate(devices):
+        if not d.device_class:
+            p.add(f"{base}.devices[{j}].deviceClass", "required")
+        if d.count < 0:
+            p.add(f"{base}.devices[{j}].count", "must be >= 0")
+        name = device_resource(d.device_class)
+        out[name] = out.get(name, 0) + max(d.count, 0) * 1000
+    return ResourceVector(out)
 
 
 def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:

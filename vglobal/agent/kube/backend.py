@@ -18,10 +18,11 @@ from typing import Any
 
 from vglobal.agent.backends.base import DependencyObject, JobProblem, RunStart
 from vglobal.agent.fabric_fetch import FabricFetcher
-from vglobal.agent.kube import bodies, paths, vgpu
+from vglobal.agent.kube import bodies, dra, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
+from vglobal.agent.kube.claims import ClaimWriter
 from vglobal.agent.kube.dependencies import check_references
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
@@ -81,6 +82,14 @@ class KubeBackend:
         )
         self.tracker.owner_listener = self.workloads.owner_ready
         self.cache = ClusterCache(self._on_pod)
+        self._dra_api = ""  # the resource.k8s.io version path served, once started
+        self.claims = ClaimWriter(self.writer.submit, self.cache, lambda: self._dra_api)
+        self.tracker.pod_hook = lambda body, tj: self.claims.with_claims(
+            body, tj.job.annotations, tj.ref, tj.owner_uid
+        )
+        self.tracker.bind_hook = lambda t: self.claims.allocate(
+            t.manifest.namespace, t.manifest.name, t.manifest.obj.get("spec") or {}, str(t.bind_to), t.ref.uid
+        )
         self.kinds: dict[str, Workload] = {}  # the workload kinds the cluster serves, by kind
         self.kinds_missing: list[Workload] = []
         self._labels: dict[str, str] = dict(options.labels)
@@ -119,6 +128,17 @@ class KubeBackend:
             )
         elif self.options.discovery is None:
             log.info("no HyperNode CRD and no --hypernode-discovery: no network topology")
+        if (dra_api := dra.served_version(self.api)) is not None:
+            log.info("resource.k8s.io served: DRA devices from ResourceSlices (%s)", dra_api)
+            self._dra_api = dra_api
+            readers = (
+                ("resourceslices", dra.slice_record),
+                ("deviceclasses", dra.class_record),
+                ("resourceclaims", dra.claim_record),
+            )
+            for name, convert in readers:
+                path = f"{dra_api}/{name}"
+                self.informers.append(Informer(self.api, name, path, convert, self._changes.put))
         if self.fabric is not None:
             self.fabric.start()
         core = list(self.informers)

@@ -8,8 +8,10 @@ created it; a pod leaves the count when it finishes or is gone.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping
+from dataclasses import replace
 from typing import Any
 
+from vglobal.agent.kube.dra import claimed, node_devices
 from vglobal.agent.kube.informer import Change
 from vglobal.agent.kube.records import NodeRecord, PodRecord
 from vglobal.model.resources import ResourceVector
@@ -29,6 +31,12 @@ class ClusterCache:
         self._reserved: tuple[tuple[int, int], dict[str, ResourceVector]] | None = None
         self._specs: tuple[NodeSpec, ...] | None = None
         self._on_pod = on_pod  # (before, after) for every pod change; None = absent
+        # DRA: ResourceSlices and DeviceClasses by name, and what they give each node.
+        self.dra: dict[str, dict[str, Any]] = {
+            k: {} for k in ("resourceslices", "deviceclasses", "resourceclaims")
+        }
+        self.devices: dict[str, ResourceVector] = {}
+        self.claimed: dict[str, ResourceVector] = {}  # per node: devices allocated claims hold
 
     # ---- applying informer changes
 
@@ -37,6 +45,26 @@ class ClusterCache:
             self._apply_nodes(change)
         elif change.source == "pods":
             self._apply_pods(change)
+        elif change.source in self.dra:
+            self._apply_dra(change)
+
+    def _apply_dra(self, change: Change[Any]) -> None:
+        held = self.dra[change.source]
+        if change.kind == "replace":
+            held.clear()
+            held.update({x.name: x for x in change.items})
+        elif change.item is not None:
+            if change.kind == "delete":
+                held.pop(change.item.name, None)
+            else:
+                held[change.item.name] = change.item
+        slices, classes = self.dra["resourceslices"].values(), self.dra["deviceclasses"].values()
+        taken = [d for c in self.dra["resourceclaims"].values() for d in c.allocated]
+        self.claimed = claimed(slices, classes, taken)
+        devices = node_devices(slices, classes)
+        if devices != self.devices:
+            self.devices = devices
+            self._nodes_changed()
 
     def _apply_nodes(self, change: Change[Any]) -> None:
         if change.kind == "replace":
@@ -89,8 +117,13 @@ class ClusterCache:
 
     def specs(self) -> tuple[NodeSpec, ...]:
         if self._specs is None:
-            self._specs = tuple(self.nodes[n].spec for n in sorted(self.nodes))
+            self._specs = tuple(self._spec(n) for n in sorted(self.nodes))
         return self._specs
+
+    def _spec(self, name: str) -> NodeSpec:
+        spec = self.nodes[name].spec
+        extra = self.devices.get(name)
+        return spec if extra is None else replace(spec, allocatable=spec.allocatable + extra)
 
     def uuids(self, node: str) -> tuple[str, ...]:
         rec = self.nodes.get(node)
@@ -100,7 +133,11 @@ class ClusterCache:
         """Per node: allocatable minus what its pods hold and what binds in flight will take."""
         empty = ResourceVector()
         return {
-            name: rec.spec.allocatable - self.used.get(name, empty) - pending.get(name, empty)
+            name: rec.spec.allocatable
+            + self.devices.get(name, empty)
+            - self.claimed.get(name, empty)
+            - self.used.get(name, empty)
+            - pending.get(name, empty)
             for name, rec in self.nodes.items()
         }
 

@@ -86,6 +86,8 @@ class PodTracker:
         # (job uid, owner uid) once a job's owner exists: the workload tracker writes its object then
         self.owner_listener: Callable[[str, str], None] = lambda uid, owner_uid: None
         self.dependencies = Dependencies(submit, self._refused)
+        self.pod_hook: Callable[[dict[str, Any], TrackedJob], dict[str, Any]] = lambda body, tj: body
+        self.bind_hook: Callable[[TrackedPod], None] = lambda t: None
 
     # ---- jobs
 
@@ -174,7 +176,7 @@ class PodTracker:
     def _send_create(self, t: TrackedPod) -> None:
         tj = self.jobs[t.manifest.job_uid]
         ns, name = t.manifest.namespace, t.manifest.name
-        body = bodies.pod_body(t.manifest, t.ref, tj.owner_uid, self.scheduler_name)
+        body = self.pod_hook(bodies.pod_body(t.manifest, t.ref, tj.owner_uid, self.scheduler_name), tj)
         t.retry_at = None
         self._send(
             t,
@@ -192,6 +194,7 @@ class PodTracker:
         assert t.bind_to is not None
         ns, name = t.manifest.namespace, t.manifest.name
         body = bodies.binding_body(name, t.k8s_uid, t.bind_to, self.bind_annotations(t))
+        self.bind_hook(t)  # DRA claims allocated on the node (the backend's)
         self._send(t, Op("bind", t.manifest.uid, "POST", paths.binding(ns, name), body))
 
     def _send_delete(self, t: TrackedPod) -> None:

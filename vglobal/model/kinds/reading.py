@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
+from vglobal.model import dra
 from vglobal.model.errors import Problems, key_path
 from vglobal.model.job import (
     DEFAULT_MAX_RETRY,
@@ -92,8 +93,9 @@ def count(p: Problems, where: str, value: Any, default: int) -> int:
 class Tasks:
     """The tasks being read, each from a pod template at a field path."""
 
-    def __init__(self, p: Problems) -> None:
+    def __init__(self, p: Problems, claims: dra.Sources | None = None) -> None:
         self.p = p
+        self.claims: dra.Sources = claims or {}
         self.tasks: list[Task] = []
         # Set by a kind whose gang is one count over all its tasks (Volcano's group-min-member, a
         # runPolicy's minAvailable): the job's minAvailable, the tasks' own minimums then 0.
@@ -137,7 +139,8 @@ class Tasks:
                 min_available=min(min_available, replicas),
                 max_retry=DEFAULT_MAX_RETRY,
                 template=copy.deepcopy(dict(template)),
-                pod_request=pod_request(self.p, key_path(where, "spec"), spec),
+                pod_request=pod_request(self.p, key_path(where, "spec"), spec)
+                + dra.pod_claims(self.p, key_path(where, "spec"), spec, self.claims),
                 annotations=annotations,
                 priority_class_name=own_class if isinstance(own_class, str) and own_class else None,
                 gang_from=gang_from,
@@ -217,7 +220,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         p.add("spec", "required")
         p.raise_if_any()
     assert isinstance(spec, Mapping)
-    tasks = Tasks(p)
+    tasks = Tasks(p, dra.claim_sources(p, annotations))
     read_tasks(tasks, "spec", spec, annotations)
     if not p and not tasks.tasks:
         p.add("spec", "no pod template to run")

@@ -1,0 +1,87 @@
+"""DRA through admission and the sim agents: a job claiming 2 devices of a DeviceClass per pod
+waits where no node has 2 and runs where one has; the queue's ``deviceclass/<class>`` capability
+holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vglobal.agent.backends.sim_cluster import parse_sim_manifests
+from vglobal.model.errors import ManifestError
+from vglobal.sim.run import run_simulation
+
+EXAMPLE = Path(__file__).parents[2] / "fixtures" / "dra" / "job.yaml"
+
+
+def _cluster(name: str, nodes: int, devices: int) -> str:
+    return f"""\
+apiVersion: vglobal.io/v1alpha1
+kind: SimCluster
+metadata: {{name: {name}}}
+spec:
+  nodeGroups:
+  - name: {name}
+    count: {nodes}
+    allocatable: {{cpu: "8", memory: 32Gi}}
+    devices: [{{deviceClass: gpu.example.com, count: {devices}}}]
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    # "ones" has 4 devices in all but one a node; "two" has one node of 2
+    for name, text in {"ones": _cluster("ones", 4, 1), "two": _cluster("two", 1, 2)}.items():
+        out[name] = tmp_path / f"{name}.yaml"
+        out[name].write_text(text)
+    out["cpu"] = tmp_path / "cpu.yaml"
+    out["cpu"].write_text(_cluster("cpu", 2, 0))
+    return out
+
+
+def test_a_node_group_reports_its_devices_as_deviceclass_resources() -> None:
+    (cluster,) = parse_sim_manifests(_cluster("c", 1, 4))
+    assert cluster.nodes[0].allocatable["deviceclass/gpu.example.com"] == 4000  # type: ignore[union-attr]
+    with pytest.raises(ManifestError, match=r"spec\.nodeGroups\[0\]\.devices\[0\]\.deviceClass: required"):
+        parse_sim_manifests(_cluster("c", 1, 4).replace("deviceClass: gpu.example.com, ", ""))
+
+
+def test_the_claiming_job_waits_where_no_node_has_two_and_runs_where_one_has(files: dict[str, Path]) -> None:
+    none = run_simulation(cluster_files=[files["cpu"]], jobs_path=EXAMPLE)
+    (job,) = none["jobs"]
+    assert (job["phase"], job["cluster"]) == ("Pending", None)
+    assert job["reason"] == (
+        "job needs deviceclass/gpu.example.com 2 but no schedulable cluster reports a DRA device of "
+        "class gpu.example.com (no ResourceSlice offers one)"
+    )
+    ones = run_simulation(cluster_files=[files["ones"]], jobs_path=EXAMPLE)
+    (job,) = ones["jobs"]
+    assert (job["phase"], job["cluster"]) == ("Pending", None)
+    assert job["reason"] == (
+        "can never fit today: needs 2 deviceclass/gpu.example.com per pod, the largest node has 1; "
+        "gang: 1 pod x {cpu: 1, deviceclass/gpu.example.com: 2, pods: 1}"
+    )
+    both = run_simulation(cluster_files=[files["ones"], files["two"]], jobs_path=EXAMPLE)
+    (job,) = both["jobs"]
+    assert (job["phase"], job["cluster"]) == ("Completed", "two")
+    assert job["pods"][0]["node"] == "two-0"
+
+
+def test_the_queue_capability_in_device_classes_holds(files: dict[str, Path], tmp_path: Path) -> None:
+    text = EXAMPLE.read_text()
+    three = text + "".join(
+        "---\n" + text.split("---\n")[2].replace("name: dra-train", f"name: dra-train-{i}") for i in (1, 2)
+    )
+    jobs = tmp_path / "three.yaml"
+    jobs.write_text(three)
+    big = tmp_path / "big.yaml"
+    big.write_text(_cluster("big", 3, 2))
+    result = run_simulation(cluster_files=[big], jobs_path=jobs, until=30.0)
+    phases = {j["name"]: (j["phase"], j["reason"] if j["phase"] == "Pending" else "") for j in result["jobs"]}
+    assert phases["dra-train"][0] == phases["dra-train-1"][0] == "Running"
+    assert phases["dra-train-2"] == (
+        "Pending",
+        "queue dra: capability deviceclass/gpu.example.com 4, allocated 4, job needs 2",
+    )
