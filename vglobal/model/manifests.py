@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, hyperjob, jobflow, kinds, priority_class, queue
+from vglobal.model import cronjob, hyperjob, jobflow, kinds, namespace, priority_class, queue
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.errors import ManifestError, ManifestTooLarge
 from vglobal.model.fields import FieldValidation, unknown_fields
@@ -21,6 +21,7 @@ from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.k8s import Model
 from vglobal.model.kinds import volcano_job
+from vglobal.model.namespace import Namespace, parse_namespace
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
 
@@ -40,7 +41,7 @@ __all__ = [
     "parse_manifests",
 ]
 
-Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow | HyperJob
+Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow | HyperJob | Namespace
 M = TypeVar("M")
 Kinds = Mapping[tuple[str, str], Callable[[Mapping[str, Any]], M]]  # (apiVersion, kind) -> parser
 Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema, for field validation
@@ -55,6 +56,7 @@ KINDS: Kinds[Manifest] = {
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
     (hyperjob.API_VERSION, hyperjob.KIND): parse_hyper_job,
+    (namespace.API_VERSION, namespace.KIND): parse_namespace,
     **{k.key: k.reader for k in kinds.KINDS},
 }
 
@@ -67,6 +69,7 @@ SCHEMAS: Schemas = {
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): jobflow.JobTemplateManifest,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): jobflow.JobFlowManifest,
     (hyperjob.API_VERSION, hyperjob.KIND): hyperjob.HyperJobManifest,
+    (namespace.API_VERSION, namespace.KIND): namespace.NamespaceManifest,
 }
 
 DEFAULT_MAX_BYTES = 1_048_576

@@ -91,6 +91,9 @@ METHODS: dict[str, Rule] = {
             "ListPriorityClasses": Rule(Action.read_priority_classes),
             "DeletePriorityClass": Rule(Action.manage_priority_classes, mutating=True),
             "GetQueueHistory": Rule(Action.read_queues),
+            "ApplyNamespace": Rule(Action.manage_namespaces, mutating=True),
+            "ListNamespaces": Rule(Action.read_namespaces),
+            "DeleteNamespace": Rule(Action.manage_namespaces, mutating=True),
         },
     ),
     **_service(

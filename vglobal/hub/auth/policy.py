@@ -34,6 +34,8 @@ class Action(StrEnum):
     manage_queues = "manage queues"
     read_priority_classes = "read priority classes"
     manage_priority_classes = "manage priority classes"
+    read_namespaces = "read namespaces"
+    manage_namespaces = "manage namespaces"  # admin only: they choose the queue of jobs naming none
     read_clusters = "read clusters"
     manage_clusters = "manage clusters"
     delete_clusters = "delete clusters"  # admin only: a cluster's record and its jobs' places go
@@ -58,6 +60,7 @@ READS = frozenset(
         Action.read_logs,
         Action.read_queues,
         Action.read_priority_classes,
+        Action.read_namespaces,
         Action.read_clusters,
     }
 )

@@ -16,6 +16,7 @@ from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import FailedPrecondition, InvalidArgument, look_up, rpc
 from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.servicers.namespaces import NamespaceMethods
 from vglobal.hub.servicers.times import time_field
 from vglobal.hub.submit import parse_one
 from vglobal.model.errors import bounded_list
@@ -68,7 +69,7 @@ def audit(reason: str, subject: str, message: str = "", *, session: Session) -> 
     events_repo.add_events([NewEvent(reason, message, subject=subject, principal=who())], session=session)
 
 
-class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
+class QueueServicer(NamespaceMethods, queues_pb2_grpc.QueueServiceServicer):
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
 

@@ -203,6 +203,8 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         p.add("spec", "no pod template to run")
     if not p and sum(t.replicas for t in tasks.tasks) == 0:
         p.add("spec", "0 pods in all: at least one pod is required")
+    meta_maps = (("metadata.labels", labels), ("metadata.annotations", annotations))
+    named = next((key_path(w, k) for k in QUEUE_LABELS for w, m in meta_maps if m.get(k)), "")
     queue = next((v for k in QUEUE_LABELS if (v := labels.get(k) or annotations.get(k))), DEFAULT_QUEUE)
     check_name(p, key_path("metadata.labels", QUEUE_LABELS[0]), queue, label=False)
     priority = labels.get(PRIORITY_LABEL) or None
@@ -219,6 +221,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         labels=labels,
         annotations=annotations,
         queue=queue,
+        queue_from=named,
         priority_class_name=priority,
         min_available=sum(t.min_available for t in tasks.tasks),
         max_retry=DEFAULT_MAX_RETRY,
