@@ -111,6 +111,12 @@ def test_bad_namespaces_and_queue_policies_are_refused_naming_the_field(client: 
         client.apply_namespace(NAMESPACE % ("Bad.Name", "team-a"))
     assert "metadata.name" in err.value.message
     assert client.list_namespaces() == []
+    # A namespace may name a queue not made yet; its jobs are refused until it is.
+    client.apply_namespace(NAMESPACE % ("ml", "later"))
+    with pytest.raises(VGlobalError) as err:
+        client.submit_job(job("train", "ml"))
+    assert err.value.code == grpc.StatusCode.NOT_FOUND
+    assert 'namespace "ml" names queue "later" (scheduling.volcano.sh/queue-name)' in err.value.message
 
     with pytest.raises(VGlobalError) as err:
         client.apply_queue(QUEUE % ("team-b", "vglobal.io/cluster-preference: 'west,west'", "root"))

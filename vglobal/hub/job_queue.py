@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from vglobal.hub.auth.access import PRINCIPAL, require
 from vglobal.hub.auth.policy import Action
+from vglobal.hub.errors import NotFound
 from vglobal.model.job import DEFAULT_QUEUE, Job
 from vglobal.model.namespace import QUEUE_ANNOTATION
 from vglobal.model.queue_policy import QueuePolicy, inherited, with_policy
@@ -53,7 +54,13 @@ class QueueChoice:
     def _namespace_queue(self, namespace: str) -> str:
         if namespace not in self.namespaces:
             found = namespaces_repo.queues_of([namespace], session=self.session)
-            self.namespaces[namespace] = found.get(namespace, DEFAULT_QUEUE)
+            queue = found.get(namespace, DEFAULT_QUEUE)
+            if queue != DEFAULT_QUEUE and queues_repo.get_queue(queue, session=self.session) is None:
+                raise NotFound(
+                    f'metadata.namespace: the job names no queue and namespace "{namespace}" names '
+                    f'queue "{queue}" ({QUEUE_ANNOTATION}), which is not found'
+                )
+            self.namespaces[namespace] = queue
         return self.namespaces[namespace]
 
     def _policy(self, queue: str) -> QueuePolicy:

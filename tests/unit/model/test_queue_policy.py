@@ -1,0 +1,53 @@
+"""A queue's placement for its jobs, inherited down the tree, and where a job's queue was named."""
+
+from __future__ import annotations
+
+from vglobal.model.job import Job
+from vglobal.model.manifests import parse_manifest
+from vglobal.model.queue_policy import QueuePolicy, inherited, with_policy
+
+CLUSTERS, PREFERENCE = "vglobal.io/clusters", "vglobal.io/cluster-preference"
+
+
+def test_each_setting_comes_from_the_nearest_queue_that_has_it() -> None:
+    leaf: dict[str, str] = {PREFERENCE: "b"}
+    parent = {CLUSTERS: "a,b", PREFERENCE: "a"}
+    top = {CLUSTERS: "c"}
+    assert inherited([leaf, parent, top]) == QueuePolicy(frozenset({"a", "b"}), ("b",))
+    assert inherited([{}, {}]) == QueuePolicy()
+
+
+def test_a_jobs_own_placement_wins() -> None:
+    policy = QueuePolicy(frozenset({"west"}), ("west", "east"))
+    plain = Job(name="j")
+    assert with_policy(plain, policy).allowed_clusters == frozenset({"west"})
+    assert with_policy(plain, policy).preferred_clusters == ("west", "east")
+    own = Job(name="j", allowed_clusters=frozenset({"east"}), preferred_clusters=("east",))
+    assert with_policy(own, policy) == own
+
+
+def _job(spec: dict[str, str]) -> Job:
+    task = {"name": "t", "replicas": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}
+    doc = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {**spec, "tasks": [task]},
+    }
+    parsed = parse_manifest(doc)
+    assert isinstance(parsed, Job)
+    return parsed
+
+
+def test_the_field_a_queue_was_named_in_is_kept() -> None:
+    assert _job({}).queue_from == ""
+    assert _job({"queue": "team-a"}).queue_from == "spec.queue"
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"scheduling.volcano.sh/queue-name": "team-a"}},
+        "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c"}]}}},
+    }
+    parsed = parse_manifest(deployment)
+    assert isinstance(parsed, Job)
+    assert (parsed.queue, parsed.queue_from) == ("team-a", "metadata.labels[scheduling.volcano.sh/queue-name]")
