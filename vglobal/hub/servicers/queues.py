@@ -19,6 +19,7 @@ from vglobal.hub.notify import DISPATCH, notify
 from vglobal.hub.servicers.namespaces import NamespaceMethods
 from vglobal.hub.servicers.times import time_field
 from vglobal.hub.submit import parse_one
+from vglobal.hub.tenant_queues import check_sub_queue, check_sub_queue_delete
 from vglobal.model.errors import bounded_list
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
@@ -90,6 +91,7 @@ class QueueServicer(NamespaceMethods, queues_pb2_grpc.QueueServiceServicer):
         )
         with dry_run_scope(self.ctx.sessions, request.dry_run) as session:
             check_tree(queue, session=session)
+            check_sub_queue(queue, session=session)
             queues_repo.upsert_queue(queue, session=session)
             audit("QueueApplied", f"queue {queue.name}", session=session)
             notify(DISPATCH, session=session)
@@ -128,6 +130,7 @@ class QueueServicer(NamespaceMethods, queues_pb2_grpc.QueueServiceServicer):
     ) -> queues_pb2.DeleteQueueResponse:
         with session_scope(self.ctx.sessions) as session:
             row = self._get(request.name, session)
+            check_sub_queue_delete(row.name, row.parent)
             if row.name == "default":
                 raise FailedPrecondition('queue "default" cannot be deleted')
             live = queues_repo.live_job_count(row.name, session=session)
