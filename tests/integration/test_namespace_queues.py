@@ -55,10 +55,12 @@ def test_a_job_naming_no_queue_takes_its_namespace_queue_and_the_queue_chain_pla
     client.apply_queue(QUEUE % ("tenants", "vglobal.io/clusters: west", "root"))
     client.apply_queue(QUEUE % ("team-a", "", "tenants"))
     path = tmp_path / "ns.yaml"
-    path.write_text(NAMESPACE % ("ml", "team-a"))
+    # The job first in the file: apply makes the Namespace before any job.
+    path.write_text(job("inherits", "ml") + "---" + NAMESPACE % ("ml", "team-a"))
     base = ["--hub", f"127.0.0.1:{hub.port}"]
     applied = CliRunner().invoke(cli, [*base, "apply", "-f", str(path)])
     assert "namespace/ml created" in applied.stdout, applied.output
+    assert "job.batch.volcano.sh/ml/inherits created" in applied.stdout, applied.output
     assert "namespace/ml unchanged" in CliRunner().invoke(cli, [*base, "apply", "-f", str(path)]).stdout
     listed = CliRunner().invoke(cli, [*base, "get", "namespaces"])
     assert "ml" in listed.stdout and "team-a" in listed.stdout, listed.output
@@ -68,7 +70,6 @@ def test_a_job_naming_no_queue_takes_its_namespace_queue_and_the_queue_chain_pla
         for a in agents:
             a.connect()
         east, west = agents
-        client.submit_job(job("inherits", "ml"))
         d = west.expect("dispatch").dispatch  # binpack on a tie would take east, the first by name
         got = client.get_job("inherits", "ml")
         assert (got.queue, got.uid) == ("team-a", d.job_uid)

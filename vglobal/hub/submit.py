@@ -294,9 +294,16 @@ def accept(manifest: str, settings: HubSettings, validation: str = "", request_i
                 check_limits(rj.template, settings)
     else:
         raise InvalidArgument(f"kind: expected Job or HyperJob, got {type(doc).__name__}")
-    if not (isinstance(doc, Job) and names_no_queue(doc)):  # else checked once its queue is known
+    if not _names_no_queue(doc):  # else checked once its namespace's queue is read
         require(Action.submit_jobs, queue=doc.queue)
     return Accepted(doc, request_id or None, who(), mode)
+
+
+def _names_no_queue(doc: Job | HyperJob) -> bool:
+    if isinstance(doc, Job):
+        return names_no_queue(doc)
+    templates = [rj.template for rj in doc.replicated]
+    return all(t is not None and names_no_queue(t) for t in templates)
 
 
 def store(
