@@ -62,6 +62,8 @@ def test_a_job_naming_no_queue_takes_its_namespace_queue_and_the_queue_chain_pla
     assert "namespace/ml created" in applied.stdout, applied.output
     assert "job.batch.volcano.sh/ml/inherits created" in applied.stdout, applied.output
     assert "namespace/ml unchanged" in CliRunner().invoke(cli, [*base, "apply", "-f", str(path)]).stdout
+    described = CliRunner().invoke(cli, [*base, "describe", "queue", "team-a"])
+    assert "  vglobal.io/clusters: west (from queue tenants)" in described.stdout, described.output
     listed = CliRunner().invoke(cli, [*base, "get", "namespaces"])
     assert "ml" in listed.stdout and "team-a" in listed.stdout, listed.output
 

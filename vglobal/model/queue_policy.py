@@ -47,6 +47,18 @@ def inherited(chain: Iterable[Mapping[str, str]]) -> QueuePolicy:
     return QueuePolicy(clusters, preferred)
 
 
+def sources(chain: Iterable[tuple[str, Mapping[str, str]]]) -> dict[str, tuple[str, str]]:
+    """Per policy annotation a queue has in effect: (its value, the queue it comes from), from
+    (name, annotations) of the queue and its ancestors, nearest first."""
+    out: dict[str, tuple[str, str]] = {}
+    for name, marks in chain:
+        for key in ANNOTATIONS:
+            value = marks.get(key, "").strip()
+            if value and key not in out:
+                out[key] = (value, name)
+    return out
+
+
 def with_policy(job: Job, policy: QueuePolicy) -> Job:
     """The job with its queue's placement where the job sets none of its own."""
     changes: dict[str, object] = {}

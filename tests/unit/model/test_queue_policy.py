@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifest
-from vglobal.model.queue_policy import QueuePolicy, inherited, with_policy
+from vglobal.model.queue_policy import QueuePolicy, inherited, sources, with_policy
 
 CLUSTERS, PREFERENCE = "vglobal.io/clusters", "vglobal.io/cluster-preference"
 
@@ -51,3 +51,8 @@ def test_the_field_a_queue_was_named_in_is_kept() -> None:
     parsed = parse_manifest(deployment)
     assert isinstance(parsed, Job)
     assert (parsed.queue, parsed.queue_from) == ("team-a", "metadata.labels[scheduling.volcano.sh/queue-name]")
+
+
+def test_describe_names_the_queue_each_setting_comes_from() -> None:
+    chain = [("team-a", {PREFERENCE: "b"}), ("tenants", {CLUSTERS: "a,b", PREFERENCE: "a"})]
+    assert sources(chain) == {PREFERENCE: ("b", "team-a"), CLUSTERS: ("a,b", "tenants")}
