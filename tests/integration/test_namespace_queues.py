@@ -130,4 +130,9 @@ def test_bad_namespaces_and_queue_policies_are_refused_naming_the_field(client: 
     with pytest.raises(VGlobalError) as err:
         client.apply_queue(QUEUE % ("team-b", "vglobal.io/clusters: Not_A_Cluster", "root"))
     assert "metadata.annotations[vglobal.io/clusters]" in err.value.message
+    with pytest.raises(VGlobalError) as err:
+        client.apply_queue(QUEUE % ("team-b", "vglobal.io/cluster-selector: gpu", "root"))
+    assert 'metadata.annotations[vglobal.io/cluster-selector]: "gpu" is not a label requirement' in (
+        err.value.message
+    )
     assert "team-b" not in [q.name for q in client.list_queues()]

@@ -1,6 +1,7 @@
 """Placement a queue sets for its jobs, inherited down the queue tree: a queue's annotations
-``vglobal.io/clusters`` (the clusters its jobs may run in) and ``vglobal.io/cluster-preference``
-(the order they prefer them), the same annotations a job carries. A job's own annotation wins; a
+``vglobal.io/clusters`` (the clusters its jobs may run in), ``vglobal.io/cluster-selector`` (labels
+those clusters must have) and ``vglobal.io/cluster-preference`` (the order they prefer them), the
+same annotations a job carries. A job's own annotation wins; a
 queue without the setting takes its nearest ancestor's."""
 
 from __future__ import annotations
@@ -11,25 +12,29 @@ from dataclasses import dataclass
 
 from vglobal.model.errors import Problems
 from vglobal.model.job import (
+    CLUSTER_SELECTOR_ANNOTATION,
     CLUSTERS_ANNOTATION,
     PREFERENCE_ANNOTATION,
     Job,
     _allowed_clusters,
+    _cluster_selector,
     _preferred_clusters,
 )
 
-ANNOTATIONS = (CLUSTERS_ANNOTATION, PREFERENCE_ANNOTATION)
+ANNOTATIONS = (CLUSTERS_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION, PREFERENCE_ANNOTATION)
 
 
 @dataclass(frozen=True)
 class QueuePolicy:
     clusters: frozenset[str] | None = None  # None: any cluster
     preferred: tuple[str, ...] = ()
+    selector: tuple[tuple[str, str], ...] = ()  # cluster labels, sorted
 
 
 def check_queue_policy(p: Problems, annotations: Mapping[str, str]) -> None:
     """Each policy annotation of a queue read as a job's is, its errors naming the annotation."""
     _allowed_clusters(p, annotations)
+    _cluster_selector(p, annotations)
     _preferred_clusters(p, annotations)
 
 
@@ -38,13 +43,16 @@ def inherited(chain: Iterable[Mapping[str, str]]) -> QueuePolicy:
     setting from the nearest queue that has it."""
     clusters: frozenset[str] | None = None
     preferred: tuple[str, ...] = ()
+    selector: dict[str, str] = {}
     for marks in chain:
         p = Problems()  # stored queues were checked when applied
         if clusters is None:
             clusters = _allowed_clusters(p, marks)
         if not preferred:
             preferred = _preferred_clusters(p, marks)
-    return QueuePolicy(clusters, preferred)
+        if not selector:
+            selector = _cluster_selector(p, marks)
+    return QueuePolicy(clusters, preferred, tuple(sorted(selector.items())))
 
 
 def sources(chain: Iterable[tuple[str, Mapping[str, str]]]) -> dict[str, tuple[str, str]]:
@@ -66,4 +74,6 @@ def with_policy(job: Job, policy: QueuePolicy) -> Job:
         changes["allowed_clusters"] = policy.clusters
     if not job.preferred_clusters and policy.preferred:
         changes["preferred_clusters"] = policy.preferred
+    if not job.cluster_selector and policy.selector:
+        changes["cluster_selector"] = dict(policy.selector)
     return dataclasses.replace(job, **changes) if changes else job  # type: ignore[arg-type]

@@ -7,22 +7,31 @@ from vglobal.model.manifests import parse_manifest
 from vglobal.model.queue_policy import QueuePolicy, inherited, sources, with_policy
 
 CLUSTERS, PREFERENCE = "vglobal.io/clusters", "vglobal.io/cluster-preference"
+SELECTOR = "vglobal.io/cluster-selector"
 
 
 def test_each_setting_comes_from_the_nearest_queue_that_has_it() -> None:
     leaf: dict[str, str] = {PREFERENCE: "b"}
     parent = {CLUSTERS: "a,b", PREFERENCE: "a"}
-    top = {CLUSTERS: "c"}
-    assert inherited([leaf, parent, top]) == QueuePolicy(frozenset({"a", "b"}), ("b",))
+    top = {CLUSTERS: "c", SELECTOR: "gpu=h100,region=eu"}
+    assert inherited([leaf, parent, top]) == QueuePolicy(
+        frozenset({"a", "b"}), ("b",), (("gpu", "h100"), ("region", "eu"))
+    )
     assert inherited([{}, {}]) == QueuePolicy()
 
 
 def test_a_jobs_own_placement_wins() -> None:
-    policy = QueuePolicy(frozenset({"west"}), ("west", "east"))
-    plain = Job(name="j")
-    assert with_policy(plain, policy).allowed_clusters == frozenset({"west"})
-    assert with_policy(plain, policy).preferred_clusters == ("west", "east")
-    own = Job(name="j", allowed_clusters=frozenset({"east"}), preferred_clusters=("east",))
+    policy = QueuePolicy(frozenset({"west"}), ("west", "east"), (("gpu", "h100"),))
+    plain = with_policy(Job(name="j"), policy)
+    assert plain.allowed_clusters == frozenset({"west"})
+    assert plain.preferred_clusters == ("west", "east")
+    assert plain.cluster_selector == {"gpu": "h100"}
+    own = Job(
+        name="j",
+        allowed_clusters=frozenset({"east"}),
+        preferred_clusters=("east",),
+        cluster_selector={"gpu": "a100"},
+    )
     assert with_policy(own, policy) == own
 
 
