@@ -38,6 +38,7 @@ RESOURCES = {
     **{k.kind: k.printed for k in reversed(KINDS)},
     "Queue": "queue.scheduling.volcano.sh",
     "PriorityClass": "priorityclass.scheduling.k8s.io",
+    "Namespace": "namespace",
     "CronJob": "cronjob.batch.volcano.sh",
     "JobTemplate": "jobtemplate.flow.volcano.sh",
     "JobFlow": "jobflow.flow.volcano.sh",
@@ -48,7 +49,9 @@ RESOURCES = {
 # The workload kinds a controller in the member cluster runs: submitted as jobs.
 WORKLOADS = tuple(dict.fromkeys(k.kind for k in WORKLOAD_KINDS if k.kind != "Job"))
 # Kinds whose apply the hub can dry-run; the others are checked here under --dry-run=server.
-SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "HyperJob", "ConfigMap", "Secret", *WORKLOADS)
+SERVER_DRY_RUN = ("Job", "Queue", "PriorityClass", "Namespace", "HyperJob", "ConfigMap", "Secret", *WORKLOADS)
+# Cluster-wide kinds the hub holds as they are applied.
+CLUSTER_WIDE = ("Queue", "PriorityClass", "Namespace")
 
 
 def submitted_as_job(d: Document) -> bool:
@@ -66,7 +69,8 @@ def _unknown_kind(d: Document) -> VGlobalError:
     return VGlobalError(
         grpc.StatusCode.INVALID_ARGUMENT,
         f'kind: unknown kind "{d.kind}" '
-        f"(supported: Job, HyperJob, Queue, PriorityClass, ConfigMap, Secret, {', '.join(WORKFLOW_KINDS)}, "
+        "(supported: Job, HyperJob, Queue, PriorityClass, Namespace, ConfigMap, Secret, "
+        f"{', '.join(WORKFLOW_KINDS)}, "
         f"{', '.join(WORKLOADS)})",
     )
 
@@ -74,7 +78,7 @@ def _unknown_kind(d: Document) -> VGlobalError:
 def _named(d: Document) -> str:
     meta = d.body.get("metadata")
     namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
-    scoped = d.kind not in ("Queue", "PriorityClass")
+    scoped = d.kind not in CLUSTER_WIDE
     record = kind_of(d.body)
     resource = record.printed if record is not None else RESOURCES.get(d.kind, d.kind)
     return f"{resource}/{namespace + '/' if scoped else ''}{d.name}"
@@ -94,10 +98,12 @@ def _check_here(d: Document, validation: FieldValidation) -> str:
 
 
 def _apply_one(obj: Ctx, d: Document, validation: str, dry_run: bool) -> str:
-    if d.kind in ("Queue", "PriorityClass"):
+    if d.kind in CLUSTER_WIDE:
         before = LIVE[d.kind].get(obj.client, "", d.name)
         if d.kind == "Queue":
             obj.client.apply_queue(d.text, field_validation=validation, dry_run=dry_run)
+        elif d.kind == "Namespace":
+            obj.client.apply_namespace(d.text, field_validation=validation, dry_run=dry_run)
         else:
             obj.client.apply_priority_class(d.text, field_validation=validation, dry_run=dry_run)
         return f"{named(d.kind, '', d.name)} {result(before, d)}"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from rich.console import Console
 
 from vglobal.api.v1 import common_pb2, jobs_pb2
 from vglobal.cli.describe_gang import gang_lines
+from vglobal.model import queue_policy
 from vglobal.model.forms import FINISHED_POD_PHASES
 from vglobal.sdk import Client
 from vglobal.sdk.rows import queue_row, short, starts_in
@@ -35,6 +36,10 @@ def describe_queue(client: Client, name: str, console: Console) -> None:
     for k, v in row.items():
         shown = short(v) if isinstance(v, dict) else str(v)
         console.print(f"{k + ':':<{width}} {shown or '-'}", highlight=False, soft_wrap=True)
+    if placement := _placement_lines(client, name):
+        console.print("placement for its jobs:", highlight=False)
+        for line in placement:
+            console.print(line, highlight=False, soft_wrap=True)
     if q.HasField("affinity"):
         console.print("affinity:", highlight=False)
         for title, terms in (
@@ -44,6 +49,21 @@ def describe_queue(client: Client, name: str, console: Console) -> None:
             for kind, names in (("required", terms.required), ("preferred", terms.preferred)):
                 if names:
                     console.print(f"  {title} {kind}: {', '.join(names)}", highlight=False, soft_wrap=True)
+
+
+def _placement_lines(client: Client, name: str) -> list[str]:
+    """The placement the queue gives its jobs, each setting with the queue it is inherited from."""
+    by_name = {q.name: q for q in client.list_queues()}
+    chain: list[tuple[str, Mapping[str, str]]] = []
+    cur = name
+    while cur in by_name and cur not in {n for n, _ in chain}:
+        meta = json.loads(by_name[cur].manifest or "{}").get("metadata") or {}
+        chain.append((cur, meta.get("annotations") or {}))
+        cur = by_name[cur].parent
+    return [
+        f"  {key}: {value}" + ("" if origin == name else f" (from queue {origin})")
+        for key, (value, origin) in queue_policy.sources(chain).items()
+    ]
 
 
 def describe_job(client: Client, name: str, namespace: str, console: Console) -> None:

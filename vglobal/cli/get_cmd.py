@@ -26,6 +26,7 @@ LISTED: dict[str, tuple[Lister, Callable[[Any], dict[str, Any]], str]] = {
     "jobtemplate": (Client.list_job_templates, display.jobtemplate_row, "jobtemplates"),
     "queue": (lambda c, _ns: c.list_queues(), display.queue_row, "queues"),
     "cluster": (lambda c, _ns: c.list_clusters(), display.cluster_row, "clusters"),
+    "namespace": (lambda c, _ns: c.list_namespaces(), display.namespace_row, "namespaces"),
     "priorityclass": (
         lambda c, _ns: c.list_priority_classes(),
         display.priority_class_row,
@@ -34,7 +35,13 @@ LISTED: dict[str, tuple[Lister, Callable[[Any], dict[str, Any]], str]] = {
     "configmap": (objects_cmd.lister("ConfigMap"), objects_cmd.object_row, "configmaps"),
     "secret": (objects_cmd.lister("Secret"), objects_cmd.object_row, "secrets"),
 }
-SHORT = {"cj": "cronjob", "pc": "priorityclass", "priorityclasses": "priorityclass", "cm": "configmap"}
+SHORT = {
+    "cj": "cronjob",
+    "pc": "priorityclass",
+    "priorityclasses": "priorityclass",
+    "cm": "configmap",
+    "ns": "namespace",
+}
 WATCHED_BY_POLL = ("queue", "cluster")
 GET_KINDS = ["jobs", "job", "pods", "pod", "po", "hypernodes", "hypernode", "hyperjobs", "hyperjob"]
 GET_KINDS += ["nodes", "node", *SHORT]
@@ -95,7 +102,7 @@ def get(
 ) -> None:
     """List jobs, pods (of --job, or of every job that runs, or --cluster's: as their clusters name
     them, with node, IP, restarts and why one does not run), queues, clusters, nodes (of every
-    cluster, or --cluster's), priorityclasses, configmaps and secrets (keys and sizes only),
+    cluster, or --cluster's), priorityclasses, namespaces, configmaps and secrets (keys and sizes only),
     cronjobs, jobflows, jobtemplates (or the ones NAMES names), or one cluster's HyperNode tree."""
     from vglobal.cli.watching import parse_selector, watch_jobs
 

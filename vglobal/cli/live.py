@@ -111,6 +111,23 @@ def _pc_get(c: Client, ns: str, name: str) -> Manifest | None:
     return None
 
 
+def _namespace_get(c: Client, ns: str, name: str) -> Manifest | None:
+    for n in c.list_namespaces():
+        if n.name == name:
+            out: Manifest = json.loads(n.manifest or "{}")
+            return out
+    return None
+
+
+def _namespaces(c: Client, selector: Mapping[str, str]) -> list[Live]:
+    out = []
+    for n in c.list_namespaces():
+        labels = _labels(json.loads(n.manifest or "{}"))
+        if matches(labels, selector):
+            out.append(Live("Namespace", "", n.name, labels))
+    return out
+
+
 def _workflow(get_one: str, list_all: str, delete_one: str, field: str, kind: str) -> LiveKind:
     def get(c: Client, ns: str, name: str) -> Manifest | None:
         got = _missing(lambda: getattr(c, get_one)(name, ns or "default"))
@@ -146,6 +163,13 @@ LIVE: dict[str, LiveKind] = {
         _pc_get,
         lambda c, selector: [],  # they carry no labels the hub keeps
         lambda c, ns, name: _drop(lambda n, _: c.delete_priority_class(n), ns, name),
+    ),
+    "Namespace": LiveKind(
+        "namespace",
+        False,
+        _namespace_get,
+        _namespaces,
+        lambda c, ns, name: _drop(lambda n, _: c.delete_namespace(n), ns, name),
     ),
     "CronJob": _workflow(
         "get_cron_job", "list_cron_jobs", "delete_cron_job", "cronjob.batch.volcano.sh", "CronJob"

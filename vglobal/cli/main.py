@@ -154,6 +154,8 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
             "pc",
             "hyperjob",
             *OBJECT_KINDS,
+            "namespace",
+            "ns",
         ]
     ),
 )
@@ -170,7 +172,7 @@ def describe(obj: Ctx, kind: str, name: str, namespace: str, watch: bool) -> Non
 def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force: bool) -> None:
     """Delete a job (stopping it where it runs), a queue without unfinished jobs, a cronjob (its
     jobs stay unless --cascade), a jobflow (and its jobs), a hyperjob (every child), a jobtemplate
-    or a priorityclass."""
+    a priorityclass or a namespace (refused while jobs of it are unfinished)."""
     if cascade and kind not in ("cronjob", "cj"):
         fail("--cascade: only for a cronjob (a jobflow's jobs always go with it)")
     if kind == "hyperjob":
@@ -186,6 +188,10 @@ def delete(obj: Ctx, kind: str, name: str, namespace: str, cascade: bool, force:
         if kind in ("priorityclass", "pc"):
             obj.client.delete_priority_class(name)
             console.print(f"priorityclass.scheduling.k8s.io/{name} deleted", highlight=False)
+            return
+        if kind in ("namespace", "ns"):
+            obj.client.delete_namespace(name)  # refused while jobs of it are unfinished
+            console.print(f"namespace/{name} deleted", highlight=False)
             return
         if kind in ("cronjob", "cj"):
             gone = obj.client.delete_cron_job(name, namespace, cascade=cascade).deleted_jobs

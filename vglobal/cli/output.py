@@ -98,6 +98,10 @@ COLUMNS: dict[str, dict[str, list[str]]] = {
         "table": ["name", "value", "globalDefault"],
         "wide": ["name", "value", "globalDefault", "preemptionPolicy"],
     },
+    "namespaces": {
+        "table": ["name", "queue"],
+        "wide": ["name", "queue", "labels"],
+    },
     "clusters": {
         "table": ["name", "state", "nodes", "capacity", "free", "runningJobs"],
         "wide": ["name", "state", "labels", "nodes", "capacity", "free", "runningJobs", "lastHeartbeat"],
@@ -140,6 +144,7 @@ RESOURCE_NAMES = {
     "jobs": "job.batch.volcano.sh",
     "queues": "queue.scheduling.volcano.sh",
     "priorityclasses": "priorityclass.scheduling.k8s.io",
+    "namespaces": "namespace",
     "clusters": "cluster.vglobal.io",
     "nodes": "node",
     "pods": "pod",

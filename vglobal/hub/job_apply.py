@@ -20,6 +20,7 @@ from vglobal.config import HubSettings
 from vglobal.hub.auth.access import require
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import FailedPrecondition, InvalidArgument
+from vglobal.hub.job_queue import QueueChoice
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, deliver_to, notify
 from vglobal.hub.submit import (
     ItemFailed,
@@ -93,6 +94,7 @@ def apply_job(req: ApplyRequest, settings: HubSettings, *, session: Session) -> 
     # Server-side apply may keep fields of other managers: what is stored is parsed again.
     merged = job if applied.manifest == job.raw else _parse(applied.manifest, settings, req.field_validation)
     check_limits(merged, settings)
+    merged = QueueChoice(session).resolve(merged, stored=live.queue)
     priority = check_references(merged, session=session) if waiting else live.priority
     if merged.queue != live.queue:
         require(Action.submit_jobs, queue=merged.queue)

@@ -22,6 +22,7 @@ from vglobal.hub import hyperjobs
 from vglobal.hub.auth.access import require, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, TooLarge
+from vglobal.hub.job_queue import QueueChoice, names_no_queue, queue_source
 from vglobal.hub.notify import DISPATCH
 from vglobal.model import priority_class
 from vglobal.model.dependencies import Dependency
@@ -198,6 +199,7 @@ def store_jobs(
     """
     earlier = jobs_repo.by_request_ids([r for _, r in items if r], session=session)
     refs = _References(session)
+    choice = QueueChoice(session)
     news: list[NewJob | None] = []  # None: a request_id submitted before, or earlier in the batch
     seen: set[str] = set()
     for i, (job, request_id) in enumerate(items):
@@ -206,7 +208,8 @@ def store_jobs(
             continue
         try:
             by = principals[i] if principals is not None else None
-            news.append(new_job(job, request_id, refs.check(job), owner_uid, by))
+            placed = choice.resolve(job)
+            news.append(new_job(placed, request_id, refs.check(placed), owner_uid, by))
         except Exception as exc:
             raise ItemFailed(i, exc) from None
         if request_id:
@@ -297,8 +300,16 @@ def accept(manifest: str, settings: HubSettings, validation: str = "", request_i
         )
     else:
         raise InvalidArgument(f"kind: expected Job or HyperJob, got {type(doc).__name__}")
-    require(Action.submit_jobs, queue=doc.queue)
+    if not _names_no_queue(doc):  # else checked once its namespace's queue is read
+        require(Action.submit_jobs, queue=doc.queue)
     return Accepted(doc, request_id or None, who(), mode)
+
+
+def _names_no_queue(doc: Job | HyperJob) -> bool:
+    if isinstance(doc, Job):
+        return names_no_queue(doc)
+    templates = [rj.template for rj in doc.replicated]
+    return all(t is not None and names_no_queue(t) for t in templates)
 
 
 def store(
@@ -312,21 +323,26 @@ def store(
         owner_uid=owner_uid,
         principals=[s.principal for s in items],
     )
-    created = [(row, s.principal) for (row, new), s in zip(stored, items, strict=True) if new]
+    created = [(row, s.principal, s) for (row, new), s in zip(stored, items, strict=True) if new]
     events_repo.add_events(
         [
             NewEvent(
                 "Submitted",
-                f"queue {row.queue}, {sum(t.replicas for t in row.tasks)} pods",
+                f"queue {row.queue}{_from(s.job, row.queue)}, {sum(t.replicas for t in row.tasks)} pods",
                 job_uid=row.uid,
                 principal=principal,
             )
-            for row, principal in created
+            for row, principal, s in created
         ],
         session=session,
         notify=DISPATCH,  # with the events (there are some whenever a job was created)
     )
     return stored
+
+
+def _from(job: Job, queue: str) -> str:
+    source = queue_source(job, queue)
+    return f" (from {source})" if source else ""
 
 
 def store_one(

@@ -72,6 +72,9 @@ class Job:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     queue: str = DEFAULT_QUEUE
+    # The manifest field the queue was named in; "" when the job names none (the hub then takes
+    # its Namespace's queue annotation, else ``default``).
+    queue_from: str = ""
     priority_class_name: str | None = None
     min_available: int = 0
     max_retry: int = DEFAULT_MAX_RETRY
@@ -402,6 +405,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
         queue=queue,
+        queue_from="spec.queue" if spec.queue else "",
         priority_class_name=spec.priority_class_name or None,
         min_available=min_available,
         max_retry=spec.max_retry or DEFAULT_MAX_RETRY,

@@ -12,7 +12,17 @@ from typing import Any, TypeVar
 
 import yaml
 
-from vglobal.model import cronjob, dependencies, dra, hyperjob, jobflow, kinds, priority_class, queue
+from vglobal.model import (
+    cronjob,
+    dependencies,
+    dra,
+    hyperjob,
+    jobflow,
+    kinds,
+    namespace,
+    priority_class,
+    queue,
+)
 from vglobal.model.cronjob import CronJob, parse_cron_job
 from vglobal.model.dependencies import Dependency, parse_dependency
 from vglobal.model.errors import ManifestError, ManifestTooLarge
@@ -22,6 +32,7 @@ from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.k8s import Model
 from vglobal.model.kinds import volcano_job
+from vglobal.model.namespace import Namespace, parse_namespace
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
 
@@ -41,7 +52,7 @@ __all__ = [
     "parse_manifests",
 ]
 
-Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow | HyperJob | Dependency
+Manifest = Job | Queue | PriorityClass | CronJob | JobTemplate | JobFlow | HyperJob | Dependency | Namespace
 M = TypeVar("M")
 Kinds = Mapping[tuple[str, str], Callable[[Mapping[str, Any]], M]]  # (apiVersion, kind) -> parser
 Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema, for field validation
@@ -56,6 +67,7 @@ KINDS: Kinds[Manifest] = {
     (jobflow.API_VERSION, jobflow.TEMPLATE_KIND): parse_job_template,
     (jobflow.API_VERSION, jobflow.FLOW_KIND): parse_job_flow,
     (hyperjob.API_VERSION, hyperjob.KIND): parse_hyper_job,
+    (namespace.API_VERSION, namespace.KIND): parse_namespace,
     **{k.key: k.reader for k in kinds.KINDS},
     **{(dependencies.API_VERSION, k): parse_dependency for k in dependencies.KINDS},
 }
@@ -71,6 +83,7 @@ SCHEMAS: Schemas = {
     (hyperjob.API_VERSION, hyperjob.KIND): hyperjob.HyperJobManifest,
     (dependencies.API_VERSION, dependencies.CONFIG_MAP): dependencies.ConfigMapManifest,
     (dependencies.API_VERSION, dependencies.SECRET): dependencies.SecretManifest,
+    (namespace.API_VERSION, namespace.KIND): namespace.NamespaceManifest,
 }
 
 DEFAULT_MAX_BYTES = 1_048_576

@@ -28,6 +28,7 @@ from vglobal.model.queue_affinity import (
     node_group_limits,
 )
 from vglobal.model.queue_budget import budget_of
+from vglobal.model.queue_policy import check_queue_policy
 from vglobal.model.resources import EMPTY, ResourceVector
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -129,6 +130,7 @@ def parse_queue(doc: Mapping[str, Any]) -> Queue:
         p.add("spec.parent", f'queue "{name}" cannot be its own parent')
     affinity = affinity_of(p, s.affinity)
     budget_of(m.metadata.annotations, p)
+    check_queue_policy(p, m.metadata.annotations)
     limits = m.metadata.annotations.get(NODE_GROUP_LIMITS)
     if limits is not None:
         try:

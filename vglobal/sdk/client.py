@@ -411,6 +411,21 @@ class Client(HyperJobCalls, ObjectCalls, WorkflowCalls):
     def delete_priority_class(self, name: str) -> queues_pb2.PriorityClass:
         return self._call(self.queues.DeletePriorityClass, queues_pb2.PriorityClassRef(name=name))
 
+    # Namespaces (the queue of jobs that name none)
+    def apply_namespace(
+        self, manifest: str, *, field_validation: str = "", dry_run: bool = False
+    ) -> queues_pb2.Namespace:
+        request = queues_pb2.ApplyRequest(
+            manifest=manifest, field_validation=field_validation, dry_run=dry_run
+        )
+        return self._call(self.queues.ApplyNamespace, request)
+
+    def list_namespaces(self) -> list[queues_pb2.Namespace]:
+        return list(self._call(self.queues.ListNamespaces, queues_pb2.ListNamespacesRequest()).namespaces)
+
+    def delete_namespace(self, name: str) -> queues_pb2.Namespace:
+        return self._call(self.queues.DeleteNamespace, queues_pb2.NamespaceRef(name=name))
+
     # Clusters
     def list_clusters(self) -> list[clusters_pb2.Cluster]:
         return list(self._call(self.clusters.ListClusters, clusters_pb2.ListClustersRequest()).clusters)

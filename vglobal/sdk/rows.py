@@ -233,6 +233,11 @@ def priority_class_row(pc: queues_pb2.PriorityClass) -> dict[str, Any]:
     }
 
 
+def namespace_row(ns: queues_pb2.Namespace) -> dict[str, Any]:
+    meta = json.loads(ns.manifest or "{}").get("metadata") or {}
+    return {"name": ns.name, "queue": ns.queue, "labels": dict(meta.get("labels") or {})}
+
+
 def hypernode_row(h: common_pb2.HyperNode) -> dict[str, Any]:
     return {
         "name": h.name,

@@ -93,6 +93,17 @@ priority_classes = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
 )
 
+# v1 Namespaces applied to the hub: a job naming no queue takes its namespace's queue annotation
+# (migration 0021).
+namespaces = sa.Table(
+    "namespaces",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("queue", sa.Text, nullable=False, server_default=""),
+    sa.Column("manifest", JSONB, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
+)
+
 jobs = sa.Table(
     "jobs",
     metadata,

@@ -84,6 +84,21 @@ class QueueServiceStub:
                 request_serializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryResponse.FromString,
                 _registered_method=True)
+        self.ApplyNamespace = channel.unary_unary(
+                '/vglobal.v1.QueueService/ApplyNamespace',
+                request_serializer=vglobal_dot_v1_dot_queues__pb2.ApplyRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_queues__pb2.Namespace.FromString,
+                _registered_method=True)
+        self.ListNamespaces = channel.unary_unary(
+                '/vglobal.v1.QueueService/ListNamespaces',
+                request_serializer=vglobal_dot_v1_dot_queues__pb2.ListNamespacesRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_queues__pb2.ListNamespacesResponse.FromString,
+                _registered_method=True)
+        self.DeleteNamespace = channel.unary_unary(
+                '/vglobal.v1.QueueService/DeleteNamespace',
+                request_serializer=vglobal_dot_v1_dot_queues__pb2.NamespaceRef.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_queues__pb2.Namespace.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -156,6 +171,27 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApplyNamespace(self, request, context):
+        """Creates or updates a v1 Namespace: a job that names no queue goes to the queue its
+        scheduling.volcano.sh/queue-name annotation names (else to "default"), chosen at submit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListNamespaces(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteNamespace(self, request, context):
+        """Refused with FAILED_PRECONDITION while jobs of the namespace are unfinished.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -208,6 +244,21 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.GetQueueHistory,
                     request_deserializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_queues__pb2.QueueHistoryResponse.SerializeToString,
+            ),
+            'ApplyNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyNamespace,
+                    request_deserializer=vglobal_dot_v1_dot_queues__pb2.ApplyRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_queues__pb2.Namespace.SerializeToString,
+            ),
+            'ListNamespaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNamespaces,
+                    request_deserializer=vglobal_dot_v1_dot_queues__pb2.ListNamespacesRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_queues__pb2.ListNamespacesResponse.SerializeToString,
+            ),
+            'DeleteNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteNamespace,
+                    request_deserializer=vglobal_dot_v1_dot_queues__pb2.NamespaceRef.FromString,
+                    response_serializer=vglobal_dot_v1_dot_queues__pb2.Namespace.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -480,6 +531,87 @@ class QueueService:
             '/vglobal.v1.QueueService/GetQueueHistory',
             vglobal_dot_v1_dot_queues__pb2.QueueHistoryRequest.SerializeToString,
             vglobal_dot_v1_dot_queues__pb2.QueueHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.QueueService/ApplyNamespace',
+            vglobal_dot_v1_dot_queues__pb2.ApplyRequest.SerializeToString,
+            vglobal_dot_v1_dot_queues__pb2.Namespace.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNamespaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.QueueService/ListNamespaces',
+            vglobal_dot_v1_dot_queues__pb2.ListNamespacesRequest.SerializeToString,
+            vglobal_dot_v1_dot_queues__pb2.ListNamespacesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.QueueService/DeleteNamespace',
+            vglobal_dot_v1_dot_queues__pb2.NamespaceRef.SerializeToString,
+            vglobal_dot_v1_dot_queues__pb2.Namespace.FromString,
             options,
             channel_credentials,
             insecure,

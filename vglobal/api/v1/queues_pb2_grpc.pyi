@@ -50,6 +50,13 @@ class QueueServiceStub:
     """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
     --queue-history-keep, 7 days by default). The same roles as GetQueue.
     """
+    ApplyNamespace: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.Namespace]
+    """Creates or updates a v1 Namespace: a job that names no queue goes to the queue its
+    scheduling.volcano.sh/queue-name annotation names (else to "default"), chosen at submit.
+    """
+    ListNamespaces: _grpc.UnaryUnaryMultiCallable[_queues_pb2.ListNamespacesRequest, _queues_pb2.ListNamespacesResponse]
+    DeleteNamespace: _grpc.UnaryUnaryMultiCallable[_queues_pb2.NamespaceRef, _queues_pb2.Namespace]
+    """Refused with FAILED_PRECONDITION while jobs of the namespace are unfinished."""
 
 @_typing.type_check_only
 class QueueServiceAsyncStub(QueueServiceStub):
@@ -73,6 +80,13 @@ class QueueServiceAsyncStub(QueueServiceStub):
     """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
     --queue-history-keep, 7 days by default). The same roles as GetQueue.
     """
+    ApplyNamespace: _aio.UnaryUnaryMultiCallable[_queues_pb2.ApplyRequest, _queues_pb2.Namespace]  # type: ignore[assignment]
+    """Creates or updates a v1 Namespace: a job that names no queue goes to the queue its
+    scheduling.volcano.sh/queue-name annotation names (else to "default"), chosen at submit.
+    """
+    ListNamespaces: _aio.UnaryUnaryMultiCallable[_queues_pb2.ListNamespacesRequest, _queues_pb2.ListNamespacesResponse]  # type: ignore[assignment]
+    DeleteNamespace: _aio.UnaryUnaryMultiCallable[_queues_pb2.NamespaceRef, _queues_pb2.Namespace]  # type: ignore[assignment]
+    """Refused with FAILED_PRECONDITION while jobs of the namespace are unfinished."""
 
 class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -153,5 +167,30 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
         """A queue's share over time: what the leading hub sampled of each queue once a minute (kept
         --queue-history-keep, 7 days by default). The same roles as GetQueue.
         """
+
+    @_abc_1.abstractmethod
+    def ApplyNamespace(
+        self,
+        request: _queues_pb2.ApplyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_queues_pb2.Namespace, _abc.Awaitable[_queues_pb2.Namespace]]:
+        """Creates or updates a v1 Namespace: a job that names no queue goes to the queue its
+        scheduling.volcano.sh/queue-name annotation names (else to "default"), chosen at submit.
+        """
+
+    @_abc_1.abstractmethod
+    def ListNamespaces(
+        self,
+        request: _queues_pb2.ListNamespacesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_queues_pb2.ListNamespacesResponse, _abc.Awaitable[_queues_pb2.ListNamespacesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteNamespace(
+        self,
+        request: _queues_pb2.NamespaceRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_queues_pb2.Namespace, _abc.Awaitable[_queues_pb2.Namespace]]:
+        """Refused with FAILED_PRECONDITION while jobs of the namespace are unfinished."""
 
 def add_QueueServiceServicer_to_server(servicer: QueueServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

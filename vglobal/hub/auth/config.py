@@ -112,8 +112,10 @@ def _check_binding(i: int, b: RoleBinding, users: set[str], p: Problems) -> None
     if b.queues is not None and b.role in (Role.admin, Role.operator):
         p.add(
             f"{where}.queues",
-            f"role {b.role.value} covers every queue; only submitter and viewer take queues",
+            f"role {b.role.value} covers every queue; only submitter, tenant and viewer take queues",
         )
+    if b.role is Role.tenant and b.queues is None:
+        p.add(f"{where}.queues", "required for role tenant: the queues under which it manages sub-queues")
     if b.queues is not None and not b.queues:
         p.add(f"{where}.queues", "an empty list grants nothing; leave queues out for every queue")
     for j, glob in enumerate(b.queues or ()):

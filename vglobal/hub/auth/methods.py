@@ -81,16 +81,20 @@ METHODS: dict[str, Rule] = {
     **_service(
         "QueueService",
         {
-            "ApplyQueue": Rule(Action.manage_queues, mutating=True),
+            # A tenant's sub-queues too: the handler checks where (hub/tenant_queues.py).
+            "ApplyQueue": Rule(Action.manage_subqueues, mutating=True),
             "GetQueue": Rule(Action.read_queues),
             "ListQueues": Rule(Action.read_queues),
-            "DeleteQueue": Rule(Action.manage_queues, mutating=True),
+            "DeleteQueue": Rule(Action.manage_subqueues, mutating=True),
             "OpenQueue": Rule(Action.manage_queues, mutating=True),
             "CloseQueue": Rule(Action.manage_queues, mutating=True),
             "ApplyPriorityClass": Rule(Action.manage_priority_classes, mutating=True),
             "ListPriorityClasses": Rule(Action.read_priority_classes),
             "DeletePriorityClass": Rule(Action.manage_priority_classes, mutating=True),
             "GetQueueHistory": Rule(Action.read_queues),
+            "ApplyNamespace": Rule(Action.manage_namespaces, mutating=True),
+            "ListNamespaces": Rule(Action.read_namespaces),
+            "DeleteNamespace": Rule(Action.manage_namespaces, mutating=True),
         },
     ),
     **_service(

@@ -2,8 +2,10 @@
 
 Roles follow Volcano's read-only / read-write roles per tenant, at the federation level: ``admin``
 may do everything users do, ``operator`` manages queues, priority classes and clusters and reads
-everything, ``submitter`` submits, cancels, deletes and reads jobs in its queues, ``viewer`` reads
-(optionally only some queues), and ``agent`` speaks AgentService for the clusters it is bound to.
+everything, ``submitter`` submits, cancels, deletes and reads jobs in its queues, ``tenant`` does
+what a submitter does and also applies and deletes sub-queues under its queues (within their
+limits), ``viewer`` reads (optionally only some queues), and ``agent`` speaks AgentService for the
+clusters it is bound to.
 A user role never makes a caller a cluster's agent: only an ``agent`` binding or a certificate does.
 """
 
@@ -19,6 +21,7 @@ class Role(StrEnum):
     operator = "operator"
     submitter = "submitter"
     viewer = "viewer"
+    tenant = "tenant"
     agent = "agent"
 
 
@@ -32,8 +35,12 @@ class Action(StrEnum):
     delete_jobs = "delete jobs"
     read_queues = "read queues"
     manage_queues = "manage queues"
+    # Apply and delete queues under a queue one may manage sub-queues of (a tenant's own tree).
+    manage_subqueues = "manage sub-queues"
     read_priority_classes = "read priority classes"
     manage_priority_classes = "manage priority classes"
+    read_namespaces = "read namespaces"
+    manage_namespaces = "manage namespaces"  # admin only: they choose the queue of jobs naming none
     read_clusters = "read clusters"
     read_objects = "read configmaps and secrets"  # names, keys and sizes; never a Secret's values
     manage_objects = "manage configmaps and secrets"
@@ -51,6 +58,7 @@ QUEUE_SCOPED = frozenset(
         Action.cancel_jobs,
         Action.delete_jobs,
         Action.read_queues,
+        Action.manage_subqueues,
     }
 )
 # Reading logs comes with reading jobs; a binding's ``logs: false`` takes it away (Grant.without).
@@ -60,16 +68,26 @@ READS = frozenset(
         Action.read_logs,
         Action.read_queues,
         Action.read_priority_classes,
+        Action.read_namespaces,
         Action.read_clusters,
         Action.read_objects,
     }
 )
 ROLE_ACTIONS: dict[Role, frozenset[Action]] = {
     Role.admin: frozenset(Action) - {Action.connect_agent},
-    Role.operator: READS | {Action.manage_queues, Action.manage_priority_classes, Action.manage_clusters},
+    Role.operator: READS
+    | {Action.manage_queues, Action.manage_subqueues, Action.manage_priority_classes, Action.manage_clusters},
     Role.submitter: READS
     | {Action.submit_jobs, Action.cancel_jobs, Action.delete_jobs, Action.manage_objects},
     Role.viewer: READS,
+    Role.tenant: READS
+    | {
+        Action.submit_jobs,
+        Action.cancel_jobs,
+        Action.delete_jobs,
+        Action.manage_objects,
+        Action.manage_subqueues,
+    },
     Role.agent: frozenset({Action.connect_agent}),
 }
 

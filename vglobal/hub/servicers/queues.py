@@ -16,8 +16,10 @@ from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
 from vglobal.hub.errors import FailedPrecondition, InvalidArgument, look_up, rpc
 from vglobal.hub.notify import DISPATCH, notify
+from vglobal.hub.servicers.namespaces import NamespaceMethods
 from vglobal.hub.servicers.times import time_field
 from vglobal.hub.submit import parse_one
+from vglobal.hub.tenant_queues import check_sub_queue, check_sub_queue_delete
 from vglobal.model.errors import bounded_list
 from vglobal.model.priority_class import PriorityClass
 from vglobal.model.queue import Queue
@@ -68,7 +70,7 @@ def audit(reason: str, subject: str, message: str = "", *, session: Session) -> 
     events_repo.add_events([NewEvent(reason, message, subject=subject, principal=who())], session=session)
 
 
-class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
+class QueueServicer(NamespaceMethods, queues_pb2_grpc.QueueServiceServicer):
     def __init__(self, ctx: HubContext) -> None:
         self.ctx = ctx
 
@@ -89,6 +91,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
         )
         with dry_run_scope(self.ctx.sessions, request.dry_run) as session:
             check_tree(queue, session=session)
+            check_sub_queue(queue, session=session)
             queues_repo.upsert_queue(queue, session=session)
             audit("QueueApplied", f"queue {queue.name}", session=session)
             notify(DISPATCH, session=session)
@@ -127,6 +130,7 @@ class QueueServicer(queues_pb2_grpc.QueueServiceServicer):
     ) -> queues_pb2.DeleteQueueResponse:
         with session_scope(self.ctx.sessions) as session:
             row = self._get(request.name, session)
+            check_sub_queue_delete(row.name, row.parent)
             if row.name == "default":
                 raise FailedPrecondition('queue "default" cannot be deleted')
             live = queues_repo.live_job_count(row.name, session=session)

@@ -226,6 +226,10 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         p.add("spec", "no pod template to run")
     if not p and sum(t.replicas for t in tasks.tasks) == 0:
         p.add("spec", "0 pods in all: at least one pod is required")
+    meta_maps = (("metadata.labels", labels), ("metadata.annotations", annotations))
+    named = next((key_path(w, k) for k in QUEUE_LABELS for w, m in meta_maps if m.get(k)), "")
+    if tasks.queue:
+        named = "spec.runPolicy.schedulingPolicy.queue"
     queue = tasks.queue or next(
         (v for k in QUEUE_LABELS if (v := labels.get(k) or annotations.get(k))), DEFAULT_QUEUE
     )
@@ -244,6 +248,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         labels=labels,
         annotations=annotations,
         queue=queue,
+        queue_from=named,
         priority_class_name=priority,
         min_available=sum(t.min_available for t in tasks.tasks) if tasks.gang is None else tasks.gang,
         max_retry=DEFAULT_MAX_RETRY,
