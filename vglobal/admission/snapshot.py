@@ -75,12 +75,22 @@ class HyperNodeSnap:
     nodes: tuple[str, ...] = ()  # leaf node names directly or transitively below it
 
 
+# On a node a pool can add but the cluster does not have yet: the pool's name. Admission places a
+# gang on such nodes only where the real ones cannot hold it (they come after them in `node_order`).
+PROVISIONABLE = "vglobal.io/provisionable"
+
+
 @dataclass(frozen=True)
 class NodeSnap:
     name: str
     free: ResourceVector
     allocatable: ResourceVector
     labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+
+
+def node_order(n: NodeSnap) -> tuple[bool, str]:
+    """The order a cluster's nodes are filled in: real nodes by name, then nodes a pool can add."""
+    return PROVISIONABLE in n.labels, n.name
 
 
 @dataclass(frozen=True)

@@ -289,6 +289,21 @@ def hypernode_records(msgs: Iterable[common_pb2.HyperNode]) -> list[dict[str, An
     ]
 
 
+def pool_records(msgs: Iterable[agent_pb2.NodePool]) -> list[dict[str, Any]]:
+    """Reported node pools as a cluster row keeps them."""
+    return [
+        {
+            "name": p.name,
+            "allocatable": units_of(p.allocatable),
+            "labels": dict(p.labels),
+            "current": p.current,
+            "max": p.max,
+            "provision_seconds": p.provision_seconds,
+        }
+        for p in msgs
+    ]
+
+
 def node_records(msgs: Iterable[agent_pb2.NodeInventory]) -> list[dict[str, Any]]:
     """Reported nodes as a cluster row keeps them (free capacity apart)."""
     out = []

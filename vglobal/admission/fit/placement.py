@@ -1,7 +1,8 @@
 """Gang-fit placement over per-node free vectors, kept as plain lists per cluster.
 
 A gang fits a cluster when all its pods can be packed onto that cluster's nodes, first-fit
-decreasing: the biggest shape first, each node in name order taking as many pods as it can hold.
+decreasing: the biggest shape first, each node in name order taking as many pods as it can hold
+(real nodes before those a pool can add, so a gang that fits today's nodes never grows a pool).
 Placing a job subtracts what it took, so later jobs of the same cycle see the capacity as used.
 
 Free capacity only shrinks within a cycle, which the hot path exploits twice: per cluster and pod
@@ -26,7 +27,7 @@ from vglobal.admission.fit.closest import closest
 from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.ledger import Ledger, Undo
-from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
+from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob, node_order
 from vglobal.model.resources import is_accelerator
 from vglobal.model.served import lacks
 
@@ -117,7 +118,7 @@ class Clusters:
         self.alloc: list[IntArray] = []
         self.node_col: list[dict[str, int]] = []
         for c in snaps:
-            nodes = sorted(c.nodes, key=lambda n: n.name)
+            nodes = sorted(c.nodes, key=node_order)
             self.node_col.append({n.name: i for i, n in enumerate(nodes)})
             self.rows.append([[v if v > 0 else 0 for v in index.row(n.free)] for n in nodes])
             alloc = np.array([index.row(n.allocatable) for n in nodes], dtype=np.int64)

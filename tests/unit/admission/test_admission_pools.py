@@ -1,0 +1,59 @@
+"""Clusters that grow: admission counts the empty nodes a reported node pool can still add, after
+the cluster's real nodes, so a gang bigger than today's nodes is admitted where a pool can grow."""
+
+from __future__ import annotations
+
+from tests.unit.admission.builders import admitted, gpus, job, reason
+from vglobal.admission import NodeSnap, QueueSnap, Snapshot, admit
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.placement import Clusters
+from vglobal.admission.inputs import cluster_snap
+from vglobal.admission.snapshot import PROVISIONABLE
+
+Q = (QueueSnap("q"),)
+GPU_UNITS = {"nvidia.com/gpu": 8000}
+
+
+def cloud(*, current: int, max_: int, free_gpus: int = 8) -> object:
+    nodes = [NodeSnap(f"gpu-{i}", gpus(free_gpus), gpus(8), {"pool": "gpu"}) for i in range(current)]
+    pool = {"name": "gpu", "allocatable": GPU_UNITS, "labels": {"pool": "gpu"}, "current": current, "max": max_}
+    return cluster_snap(
+        name="cloud", labels={}, nodes=nodes, schedulable=True, hypernodes=(), devices={}, unplaced=(), pools=[pool]
+    )
+
+
+def test_each_node_a_pool_can_add_is_an_empty_node_after_the_real_ones() -> None:
+    snap = cloud(current=2, max_=5)
+    assert [n.name for n in snap.nodes] == [
+        "gpu-0", "gpu-1", "gpu-provisionable-0", "gpu-provisionable-1", "gpu-provisionable-2"
+    ]  # fmt: skip
+    virtual = snap.nodes[2]
+    assert (virtual.free, virtual.allocatable) == (gpus(8), gpus(8))
+    assert virtual.labels == {"pool": "gpu", PROVISIONABLE: "gpu"}
+    # placement fills real nodes first, whatever the names: a pool named "a" still comes last
+    early = cluster_snap(
+        name="c", labels={}, nodes=[NodeSnap("z", gpus(8), gpus(8))], schedulable=True, hypernodes=(),
+        devices={}, unplaced=(), pools=[{"name": "a", "allocatable": GPU_UNITS, "current": 0, "max": 1}],
+    )  # fmt: skip
+    clusters = Clusters([early], ResourceIndex({"nvidia.com/gpu"}), "binpack")
+    assert clusters.node_col[0] == {"z": 0, "a-provisionable-0": 1}
+
+
+def test_a_gang_bigger_than_todays_nodes_is_admitted_where_the_pool_can_grow() -> None:
+    big = job("big", "q", gpus(8), pods=4)
+    assert admitted(admit(Snapshot(0, Q, (cloud(current=2, max_=4),), (big,)))) == {"big": "cloud"}
+
+
+def test_a_gang_that_fits_todays_nodes_leaves_the_pools_room_to_the_next() -> None:
+    # "small" takes the two real nodes (not the pool's), so "big" still finds the pool's two nodes
+    small = job("small", "q", gpus(8), pods=2)
+    big = job("big", "q", gpus(8), pods=2, created=1)
+    result = admit(Snapshot(0, Q, (cloud(current=2, max_=4),), (small, big)))
+    assert admitted(result) == {"small": "cloud", "big": "cloud"}
+
+
+def test_a_pool_at_its_maximum_admits_nothing_more() -> None:
+    big = job("big", "q", gpus(8), pods=3)
+    result = admit(Snapshot(0, Q, (cloud(current=2, max_=2),), (big,)))
+    assert admitted(result) == {}
+    assert reason(result, "big") == "job needs nvidia.com/gpu 24 but all schedulable clusters together have 16"
