@@ -39,6 +39,9 @@ def test_a_gang_bigger_than_the_cluster_runs_once_its_pool_grows(system: System)
     system.start_hub()
     system.start_agent("cloud", CLOUD)
     wait_for(lambda: len(system.get_json("clusters")) == 1, 60, "cloud registered", system)
+    with system.client() as c:
+        (pool,) = c.get_cluster("cloud").pools  # as the agent reported it, kept in the cluster's row
+    assert (pool.name, pool.current, pool.max, pool.provision_seconds) == ("gpu", 1, 3, 2.0)
     system.apply_text("gang", GANG)
     job = wait_for(
         lambda: (j := system.job("pretrain")) and j["phase"] == "Running" and j, 90, "the gang to run", system
@@ -52,5 +55,8 @@ def test_a_gang_bigger_than_the_cluster_runs_once_its_pool_grows(system: System)
     with system.client() as c:
         cloud = c.get_cluster("cloud")
     assert cloud.nodes == 3  # the pool's new nodes are the cluster's own now
+    assert [(p.current, p.max) for p in cloud.pools] == [(3, 3)]
     work = {w.node: [p for j in w.jobs for p in j.pods] for w in cloud.work}
     assert sorted(work) == ["gpu-0", "gpu-1", "gpu-2"] and all(len(p) == 1 for p in work.values()), work
+    described = system.cli("describe", "cluster", "cloud").stdout
+    assert "gpu: 3 of at most 3 nodes, new nodes up in about 2s" in described, described

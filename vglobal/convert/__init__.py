@@ -395,6 +395,17 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     children=h.get("children", []),
                 )
             )
+        for p in row.pools:
+            msg.pools.append(
+                clusters_pb2.ClusterNodePool(
+                    name=p["name"],
+                    allocatable=resource_list(p.get("allocatable")),
+                    labels=p.get("labels", {}),
+                    current=int(p.get("current", 0)),
+                    max=int(p.get("max", 0)),
+                    provision_seconds=float(p.get("provision_seconds", 0.0)),
+                )
+            )
     return msg
 
 
