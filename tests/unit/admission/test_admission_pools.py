@@ -37,6 +37,7 @@ def test_each_node_a_pool_can_add_is_an_empty_node_after_the_real_ones() -> None
     )  # fmt: skip
     clusters = Clusters([early], ResourceIndex({"nvidia.com/gpu"}), "binpack")
     assert clusters.node_col[0] == {"z": 0, "a-provisionable-0": 1}
+    assert clusters.node_names(0, [1, 0]) == ("z", "a-provisionable-0")  # what nominations and claims name
 
 
 def test_a_gang_bigger_than_todays_nodes_is_admitted_where_the_pool_can_grow() -> None:

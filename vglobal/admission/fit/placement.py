@@ -114,7 +114,7 @@ class Clusters:
         ]
         self._accel_dims = [is_accelerator(r) for r in index.names]
         size = index.size
-        self.rows: list[list[list[int]]] = []  # per cluster, per node (name order): free, never < 0
+        self.rows: list[list[list[int]]] = []  # per cluster, per node (node_order): free, never < 0
         self.alloc: list[IntArray] = []
         self.node_col: list[dict[str, int]] = []
         for c in snaps:
@@ -501,8 +501,8 @@ class Clusters:
         return out
 
     def node_names(self, c: int, rows: Iterable[int]) -> tuple[str, ...]:
-        """The names of cluster c's node rows, in name order (rows are in name order)."""
-        names = sorted(self.node_col[c])
+        """The names of cluster c's node rows, in row order (`node_order`: real nodes by name first)."""
+        names = list(self.node_col[c])  # built in row order
         return tuple(names[r] for r in sorted(rows))
 
     def describe(self, gang: PreparedGang) -> str:
