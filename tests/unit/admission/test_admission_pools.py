@@ -3,8 +3,10 @@ the cluster's real nodes, so a gang bigger than today's nodes is admitted where 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.admission.builders import admitted, gpus, job, reason
-from vglobal.admission import NodeSnap, QueueSnap, Snapshot, admit
+from vglobal.admission import AdmissionPolicy, ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
 from vglobal.admission.fit.index import ResourceIndex
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.inputs import cluster_snap
@@ -58,3 +60,26 @@ def test_a_pool_at_its_maximum_admits_nothing_more() -> None:
     result = admit(Snapshot(0, Q, (cloud(current=2, max_=2),), (big,)))
     assert admitted(result) == {}
     assert reason(result, "big") == "job needs nvidia.com/gpu 24 but all schedulable clusters together have 16"
+
+
+@pytest.mark.parametrize(("policy", "cloud_nodes"), [("binpack", 6), ("spread", 2)])
+def test_a_gang_that_fits_another_clusters_real_nodes_grows_no_pool(policy: str, cloud_nodes: int) -> None:
+    # cloud's real nodes are full; onprem has one free node. Ranked by fullness alone, cloud (with
+    # the pool's empty nodes) comes first under both policies: binpack as the fuller, spread as
+    # the emptier. Real room anywhere goes before growing a pool.
+    cloud_ = cluster_snap(
+        name="cloud", labels={}, nodes=[NodeSnap(f"gpu-{i}", gpus(0), gpus(8)) for i in range(cloud_nodes)],
+        schedulable=True, hypernodes=(), devices={}, unplaced=(),
+        pools=[{"name": "gpu", "allocatable": GPU_UNITS, "current": cloud_nodes, "max": cloud_nodes + 2}],
+    )  # fmt: skip
+    onprem = ClusterSnap(
+        "onprem", {}, (NodeSnap("n0", gpus(0), gpus(8)), NodeSnap("n1", gpus(0), gpus(8)),
+                       NodeSnap("n2", gpus(0), gpus(8)), NodeSnap("n3", gpus(8), gpus(8)))
+    )  # fmt: skip
+    small = job("small", "q", gpus(8))
+    result = admit(Snapshot(0, Q, (cloud_, onprem), (small,), policy=AdmissionPolicy(placement=policy)))
+    assert admitted(result) == {"small": "onprem"}
+    # a gang no real nodes hold still goes where the pool can grow
+    big = job("big", "q", gpus(8), pods=2)
+    result = admit(Snapshot(0, Q, (cloud_, onprem), (big,), policy=AdmissionPolicy(placement=policy)))
+    assert admitted(result) == {"big": "cloud"}

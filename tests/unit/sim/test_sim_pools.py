@@ -66,6 +66,9 @@ def test_the_scenario_gang_runs_on_nodes_the_pool_adds_after_its_delay() -> None
     (scheduled,) = events(job, "Scheduled")
     assert scheduled[0] == 120.0  # the pool's provisionDelay on the virtual clock
     assert result["time"] == 120.0 + 600.0
+    # its queue is charged from admission on, while the nodes come up (Kueue's provisioning check)
+    (queue,) = result["queues"]
+    assert queue["samples"] == [[0.0, {"cpu": 32, "nvidia.com/gpu": 32, "pods": 4}], [720.0, {}]]
 
 
 def test_a_gang_that_fits_todays_nodes_grows_no_pool(tmp_path: Path) -> None:

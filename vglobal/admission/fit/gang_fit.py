@@ -27,6 +27,7 @@ from vglobal.admission.fit.placement import Candidates, Held, HeldRows, Placemen
 from vglobal.admission.fit.pod_anti import job_mask
 from vglobal.admission.fit.topology import HyperNodes, place
 from vglobal.admission.prepare import Job, Prepared
+from vglobal.admission.snapshot import PROVISIONABLE
 from vglobal.admission.victims.ask import Ask, card_check, mask_key
 from vglobal.admission.victims.preempt import Plan
 
@@ -49,6 +50,11 @@ class GangFit:
         self.hypernodes = HyperNodes(prep.clusters)
         self.card_misfit: dict[str, str] = {}  # job uid -> why its GPU cards fit no cluster
         self.ledger = prep.clusters.ledger
+        # per cluster, the rows of the nodes its pools can add (they come after its real nodes)
+        self.grows = [
+            [self.clusters.node_col[c][n.name] for n in snap.nodes if PROVISIONABLE in n.labels]
+            for c, snap in enumerate(self.clusters.snaps)
+        ]
 
     def ask(self, job: Job, packer: CardPacker | None) -> Ask:
         """What the job asks of a plan of victims (ask.py)."""
@@ -71,6 +77,8 @@ class GangFit:
         """The cluster among ``job.cand`` the gang went to, committed; None if none holds it."""
         held = self.held(job, held)
         found = self._preferred(job, held, cards) if job.snap.preferred_clusters else None
+        if found is None:
+            found = self._on_real_nodes(job, held, cards)
         if found is None:
             found = self.placement(job, held, cards)
         if found is None:
@@ -95,6 +103,24 @@ class GangFit:
                 if found is not None:
                     return found
         return None
+
+    def _on_real_nodes(
+        self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
+    ) -> tuple[int, Placement] | None:
+        """Where the gang goes with the nodes pools can add kept off it, when some candidate has
+        any: a gang that fits real nodes of any cluster grows no pool. None when none holds it
+        so (or no candidate can grow), and the nodes pools can add are tried then."""
+        grows, clusters = self.grows, self.clusters
+        pooled = [c for c in job.cand.ids if grows[c]]
+        if not pooled:
+            return None
+        real = dict(held)
+        for c in pooled:
+            blocked = closed_rows(clusters.free(c), grows[c])
+            assert blocked is not None
+            kept = held.get(c)
+            real[c] = HeldRows(blocked if kept is None else blocked + kept.matrix)
+        return self.placement(job, real, cards)
 
     def _commit(self, c: int, placement: Placement, job: Job, cards: CardPacker | None) -> None:
         self.clusters.commit(c, placement, job.gang)

@@ -1,8 +1,7 @@
 """Gang-fit placement over per-node free vectors, kept as plain lists per cluster.
 
-A gang fits a cluster when all its pods can be packed onto that cluster's nodes, first-fit
-decreasing: the biggest shape first, each node in name order taking as many pods as it can hold
-(real nodes before those a pool can add, so a gang that fits today's nodes never grows a pool).
+A gang fits a cluster when all its pods can be packed onto that cluster's nodes, first-fit decreasing:
+the biggest shape first, each node in name order (then those a pool can add) taking all it can hold.
 Placing a job subtracts what it took, so later jobs of the same cycle see the capacity as used.
 
 Free capacity only shrinks within a cycle, which the hot path exploits twice: per cluster and pod
