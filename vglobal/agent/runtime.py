@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from vglobal.agent import metrics
@@ -199,11 +200,9 @@ class ClusterRuntime:
         for run in self.runs.values():
             if run.started or run.finished or run.uid in self._grown or not run.message:
                 continue
-            waiting = [
-                run.pods[name].request
-                for name, st in run.status.items()
-                if st.phase == PodPhase.Pending and st.node is None and name in run.pods
-            ]
+            # the gang's pods not bound yet (pods beyond minAvailable are elastic: no node is grown for them)
+            bound = Counter(run.pods[n].task for n, st in run.status.items() if st.node and n in run.pods)
+            waiting = [req for task, req, count in run.job.gang() for _ in range(count - bound[task])]
             if not waiting:
                 continue
             add = nodes_to_add(waiting, self.backend.free(), pools)
@@ -214,7 +213,8 @@ class ClusterRuntime:
             for pool, count in sorted(add.items()):
                 self.backend.grow(pool, count)
                 delay = next(p.provision_seconds for p in pools if p.name == pool)
-                message = f"node pool {pool} grows by {count} nodes for its gang (up in about {delay:g}s)"
+                nodes = "node" if count == 1 else "nodes"
+                message = f"node pool {pool} grows by {count} {nodes} for its gang (up in about {delay:g}s)"
                 run.event("Normal", "TriggeredScaleUp", message, now)
                 log.info("job %s/%s: %s", run.job.namespace, run.job.name, message)
             pools = self.backend.pools()

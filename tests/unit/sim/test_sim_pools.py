@@ -79,6 +79,20 @@ def test_a_gang_that_fits_todays_nodes_grows_no_pool(tmp_path: Path) -> None:
     assert events(job, "Scheduled")[0][0] == 0.0
 
 
+def test_a_pool_grows_for_the_gang_not_for_its_elastic_pods(tmp_path: Path) -> None:
+    # 4 replicas, minAvailable 3: one node more holds the gang; the 4th pod waits for room
+    elastic = JOB.format(name="train", pods=4).replace("spec:\n  tasks:", "spec:\n  minAvailable: 3\n  tasks:")
+    (tmp_path / "cloud.yaml").write_text(CLOUD.format(max=6))
+    (tmp_path / "jobs.yaml").write_text(elastic)
+    result = run_simulation(cluster_files=[tmp_path / "cloud.yaml"], jobs_path=tmp_path / "jobs.yaml", until=200.0)
+    (job,) = result["jobs"]
+    assert [m for _, _, m in events(job, "TriggeredScaleUp")] == [
+        "node pool gpu grows by 1 node for its gang (up in about 120s)"
+    ]
+    assert job["phase"] == "Running"
+    assert sorted(str(p["node"]) for p in job["pods"]) == ["None", "gpu-0", "gpu-1", "gpu-2"]
+
+
 def test_a_pool_at_its_maximum_does_not_admit_a_bigger_gang(tmp_path: Path) -> None:
     job = run(tmp_path, max_=3, pods=4, until=600.0)
     assert (job["phase"], job["cluster"]) == ("Pending", None)
