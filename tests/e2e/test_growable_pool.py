@@ -49,6 +49,8 @@ def test_a_gang_bigger_than_the_cluster_runs_once_its_pool_grows(system: System)
     assert job["cluster"] == "cloud"
     with system.client() as c:
         events = c.explain_job("pretrain").events
+    hub = [e.message for e in events if e.reason == "Provisioning"]
+    assert hub == ["its gang needs 2 nodes of node pool gpu that cluster cloud can add"], hub
     agent = [(e.reason, e.message) for e in events if e.source == "agent/cloud"]
     grew = [m for r, m in agent if r == "TriggeredScaleUp"]
     assert grew == ["node pool gpu grows by 2 nodes for its gang (up in about 2s)"], agent

@@ -271,6 +271,14 @@ class Admit:
     # With preempting or reclaiming: the nodes its gang was packed onto in the room the victims
     # free, which its agent tries first (Volcano's nominatedNodeName).
     nominated: tuple[str, ...] = ()
+    # Where its gang needs nodes the cluster's pools can add: (pool, nodes), so its event says so.
+    grows: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def grows_text(self) -> str:
+        """What the admission counts on that the cluster does not have yet ("" if nothing)."""
+        pools = ", ".join(f"{n} node{'s' if n != 1 else ''} of node pool {p}" for p, n in self.grows)
+        return f"its gang needs {pools} that cluster {self.cluster} can add" if pools else ""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.admission.builders import admitted, gpus, job, reason
-from vglobal.admission import AdmissionPolicy, ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
+from vglobal.admission import AdmissionPolicy, Admit, ClusterSnap, NodeSnap, QueueSnap, Snapshot, admit
 from vglobal.admission.fit.index import ResourceIndex
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.inputs import cluster_snap
@@ -44,7 +44,9 @@ def test_each_node_a_pool_can_add_is_an_empty_node_after_the_real_ones() -> None
 
 def test_a_gang_bigger_than_todays_nodes_is_admitted_where_the_pool_can_grow() -> None:
     big = job("big", "q", gpus(8), pods=4)
-    assert admitted(admit(Snapshot(0, Q, (cloud(current=2, max_=4),), (big,)))) == {"big": "cloud"}
+    (decision,) = admit(Snapshot(0, Q, (cloud(current=2, max_=4),), (big,))).decisions.values()
+    assert decision == Admit("cloud", grows=(("gpu", 2),))
+    assert decision.grows_text == "its gang needs 2 nodes of node pool gpu that cluster cloud can add"
 
 
 def test_a_gang_that_fits_todays_nodes_leaves_the_pools_room_to_the_next() -> None:
@@ -52,7 +54,7 @@ def test_a_gang_that_fits_todays_nodes_leaves_the_pools_room_to_the_next() -> No
     small = job("small", "q", gpus(8), pods=2)
     big = job("big", "q", gpus(8), pods=2, created=1)
     result = admit(Snapshot(0, Q, (cloud(current=2, max_=4),), (small, big)))
-    assert admitted(result) == {"small": "cloud", "big": "cloud"}
+    assert result.decisions == {"small": Admit("cloud"), "big": Admit("cloud", grows=(("gpu", 2),))}
 
 
 def test_a_pool_at_its_maximum_admits_nothing_more() -> None:

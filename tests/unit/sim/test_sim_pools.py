@@ -61,6 +61,9 @@ def test_the_scenario_gang_runs_on_nodes_the_pool_adds_after_its_delay() -> None
     (job,) = result["jobs"]
     assert (job["phase"], job["cluster"]) == ("Completed", "cloud")
     assert sorted(p["node"] for p in job["pods"]) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert [m for _, _, m in events(job, "Provisioning")] == [
+        "its gang needs 2 nodes of node pool gpu that cluster cloud can add"
+    ]
     (grew,) = events(job, "TriggeredScaleUp")
     assert grew[:2] == (0.0, "TriggeredScaleUp") and "node pool gpu grows by 2 nodes" in grew[2]
     (scheduled,) = events(job, "Scheduled")

@@ -13,6 +13,7 @@ take, cards and node-group counts included, is kept or taken back with it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -50,11 +51,13 @@ class GangFit:
         self.hypernodes = HyperNodes(prep.clusters)
         self.card_misfit: dict[str, str] = {}  # job uid -> why its GPU cards fit no cluster
         self.ledger = prep.clusters.ledger
-        # per cluster, the rows of the nodes its pools can add (they come after its real nodes)
+        # per cluster, the rows of the nodes its pools can add (after its real nodes), with their pool
+        cols = self.clusters.node_col
         self.grows = [
-            [self.clusters.node_col[c][n.name] for n in snap.nodes if PROVISIONABLE in n.labels]
+            {cols[c][n.name]: n.labels[PROVISIONABLE] for n in snap.nodes if PROVISIONABLE in n.labels}
             for c, snap in enumerate(self.clusters.snaps)
         ]
+        self.grown: dict[str, tuple[tuple[str, int], ...]] = {}  # job uid -> (pool, nodes) it counts on
 
     def ask(self, job: Job, packer: CardPacker | None) -> Ask:
         """What the job asks of a plan of victims (ask.py)."""
@@ -87,6 +90,10 @@ class GangFit:
             return None
         c, placement = found
         self._commit(c, placement, job, cards)
+        if self.grows[c]:
+            pools = Counter(pool for r in placement.rows if (pool := self.grows[c].get(r)) is not None)
+            if pools:
+                self.grown[job.snap.uid] = tuple(sorted(pools.items()))
         return c
 
     def _preferred(
@@ -116,7 +123,7 @@ class GangFit:
             return None
         real = dict(held)
         for c in pooled:
-            blocked = closed_rows(clusters.free(c), grows[c])
+            blocked = closed_rows(clusters.free(c), list(grows[c]))
             assert blocked is not None
             kept = held.get(c)
             real[c] = HeldRows(blocked if kept is None else blocked + kept.matrix)
