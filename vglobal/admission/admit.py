@@ -282,7 +282,7 @@ class _Cycle:
             return None
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        return Admit(self.clusters.names[c])
+        return Admit(self.clusters.names[c], grows=self.fit.grown.pop(job.snap.uid, ()))
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from vglobal.admission.fit.partitions import partitions_of
 from vglobal.admission.snapshot import (
+    PROVISIONABLE,
     Claim,
     ClusterSnap,
     Gang,
@@ -316,20 +317,33 @@ def cluster_snap(
     devices: Mapping[str, tuple[CardFree, ...]],
     unplaced: Sequence[Gang],
     unplaced_cards: tuple[tuple[Gang, tuple[Mapping[str, str], ...]], ...] = (),
+    pools: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterSnap:
-    """The cluster as admission sees it: its nodes by name, its HyperNodes as reported, the gangs
-    admitted to it but not placed yet (and those of them that take GPU cards, with their GPU
-    annotations)."""
+    """The cluster as admission sees it: its nodes by name, then the empty nodes its pools can
+    still add, its HyperNodes as reported, the gangs admitted to it but not placed yet (and those
+    of them that take GPU cards, with their GPU annotations)."""
     return ClusterSnap(
         devices=devices,
         name=name,
         labels=labels,
-        nodes=tuple(sorted(nodes, key=_name)),
+        nodes=(*sorted(nodes, key=_name), *provisionable_nodes(pools)),
         schedulable=schedulable,
         hypernodes=hypernode_snaps(hypernodes),
         unplaced=tuple(unplaced),
         unplaced_cards=unplaced_cards,
     )
+
+
+def provisionable_nodes(pools: Iterable[Mapping[str, Any]]) -> list[NodeSnap]:
+    """Per reported pool (as a cluster row keeps it), one empty node for each it may still add:
+    ``<pool>-provisionable-<i>``, labelled with the pool's name under PROVISIONABLE."""
+    out = []
+    for p in sorted(pools, key=lambda p: str(p["name"])):
+        alloc = ResourceVector(p.get("allocatable", {}))
+        labels = {**p.get("labels", {}), PROVISIONABLE: p["name"]}
+        room = int(p.get("max", 0)) - int(p.get("current", 0))
+        out += [NodeSnap(f"{p['name']}-provisionable-{i}", alloc, alloc, labels) for i in range(max(room, 0))]
+    return out
 
 
 def _name(n: NodeSnap) -> str:

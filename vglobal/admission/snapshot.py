@@ -77,12 +77,22 @@ class HyperNodeSnap:
     nodes: tuple[str, ...] = ()  # leaf node names directly or transitively below it
 
 
+# On a node a pool can add but the cluster does not have yet: the pool's name. Admission places a
+# gang on such nodes only where the real ones cannot hold it (they come after them in `node_order`).
+PROVISIONABLE = "vglobal.io/provisionable"
+
+
 @dataclass(frozen=True)
 class NodeSnap:
     name: str
     free: ResourceVector
     allocatable: ResourceVector
     labels: Mapping[str, str] = field(default_factory=lambda: _NO_LABELS)
+
+
+def node_order(n: NodeSnap) -> tuple[bool, str]:
+    """The order a cluster's nodes are filled in: real nodes by name, then nodes a pool can add."""
+    return PROVISIONABLE in n.labels, n.name
 
 
 @dataclass(frozen=True)
@@ -263,6 +273,14 @@ class Admit:
     # With preempting or reclaiming: the nodes its gang was packed onto in the room the victims
     # free, which its agent tries first (Volcano's nominatedNodeName).
     nominated: tuple[str, ...] = ()
+    # Where its gang needs nodes the cluster's pools can add: (pool, nodes), so its event says so.
+    grows: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def grows_text(self) -> str:
+        """What the admission counts on that the cluster does not have yet ("" if nothing)."""
+        pools = ", ".join(f"{n} node{'s' if n != 1 else ''} of node pool {p}" for p, n in self.grows)
+        return f"its gang needs {pools} that cluster {self.cluster} can add" if pools else ""
 
 
 @dataclass(frozen=True)

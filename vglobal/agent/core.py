@@ -98,6 +98,7 @@ class AgentCore:
             self.runs.values(),
             __version__,
             backend.hyper_nodes(),
+            backend.pools(),
         )
 
     def on_disconnected(self) -> None:

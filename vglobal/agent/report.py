@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from vglobal.agent.backends.base import PoolSpec
 from vglobal.agent.cards import card_uses, cards_message
 from vglobal.agent.run import JobRun, RunEvent
 from vglobal.api.v1 import agent_pb2 as pb
@@ -25,6 +26,7 @@ def register(
     runs: Iterable[JobRun],
     version: str,
     hyper_nodes: Iterable[ResolvedHyperNode] = (),
+    pools: Iterable[PoolSpec] = (),
 ) -> pb.AgentMessage:
     inventory = [
         pb.NodeInventory(
@@ -51,6 +53,17 @@ def register(
         agent_version=version,
         hypernodes=topology,
         takes_batches=True,  # the hub link unpacks HubMessage.batch
+        pools=[
+            pb.NodePool(
+                name=p.name,
+                allocatable=units(p.allocatable),
+                labels=dict(p.labels),
+                current=p.current,
+                max=p.max,
+                provision_seconds=p.provision_seconds,
+            )
+            for p in pools
+        ],
     )
     return pb.AgentMessage(register=body)
 

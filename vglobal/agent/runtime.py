@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from vglobal.agent import metrics
 from vglobal.agent.backends.base import Backend, JobProblem
 from vglobal.agent.controller import JobController
+from vglobal.agent.growth import nodes_to_add
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodPhase
 from vglobal.agent.run import AdoptedRun, JobRun
 from vglobal.agent.snapshot import cluster_snapshot
@@ -57,6 +59,7 @@ class ClusterRuntime:
         self._mirrored: dict[str, int] = {}  # run uid -> events already given to the backend
         # pod uid -> (node, the GPUs it was granted), while the pod lives: the metrics' device table
         self.grants: dict[str, tuple[str, tuple[Grant, ...]]] = {}
+        self._grown: dict[str, int] = {}  # run uid -> the generation a node pool was grown for
 
     @property
     def runs(self) -> dict[str, JobRun]:
@@ -70,6 +73,7 @@ class ClusterRuntime:
         if self._again or any(not r.finished and _waits(r) for r in self.runs.values()):
             self._schedule()
             self.controller.sync()
+            self._grow()
         self._mirror_events()
         return rejected + self._expired()
 
@@ -183,6 +187,37 @@ class ClusterRuntime:
                 if reason:
                     run.event("Warning", "Unschedulable", reason, now)
                     log.info("job %s/%s waits: %s", run.job.namespace, run.job.name, reason)
+
+    def _grow(self) -> None:
+        """A gang the scheduler could not place on today's nodes: ask the pools for the nodes it
+        needs (once per run), as the hub counted on when it admitted it here."""
+        runs = self.runs
+        for uid in [u for u, gen in self._grown.items() if u not in runs or runs[u].generation != gen]:
+            del self._grown[uid]
+        pools = self.backend.pools()
+        if not pools:
+            return
+        for run in self.runs.values():
+            if run.started or run.finished or run.uid in self._grown or not run.message:
+                continue
+            # the gang's pods not bound yet (pods beyond minAvailable are elastic: no node is grown for them)
+            bound = Counter(run.pods[n].task for n, st in run.status.items() if st.node and n in run.pods)
+            waiting = [req for task, req, count in run.job.gang() for _ in range(count - bound[task])]
+            if not waiting:
+                continue
+            add = nodes_to_add(waiting, self.backend.free(), pools)
+            if not add:
+                continue
+            self._grown[run.uid] = run.generation
+            now = self.clock.now()
+            for pool, count in sorted(add.items()):
+                self.backend.grow(pool, count)
+                delay = next(p.provision_seconds for p in pools if p.name == pool)
+                nodes = "node" if count == 1 else "nodes"
+                message = f"node pool {pool} grows by {count} {nodes} for its gang (up in about {delay:g}s)"
+                run.event("Normal", "TriggeredScaleUp", message, now)
+                log.info("job %s/%s: %s", run.job.namespace, run.job.name, message)
+            pools = self.backend.pools()
 
     def _expired(self) -> list[Rejection]:
         if self.bind_timeout is None:

@@ -69,6 +69,13 @@ def describe_cluster(client: Client, name: str, out: Console) -> None:
         out.print(f"    free:        {short(row['free'])}", highlight=False, soft_wrap=True)
         out.print(f"    taints:      {', '.join(row['taints']) or '<none>'}", highlight=False, soft_wrap=True)
         out.print(f"    labels:      {short(row['labels'])}", highlight=False, soft_wrap=True)
+    out.print("Node pools:", highlight=False)
+    if not c.pools:
+        out.print("  <none>", highlight=False)
+    for p in c.pools:
+        up = f"new nodes up in about {p.provision_seconds:g}s"
+        out.print(f"  {p.name}: {p.current} of at most {p.max} nodes, {up}", highlight=False, soft_wrap=True)
+        out.print(f"    allocatable: {short(quantities(p.allocatable))}", highlight=False, soft_wrap=True)
     out.print("Jobs by node:", highlight=False)
     if not c.work:
         out.print("  <none>", highlight=False)

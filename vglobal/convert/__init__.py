@@ -293,6 +293,21 @@ def hypernode_records(msgs: Iterable[common_pb2.HyperNode]) -> list[dict[str, An
     ]
 
 
+def pool_records(msgs: Iterable[agent_pb2.NodePool]) -> list[dict[str, Any]]:
+    """Reported node pools as a cluster row keeps them."""
+    return [
+        {
+            "name": p.name,
+            "allocatable": units_of(p.allocatable),
+            "labels": dict(p.labels),
+            "current": p.current,
+            "max": p.max,
+            "provision_seconds": p.provision_seconds,
+        }
+        for p in msgs
+    ]
+
+
 def node_records(msgs: Iterable[agent_pb2.NodeInventory]) -> list[dict[str, Any]]:
     """Reported nodes as a cluster row keeps them (free capacity apart)."""
     out = []
@@ -382,6 +397,17 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     parent=h.get("parent", ""),
                     nodes=h.get("nodes", []),
                     children=h.get("children", []),
+                )
+            )
+        for p in row.pools:
+            msg.pools.append(
+                clusters_pb2.ClusterNodePool(
+                    name=p["name"],
+                    allocatable=resource_list(p.get("allocatable")),
+                    labels=p.get("labels", {}),
+                    current=int(p.get("current", 0)),
+                    max=int(p.get("max", 0)),
+                    provision_seconds=float(p.get("provision_seconds", 0.0)),
                 )
             )
     return msg

@@ -108,6 +108,7 @@ class ClusterRow:
     not_ready_since: datetime | None
     hypernodes: list[dict[str, Any]] = field(default_factory=list)
     devices: dict[str, list[list[Any]]] = field(default_factory=dict)  # node -> cards (gpu_fit.CardFree)
+    pools: list[dict[str, Any]] = field(default_factory=list)  # node pools it can grow
 
     @property
     def effective_state(self) -> str:

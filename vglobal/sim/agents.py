@@ -38,13 +38,8 @@ class SimAgent:
         runtime = ClusterRuntime(SimBackend(cluster), clock, conf, bind_timeout=bind_timeout)
         self.core = AgentCore(runtime, heartbeat_interval=heartbeat_interval)
         (hello,) = self.core.on_connected()
-        reg = hello.register
-        self.name = reg.cluster
-        # As the hub's cluster row: labels, nodes, free capacity per node, HyperNodes, GPU cards.
-        self.labels = dict(reg.labels)
-        self.nodes = convert.node_records(reg.nodes)
-        self.free = {n.name: convert.units_of(n.free) for n in reg.nodes}
-        self.hypernodes = convert.hypernode_records(reg.hypernodes)
+        self.name = hello.register.cluster
+        self._registered(hello.register)
         self.devices: dict[str, list[list[Any]]] = {}
         self._cards: tuple[dict[str, list[list[Any]]], Mapping[str, tuple[CardFree, ...]]] = ({}, {})
         registered = pb.HubMessage(registered=pb.Registered(heartbeat_interval_seconds=heartbeat_interval))
@@ -60,12 +55,22 @@ class SimAgent:
             hypernodes=self.hypernodes,
             devices=self._card_tables(),
             unplaced=(),
+            pools=self.pools,
         )
 
     def _card_tables(self) -> Mapping[str, tuple[CardFree, ...]]:
         if self._cards[0] != self.devices:
             self._cards = (dict(self.devices), device_tables(self.devices))
         return self._cards[1]
+
+    def _registered(self, reg: pb.Register) -> None:
+        """As the hub's cluster row: labels, nodes, free capacity per node, HyperNodes, node pools
+        (GPU cards come with heartbeats)."""
+        self.labels = dict(reg.labels)
+        self.nodes = convert.node_records(reg.nodes)
+        self.free = {n.name: convert.units_of(n.free) for n in reg.nodes}
+        self.hypernodes = convert.hypernode_records(reg.hypernodes)
+        self.pools = convert.pool_records(reg.pools)
 
     def send(self, msg: pb.HubMessage) -> None:
         self.outbox += self.core.on_message(msg)
@@ -74,7 +79,9 @@ class SimAgent:
         """One agent cycle: what it had to say since, then what the cycle produced."""
         out, self.outbox = [*self.outbox, *self.core.tick()], []
         for m in out:
-            if m.WhichOneof("body") == "heartbeat":
+            if m.WhichOneof("body") == "register":  # its nodes changed (a pool grew)
+                self._registered(m.register)
+            elif m.WhichOneof("body") == "heartbeat":
                 self.free.update({n.name: convert.units_of(n.free) for n in m.heartbeat.nodes})
                 self.devices.update({n.name: [card_record(c) for c in n.cards] for n in m.heartbeat.cards})
         return out

@@ -132,6 +132,8 @@ class Federation:
                 rec.event("Preempting", dec.preempting, now)
             elif dec.reclaiming:
                 rec.event("Reclaiming", dec.reclaiming, now)
+            if dec.grows:
+                rec.event("Provisioning", dec.grows_text, now)
             rec.event("Dispatched", f"admitted to cluster {a.cluster} (generation {a.generation})", now)
             s, facts = rec.submission, d.jobs[a.uid]
             self.agents[a.cluster].send(

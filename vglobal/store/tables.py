@@ -233,6 +233,8 @@ clusters = sa.Table(
     sa.Column("devices", JSONB, nullable=False, server_default="{}"),
     # [{name, tier, tier_name, parent, nodes, children}] as the agent resolved them
     sa.Column("hypernodes", JSONB, nullable=False, server_default="[]"),
+    # [{name, allocatable: units, labels, current, max, provision_seconds}]: pools it can grow (0021)
+    sa.Column("pools", JSONB, nullable=False, server_default="[]"),
     sa.Column("last_heartbeat", sa.DateTime(timezone=True), nullable=False, server_default=NOW),
     sa.Column("not_ready_since", sa.DateTime(timezone=True), nullable=True),
     sa.Column("registered_at", sa.DateTime(timezone=True), nullable=False, server_default=NOW),

@@ -13,6 +13,7 @@ take, cards and node-group counts included, is kept or taken back with it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -27,6 +28,7 @@ from vglobal.admission.fit.placement import Candidates, Held, HeldRows, Placemen
 from vglobal.admission.fit.pod_anti import job_mask
 from vglobal.admission.fit.topology import HyperNodes, place
 from vglobal.admission.prepare import Job, Prepared
+from vglobal.admission.snapshot import PROVISIONABLE
 from vglobal.admission.victims.ask import Ask, card_check, mask_key
 from vglobal.admission.victims.preempt import Plan
 
@@ -49,6 +51,13 @@ class GangFit:
         self.hypernodes = HyperNodes(prep.clusters)
         self.card_misfit: dict[str, str] = {}  # job uid -> why its GPU cards fit no cluster
         self.ledger = prep.clusters.ledger
+        # per cluster, the rows of the nodes its pools can add (after its real nodes), with their pool
+        cols = self.clusters.node_col
+        self.grows = [
+            {cols[c][n.name]: n.labels[PROVISIONABLE] for n in snap.nodes if PROVISIONABLE in n.labels}
+            for c, snap in enumerate(self.clusters.snaps)
+        ]
+        self.grown: dict[str, tuple[tuple[str, int], ...]] = {}  # job uid -> (pool, nodes) it counts on
 
     def ask(self, job: Job, packer: CardPacker | None) -> Ask:
         """What the job asks of a plan of victims (ask.py)."""
@@ -72,6 +81,8 @@ class GangFit:
         held = self.held(job, held)
         found = self._preferred(job, held, cards) if job.snap.preferred_clusters else None
         if found is None:
+            found = self._on_real_nodes(job, held, cards)
+        if found is None:
             found = self.placement(job, held, cards)
         if found is None:
             if cards is not None and not self.card_misfit.get(job.snap.uid):  # a child's first answer
@@ -79,6 +90,10 @@ class GangFit:
             return None
         c, placement = found
         self._commit(c, placement, job, cards)
+        if self.grows[c]:
+            pools = Counter(pool for r in placement.rows if (pool := self.grows[c].get(r)) is not None)
+            if pools:
+                self.grown[job.snap.uid] = tuple(sorted(pools.items()))
         return c
 
     def _preferred(
@@ -95,6 +110,24 @@ class GangFit:
                 if found is not None:
                     return found
         return None
+
+    def _on_real_nodes(
+        self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
+    ) -> tuple[int, Placement] | None:
+        """Where the gang goes with the nodes pools can add kept off it, when some candidate has
+        any: a gang that fits real nodes of any cluster grows no pool. None when none holds it
+        so (or no candidate can grow), and the nodes pools can add are tried then."""
+        grows, clusters = self.grows, self.clusters
+        pooled = [c for c in job.cand.ids if grows[c]]
+        if not pooled:
+            return None
+        real = dict(held)
+        for c in pooled:
+            blocked = closed_rows(clusters.free(c), list(grows[c]))
+            assert blocked is not None
+            kept = held.get(c)
+            real[c] = HeldRows(blocked if kept is None else blocked + kept.matrix)
+        return self.placement(job, real, cards)
 
     def _commit(self, c: int, placement: Placement, job: Job, cards: CardPacker | None) -> None:
         self.clusters.commit(c, placement, job.gang)

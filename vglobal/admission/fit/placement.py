@@ -1,7 +1,7 @@
 """Gang-fit placement over per-node free vectors, kept as plain lists per cluster.
 
-A gang fits a cluster when all its pods can be packed onto that cluster's nodes, first-fit
-decreasing: the biggest shape first, each node in name order taking as many pods as it can hold.
+A gang fits a cluster when all its pods can be packed onto that cluster's nodes, first-fit decreasing:
+the biggest shape first, each node in name order (then those a pool can add) taking all it can hold.
 Placing a job subtracts what it took, so later jobs of the same cycle see the capacity as used.
 
 Free capacity only shrinks within a cycle, which the hot path exploits twice: per cluster and pod
@@ -26,7 +26,7 @@ from vglobal.admission.fit.closest import closest
 from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.ledger import Ledger, Undo
-from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob
+from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob, node_order
 from vglobal.model.resources import is_accelerator
 from vglobal.model.served import lacks
 
@@ -113,11 +113,11 @@ class Clusters:
         ]
         self._accel_dims = [is_accelerator(r) for r in index.names]
         size = index.size
-        self.rows: list[list[list[int]]] = []  # per cluster, per node (name order): free, never < 0
+        self.rows: list[list[list[int]]] = []  # per cluster, per node (node_order): free, never < 0
         self.alloc: list[IntArray] = []
         self.node_col: list[dict[str, int]] = []
         for c in snaps:
-            nodes = sorted(c.nodes, key=lambda n: n.name)
+            nodes = sorted(c.nodes, key=node_order)
             self.node_col.append({n.name: i for i, n in enumerate(nodes)})
             self.rows.append([[v if v > 0 else 0 for v in index.row(n.free)] for n in nodes])
             alloc = np.array([index.row(n.allocatable) for n in nodes], dtype=np.int64)
@@ -500,8 +500,8 @@ class Clusters:
         return out
 
     def node_names(self, c: int, rows: Iterable[int]) -> tuple[str, ...]:
-        """The names of cluster c's node rows, in name order (rows are in name order)."""
-        names = sorted(self.node_col[c])
+        """The names of cluster c's node rows, in row order (`node_order`: real nodes by name first)."""
+        names = list(self.node_col[c])  # built in row order
         return tuple(names[r] for r in sorted(rows))
 
     def describe(self, gang: PreparedGang) -> str:

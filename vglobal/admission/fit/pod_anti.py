@@ -19,7 +19,7 @@ import numpy as np
 from vglobal.admission.fit.node_mask import BLOCKED, NodeMask, Usable
 from vglobal.admission.fit.nodegroups import NodeGroups
 from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows
-from vglobal.admission.snapshot import PendingJob, RunningJob
+from vglobal.admission.snapshot import PendingJob, RunningJob, node_order
 from vglobal.model.pod_anti_affinity import AntiTerm, task_pod_labels
 from vglobal.model.queue_affinity import QueueAffinity
 
@@ -89,7 +89,7 @@ class PodAntiAffinity:
         got = self._cache.get(key)
         if got is not None:
             return got
-        nodes = sorted(self.clusters.snaps[c].nodes, key=lambda n: n.name)  # placement's row order
+        nodes = sorted(self.clusters.snaps[c].nodes, key=node_order)  # placement's row order
         mine = _pod_labels(job) if selected else []
         out: dict[int, set[str]] = {}
         for pod in self._pods(c):

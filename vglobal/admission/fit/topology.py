@@ -18,7 +18,7 @@ from vglobal.admission.fit.gang import PreparedGang, Shape, pack, prepare_gang
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.fit.packer import Packer
 from vglobal.admission.fit.placement import Candidates, Clusters, Held, Placement
-from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap
+from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap, node_order
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ def lowest_tier(cluster: ClusterSnap, gang: Gang, highest_tier: int | None) -> i
     for vec, _ in gang:
         names.update(vec)
     index = ResourceIndex(names)
-    nodes = sorted(cluster.nodes, key=lambda n: n.name)
+    nodes = sorted(cluster.nodes, key=node_order)
     free = np.array([index.row(n.free) for n in nodes], dtype=np.int64).reshape(len(nodes), index.size)
     prepared = prepare_gang(gang, index, np.maximum(free.max(axis=0, initial=0), 1))
     rows = HyperNodeRows(cluster.hypernodes, {n.name: i for i, n in enumerate(nodes)})

@@ -61,6 +61,20 @@ class JobProblem:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class PoolSpec:
+    """A node pool the cluster can grow on demand: one new node's shape, its nodes now (not those
+    asked for and still coming), its maximum, and how long a new node takes to come up."""
+
+    name: str
+    allocatable: ResourceVector
+    labels: Mapping[str, str]
+    current: int
+    max: int
+    provision_seconds: float
+    coming: int = 0  # asked for, not up yet
+
+
 class Backend(Protocol):
     @property
     def cluster_name(self) -> str: ...
@@ -77,7 +91,15 @@ class Backend(Protocol):
         ...
 
     def inventory_version(self) -> int:
-        """Changes whenever nodes or HyperNodes change, so the agent reports them again."""
+        """Changes whenever nodes, node pools or HyperNodes change, so the agent reports them again."""
+        ...
+
+    def pools(self) -> tuple[PoolSpec, ...]:
+        """The node pools the cluster can grow (empty if none)."""
+        ...
+
+    def grow(self, pool: str, count: int) -> None:
+        """Ask the cluster for ``count`` more nodes of ``pool``; they show in ``nodes`` once up."""
         ...
 
     def free(self) -> dict[str, ResourceVector]:

@@ -2,6 +2,8 @@
 
 A pod bound to a node is Running at once, runs for ``vglobal.io/sim-duration`` (absent = forever),
 then exits with ``vglobal.io/sim-exit-code`` (default 0 = Succeeded, else Failed with that code).
+A node group with ``autoscale`` grows when asked: its new nodes appear ``provisionDelay`` later on
+the backend's clock, as a cluster autoscaler's would.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from vglobal.agent.backends.base import DependencyObject, JobProblem, RunStart
-from vglobal.agent.backends.sim_cluster import SimCluster, SimNode
+from vglobal.agent.backends.base import DependencyObject, JobProblem, PoolSpec, RunStart
+from vglobal.agent.backends.sim_cluster import SimCluster, SimNode, SimPool, pool_node
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
 from vglobal.model.cluster_topology import cluster_hyper_nodes
 from vglobal.model.duration import parse_duration
@@ -35,9 +37,9 @@ def _devices(n: SimNode) -> tuple[ResourceVector, dict[str, object]]:
     return n.allocatable + extra, {GPUS_EXTENSION: devices}
 
 
-def node_specs(cluster: SimCluster) -> tuple[NodeSpec, ...]:
+def node_specs(nodes: Sequence[SimNode]) -> tuple[NodeSpec, ...]:
     out = []
-    for n in cluster.nodes:
+    for n in nodes:
         allocatable, extensions = _devices(n)
         out.append(
             NodeSpec(
@@ -76,11 +78,11 @@ class SimBackend:
     def __init__(self, cluster: SimCluster, *, name: str | None = None) -> None:
         self._name = name or cluster.name
         self._labels = dict(cluster.labels)
-        self._nodes = node_specs(cluster)
-        # resolved once: a bad HyperNode manifest is an error in the cluster file (ManifestError)
-        self._hyper_nodes = cluster_hyper_nodes(
-            cluster.hyper_nodes, cluster.discovery, {n.name: n.labels for n in cluster.nodes}
-        )
+        self._cluster = cluster
+        self._sim_nodes = list(cluster.nodes)
+        self._nodes = node_specs(self._sim_nodes)
+        # resolved here first: a bad HyperNode manifest is an error in the cluster file (ManifestError)
+        self._hyper_nodes = self._resolve_topology()
         self._alloc = {n.name: n.allocatable for n in self._nodes}
         self._used: dict[str, ResourceVector] = {n.name: ResourceVector() for n in self._nodes}
         self._pods: dict[str, _SimPod] = {}
@@ -88,6 +90,14 @@ class SimBackend:
         self._now = 0.0
         # The ConfigMaps and Secrets the hub sent with jobs, by (namespace, kind, name)
         self.objects: dict[tuple[str, str, str], DependencyObject] = {}
+        self._pools: dict[str, SimPool] = {p.name: p for p in cluster.pools}
+        self._size = {p.name: p.count for p in cluster.pools}  # nodes each pool has, up or coming
+        self._coming: list[tuple[float, str, str]] = []  # (up at, pool, node name), a heap
+        self._version = 0
+
+    def _resolve_topology(self) -> tuple[ResolvedHyperNode, ...]:
+        c = self._cluster
+        return cluster_hyper_nodes(c.hyper_nodes, c.discovery, {n.name: n.labels for n in self._sim_nodes})
 
     @property
     def cluster_name(self) -> str:
@@ -104,7 +114,51 @@ class SimBackend:
         return self._hyper_nodes
 
     def inventory_version(self) -> int:
-        return 0  # simulated nodes never change
+        return self._version  # moves when a pool's nodes come up
+
+    def pools(self) -> tuple[PoolSpec, ...]:
+        out = []
+        for p in self._pools.values():
+            coming = sum(1 for _, pool, _ in self._coming if pool == p.name)
+            out.append(
+                PoolSpec(
+                    name=p.name,
+                    allocatable=node_specs([p.node])[0].allocatable,
+                    labels=dict(p.node.labels),
+                    current=self._size[p.name] - coming,
+                    max=p.max,
+                    provision_seconds=p.provision_seconds,
+                    coming=coming,
+                )
+            )
+        return tuple(out)
+
+    def grow(self, pool: str, count: int) -> None:
+        p = self._pools.get(pool)
+        if p is None:
+            raise ValueError(f'no node pool "{pool}" to grow')
+        if self._size[pool] + count > p.max:
+            raise ValueError(f'node pool "{pool}" has {self._size[pool]} of at most {p.max} nodes')
+        for _ in range(count):
+            name = f"{pool}-{self._size[pool]}"
+            self._size[pool] += 1
+            heapq.heappush(self._coming, (self._now + p.provision_seconds, pool, name))
+
+    def _nodes_up(self) -> None:
+        """The pools' nodes whose provisioning delay has passed join the cluster."""
+        up = False
+        while self._coming and self._coming[0][0] <= self._now:
+            _, pool, name = heapq.heappop(self._coming)
+            node = pool_node(self._pools[pool].node, name)
+            self._sim_nodes.append(node)
+            (spec,) = node_specs([node])
+            self._alloc[name] = spec.allocatable
+            self._used[name] = ResourceVector()
+            up = True
+        if up:
+            self._nodes = node_specs(self._sim_nodes)
+            self._hyper_nodes = self._resolve_topology()
+            self._version += 1
 
     def free(self) -> dict[str, ResourceVector]:
         return {name: self._alloc[name] - self._used[name] for name in self._alloc}
@@ -182,6 +236,7 @@ class SimBackend:
 
     def advance(self, now: float) -> None:
         self._now = max(self._now, now)
+        self._nodes_up()
         while self._ends and self._ends[0][0] <= self._now:
             end, _, uid = heapq.heappop(self._ends)
             pod = self._pods.get(uid)
@@ -192,10 +247,11 @@ class SimBackend:
             pod.status = replace(pod.status, phase=phase, exit_code=pod.exit_code, finished=end)
 
     def next_event_time(self) -> float | None:
+        up = self._coming[0][0] if self._coming else None
         while self._ends:
             end, _, uid = self._ends[0]
             pod = self._pods.get(uid)
             if pod is not None and pod.status.phase == PodPhase.Running:
-                return end
+                return end if up is None else min(end, up)
             heapq.heappop(self._ends)
-        return None
+        return up

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from vglobal.model.dra import device_resource
+from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError, Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, parse_resources, validate_model
 from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, parse_documents
@@ -46,10 +47,23 @@ class SimNode:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SimPool:
+    """A node group that grows on demand (``autoscale``): new nodes are ``<group>-<index>`` like
+    the group's first ``count``, and come up ``provision_seconds`` after they are asked for."""
+
+    name: str
+    node: SimNode  # the shape of a new node (its name and hostname label are set when it is added)
+    count: int
+    max: int
+    provision_seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class SimCluster:
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
     nodes: tuple[SimNode, ...] = ()
+    pools: tuple[SimPool, ...] = ()
     hyper_nodes: tuple[dict[str, Any], ...] = ()
     discovery: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -73,6 +87,11 @@ class _Devices(Model):
     count: StrictInt = 0
 
 
+class _Autoscale(Model):
+    max: StrictInt = 0
+    provision_delay: StrictStr = Field("0s", alias="provisionDelay")
+
+
 class _Group(Model):
     name: StrictStr = ""
     count: StrictInt = 1
@@ -81,6 +100,7 @@ class _Group(Model):
     taints: list[_Taint] = Field(default_factory=list)
     gpus: _Gpus | None = None
     devices: list[_Devices] = Field(default_factory=list)  # DRA devices per node, by DeviceClass
+    autoscale: _Autoscale | None = None
 
 
 class _Spec(Model):
@@ -131,19 +151,37 @@ def _group_nodes(p: Problems, base: str, g: _Group) -> list[SimNode]:
     for key in g.labels:
         if not key:
             p.add(key_path(f"{base}.labels", key), "a label key must not be empty")
-    nodes = []
-    for n in range(max(g.count, 0)):
-        name = f"{g.name}-{n}"
-        nodes.append(
-            SimNode(
-                name=name,
-                allocatable=alloc,
-                labels={**g.labels, HOSTNAME_LABEL: name},
-                taints=tuple(taints),
-                gpus=gpus,
-            )
-        )
-    return nodes
+    shape = SimNode(name=g.name, allocatable=alloc, labels=dict(g.labels), taints=tuple(taints), gpus=gpus)
+    return [pool_node(shape, f"{g.name}-{n}") for n in range(max(g.count, 0))]
+
+
+def pool_node(shape: SimNode, name: str) -> SimNode:
+    """A node of a group's shape, named (its hostname label too)."""
+    return SimNode(
+        name=name,
+        allocatable=shape.allocatable,
+        labels={**shape.labels, HOSTNAME_LABEL: name},
+        taints=shape.taints,
+        gpus=shape.gpus,
+    )
+
+
+def _group_pool(p: Problems, base: str, g: _Group) -> SimPool | None:
+    """The group's ``autoscale: {max, provisionDelay}``, if it has one."""
+    if g.autoscale is None:
+        return None
+    a = g.autoscale
+    if a.max < g.count:
+        p.add(f"{base}.autoscale.max", f"must be >= count ({g.count}), not {a.max}")
+    try:
+        delay = parse_duration(a.provision_delay)
+    except ValueError as e:
+        p.add(f"{base}.autoscale.provisionDelay", str(e))
+        return None
+    if delay < 0:
+        p.add(f"{base}.autoscale.provisionDelay", "must be >= 0")
+    shape = SimNode(name=g.name, allocatable=ResourceVector(), labels=dict(g.labels))
+    return SimPool(name=g.name, node=shape, count=max(g.count, 0), max=a.max, provision_seconds=delay)
 
 
 def _devices(p: Problems, base: str, devices: list[_Devices]) -> ResourceVector:
@@ -165,12 +203,18 @@ def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
     p = Problems()
     check_name(p, "metadata.name", m.metadata.name, label=False)
     nodes: list[SimNode] = []
+    pools: list[SimPool] = []
     groups: set[str] = set()
     for i, g in enumerate(m.spec.node_groups):
         if g.name and g.name in groups:
             p.add(f"spec.nodeGroups[{i}].name", f'duplicate node group "{g.name}"')
         groups.add(g.name)
-        nodes.extend(_group_nodes(p, f"spec.nodeGroups[{i}]", g))
+        got = _group_nodes(p, f"spec.nodeGroups[{i}]", g)
+        nodes.extend(got)
+        pool = _group_pool(p, f"spec.nodeGroups[{i}]", g)
+        if pool is not None:  # the shape as the group's nodes have it (GPUs and pods filled in)
+            shape = _group_nodes(Problems(), "", g.model_copy(update={"count": 1}))[0]
+            pools.append(replace(pool, node=shape))
     spec = m.spec
     discovery = spec.hyper_node_discovery
     if discovery is None and spec.network_topology_types is not None:
@@ -181,6 +225,7 @@ def parse_sim_cluster(doc: Mapping[str, Any]) -> SimCluster:
         name=m.metadata.name,
         labels=dict(m.metadata.labels),
         nodes=tuple(nodes),
+        pools=tuple(pools),
         hyper_nodes=tuple(copy.deepcopy(h) for h in spec.hyper_nodes),
         discovery=copy.deepcopy(discovery),
         raw=copy.deepcopy(dict(doc)),

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vglobal.agent.backends.base import DependencyObject, JobProblem, RunStart
+from vglobal.agent.backends.base import DependencyObject, JobProblem, PoolSpec, RunStart
 from vglobal.agent.fabric_fetch import FabricFetcher
 from vglobal.agent.kube import bodies, dra, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
@@ -214,6 +214,12 @@ class KubeBackend:
     def hyper_nodes(self) -> tuple[ResolvedHyperNode, ...]:
         labels = {name: rec.spec.labels for name, rec in self.cache.nodes.items()}
         return self.topology.tree(labels, self.cache.node_version)
+
+    def pools(self) -> tuple[PoolSpec, ...]:
+        return ()  # node pools are not read from a live cluster yet
+
+    def grow(self, pool: str, count: int) -> None:
+        raise ValueError(f'no node pool "{pool}" to grow')
 
     def inventory_version(self) -> int:
         self.hyper_nodes()  # resolves again if nodes or HyperNodes changed

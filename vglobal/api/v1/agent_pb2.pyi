@@ -181,6 +181,72 @@ class NodeInventory(_message.Message):
 Global___NodeInventory: _TypeAlias = NodeInventory  # noqa: Y015
 
 @_typing.final
+class NodePool(_message.Message):
+    """A node pool the cluster can grow on demand (a Cluster Autoscaler node group, a Karpenter
+    NodePool, a simulated autoscaled node group): the hub may admit a gang onto nodes it can add.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ALLOCATABLE_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    CURRENT_FIELD_NUMBER: _builtins.int
+    MAX_FIELD_NUMBER: _builtins.int
+    PROVISION_SECONDS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    current: _builtins.int
+    """nodes of the pool now"""
+    max: _builtins.int
+    provision_seconds: _builtins.float
+    """how long a new node takes to come up"""
+    @_builtins.property
+    def allocatable(self) -> Global___Units:
+        """one new node's allocatable"""
+
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """one new node's labels"""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        allocatable: Global___Units | None = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        current: _builtins.int = ...,
+        max: _builtins.int = ...,
+        provision_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "current", b"current", "labels", b"labels", "max", b"max", "name", b"name", "provision_seconds", b"provision_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodePool: _TypeAlias = NodePool  # noqa: Y015
+
+@_typing.final
 class JobRunRef(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -233,6 +299,7 @@ class Register(_message.Message):
     AGENT_VERSION_FIELD_NUMBER: _builtins.int
     HYPERNODES_FIELD_NUMBER: _builtins.int
     TAKES_BATCHES_FIELD_NUMBER: _builtins.int
+    POOLS_FIELD_NUMBER: _builtins.int
     cluster: _builtins.str
     agent_version: _builtins.str
     takes_batches: _builtins.bool
@@ -249,6 +316,10 @@ class Register(_message.Message):
     def hypernodes(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.HyperNode]:
         """the cluster's resolved network topology, if any"""
 
+    @_builtins.property
+    def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodePool]:
+        """the node pools it can grow (sent again when one changes)"""
+
     def __init__(
         self,
         *,
@@ -259,10 +330,11 @@ class Register(_message.Message):
         agent_version: _builtins.str = ...,
         hypernodes: _abc.Iterable[_common_pb2.HyperNode] | None = ...,
         takes_batches: _builtins.bool = ...,
+        pools: _abc.Iterable[Global___NodePool] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_version", b"agent_version", "cluster", b"cluster", "hypernodes", b"hypernodes", "jobs", b"jobs", "labels", b"labels", "nodes", b"nodes", "takes_batches", b"takes_batches"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_version", b"agent_version", "cluster", b"cluster", "hypernodes", b"hypernodes", "jobs", b"jobs", "labels", b"labels", "nodes", b"nodes", "pools", b"pools", "takes_batches", b"takes_batches"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

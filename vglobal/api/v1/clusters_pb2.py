@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from vglobal.api.v1 import common_pb2 as vglobal_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19vglobal/v1/clusters.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"B\n\x14\x44\x65leteClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x64rain\x18\x02 \x01(\x08\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\"7\n\x15\x44\x65leteClusterResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08requeued\x18\x02 \x01(\x05\"\x1a\n\nClusterRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xef\x01\n\x04Node\x12\x0c\n\x04name\x18\x01 \x01(\t\x12,\n\x06labels\x18\x02 \x03(\x0b\x32\x1c.vglobal.v1.Node.LabelsEntry\x12-\n\x0b\x61llocatable\x18\x03 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12&\n\x04\x66ree\x18\x04 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x0e\n\x06taints\x18\x05 \x03(\t\x12\x15\n\runschedulable\x18\x06 \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xde\x03\n\x07\x43luster\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12/\n\x06labels\x18\x03 \x03(\x0b\x32\x1f.vglobal.v1.Cluster.LabelsEntry\x12\r\n\x05nodes\x18\x04 \x01(\x05\x12*\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12&\n\x04\x66ree\x18\x06 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x32\n\x0elast_heartbeat\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0crunning_jobs\x18\x08 \x01(\x05\x12#\n\tnode_list\x18\t \x03(\x0b\x32\x10.vglobal.v1.Node\x12)\n\nhypernodes\x18\n \x03(\x0b\x32\x15.vglobal.v1.HyperNode\x12#\n\x04work\x18\xbe\x01 \x03(\x0b\x32\x14.vglobal.v1.NodeWork\x12\x34\n\x0fnot_ready_since\x18\xbf\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\";\n\x08NodeWork\x12\x0c\n\x04node\x18\x01 \x01(\t\x12!\n\x04jobs\x18\x02 \x03(\x0b\x32\x13.vglobal.v1.NodeJob\"V\n\x07NodeJob\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x0c\n\x04pods\x18\x05 \x03(\t\"\x15\n\x13ListClustersRequest\"=\n\x14ListClustersResponse\x12%\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x13.vglobal.v1.Cluster2\xaf\x03\n\x0e\x43lusterService\x12Q\n\x0cListClusters\x12\x1f.vglobal.v1.ListClustersRequest\x1a .vglobal.v1.ListClustersResponse\x12\x39\n\nGetCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12<\n\rCordonCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12>\n\x0fUncordonCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12;\n\x0c\x44rainCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12T\n\rDeleteCluster\x12 .vglobal.v1.DeleteClusterRequest\x1a!.vglobal.v1.DeleteClusterResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19vglobal/v1/clusters.proto\x12\nvglobal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17vglobal/v1/common.proto\"B\n\x14\x44\x65leteClusterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x64rain\x18\x02 \x01(\x08\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\"7\n\x15\x44\x65leteClusterResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08requeued\x18\x02 \x01(\x05\"\x1a\n\nClusterRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xef\x01\n\x04Node\x12\x0c\n\x04name\x18\x01 \x01(\t\x12,\n\x06labels\x18\x02 \x03(\x0b\x32\x1c.vglobal.v1.Node.LabelsEntry\x12-\n\x0b\x61llocatable\x18\x03 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12&\n\x04\x66ree\x18\x04 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x0e\n\x06taints\x18\x05 \x03(\t\x12\x15\n\runschedulable\x18\x06 \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8b\x04\n\x07\x43luster\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12/\n\x06labels\x18\x03 \x03(\x0b\x32\x1f.vglobal.v1.Cluster.LabelsEntry\x12\r\n\x05nodes\x18\x04 \x01(\x05\x12*\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12&\n\x04\x66ree\x18\x06 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x32\n\x0elast_heartbeat\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0crunning_jobs\x18\x08 \x01(\x05\x12#\n\tnode_list\x18\t \x03(\x0b\x32\x10.vglobal.v1.Node\x12)\n\nhypernodes\x18\n \x03(\x0b\x32\x15.vglobal.v1.HyperNode\x12#\n\x04work\x18\xbe\x01 \x03(\x0b\x32\x14.vglobal.v1.NodeWork\x12\x34\n\x0fnot_ready_since\x18\xbf\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x05pools\x18\xc0\x01 \x03(\x0b\x32\x1b.vglobal.v1.ClusterNodePool\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xef\x01\n\x0f\x43lusterNodePool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12-\n\x0b\x61llocatable\x18\x02 \x01(\x0b\x32\x18.vglobal.v1.ResourceList\x12\x37\n\x06labels\x18\x03 \x03(\x0b\x32\'.vglobal.v1.ClusterNodePool.LabelsEntry\x12\x0f\n\x07\x63urrent\x18\x04 \x01(\x05\x12\x0b\n\x03max\x18\x05 \x01(\x05\x12\x19\n\x11provision_seconds\x18\x06 \x01(\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\";\n\x08NodeWork\x12\x0c\n\x04node\x18\x01 \x01(\t\x12!\n\x04jobs\x18\x02 \x03(\x0b\x32\x13.vglobal.v1.NodeJob\"V\n\x07NodeJob\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\r\n\x05phase\x18\x04 \x01(\t\x12\x0c\n\x04pods\x18\x05 \x03(\t\"\x15\n\x13ListClustersRequest\"=\n\x14ListClustersResponse\x12%\n\x08\x63lusters\x18\x01 \x03(\x0b\x32\x13.vglobal.v1.Cluster2\xaf\x03\n\x0e\x43lusterService\x12Q\n\x0cListClusters\x12\x1f.vglobal.v1.ListClustersRequest\x1a .vglobal.v1.ListClustersResponse\x12\x39\n\nGetCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12<\n\rCordonCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12>\n\x0fUncordonCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12;\n\x0c\x44rainCluster\x12\x16.vglobal.v1.ClusterRef\x1a\x13.vglobal.v1.Cluster\x12T\n\rDeleteCluster\x12 .vglobal.v1.DeleteClusterRequest\x1a!.vglobal.v1.DeleteClusterResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,6 +37,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODE_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_CLUSTER_LABELSENTRY']._loaded_options = None
   _globals['_CLUSTER_LABELSENTRY']._serialized_options = b'8\001'
+  _globals['_CLUSTERNODEPOOL_LABELSENTRY']._loaded_options = None
+  _globals['_CLUSTERNODEPOOL_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_DELETECLUSTERREQUEST']._serialized_start=99
   _globals['_DELETECLUSTERREQUEST']._serialized_end=165
   _globals['_DELETECLUSTERRESPONSE']._serialized_start=167
@@ -48,17 +50,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODE_LABELSENTRY']._serialized_start=447
   _globals['_NODE_LABELSENTRY']._serialized_end=492
   _globals['_CLUSTER']._serialized_start=495
-  _globals['_CLUSTER']._serialized_end=973
+  _globals['_CLUSTER']._serialized_end=1018
   _globals['_CLUSTER_LABELSENTRY']._serialized_start=447
   _globals['_CLUSTER_LABELSENTRY']._serialized_end=492
-  _globals['_NODEWORK']._serialized_start=975
-  _globals['_NODEWORK']._serialized_end=1034
-  _globals['_NODEJOB']._serialized_start=1036
-  _globals['_NODEJOB']._serialized_end=1122
-  _globals['_LISTCLUSTERSREQUEST']._serialized_start=1124
-  _globals['_LISTCLUSTERSREQUEST']._serialized_end=1145
-  _globals['_LISTCLUSTERSRESPONSE']._serialized_start=1147
-  _globals['_LISTCLUSTERSRESPONSE']._serialized_end=1208
-  _globals['_CLUSTERSERVICE']._serialized_start=1211
-  _globals['_CLUSTERSERVICE']._serialized_end=1642
+  _globals['_CLUSTERNODEPOOL']._serialized_start=1021
+  _globals['_CLUSTERNODEPOOL']._serialized_end=1260
+  _globals['_CLUSTERNODEPOOL_LABELSENTRY']._serialized_start=447
+  _globals['_CLUSTERNODEPOOL_LABELSENTRY']._serialized_end=492
+  _globals['_NODEWORK']._serialized_start=1262
+  _globals['_NODEWORK']._serialized_end=1321
+  _globals['_NODEJOB']._serialized_start=1323
+  _globals['_NODEJOB']._serialized_end=1409
+  _globals['_LISTCLUSTERSREQUEST']._serialized_start=1411
+  _globals['_LISTCLUSTERSREQUEST']._serialized_end=1432
+  _globals['_LISTCLUSTERSRESPONSE']._serialized_start=1434
+  _globals['_LISTCLUSTERSRESPONSE']._serialized_end=1495
+  _globals['_CLUSTERSERVICE']._serialized_start=1498
+  _globals['_CLUSTERSERVICE']._serialized_end=1929
 # @@protoc_insertion_point(module_scope)

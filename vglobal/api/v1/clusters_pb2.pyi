@@ -184,6 +184,7 @@ class Cluster(_message.Message):
     HYPERNODES_FIELD_NUMBER: _builtins.int
     WORK_FIELD_NUMBER: _builtins.int
     NOT_READY_SINCE_FIELD_NUMBER: _builtins.int
+    POOLS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     state: _builtins.str
     """Ready, NotReady or Cordoned"""
@@ -215,6 +216,10 @@ class Cluster(_message.Message):
     def not_ready_since(self) -> _timestamp_pb2.Timestamp:
         """When the cluster went NotReady (its agent silent for --cluster-timeout); unset while Ready."""
 
+    @_builtins.property
+    def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterNodePool]:
+        """Filled by GetCluster only: the node pools its agent reports it can grow on demand."""
+
     def __init__(
         self,
         *,
@@ -230,14 +235,78 @@ class Cluster(_message.Message):
         hypernodes: _abc.Iterable[_common_pb2.HyperNode] | None = ...,
         work: _abc.Iterable[Global___NodeWork] | None = ...,
         not_ready_since: _timestamp_pb2.Timestamp | None = ...,
+        pools: _abc.Iterable[Global___ClusterNodePool] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "last_heartbeat", b"last_heartbeat", "not_ready_since", b"not_ready_since"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "hypernodes", b"hypernodes", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "not_ready_since", b"not_ready_since", "running_jobs", b"running_jobs", "state", b"state", "work", b"work"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "free", b"free", "hypernodes", b"hypernodes", "labels", b"labels", "last_heartbeat", b"last_heartbeat", "name", b"name", "node_list", b"node_list", "nodes", b"nodes", "not_ready_since", b"not_ready_since", "pools", b"pools", "running_jobs", b"running_jobs", "state", b"state", "work", b"work"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Cluster: _TypeAlias = Cluster  # noqa: Y015
+
+@_typing.final
+class ClusterNodePool(_message.Message):
+    """A node pool a cluster can grow: admission counts the nodes it may still add (max - current)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ALLOCATABLE_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    CURRENT_FIELD_NUMBER: _builtins.int
+    MAX_FIELD_NUMBER: _builtins.int
+    PROVISION_SECONDS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    current: _builtins.int
+    max: _builtins.int
+    provision_seconds: _builtins.float
+    """how long a new node takes to come up"""
+    @_builtins.property
+    def allocatable(self) -> _common_pb2.ResourceList:
+        """one new node's"""
+
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """one new node's"""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        allocatable: _common_pb2.ResourceList | None = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        current: _builtins.int = ...,
+        max: _builtins.int = ...,
+        provision_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "current", b"current", "labels", b"labels", "max", b"max", "name", b"name", "provision_seconds", b"provision_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClusterNodePool: _TypeAlias = ClusterNodePool  # noqa: Y015
 
 @_typing.final
 class NodeWork(_message.Message):

@@ -63,7 +63,29 @@ def check_register(reg: agent_pb2.Register) -> None:
                 p.add(f"{where}.gpus[{j}]", "index and memory_mib must be between 0 and 2^50")
     for i, run in enumerate(reg.jobs):
         _run(p, f"register.jobs[{i}]", run.job_uid, run.generation)
+    _pools(p, reg.pools, room=MAX_NODES - len(reg.nodes))
     _raise(p)
+
+
+def _pools(p: Problems, pools: Iterable[agent_pb2.NodePool], *, room: int) -> None:
+    """Node pools: named once each, 0 <= current <= max, and no more nodes to add in all than a
+    cluster may have (admission counts each as a node)."""
+    names: set[str] = set()
+    for i, pool in enumerate(pools):
+        where = f"register.pools[{i}]"
+        if not pool.name:
+            p.add(f"{where}.name", "required")
+        elif pool.name in names:
+            p.add(f"{where}.name", f'node pool "{pool.name}" is listed twice')
+        names.add(pool.name)
+        _units(p, f"{where}.allocatable", pool.allocatable.values)
+        if not 0 <= pool.current <= pool.max:
+            p.add(f"{where}.max", f"must be >= current ({pool.current}) and current >= 0")
+        if not (math.isfinite(pool.provision_seconds) and pool.provision_seconds >= 0):
+            p.add(f"{where}.provision_seconds", "must be a number >= 0")
+        room -= max(pool.max - pool.current, 0)
+    if room < 0:
+        p.add("register.pools", f"nodes and nodes the pools can add are more than {MAX_NODES}")
 
 
 def _run(p: Problems, field: str, job_uid: str, generation: int) -> None:

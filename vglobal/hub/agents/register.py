@@ -32,6 +32,7 @@ def register(
         nodes=nodes,
         free={n.name: convert.units_of(n.free) for n in reg.nodes},
         hypernodes=convert.hypernode_records(reg.hypernodes),
+        pools=convert.pool_records(reg.pools),
         stream=stream,
         identity=identity,
         stale_after=MISSED_HEARTBEATS * interval,

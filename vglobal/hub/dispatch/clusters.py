@@ -87,4 +87,5 @@ class ClusterCache:
             devices=self.cards(row),
             unplaced=unplaced,
             unplaced_cards=unplaced_cards,
+            pools=row.pools,
         )

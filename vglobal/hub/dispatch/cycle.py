@@ -131,6 +131,11 @@ def write_admissions(
         for uid, _, _ in done
         if isinstance(d := decisions[uid], Admit) and (d.preempting or d.reclaiming)
     ]
+    new_events += [  # admitted onto nodes a pool can add: its agent grows the pool
+        NewEvent("Provisioning", d.grows_text, job_uid=uid, cluster=d.cluster)
+        for uid, _, _ in done
+        if isinstance(d := decisions[uid], Admit) and d.grows
+    ]
     events_repo.add_events(new_events, session=session)
     if result.reclaims or result.evictions:
         notify(DELIVER, session=session)  # runs stop too: every stream checks

@@ -29,6 +29,7 @@ def _row(r: sa.Row[Any]) -> ClusterRow:
         not_ready_since=r.not_ready_since,
         hypernodes=r.hypernodes or [],
         devices=getattr(r, "devices", None) or {},
+        pools=getattr(r, "pools", None) or [],
     )
 
 
@@ -44,6 +45,7 @@ def register(
     nodes: list[dict[str, Any]],
     free: dict[str, dict[str, int]],
     hypernodes: list[dict[str, Any]] | None = None,
+    pools: list[dict[str, Any]] | None = None,
     stream: str | None = None,
     identity: str | None = None,
     stale_after: float = 0.0,
@@ -60,6 +62,7 @@ def register(
         nodes=nodes,
         free=free,
         hypernodes=hypernodes or [],
+        pools=pools or [],
         state=ClusterState.Ready,
         stream=stream,
         stream_identity=identity,
@@ -74,6 +77,7 @@ def register(
             "free": stmt.excluded.free,
             "devices": {},  # the heartbeat after Registered reports every node's cards again
             "hypernodes": stmt.excluded.hypernodes,
+            "pools": stmt.excluded.pools,
             "state": ClusterState.Ready,
             "not_ready_since": None,
             "last_heartbeat": sa.func.now(),
