@@ -260,6 +260,10 @@ def guarantee_workload(s: Scale) -> Workload:
         elif roll < 0.5:
             q = replace(q, open=False)
         queues.append(q)
+    # the last leaf spent its GPU-hour budget (no rng drawn: the other queues are as before)
+    last = max(i for i, q in enumerate(queues) if q.name not in parents)
+    spent = f"queue {queues[last].name} spent 12 of its 10 GPU-hour budget over the last 30 days"
+    queues[last] = replace(queues[last], over_budget=spent)
     teams = sorted(n for n in parents if n and n != "root")
     pending = []
     for j, roll in zip(base.pending, rng.random(len(base.pending)).tolist(), strict=True):

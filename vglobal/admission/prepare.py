@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vglobal.admission.explain import lookback_wait, queue_wait
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.gang import PreparedGang, prepare_gang
 from vglobal.admission.fit.group_limits import GroupLimits
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.fit.nodegroups import NodeGroups
-from vglobal.admission.fit.placement import Candidates, Clusters, Held
+from vglobal.admission.fit.placement import Clusters, Held
 from vglobal.admission.fit.pod_anti import PodAntiAffinity
 from vglobal.admission.ledger import Ledger
 from vglobal.admission.share.order import queue_order

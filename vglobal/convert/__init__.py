@@ -11,14 +11,10 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from vglobal.api.v1 import (
     agent_pb2,
     clusters_pb2,
     common_pb2,
-    cronjobs_pb2,
-    jobflows_pb2,
     jobs_pb2,
     queues_pb2,
 )
@@ -32,20 +28,19 @@ from vglobal.convert.dispatch_queues import dispatch_queues as dispatch_queues
 from vglobal.convert.dispatch_queues import queue_affinity as queue_affinity
 from vglobal.convert.dispatch_queues import queue_affinity_of as queue_affinity_of
 from vglobal.convert.dispatch_queues import queue_limits as queue_limits
-from vglobal.model.cronjob import CronJob
+from vglobal.convert.times import set_time as set_time
+from vglobal.convert.workflows import cron_job as cron_job
+from vglobal.convert.workflows import job_flow as job_flow
+from vglobal.convert.workflows import job_template as job_template
 from vglobal.model.forms import PodPlacement, TaskCounts, tasks_from_json
 from vglobal.model.hypernode import ResolvedHyperNode
-from vglobal.model.jobflow import JobFlow, JobTemplate
 from vglobal.model.queue_affinity import affinity_from_manifest
 from vglobal.model.records import (
     ClusterRow,
-    CronJobRow,
     DispatchRow,
     EventRow,
     JobChange,
-    JobFlowRow,
     JobRow,
-    JobTemplateRow,
     PlacedJob,
     PriorityClassRow,
     QueueRow,
@@ -54,7 +49,6 @@ from vglobal.model.records import (
     StoredUsage,
 )
 from vglobal.model.resources import ResourceVector
-from vglobal.model.workflow_status import CronStatus, JobFlowStatus
 from vglobal.model.workloads import kind_name
 
 # ---- resources and times
@@ -70,11 +64,6 @@ def units_of(msg: agent_pb2.Units) -> dict[str, int]:
 
 def resource_list(amounts: Mapping[str, int] | None) -> common_pb2.ResourceList:
     return common_pb2.ResourceList(quantities=ResourceVector(amounts or {}).to_quantities())
-
-
-def set_time(field: Timestamp, dt: datetime | None) -> None:
-    if dt is not None:
-        field.FromDatetime(dt)
 
 
 def set_estimate(
@@ -410,74 +399,6 @@ def cluster(row: ClusterRow, *, running_jobs: int = 0, with_nodes: bool = False)
                     provision_seconds=float(p.get("provision_seconds", 0.0)),
                 )
             )
-    return msg
-
-
-# ---- CronJobs and JobFlows
-
-
-def cron_job(
-    row: CronJobRow, cron: CronJob, status: CronStatus, next_time: datetime | None
-) -> cronjobs_pb2.CronJob:
-    msg = cronjobs_pb2.CronJob(
-        uid=row.uid,
-        name=row.name,
-        namespace=row.namespace,
-        schedule=cron.schedule.text,
-        time_zone=cron.time_zone or "",
-        suspend=cron.suspend,
-        concurrency_policy=cron.concurrency_policy.value,
-        successful_jobs_history_limit=cron.successful_jobs_history_limit,
-        failed_jobs_history_limit=cron.failed_jobs_history_limit,
-        queue=str(cron.job_spec.get("queue") or "default"),
-        active=list(status.active),
-        manifest=json.dumps(row.manifest, sort_keys=True),
-    )
-    if cron.starting_deadline_seconds is not None:
-        msg.starting_deadline_seconds = cron.starting_deadline_seconds
-    set_time(msg.last_schedule_time, status.last_schedule_time)
-    set_time(msg.last_successful_time, status.last_successful_time)
-    set_time(msg.next_schedule_time, next_time)
-    set_time(msg.created_at, row.created_at)
-    return msg
-
-
-def job_template(row: JobTemplateRow, template: JobTemplate) -> jobflows_pb2.JobTemplate:
-    msg = jobflows_pb2.JobTemplate(
-        name=row.name,
-        namespace=row.namespace,
-        queue=str(template.job_spec.get("queue") or "default"),
-        tasks=list(template.task_names),
-        manifest=json.dumps(row.manifest, sort_keys=True),
-    )
-    set_time(msg.created_at, row.created_at)
-    return msg
-
-
-def job_flow(row: JobFlowRow, flow: JobFlow, status: JobFlowStatus | None) -> jobflows_pb2.JobFlow:
-    """A JobFlow as its last look left it (before the first look: every step Waiting)."""
-    seen = {f.name: f for f in status.flows} if status is not None else {}
-    msg = jobflows_pb2.JobFlow(
-        uid=row.uid,
-        name=row.name,
-        namespace=row.namespace,
-        phase=row.phase,
-        job_retain_policy=flow.job_retain_policy.value,
-        manifest=json.dumps(row.manifest, sort_keys=True),
-    )
-    for f in flow.flows:
-        st = seen.get(f.name)
-        step = jobflows_pb2.FlowStep(
-            name=f.name,
-            job=flow.job_name(f.name),
-            phase=st.phase if st is not None else "Waiting",
-            depends_on=list(f.depends_on),
-        )
-        if st is not None:
-            set_time(step.created_at, st.created)
-            set_time(step.finished_at, st.finished)
-        msg.steps.append(step)
-    set_time(msg.created_at, row.created_at)
     return msg
 
 

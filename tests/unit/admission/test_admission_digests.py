@@ -35,9 +35,9 @@ PINNED = {
         "cycle 3": "16522b11577739a39163e926969fa6395312769d6510ef582ce70e14a22c7a95",
     },
     "guarantee": {
-        "cycle 1": "d009ad64f08f093e909dc96a0dda63026c6b38d0ce66fec1dbd873349d1c328d",
-        "cycle 2": "a67e02af56430026d13cae24252de0c957d1bfce7b3e77d6bc68c52a28aa05be",
-        "cycle 3": "d62fc0672f8477d87c7ae0ae5ec709e48189603a11e40fdb782d7aa1c14fdd73",
+        "cycle 1": "b462a8bc95844bdcd8bc9dc26ad2690501dca797c0df8a91c7cab9528289200a",
+        "cycle 2": "0327d8e1c44c93b86072570763179d2c458f5258489030abebb3223508f5d4fb",
+        "cycle 3": "019c8fad21be86732318b4a31b32aa434a986af5557310f95b5c5ed5b1021e86",
     },
 }
 

@@ -20,9 +20,10 @@ from functools import partial
 
 import numpy as np
 
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.gang import PreparedGang, Shape
 from vglobal.admission.fit.index import IntArray, ResourceIndex
-from vglobal.admission.fit.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.fit.placement import Clusters, Held, Placement
 from vglobal.admission.ledger import Undo
 from vglobal.admission.snapshot import Gang, PendingJob, RunningJob
 from vglobal.model.cards import CardUse, NodeCards

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.gang import PreparedGang
 from vglobal.admission.fit.index import IntArray
-from vglobal.admission.fit.placement import Candidates
 
 
 class FailureCache:

@@ -21,10 +21,11 @@ from functools import partial
 import numpy as np
 
 from vglobal.admission.explain import no_hypernode_reason, no_partition_fit_reason
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.node_mask import NodeMask, closed_rows, everywhere
 from vglobal.admission.fit.partitions import place_partitioned, prepare_partitions
-from vglobal.admission.fit.placement import Candidates, Held, HeldRows, Placement
+from vglobal.admission.fit.placement import Held, HeldRows, Placement
 from vglobal.admission.fit.pod_anti import job_mask
 from vglobal.admission.fit.topology import HyperNodes, place
 from vglobal.admission.prepare import Job, Prepared

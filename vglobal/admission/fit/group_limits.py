@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.gang import PreparedGang
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.fit.node_mask import BLOCKED
-from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows, Placement
+from vglobal.admission.fit.placement import Clusters, Held, HeldRows, Placement
 from vglobal.admission.snapshot import QueueSnap, RunningJob
 from vglobal.model.queue_affinity import NODE_GROUP_LABEL, NODE_GROUP_LIMITS
 

@@ -18,10 +18,11 @@ from functools import partial
 
 import numpy as np
 
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.closest import closest
 from vglobal.admission.fit.gang import PreparedGang
 from vglobal.admission.fit.node_mask import BLOCKED
-from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows
+from vglobal.admission.fit.placement import Clusters, Held, HeldRows
 from vglobal.admission.snapshot import ROOT, QueueSnap
 from vglobal.model.queue_affinity import NODE_GROUP_LABEL, NODE_GROUP_MODE_LABEL, QueueAffinity
 

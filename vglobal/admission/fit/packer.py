@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.gang import PreparedGang, Shape
 from vglobal.admission.fit.index import IntArray
-from vglobal.admission.fit.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.fit.placement import Clusters, Held, Placement
 
 
 class Packer(Protocol):

@@ -21,18 +21,14 @@ from typing import Protocol
 
 import numpy as np
 
-from vglobal.admission.explain import fmt_gang, fmt_row, lacks_reason
+from vglobal.admission.explain import fmt_gang, fmt_row
+from vglobal.admission.fit.candidates import Candidates, CandidateSets
 from vglobal.admission.fit.closest import closest
 from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.ledger import Ledger, Undo
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob, node_order
 from vglobal.model.resources import is_accelerator
-from vglobal.model.served import lacks
-
-
-def selector_matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
 
 
 class Held(Protocol):
@@ -47,17 +43,6 @@ class HeldRows:
     """A Held of a matrix computed once."""
 
     matrix: IntArray
-
-
-@dataclass(frozen=True, slots=True)
-class Candidates:
-    """Clusters a job may go to, in index order; jobs with the same annotations share one.
-    ``note`` names the clusters left out because they lack the job's workload kind."""
-
-    array: IntArray
-    ids: tuple[int, ...]
-    key: bytes
-    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +131,7 @@ class Clusters:
         self._ranks: dict[tuple[bytes, str], _Ranking] = {}
         self._dropped: dict[str, list[int]] = {}  # gang tag -> clusters it no longer fits
         self._scores: dict[tuple[int, ...], list[tuple[int, float, int]]] = {}
-        self._candidates: dict[tuple[object, ...], Candidates] = {}
+        self.cands = CandidateSets(snaps, self.schedulable)
         # Clusters with the same node inventory answer "does it fit when empty" alike.
         kinds: dict[tuple[tuple[int, ...], bytes], int] = {}
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
@@ -186,51 +171,11 @@ class Clusters:
     # --- candidates and ranking ------------------------------------------------------------------
     def candidates(self, job: PendingJob) -> Candidates:
         """Schedulable clusters the job's annotations allow and that have not rejected it."""
-        if (
-            job.allowed_clusters is None
-            and not job.cluster_selector
-            and not job.excluded_clusters
-            and not job.workload
-        ):
-            return self.candidates_anywhere()
-        key = (
-            job.allowed_clusters,
-            tuple(sorted(job.cluster_selector.items())),
-            job.excluded_clusters,
-            job.workload,
-        )
-        return self._candidates_for(
-            key, job.allowed_clusters, job.cluster_selector, job.excluded_clusters, job.workload
-        )
+        return self.cands.of(job)
 
     def candidates_anywhere(self) -> Candidates:
         """Every schedulable cluster: the candidates of a job without placement annotations."""
-        return self._candidates_for((), None, {}, frozenset())
-
-    def _candidates_for(
-        self,
-        key: tuple[object, ...],
-        allowed: frozenset[str] | None,
-        selector: Mapping[str, str],
-        excluded: frozenset[str],
-        workload: str = "",
-    ) -> Candidates:
-        got = self._candidates.get(key)
-        if got is None:
-            ok = [
-                bool(self.schedulable[i])
-                and (allowed is None or c.name in allowed)
-                and c.name not in excluded
-                and selector_matches(c.labels, selector)
-                for i, c in enumerate(self.snaps)
-            ]
-            lacking = [c.name for i, c in enumerate(self.snaps) if ok[i] and lacks(c.labels, workload)]
-            if lacking:
-                ok = [v and c.name not in lacking for v, c in zip(ok, self.snaps, strict=True)]
-            arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
-            note = lacks_reason(lacking, workload) if lacking else ""
-            got = self._candidates[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes(), note)
-        return got
+        return self.cands.anywhere()
 
     def _rank_keys(self, dims: tuple[int, ...]) -> list[tuple[int, float, int]]:
         """Per cluster, its sort key for gangs asking for `dims`; commit() keeps it current."""

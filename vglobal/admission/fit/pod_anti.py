@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.node_mask import BLOCKED, NodeMask, Usable
 from vglobal.admission.fit.nodegroups import NodeGroups
-from vglobal.admission.fit.placement import Candidates, Clusters, Held, HeldRows
+from vglobal.admission.fit.placement import Clusters, Held, HeldRows
 from vglobal.admission.snapshot import PendingJob, RunningJob, node_order
 from vglobal.model.pod_anti_affinity import AntiTerm, task_pod_labels
 from vglobal.model.queue_affinity import QueueAffinity

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.gang import PreparedGang, Shape, pack, prepare_gang
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.fit.packer import Packer
-from vglobal.admission.fit.placement import Candidates, Clusters, Held, Placement
+from vglobal.admission.fit.placement import Clusters, Held, Placement
 from vglobal.admission.snapshot import ClusterSnap, Gang, HyperNodeSnap, node_order
 
 

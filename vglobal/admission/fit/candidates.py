@@ -1,0 +1,86 @@
+"""Which clusters a job may go to: schedulable, allowed by ``vglobal.io/clusters``, selected by its
+cluster selector, not backed off from, and serving the job's workload kind. Jobs with the same
+annotations share one ``Candidates`` (and the rankings and failure caches keyed by it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vglobal.admission.explain import lacks_reason
+from vglobal.admission.fit.index import IntArray
+from vglobal.admission.snapshot import ClusterSnap, PendingJob
+from vglobal.model.served import lacks
+
+BoolArray = np.ndarray[tuple[int], np.dtype[np.bool_]]
+
+
+def selector_matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Clusters a job may go to, in index order; jobs with the same annotations share one.
+    ``note`` names the clusters left out because they lack the job's workload kind."""
+
+    array: IntArray
+    ids: tuple[int, ...]
+    key: bytes
+    note: str = ""
+
+
+class CandidateSets:
+    """One Candidates per distinct set of placement annotations, over the cycle's clusters (in
+    name order, as ``Clusters`` indexes them)."""
+
+    def __init__(self, snaps: Sequence[ClusterSnap], schedulable: BoolArray) -> None:
+        self.snaps = snaps
+        self.schedulable = schedulable
+        self._sets: dict[tuple[object, ...], Candidates] = {}
+
+    def of(self, job: PendingJob) -> Candidates:
+        if (
+            job.allowed_clusters is None
+            and not job.cluster_selector
+            and not job.excluded_clusters
+            and not job.workload
+        ):
+            return self.anywhere()
+        key = (
+            job.allowed_clusters,
+            tuple(sorted(job.cluster_selector.items())),
+            job.excluded_clusters,
+            job.workload,
+        )
+        return self._for(key, job.allowed_clusters, job.cluster_selector, job.excluded_clusters, job.workload)
+
+    def anywhere(self) -> Candidates:
+        return self._for((), None, {}, frozenset())
+
+    def _for(
+        self,
+        key: tuple[object, ...],
+        allowed: frozenset[str] | None,
+        selector: Mapping[str, str],
+        excluded: frozenset[str],
+        workload: str = "",
+    ) -> Candidates:
+        got = self._sets.get(key)
+        if got is None:
+            ok = [
+                bool(self.schedulable[i])
+                and (allowed is None or c.name in allowed)
+                and c.name not in excluded
+                and selector_matches(c.labels, selector)
+                for i, c in enumerate(self.snaps)
+            ]
+            lacking = [c.name for i, c in enumerate(self.snaps) if ok[i] and lacks(c.labels, workload)]
+            if lacking:
+                ok = [v and c.name not in lacking for v, c in zip(ok, self.snaps, strict=True)]
+            arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
+            note = lacks_reason(lacking, workload) if lacking else ""
+            got = self._sets[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes(), note)
+        return got
