@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "feb0516a9f889264b35ebec3009ca7d40d66dac0611286602cbab8d08976f5df",
-        "cycle 2": "470b35bd7f4f88e0bb37f753d89b8f4fbe795213d4b719e6d77d2691d1fa946f",
-        "cycle 3": "5ff09e2e5cda083223a3d152b2f60011bc21137f9c681cf863318f4d23a9c371",
-        "cycle 1 with an admission budget": "6f69ba3e0978441ecdb10c01c7b34be4a249ef83338a5fd5d8aaa569ef46b718",
+        "cycle 1": "90cd36ed5a1d08c307dc6b7af85a272c4a97c187a4117e40d8fecd20b16c887c",
+        "cycle 2": "9c21902260aaea9e15a934a9561d5d00735ecf092b836a7df2f5e987be12b893",
+        "cycle 3": "b32e186df26142573aac3728a1a349c49ca0231fee2b7ceb549898440d3e117b",
+        "cycle 1 with an admission budget": "c5377a376b1e5c87097ff90a4d81a11639c324aeaedf18b11e41c072afc3a5e2",
     },
     "reclaim": {
         "cycle 1": "2ac5359b42401e899fb3ec27bbaf7cb505f941c2485bdd9dbe526542aa9caf8b",
-        "cycle 2": "f8966414ad7ec675f7e26f0d35243d43076daf83adc2ccf60bd475d1016415a8",
-        "cycle 3": "11fecc30c3a2364e435f3318229bce598751e74acd6d24e8d5824a7527b455c2",
+        "cycle 2": "fa7bc823db08629411f4bd09796f93988a9431002bd8f65e806de019a2a99eee",
+        "cycle 3": "0806b7d4b8914e3d45559846d8c66d83db53e3454c6c880adac60f96239c37fd",
     },
     "topology": {
-        "cycle 1": "55d74838be5de54ce7706fe8fc74eee5ad1304684f9834df1e275ce7129ddbc6",
-        "cycle 2": "e488b9a39e55802d102a2c279566ad092beb2c2d36e75d5cbc55312b49f9810e",
-        "cycle 3": "0f73488caf327639e968ab3d12969bf1ac3eed395efb074aee23729c6794098c",
+        "cycle 1": "103b7d85986f88bd87f73fa1980fd09989d579df29a4b38de6025af815dd11c7",
+        "cycle 2": "0392235535e146569e2fd2506bfb834286e915e93d787478560e60c6a54be61d",
+        "cycle 3": "770f9d90fad3fd2e444ec07c4de2af8a6828c118385a89df02538859cc7a94d5",
     },
     "guarantee": {
-        "cycle 1": "95763313eacca5f5419f33d688f15c2691a4b86a6a6959433f06962220edafd3",
-        "cycle 2": "ee6431975d3880c941ca4fc91caa1d0b09f9982d5ef1348c8066846ff5899c4b",
-        "cycle 3": "1426bd92da2d69ab07445770d790f1f09d601c85d31e129b73ac41e325988eaf",
+        "cycle 1": "5f1998c69042a28d004814327597112ca02f56f6f6a9cfd57d8d583797e9a3be",
+        "cycle 2": "8995aa76e2d720455ecef48f95c1e1413e39cbbe78be5370bb22c95633417da5",
+        "cycle 3": "401f0e25373e2cde320952c8a9064193baaaaa43d760073bb7573231e85033b1",
     },
 }
 

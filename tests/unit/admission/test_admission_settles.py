@@ -24,12 +24,6 @@ CLAIM = 5.0  # seconds (cycles here) a claim stands
 # Cycles within which a victim's job is admitted: its claim's time, and a few more once a claim
 # lapses (the stand-in placer may put other jobs into the claimed room, an agent could too).
 FOLLOW = int(CLAIM) + 4
-# Reclaim ping-pong between two queues that each fall below their deserved share when they lose
-# the job the other takes: the victim side of the reclaimable rule, not the claims.
-PING_PONG = {11}
-# With Volcano's reclaimable rule on the victim side, a job admitted on its claim is preempted in its
-# own queue and, re-admitted, takes the same victim again for the same job (invariant (b)).
-TAKEN_AGAIN = {13}
 
 
 def _wave(rng: random.Random, queue: str, heavy: str, n: int, start: float, tag: str) -> list[PendingJob]:
@@ -61,17 +55,7 @@ def _run(seed: int) -> list[AdmissionResult]:
     return [sim.step() for _ in range(CYCLES)]
 
 
-@pytest.mark.parametrize(
-    "seed",
-    [
-        pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="reclaim ping-pong (victim-side rule)"))
-        if s in PING_PONG
-        else pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="preempted on its claim, takes again"))
-        if s in TAKEN_AGAIN
-        else s
-        for s in range(24)
-    ],
-)
+@pytest.mark.parametrize("seed", range(64))
 def test_reclaim_and_preemption_settle(seed: int) -> None:
     results = _run(seed)
     taken = [[(r.victim_uid, r.for_uid) for r in res_.reclaims] for res_ in results]
