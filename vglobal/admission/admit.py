@@ -269,7 +269,11 @@ class _Cycle:
             taken = self._reclaim_pods(ask, leaf)
             if taken is not None:
                 return taken
-            leaf.reclaim_failed = True
+            # A job short of its share on every resource it asks for failed: the queue's later
+            # jobs would too this cycle. One bigger than its share on some resource reclaims only
+            # on the others, so a smaller job behind it may still (else it keeps the queue at zero).
+            short = self.reclaims.short(job, leaf)
+            leaf.reclaim_failed = all(short[r] for r in job.dims if r != self.reclaims.slots)
         if self.starvation.starving(job):
             if leaf.starving is None:
                 got = self.starvation.reserve(job, leaf, best, cards)

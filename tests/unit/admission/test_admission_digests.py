@@ -20,24 +20,24 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 PINNED = {
     "dispatch": {
         "cycle 1": "90cd36ed5a1d08c307dc6b7af85a272c4a97c187a4117e40d8fecd20b16c887c",
-        "cycle 2": "9c21902260aaea9e15a934a9561d5d00735ecf092b836a7df2f5e987be12b893",
-        "cycle 3": "b32e186df26142573aac3728a1a349c49ca0231fee2b7ceb549898440d3e117b",
+        "cycle 2": "7dd8e5b04a2eb0594cf2ef4ebf825b97b7bea7f1bdd50206fd4175062ceb4c45",
+        "cycle 3": "3703e2a1d2d368abd74279a96864d627943dbc805c89c76ea52b11d2fbd814af",
         "cycle 1 with an admission budget": "c5377a376b1e5c87097ff90a4d81a11639c324aeaedf18b11e41c072afc3a5e2",
     },
     "reclaim": {
-        "cycle 1": "2ac5359b42401e899fb3ec27bbaf7cb505f941c2485bdd9dbe526542aa9caf8b",
-        "cycle 2": "fa7bc823db08629411f4bd09796f93988a9431002bd8f65e806de019a2a99eee",
-        "cycle 3": "0806b7d4b8914e3d45559846d8c66d83db53e3454c6c880adac60f96239c37fd",
+        "cycle 1": "0304d8e0537680e9cd5bd945dff22ce14f6ab58b0a15c0f266c9a7046ee2fff6",
+        "cycle 2": "8917dfadb1d10911ecb44eae4754c2495f9710ed90a0d104039f9f81c1284d5d",
+        "cycle 3": "5bf36bd8438b8d63d55a14d9c8b14ef85bde57a02f9cc73793d25763bf6c8210",
     },
     "topology": {
-        "cycle 1": "103b7d85986f88bd87f73fa1980fd09989d579df29a4b38de6025af815dd11c7",
-        "cycle 2": "0392235535e146569e2fd2506bfb834286e915e93d787478560e60c6a54be61d",
-        "cycle 3": "770f9d90fad3fd2e444ec07c4de2af8a6828c118385a89df02538859cc7a94d5",
+        "cycle 1": "fef9a0433b404eea1db66433c5459bb91ab55432486e7f3f95f15f6ae654967d",
+        "cycle 2": "343d2869a85fbcfb996c94246fe545c87a25d8ef1f518fb7857f88d5b3af599d",
+        "cycle 3": "0d3b91018706161e44641576524621eae141f11028a226a51da51030c7048fe4",
     },
     "guarantee": {
-        "cycle 1": "5f1998c69042a28d004814327597112ca02f56f6f6a9cfd57d8d583797e9a3be",
-        "cycle 2": "8995aa76e2d720455ecef48f95c1e1413e39cbbe78be5370bb22c95633417da5",
-        "cycle 3": "401f0e25373e2cde320952c8a9064193baaaaa43d760073bb7573231e85033b1",
+        "cycle 1": "87b13837e92837ca9957f3a5befa9d8dbf698c49d607ba4716e1f60e3fe88f0a",
+        "cycle 2": "1b5fd96eaeb77a3471838ed87c23186b922afe5d03e784bb357c5b350bb63e92",
+        "cycle 3": "c8e402840df5f96040c02bac153bda178666030fff1521fcffd1e58b72c6e621",
     },
 }
 

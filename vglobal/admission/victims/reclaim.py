@@ -40,7 +40,7 @@ class Reclaims:
         self.claims = claims
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
         self.des_rows = set_deserved(tree, index)
-        self._slots = index.col.get(POD_SLOTS, -1)
+        self._slots = self.slots = index.col.get(POD_SLOTS, -1)
         self.plans = 0
         self.victims: list[Reclaim] = []
         self._planner: ReclaimPlanner | None = None  # built on the first plan
@@ -76,14 +76,21 @@ class Reclaims:
         for. A victim's queue must be above its deserved on one of them that the victim uses, so
         a queue short of memory takes no cpu-holding job from a queue that is over on cpu alone
         (both would then reclaim from each other on the resource they are short of, for ever)."""
+        over = self.over(job, leaf)
+        out = [False] * self.index.size
+        for r in job.dims:
+            if r != self._slots and not over[r]:
+                out[r] = True
+        return out
+
+    def over(self, job: Job, leaf: Leaf | None) -> list[bool]:
+        """Per resource: whether the job's queue is above its deserved there with the job (counting
+        the jobs waiting on a plan). A victim's queue at its deserved on such a resource is not
+        taken below it: short there, it would take the job back from the reclaimer."""
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = (leaf.planned if leaf is not None else None) or [0] * self.index.size
-        out = [False] * self.index.size
-        for r in job.dims:
-            if r != self._slots and alloc[r] + planned[r] + job.req[r] <= des[r]:
-                out[r] = True
-        return out
+        return [a + p + r > d for a, p, r, d in zip(alloc, planned, job.req, des, strict=True)]
 
     def plan_pods(
         self, ask: Ask, leaf: Leaf | None, need: list[int] | None = None, within: int = 0
@@ -93,8 +100,8 @@ class Reclaims:
         if self._pods is None:
             self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots, self.taken)
         cand = self.clusters.fits_allocatable(ask.job.cand, ask.job.gang)
-        short = self.short(ask.job, leaf)
-        return self._pods.plan(ask, cand, need or [0] * self.index.size, within, short)
+        short, over = self.short(ask.job, leaf), self.over(ask.job, leaf)
+        return self._pods.plan(ask, cand, need or [0] * self.index.size, within, (short, over))
 
     def plan_jobs(self, ask: Ask, leaf: Leaf | None) -> tuple[int, list[Victim]] | None:
         """Whole running jobs of other queues whose stop lets the job fit (reclaim_jobs.py)."""
@@ -109,7 +116,8 @@ class Reclaims:
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
         short = np.array(self.short(job, leaf), dtype=bool)
-        return self._planner.plan(job.leaf, cand, job.gang, short, ask.cards, ask.mask)
+        over = np.array(self.over(job, leaf), dtype=bool)
+        return self._planner.plan(job.leaf, cand, job.gang, (short, over), ask.cards, ask.mask)
 
     def plan(self, ask: Ask, leaf: Leaf) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""

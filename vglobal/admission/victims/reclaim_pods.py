@@ -29,6 +29,9 @@ from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
 
 # Reclaim asks nothing of priorities: any preemptable pod may go.
+# Per resource: whether a reclaim is for it, and whether the reclaimer is above its deserved there
+# with the job (Reclaims.short and .over).
+Sides = tuple[list[bool], list[bool]]
 _ANY_PRIORITY = 1 << 62
 
 
@@ -77,13 +80,14 @@ class PodReclaims:
         self._given: dict[int, list[int]] = {}  # per leaf, charge given up by earlier plans
 
     def plan(
-        self, ask: Ask, cand: Sequence[int], need: list[int], within: int, short: list[bool]
+        self, ask: Ask, cand: Sequence[int], need: list[int], within: int, sides: Sides
     ) -> PodPlan | None:
         """Victim pods on one cluster of `cand` that let the job's gang fit there (on the nodes its
         mask leaves it) and give back `need` of the charge of queue `within` (0: root, no need), all
-        from below `within`; None if none. `short`: the resources the reclaim is for (may_lose)."""
+        from below `within`; None if none. `sides`: the resources the reclaim is for (may_lose) and
+        those the reclaimer is above its deserved on with the job (stays_over)."""
         for c in cand:
-            got = self._plan_cluster(c, ask, need, within, short)
+            got = self._plan_cluster(c, ask, need, within, sides)
             if got is not None:
                 ledger = self.clusters.ledger
                 for pods in got.plan.pods.values():
@@ -140,7 +144,7 @@ class PodReclaims:
         return (-shared, tree.priority[q], -share, -tree.created[q], -q)
 
     def _plan_cluster(
-        self, c: int, ask: Ask, need: list[int], within: int, short: list[bool]
+        self, c: int, ask: Ask, need: list[int], within: int, sides: Sides
     ) -> PodPlan | None:
         leaf, req, gang, usable, cards = ask.job.leaf, ask.job.req, ask.job.gang, ask.mask(c), ask.cards
         tree, size = self.tree, self.index.size
@@ -161,7 +165,7 @@ class PodReclaims:
                     if st.victim == cand.job:
                         left = [a + x for a, x in zip(left, st.charge, strict=True)]
                 steps = kept
-            after = self._lose(q, left, cand, short)
+            after = self._lose(q, left, cand, sides)
             if after is None:
                 alloc[q] = left
                 continue
@@ -178,19 +182,19 @@ class PodReclaims:
                 return PodPlan(enough.plan(c, steps, size), freed, kept_of)
         return None
 
-    def _lose(self, q: int, left: list[int], cand: _Candidate, short: list[bool]) -> list[int] | None:
+    def _lose(self, q: int, left: list[int], cand: _Candidate, sides: Sides) -> list[int] | None:
         """The queue's allocation without the candidate, or None if it may not lose it: each of its
         pods in turn by Volcano's rule (may_lose); a whole job also may not take the queue below
         its deserved on a resource its pods use where the queue is above it (stays_over)."""
         des, guarantee, slots = self._des[q], self.tree.guarantee[q], self.slots
         after = left
         for pod in cand.pods:
-            if not may_lose(after, pod.req, des, guarantee, slots, short):
+            if not may_lose(after, pod.req, des, guarantee, slots, sides[0]):
                 return None
             after = [a - x for a, x in zip(after, pod.req, strict=True)]
         if not cand.whole:
             return after
-        if not stays_over(left, cand.charge, des, slots):
+        if not stays_over(left, cand.charge, des, slots, sides[1]):
             return None
         return [a - x for a, x in zip(left, cand.charge, strict=True)]  # what its queue is charged
 
@@ -221,15 +225,19 @@ def may_lose(
     return not relevant or any(alloc[r] > deserved[r] and short[r] for r in relevant)
 
 
-def stays_over(alloc: list[int], charge: list[int], deserved: Sequence[int], slots: int) -> bool:
+def stays_over(
+    alloc: list[int], charge: list[int], deserved: Sequence[int], slots: int, over: Sequence[bool]
+) -> bool:
     """Whether a queue allocated `alloc` keeps its deserved without a whole victim job, on every
     resource the job uses where the queue is above its deserved: Volcano takes victims while the
     queue stays reclaimable, and a whole job goes at once, so it may not cross deserved there.
-    Resources the queue is at or under its deserved on do not hold it back."""
+    Nor where the queue is at its deserved and the reclaimer is above its own with what it gains
+    (`over`): taken below, the queue would be short there and take the job back from the
+    reclaimer, for ever. Resources the queue is under its deserved on do not hold it back."""
     return all(
         a - x >= d
         for r, (a, x, d) in enumerate(zip(alloc, charge, deserved, strict=True))
-        if x > 0 and r != slots and 0 < d < a
+        if x > 0 and r != slots and d > 0 and (d < a or (d == a and over[r]))
     )
 
 
