@@ -68,7 +68,10 @@ class Reclaims:
             return False  # planning is the costly step: the rest waits for the next cycle
         if self.snap.now - job.snap.waiting_since < self.snap.policy.reclaim_after:
             return False
-        return any(self.short(job, leaf))
+        alloc = self.tree.alloc[job.leaf]
+        des = self.des_rows[job.leaf]
+        planned = leaf.planned or [0] * self.index.size
+        return any(alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
 
     def short(self, job: Job, leaf: Leaf | None) -> list[bool]:
         """Per resource: whether the job asks for it and its queue stays within its deserved there
