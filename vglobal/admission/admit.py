@@ -231,7 +231,8 @@ class _Cycle:
                     return self._preempt(self.fit.ask(job, cards)) or wait
                 within = self._capped_parent(job, leaf)
                 if within is not None:
-                    taken = self._reclaim_pods(self.fit.ask(job, cards), self.checks.excess(job), within)
+                    asked = self.fit.ask(job, cards)
+                    taken = self._reclaim_pods(asked, leaf, self.checks.excess(job), within)
                     if taken is not None:
                         return taken
                     leaf.reclaim_failed = True
@@ -265,10 +266,14 @@ class _Cycle:
             if planned is not None:
                 leaf.reclaiming = job.snap.uid
                 return planned
-            taken = self._reclaim_pods(ask)
+            taken = self._reclaim_pods(ask, leaf)
             if taken is not None:
                 return taken
-            leaf.reclaim_failed = True
+            # A job short of its share on every resource it asks for failed: the queue's later
+            # jobs would too this cycle. One bigger than its share on some resource reclaims only
+            # on the others, so a smaller job behind it may still (else it keeps the queue at zero).
+            short = self.reclaims.short(job, leaf)
+            leaf.reclaim_failed = all(short[r] for r in job.dims if r != self.reclaims.slots)
         if self.starvation.starving(job):
             if leaf.starving is None:
                 got = self.starvation.reserve(job, leaf, best, cards)
@@ -305,9 +310,11 @@ class _Cycle:
         preempting = self._record_preemption(job, plan)
         return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated)
 
-    def _reclaim_pods(self, ask: Ask, need: list[int] | None = None, within: int = 0) -> Admit | None:
+    def _reclaim_pods(
+        self, ask: Ask, leaf: Leaf, need: list[int] | None = None, within: int = 0
+    ) -> Admit | None:
         """Surplus pods of queues above their deserved make way for the job (reclaim_pods.py)."""
-        got = self.reclaims.plan_pods(ask, need, within)
+        got = self.reclaims.plan_pods(ask, leaf, need, within)
         if got is None:
             return None
         nominated = self._take_place(ask, got.plan, got.freed)

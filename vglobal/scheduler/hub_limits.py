@@ -11,7 +11,10 @@ other clusters, so the check counts every pod of the queue. Integer units, no to
 that fits exactly fits, at any size.
 
 The gang itself is not checked again: the hub admitted it (and with proportion or capacity in the
-conf those plugins check every task as Volcano does).
+conf those plugins check every task as Volcano does). So a job's gang counts whole in what its queue
+holds here from the start, placed or not: the hub admitted it into that room, and pods beyond
+another job's gang (placed first, by job order) would otherwise take it, and the gang then go past
+the capability (two jobs admitted in one cycle, 4 cpu in a 3-cpu queue).
 """
 
 from __future__ import annotations
@@ -46,9 +49,17 @@ class QueueRoom:
             if chain:
                 self.chains[name] = tuple(chain)
         self.held = {name: np.zeros(len(names), dtype=np.int64) for name in self.cap}
+        # Per job of a limited queue: what it holds here and its gang's minResources; it counts
+        # the larger of the two on each resource.
+        self._jobs: dict[str, tuple[IntArray, IntArray]] = {}
         for job in jobs.values():
-            for name in self.chains.get(job.queue, ()):
-                self.held[name] += job.allocated
+            limited = self.chains.get(job.queue, ())
+            if not limited:
+                continue
+            alloc, gang = job.allocated.copy(), job.min_resources
+            self._jobs[job.uid] = (alloc, gang)
+            for name in limited:
+                self.held[name] += np.maximum(alloc, gang)
 
     def __bool__(self) -> bool:
         return bool(self.chains)
@@ -66,12 +77,21 @@ class QueueRoom:
         return True
 
     def _allocated(self, task: TaskInfo) -> None:
-        for name in self.chains.get(task.job.queue, ()):
-            self.held[name] += task.req
+        self._move(task, task.req)
 
     def _deallocated(self, task: TaskInfo) -> None:
+        self._move(task, -task.req)
+
+    def _move(self, task: TaskInfo, req: IntArray) -> None:
+        got = self._jobs.get(task.job.uid)
+        if got is None:
+            return
+        alloc, gang = got
+        before = np.maximum(alloc, gang)
+        alloc += req
+        delta = np.maximum(alloc, gang) - before
         for name in self.chains.get(task.job.queue, ()):
-            self.held[name] -= task.req
+            self.held[name] += delta
 
     def handler(self) -> EventHandler:
         return EventHandler(self._allocated, self._deallocated)

@@ -19,15 +19,15 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "feb0516a9f889264b35ebec3009ca7d40d66dac0611286602cbab8d08976f5df",
-        "cycle 2": "e9ae02785ea27f23aef1001060c9f5918d4598c64d65c284cde581ff73fc6b60",
-        "cycle 3": "7aa0e0d538db20503f1acc65cf19363cbe905bed1f6892d97ba2122926098ce3",
-        "cycle 1 with an admission budget": "6f69ba3e0978441ecdb10c01c7b34be4a249ef83338a5fd5d8aaa569ef46b718",
+        "cycle 1": "90cd36ed5a1d08c307dc6b7af85a272c4a97c187a4117e40d8fecd20b16c887c",
+        "cycle 2": "abf2871386b310c2a5a35a372f86187e0b2006ff4f4186a0d4ca386655019d03",
+        "cycle 3": "b5025f3fb3dc0fc73d0a218e26d307ba6493737e3341661f11efe69bb88cb40f",
+        "cycle 1 with an admission budget": "c5377a376b1e5c87097ff90a4d81a11639c324aeaedf18b11e41c072afc3a5e2",
     },
     "reclaim": {
         "cycle 1": "37ceb60f72ebd1450248d053d96b139051b408c5e1e396237c5c45c83ae988c3",
         "cycle 2": "dc35ac1b139b219f17bedbc796617cd32f845b3a74aea74de6ab23e734c78dcd",
-        "cycle 3": "ce1a4b1c83b95130146509174414c15ee557b006444c929d121c5252bc4ffa28",
+        "cycle 3": "e01a02bbfa3109fcd27b59c7a854a87bee5ad32ffa0dddaa86ae67460c4ddbff",
     },
     "topology": {
         "cycle 1": "04b593b65b3e85b8d1477919b3794379dfeafc09a2519f5fb142427b273d995a",
@@ -36,8 +36,8 @@ PINNED = {
     },
     "guarantee": {
         "cycle 1": "b462a8bc95844bdcd8bc9dc26ad2690501dca797c0df8a91c7cab9528289200a",
-        "cycle 2": "0327d8e1c44c93b86072570763179d2c458f5258489030abebb3223508f5d4fb",
-        "cycle 3": "019c8fad21be86732318b4a31b32aa434a986af5557310f95b5c5ed5b1021e86",
+        "cycle 2": "791c8f324bedc78f377cb89d650ff3c597a88f4df73e4b8e39eddb130617dab1",
+        "cycle 3": "f5c58bf92fe0e2fbbb12a42b9138b2543e4752384df1f7ce12283b8e5db9b6e9",
     },
 }
 

@@ -6,7 +6,7 @@ use the other."""
 
 from __future__ import annotations
 
-from tests.unit.admission.builders import cluster, jobs, res
+from tests.unit.admission.builders import cluster, job, jobs, res
 from vglobal.admission import QueueSnap
 from vglobal.sim.rounds import AdmissionRounds
 
@@ -36,3 +36,32 @@ def test_armada_balancing_three_queues() -> None:
     for _ in range(3):
         sim.step()
     assert not any(r.reclaims or r.evictions for r in sim.results[before:])
+
+
+def _short_of_memory_behind_a_big_job() -> AdmissionRounds:
+    """One node of 16 cpu and 128Gi: A holds 12 cpu in cpu-heavy jobs (above its deserved cpu),
+    B 120Gi in three 40Gi jobs (above its deserved memory); C arrives with a job bigger than its
+    deserved memory first, then one that fits its share."""
+    sim = AdmissionRounds.of(
+        [QueueSnap("A"), QueueSnap("B"), QueueSnap("C")],
+        [cluster("c", 1, res(cpu=16, mem_gi=128))],
+        jobs("a", "A", res(cpu=3, mem_gi=1), 4) + jobs("b", "B", res(cpu=1, mem_gi=40), 3),
+        reclaim_after=0.0,
+    )
+    sim.step()
+    big = job("c0", "C", res(cpu=2, mem_gi=100), created=sim.now, waiting_since=sim.now)
+    sim.submit(big, job("c1", "C", res(cpu=1, mem_gi=30), created=sim.now + 1, waiting_since=sim.now))
+    return sim
+
+
+def test_a_job_bigger_than_its_share_does_not_keep_its_queue_at_zero() -> None:
+    """C's first job is short of its share on cpu only (it asks for more memory than C deserves),
+    and freeing cpu does not make room for its memory; C's next job is short on both and takes a
+    job of B, which is over its deserved memory (before: the first job's failed plan closed reclaim
+    to the whole queue for the cycle, every cycle: C stayed at zero with A and B above their
+    deserved)."""
+    sim = _short_of_memory_behind_a_big_job()
+    for _ in range(4):
+        sim.step()
+    assert "c1" in sim.placements
+    assert sim.usage("C").get("cpu", 0) == 1000

@@ -56,6 +56,22 @@ def test_the_gang_is_placed_even_past_the_room_left() -> None:
     assert len(result.binds) == 6
 
 
+@pytest.mark.parametrize("plugins", sorted(PLUGINS))
+def test_pods_beyond_a_gang_leave_the_room_of_another_admitted_gang(plugins: str) -> None:
+    """The hub admitted both gangs into a 3-cpu queue in one cycle (1 + 2 cpu). The first job in
+    job order has a pod beyond its gang: placed first, it would take the room of the second gang,
+    which is placed anyway (the hub admitted it): 4 cpu in a 3-cpu queue."""
+    groups = [
+        Group("c1/high", "q", min_member=1, phase="Pending", priority=100),
+        Group("c1/low", "q", min_member=2, phase="Pending", priority=1),
+    ]
+    pods = [pod(f"c1/high-{i}", "c1/high", cpu="1", priority=100) for i in range(2)]
+    pods += [pod(f"c1/low-{i}", "c1/low", cpu="1", priority=1) for i in range(2)]
+    q = queue("q", capability=cpu(3), federated=True)
+    result = Case("two", [node("n", "8", "64Gi")], groups, pods, [q], PLUGINS[plugins]).check()
+    assert sorted(result.binds) == ["c1/high-0", "c1/low-0", "c1/low-1"]
+
+
 def test_the_chain_counts_every_queue_and_what_runs_in_its_children() -> None:
     nodes = [node("n", "64", "512Gi")]
     groups = [

@@ -1,7 +1,8 @@
 """Claims on room freed by victims: a victim is taken only for a job admitted into the room it frees.
 
 Whenever victims are taken for a job X (whole-job reclaim, preemption, single pods), the cycle
-makes a claim: X, the cluster, the nodes the victims ran on. A cycle carries the claims it was given
+makes a claim: X, the cluster, the nodes the victims ran on (and, for whole-job reclaim, the nodes
+X's gang is packed onto with them). A cycle carries the claims it was given
 (Snapshot.claims) until X's pods bind or the claim expires (AdmissionPolicy.claim_timeout), and
 returns them with the new ones (AdmissionResult.claims), so admission stays pure and the hub and
 the simulator keep them alike. While a claim stands:

@@ -136,7 +136,7 @@ class ChildRoom:
                 return self._take(ask, plan, {job.leaf: plan.freed}, None)
         if owed or not self._reclaim:
             return None
-        got = p.reclaims.plan_pods(ask) or self._reclaim_jobs(ask)
+        got = p.reclaims.plan_pods(ask, p.leaves.get(job.leaf)) or self._reclaim_jobs(ask)
         if got is None:
             return None
         return self._take(ask, got.plan, got.freed, got)
@@ -144,7 +144,7 @@ class ChildRoom:
     def _reclaim_jobs(self, ask: Ask) -> PodPlan | None:
         """Whole jobs of queues above their deserved (for runs not known pod by pod), as a plan the
         child is placed in at once, as in place of whole preempted jobs."""
-        found = self.p.reclaims.plan_jobs(ask)
+        found = self.p.reclaims.plan_jobs(ask, self.p.leaves.get(ask.job.leaf))
         if found is None:
             return None
         c, victims = found

@@ -40,7 +40,7 @@ class Reclaims:
         self.claims = claims
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
         self.des_rows = set_deserved(tree, index)
-        self._slots = index.col.get(POD_SLOTS, -1)
+        self._slots = self.slots = index.col.get(POD_SLOTS, -1)
         self.plans = 0
         self.victims: list[Reclaim] = []
         self._planner: ReclaimPlanner | None = None  # built on the first plan
@@ -76,15 +76,40 @@ class Reclaims:
         within = (alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
         return any(within) if self.tree.snaps[job.leaf].deserved is not None else all(within)
 
-    def plan_pods(self, ask: Ask, need: list[int] | None = None, within: int = 0) -> PodPlan | None:
+    def short(self, job: Job, leaf: Leaf | None) -> list[bool]:
+        """Per resource: whether the job asks for it and its queue stays within its deserved there
+        with it (counting the jobs already waiting on a plan): the resources a reclaim for it is
+        for. A victim's queue must be above its deserved on one of them that the victim uses, so
+        a queue short of memory takes no cpu-holding job from a queue that is over on cpu alone
+        (both would then reclaim from each other on the resource they are short of, for ever)."""
+        over = self.over(job, leaf)
+        out = [False] * self.index.size
+        for r in job.dims:
+            if r != self._slots and not over[r]:
+                out[r] = True
+        return out
+
+    def over(self, job: Job, leaf: Leaf | None) -> list[bool]:
+        """Per resource: whether the job's queue is above its deserved there with the job (counting
+        the jobs waiting on a plan). A victim's queue at its deserved on such a resource is not
+        taken below it: short there, it would take the job back from the reclaimer."""
+        alloc = self.tree.alloc[job.leaf]
+        des = self.des_rows[job.leaf]
+        planned = (leaf.planned if leaf is not None else None) or [0] * self.index.size
+        return [a + p + r > d for a, p, r, d in zip(alloc, planned, job.req, des, strict=True)]
+
+    def plan_pods(
+        self, ask: Ask, leaf: Leaf | None, need: list[int] | None = None, within: int = 0
+    ) -> PodPlan | None:
         """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
         self.plans += 1
         if self._pods is None:
             self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots, self.taken)
         cand = self.clusters.fits_allocatable(ask.job.cand, ask.job.gang)
-        return self._pods.plan(ask, cand, need or [0] * self.index.size, within)
+        short, over = self.short(ask.job, leaf), self.over(ask.job, leaf)
+        return self._pods.plan(ask, cand, need or [0] * self.index.size, within, (short, over))
 
-    def plan_jobs(self, ask: Ask) -> tuple[int, list[Victim]] | None:
+    def plan_jobs(self, ask: Ask, leaf: Leaf | None) -> tuple[int, list[Victim]] | None:
         """Whole running jobs of other queues whose stop lets the job fit (reclaim_jobs.py)."""
         job = ask.job
         self.plans += 1
@@ -96,12 +121,14 @@ class Reclaims:
                 snap.running, self.tree, self.clusters, self.index, protected, limit, self._used, self.taken
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
-        return self._planner.plan(job.leaf, cand, job.gang, ask.cards, ask.mask)
+        short = np.array(self.short(job, leaf), dtype=bool)
+        over = np.array(self.over(job, leaf), dtype=bool)
+        return self._planner.plan(job.leaf, cand, job.gang, (short, over), ask.cards, ask.mask)
 
     def plan(self, ask: Ask, leaf: Leaf) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""
         clusters, job = self.clusters, ask.job
-        plan = self.plan_jobs(ask)
+        plan = self.plan_jobs(ask, leaf)
         if plan is None:
             return None
         c, victims = plan
@@ -112,6 +139,8 @@ class Reclaims:
             self.victims.append(Reclaim(v.uid, cluster, job.snap.uid, reason))
         if self.claims is not None:
             rows = {int(r) for v in victims for r in v.rows}
+            if self._planner is not None:
+                rows |= self._planner.packed_rows(c, victims, job.gang, ask.mask)
             nodes = clusters.node_names(c, rows)
             self.claims.make(job.snap.uid, cluster, nodes, [v.uid for v in victims])
             # What is free there now is part of the plan too: nobody else takes it this cycle.

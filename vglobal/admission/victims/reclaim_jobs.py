@@ -3,7 +3,8 @@ planner.
 
 A queue may lose a victim by Volcano's Reclaimable rule (capacity and proportion plugins): it keeps
 its guarantee without the victim, and, counting the victims it already gives up, its allocation is
-above its deserved on some resource the victim requests (or its deserved names none of them); a
+above its deserved on some resource the victim requests that the reclaimer is short of (or its
+deserved names none of the victim's resources); a
 whole job going at once, it may not take the queue below its deserved on a resource where the queue
 is above it (resources it is under its deserved on do not hold it back).
 Victims are planned on ONE cluster,
@@ -232,11 +233,16 @@ class ReclaimPlanner:
         reclaimer: int,
         cand: Sequence[int],
         gang: PreparedGang,
+        sides: tuple[BoolArray, BoolArray],
         cards: CardCheck | None = None,
         mask: NodeMask = everywhere,
     ) -> tuple[int, list[Victim]] | None:
         """Fewest victims on one cluster that let the gang fit there, on the nodes `mask` leaves
-        it; None if no cluster works."""
+        it; None if no cluster works. `sides`: per resource, whether the reclaim is for it and
+        whether the reclaimer is above its deserved there with the job (Reclaims.short and
+        .over): a victim's queue must be above its deserved on one of the first, and is not taken
+        below its deserved on the second where it is at it."""
+        short = sides[0]
         if not gang.shapes:
             return None
         left = self.left()
@@ -248,7 +254,7 @@ class ReclaimPlanner:
                 break
             cv = self.victims(c)
             # Victims whose queue may lose them, judged alone; the greedy re-checks as it takes them.
-            ok = self._reclaimable(cv, left, budget) & (cv.queue != reclaimer) & ~cv.taken
+            ok = self._reclaimable(cv, left, budget, sides) & (cv.queue != reclaimer) & ~cv.taken
             if self._taken:
                 ok &= np.array([v.uid not in self._taken for v in cv.victims], dtype=bool)
             if self._used is not None:
@@ -261,7 +267,8 @@ class ReclaimPlanner:
             if not ok.any():
                 continue
             tried += 1
-            rows = _QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots)
+            lists = (short.tolist(), sides[1].tolist())
+            rows = _QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots, lists)
             chosen = self._plan_cluster(c, cv, ok, rows, gang, best, cards, keep)
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
@@ -278,8 +285,24 @@ class ReclaimPlanner:
             set_at(self._given, v.queue, self._given[v.queue] + v.req)
         return c, chosen
 
+    def packed_rows(
+        self, c: int, chosen: Sequence[Victim], gang: PreparedGang, mask: NodeMask = everywhere
+    ) -> set[int]:
+        """The node rows of cluster c the gang packs onto once `chosen` are gone: with the victims'
+        own, the room its claim holds (free room it counts on, left open, would go to others)."""
+        free = self.clusters.free(c).copy()
+        keep = mask(c).open_rows(len(self.clusters.rows[c]))
+        if keep is not None:
+            free[~keep] = 0
+        for v in chosen:
+            np.add.at(free, v.rows, v.usage if keep is None else v.usage * keep[v.rows][:, None])
+        after = pack(free, gang.shapes)[1]
+        if after is None:
+            return set()
+        return {int(r) for r in np.flatnonzero((after != free).any(axis=1))}
+
     def _reclaimable(
-        self, cv: _ClusterVictims, left: IntArray, budget: IntArray | None
+        self, cv: _ClusterVictims, left: IntArray, budget: IntArray | None, sides: tuple[BoolArray, BoolArray]
     ) -> npt.NDArray[np.bool_]:
         """Victims their queue may lose, each judged alone (Volcano's Reclaimable rule, see the
         module's text); the greedy re-checks as it takes them."""
@@ -290,8 +313,10 @@ class ReclaimPlanner:
         if self._slots >= 0:
             relevant[:, self._slots] = False
         above = relevant & (alloc > des)
-        over = above.any(axis=1) | ~relevant.any(axis=1)
-        stays = (~above | (alloc - req >= des)).all(axis=1)  # see reclaim_pods.stays_over
+        short, after = sides
+        over = (above & short).any(axis=1) | ~relevant.any(axis=1)
+        held = above | (relevant & (alloc == des) & after)  # see reclaim_pods.stays_over
+        stays = (~held | (alloc - req >= des)).all(axis=1)
         ok: npt.NDArray[np.bool_] = np.asarray(keeps & over & stays, dtype=bool)
         if budget is not None:  # the rate limit: what a queue may still lose in this interval
             ok = ok & np.asarray(((req <= budget[q]) | (req == 0)).all(axis=1), dtype=bool)
@@ -390,9 +415,10 @@ class _QueueRows:
         deserved: list[list[int]],
         guarantee: list[list[int]],
         slots: int,
+        sides: tuple[list[bool], list[bool]],
     ) -> None:
         self._left, self._budget = left, budget
-        self.deserved, self.guarantee, self.slots = deserved, guarantee, slots
+        self.deserved, self.guarantee, self.slots, self.sides = deserved, guarantee, slots, sides
         self._rows: dict[int, tuple[list[int], list[int] | None]] = {}
 
     def row(self, q: int) -> tuple[list[int], list[int] | None]:
@@ -413,7 +439,8 @@ class _QueueRows:
                 return False
         des = self.deserved[q]
         guarantee, slots = self.guarantee[q], self.slots
-        return may_lose(left, req, des, guarantee, slots) and stays_over(left, req, des, slots)
+        short, over = self.sides
+        return may_lose(left, req, des, guarantee, slots, short) and stays_over(left, req, des, slots, over)
 
     def lose(self, v: Victim) -> None:
         left, budget = self.row(v.queue)

@@ -29,6 +29,9 @@ from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
 
 # Reclaim asks nothing of priorities: any preemptable pod may go.
+# Per resource: whether a reclaim is for it, and whether the reclaimer is above its deserved there
+# with the job (Reclaims.short and .over).
+Sides = tuple[list[bool], list[bool]]
 _ANY_PRIORITY = 1 << 62
 
 
@@ -76,12 +79,15 @@ class PodReclaims:
         self.taken: set[str] = set() if taken is None else taken  # job and pod uids planned this cycle
         self._given: dict[int, list[int]] = {}  # per leaf, charge given up by earlier plans
 
-    def plan(self, ask: Ask, cand: Sequence[int], need: list[int], within: int) -> PodPlan | None:
+    def plan(
+        self, ask: Ask, cand: Sequence[int], need: list[int], within: int, sides: Sides
+    ) -> PodPlan | None:
         """Victim pods on one cluster of `cand` that let the job's gang fit there (on the nodes its
         mask leaves it) and give back `need` of the charge of queue `within` (0: root, no need), all
-        from below `within`; None if none."""
+        from below `within`; None if none. `sides`: the resources the reclaim is for (may_lose) and
+        those the reclaimer is above its deserved on with the job (stays_over)."""
         for c in cand:
-            got = self._plan_cluster(c, ask, need, within)
+            got = self._plan_cluster(c, ask, need, within, sides)
             if got is not None:
                 ledger = self.clusters.ledger
                 for pods in got.plan.pods.values():
@@ -137,7 +143,9 @@ class PodReclaims:
         share = max((a / d for a, d in zip(alloc, des, strict=True) if d > 0), default=1.0)
         return (-shared, tree.priority[q], -share, -tree.created[q], -q)
 
-    def _plan_cluster(self, c: int, ask: Ask, need: list[int], within: int) -> PodPlan | None:
+    def _plan_cluster(
+        self, c: int, ask: Ask, need: list[int], within: int, sides: Sides
+    ) -> PodPlan | None:
         leaf, req, gang, usable, cards = ask.job.leaf, ask.job.req, ask.job.gang, ask.mask(c), ask.cards
         tree, size = self.tree, self.index.size
         check = None if cards is None else partial(cards, c)
@@ -157,7 +165,7 @@ class PodReclaims:
                     if st.victim == cand.job:
                         left = [a + x for a, x in zip(left, st.charge, strict=True)]
                 steps = kept
-            after = self._lose(q, left, cand)
+            after = self._lose(q, left, cand, sides)
             if after is None:
                 alloc[q] = left
                 continue
@@ -174,19 +182,19 @@ class PodReclaims:
                 return PodPlan(enough.plan(c, steps, size), freed, kept_of)
         return None
 
-    def _lose(self, q: int, left: list[int], cand: _Candidate) -> list[int] | None:
+    def _lose(self, q: int, left: list[int], cand: _Candidate, sides: Sides) -> list[int] | None:
         """The queue's allocation without the candidate, or None if it may not lose it: each of its
         pods in turn by Volcano's rule (may_lose); a whole job also may not take the queue below
         its deserved on a resource its pods use where the queue is above it (stays_over)."""
         des, guarantee, slots = self._des[q], self.tree.guarantee[q], self.slots
         after = left
         for pod in cand.pods:
-            if not may_lose(after, pod.req, des, guarantee, slots):
+            if not may_lose(after, pod.req, des, guarantee, slots, sides[0]):
                 return None
             after = [a - x for a, x in zip(after, pod.req, strict=True)]
         if not cand.whole:
             return after
-        if not stays_over(left, cand.charge, des, slots):
+        if not stays_over(left, cand.charge, des, slots, sides[1]):
             return None
         return [a - x for a, x in zip(left, cand.charge, strict=True)]  # what its queue is charged
 
@@ -201,25 +209,35 @@ def set_deserved(tree: QueueTree, index: ResourceIndex) -> list[list[int]]:
 
 
 def may_lose(
-    alloc: list[int], pod: list[int], deserved: Sequence[int], guarantee: Sequence[int], slots: int
+    alloc: list[int],
+    pod: list[int],
+    deserved: Sequence[int],
+    guarantee: Sequence[int],
+    slots: int,
+    short: Sequence[bool],
 ) -> bool:
     """Whether a queue allocated `alloc` may lose the pod: its guarantee holds without it, and it is
-    above deserved on a resource the pod uses, or its deserved names none of them."""
+    above deserved on a resource the pod uses that the reclaimer is short of (`short`, see
+    Reclaims.short), or its deserved names none of the pod's resources."""
     if any(a - x < g for a, x, g in zip(alloc, pod, guarantee, strict=True) if g > 0):
         return False
     relevant = [r for r, x in enumerate(pod) if x > 0 and r != slots and deserved[r] > 0]
-    return not relevant or any(alloc[r] > deserved[r] for r in relevant)
+    return not relevant or any(alloc[r] > deserved[r] and short[r] for r in relevant)
 
 
-def stays_over(alloc: list[int], charge: list[int], deserved: Sequence[int], slots: int) -> bool:
+def stays_over(
+    alloc: list[int], charge: list[int], deserved: Sequence[int], slots: int, over: Sequence[bool]
+) -> bool:
     """Whether a queue allocated `alloc` keeps its deserved without a whole victim job, on every
     resource the job uses where the queue is above its deserved: Volcano takes victims while the
     queue stays reclaimable, and a whole job goes at once, so it may not cross deserved there.
-    Resources the queue is at or under its deserved on do not hold it back."""
+    Nor where the queue is at its deserved and the reclaimer is above its own with what it gains
+    (`over`): taken below, the queue would be short there and take the job back from the
+    reclaimer, for ever. Resources the queue is under its deserved on do not hold it back."""
     return all(
         a - x >= d
         for r, (a, x, d) in enumerate(zip(alloc, charge, deserved, strict=True))
-        if x > 0 and r != slots and 0 < d < a
+        if x > 0 and r != slots and d > 0 and (d < a or (d == a and over[r]))
     )
 
 
