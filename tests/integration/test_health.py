@@ -19,6 +19,7 @@ API = [
     "vglobal.v1.HyperJobService",
     "vglobal.v1.JobFlowService",
     "vglobal.v1.JobService",
+    "vglobal.v1.ObjectService",
     "vglobal.v1.QueueService",
 ]
 

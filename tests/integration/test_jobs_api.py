@@ -82,7 +82,7 @@ BAD = [
     ("malformed yaml", "kind: Job\nspec: [unclosed", grpc.StatusCode.INVALID_ARGUMENT, ""),
     (
         "unknown kind",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: p}\n",
         grpc.StatusCode.INVALID_ARGUMENT,
         "kind",
     ),
