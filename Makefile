@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/vglobal demo $(DEMO_ARGS)
 
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	$(BIN)/python -m pytest -n 3 --dist loadgroup -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check vglobal tests bench scripts
