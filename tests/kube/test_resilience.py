@@ -32,9 +32,10 @@ def test_a_cut_watch_resumes_without_losing_events(
     make_agent: Callable[..., Agent], ns: str, emulator: Any
 ) -> None:
     agent = make_agent()
-    lists = emulator.counts().get("list pods", 0)
     agent.send(dispatch("uid-b", 1, job_yaml("b", ns, replicas=2, duration="2s")))
     agent.until(lambda: agent.run("uid-b").phase == "Running", 20, "b running")
+    # read once every pod informer has listed (the Pod kind's own starts without being waited for)
+    lists = emulator.counts().get("list pods", 0)
     emulator.drop_watches(abort=True)
     run = agent.until(lambda: agent.finished("uid-b"), 20, "b to complete across the cut")
     assert run.phase == "Completed"
