@@ -62,6 +62,18 @@ def test_freed_room_goes_by_fair_share_as_the_hub_hands_it_out() -> None:
     assert out["a1"].start == NOW + 1100 and out["a1"].ahead == 1
 
 
+def test_close_ends_are_one_step_so_a_short_replay_reaches_far_and_is_late_by_a_tenth_at_most() -> None:
+    # eight 1-GPU runs end a second apart from 1,000 s on: the 8-GPU job needs them all gone
+    running = [_running(f"r{i}", "q", "c-n00", 1) for i in range(8)]
+    snap = _snap([job("big", "q", gpus(8), created=1.0)], running)
+    ends = {f"r{i}": NOW + 1000 + i for i in range(8)}
+    exact = forecast(snap, ends, {"big": 60}, coalesce=0.0)
+    stepped = forecast(snap, ends, {"big": 60}, max_cycles=3)
+    assert exact.estimates["big"].start == NOW + 1007 and exact.cycles == 9
+    start = stepped.estimates["big"].start
+    assert start is not None and NOW + 1007 <= start <= NOW + 1.1 * 1007 and stepped.cycles <= 3
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10_000))
 def test_the_forecast_agrees_with_the_cycle_of_now_and_never_goes_back_in_time(seed: int) -> None:

@@ -3,7 +3,9 @@ the dispatcher's last committed cycle (admission/forecast.py) and stores, for ea
 it is expected to start, where, and behind how many jobs of its queue.
 
 Its CPU is bounded: a replay that took more than ``--forecast-budget`` replays half as many cycles
-next time (the jobs it does not reach are "unknown"), one well under it twice as many.
+next time (the jobs it does not reach are "unknown"), one well under it twice as many; when even the
+shortest replay costs more (a deep backlog: one admit() over 100k pending jobs takes over a
+second), the next one waits longer, so the loop never takes more than budget/interval of a core.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class ForecastLoop(LeaderLoop):
             estimates_repo.touch(snapshot.now, session=session)
         self.written = rows
         log.debug("forecast: %d waiting, %d cycles, cpu %.3f s", len(rows), fc.cycles, cpu)
-        return self.max_wait
+        return max(self.max_wait, self.max_wait * cpu / self.ctx.settings.forecast_budget)
 
 
 def _row(e: Estimate) -> tuple[float | None, str, int]:
