@@ -9,8 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	# uv installs the same requirements in a fraction of pip's time; pip remains the fallback
+	$(BIN)/python -m pip install --quiet uv && $(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e '.[test,dev]' \
+		|| $(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	@touch $(STAMP)
 
 # On a terminal until Ctrl-C; `make demo DEMO_ARGS=--exit-when-done` stops once the examples have run.

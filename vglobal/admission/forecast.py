@@ -8,7 +8,7 @@ this is a forecast for waiting jobs. Pure: the caller bounds the work (``max_cyc
 the clock.
 
 Ends closer together than ``coalesce`` of the time looked ahead so far are released in one cycle
-(at the later end): a start t seconds away is then predicted at most ``coalesce`` × t late, and a
+(at the later end): a start t seconds away is then predicted at most ``coalesce`` * t late, and a
 replay of n cycles reaches at least (1 + coalesce)^n past its first end instead of n ends, which
 on a deep backlog with thousands of running jobs is minutes.
 """
