@@ -15,7 +15,6 @@ from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import ClusterCache
 from vglobal.agent.kube.writer import Op
 from vglobal.model import dra as model_dra
-from vglobal.model.errors import Problems
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ class ClaimWriter:
                 "metadata": meta,
                 "spec": as_version(model_dra.claim_spec(tpl) or {}, version),
             }
-            self.pending[f"{ns}/{claim}"] = _requests(tpl)
+            self.pending[f"{ns}/{claim}"] = _by_name(dra.claim_requests(tpl))
             path = f"{self.api_path()}/namespaces/{ns}/resourceclaims"
             # not "create-object": a claim that exists (the pod made again) is used as it is
             self.submit(Op("create-claim", ref.uid, "POST", path, body))
@@ -79,6 +78,9 @@ class ClaimWriter:
         for entry in spec.get("resourceClaims") or []:
             claim = f"{pod}-{entry.get('name')}"
             wanted = self.pending.pop(f"{ns}/{claim}", None)
+            known = held["resourceclaims"].get(f"{ns}/{claim}")
+            if wanted is None and known is not None and not known.allocated:
+                wanted = _by_name(known.requests)  # made before this agent (re)started
             if wanted is None:
                 continue
             results = []
@@ -100,21 +102,9 @@ class ClaimWriter:
                 self.submit(Op("allocate-claim", key, "PATCH", path, {"status": {"allocation": allocation}}))
 
 
-def _requests(template: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
-    """request name -> (device class, count) of a template (its devices as the hub counted them)."""
-    out: dict[str, tuple[str, int]] = {}
-    requests = ((model_dra.claim_spec(template) or {}).get("devices") or {}).get("requests") or []
-    for r in requests:
-        body = r.get("exactly") if isinstance(r.get("exactly"), Mapping) else r
-        devices = model_dra.claim_devices(
-            Problems(), "", {"kind": model_dra.CLAIM_KIND, "spec": {"devices": {"requests": [body]}}}
-        )
-        for resource, units in devices.items():
-            out[str(r.get("name"))] = (
-                resource.removeprefix(model_dra.RESOURCE_PREFIX),
-                units // model_dra.UNIT,
-            )
-    return out
+def _by_name(requests: dra.Requests) -> dict[str, tuple[str, int]]:
+    """request name -> (device class, count)."""
+    return {name: (device_class, count) for name, device_class, count in requests}
 
 
 def as_version(spec: Mapping[str, Any], version: str) -> dict[str, Any]:

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from vglobal.agent.kube.api import ApiError, KubeApi
+from vglobal.model import dra as model_dra
 from vglobal.model.dra import UNIT, device_resource
+from vglobal.model.errors import Problems
 from vglobal.model.resources import ResourceVector
 
 log = logging.getLogger(__name__)
@@ -39,10 +41,16 @@ class Slice:
 Device = tuple[str, str, str]  # (driver, pool, device), as an allocation names it
 
 
+Requests = tuple[tuple[str, str, int], ...]  # (request name, device class, count)
+
+
 @dataclass(frozen=True)
 class Claim:
     name: str  # "<namespace>/<name>"
     allocated: tuple[Device, ...] = ()
+    # what it asks for: read again from the cluster, so an agent restarted between making a pod's
+    # claim and binding the pod still allocates it
+    requests: Requests = ()
 
 
 @dataclass(frozen=True)
@@ -84,7 +92,25 @@ def claim_record(obj: Mapping[str, Any]) -> Claim:
     return Claim(
         name=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
         allocated=tuple((str(r.get("driver")), str(r.get("pool")), str(r.get("device"))) for r in results),
+        requests=claim_requests({**obj, "kind": model_dra.CLAIM_KIND}),
     )
+
+
+def claim_requests(doc: Mapping[str, Any]) -> Requests:
+    """Each device request of a claim or template: its name, device class and count (the
+    devices the hub counted for it)."""
+    out = []
+    requests = ((model_dra.claim_spec(doc) or {}).get("devices") or {}).get("requests") or []
+    for r in requests:
+        if not isinstance(r, Mapping):
+            continue
+        body = r.get("exactly") if isinstance(r.get("exactly"), Mapping) else r
+        devices = model_dra.claim_devices(
+            Problems(), "", {"kind": model_dra.CLAIM_KIND, "spec": {"devices": {"requests": [body]}}}
+        )
+        for resource, units in devices.items():
+            out.append((str(r.get("name")), resource.removeprefix(model_dra.RESOURCE_PREFIX), units // UNIT))
+    return tuple(out)
 
 
 def class_record(obj: Mapping[str, Any]) -> DeviceClass:
