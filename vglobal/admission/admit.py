@@ -35,6 +35,7 @@ from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.failures import FailureCache
 from vglobal.admission.fit.gang_fit import GangFit, subset
 from vglobal.admission.fit.hyperjob import admit_groups, groups_of
+from vglobal.admission.fit.stages import Stages
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.share.checks import Checks
 from vglobal.admission.share.order import FairOrder, decayed_offsets
@@ -57,6 +58,7 @@ from vglobal.admission.victims.preempt_topology import confine
 from vglobal.admission.victims.reclaim import Reclaims
 from vglobal.admission.victims.reclaim_pods import reclaim_evictions
 from vglobal.admission.victims.starvation import Starvation
+from vglobal.model.placement_prefs import TAINTS_KEY
 from vglobal.model.reasons import WaitKind
 
 
@@ -287,7 +289,12 @@ class _Cycle:
             return None
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        return Admit(self.clusters.names[c], grows=self.fit.grown.pop(job.snap.uid, ()))
+        grows = self.fit.grown.pop(job.snap.uid, ())
+        return Admit(self.clusters.names[c], grows=grows, away=self._away(job, c))
+
+    def _away(self, job: Job, c: int) -> str:
+        """Why the job runs away from where it prefers to (stages.py), "" when it does not."""
+        return self.clusters.stages.away(c, job.snap.preferred_clusters, job.snap.prefs)
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
@@ -308,7 +315,8 @@ class _Cycle:
             return None
         nominated = self._take_place(ask, plan, {job.leaf: plan.freed})
         preempting = self._record_preemption(job, plan)
-        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated)
+        away = self._away(job, plan.cluster)
+        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated, away=away)
 
     def _reclaim_pods(
         self, ask: Ask, leaf: Leaf, need: list[int] | None = None, within: int = 0
@@ -323,7 +331,9 @@ class _Cycle:
         )
         self.evictions += evictions
         self.reclaims.victims += whole
-        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
+        c = got.plan.cluster
+        away = self._away(ask.job, c)
+        return Admit(self.clusters.names[c], reclaiming=text, nominated=nominated, away=away)
 
     def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
         """A queue above the job's leaf at its limit, below which the job may reclaim from its
@@ -393,6 +403,18 @@ class _Cycle:
         return got
 
 
+def with_away(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with its running jobs that run away from where they prefer marked (``away``):
+    victim selection takes them first among equals (stages.py)."""
+    tainted = bool(snapshot.policy.placement_config.taints)
+    tainted = tainted or any(TAINTS_KEY in c.labels for c in snapshot.clusters)
+    if not tainted and not any(j.preferred for j in snapshot.running):
+        return snapshot
+    snaps = sorted({c.name: c for c in snapshot.clusters}.values(), key=lambda c: c.name)
+    stages = Stages(snaps, snapshot.policy.placement_config, False, snapshot.now)
+    return replace(snapshot, running=tuple(stages.away_running(snapshot.running)))
+
+
 def admit(snapshot: Snapshot) -> AdmissionResult:
     """Decide every pending job of the snapshot: Admit(cluster) or Wait(reason), plus reclaims."""
     # A cycle allocates many small objects while the snapshot holds millions: the cyclic collector
@@ -400,7 +422,7 @@ def admit(snapshot: Snapshot) -> AdmissionResult:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _Cycle(snapshot).run()
+        return _Cycle(with_away(snapshot)).run()
     finally:
         if paused:
             gc.enable()

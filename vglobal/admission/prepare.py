@@ -152,6 +152,8 @@ class Prepared:
             snapshot.policy.placement,
             self.ledger,
             snapshot.policy.keep_accelerators,
+            snapshot.policy.placement_config,
+            snapshot.now,
         )
         demand: dict[str, list[int]] = {}
         for (queue, rid), n in counts.items():
