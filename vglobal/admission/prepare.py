@@ -236,13 +236,18 @@ class Prepared:
         limited = self.group_limits.limited(queue)
         anti_on = self.anti.running_terms  # a running pod's own terms may select the job
 
+        stages = self.clusters.stages
+        staged_any = stages.no_schedule  # a cluster taint every job without toleration meets
+
         def form(job: PendingJob) -> Job:
             rid = rid_by_id[id(job.request)]
+            staged = staged_any or job.prefs  # the placement stages' filters may apply
             if (
                 job.allowed_clusters is None
                 and not job.cluster_selector
                 and not job.excluded_clusters
                 and not job.workload
+                and not staged
             ):
                 cand = anywhere  # the common case, inlined
             else:
