@@ -137,7 +137,7 @@ class Stages:
         for t in self.taints[c]:
             if t.effect == "PreferNoSchedule" and not prefs.tolerates(t):
                 return t.text
-        if self.accel[c] and not asks_accel and not preferred and not prefs.tolerates(ACCELERATOR_TAINT):
+        if self.accel[c] and not asks_accel and not preferred:
             return ACCELERATOR_TAINT.text
         return ""
 
@@ -200,8 +200,8 @@ class Stages:
                 out.append(Verdict(self.names[c], filtered=why))
                 continue
             k = self.key(c, job)
-            if self.config.costs.get(self.names[c]) is not None:
-                costs[c] = k[3]
+            if self.has_costs:
+                costs[c] = k[3]  # 0 where the file gives no cost
             out.append(Verdict(self.names[c], key=k))
         cheapest = min(costs.values(), default=0.0)
         n = len(job.preferred_clusters)
@@ -217,6 +217,8 @@ class Stages:
             cost = costs.get(self.col[v.cluster])
             if costs:
                 parts.append(1.0 if not cost else cheapest / cost)
+            if self.config.costs.get(v.cluster) is None:
+                cost = None  # shown only where the file gives one
             out[i] = Verdict(v.cluster, key=v.key, cost=cost, score=sum(parts) / len(parts))
         return out
 
