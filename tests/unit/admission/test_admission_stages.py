@@ -6,6 +6,7 @@ and the annotations checked, naming the field."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from tests.unit.admission.builders import admitted, cluster, gpus, job, reason, 
 from vglobal.admission import AdmissionPolicy, Admit, QueueSnap, RunningJob, Snapshot, admit
 from vglobal.admission.admit import with_away
 from vglobal.admission.fit.stages import Stages
+from vglobal.config import HubSettings
 from vglobal.model.errors import Problems
 from vglobal.model.placement_config import parse_placement_config
 from vglobal.model.placement_prefs import PlacementPrefs, parse_tolerations, read_prefs
@@ -161,3 +163,10 @@ def test_the_placement_file_and_the_annotations_are_checked_naming_the_field() -
     ]
     (t,) = parse_tolerations(Problems(), "", "gpu-only=true:NoSchedule")
     assert PlacementPrefs(tolerations=(t,)) == PlacementPrefs.from_json(PlacementPrefs(tolerations=(t,)).to_json())
+
+
+def test_the_hub_refuses_a_bad_placement_file_at_start(tmp_path: Path) -> None:
+    bad = tmp_path / "placement.yaml"
+    bad.write_text("taints: {cloud: [burst]}\n")
+    with pytest.raises(ValueError, match=r"--placement-config .*taints\.cloud: \"burst\" is not a taint"):
+        HubSettings(placement_config=bad)
