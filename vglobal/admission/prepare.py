@@ -26,6 +26,7 @@ from vglobal.admission.ledger import Ledger
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
+from vglobal.model.placement_prefs import NO_PREFS
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
@@ -241,7 +242,7 @@ class Prepared:
 
         def form(job: PendingJob) -> Job:
             rid = rid_by_id[id(job.request)]
-            staged = staged_any or job.prefs  # the placement stages' filters may apply
+            staged = staged_any or job.prefs is not NO_PREFS  # the placement stages' filters may apply
             if (
                 job.allowed_clusters is None
                 and not job.cluster_selector
