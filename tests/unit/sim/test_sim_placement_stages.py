@@ -48,3 +48,29 @@ def test_the_placement_scenario() -> None:
     assert not _events(jobs["cloud-native"], "Preempted")
     assert not _events(jobs["train-2"], "Preempted")  # the newer away run goes first
     assert where["urgent"] == "cloud"
+
+
+def test_a_queues_placement_applies_to_its_jobs_in_sim(tmp_path: Path) -> None:
+    clusters = tmp_path / "clusters.yaml"
+    clusters.write_text(
+        "---\n".join(
+            f"apiVersion: vglobal.io/v1alpha1\nkind: SimCluster\nmetadata: {{name: {n}}}\n"
+            f"spec: {{nodeGroups: [{{name: n, count: 1, allocatable: {{cpu: '8', memory: 8Gi}}}}]}}\n"
+            for n in ("a", "b")
+        )
+    )
+    job = (
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {{name: {0}}}\nspec:\n  queue: wide\n"
+        "  tasks: [{{name: w, replicas: 1, template: {{spec: {{containers: [{{name: w, image: x, "
+        "resources: {{requests: {{cpu: '2'}}}}}}]}}}}}}]\n"
+    )
+    queues = (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: spreading, annotations: "
+        "{vglobal.io/placement: spread}}\nspec: {weight: 1}\n---\n"
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: wide}\n"
+        "spec: {parent: spreading}\n"
+    )
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(queues + "---\n" + job.format("one") + "---\n" + job.format("two"))
+    result = run_simulation(cluster_files=[clusters], jobs_path=jobs)
+    assert sorted(j["cluster"] for j in result["jobs"]) == ["a", "b"]  # binpack would put both on a
