@@ -35,7 +35,7 @@ from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.failures import FailureCache
 from vglobal.admission.fit.gang_fit import GangFit, subset
 from vglobal.admission.fit.hyperjob import admit_groups, groups_of
-from vglobal.admission.fit.stages import Stages
+from vglobal.admission.fit.stages import with_away
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.share.checks import Checks
 from vglobal.admission.share.order import FairOrder, decayed_offsets
@@ -58,7 +58,6 @@ from vglobal.admission.victims.preempt_topology import confine
 from vglobal.admission.victims.reclaim import Reclaims
 from vglobal.admission.victims.reclaim_pods import reclaim_evictions
 from vglobal.admission.victims.starvation import Starvation
-from vglobal.model.placement_prefs import TAINTS_KEY
 from vglobal.model.reasons import WaitKind
 
 
@@ -401,18 +400,6 @@ class _Cycle:
         )
         self._nevers[key] = got
         return got
-
-
-def with_away(snapshot: Snapshot) -> Snapshot:
-    """The snapshot with its running jobs that run away from where they prefer marked (``away``):
-    victim selection takes them first among equals (stages.py)."""
-    tainted = bool(snapshot.policy.placement_config.taints)
-    tainted = tainted or any(TAINTS_KEY in c.labels for c in snapshot.clusters)
-    if not tainted and not any(j.preferred for j in snapshot.running):
-        return snapshot
-    snaps = sorted({c.name: c for c in snapshot.clusters}.values(), key=lambda c: c.name)
-    stages = Stages(snaps, snapshot.policy.placement_config, False, snapshot.now)
-    return replace(snapshot, running=tuple(stages.away_running(snapshot.running)))
 
 
 def admit(snapshot: Snapshot) -> AdmissionResult:

@@ -12,8 +12,7 @@ import pytest
 
 from tests.unit.admission.builders import admitted, cluster, gpus, job, reason, res
 from vglobal.admission import AdmissionPolicy, Admit, QueueSnap, RunningJob, Snapshot, admit
-from vglobal.admission.admit import with_away
-from vglobal.admission.fit.stages import Stages
+from vglobal.admission.fit.stages import Stages, with_away
 from vglobal.config import HubSettings
 from vglobal.model.errors import Problems
 from vglobal.model.placement_config import parse_placement_config

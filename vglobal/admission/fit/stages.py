@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from vglobal.admission.snapshot import ClusterSnap, PendingJob, RunningJob
+from vglobal.admission.snapshot import ClusterSnap, PendingJob, RunningJob, Snapshot
 from vglobal.model.errors import Problems
 from vglobal.model.placement_config import PlacementConfig
 from vglobal.model.placement_prefs import (
@@ -250,6 +250,18 @@ class Stages:
             more = f" ({', '.join(why)})" if why else ""
             lines.append(f"{v.cluster}: score {v.score:.2f}, tried {_ordinal(place[v.cluster])}{more}")
         return lines
+
+
+def with_away(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with its running jobs that run away from where they prefer marked (``away``):
+    victim selection takes them first among equals."""
+    tainted = bool(snapshot.policy.placement_config.taints)
+    tainted = tainted or any(TAINTS_KEY in c.labels for c in snapshot.clusters)
+    if not tainted and not any(j.preferred for j in snapshot.running):
+        return snapshot
+    snaps = sorted({c.name: c for c in snapshot.clusters}.values(), key=lambda c: c.name)
+    stages = Stages(snaps, snapshot.policy.placement_config, False, snapshot.now)
+    return replace(snapshot, running=tuple(stages.away_running(snapshot.running)))
 
 
 def _minutes(seconds: float) -> str:
