@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from vglobal.dial import is_loopback
 from vglobal.model.admission_policy import AdmissionPolicy
 from vglobal.model.duration import parse_duration
+from vglobal.model.placement_config import load_placement_config
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|m|h))?\s*$")
 _PER = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -138,6 +139,12 @@ class HubSettings(BaseSettings):
         "--reclaim-interval (0 = no limit; 1 or more limits nothing).",
     )
     reclaim_interval: Seconds = Field(600.0, gt=0, description="The interval of --reclaim-limit.")
+    placement_config: Path | None = Field(
+        None,
+        description="The placement file: cluster taints, where datasets live, costs per cluster and "
+        "resource (README: Placement).",
+        json_schema_extra=FILE,
+    )
     claim_timeout: Seconds = Field(
         _POLICY.claim_timeout,
         gt=0,
@@ -247,7 +254,17 @@ class HubSettings(BaseSettings):
 
     def admission_policy(self) -> AdmissionPolicy:
         """The admission policy these settings give (one field each)."""
-        return AdmissionPolicy(**{f: getattr(self, f) for f in AdmissionPolicy.__dataclass_fields__})
+        names = [f for f in AdmissionPolicy.__dataclass_fields__ if f != "placement_config"]
+        fields = {f: getattr(self, f) for f in names}
+        return AdmissionPolicy(**fields, placement_config=load_placement_config(self.placement_config))
+
+    @model_validator(mode="after")
+    def _placement_file(self) -> Self:
+        try:
+            load_placement_config(self.placement_config)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--placement-config {self.placement_config}: {e}") from e
+        return self
 
     @model_validator(mode="after")
     def _secure_by_default(self) -> Self:

@@ -53,7 +53,7 @@ def _sample(tmp: Path, model: type[BaseSettings], field: str) -> tuple[list[str]
         return [flag, DB], DB, "postgresql://u:***@db.example/vg"
     if Path in (kind, *typing.get_args(kind)):
         path = tmp / f"{field}.file"
-        path.write_text("x")
+        path.write_text("{}" if field == "placement_config" else "x")  # a placement file is read at once
         return [flag, str(path)], str(path), str(path)
     if field in ("listen", "agent_listen"):
         return [flag, "127.0.0.1:4242"], "127.0.0.1:4242", "127.0.0.1:4242"

@@ -35,6 +35,7 @@ from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.failures import FailureCache
 from vglobal.admission.fit.gang_fit import GangFit, subset
 from vglobal.admission.fit.hyperjob import admit_groups, groups_of
+from vglobal.admission.fit.stages import with_away
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.share.checks import Checks
 from vglobal.admission.share.order import FairOrder, decayed_offsets
@@ -287,7 +288,12 @@ class _Cycle:
             return None
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
-        return Admit(self.clusters.names[c], grows=self.fit.grown.pop(job.snap.uid, ()))
+        grows = self.fit.grown.pop(job.snap.uid, ())
+        return Admit(self.clusters.names[c], grows=grows, away=self._away(job, c))
+
+    def _away(self, job: Job, c: int) -> str:
+        """Why the job runs away from where it prefers to (stages.py), "" when it does not."""
+        return self.clusters.stages.away(c, job.snap.preferred_clusters, job.snap.prefs)
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
@@ -308,7 +314,8 @@ class _Cycle:
             return None
         nominated = self._take_place(ask, plan, {job.leaf: plan.freed})
         preempting = self._record_preemption(job, plan)
-        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated)
+        away = self._away(job, plan.cluster)
+        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated, away=away)
 
     def _reclaim_pods(
         self, ask: Ask, leaf: Leaf, need: list[int] | None = None, within: int = 0
@@ -323,7 +330,9 @@ class _Cycle:
         )
         self.evictions += evictions
         self.reclaims.victims += whole
-        return Admit(self.clusters.names[got.plan.cluster], reclaiming=text, nominated=nominated)
+        c = got.plan.cluster
+        away = self._away(ask.job, c)
+        return Admit(self.clusters.names[c], reclaiming=text, nominated=nominated, away=away)
 
     def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
         """A queue above the job's leaf at its limit, below which the job may reclaim from its
@@ -400,7 +409,7 @@ def admit(snapshot: Snapshot) -> AdmissionResult:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _Cycle(snapshot).run()
+        return _Cycle(with_away(snapshot)).run()
     finally:
         if paused:
             gc.enable()

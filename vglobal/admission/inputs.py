@@ -28,6 +28,7 @@ from vglobal.admission.snapshot import (
 from vglobal.model.cards import CardFree
 from vglobal.model.forms import Member, PodPlacement
 from vglobal.model.forms import Placement as StoredPlacement
+from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs
 from vglobal.model.pod_anti_affinity import AntiTerm, task_pod_labels
 from vglobal.model.resources import ResourceVector
 from vglobal.model.served import GROUPED
@@ -90,6 +91,7 @@ class JobFacts:
     partitions: tuple[Partitions, ...] = ()  # the gang's partitioned tasks
     gpu_hints: tuple[Mapping[str, str], ...] = ()  # per gang shape, its GPU annotations
     preferred: tuple[str, ...] = ()  # clusters in the order it prefers them
+    prefs: PlacementPrefs = NO_PREFS  # tolerations, datasets, preference wait, binpack/spread
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
     tasks: tuple[str, ...] = ()  # its task names
     template_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # labelled tasks
@@ -136,6 +138,7 @@ class JobFacts:
             partitions=partitions_of(placement.partitions),
             gpu_hints=placement.gpu,
             preferred=placement.preferred,
+            prefs=placement.prefs,
             tasks=tuple(pod_requests),
             **rest,
         )
@@ -212,6 +215,7 @@ def pending_job(
         partitions=f.partitions,
         gpu_hints=f.gpu_hints,
         preferred_clusters=f.preferred,
+        prefs=f.prefs,
         anti_affinity=f.anti_affinity,
         tasks=f.tasks,
         task_labels=f.template_labels,
@@ -265,6 +269,8 @@ def admitted_job(
             namespace=f.namespace,
             anti_affinity=f.anti_affinity,
             name=f.name,
+            preferred=f.preferred[:1],
+            prefs=f.prefs,
         )
     return Admitted(charged, ran, running)
 

@@ -26,6 +26,7 @@ from vglobal.admission.ledger import Ledger
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
+from vglobal.model.placement_prefs import NO_PREFS
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
@@ -152,6 +153,8 @@ class Prepared:
             snapshot.policy.placement,
             self.ledger,
             snapshot.policy.keep_accelerators,
+            snapshot.policy.placement_config,
+            snapshot.now,
         )
         demand: dict[str, list[int]] = {}
         for (queue, rid), n in counts.items():
@@ -234,13 +237,18 @@ class Prepared:
         limited = self.group_limits.limited(queue)
         anti_on = self.anti.running_terms  # a running pod's own terms may select the job
 
+        stages = self.clusters.stages
+        staged_any = stages.no_schedule  # a cluster taint every job without toleration meets
+
         def form(job: PendingJob) -> Job:
             rid = rid_by_id[id(job.request)]
+            staged = staged_any or job.prefs is not NO_PREFS  # the placement stages' filters may apply
             if (
                 job.allowed_clusters is None
                 and not job.cluster_selector
                 and not job.excluded_clusters
                 and not job.workload
+                and not staged
             ):
                 cand = anywhere  # the common case, inlined
             else:

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from vglobal.model.admission_policy import PLACEMENTS, AdmissionPolicy
 from vglobal.model.cards import CardFree, CardUse
+from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs
 from vglobal.model.pod_anti_affinity import AntiTerm
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
@@ -154,6 +155,9 @@ class PendingJob:
     # vglobal.io/cluster-preference: of the clusters that hold it now, the first listed wins; the
     # unlisted come after, in the placement policy's order.
     preferred_clusters: tuple[str, ...] = ()
+    # Its tolerations of cluster taints, datasets and data locality, how long it waits for a
+    # preferred cluster, binpack/spread (the placement stages, fit/stages.py).
+    prefs: PlacementPrefs = NO_PREFS
     network_topology: tuple[str, int | None] | None = None  # (mode, highest tier allowed)
     # Its PriorityClass's preemptionPolicy: "Never" waits for free capacity and preempts nothing.
     preemption_policy: str = "PreemptLowerPriority"
@@ -219,6 +223,11 @@ class RunningJob:
     namespace: str = ""  # where its pods run (a pod anti-affinity term selects by namespace)
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
     name: str = ""  # its name in its namespace, for the reasons that name it
+    # Its first preferred cluster and its placement preferences: whether this run is away from
+    # where it prefers to run (fit/stages.py), which makes it a victim before its equals.
+    preferred: tuple[str, ...] = ()
+    prefs: PlacementPrefs = NO_PREFS
+    away: bool = False  # set by admission (stages.away_running), not by its input
 
 
 @dataclass(frozen=True)
@@ -275,6 +284,8 @@ class Admit:
     nominated: tuple[str, ...] = ()
     # Where its gang needs nodes the cluster's pools can add: (pool, nodes), so its event says so.
     grows: tuple[tuple[str, int], ...] = ()
+    # Set when the cluster is not where the job prefers to run (fit/stages.py): why, for its event.
+    away: str = ""
 
     @property
     def grows_text(self) -> str:

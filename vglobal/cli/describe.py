@@ -116,6 +116,10 @@ def describe_job(client: Client, name: str, namespace: str, console: Console) ->
             more += f"  {p.cause}" if p.cause else ""
             name = p.name_in_cluster or p.pod
             console.print(f"  {name}  {p.task or '-'}  {p.node or '-'}  {p.phase}{more}", highlight=False)
+    if explain.placement:
+        console.print("Placement (per cluster):", highlight=False)
+        for line in explain.placement:
+            console.print(f"  {line}", highlight=False, soft_wrap=True)
     console.print("Events:", highlight=False)
     if not explain.events:
         console.print("  <none>", highlight=False)

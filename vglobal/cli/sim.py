@@ -10,6 +10,7 @@ import click
 from vglobal.cli.settings_flags import as_duration
 from vglobal.cli.sim_openb import openb
 from vglobal.model.admission_policy import PLACEMENTS, AdmissionPolicy
+from vglobal.model.placement_config import PlacementConfig, load_placement_config
 
 _POLICY = AdmissionPolicy()  # the hub's defaults
 
@@ -96,6 +97,12 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     default=None,
     help="An agent hands back a gang it could not place this long (default: never).",
 )
+@click.option(
+    "--placement-config",
+    type=_FILE,
+    default=None,
+    help="The hub's placement file: cluster taints, where datasets live, costs (README: Placement).",
+)
 @click.option("-o", "--output", "fmt", type=click.Choice(["json"]), default="json", show_default=True)
 def sim_run(
     clusters: tuple[Path, ...],
@@ -113,6 +120,7 @@ def sim_run(
     claim_timeout: float,
     keep_accelerators: bool,
     bind_timeout: float | None,
+    placement_config: Path | None,
     fmt: str,
 ) -> None:
     """Run jobs through the hub's admission and the agents' scheduler and job controller on
@@ -131,6 +139,7 @@ def sim_run(
         reclaim_limit=reclaim_limit,
         claim_timeout=claim_timeout,
         keep_accelerators=keep_accelerators,
+        placement_config=_placement_config(placement_config),
     )
     rules = Rules(policy, reclaim_interval=reclaim_interval)
     try:
@@ -156,3 +165,10 @@ def sim_run(
 
 
 sim.add_command(openb)
+
+
+def _placement_config(path: Path | None) -> PlacementConfig:
+    try:
+        return load_placement_config(path)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--placement-config") from e

@@ -49,6 +49,7 @@ async def job_data(request: Request, caller: Caller) -> dict[str, Any]:
         "job": data,
         "decision": explain.decision,
         "explanation": explain.reason,
+        "placement": list(explain.placement),  # a waiting job's verdict per cluster
         "events": events,
         "submitted_by": data["submitted_by"] or _who(events, "Submitted", "Created"),
         "cancelled_by": _who(events, "Cancelled", "CancelRequested", "Cancel", "Deleted"),

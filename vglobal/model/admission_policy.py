@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vglobal.model.placement_config import NO_CONFIG, PlacementConfig
+
 PLACEMENTS = ("binpack", "spread")
 
 
@@ -42,3 +44,5 @@ class AdmissionPolicy:
     # Seconds a claim on room freed by victims stands for the job they were taken for (until its
     # pods bind): meanwhile nobody else is admitted into that room, the victims included.
     claim_timeout: float = 120.0
+    # The placement file (--placement-config): cluster taints, dataset locations, costs.
+    placement_config: PlacementConfig = NO_CONFIG

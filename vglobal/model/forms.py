@@ -12,6 +12,7 @@ from vglobal.model import hyperjob
 from vglobal.model.cards import CardUse
 from vglobal.model.gpu_fit import gpu_hints
 from vglobal.model.job import Job, NetworkTopology, Task
+from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs
 from vglobal.model.resources import ResourceVector
 from vglobal.model.served import resource_of
 
@@ -141,6 +142,7 @@ class Placement:
     # Per gang shape (Gang.of's order), its task's GPU annotations (gpu_fit.GPU_HINTS); () if none.
     gpu: tuple[Mapping[str, str], ...] = ()
     preferred: tuple[str, ...] = ()  # vglobal.io/cluster-preference, in order
+    prefs: PlacementPrefs = NO_PREFS  # tolerations, datasets, preference wait, binpack/spread
 
     @classmethod
     def of(cls, job: Job) -> Placement:
@@ -163,6 +165,7 @@ class Placement:
             resource_of(job.raw),
             gang_gpu_hints(job),
             job.preferred_clusters,
+            job.placement_prefs,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -179,6 +182,8 @@ class Placement:
             out["gpu"] = [dict(h) for h in self.gpu]
         if self.preferred:
             out["preferred"] = list(self.preferred)
+        if self.prefs:
+            out["prefs"] = self.prefs.to_json()
         return out
 
     @classmethod
@@ -194,6 +199,7 @@ class Placement:
             partitions=tuple(PartitionGang.from_json(p) for p in data.get("partitions") or ()),
             gpu=tuple(data.get("gpu") or ()),
             preferred=tuple(data.get("preferred") or ()),
+            prefs=PlacementPrefs.from_json(data.get("prefs")),
         )
 
 

@@ -22,6 +22,7 @@ from vglobal.model.partition import (
     group_policy,
     sub_group_policy,
 )
+from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs, read_prefs
 from vglobal.model.pod_fields import POD_SPEC_FIELDS, PodSpecFields
 from vglobal.model.policy import Policy, PolicySpec, build_policies
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -87,6 +88,8 @@ class Job:
     allowed_clusters: frozenset[str] | None = None
     cluster_selector: Mapping[str, str] = field(default_factory=dict)
     preferred_clusters: tuple[str, ...] = ()
+    # tolerations, datasets, preference wait, binpack/spread (placement_prefs.py)
+    placement_prefs: PlacementPrefs = NO_PREFS
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -418,6 +421,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         allowed_clusters=_allowed_clusters(p, meta.annotations),
         cluster_selector=_cluster_selector(p, meta.annotations),
         preferred_clusters=_preferred_clusters(p, meta.annotations),
+        placement_prefs=read_prefs(p, meta.annotations),
         raw=copy_tree(dict(doc)),
     )
     p.raise_if_any()

@@ -1,7 +1,8 @@
 """Placement a queue sets for its jobs, inherited down the queue tree: a queue's annotations
 ``vglobal.io/clusters`` (the clusters its jobs may run in), ``vglobal.io/cluster-selector`` (labels
-those clusters must have) and ``vglobal.io/cluster-preference`` (the order they prefer them), the
-same annotations a job carries. A job's own annotation wins; a
+those clusters must have) and ``vglobal.io/cluster-preference`` (the order they prefer them), and
+the placement preferences of placement_prefs.py (tolerations, datasets, data locality, preference
+wait, binpack/spread): the same annotations a job carries. A job's own annotation wins; a
 queue without the setting takes its nearest ancestor's."""
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from vglobal.model.job import (
     _cluster_selector,
     _preferred_clusters,
 )
+from vglobal.model.placement_prefs import ANNOTATIONS as PREFS_ANNOTATIONS
+from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs, read_prefs
 
-ANNOTATIONS = (CLUSTERS_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION, PREFERENCE_ANNOTATION)
+ANNOTATIONS = (CLUSTERS_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION, PREFERENCE_ANNOTATION, *PREFS_ANNOTATIONS)
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class QueuePolicy:
     clusters: frozenset[str] | None = None  # None: any cluster
     preferred: tuple[str, ...] = ()
     selector: tuple[tuple[str, str], ...] = ()  # cluster labels, sorted
+    prefs: PlacementPrefs = NO_PREFS  # each setting from the nearest queue that has it
 
 
 def check_queue_policy(p: Problems, annotations: Mapping[str, str]) -> None:
@@ -36,6 +40,7 @@ def check_queue_policy(p: Problems, annotations: Mapping[str, str]) -> None:
     _allowed_clusters(p, annotations)
     _cluster_selector(p, annotations)
     _preferred_clusters(p, annotations)
+    read_prefs(p, annotations)
 
 
 def inherited(chain: Iterable[Mapping[str, str]]) -> QueuePolicy:
@@ -44,6 +49,7 @@ def inherited(chain: Iterable[Mapping[str, str]]) -> QueuePolicy:
     clusters: frozenset[str] | None = None
     preferred: tuple[str, ...] = ()
     selector: dict[str, str] = {}
+    prefs = NO_PREFS
     for marks in chain:
         p = Problems()  # stored queues were checked when applied
         if clusters is None:
@@ -52,7 +58,8 @@ def inherited(chain: Iterable[Mapping[str, str]]) -> QueuePolicy:
             preferred = _preferred_clusters(p, marks)
         if not selector:
             selector = _cluster_selector(p, marks)
-    return QueuePolicy(clusters, preferred, tuple(sorted(selector.items())))
+        prefs = prefs.or_else(read_prefs(p, marks))
+    return QueuePolicy(clusters, preferred, tuple(sorted(selector.items())), prefs)
 
 
 def sources(chain: Iterable[tuple[str, Mapping[str, str]]]) -> dict[str, tuple[str, str]]:
@@ -76,4 +83,8 @@ def with_policy(job: Job, policy: QueuePolicy) -> Job:
         changes["preferred_clusters"] = policy.preferred
     if not job.cluster_selector and policy.selector:
         changes["cluster_selector"] = dict(policy.selector)
+    if policy.prefs:
+        merged = job.placement_prefs.or_else(policy.prefs)
+        if merged != job.placement_prefs:
+            changes["placement_prefs"] = merged
     return dataclasses.replace(job, **changes) if changes else job  # type: ignore[arg-type]

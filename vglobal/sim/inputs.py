@@ -25,6 +25,7 @@ from vglobal.model.manifests import Manifest
 from vglobal.model.priority_class import PriorityClass, UnknownPriorityClass, job_priority
 from vglobal.model.queue import ROOT, Queue, QueueRefused, check_job_queue, default_queue
 from vglobal.model.queue_affinity import limit_vectors
+from vglobal.model.queue_policy import QueuePolicy, inherited, with_policy
 from vglobal.store.repo.jobs import static_of
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -172,6 +173,7 @@ def load_workload(path: Path, clusters: Mapping[str, ClusterSnap] | None = None)
             raise SimInputError(f"{where}: metadata.name: already defined in {submitted[job.key]}")
         submitted[job.key] = f
         _check_queue(where, job, {n: q for n, (_, q) in queues.items()})
+        job = with_policy(job, _queue_policy(job.queue, queues))  # as the hub does at submit
         uid = f"{i:06d}-{job.namespace}-{job.name}"
         try:
             value = job_priority(job, classes.get, classes.values)
@@ -202,6 +204,17 @@ def _check_tree(queues: dict[str, tuple[Path, Queue]]) -> None:
                 raise SimInputError(f'{f}: Queue "{name}": spec.parent: the queues\' parents form a cycle')
             seen.add(parent)
             parent = queues[parent][1].parent or ROOT
+
+
+def _queue_policy(name: str, queues: dict[str, tuple[Path, Queue]]) -> QueuePolicy:
+    """The placement the queue gives its jobs, inherited down the (checked) tree."""
+    chain = []
+    cur = name
+    while cur != ROOT and cur in queues:
+        q = queues[cur][1]
+        chain.append(q.annotations)
+        cur = q.parent or ROOT
+    return inherited(chain)
 
 
 def _check_queue(where: str, job: Job, queues: dict[str, Queue]) -> None:

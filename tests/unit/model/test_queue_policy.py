@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from vglobal.model.job import Job
 from vglobal.model.manifests import parse_manifest
 from vglobal.model.queue_policy import QueuePolicy, inherited, sources, with_policy
@@ -65,3 +67,13 @@ def test_the_field_a_queue_was_named_in_is_kept() -> None:
 def test_describe_names_the_queue_each_setting_comes_from() -> None:
     chain = [("team-a", {PREFERENCE: "b"}), ("tenants", {CLUSTERS: "a,b", PREFERENCE: "a"})]
     assert sources(chain) == {PREFERENCE: ("b", "team-a"), CLUSTERS: ("a,b", "tenants")}
+
+
+def test_placement_preferences_are_inherited_setting_by_setting() -> None:
+    leaf = {"vglobal.io/placement": "spread"}
+    top = {"vglobal.io/tolerations": "burst", "vglobal.io/placement": "binpack", "vglobal.io/preference-wait": "5m"}
+    prefs = inherited([leaf, top]).prefs
+    assert (prefs.placement, [t.text for t in prefs.tolerations], prefs.wait) == ("spread", ["burst"], 300.0)
+    own = Job(name="j", placement_prefs=replace(prefs, placement="binpack", tolerations=()))
+    got = with_policy(own, QueuePolicy(prefs=prefs)).placement_prefs
+    assert (got.placement, [t.text for t in got.tolerations]) == ("binpack", ["burst"])

@@ -11,6 +11,7 @@ import numpy as np
 
 from vglobal.admission.explain import lacks_reason
 from vglobal.admission.fit.index import IntArray
+from vglobal.admission.fit.stages import Stages
 from vglobal.admission.snapshot import ClusterSnap, PendingJob
 from vglobal.model.served import lacks
 
@@ -30,23 +31,27 @@ class Candidates:
     ids: tuple[int, ...]
     key: bytes
     note: str = ""
+    spread: bool | None = None  # the job's or its queue's binpack (False) / spread (True); None: the hub's
 
 
 class CandidateSets:
     """One Candidates per distinct set of placement annotations, over the cycle's clusters (in
     name order, as ``Clusters`` indexes them)."""
 
-    def __init__(self, snaps: Sequence[ClusterSnap], schedulable: BoolArray) -> None:
+    def __init__(self, snaps: Sequence[ClusterSnap], schedulable: BoolArray, stages: Stages) -> None:
         self.snaps = snaps
         self.schedulable = schedulable
+        self.stages = stages
         self._sets: dict[tuple[object, ...], Candidates] = {}
 
     def of(self, job: PendingJob) -> Candidates:
+        staged = self.stages.filter_key(job)  # taints, data locality, preference wait, placement
         if (
             job.allowed_clusters is None
             and not job.cluster_selector
             and not job.excluded_clusters
             and not job.workload
+            and not staged
         ):
             return self.anywhere()
         key = (
@@ -54,8 +59,33 @@ class CandidateSets:
             tuple(sorted(job.cluster_selector.items())),
             job.excluded_clusters,
             job.workload,
+            staged,
         )
-        return self._for(key, job.allowed_clusters, job.cluster_selector, job.excluded_clusters, job.workload)
+        return self._for(
+            key,
+            job.allowed_clusters,
+            job.cluster_selector,
+            job.excluded_clusters,
+            job.workload,
+            job if staged else None,
+        )
+
+    def left_out(self, job: PendingJob) -> dict[int, str]:
+        """Per cluster the job's own filters (before the stages') leave out, why (describe)."""
+        out = {}
+        allowed, selector = job.allowed_clusters, job.cluster_selector
+        for i, c in enumerate(self.snaps):
+            if not self.schedulable[i]:
+                out[i] = "not schedulable (NotReady or cordoned)"
+            elif allowed is not None and c.name not in allowed:
+                out[i] = "not in the job's allowed clusters"
+            elif c.name in job.excluded_clusters:
+                out[i] = "skipped for a while after it rejected or lost the job"
+            elif not selector_matches(c.labels, selector):
+                out[i] = "labels do not match the cluster selector"
+            elif lacks(c.labels, job.workload):
+                out[i] = lacks_reason([c.name], job.workload)
+        return out
 
     def anywhere(self) -> Candidates:
         return self._for((), None, {}, frozenset())
@@ -67,6 +97,7 @@ class CandidateSets:
         selector: Mapping[str, str],
         excluded: frozenset[str],
         workload: str = "",
+        job: PendingJob | None = None,
     ) -> Candidates:
         got = self._sets.get(key)
         if got is None:
@@ -80,7 +111,18 @@ class CandidateSets:
             lacking = [c.name for i, c in enumerate(self.snaps) if ok[i] and lacks(c.labels, workload)]
             if lacking:
                 ok = [v and c.name not in lacking for v, c in zip(ok, self.snaps, strict=True)]
-            arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
             note = lacks_reason(lacking, workload) if lacking else ""
-            got = self._sets[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes(), note)
+            spread = None
+            if job is not None:  # the stages' filters
+                stages = self.stages
+                why = {c.name: w for i, c in enumerate(self.snaps)
+                       if ok[i] and (w := stages.filtered(i, job))}
+                if why:
+                    ok = [v and c.name not in why for v, c in zip(ok, self.snaps, strict=True)]
+                    more = "; ".join(f"{n} filtered: {w}" for n, w in why.items())
+                    note = f"{note}; {more}" if note else more
+                if job.prefs.placement:
+                    spread = job.prefs.placement == "spread"
+            arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
+            got = self._sets[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes(), note, spread)
         return got

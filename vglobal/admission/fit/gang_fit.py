@@ -40,7 +40,7 @@ def subset(cand: Candidates, ids: Sequence[int]) -> Candidates:
     keep = set(ids)
     chosen = [c for c in cand.ids if c in keep]
     arr = np.array(chosen, dtype=np.int64)
-    return Candidates(arr, tuple(chosen), arr.tobytes() + b"|" + cand.key, cand.note)
+    return Candidates(arr, tuple(chosen), arr.tobytes() + b"|" + cand.key, cand.note, cand.spread)
 
 
 class GangFit:
@@ -80,11 +80,14 @@ class GangFit:
     def place(self, job: Job, held: Mapping[int, Held], cards: CardPacker | None) -> int | None:
         """The cluster among ``job.cand`` the gang went to, committed; None if none holds it."""
         held = self.held(job, held)
-        found = self._preferred(job, held, cards) if job.snap.preferred_clusters else None
-        if found is None:
-            found = self._on_real_nodes(job, held, cards)
-        if found is None:
-            found = self.placement(job, held, cards)
+        if self.clusters.stages.orders(job.snap):
+            found = self._staged(job, held, cards)
+        else:
+            found = self._preferred(job, held, cards) if job.snap.preferred_clusters else None
+            if found is None:
+                found = self._on_real_nodes(job, held, cards)
+            if found is None:
+                found = self.placement(job, held, cards)
         if found is None:
             if cards is not None and not self.card_misfit.get(job.snap.uid):  # a child's first answer
                 self.card_misfit[job.snap.uid] = self._card_reason(job, held, cards)
@@ -110,6 +113,18 @@ class GangFit:
                 found = self.placement(replace(job, cand=subset(job.cand, [c])), held, cards)
                 if found is not None:
                     return found
+        return None
+
+    def _staged(
+        self, job: Job, held: Mapping[int, Held], cards: CardPacker | None
+    ) -> tuple[int, Placement] | None:
+        """The candidates in the groups the placement stages' scores make (stages.py), each tried
+        in turn: the first group with a cluster that holds the gang takes it."""
+        for group in self.clusters.stages.groups(job.snap, job.cand.ids):
+            part = replace(job, cand=subset(job.cand, group))
+            found = self._on_real_nodes(part, held, cards) or self.placement(part, held, cards)
+            if found is not None:
+                return found
         return None
 
     def _on_real_nodes(

@@ -64,6 +64,7 @@ class GroupLimits:
             cand.ids,
             cand.key + b"|limits|" + queue.encode(),
             f"{cand.note}; {note}" if cand.note else note,
+            cand.spread,
         )
 
     def _group_of(self, c: int) -> list[str | None]:

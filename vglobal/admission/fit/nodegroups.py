@@ -91,7 +91,9 @@ class NodeGroups:
                     note += f"; no node of them in {', '.join(missing)}"
             if cand.note:
                 note = f"{cand.note}; {note}"
-            got = self._cands[key] = Candidates(arr, tuple(ids), arr.tobytes() + b"|" + tag, note)
+            got = self._cands[key] = Candidates(
+                arr, tuple(ids), arr.tobytes() + b"|" + tag, note, cand.spread
+            )
         return got
 
     def held(self, aff: QueueAffinity, cand: Candidates, base: Mapping[int, Held]) -> dict[int, Held]:

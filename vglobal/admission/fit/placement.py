@@ -26,8 +26,10 @@ from vglobal.admission.fit.candidates import Candidates, CandidateSets
 from vglobal.admission.fit.closest import closest
 from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.stages import Stages
 from vglobal.admission.ledger import Ledger, Undo
 from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob, node_order
+from vglobal.model.placement_config import NO_CONFIG, PlacementConfig
 from vglobal.model.resources import is_accelerator
 
 
@@ -82,6 +84,8 @@ class Clusters:
         policy: str,
         ledger: Ledger | None = None,
         keep_accelerators: bool = False,
+        config: PlacementConfig = NO_CONFIG,
+        now: float = 0.0,
     ) -> None:
         self.index = index
         # the cycle's ledger: what a commit or release changes is undone with its checkpoint
@@ -130,8 +134,10 @@ class Clusters:
         self._log: list[int] = []  # clusters in commit order: what moved since a ranking was made
         self._ranks: dict[tuple[bytes, str], _Ranking] = {}
         self._dropped: dict[str, list[int]] = {}  # gang tag -> clusters it no longer fits
-        self._scores: dict[tuple[int, ...], list[tuple[int, float, int]]] = {}
-        self.cands = CandidateSets(snaps, self.schedulable)
+        self._scores: dict[tuple[tuple[int, ...], bool], list[tuple[int, float, int]]] = {}
+        # the placement stages (stages.py): filters in the candidates, scores in GangFit
+        self.stages = Stages(snaps, config, keep_accelerators, now)
+        self.cands = CandidateSets(snaps, self.schedulable, self.stages)
         # Clusters with the same node inventory answer "does it fit when empty" alike.
         kinds: dict[tuple[tuple[int, ...], bytes], int] = {}
         self._inventory = [kinds.setdefault((a.shape, a.tobytes()), len(kinds)) for a in self.alloc]
@@ -177,14 +183,15 @@ class Clusters:
         """Every schedulable cluster: the candidates of a job without placement annotations."""
         return self.cands.anywhere()
 
-    def _rank_keys(self, dims: tuple[int, ...]) -> list[tuple[int, float, int]]:
+    def _rank_keys(self, dims: tuple[int, ...], spread: bool) -> list[tuple[int, float, int]]:
         """Per cluster, its sort key for gangs asking for `dims`; commit() keeps it current."""
-        got = self._scores.get(dims)
+        got = self._scores.get((dims, spread))
         if got is None:
-            got = self._scores[dims] = [self._rank_key(c, dims) for c in range(len(self.names))]
+            got = [self._rank_key(c, dims, spread) for c in range(len(self.names))]
+            self._scores[(dims, spread)] = got
         return got
 
-    def _rank_key(self, c: int, dims: tuple[int, ...]) -> tuple[int, float, int]:
+    def _rank_key(self, c: int, dims: tuple[int, ...], spread: bool) -> tuple[int, float, int]:
         score = 0.0
         asks_accel = False
         for r in dims:
@@ -192,7 +199,7 @@ class Clusters:
             asks_accel = asks_accel or self._accel_dims[r]
         # work asking for no accelerator: clusters without one first
         tier = 0 if asks_accel else self.accel[c]
-        return (tier, score, c) if self.spread else (tier, -score, c)
+        return (tier, score, c) if spread else (tier, -score, c)
 
     def order(self, cand: Candidates, gang: PreparedGang) -> list[int]:
         """Candidates that may still hold the gang, best score first (binpack: fullest on the gang's
@@ -204,7 +211,8 @@ class Clusters:
         """
         key = (cand.key, gang.tag)
         entry = self._ranks.get(key)
-        rank = self._rank_keys(gang.dims_key).__getitem__
+        spread = self.spread if cand.spread is None else cand.spread  # a queue's or job's own
+        rank = self._rank_keys(gang.dims_key, spread).__getitem__
         if entry is None:
             members = set(cand.ids)
             entry = self._ranks[key] = _Ranking(sorted(members, key=rank), len(self._log), members)
@@ -217,7 +225,7 @@ class Clusters:
                     entry.ranked.remove(c)
             entry.dropped = len(drops)
         log = self._log
-        if entry.seen == len(log) - 1 and entry.ranked and entry.ranked[0] == log[-1] and not self.spread:
+        if entry.seen == len(log) - 1 and entry.ranked and entry.ranked[0] == log[-1] and not spread:
             # The usual step: the cluster first in line took a job. Binpack only ranks it higher.
             entry.seen += 1
         if entry.seen != len(log):
@@ -339,8 +347,8 @@ class Clusters:
         for r, v in gang.total_pairs:
             tot[r] -= v
             full[r] = (alloc[r] - tot[r]) / alloc[r]
-        for dims, keys in self._scores.items():
-            keys[c] = self._rank_key(c, dims)
+        for (dims, spread), keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims, spread)
         self._version[c] += 1
         self._log.append(c)
         if self.schedulable[c]:
@@ -360,8 +368,8 @@ class Clusters:
                 if self.schedulable[c]:
                     self.free_sum[r] += v
         self.full[c] = self._fullness(c)
-        for dims, keys in self._scores.items():
-            keys[c] = self._rank_key(c, dims)
+        for (dims, spread), keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims, spread)
         self._misfit[c].clear()
         self._cursor[c].clear()
         self._ranks.clear()
@@ -385,8 +393,8 @@ class Clusters:
                 self.free_sum[r] += was - now
         self.rows[c][:], self.tot[c][:], self.full[c][:] = saved.rows, saved.tot, saved.full
         self._cursor[c], self._misfit[c] = saved.cursor, saved.misfit  # copies: the undo's own
-        for dims, keys in self._scores.items():
-            keys[c] = self._rank_key(c, dims)
+        for (dims, spread), keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims, spread)
         self._version[c] += 1
         # Not a commit: order()'s shortcut for one (the cluster first in line only got fuller)
         # does not hold (-1 is no cluster), so rankings re-sort the clusters logged.

@@ -117,7 +117,11 @@ class PodAntiAffinity:
         )
         note = "pod anti-affinity keeps its pods off nodes where pods it conflicts with run"
         return Candidates(
-            cand.array, cand.ids, cand.key + b"|anti|" + tag, f"{cand.note}; {note}" if cand.note else note
+            cand.array,
+            cand.ids,
+            cand.key + b"|anti|" + tag,
+            f"{cand.note}; {note}" if cand.note else note,
+            cand.spread,
         )
 
     def held(self, job: PendingJob, cand: Candidates, base: Mapping[int, Held]) -> dict[int, Held]:

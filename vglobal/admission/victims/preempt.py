@@ -68,9 +68,10 @@ class Plan:
 
 
 def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
-    """Lowest priority, newest, uid (stable sorts, last key first)."""
+    """Lowest priority, away runs (placement stages), newest, uid (stable sorts, last key first)."""
     out = sorted(jobs, key=attrgetter("uid"))
     out.sort(key=attrgetter("created"), reverse=True)
+    out.sort(key=attrgetter("away"), reverse=True)
     out.sort(key=attrgetter("priority"))
     return out
 

@@ -109,8 +109,8 @@ class PodReclaims:
             q = tree.idx[job.queue]
             if q == leaf or (within and within not in tree.path[q]):
                 continue
-            jobs.append((self._queue_key(q, leaf), job.priority, -job.created, job.uid, q, job))
-        jobs.sort(key=itemgetter(0, 1, 2, 3))
+            jobs.append((self._queue_key(q, leaf), job.priority, not job.away, -job.created, job.uid, q, job))
+        jobs.sort(key=itemgetter(0, 1, 2, 3, 4))
         pods, wholes = [], []
         node_col, row = self.clusters.node_col[c], self.index.known_row
         for *_, q, job in jobs:

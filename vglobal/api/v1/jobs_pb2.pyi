@@ -823,6 +823,7 @@ class ExplainJobResponse(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
     REASON_KIND_FIELD_NUMBER: _builtins.int
+    PLACEMENT_FIELD_NUMBER: _builtins.int
     decision: _builtins.str
     """"Admitted", "Waiting", "Finished", ..."""
     reason: _builtins.str
@@ -832,6 +833,13 @@ class ExplainJobResponse(_message.Message):
     def job(self) -> Global___Job: ...
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Event]: ...
+    @_builtins.property
+    def placement(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """A waiting job: per cluster, the placement stages' verdict ("gpu-east: filtered: taint
+        gpu-only=true:NoSchedule (no toleration)", "cloud: score 0.50, tried 2nd (cost 12.00/h,
+        preference 2nd)"), in the order the clusters are tried, the filtered last.
+        """
+
     def __init__(
         self,
         *,
@@ -840,10 +848,11 @@ class ExplainJobResponse(_message.Message):
         reason: _builtins.str = ...,
         events: _abc.Iterable[_common_pb2.Event] | None = ...,
         reason_kind: _builtins.str = ...,
+        placement: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["job", b"job"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "events", b"events", "job", b"job", "reason", b"reason", "reason_kind", b"reason_kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "events", b"events", "job", b"job", "placement", b"placement", "reason", b"reason", "reason_kind", b"reason_kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -136,6 +136,11 @@ def write_admissions(
         for uid, _, _ in done
         if isinstance(d := decisions[uid], Admit) and d.grows
     ]
+    new_events += [  # away from where it prefers to run: preempted or reclaimed first among equals
+        NewEvent("Away", f"runs away from where it prefers: {d.away}", job_uid=uid, cluster=d.cluster)
+        for uid, _, _ in done
+        if isinstance(d := decisions[uid], Admit) and d.away
+    ]
     events_repo.add_events(new_events, session=session)
     if result.reclaims or result.evictions:
         notify(DELIVER, session=session)  # runs stop too: every stream checks

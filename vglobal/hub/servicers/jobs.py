@@ -28,6 +28,7 @@ from vglobal.hub.job_actions import cancel_job, delete_job, resume_job
 from vglobal.hub.job_apply import ApplyRequest, apply_job
 from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.gone import explained
+from vglobal.hub.servicers.job_verdicts import placement_verdicts
 from vglobal.hub.submit import Accepted, ItemFailed, Submission, accept, store
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model import hyperjob
@@ -320,6 +321,8 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request, session=session)
             events = events_repo.job_events(row.uid, session=session)
+            waiting = row.binding_phase == BindingPhase.Suspended
+            verdicts = placement_verdicts(row, self.ctx.settings, session=session) if waiting else []
         reason, kind = row.reason, row.reason_kind
         if row.binding_phase == BindingPhase.Suspended:
             decision = "Waiting"
@@ -337,6 +340,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             reason=reason,
             reason_kind=kind,
             events=[convert.event(e) for e in events],
+            placement=verdicts,
         )
 
 

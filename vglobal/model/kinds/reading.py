@@ -30,6 +30,7 @@ from vglobal.model.job import (
 )
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, pod_request, validate_model
 from vglobal.model.network_topology import NetworkTopology, NetworkTopologySpec, build_network_topology
+from vglobal.model.placement_prefs import read_prefs
 
 # Volcano's label and annotation, then Kueue's label (its LocalQueue's name read as the queue's).
 QUEUE_LABELS = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name", "kueue.x-k8s.io/queue-name")
@@ -241,6 +242,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
     network = topology(p, labels)
     allowed, selector = _allowed_clusters(p, annotations), _cluster_selector(p, annotations)
     preferred = _preferred_clusters(p, annotations)
+    prefs = read_prefs(p, annotations)
     p.raise_if_any()
     return Job(
         name=meta.name,
@@ -258,5 +260,6 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         allowed_clusters=allowed,
         cluster_selector=selector,
         preferred_clusters=preferred,
+        placement_prefs=prefs,
         raw=copy.deepcopy(dict(doc)),
     )
