@@ -37,7 +37,7 @@ pools:
 GANG = """
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
-metadata: {name: NAME}
+metadata: {name: NAME, annotations: {vglobal.io/clusters: CLUSTER}}
 spec:
   minAvailable: 3
   tasks:
@@ -48,25 +48,20 @@ spec:
 """
 
 
-def _start(
-    system: System, tmp: Path, *emulator_args: str, pool_max: int = 3, bind_timeout: str
-) -> EmulatorProcess:
-    (tmp / "cloud.yaml").write_text(CLOUD)
-    (tmp / "pools.yaml").write_text(POOLS.replace("MAX", str(pool_max)))
-    emu = EmulatorProcess(
-        tmp / "cloud.kubeconfig", "--name", "cloud", "--cluster", str(tmp / "cloud.yaml"), *emulator_args
-    )
-    system.start_hub()
+def _emulator(tmp: Path, name: str, *args: str) -> EmulatorProcess:
+    (path := tmp / f"{name}.yaml").write_text(CLOUD.replace("name: cloud", f"name: {name}"))
+    return EmulatorProcess(tmp / f"{name}.kubeconfig", "--name", name, "--cluster", str(path), *args)
+
+
+def _agent(system: System, tmp: Path, emu: EmulatorProcess, name: str, pool_max: int) -> None:
+    (pools := tmp / f"{name}-pools.yaml").write_text(POOLS.replace("MAX", str(pool_max)))
     system.start_kube_agent(
-        "cloud", emu.kubeconfig, "--lease-duration", "0", "--node-pools", str(tmp / "pools.yaml"),
-        "--bind-timeout", bind_timeout,
-    )  # fmt: skip
-    wait_for(lambda: len(system.get_json("clusters")) == 1, 60, "cloud registered", system)
-    return emu
+        name, emu.kubeconfig, "--lease-duration", "0", "--node-pools", str(pools), "--bind-timeout", "8s"
+    )
 
 
-def _apply(system: System, tmp: Path, name: str) -> None:
-    (path := tmp / f"{name}.yaml").write_text(GANG.replace("NAME", name))
+def _apply(system: System, tmp: Path, name: str, cluster: str) -> None:
+    (path := tmp / f"job-{name}.yaml").write_text(GANG.replace("NAME", name).replace("CLUSTER", cluster))
     system.cli("apply", "-f", str(path))
 
 
@@ -103,54 +98,53 @@ def _running(system: System, name: str) -> dict[str, Any]:
     )
 
 
-def test_a_gang_runs_once_a_provisioning_request_brought_its_nodes(system: System, tmp_path: Path) -> None:
-    emu = _start(system, tmp_path, bind_timeout="30s")
+def test_gangs_grow_pools_by_provisioning_request_or_gated_pods_and_one_whose_nodes_never_come_goes_back(
+    system: System, tmp_path: Path
+) -> None:
+    # cloud serves ProvisioningRequests; edge does not: its pods wait behind the scheduling gate, and
+    # its agent believes the pool reaches 6 nodes where the cluster's autoscaler stops at 3
+    cloud = _emulator(tmp_path, "cloud")
+    edge = _emulator(tmp_path, "edge", "--no-provisioning-requests")
     try:
+        system.start_hub()
+        _agent(system, tmp_path, cloud, "cloud", 3)
+        _agent(system, tmp_path, edge, "edge", 6)
+        wait_for(lambda: len(system.get_json("clusters")) == 2, 60, "both registered", system)
         with system.client() as c:
             (pool,) = c.get_cluster("cloud").pools  # from the --node-pools file and the labelled node
         assert (pool.name, pool.current, pool.max, pool.provision_seconds) == ("gpu", 1, 3, 2.0)
-        _apply(system, tmp_path, "pretrain")
+        _apply(system, tmp_path, "pretrain", "cloud")
+        _apply(system, tmp_path, "first", "edge")
         assert _running(system, "pretrain")["cluster"] == "cloud"
-        (request,) = _custom(emu.kubeconfig, "provisioningrequests")
+        (request,) = _custom(cloud.kubeconfig, "provisioningrequests")
         assert request["spec"]["provisioningClassName"] == "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
         assert [s["count"] for s in request["spec"]["podSets"]] == [3]  # the gang's waiting pods, one task
         conditions = {c["type"]: c["status"] for c in request["status"]["conditions"]}
         assert conditions == {"Accepted": "True", "Provisioned": "True"}, conditions
-        nodes = sorted(p.spec.node_name for p in _pods(emu.kubeconfig, "pretrain"))
+        nodes = sorted(p.spec.node_name for p in _pods(cloud.kubeconfig, "pretrain"))
         assert nodes == ["gpu-0", "gpu-1", "gpu-2"], nodes
         with system.client() as c:
-            cloud = c.get_cluster("cloud")
-        assert cloud.nodes == 3 and [(p.current, p.max) for p in cloud.pools] == [(3, 3)]
+            grown = c.get_cluster("cloud")
+        assert grown.nodes == 3 and [(p.current, p.max) for p in grown.pools] == [(3, 3)]
         hub = [e.message for e in c_events(system, "pretrain") if e.reason == "Provisioning"]
         assert hub == ["its gang needs 2 nodes of node pool gpu that cluster cloud can add"], hub
-    finally:
-        emu.stop()
 
-
-def test_gated_pods_grow_the_pool_and_a_gang_whose_nodes_never_come_is_handed_back(
-    system: System, tmp_path: Path
-) -> None:
-    # no ProvisioningRequest API: pods wait behind the gate; the agent believes the pool reaches 6
-    # nodes, the cluster's autoscaler stops at 3
-    emu = _start(system, tmp_path, "--no-provisioning-requests", pool_max=6, bind_timeout="8s")
-    try:
-        _apply(system, tmp_path, "first")
-        _running(system, "first")
-        placed = _pods(emu.kubeconfig, "first")
+        assert _running(system, "first")["cluster"] == "edge"
+        placed = _pods(edge.kubeconfig, "first")
         assert sorted(p.spec.node_name for p in placed) == ["gpu-0", "gpu-1", "gpu-2"]
         assert all(not p.spec.scheduling_gates for p in placed)  # lifted before each bind
-        _apply(system, tmp_path, "second")
-        wait_for(
-            lambda: any(e.reason == "Rejected" for e in c_events(system, "second")),
+        assert _custom_served(edge.kubeconfig) is False
+        _apply(system, tmp_path, "second", "edge")
+        rejected = wait_for(
+            lambda: [e.message for e in c_events(system, "second") if e.reason == "Rejected"],
             60,
             "second handed back",
             system,
         )
-        (rejected, *_) = [e.message for e in c_events(system, "second") if e.reason == "Rejected"]
-        assert rejected.startswith("gang did not fit within 8s"), rejected
-        assert _custom_served(emu.kubeconfig) is False
+        assert rejected[0].startswith("gang did not fit within 8s"), rejected
     finally:
-        emu.stop()
+        cloud.stop()
+        edge.stop()
 
 
 def c_events(system: System, job: str) -> list[Any]:
