@@ -173,3 +173,34 @@ def test_without_provisioning_requests_pods_are_gated_and_the_gate_is_lifted_bef
     )
     no_pools = NodePools((), sent.append)
     assert no_pools.gate({"spec": {}}) == {"spec": {}} and no_pools.ungate("team", "p") is None
+
+
+def test_a_failed_request_hands_its_run_back_once_and_other_requests_are_ignored() -> None:
+    from vglobal.agent.kube.informer import Change
+    from vglobal.agent.kube.pools import request_record
+
+    pools = NodePools(
+        parse_pools({"pools": [{"name": "gpu", "max": 4, "allocatable": {"cpu": "32"}}]}, "f"), [].append
+    )
+    pools.requests = True
+    pools.request(REF, "owner-uid", [_pod("w", 0)])
+
+    def pr(name: str, uid: str, failed: bool) -> Any:
+        conditions = [
+            {"type": "Failed", "status": "True", "reason": "NotProvisioned", "message": "no capacity"}
+        ]
+        meta = {"name": name, "namespace": "team", "labels": {"vglobal.io/job-uid": uid}}
+        return request_record({"metadata": meta, "status": {"conditions": conditions if failed else []}})
+
+    mine = pr("pretrain-01234567-g2", REF.uid, True)
+    assert (
+        pools.on_change(Change("provisioningrequests", "upsert", pr("pretrain-01234567-g2", REF.uid, False)))
+        == []
+    )
+    assert pools.on_change(Change("provisioningrequests", "upsert", pr("other", "someone-else", True))) == []
+    (problem,) = pools.on_change(Change("provisioningrequests", "replace", items=(mine,)))
+    assert (problem.job_uid, problem.action, problem.reason) == (REF.uid, "reject", "FailedScaleUp")
+    assert problem.message == (
+        "the cluster cannot add the nodes of its gang (ProvisioningRequest pretrain-01234567-g2: no capacity)"
+    )
+    assert pools.on_change(Change("provisioningrequests", "upsert", mine)) == []  # told once

@@ -52,7 +52,7 @@ AGENT_PERMISSIONS = {
     ("resource.k8s.io", "resourceclaims"): {"create", "get", "list", "watch", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"patch"},
     ("", "podtemplates"): {"create", "delete"},
-    ("autoscaling.x-k8s.io", "provisioningrequests"): {"create", "delete"},
+    ("autoscaling.x-k8s.io", "provisioningrequests"): {"create", "list", "watch", "delete"},
     **{
         (group, resource): {"create", "get", "list", "watch", "delete"}
         for group, resource in [

@@ -149,6 +149,8 @@ class KubeBackend:
         core = list(self.informers)
         # Not waited for: a cluster whose RBAC does not let the agent list events still runs jobs.
         self.informers.append(Informer(self.api, "events", paths.ALL_EVENTS, event_record, self._changes.put))
+        if self.node_pools.requests:  # a request that failed hands its run back at once
+            self.informers.append(self.node_pools.informer(self.api, self._changes.put))
         self._watch_workloads()
         for inf in self.informers:
             inf.start()
@@ -371,6 +373,8 @@ class KubeBackend:
                 for ev in change.items if change.kind == "replace" else (change.item,):
                     if ev is not None:
                         self.warnings.on_event(ev, self.cache.pods, time.monotonic())
+            elif change.source == "provisioningrequests":
+                self.tracker.problems += self.node_pools.on_change(change)
             elif change.source.startswith("wl/"):
                 self._apply_objects(change)
             else:
@@ -386,8 +390,7 @@ class KubeBackend:
                 if out.op.kind.startswith("wl-"):
                     self.workloads.on_outcome(out)
                 elif out.op.kind.startswith("pool-"):
-                    if why := self.node_pools.on_outcome(out):
-                        self.tracker.problem(out.op.key, "event", "FailedScaleUp", why)
+                    self.tracker.problems += self.node_pools.on_outcome(out)
                 else:
                     self.tracker.on_outcome(out)
             except Exception:  # an answer of a shape nobody expected must not stop the agent

@@ -19,11 +19,12 @@ from typing import Any
 
 import yaml
 
-from vglobal.agent.backends.base import PoolSpec
+from vglobal.agent.backends.base import JobProblem, PoolSpec
 from vglobal.agent.kube import paths
 from vglobal.agent.kube.api import ApiError, KubeApi
-from vglobal.agent.kube.bodies import JobRef, owner_reference
-from vglobal.agent.kube.records import NodeRecord, node_record
+from vglobal.agent.kube.bodies import AGENT, MANAGED_BY, JobRef, owner_reference
+from vglobal.agent.kube.informer import Change, Informer
+from vglobal.agent.kube.records import JOB_UID_LABEL, NodeRecord, node_record
 from vglobal.agent.kube.writer import Op, Outcome
 from vglobal.agent.pods import PodManifest
 from vglobal.model.duration import parse_duration
@@ -35,6 +36,8 @@ POOL_LABELS = ("karpenter.sh/nodepool", "vglobal.io/node-pool")  # a node's pool
 GATE = "vglobal.io/provisioning"
 PROVISIONING_API = "/apis/autoscaling.x-k8s.io/v1beta1"
 PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+ALL_REQUESTS = f"{PROVISIONING_API}/provisioningrequests"
+OURS = f"{MANAGED_BY}={AGENT}"
 _TEMPLATE_SPEC = (
     "containers",
     "initContainers",
@@ -143,6 +146,30 @@ def _template(ref: JobRef, owner_uid: str, name: str, pod: PodManifest) -> dict[
     }
 
 
+@dataclass(frozen=True)
+class RequestState:
+    """A ProvisioningRequest as the agent reads it back: whose it is and whether it failed."""
+
+    namespace: str
+    name: str
+    job_uid: str
+    failed: str = ""  # the Failed condition's message (or reason) when it is True
+
+
+def request_record(obj: Mapping[str, Any]) -> RequestState:
+    meta = obj.get("metadata") or {}
+    failed = next(
+        (
+            str(c.get("message") or c.get("reason") or "Failed")
+            for c in (obj.get("status") or {}).get("conditions") or []
+            if c.get("type") == "Failed" and c.get("status") == "True"
+        ),
+        "",
+    )
+    uid = str((meta.get("labels") or {}).get(JOB_UID_LABEL, ""))
+    return RequestState(str(meta.get("namespace", "")), str(meta.get("name", "")), uid, failed)
+
+
 def request_name(ref: JobRef) -> str:
     return f"{ref.name}-{ref.uid[:8]}-g{ref.generation}"[:253]
 
@@ -157,6 +184,7 @@ class NodePools:
         self.target: dict[str, int] = {}  # a pool's size once the nodes asked for are up
         self.asked: dict[str, tuple[JobRef, list[str]]] = {}  # run uid -> its request's objects
         self.version = 0
+        self._failed: set[str] = set()  # runs whose request failed, told once
 
     @property
     def gating(self) -> bool:
@@ -221,6 +249,7 @@ class NodePools:
     def remove(self, uid: str) -> None:
         """The run is gone (ran, handed back, cancelled): its request and templates go too."""
         found = self.asked.pop(uid, None)
+        self._failed.discard(uid)
         if found is None:
             return
         ref, templates = found
@@ -253,11 +282,36 @@ class NodePools:
         return ("PATCH", paths.pod(namespace, pod), {"spec": {"schedulingGates": None}})
 
     @staticmethod
-    def on_outcome(out: Outcome) -> str:
-        """What went wrong with a pool write ("" when nothing did, or the object is gone already)."""
+    def informer(api: KubeApi, sink: Callable[[Change[RequestState]], None]) -> Informer[RequestState]:
+        """The agent's ProvisioningRequests, watched for the ones that fail."""
+        return Informer(api, "provisioningrequests", ALL_REQUESTS, request_record, sink, label_selector=OURS)
+
+    def on_change(self, change: Change[RequestState]) -> list[JobProblem]:
+        """A run whose ProvisioningRequest failed goes back to the hub now, not at its bind timeout."""
+        out = []
+        for rec in change.items if change.kind == "replace" else (change.item,):
+            asked = self.asked.get(rec.job_uid) if rec is not None and rec.failed else None
+            if (
+                rec is None
+                or asked is None
+                or request_name(asked[0]) != rec.name
+                or rec.job_uid in self._failed
+            ):
+                continue
+            self._failed.add(rec.job_uid)
+            why = (
+                f"the cluster cannot add the nodes of its gang (ProvisioningRequest {rec.name}: {rec.failed})"
+            )
+            out.append(JobProblem(rec.job_uid, "reject", "FailedScaleUp", why))
+        return out
+
+    @staticmethod
+    def on_outcome(out: Outcome) -> list[JobProblem]:
+        """What went wrong with a pool write (nothing when the object is gone already or exists)."""
         err = out.error
         if err is None or err.status in (404, 409) or out.op.kind == "pool-delete":
-            return ""
+            return []
         what = out.op.path.rsplit("/", 1)[-1]
         why = err.rbac_rule() if err.status == 403 else err.message
-        return f"cannot create {what[:-1]} to grow a node pool: {why}"
+        message = f"cannot create {what[:-1]} to grow a node pool: {why}"
+        return [JobProblem(out.op.key, "event", "FailedScaleUp", message)]
