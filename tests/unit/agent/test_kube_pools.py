@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from vglobal.agent.kube.api import ApiError
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.pools import GATE, NodePools, load_pools, parse_pools
 from vglobal.agent.kube.records import node_record
-from vglobal.agent.kube.writer import Op
+from vglobal.agent.kube.writer import Op, Outcome
 from vglobal.agent.pods import PodManifest
 from vglobal.model.resources import ResourceVector
 
@@ -128,6 +129,9 @@ def test_a_waiting_gang_asks_for_a_provisioning_request_with_a_pod_template_per_
     waiting = [_pod("w", 0), _pod("w", 1), _pod("ps", 0)]
     pools.request(REF, "owner-uid", waiting)
     pools.request(REF, "owner-uid", waiting)  # another pool of the same gang: one request covers it
+    assert [o.kind for o in sent] == ["pool-template", "pool-template"]  # the request once they exist
+    pools.on_outcome(Outcome(sent[0], result={}))
+    pools.on_outcome(Outcome(sent[1], error=ApiError(409, "AlreadyExists", "exists")))
     templates, (request,) = (
         [o for o in sent if o.kind == "pool-template"],
         [o for o in sent if o.kind == "pool-request"],

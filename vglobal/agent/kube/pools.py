@@ -185,6 +185,7 @@ class NodePools:
         self.asked: dict[str, tuple[JobRef, list[str]]] = {}  # run uid -> its request's objects
         self.version = 0
         self._failed: set[str] = set()  # runs whose request failed, told once
+        self._held: dict[str, tuple[Op, set[str]]] = {}  # a request sent once its templates exist
 
     @property
     def gating(self) -> bool:
@@ -243,13 +244,16 @@ class NodePools:
             "metadata": _meta(ref, owner_uid, name),
             "spec": {"provisioningClassName": PROVISIONING_CLASS, "podSets": sets},
         }
-        self.submit(Op("pool-request", ref.uid, "POST", paths.provisioning_requests(ref.namespace), body))
+        # after its templates: an autoscaler reading the request before they exist would fail it
+        op = Op("pool-request", ref.uid, "POST", paths.provisioning_requests(ref.namespace), body)
+        self._held[ref.uid] = (op, set(templates))
         self.asked[ref.uid] = (ref, templates)
 
     def remove(self, uid: str) -> None:
         """The run is gone (ran, handed back, cancelled): its request and templates go too."""
         found = self.asked.pop(uid, None)
         self._failed.discard(uid)
+        self._held.pop(uid, None)
         if found is None:
             return
         ref, templates = found
@@ -305,10 +309,18 @@ class NodePools:
             out.append(JobProblem(rec.job_uid, "reject", "FailedScaleUp", why))
         return out
 
-    @staticmethod
-    def on_outcome(out: Outcome) -> list[JobProblem]:
-        """What went wrong with a pool write (nothing when the object is gone already or exists)."""
+    def on_outcome(self, out: Outcome) -> list[JobProblem]:
+        """A template made (its request goes once all are), or what went wrong with a pool write
+        (nothing when the object is gone already or exists)."""
         err = out.error
+        held = self._held.get(out.op.key) if out.op.kind == "pool-template" else None
+        if held is not None and (err is None or err.status == 409):
+            held[1].discard(str((out.op.body.get("metadata") or {}).get("name")))
+            if not held[1]:
+                del self._held[out.op.key]
+                self.submit(held[0])
+        elif held is not None:
+            del self._held[out.op.key]  # no request without its templates: the bind timeout hands it back
         if err is None or err.status in (404, 409) or out.op.kind == "pool-delete":
             return []
         what = out.op.path.rsplit("/", 1)[-1]
