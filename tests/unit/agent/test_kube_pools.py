@@ -96,12 +96,18 @@ def test_a_pools_nodes_are_those_labelled_with_its_name_and_coming_ones_count_un
     }
     (spec,) = pools.specs(nodes)
     assert (spec.current, spec.max, spec.coming) == (2, 4, 0)
-    pools.grow("gpu", 2, spec.current)
+    pools.grow("gpu", 2, spec.current, "run-1")
     (spec,) = pools.specs(nodes)
     assert (spec.current, spec.coming) == (2, 2)
     nodes["e"] = _node("e", {"karpenter.sh/nodepool": "gpu"})
     (spec,) = pools.specs(nodes)
     assert (spec.current, spec.coming) == (3, 1)
+    pools.grow("gpu", 1, spec.current, "run-2")  # after the node still coming for run-1
+    assert pools.specs(nodes)[0].coming == 2
+    pools.remove("run-1")  # handed back: the nodes it asked for are not counted on any more
+    assert pools.specs(nodes)[0].coming == 2
+    pools.remove("run-2")
+    assert pools.specs(nodes)[0].coming == 0
     with pytest.raises(ValueError, match='no node pool "cpu"'):
         pools.grow("cpu", 1, 0)
 

@@ -227,7 +227,7 @@ class KubeBackend:
 
     def grow(self, pool: str, count: int, job_uid: str = "") -> None:
         current = next((p.current for p in self.pools() if p.name == pool), 0)
-        self.node_pools.grow(pool, count, current)
+        self.node_pools.grow(pool, count, current, job_uid)
         tj = self.tracker.jobs.get(job_uid)
         if tj is not None:
             pods = self.tracker.pods.values()

@@ -181,7 +181,9 @@ class NodePools:
         self.configs = {c.name: c for c in configs}
         self.submit = submit
         self.requests = False  # the cluster serves ProvisioningRequests (else: scheduling gates)
-        self.target: dict[str, int] = {}  # a pool's size once the nodes asked for are up
+        # per run, per pool: the pool's size once the nodes asked for it are up (a run handed back
+        # no longer counts what it asked for: those nodes may never come)
+        self.targets: dict[str, dict[str, int]] = {}
         self.asked: dict[str, tuple[JobRef, list[str]]] = {}  # run uid -> its request's objects
         self.version = 0
         self._failed: set[str] = set()  # runs whose request failed, told once
@@ -205,15 +207,18 @@ class NodePools:
                 current=size[c.name],
                 max=max(c.max, size[c.name]),
                 provision_seconds=c.provision_seconds,
-                coming=max(0, self.target.get(c.name, 0) - size[c.name]),
+                coming=max(
+                    0, max((t.get(c.name, 0) for t in self.targets.values()), default=0) - size[c.name]
+                ),
             )
             for c in self.configs.values()
         )
 
-    def grow(self, pool: str, count: int, current: int) -> None:
+    def grow(self, pool: str, count: int, current: int, uid: str = "") -> None:
         if pool not in self.configs:
             raise ValueError(f'no node pool "{pool}" to grow')
-        self.target[pool] = max(self.target.get(pool, 0), current) + count
+        coming = max((t.get(pool, 0) for t in self.targets.values()), default=0)
+        self.targets.setdefault(uid, {})[pool] = max(coming, current) + count
         self.version += 1
 
     def request(self, ref: JobRef, owner_uid: str, waiting: list[PodManifest]) -> None:
@@ -252,6 +257,8 @@ class NodePools:
     def remove(self, uid: str) -> None:
         """The run is gone (ran, handed back, cancelled): its request and templates go too."""
         found = self.asked.pop(uid, None)
+        if self.targets.pop(uid, None):
+            self.version += 1  # what it asked for is no longer counted on
         self._failed.discard(uid)
         self._held.pop(uid, None)
         if found is None:
