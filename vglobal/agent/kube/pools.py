@@ -5,8 +5,10 @@ node takes to come up); its nodes are those labelled ``karpenter.sh/nodepool`` o
 ``vglobal.io/node-pool`` with its name. When a gang needs nodes a pool can add, the agent asks the
 cluster: a ProvisioningRequest (``autoscaling.x-k8s.io/v1beta1``, with a PodTemplate per task of the
 gang's waiting pods, owned by the job's owner object) where the API server serves them; else the
-pods it creates carry the scheduling gate ``vglobal.io/provisioning``, which a cluster autoscaler
-watching pending pods sees, and the gate is lifted just before each pod is bound.
+pods it creates carry the scheduling gate ``vglobal.io/provisioning``, for a provisioner that acts
+on gated pending pods, and the gate is lifted just before each pod is bound. (The Cluster
+Autoscaler and Karpenter act only on pods kube-scheduler marked unschedulable: with them, serve
+ProvisioningRequests.)
 """
 
 from __future__ import annotations
