@@ -336,6 +336,11 @@ class AgentSettings(BaseSettings):
         None, description="HyperNodes discovered from node labels, RoCE LLDP labels or UFM (Volcano's "
         "networkTopologyDiscovery config).", json_schema_extra=FILE
     )
+    node_pools: Path | None = Field(
+        None, description="Node pools the cluster can grow (kube): name, max, provisionDelay, a new node's "
+        "allocatable and labels; nodes join a pool by label karpenter.sh/nodepool or vglobal.io/node-pool.",
+        json_schema_extra=FILE,
+    )
     metrics_listen: str | None = Field(
         None, description="Serve Prometheus metrics on [HOST:]PORT (127.0.0.1 unless a host is given)."
     )

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 
-from tests.kubeapi.cluster import from_sim_cluster, load_sim_cluster, simple_nodes
+from tests.kubeapi.cluster import from_sim_cluster, load_sim_cluster, sim_pools, simple_nodes
 from tests.kubeapi.handles import new_event_loop, write_kubeconfig
 from tests.kubeapi.server import EmulatorConfig, EmulatorServer
 
@@ -37,6 +37,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cluster", default=None, help="nodes and HyperNodes from a SimCluster file")
     p.add_argument("--no-kubelet", action="store_true", help="bound pods stay Pending")
     p.add_argument("--no-hypernode-crd", action="store_true", help="the HyperNode CRD is not installed")
+    p.add_argument(
+        "--no-provisioning-requests",
+        action="store_true",
+        help="the autoscaler of --cluster's autoscaled groups serves no ProvisioningRequests (gated pods only)",
+    )
     p.add_argument("--history", type=int, default=20_000, help="watch history kept per kind")
     p.add_argument("--bookmark-interval", type=float, default=60.0)
     p.add_argument("--kubelet-start-delay", type=float, default=0.0)
@@ -49,9 +54,12 @@ def config_from(args: argparse.Namespace) -> EmulatorConfig:
         sys.exit("the emulator listens on loopback only (it has no TLS)")
     nodes = simple_nodes(args.nodes, _quantities(args.node_allocatable))
     hypernodes = []
+    pools = []
     if args.cluster:
-        more, hypernodes = from_sim_cluster(load_sim_cluster(args.cluster))
+        cluster = load_sim_cluster(args.cluster)
+        more, hypernodes = from_sim_cluster(cluster)
         nodes += more
+        pools = sim_pools(cluster)
     cfg = EmulatorConfig(
         host=args.host,
         port=args.port,
@@ -65,6 +73,8 @@ def config_from(args: argparse.Namespace) -> EmulatorConfig:
         kubelet_termination_delay=args.kubelet_termination_delay,
         nodes=nodes,
         hypernodes=hypernodes,
+        pools=pools,
+        provisioning_requests=not args.no_provisioning_requests,
     )
     if args.token:
         cfg.token = args.token

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from tests.kubeapi.clock import rfc3339
+from tests.kubeapi.ctl_autoscaler import POOL_LABEL, EmulatedPool
 from vglobal.agent.backends.sim_cluster import SimCluster, SimNode, parse_sim_cluster
 
 DEFAULT_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110"}
@@ -136,9 +137,25 @@ def _sim_node(n: SimNode, index: int) -> dict[str, Any]:
 
 
 def from_sim_cluster(cluster: SimCluster) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(nodes, HyperNode objects) of a simulated cluster, the HyperNodes as the CRs it lists."""
+    """(nodes, HyperNode objects) of a simulated cluster, the HyperNodes as the CRs it lists; the
+    nodes of a group with ``autoscale`` carry its name as their pool (``vglobal.io/node-pool``)."""
     nodes = [_sim_node(n, i) for i, n in enumerate(cluster.nodes)]
+    for node in nodes:
+        name = node["metadata"]["name"]
+        pool = next((p.name for p in cluster.pools if name.startswith(f"{p.name}-")), None)
+        if pool is not None:
+            node["metadata"]["labels"][POOL_LABEL] = pool
     return nodes, [_hypernode(h) for h in cluster.hyper_nodes]
+
+
+def sim_pools(cluster: SimCluster) -> list[EmulatedPool]:
+    """The autoscaled node groups of a simulated cluster, for the emulated autoscaler."""
+    out = []
+    for i, p in enumerate(cluster.pools):
+        node = _sim_node(p.node, 200 + i)
+        node["metadata"]["labels"][POOL_LABEL] = p.name
+        out.append(EmulatedPool(p.name, node, p.max, p.provision_seconds))
+    return out
 
 
 def _hypernode(doc: Mapping[str, Any]) -> dict[str, Any]:

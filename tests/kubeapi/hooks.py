@@ -135,6 +135,10 @@ class PodHooks(KindHooks):
             raise invalid(
                 "Pod", old["metadata"]["name"], [("spec", "FieldValueForbidden", _IMMUTABLE_SPEC_MESSAGE)]
             )
+        gates = [g.get("name") for g in (old.get("spec") or {}).get("schedulingGates") or []]
+        if any(g.get("name") not in gates for g in (new.get("spec") or {}).get("schedulingGates") or []):
+            why = "only deletion is allowed, but found new scheduling gate"
+            raise invalid("Pod", old["metadata"]["name"], [("spec.schedulingGates", "FieldValueForbidden", why)])
         return new
 
     def grace_period(self, obj: Obj, requested: int | None) -> int:

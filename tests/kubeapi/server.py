@@ -13,6 +13,7 @@ from aiohttp import web
 from tests.kubeapi import control
 from tests.kubeapi.collector import Collector
 from tests.kubeapi.crud import Api
+from tests.kubeapi.ctl_autoscaler import PODTEMPLATES, PROVISIONING_REQUESTS, Autoscaler, EmulatedPool
 from tests.kubeapi.faults import Faults
 from tests.kubeapi.http_api import ApiHandler
 from tests.kubeapi.kinds import (
@@ -33,9 +34,12 @@ from tests.kubeapi.workload_ctl import Controllers
 from tests.kubeapi.workload_kinds import BUILTIN_WORKLOADS, CUSTOM_WORKLOADS, crd_doc, crd_name
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_ALWAYS = (*BUILTIN, *BUILTIN_WORKLOADS)
+_ALWAYS = (*BUILTIN, *BUILTIN_WORKLOADS, PODTEMPLATES)
 # the kinds served only while their CustomResourceDefinition exists, by the CRD's name
-CRD_KINDS: dict[str, Kind] = {HYPERNODE_CRD: HYPERNODES, **{crd_name(k): k for k in CUSTOM_WORKLOADS}}
+CRD_KINDS: dict[str, Kind] = {
+    HYPERNODE_CRD: HYPERNODES,
+    **{crd_name(k): k for k in (*CUSTOM_WORKLOADS, PROVISIONING_REQUESTS)},
+}
 
 
 @dataclass
@@ -57,13 +61,16 @@ class EmulatorConfig:
     nodes: list[Obj] = field(default_factory=list)
     hypernodes: list[Obj] = field(default_factory=list)
     namespaces: tuple[str, ...] = SYSTEM_NAMESPACES
+    pools: list[EmulatedPool] = field(default_factory=list)  # an emulated autoscaler grows them
+    provisioning_requests: bool = True  # with pools: the ProvisioningRequest CRD is installed
 
 
 class EmulatorServer:
     def __init__(self, config: EmulatorConfig) -> None:
         self.config = config
         self.token = config.token
-        self.store = Store((*ALL, *BUILTIN_WORKLOADS, *CUSTOM_WORKLOADS), history_limit=config.history_limit)
+        kinds = (*ALL, *BUILTIN_WORKLOADS, *CUSTOM_WORKLOADS, PODTEMPLATES, PROVISIONING_REQUESTS)
+        self.store = Store(kinds, history_limit=config.history_limit)
         self.api = Api(self.store)
         self.faults = Faults()
         self.watch_settings = WatchSettings(config.bookmark_interval, config.default_watch_timeout)
@@ -112,6 +119,8 @@ class EmulatorServer:
             termination_delay=self.config.kubelet_termination_delay,
         )
         self._seed()
+        if self.config.pools:
+            Autoscaler(self.api, loop, self.config.pools)
         # aiohttp's low-level server: one handler for every path, no router or middleware on the hot path
         self._api_runner = web.ServerRunner(
             web.Server(ApiHandler(self).handle, access_log=None), handle_signals=False
@@ -145,6 +154,8 @@ class EmulatorServer:
             self.api.create(CRDS, "", hypernode_crd())
         for name in self.config.workload_crds:
             self.api.create(CRDS, "", crd_doc(CRD_KINDS[name]))
+        if self.config.pools and self.config.provisioning_requests:
+            self.api.create(CRDS, "", crd_doc(PROVISIONING_REQUESTS))
         for node in self.config.nodes:
             self.api.create(NODES, "", node)
         for hn in self.config.hypernodes:

@@ -49,6 +49,8 @@ def agent(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) 
     real = s.kubeconfig is not None or s.context is not None or s.in_cluster
     if s.sim is not None and real:
         fail("--sim and --kubeconfig/--context/--in-cluster are exclusive: one cluster, simulated or real")
+    if s.sim is not None and s.node_pools is not None:
+        fail("--node-pools is for a real cluster: a SimCluster's node groups take autoscale: {max, ...}")
     if s.sim is not None:
         from vglobal.agent.daemon import run_agent
 
@@ -80,6 +82,7 @@ def agent(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) 
         lease_duration=s.lease_duration,
         lease_namespace=s.lease_namespace,
         hypernode_discovery=s.hypernode_discovery,
+        node_pools=s.node_pools,
         scheduler_conf=s.scheduler_conf,
         bind_timeout=s.bind_timeout,
         heartbeat_interval=s.heartbeat_interval,

@@ -98,8 +98,9 @@ class Backend(Protocol):
         """The node pools the cluster can grow (empty if none)."""
         ...
 
-    def grow(self, pool: str, count: int) -> None:
-        """Ask the cluster for ``count`` more nodes of ``pool``; they show in ``nodes`` once up."""
+    def grow(self, pool: str, count: int, job_uid: str = "") -> None:
+        """Ask the cluster for ``count`` more nodes of ``pool`` for the run ``job_uid``; they show
+        in ``nodes`` once up."""
         ...
 
     def free(self) -> dict[str, ResourceVector]:

@@ -133,7 +133,7 @@ class SimBackend:
             )
         return tuple(out)
 
-    def grow(self, pool: str, count: int) -> None:
+    def grow(self, pool: str, count: int, job_uid: str = "") -> None:
         p = self._pools.get(pool)
         if p is None:
             raise ValueError(f'no node pool "{pool}" to grow')

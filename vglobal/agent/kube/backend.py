@@ -27,6 +27,7 @@ from vglobal.agent.kube.dependencies import check_references
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
 from vglobal.agent.kube.pod_warnings import PodWarnings, event_record
+from vglobal.agent.kube.pools import GATE, NodePools, PoolConfig, provisioning_served
 from vglobal.agent.kube.records import PodRecord, node_record, pod_record
 from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc, secret_credentials
 from vglobal.agent.kube.tracker import PodTracker, TrackedPod
@@ -61,6 +62,7 @@ class KubeOptions:
     writers: int = 8
     instance: str = ""  # this agent replica, for the events it reports
     watch_timeout: int = 300
+    pools: tuple[PoolConfig, ...] = ()  # node pools it can grow (--node-pools)
 
 
 class KubeBackend:
@@ -84,12 +86,11 @@ class KubeBackend:
         self.cache = ClusterCache(self._on_pod)
         self._dra_api = ""  # the resource.k8s.io version path served, once started
         self.claims = ClaimWriter(self.writer.submit, self.cache, lambda: self._dra_api)
-        self.tracker.pod_hook = lambda body, tj: self.claims.with_claims(
-            body, tj.job.annotations, tj.ref, tj.owner_uid
+        self.node_pools = NodePools(options.pools, self.writer.submit)
+        self.tracker.pod_hook = lambda body, tj: self.node_pools.gate(
+            self.claims.with_claims(body, tj.job.annotations, tj.ref, tj.owner_uid)
         )
-        self.tracker.bind_hook = lambda t: self.claims.allocate(
-            t.manifest.namespace, t.manifest.name, t.manifest.obj.get("spec") or {}, str(t.bind_to), t.ref.uid
-        )
+        self.tracker.bind_hook = self._before_bind
         self.kinds: dict[str, Workload] = {}  # the workload kinds the cluster serves, by kind
         self.kinds_missing: list[Workload] = []
         self._labels: dict[str, str] = dict(options.labels)
@@ -121,6 +122,10 @@ class KubeBackend:
     def start(self, timeout: float = 60.0) -> None:
         """Start watching and wait until nodes, pods (and HyperNodes) were listed once."""
         self.probe.start()
+        if self.options.pools:
+            self.node_pools.requests = provisioning_served(self.api)
+            how = "ProvisioningRequests" if self.node_pools.requests else f"pods held by the {GATE} gate"
+            log.info("node pools %s grow through %s", ", ".join(self.node_pools.configs), how)
         if hypernode_crd_served(self.api):
             log.info("HyperNode CRD served: watching topology.volcano.sh HyperNodes")
             self.informers.append(
@@ -144,6 +149,8 @@ class KubeBackend:
         core = list(self.informers)
         # Not waited for: a cluster whose RBAC does not let the agent list events still runs jobs.
         self.informers.append(Informer(self.api, "events", paths.ALL_EVENTS, event_record, self._changes.put))
+        if self.node_pools.requests:  # a request that failed hands its run back at once
+            self.informers.append(self.node_pools.informer(self.api, self._changes.put))
         self._watch_workloads()
         for inf in self.informers:
             inf.start()
@@ -216,14 +223,20 @@ class KubeBackend:
         return self.topology.tree(labels, self.cache.node_version)
 
     def pools(self) -> tuple[PoolSpec, ...]:
-        return ()  # node pools are not read from a live cluster yet
+        return self.node_pools.specs(self.cache.nodes)
 
-    def grow(self, pool: str, count: int) -> None:
-        raise ValueError(f'no node pool "{pool}" to grow')
+    def grow(self, pool: str, count: int, job_uid: str = "") -> None:
+        current = next((p.current for p in self.pools() if p.name == pool), 0)
+        self.node_pools.grow(pool, count, current, job_uid)
+        tj = self.tracker.jobs.get(job_uid)
+        if tj is not None:
+            pods = self.tracker.pods.values()
+            waiting = [t.manifest for t in pods if t.manifest.job_uid == job_uid and t.bind_to is None]
+            self.node_pools.request(tj.ref, tj.owner_uid, waiting)
 
     def inventory_version(self) -> int:
         self.hyper_nodes()  # resolves again if nodes or HyperNodes changed
-        return (self.cache.node_version << 32) + self.topology.version
+        return (self.cache.node_version << 32) + (self.node_pools.version << 20) + self.topology.version
 
     def free(self) -> dict[str, ResourceVector]:
         pending: dict[str, ResourceVector] = {}
@@ -302,6 +315,7 @@ class KubeBackend:
         self.tracker.dependencies.update(objects)
 
     def job_removed(self, uid: str) -> None:
+        self.node_pools.remove(uid)
         self.workloads.remove(uid)
         self.tracker.remove_job(uid)
 
@@ -359,6 +373,8 @@ class KubeBackend:
                 for ev in change.items if change.kind == "replace" else (change.item,):
                     if ev is not None:
                         self.warnings.on_event(ev, self.cache.pods, time.monotonic())
+            elif change.source == "provisioningrequests":
+                self.tracker.problems += self.node_pools.on_change(change)
             elif change.source.startswith("wl/"):
                 self._apply_objects(change)
             else:
@@ -373,6 +389,8 @@ class KubeBackend:
             try:
                 if out.op.kind.startswith("wl-"):
                     self.workloads.on_outcome(out)
+                elif out.op.kind.startswith("pool-"):
+                    self.tracker.problems += self.node_pools.on_outcome(out)
                 else:
                     self.tracker.on_outcome(out)
             except Exception:  # an answer of a shape nobody expected must not stop the agent
@@ -419,6 +437,11 @@ class KubeBackend:
             if st is not None and st.node in lost and st.phase in (PodPhase.Pending, PodPhase.Running):
                 why = f"pod {t.manifest.name} is on node {st.node}, which is not Ready"
                 self.tracker.problems.append(JobProblem(t.manifest.job_uid, "event", "NodeNotReady", why))
+
+    def _before_bind(self, t: TrackedPod) -> tuple[str, str, Any] | None:
+        spec = t.manifest.obj.get("spec") or {}
+        self.claims.allocate(t.manifest.namespace, t.manifest.name, spec, str(t.bind_to), t.ref.uid)
+        return self.node_pools.ungate(t.manifest.namespace, t.manifest.name)
 
     def _bind_annotations(self, t: TrackedPod) -> dict[str, str]:
         assert t.bind_to is not None

@@ -25,6 +25,7 @@ from vglobal.agent.kube.api import KubeApi, connect
 from vglobal.agent.kube.backend import KubeBackend, KubeOptions
 from vglobal.agent.kube.lease import LeaderElector
 from vglobal.agent.kube.logs import KubeLogReader
+from vglobal.agent.kube.pools import load_pools
 from vglobal.agent.kube.recovery import recover
 from vglobal.agent.kube.topology import load_discovery
 from vglobal.agent.runtime import ClusterRuntime
@@ -53,6 +54,7 @@ class KubeAgentSettings:
     lease_duration: float = 15.0
     lease_namespace: str | None = None
     hypernode_discovery: Path | None = None
+    node_pools: Path | None = None
     scheduler_conf: Path | None = None
     bind_timeout: float = 60.0
     heartbeat_interval: float = 5.0
@@ -76,6 +78,7 @@ def run_kube_agent(hub: Dial | str, settings: KubeAgentSettings, stop: threading
     install_signals(stop)
     s = settings
     discovery = load_discovery(s.hypernode_discovery) if s.hypernode_discovery is not None else None
+    pools = load_pools(s.node_pools) if s.node_pools is not None else ()
     conf = load_conf(s.scheduler_conf)
     conn = connect(kubeconfig=s.kubeconfig, context=s.context, in_cluster=s.in_cluster, pool=s.writers + 8)
     name = s.name or conn.context
@@ -99,6 +102,7 @@ def run_kube_agent(hub: Dial | str, settings: KubeAgentSettings, stop: threading
         namespaces=s.namespaces,
         create_namespaces=s.create_namespaces,
         discovery=discovery,
+        pools=pools,
         writers=s.writers,
         instance=me,
     )

@@ -69,3 +69,19 @@ def secret(namespace: str, name: str) -> str:
 
 def persistentvolumeclaim(namespace: str, name: str) -> str:
     return f"{_ns(namespace)}/persistentvolumeclaims/{quote(name, safe='')}"
+
+
+def podtemplates(namespace: str) -> str:
+    return f"{_ns(namespace)}/podtemplates"
+
+
+def podtemplate(namespace: str, name: str) -> str:
+    return f"{podtemplates(namespace)}/{quote(name, safe='')}"
+
+
+def provisioning_requests(namespace: str) -> str:
+    return f"/apis/autoscaling.x-k8s.io/v1beta1/namespaces/{quote(namespace, safe='')}/provisioningrequests"
+
+
+def provisioning_request(namespace: str, name: str) -> str:
+    return f"{provisioning_requests(namespace)}/{quote(name, safe='')}"

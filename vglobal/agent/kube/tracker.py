@@ -87,7 +87,7 @@ class PodTracker:
         self.owner_listener: Callable[[str, str], None] = lambda uid, owner_uid: None
         self.dependencies = Dependencies(submit, self._refused)
         self.pod_hook: Callable[[dict[str, Any], TrackedJob], dict[str, Any]] = lambda body, tj: body
-        self.bind_hook: Callable[[TrackedPod], None] = lambda t: None
+        self.bind_hook: Callable[[TrackedPod], tuple[str, str, Any] | None] = lambda t: None
 
     # ---- jobs
 
@@ -194,8 +194,8 @@ class PodTracker:
         assert t.bind_to is not None
         ns, name = t.manifest.namespace, t.manifest.name
         body = bodies.binding_body(name, t.k8s_uid, t.bind_to, self.bind_annotations(t))
-        self.bind_hook(t)  # DRA claims allocated on the node (the backend's)
-        self._send(t, Op("bind", t.manifest.uid, "POST", paths.binding(ns, name), body))
+        before = self.bind_hook(t)  # DRA claims allocated on the node; a scheduling gate to lift first
+        self._send(t, Op("bind", t.manifest.uid, "POST", paths.binding(ns, name), body, before=before))
 
     def _send_delete(self, t: TrackedPod) -> None:
         ns, name = t.manifest.namespace, t.manifest.name

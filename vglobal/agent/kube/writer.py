@@ -39,6 +39,7 @@ class Op:
     persistent: bool = True
     fetch_on_conflict: str = ""  # a path to GET when a create answers 409 AlreadyExists
     extra: Any = None  # the backend's context for this op
+    before: tuple[str, str, Any] | None = None  # (method, path, body) sent first, e.g. a gate lifted
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ class Writer:
         try:
             with self.stats.lock:
                 self.stats.sent += 1
-            result = self.api.request(op.method, op.path, query=op.query, body=op.body)
+            result = self._request(op)
             return Outcome(op, result=result)
         except ApiError as exc:
             if not exc.retriable or self._stop.is_set():
@@ -158,12 +159,18 @@ class Writer:
                 with attempt:
                     with self.stats.lock:
                         self.stats.sent += 1
-                    result = self.api.request(op.method, op.path, query=op.query, body=op.body)
+                    result = self._request(op)
         except ApiError as exc:
             return self._refused(op, exc)
         except RetryError as exc:  # stopped while waiting to try again
             return Outcome(op, error=ApiError(0, "Stopped", str(exc), method=op.method, path=op.path))
         return Outcome(op, result=result)
+
+    def _request(self, op: Op) -> dict[str, Any]:
+        if op.before is not None:
+            method, path, body = op.before
+            self.api.request(method, path, body=body)
+        return self.api.request(op.method, op.path, query=op.query, body=op.body)
 
     def _refused(self, op: Op, exc: ApiError) -> Outcome:
         if exc.status == 409 and op.fetch_on_conflict and exc.reason == "AlreadyExists":
