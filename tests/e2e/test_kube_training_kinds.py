@@ -39,6 +39,13 @@ HELD: dict[str, tuple[str, tuple[str, str, str] | None, str, int]] = {
         2,
     ),
     "nginx": ("../workloads/pod.nginx.yaml", None, "default", 1),  # the pod is the object
+    # a Volcano PodGroup with its 3 plain pods, all written by the agent
+    "spark-pi": (
+        "../workloads/podgroup.spark.yaml",
+        ("scheduling.volcano.sh", "v1beta1", "podgroups"),
+        "default",
+        3,
+    ),
 }
 SIM_ENDS = {"vglobal.io/sim-duration": "2s"}
 
@@ -135,6 +142,7 @@ def test_the_upstream_samples_run_end_fail_over_and_are_deleted_with_their_pods(
             "jobsets.jobset.x-k8s.io",
             "pytorchjobs.kubeflow.org",
             "trainjobs.trainer.kubeflow.org",
+            "podgroups.scheduling.volcano.sh",
         ):
             assert labels[f"workloads.vglobal.io/{resource}"] == "served"
         system.cli("apply", "-f", str(everything))

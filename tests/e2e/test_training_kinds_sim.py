@@ -27,6 +27,7 @@ SAMPLES = {
     "rayservice-mobilenet": ("default", 2),
 }
 POD = UPSTREAM.parent / "workloads" / "pod.nginx.yaml"  # a plain nginx Pod
+PODGROUP = UPSTREAM.parent / "workloads" / "podgroup.spark.yaml"  # a Volcano PodGroup and its 3 pods
 CLUSTER = """
 apiVersion: vglobal.io/v1alpha1
 kind: SimCluster
@@ -57,9 +58,9 @@ def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(sys
     system.start_hub()
     system.start_agent("sim", CLUSTER % {"name": "sim", "nodes": 4})
     wait_for(lambda: len(system.get_json("clusters")) == 1, 90, "cluster registered", system)
-    texts = [path.read_text() for path in [*sorted(UPSTREAM.rglob("*.yaml")), POD]]
+    texts = [path.read_text() for path in [*sorted(UPSTREAM.rglob("*.yaml")), POD, PODGROUP]]
     system.apply_text("all", "\n---\n".join(texts))
-    samples = {**SAMPLES, "nginx": ("default", 1)}
+    samples = {**SAMPLES, "nginx": ("default", 1), "spark-pi": ("default", 3)}
     with system.client() as c:
         for name, (ns, pods) in samples.items():
             wait_for(
@@ -73,6 +74,8 @@ def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(sys
         described = system.cli("describe", "job", "pytorch-simple", "-n", "kubeflow").stdout
         assert "Gang (derived from the PyTorchJob)" in described
         assert "spec.pytorchReplicaSpecs.Worker.replicas (all replicas)" in described
+        described = system.cli("describe", "job", "spark-pi").stdout
+        assert "Gang (derived from the PodGroup)" in described and "spec.minTaskMember.executor" in described
         described = system.cli("describe", "job", "rayservice-mobilenet").stdout
         assert "spec.rayClusterConfig.workerGroupSpecs[0].replicas (autoscaling off)" in described
         for name, (ns, _) in samples.items():

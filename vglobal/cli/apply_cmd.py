@@ -21,6 +21,7 @@ from vglobal.cli.claims import attach_claims
 from vglobal.cli.common import Ctx, console, err_console, fail
 from vglobal.cli.documents import Document, DocumentError, apply_order, read_documents
 from vglobal.cli.live import LIVE, named, result
+from vglobal.cli.pod_groups import attach_pods
 from vglobal.cli.prune import parse_selector, selected
 from vglobal.cli.prune import prune as prune_missing
 from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
@@ -191,6 +192,7 @@ def apply(
     except (ValueError, DocumentError) as exc:
         fail(f"--validate: {exc}" if not isinstance(exc, DocumentError) else str(exc))
     docs, claim_lines = attach_claims(docs)
+    docs = attach_pods(docs)
     for line in claim_lines:
         console.print(line, highlight=False)
     if wanted:

@@ -65,6 +65,7 @@ AGENT_PERMISSIONS = {
             ("kubeflow.org", "pytorchjobs"),
             ("kubeflow.org", "mpijobs"),
             ("trainer.kubeflow.org", "trainjobs"),
+            ("scheduling.volcano.sh", "podgroups"),
         ]
     },
 }

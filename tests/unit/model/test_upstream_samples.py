@@ -125,7 +125,7 @@ def test_the_rayservice_sample_is_its_ray_cluster() -> None:
     assert job.tasks[1].gang_from == "spec.rayClusterConfig.workerGroupSpecs[0].replicas (autoscaling off)"
 
 
-def test_a_plain_pod_is_a_gang_of_one_and_a_pod_in_a_podgroup_is_refused() -> None:
+def test_a_plain_pod_is_a_gang_of_one_and_a_pod_without_its_podgroup_is_refused() -> None:
     d = load_documents((UPSTREAM.parent / "workloads" / "pod.nginx.yaml").read_text())[0]
     d["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "web"}
     d["spec"]["priorityClassName"] = "high"
@@ -134,6 +134,6 @@ def test_a_plain_pod_is_a_gang_of_one_and_a_pod_in_a_podgroup_is_refused() -> No
     assert job.priority_class_name == "high" and job.tasks[0].gang_from == "1 pod (a plain Pod)"
     d["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "pg"
     with pytest.raises(
-        ManifestError, match=r"metadata.annotations\[scheduling.k8s.io/group-name\]: a pod in a PodGroup"
+        ManifestError, match=r'metadata.annotations\[scheduling.k8s.io/group-name\]: names PodGroup "pg", which is not'
     ):
         parse_manifest(d)
