@@ -56,8 +56,13 @@ CLUSTER_WIDE = ("Queue", "PriorityClass", "Namespace")
 
 
 def submitted_as_job(d: Document) -> bool:
-    """A Volcano Job or a workload kind (batch/v1 Job is kind Job too): sent in SubmitJobs batches."""
-    return d.kind == "Job" or d.kind in WORKLOADS
+    """A Volcano Job or a workload kind (batch/v1 Job is kind Job too): sent in SubmitJobs batches;
+    so is a custom resource of a kind not known here, which the hub may have a KindDefinition of
+    (``vglobal hub --kinds-file``; without one it refuses the kind, naming it)."""
+    if d.kind == "Job" or d.kind in WORKLOADS:
+        return True
+    group = str(d.body.get("apiVersion") or "").rpartition("/")[0]
+    return "." in group and d.kind not in RESOURCES and d.kind not in WORKFLOW_KINDS
 
 
 def request_id_for(kind: str, body: dict[str, Any]) -> str:

@@ -15,8 +15,8 @@ import yaml
 from vglobal.cli.claims import attach_claims
 from vglobal.cli.common import Ctx, console, err_console
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
-from vglobal.cli.pod_groups import attach_pods
 from vglobal.cli.live import LIVE, comparable, key_of, named, namespace_of
+from vglobal.cli.pod_groups import attach_pods
 from vglobal.model import apply_rules
 from vglobal.sdk import VGlobalError
 

@@ -59,7 +59,7 @@ Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema,
 
 # The kinds submitted as jobs come from their records (``vglobal.model.kinds``); the Volcano Job
 # is listed first, as the errors that name every kind always did.
-KINDS: Kinds[Manifest] = {
+KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest]] = {
     volcano_job.KIND.key: volcano_job.KIND.reader,
     (queue.API_VERSION, queue.KIND): parse_queue,
     (priority_class.API_VERSION, priority_class.KIND): parse_priority_class,
@@ -73,7 +73,7 @@ KINDS: Kinds[Manifest] = {
 }
 
 # Each kind's schema, for strict field validation.
-SCHEMAS: Schemas = {
+SCHEMAS: dict[tuple[str, str], type[Model]] = {
     **{k.key: k.schema for k in kinds.KINDS},
     (queue.API_VERSION, queue.KIND): queue.QueueManifest,
     (priority_class.API_VERSION, priority_class.KIND): priority_class.PriorityClassManifest,
@@ -85,6 +85,13 @@ SCHEMAS: Schemas = {
     (dependencies.API_VERSION, dependencies.SECRET): dependencies.SecretManifest,
     (namespace.API_VERSION, namespace.KIND): namespace.NamespaceManifest,
 }
+
+
+def _defined(kind: kinds.WorkloadKind) -> None:
+    KINDS[kind.key], SCHEMAS[kind.key] = kind.reader, kind.schema
+
+
+kinds.on_define(_defined)
 
 DEFAULT_MAX_BYTES = 1_048_576
 # Anchors and aliases let a small text expand into a huge tree ("billion laughs"); refuse such trees.
