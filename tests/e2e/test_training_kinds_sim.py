@@ -25,6 +25,7 @@ SAMPLES = {
     "multi-node-example": ("default", 3),
     "runtime-patches-example": ("default", 2),
     "rayservice-mobilenet": ("default", 2),
+    "sample": ("default", 8),  # Kthena's ModelServing: 1P1D, each an entry and 3 workers
 }
 POD = UPSTREAM.parent / "workloads" / "pod.nginx.yaml"  # a plain nginx Pod
 PODGROUP = UPSTREAM.parent / "workloads" / "podgroup.spark.yaml"  # a Volcano PodGroup and its 3 pods
@@ -76,6 +77,8 @@ def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(sys
         assert "spec.pytorchReplicaSpecs.Worker.replicas (all replicas)" in described
         described = system.cli("describe", "job", "spark-pi").stdout
         assert "Gang (derived from the PodGroup)" in described and "spec.minTaskMember.executor" in described
+        described = system.cli("describe", "job", "sample").stdout
+        assert "Gang (derived from the ModelServing)" in described and "Groups: 1 of 8 pods" in described
         described = system.cli("describe", "job", "rayservice-mobilenet").stdout
         assert "spec.rayClusterConfig.workerGroupSpecs[0].replicas (autoscaling off)" in described
         for name, (ns, _) in samples.items():

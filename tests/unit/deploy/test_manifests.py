@@ -66,6 +66,7 @@ AGENT_PERMISSIONS = {
             ("kubeflow.org", "mpijobs"),
             ("trainer.kubeflow.org", "trainjobs"),
             ("scheduling.volcano.sh", "podgroups"),
+            ("workload.serving.volcano.sh", "modelservings"),
         ]
     },
 }

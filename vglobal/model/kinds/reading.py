@@ -103,6 +103,7 @@ class Tasks:
         self.queue: str | None = None  # the queue a kind names in its spec (a runPolicy's)
         self.queue_at = "spec.runPolicy.schedulingPolicy.queue"  # the field it is named in
         self.priority: str | None = None  # the priority class a kind names in its spec
+        self.topology: NetworkTopology | None = None  # the network topology a kind names in its spec
 
     def add(
         self,
@@ -239,7 +240,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
     if priority:
         check_name(p, key_path("metadata.labels", PRIORITY_LABEL), priority, label=False)
     _check_sim_annotations(p, "metadata.annotations", annotations)
-    network = topology(p, labels)
+    network = tasks.topology or topology(p, labels)
     allowed, selector = _allowed_clusters(p, annotations), _cluster_selector(p, annotations)
     preferred = _preferred_clusters(p, annotations)
     p.raise_if_any()
