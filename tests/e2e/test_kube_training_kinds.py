@@ -39,6 +39,13 @@ HELD: dict[str, tuple[str, tuple[str, str, str] | None, str, int]] = {
         2,
     ),
     "nginx": ("../workloads/pod.nginx.yaml", None, "default", 1),  # the pod is the object
+    # Kthena's ModelServing: one ServingGroup of 1P1D, each an entry and 3 workers
+    "sample": (
+        "kthena/sample.yaml",
+        ("workload.serving.volcano.sh", "v1alpha1", "modelservings"),
+        "default",
+        8,
+    ),
     # a Volcano PodGroup with its 3 plain pods, all written by the agent
     "spark-pi": (
         "../workloads/podgroup.spark.yaml",
