@@ -45,7 +45,8 @@ def test_an_appwrapper_runs_by_its_definition_on_a_kube_cluster_and_a_simulated_
             kube = next(x for x in c.list_clusters() if x.name == "kube-a")
             assert kube.labels["workloads.vglobal.io/appwrappers.workload.codeflare.dev"] == "served"
             text = "---\n".join([QUEUE, wrapped("aw-kube", "kube-a"), wrapped("aw-sim", "sim")])
-            system.apply_text("aw", text)
+            applied = system.apply_text("aw", text).stdout
+            assert "appwrapper.workload.codeflare.dev/default/aw-kube created" in applied, applied
             running = wait_for(
                 lambda: (j := c.get_job("aw-kube")).phase == "Running" and j, 60, "aw-kube running", system
             )
