@@ -226,6 +226,14 @@ def test_the_upstream_samples_run_end_fail_over_and_are_deleted_with_their_pods(
             )
             kube = emulators[other].kubeconfig
             wait_for(lambda: len(pods_of(kube, "default", moved.uid)) == 5, 60, "its 5 pods there", system)
+            # the PodGroup is on the other cluster now too (moved whole if it was on the lost one)
+            group = wait_for(
+                lambda: (j := job("spark-pi")).cluster == other and j.phase == "Running" and j,
+                90,
+                "the PodGroup on the other cluster",
+                system,
+            )
+            wait_for(lambda: len(pods_of(kube, "default", group.uid)) == 3, 60, "its 3 pods there", system)
         finally:
             emulators[first].resume()
         wait_for(
