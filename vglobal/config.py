@@ -74,6 +74,11 @@ class HubSettings(BaseSettings):
         None, description="Use this Postgres instead of an embedded one.", json_schema_extra={"secret": True}
     )
     data_dir: Path | None = Field(None, description="Embedded Postgres data directory.")
+    kinds_file: Path | None = Field(
+        None,
+        description="KindDefinitions (vglobal.io/v1) of custom resources to take as job kinds.",
+        json_schema_extra=FILE,
+    )
     metrics_listen: str | None = Field(None, description="Serve Prometheus metrics on HOST:PORT.")
     dispatch_interval: Seconds = Field(1.0, gt=0, description="How often the dispatcher admits jobs.")
     forecast_interval: Seconds = Field(
@@ -320,6 +325,11 @@ class AgentSettings(BaseSettings):
     )
     scheduler_conf: Path | None = Field(
         None, description="The local scheduler's configuration (Volcano's format).", json_schema_extra=FILE
+    )
+    kinds_file: Path | None = Field(
+        None,
+        description="KindDefinitions (vglobal.io/v1) of custom resources to run, as the hub's --kinds-file.",
+        json_schema_extra=FILE,
     )
     bind_timeout: Seconds = Field(60.0, gt=0, description="How long a job may take to bind its pods.")
     heartbeat_interval: Seconds = Field(5.0, gt=0, description="How often the agent reports to the hub.")

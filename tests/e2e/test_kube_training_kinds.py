@@ -1,8 +1,11 @@
 """The training and serving kinds through the whole system on emulated clusters: the samples JobSet,
-the training operator, the MPI operator, Trainer and KubeRay ship (tests/fixtures/upstream, applied
-unchanged) are admitted as their gangs, written by a kube agent, their pods made by the emulated
-operators (tests/kubeapi/ctl_training.py, ctl_ray.py) and bound by the agent; runs that end end, a
-cluster that stops answering moves its JobSet to the other, and a delete removes object and pods."""
+the training operator, the MPI operator, Trainer, KubeRay and Kthena ship (tests/fixtures/upstream,
+applied unchanged) and a Volcano PodGroup with its pods are admitted as their gangs, written by a kube
+agent, their pods made by the emulated operators (tests/kubeapi/ctl_training.py, ctl_ray.py,
+ctl_kthena.py) and bound by the agent; runs that end end, a cluster that stops answering moves its
+JobSet to the other, and a delete removes object and pods. Hub and agents take AppWrapper by a
+KindDefinition (tests/fixtures/kinds): its sample runs to its end through the emulated AppWrapper
+controller; a kind nobody defined is refused, naming it."""
 
 from __future__ import annotations
 
@@ -39,8 +42,26 @@ HELD: dict[str, tuple[str, tuple[str, str, str] | None, str, int]] = {
         2,
     ),
     "nginx": ("../workloads/pod.nginx.yaml", None, "default", 1),  # the pod is the object
+    # Kthena's ModelServing: one ServingGroup of 1P1D, each an entry and 3 workers
+    "sample": (
+        "kthena/sample.yaml",
+        ("workload.serving.volcano.sh", "v1alpha1", "modelservings"),
+        "default",
+        8,
+    ),
+    # a Volcano PodGroup with its 3 plain pods, all written by the agent
+    "spark-pi": (
+        "../workloads/podgroup.spark.yaml",
+        ("scheduling.volcano.sh", "v1beta1", "podgroups"),
+        "default",
+        3,
+    ),
 }
 SIM_ENDS = {"vglobal.io/sim-duration": "2s"}
+KINDS = Path(__file__).parents[1] / "fixtures" / "kinds"
+DEFINED = str(KINDS / "appwrapper.kinds.yaml")  # AppWrapper, a kind vglobal has no code for
+WIDGET = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {}\n"
+QUEUE = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: user-queue}\nspec: {weight: 1}\n"
 
 
 def emulator(tmp: Path, name: str) -> EmulatorProcess:
@@ -95,7 +116,9 @@ def ending(path: str, name: str) -> str:
     """The sample renamed, its pods told (by annotation) to end after 2s."""
     (doc,) = yaml.safe_load_all((UPSTREAM / path).read_text())
     doc["metadata"]["name"] = name
-    if doc["kind"] == "TrainJob":
+    if doc["kind"] == "AppWrapper":
+        doc["spec"]["components"][0]["template"]["spec"]["template"]["metadata"] = {"annotations": SIM_ENDS}
+    elif doc["kind"] == "TrainJob":
         doc["metadata"]["annotations"] = SIM_ENDS  # the agent's runtime patch takes it to the pods
     else:
         for rs in doc["spec"]["pytorchReplicaSpecs"].values():
@@ -118,14 +141,18 @@ def emulators(tmp_path: Path) -> Iterator[dict[str, EmulatorProcess]]:
 def test_the_upstream_samples_run_end_fail_over_and_are_deleted_with_their_pods(
     system: System, emulators: dict[str, EmulatorProcess], tmp_path: Path
 ) -> None:
-    system.start_hub("--cluster-timeout", "2s", "--failover-after", "2s")
+    system.start_hub("--cluster-timeout", "2s", "--failover-after", "2s", "--kinds-file", DEFINED)
     for name, emu in emulators.items():
-        system.start_kube_agent(name, emu.kubeconfig, "--lease-duration", "0", "--create-namespaces")
+        system.start_kube_agent(
+            name, emu.kubeconfig, "--lease-duration", "0", "--create-namespaces", "--kinds-file", DEFINED
+        )
     # one apply of every sample (as its project ships it) and of two runs told to end
     texts = [(UPSTREAM / sample).read_text() for sample, *_ in HELD.values()]
     texts += [
         ending("training-operator/simple.yaml", "pytorch-done"),
         ending("trainer/01-multi-node.yaml", "train-done"),
+        QUEUE,
+        ending("../kinds/wrapped-job.yaml", "aw-done"),
     ]
     (everything := tmp_path / "all.yaml").write_text("\n---\n".join(texts))
     with system.client() as c:
@@ -135,14 +162,20 @@ def test_the_upstream_samples_run_end_fail_over_and_are_deleted_with_their_pods(
             "jobsets.jobset.x-k8s.io",
             "pytorchjobs.kubeflow.org",
             "trainjobs.trainer.kubeflow.org",
+            "podgroups.scheduling.volcano.sh",
+            "modelservings.workload.serving.volcano.sh",
+            "appwrappers.workload.codeflare.dev",
         ):
             assert labels[f"workloads.vglobal.io/{resource}"] == "served"
-        system.cli("apply", "-f", str(everything))
+        applied = system.cli("apply", "-f", str(everything)).stdout
+        assert "appwrapper.workload.codeflare.dev/default/aw-done created" in applied, applied
+        refused = system.apply_text("widget", WIDGET, check=False)
+        assert refused.returncode != 0 and 'unknown kind "Widget"' in refused.stderr, refused.stderr
 
         def job(name: str, ns: str = "default") -> Any:
             return c.get_job(name, ns)
 
-        for name, ns in (("pytorch-done", "kubeflow"), ("train-done", "default")):
+        for name, ns in (("pytorch-done", "kubeflow"), ("train-done", "default"), ("aw-done", "default")):
             done = wait_for(
                 lambda n=name, ns=ns: (j := job(n, ns)).phase in ("Completed", "Failed") and j,
                 120,
@@ -193,6 +226,14 @@ def test_the_upstream_samples_run_end_fail_over_and_are_deleted_with_their_pods(
             )
             kube = emulators[other].kubeconfig
             wait_for(lambda: len(pods_of(kube, "default", moved.uid)) == 5, 60, "its 5 pods there", system)
+            # the PodGroup is on the other cluster now too (moved whole if it was on the lost one)
+            group = wait_for(
+                lambda: (j := job("spark-pi")).cluster == other and j.phase == "Running" and j,
+                90,
+                "the PodGroup on the other cluster",
+                system,
+            )
+            wait_for(lambda: len(pods_of(kube, "default", group.uid)) == 3, 60, "its 3 pods there", system)
         finally:
             emulators[first].resume()
         wait_for(

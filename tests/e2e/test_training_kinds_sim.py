@@ -1,7 +1,7 @@
 """The training and serving kinds on simulated clusters: the samples JobSet, the training operator,
 the MPI operator, Trainer and KubeRay ship (tests/fixtures/upstream, unchanged) run in
 ``vglobal sim run`` and through a hub and a simulated agent, each as its gang, and a cancel stops
-every pod of each."""
+every pod of each; so does AppWrapper's sample, a kind hub and agent take by a KindDefinition."""
 
 from __future__ import annotations
 
@@ -25,8 +25,13 @@ SAMPLES = {
     "multi-node-example": ("default", 3),
     "runtime-patches-example": ("default", 2),
     "rayservice-mobilenet": ("default", 2),
+    "sample": ("default", 8),  # Kthena's ModelServing: 1P1D, each an entry and 3 workers
 }
 POD = UPSTREAM.parent / "workloads" / "pod.nginx.yaml"  # a plain nginx Pod
+PODGROUP = UPSTREAM.parent / "workloads" / "podgroup.spark.yaml"  # a Volcano PodGroup and its 3 pods
+APPWRAPPER = UPSTREAM.parent / "kinds" / "wrapped-job.yaml"  # AppWrapper's sample, in queue user-queue
+DEFINED = str(UPSTREAM.parent / "kinds" / "appwrapper.kinds.yaml")  # AppWrapper by a KindDefinition
+QUEUE = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: user-queue}\nspec: {weight: 1}\n"
 CLUSTER = """
 apiVersion: vglobal.io/v1alpha1
 kind: SimCluster
@@ -53,13 +58,16 @@ def test_vglobal_sim_runs_every_upstream_sample_as_its_gang(tmp_path: Path) -> N
     assert {j["cluster"] for j in got.values()} <= {"small", "large"}
 
 
-def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(system: System) -> None:
-    system.start_hub()
-    system.start_agent("sim", CLUSTER % {"name": "sim", "nodes": 4})
+def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(
+    system: System, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system.start_hub("--kinds-file", DEFINED)
+    system.start_agent("sim", CLUSTER % {"name": "sim", "nodes": 4}, "--kinds-file", DEFINED)
     wait_for(lambda: len(system.get_json("clusters")) == 1, 90, "cluster registered", system)
-    texts = [path.read_text() for path in [*sorted(UPSTREAM.rglob("*.yaml")), POD]]
+    texts = [path.read_text() for path in [*sorted(UPSTREAM.rglob("*.yaml")), POD, PODGROUP, APPWRAPPER]]
+    texts.append(QUEUE)
     system.apply_text("all", "\n---\n".join(texts))
-    samples = {**SAMPLES, "nginx": ("default", 1)}
+    samples = {**SAMPLES, "nginx": ("default", 1), "spark-pi": ("default", 3), "sample-job": ("default", 1)}
     with system.client() as c:
         for name, (ns, pods) in samples.items():
             wait_for(
@@ -73,6 +81,14 @@ def test_the_samples_run_through_hub_and_agent_and_a_cancel_stops_their_pods(sys
         described = system.cli("describe", "job", "pytorch-simple", "-n", "kubeflow").stdout
         assert "Gang (derived from the PyTorchJob)" in described
         assert "spec.pytorchReplicaSpecs.Worker.replicas (all replicas)" in described
+        described = system.cli("describe", "job", "spark-pi").stdout
+        assert "Gang (derived from the PodGroup)" in described and "spec.minTaskMember.executor" in described
+        described = system.cli("describe", "job", "sample").stdout
+        assert "Gang (derived from the ModelServing)" in described and "Groups: 1 of 8 pods" in described
+        monkeypatch.setenv("VGLOBAL_KINDS_FILE", DEFINED)  # the CLI reads the gang as the hub does
+        described = system.cli("describe", "job", "sample-job").stdout
+        monkeypatch.delenv("VGLOBAL_KINDS_FILE")
+        assert "Gang (derived from the AppWrapper)" in described and "every pod (the kind's" in described
         described = system.cli("describe", "job", "rayservice-mobilenet").stdout
         assert "spec.rayClusterConfig.workerGroupSpecs[0].replicas (autoscaling off)" in described
         for name, (ns, _) in samples.items():

@@ -138,7 +138,7 @@ class Controllers:
     """Runs each kind's reconcile once per batch of changes to the object or to what it owns."""
 
     def __init__(self, api: Api, schedule: Schedule) -> None:
-        from tests.kubeapi import ctl_apps, ctl_lws, ctl_ray, ctl_training
+        from tests.kubeapi import ctl_apps, ctl_appwrapper, ctl_kthena, ctl_lws, ctl_ray, ctl_training
 
         self.ctx = Ctx(api)
         self.store = api.store
@@ -147,6 +147,8 @@ class Controllers:
             **ctl_ray.RECONCILERS,
             **ctl_lws.RECONCILERS,
             **ctl_training.RECONCILERS,
+            **ctl_appwrapper.RECONCILERS,
+            **ctl_kthena.RECONCILERS,
         }
         self._schedule = schedule
         self._due: dict[tuple[Kind, Key], None] = {}

@@ -2,7 +2,10 @@
 StatefulSets and batch/v1 Jobs (always, as every API server has them), and the custom resources of
 KubeRay (``ray.io/v1`` RayCluster, RayJob, RayService), LeaderWorkerSet
 (``leaderworkerset.x-k8s.io/v1``), JobSet (``jobset.x-k8s.io/v1alpha2``), Kubeflow's training and
-MPI operators (``kubeflow.org`` PyTorchJob, MPIJob) and Trainer (``trainer.kubeflow.org`` TrainJob),
+MPI operators (``kubeflow.org`` PyTorchJob, MPIJob), Trainer (``trainer.kubeflow.org`` TrainJob) and
+Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``, no controller: its pods are plain pods) and
+AppWrapper (``workload.codeflare.dev/v1beta2``, a kind vglobal knows only by a KindDefinition)
+and Kthena's ModelServing (``workload.serving.volcano.sh/v1alpha1``),
 served only while their CustomResourceDefinition exists, as on a cluster where the operator's chart
 installed it."""
 
@@ -30,6 +33,14 @@ JOBSETS = Kind(JOBSET_GROUP, "v1alpha2", "jobsets", "JobSet", True, STATUS, cust
 PYTORCHJOBS = Kind(KUBEFLOW_GROUP, "v1", "pytorchjobs", "PyTorchJob", True, STATUS, custom=True)
 MPIJOBS = Kind(KUBEFLOW_GROUP, "v2beta1", "mpijobs", "MPIJob", True, STATUS, custom=True)
 TRAINJOBS = Kind(TRAINER_GROUP, "v1alpha1", "trainjobs", "TrainJob", True, STATUS, custom=True)
+# A custom resource vglobal has no code for, run through a KindDefinition (tests/fixtures/kinds).
+APPWRAPPERS = Kind("workload.codeflare.dev", "v1beta2", "appwrappers", "AppWrapper", True, STATUS, custom=True)
+MODELSERVINGS = Kind(
+    "workload.serving.volcano.sh", "v1alpha1", "modelservings", "ModelServing", True, STATUS, custom=True
+)
+PODGROUPS = Kind(
+    "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, STATUS, short_names=("pg",), custom=True
+)
 
 BUILTIN_WORKLOADS: tuple[Kind, ...] = (DEPLOYMENTS, REPLICASETS, STATEFULSETS, JOBS)
 CUSTOM_WORKLOADS: tuple[Kind, ...] = (
@@ -41,6 +52,9 @@ CUSTOM_WORKLOADS: tuple[Kind, ...] = (
     PYTORCHJOBS,
     MPIJOBS,
     TRAINJOBS,
+    PODGROUPS,
+    APPWRAPPERS,
+    MODELSERVINGS,
 )
 
 

@@ -15,7 +15,7 @@ from vglobal.model import manifests, served, workloads
 from vglobal.model.fields import unknown_fields
 from vglobal.model.job import Job
 from vglobal.model.kinds import KINDS, WORKLOADS, WorkloadKind, kind_of
-from vglobal.model.manifests import load_documents
+from vglobal.model.manifests import gathered, load_documents
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SAMPLE_FILES = sorted((FIXTURES / "workloads").glob("*.yaml")) + sorted((FIXTURES / "manifests").glob("*.yaml"))
@@ -23,7 +23,7 @@ SAMPLE_FILES += sorted((FIXTURES / "upstream").rglob("*.yaml"))
 
 
 def samples(kind: WorkloadKind) -> list[dict[str, Any]]:
-    docs = [d for path in SAMPLE_FILES for d in load_documents(path.read_text())]
+    docs = [d for path in SAMPLE_FILES for d in gathered(load_documents(path.read_text()))]
     return [d for d in docs if kind_of(d) == kind]
 
 
@@ -116,5 +116,5 @@ def test_each_kind_reads_a_sample_of_its_own(kind: WorkloadKind) -> None:
         assert workloads.kind_name(job.raw) == kind.shown
         adapter = agent_kinds.ADAPTERS.get(kind.key)
         if adapter is not None:  # every task is a pod template the agent labels with its role
-            roles = adapter.roles(job.raw.get("spec") or {})
+            roles = adapter.roles_of(job.raw)
             assert {t.name for t in job.tasks} <= set(roles), (doc["metadata"]["name"], roles)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from vglobal.cli.common import Ctx, fail, setup_logging
+from vglobal.cli.common import Ctx, define_kinds, fail, setup_logging
 from vglobal.cli.hub_cmd import PRINT_SETTINGS
 from vglobal.cli.settings_flags import run_or_print, settings_options
 from vglobal.config import AgentSettings
@@ -46,6 +46,8 @@ def agent(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) 
     except DialError as exc:
         fail(str(exc))
     metrics_listen = s.metrics_listen and metrics_address(s.metrics_listen, public=s.metrics_public)
+    if s.kinds_file is not None:
+        define_kinds(s.kinds_file)
     real = s.kubeconfig is not None or s.context is not None or s.in_cluster
     if s.sim is not None and real:
         fail("--sim and --kubeconfig/--context/--in-cluster are exclusive: one cluster, simulated or real")

@@ -21,6 +21,7 @@ from vglobal.cli.claims import attach_claims
 from vglobal.cli.common import Ctx, console, err_console, fail
 from vglobal.cli.documents import Document, DocumentError, apply_order, read_documents
 from vglobal.cli.live import LIVE, named, result
+from vglobal.cli.pod_groups import attach_pods
 from vglobal.cli.prune import parse_selector, selected
 from vglobal.cli.prune import prune as prune_missing
 from vglobal.cli.workflows import KINDS as WORKFLOW_KINDS
@@ -55,8 +56,13 @@ CLUSTER_WIDE = ("Queue", "PriorityClass", "Namespace")
 
 
 def submitted_as_job(d: Document) -> bool:
-    """A Volcano Job or a workload kind (batch/v1 Job is kind Job too): sent in SubmitJobs batches."""
-    return d.kind == "Job" or d.kind in WORKLOADS
+    """A Volcano Job or a workload kind (batch/v1 Job is kind Job too): sent in SubmitJobs batches;
+    so is a custom resource of a kind not known here, which the hub may have a KindDefinition of
+    (``vglobal hub --kinds-file``; without one it refuses the kind, naming it)."""
+    if d.kind == "Job" or d.kind in WORKLOADS:
+        return True
+    group = str(d.body.get("apiVersion") or "").rpartition("/")[0]
+    return "." in group and d.kind not in RESOURCES and d.kind not in WORKFLOW_KINDS
 
 
 def request_id_for(kind: str, body: dict[str, Any]) -> str:
@@ -191,6 +197,7 @@ def apply(
     except (ValueError, DocumentError) as exc:
         fail(f"--validate: {exc}" if not isinstance(exc, DocumentError) else str(exc))
     docs, claim_lines = attach_claims(docs)
+    docs = attach_pods(docs)
     for line in claim_lines:
         console.print(line, highlight=False)
     if wanted:

@@ -25,6 +25,13 @@ from vglobal.sdk.batches import BATCH_SIZE
 # What apply calls a job of each kind it was submitted as (kubectl's resource.group).
 JOB_RESOURCES = {k.shown: k.printed for k in KINDS}
 
+
+def _printed(doc: Document) -> str:
+    """A kind not known here (one the hub has a KindDefinition of) as kubectl prints it."""
+    group = str(doc.body.get("apiVersion") or "").rpartition("/")[0]
+    return f"{doc.kind.lower()}.{group}" if group else "job.batch.volcano.sh"
+
+
 # Above this many Jobs, apply prints a summary instead of a line per job.
 LINES_UP_TO = 50
 
@@ -141,7 +148,7 @@ def _report(
         if not quiet:
             job = outcome.job
             console.print(
-                f"{JOB_RESOURCES.get(job.kind, 'job.batch.volcano.sh')}/{job.namespace}/{job.name} "
+                f"{JOB_RESOURCES.get(job.kind) or _printed(doc)}/{job.namespace}/{job.name} "
                 f"{verb}{suffix}",
                 highlight=False,
             )

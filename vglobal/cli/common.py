@@ -26,6 +26,17 @@ def fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
+def define_kinds(path: Path) -> None:
+    """Take the KindDefinitions of ``path`` as job kinds (``--kinds-file``); a bad one stops here."""
+    from vglobal.model.errors import ManifestError
+    from vglobal.model.kinds.generic import define_text
+
+    try:
+        define_text(path.read_text())
+    except (OSError, ManifestError) as exc:
+        fail(f"--kinds-file {path}: {exc}")
+
+
 class Ctx:
     def __init__(self, dial: Dial) -> None:
         self.dial = dial

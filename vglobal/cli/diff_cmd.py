@@ -16,6 +16,7 @@ from vglobal.cli.claims import attach_claims
 from vglobal.cli.common import Ctx, console, err_console
 from vglobal.cli.documents import DocumentError, apply_order, read_documents
 from vglobal.cli.live import LIVE, comparable, key_of, named, namespace_of
+from vglobal.cli.pod_groups import attach_pods
 from vglobal.model import apply_rules
 from vglobal.sdk import VGlobalError
 
@@ -46,6 +47,7 @@ def diff(obj: Ctx, paths: tuple[Path, ...]) -> None:
     """Show what `vglobal apply -f` would change: live object against the files (exit 1: they differ)."""
     try:
         docs, _ = attach_claims(apply_order(read_documents(list(paths))))  # as apply sends them
+        docs = attach_pods(docs)
     except DocumentError as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         sys.exit(2)

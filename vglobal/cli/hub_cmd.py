@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from vglobal.cli.common import setup_logging
+from vglobal.cli.common import define_kinds, setup_logging
 from vglobal.cli.settings_flags import run_or_print, settings_options
 from vglobal.config import HubSettings
 
@@ -34,6 +34,8 @@ def hub(ctx: click.Context, /, print_settings: bool, verbose: bool, **_: Any) ->
     from vglobal.hub.server import run_hub
 
     setup_logging(verbose)
+    if settings.kinds_file is not None:
+        define_kinds(settings.kinds_file)  # checked here, to say what is wrong before anything starts
     try:
         run_hub(settings, log_setup=partial(setup_logging, verbose))  # also the API processes' logs
     except PortInUse as exc:

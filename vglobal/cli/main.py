@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -11,7 +12,7 @@ import click
 from vglobal.api.v1 import queues_pb2
 from vglobal.cli.apply_cmd import apply
 from vglobal.cli.clusters import delete_cluster
-from vglobal.cli.common import FILE, Ctx, console, fail
+from vglobal.cli.common import FILE, Ctx, console, define_kinds, fail
 from vglobal.cli.diff_cmd import diff
 from vglobal.cli.get_cmd import get
 from vglobal.cli.global_options import GlobalOptionsGroup
@@ -70,6 +71,9 @@ def cli(
         dial = Dial.from_env(hub, ca_file=ca_file, cert=cert, key=key, token=token)
     except DialError as exc:
         fail(str(exc))
+    kinds_file = os.environ.get("VGLOBAL_KINDS_FILE")  # the hub's kinds, for apply, describe, sim
+    if kinds_file and ctx.invoked_subcommand not in ("hub", "agent"):  # those read it as a setting
+        define_kinds(Path(kinds_file))
     ctx.obj = Ctx(dial)
 
 

@@ -66,6 +66,7 @@ from vglobal.hub.servicers.queues import QueueServicer
 from vglobal.hub.watch.feed import WatchFeed
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.errors import ManifestError
+from vglobal.model.kinds.generic import define_text
 from vglobal.model.quantity import to_units
 from vglobal.store import migrate
 from vglobal.store.embedded import default_data_dir, start_embedded
@@ -111,6 +112,8 @@ class Hub:
         self.children: list[BaseProcess] = []
         self.stop = threading.Event()
         self.auth = Authenticator(settings.auth_config)  # a bad file stops the hub before anything starts
+        if settings.kinds_file is not None:  # so does a bad kind definition (each API process reads it)
+            define_text(settings.kinds_file.read_text())
         box = SecretBox.from_sources(settings.secret_keys_file, settings.secret_keys)  # so does a bad key
         self._pg: Any = None
         if not api_only:  # the API processes share the first process's port on purpose

@@ -31,7 +31,7 @@ from vglobal.model.hyperjob import HyperJob, parse_hyper_job
 from vglobal.model.job import Job
 from vglobal.model.jobflow import JobFlow, JobTemplate, parse_job_flow, parse_job_template
 from vglobal.model.k8s import Model
-from vglobal.model.kinds import volcano_job
+from vglobal.model.kinds import pod_group, volcano_job
 from vglobal.model.namespace import Namespace, parse_namespace
 from vglobal.model.priority_class import PriorityClass, parse_priority_class
 from vglobal.model.queue import Queue, parse_queue
@@ -59,7 +59,7 @@ Schemas = Mapping[tuple[str, str], type[Model]]  # (apiVersion, kind) -> schema,
 
 # The kinds submitted as jobs come from their records (``vglobal.model.kinds``); the Volcano Job
 # is listed first, as the errors that name every kind always did.
-KINDS: Kinds[Manifest] = {
+KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Manifest]] = {
     volcano_job.KIND.key: volcano_job.KIND.reader,
     (queue.API_VERSION, queue.KIND): parse_queue,
     (priority_class.API_VERSION, priority_class.KIND): parse_priority_class,
@@ -73,7 +73,7 @@ KINDS: Kinds[Manifest] = {
 }
 
 # Each kind's schema, for strict field validation.
-SCHEMAS: Schemas = {
+SCHEMAS: dict[tuple[str, str], type[Model]] = {
     **{k.key: k.schema for k in kinds.KINDS},
     (queue.API_VERSION, queue.KIND): queue.QueueManifest,
     (priority_class.API_VERSION, priority_class.KIND): priority_class.PriorityClassManifest,
@@ -85,6 +85,13 @@ SCHEMAS: Schemas = {
     (dependencies.API_VERSION, dependencies.SECRET): dependencies.SecretManifest,
     (namespace.API_VERSION, namespace.KIND): namespace.NamespaceManifest,
 }
+
+
+def _defined(kind: kinds.WorkloadKind) -> None:
+    KINDS[kind.key], SCHEMAS[kind.key] = kind.reader, kind.schema
+
+
+kinds.on_define(_defined)
 
 DEFAULT_MAX_BYTES = 1_048_576
 # Anchors and aliases let a small text expand into a huge tree ("billion laughs"); refuse such trees.
@@ -257,8 +264,7 @@ def parse_documents(
     """``parse_manifests`` by the given tables of kinds and schemas. ResourceClaimTemplates and
     ResourceClaims are no manifests of their own: they travel with the jobs naming them."""
     docs = load_documents(text, max_bytes=max_bytes)
-    if any(dra.is_claim_document(d) for d in docs):
-        docs = dra.carry(docs)[0]
+    docs = gathered(docs)
     out: list[M] = []
     for i, doc in enumerate(docs):
         try:
@@ -268,6 +274,16 @@ def parse_documents(
                 exc.document = f"document[{i}] ({_describe(doc)})"
             raise
     return out
+
+
+def gathered(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documents as jobs are submitted: DRA claims travel with the jobs naming them, pods with
+    the Volcano PodGroup they name."""
+    if any(dra.is_claim_document(d) for d in docs):
+        docs = dra.carry(docs)[0]
+    if any(pod_group.is_pod_group(d) for d in docs):
+        docs = pod_group.carry(docs)
+    return docs
 
 
 def manifest_to_yaml(raw: Mapping[str, Any]) -> str:

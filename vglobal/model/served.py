@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vglobal.model.kinds import WORKLOADS
+from vglobal.model.kinds import WORKLOADS, on_define
 
 SERVED_LABEL_PREFIX = "workloads.vglobal.io/"
 SERVED, MISSING = "served", "missing"
 
 # (apiVersion, kind) -> "<plural>.<group>", the resource's name as its CRD is named
-RESOURCES: Mapping[tuple[str, str], str] = {k.key: k.resource for k in WORKLOADS}
+RESOURCES: dict[tuple[str, str], str] = {k.key: k.resource for k in WORKLOADS}
+on_define(lambda k: RESOURCES.__setitem__(k.key, k.resource))
 
 
 # The resources whose pods come in groups, each placed whole (a job of one is evicted whole only).

@@ -15,7 +15,7 @@ from typing import Any
 
 from vglobal.model.errors import ManifestError
 from vglobal.model.job import Job, parse_job
-from vglobal.model.kinds import WORKLOADS, kind_of, volcano_job
+from vglobal.model.kinds import WORKLOADS, kind_of, on_define, volcano_job
 from vglobal.model.kinds.reading import (
     GROUP_MIN_MEMBER,
     PRIORITY_LABEL,
@@ -47,7 +47,8 @@ __all__ = [
 ]
 
 # (apiVersion, kind) -> its reader, for the kinds a controller runs
-READERS: Mapping[tuple[str, str], Callable[[Mapping[str, Any]], Job]] = {k.key: k.reader for k in WORKLOADS}
+READERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Job]] = {k.key: k.reader for k in WORKLOADS}
+on_define(lambda k: READERS.__setitem__(k.key, k.reader))
 # Kinds whose objects hold their pods until deleted: they run until cancelled or deleted.
 LONG_RUNNING = frozenset(k.kind for k in WORKLOADS if k.long_running)
 

@@ -33,6 +33,7 @@ def labels_of(tmpl: dict[str, Any]) -> dict[str, str]:
         ("upstream/mpi-operator/pi.yaml", ["launcher", "worker"]),
         ("upstream/kuberay/ray-service.mobilenet.yaml", ["head", "worker"]),
         ("workloads/pod.nginx.yaml", ["main"]),
+        ("upstream/kthena/sample.yaml", ["prefill", "prefill-worker", "decode", "decode-worker"]),
     ],
 )
 def test_each_pod_template_is_labelled_with_the_run_and_its_role(path: str, roles: list[str]) -> None:

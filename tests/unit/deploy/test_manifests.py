@@ -67,6 +67,8 @@ AGENT_PERMISSIONS = {
             ("kubeflow.org", "pytorchjobs"),
             ("kubeflow.org", "mpijobs"),
             ("trainer.kubeflow.org", "trainjobs"),
+            ("scheduling.volcano.sh", "podgroups"),
+            ("workload.serving.volcano.sh", "modelservings"),
         ]
     },
 }

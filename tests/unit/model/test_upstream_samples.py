@@ -125,7 +125,7 @@ def test_the_rayservice_sample_is_its_ray_cluster() -> None:
     assert job.tasks[1].gang_from == "spec.rayClusterConfig.workerGroupSpecs[0].replicas (autoscaling off)"
 
 
-def test_a_plain_pod_is_a_gang_of_one_and_a_pod_in_a_podgroup_is_refused() -> None:
+def test_a_plain_pod_is_a_gang_of_one_and_a_pod_without_its_podgroup_is_refused() -> None:
     d = load_documents((UPSTREAM.parent / "workloads" / "pod.nginx.yaml").read_text())[0]
     d["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "web"}
     d["spec"]["priorityClassName"] = "high"
@@ -134,6 +134,31 @@ def test_a_plain_pod_is_a_gang_of_one_and_a_pod_in_a_podgroup_is_refused() -> No
     assert job.priority_class_name == "high" and job.tasks[0].gang_from == "1 pod (a plain Pod)"
     d["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "pg"
     with pytest.raises(
-        ManifestError, match=r"metadata.annotations\[scheduling.k8s.io/group-name\]: a pod in a PodGroup"
+        ManifestError, match=r'metadata.annotations\[scheduling.k8s.io/group-name\]: names PodGroup "pg", which is not'
     ):
         parse_manifest(d)
+
+
+def test_kthenas_modelserving_sample_is_one_servinggroup_of_its_roles() -> None:
+    job = read(doc("kthena/sample.yaml"))
+    assert counts(job) == {"prefill": 1, "prefill-worker": 3, "decode": 1, "decode-worker": 3}
+    assert job.min_available == 8 and job.group_size() == 8 and job.queue == "default"
+    assert job.tasks[1].gang_from.startswith("spec.template.roles[0].workerReplicas 3 per entry")
+
+
+def test_a_modelservings_gang_policy_groups_and_topology() -> None:
+    d = doc("kthena/sample.yaml")
+    d["spec"]["replicas"] = 3
+    d["spec"]["template"]["gangPolicy"] = {"minRoleReplicas": {"prefill": 1}}
+    d["spec"]["template"]["roles"][0]["replicas"] = 2
+    d["spec"]["template"]["networkTopology"] = {"groupPolicy": {"mode": "hard", "highestTierAllowed": 1}}
+    job = read(d)
+    # 3 groups of 2 prefill entries (6 workers each) and 1 decode entry (3 workers); a group's gang
+    # is 1 prefill entry with its 3 workers and the whole decode role
+    assert counts(job) == {"prefill": 6, "prefill-worker": 18, "decode": 3, "decode-worker": 9}
+    assert gang(job) == {"prefill": 1, "prefill-worker": 3, "decode": 1, "decode-worker": 3}
+    assert job.group_size() == 12 and job.network_topology is not None
+    assert job.network_topology.highest_tier_allowed == 1
+    d["spec"]["template"]["gangPolicy"] = {"minRoleReplicas": {"embed": 1}}
+    with pytest.raises(ManifestError, match=r"spec.template.gangPolicy.minRoleReplicas.embed: no role 'embed'"):
+        read(d)

@@ -182,6 +182,7 @@ def test_long_running_kinds_are_pinned_unless_they_say_true() -> None:
         "Deployment",
         "StatefulSet",
         "RayService",
+        "ModelServing",
     ]
     assert not long_running("batch.volcano.sh/v1alpha1", "Job") and not long_running("v9", "Deployment")
     pinned = unpreemptable_tasks(None, None, {}, {}, ("head", "workers"), default=False)

@@ -253,4 +253,4 @@ SIM_SCHEMAS: dict[tuple[str, str], type[Model]] = {**SCHEMAS, (API_VERSION, KIND
 
 def parse_sim_manifests(text: str) -> list[Manifest | SimCluster]:
     """Every document of a file the simulator or the sim backend reads; raises ManifestError."""
-    return parse_documents(text, SIM_KINDS, schemas=SIM_SCHEMAS)
+    return parse_documents(text, {**KINDS, **SIM_KINDS}, schemas={**SCHEMAS, **SIM_SCHEMAS})

@@ -19,6 +19,7 @@ from vglobal.agent.backends.base import JobProblem
 from vglobal.agent.kube import bodies, paths
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.kinds import Workload
+from vglobal.agent.kube.kinds.base import Extra
 from vglobal.agent.kube.records import JOB_UID_LABEL, PodRecord
 from vglobal.agent.kube.vgpu import DeviceUse
 from vglobal.agent.kube.workloads import WorkloadRecord
@@ -55,11 +56,13 @@ class TrackedWorkload:
     slots: dict[str, Slot] = field(default_factory=dict)
     loose: dict[Key, PodRecord] = field(default_factory=dict)  # its pods that fill no slot
     retry_at: float | None = None
+    # Objects written beside its own (a PodGroup's pods) that found an earlier run's in the way.
+    extras_due: list[Extra] = field(default_factory=list)
 
 
 def task_roles(kind: Workload, job: Job) -> dict[str, str]:
     """Task name -> role: the task of the same name, else the template at the task's position."""
-    roles = kind.roles(job.raw.get("spec") or {})
+    roles = kind.roles_of(job.raw)
     names = [t.name for t in job.tasks]
     if set(names) <= set(roles):
         return {n: n for n in names}
@@ -130,6 +133,12 @@ class WorkloadTracker:
         self.submit(
             Op("wl-create", ref.uid, "POST", path, body, fetch_on_conflict=kind.item(ref.namespace, ref.name))
         )
+        for extra in kind.extras(tw.job.raw, ref, tw.owner_uid, self.scheduler_name):
+            self._create_extra(tw, extra)
+
+    def _create_extra(self, tw: TrackedWorkload, extra: Extra) -> None:
+        op = Op("wl-extra", tw.ref.uid, "POST", extra.collection, extra.body, fetch_on_conflict=extra.item)
+        self.submit(replace(op, extra=extra))
 
     def respecify(self, uid: str, job: Job) -> None:
         """The run's job applied anew: the object's replicas follow (a merge patch of the fields
@@ -155,6 +164,8 @@ class WorkloadTracker:
         ref = tw.ref
         path = tw.kind.item(ref.namespace, ref.name)
         self.submit(Op("wl-delete", uid, "DELETE", path, bodies.delete_body(tw.obj_uid)))
+        for extra in tw.kind.extras(tw.job.raw, ref, tw.owner_uid, self.scheduler_name):
+            self.submit(Op("wl-delete", uid, "DELETE", extra.item, bodies.delete_body()))
 
     # ---- slots, as the job controller asks
 
@@ -321,6 +332,8 @@ class WorkloadTracker:
         err = out.error
         if out.op.kind == "wl-create":
             self._created(out)
+        elif out.op.kind == "wl-extra":
+            self._extra_created(out)
         elif out.op.kind == "wl-patch":
             if err is not None and err.status not in (0, 404):
                 self._refusal(out.op.key, err.rbac_rule() if err.status == 403 else err.message, "patch")
@@ -387,11 +400,39 @@ class WorkloadTracker:
         else:
             tw.retry_at = self.clock() + STALE_RETRY
 
+    def _extra_created(self, out: Outcome) -> None:
+        tw = self.runs.get(out.op.key)
+        if tw is None or out.ok:
+            return
+        labels = ((out.existing or {}).get("metadata") or {}).get("labels") or {}
+        what = f"{out.op.body.get('kind', 'object')} {tw.ref.namespace}/{out.op.body['metadata']['name']}"
+        if out.existing is not None and labels.get(JOB_UID_LABEL) == tw.ref.uid:
+            if labels.get("vglobal.io/generation") != str(tw.ref.generation):  # an earlier run's
+                stale = str(out.existing["metadata"].get("uid", ""))
+                item = out.op.fetch_on_conflict
+                self.submit(Op("wl-delete", tw.ref.uid, "DELETE", item, bodies.delete_body(stale)))
+                tw.extras_due.append(out.op.extra)
+                tw.retry_at = self.clock() + STALE_RETRY
+            return
+        err = out.error
+        if out.existing is not None:
+            self._problem(tw.ref.uid, "fail", "WorkloadTaken", f"{what} exists and was not made by vglobal")
+        elif err is not None and err.status in (400, 403, 404, 422):
+            self._problem(tw.ref.uid, "fail", "Invalid", f"cannot create {what}: {err.message}")
+        else:
+            tw.extras_due.append(out.op.extra)
+            tw.retry_at = self.clock() + STALE_RETRY
+
     def tick(self, now: float) -> None:
         for tw in self.runs.values():
             if tw.retry_at is not None and tw.retry_at <= now and tw.owner_uid:
                 tw.retry_at = None
-                self._create(tw)
+                if tw.extras_due:
+                    due, tw.extras_due = tw.extras_due, []
+                    for extra in due:
+                        self._create_extra(tw, extra)
+                else:
+                    self._create(tw)
 
     def _refusal(self, job_uid: str, why: str, what: str) -> None:
         self._problem(job_uid, "event", "ApiError", f"cannot {what} a pod of the workload: {why}")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vglobal.agent.kube import kinds
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.kinds import KINDS, Workload, kind_of
 from vglobal.agent.kube.records import GENERATION_LABEL, JOB_UID_LABEL
@@ -77,7 +78,7 @@ def served(api: KubeApi) -> tuple[list[Workload], list[Workload]]:
     found: dict[str, set[str]] = {}
     ok: list[Workload] = []
     missing: list[Workload] = []
-    for kind in KINDS:
+    for kind in kinds.KINDS:  # with the kinds defined at start
         if not kind.crd:
             ok.append(kind)
             continue

@@ -1,6 +1,6 @@
 """A plain ``v1`` Pod: one ``main`` task of one pod, the pod itself its template, a gang of 1. A pod
-naming a Volcano PodGroup (``scheduling.k8s.io/group-name``) is refused: PodGroups are not read, and
-a gang of plain pods is submitted as one workload (a Volcano Job, a JobSet) instead. Runs to its end."""
+naming a Volcano PodGroup (``scheduling.k8s.io/group-name``) is part of that PodGroup's job
+(``pod_group.py``); one whose PodGroup is not beside it is refused, naming it. Runs to its end."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def _read(tasks: Tasks, base: str, spec: Mapping[str, Any], annotations: Mapping
     if GROUP_NAME in annotations:
         tasks.p.add(
             key_path("metadata.annotations", GROUP_NAME),
-            "a pod in a PodGroup is not taken: submit its gang as one workload (a Volcano Job or a JobSet)",
+            f'names PodGroup "{annotations[GROUP_NAME]}", which is not given with it: apply the PodGroup '
+            "(scheduling.volcano.sh/v1beta1) and its pods together",
         )
         return
     template = {"metadata": {"annotations": dict(annotations)}, "spec": dict(spec)}

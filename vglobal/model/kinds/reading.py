@@ -102,7 +102,9 @@ class Tasks:
         # runPolicy's minAvailable): the job's minAvailable, the tasks' own minimums then 0.
         self.gang: int | None = None
         self.queue: str | None = None  # the queue a kind names in its spec (a runPolicy's)
+        self.queue_at = "spec.runPolicy.schedulingPolicy.queue"  # the field it is named in
         self.priority: str | None = None  # the priority class a kind names in its spec
+        self.topology: NetworkTopology | None = None  # the network topology a kind names in its spec
 
     def add(
         self,
@@ -230,7 +232,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
     meta_maps = (("metadata.labels", labels), ("metadata.annotations", annotations))
     named = next((key_path(w, k) for k in QUEUE_LABELS for w, m in meta_maps if m.get(k)), "")
     if tasks.queue:
-        named = "spec.runPolicy.schedulingPolicy.queue"
+        named = tasks.queue_at
     queue = tasks.queue or next(
         (v for k in QUEUE_LABELS if (v := labels.get(k) or annotations.get(k))), DEFAULT_QUEUE
     )
@@ -239,7 +241,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
     if priority:
         check_name(p, key_path("metadata.labels", PRIORITY_LABEL), priority, label=False)
     _check_sim_annotations(p, "metadata.annotations", annotations)
-    network = topology(p, labels)
+    network = tasks.topology or topology(p, labels)
     allowed, selector = _allowed_clusters(p, annotations), _cluster_selector(p, annotations)
     preferred = _preferred_clusters(p, annotations)
     prefs = read_prefs(p, annotations)

@@ -25,6 +25,8 @@ class WorkloadKind:
     grouped: bool = False  # its pods come in groups, each placed whole (a job of it is evicted whole only)
     agent_makes_pods: bool = False  # the agent makes its pods (a Volcano Job), not a controller
     listed_as: str = ""  # the kind as jobs show it when it differs (a Volcano Job is "VolcanoJob")
+    # A kind defined without code (``generic.py``): its paths, gang and status rules.
+    definition: Any = None
 
     @property
     def key(self) -> tuple[str, str]:

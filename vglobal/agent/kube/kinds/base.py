@@ -20,6 +20,15 @@ from vglobal.model.kinds import WorkloadKind
 Template = tuple[str, dict[str, Any]]  # (role, pod template)
 
 
+@dataclass(frozen=True, slots=True)
+class Extra:
+    """An object written beside a workload's own: where it is created, its path, its body."""
+
+    collection: str
+    item: str
+    body: dict[str, Any]
+
+
 def dig(obj: Any, *keys: str) -> Any:
     for k in keys:
         obj = obj.get(k) if isinstance(obj, dict) else None
@@ -95,6 +104,17 @@ class Workload:
     def roles(self, spec: Mapping[str, Any]) -> list[str]:
         """The roles of the pods a manifest's spec makes, in order."""
         return [role for role, _ in self.templates({"spec": dict(spec)})]
+
+    def roles_of(self, raw: Mapping[str, Any]) -> list[str]:
+        """The roles of the pods a manifest makes, in order (most kinds: its spec's)."""
+        spec = raw.get("spec")
+        return self.roles(spec if isinstance(spec, Mapping) else {})
+
+    def extras(
+        self, raw: Mapping[str, Any], ref: JobRef, owner_uid: str, scheduler_name: str
+    ) -> list[Extra]:
+        """What the agent writes beside the object, after it (a PodGroup's pods): none for most."""
+        return []
 
     def group_of(self, role: str, index: int, raw: Mapping[str, Any]) -> int:
         """The group placed whole that pod ``index`` of ``role`` belongs to (-1: none)."""
