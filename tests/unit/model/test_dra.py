@@ -208,3 +208,15 @@ def test_one_text_of_a_template_and_its_job_is_one_job_as_the_hub_and_the_sim_re
     job = parsed[1]
     assert isinstance(job, Job) and job.tasks[0].pod_request[DC] == 2000
     assert dra.CLAIMS_ANNOTATION in job.raw["metadata"]["annotations"]
+
+
+def test_a_capacity_no_cluster_offers_is_the_waiting_reason() -> None:
+    from vglobal.admission.explain import capacity_reason
+    from vglobal.admission.fit.index import ResourceIndex
+
+    mem = dra.capacity_resource("gpu.example.com", "memory")
+    index = ResourceIndex([mem, DC])
+    assert "shared DRA device of class gpu.example.com with capacity memory" in capacity_reason(
+        index, index.col[mem], 0, 20 * 2**30 * 1000
+    )
+    assert "DRA device of class gpu.example.com (no ResourceSlice" in capacity_reason(index, index.col[DC], 0, 1000)
