@@ -128,12 +128,17 @@ spec:
 
 def test_pods_sharing_a_claim_take_its_device_once_and_run_on_its_node(tmp_path: Path) -> None:
     jobs = tmp_path / "shared.yaml"
-    jobs.write_text(SHARED)
+    # "wide" shares a second claim, but its 3 pods of 3 cpus cannot sit on one 8-cpu node
+    wide = SHARED.replace("one-gpu", "other-gpu").replace("name: shared", "name: wide")
+    jobs.write_text(SHARED + "---\n" + wide.replace('requests: {cpu: "1"}', 'requests: {cpu: "3"}'))
     cluster = tmp_path / "mixed.yaml"
-    # one node with the device, two empty ones without: a spreading scheduler would use them
+    # one node with the devices, two empty ones without that would take the pods otherwise
     cpu_group = _cluster("cpu", 2, 0).split("  nodeGroups:\n")[1]
-    cluster.write_text(_cluster("mixed", 1, 1) + cpu_group)
+    cluster.write_text(_cluster("mixed", 1, 2) + cpu_group)
     result = run_simulation(cluster_files=[cluster], jobs_path=jobs, until=30.0)
-    (job,) = result["jobs"]
+    by_name = {j["name"]: j for j in result["jobs"]}
+    job = by_name["shared"]
     assert job["phase"] == "Running"  # 3 pods, one device: charged once
     assert {p["node"] for p in job["pods"]} == {"mixed-0"}  # all beside the claim's device
+    assert by_name["wide"]["phase"] == "Pending"
+    assert "didn't match pod affinity rules" in by_name["wide"]["reason"]
