@@ -1,6 +1,6 @@
 """Dispatch benchmark: pure admit() over 100k pending jobs, 1,000 queues, 20 clusters x 500 nodes.
 
-    .venv/bin/python bench/dispatch.py [--jobs 100000] [--repeat 3] [--seed 7]
+    .venv/bin/python bench/dispatch.py [--jobs 100000] [--repeat 3] [--seed 7] [--kinds-mix 0.1]
 
 Prints a Markdown table: our admit() (decisions/s, cycle time, admissions) beside Volcano Global's
 dispatcher rule (round-robin one job per queue per round, capability checked against the sum of all
@@ -16,11 +16,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vglobal.admission import AdmissionResult, GroupRef, PendingJob, Snapshot, admit
-from vglobal.model.resources import total
+from vglobal.model.resources import ResourceVector, total
+from vglobal.model.served import MISSING, served_label
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from workload import first_fit, make_snapshot, next_cycle
+from workload import first_fit, make_snapshot, next_cycle, vec
+
+# Gangs shaped as the kinds' readers derive them (model/kinds): a JobSet's leader and its workers'
+# replicas x parallelism, a PyTorchJob's master and workers, a TrainJob's numNodes; each written as
+# its API resource, which one cluster's agent says it lacks.
+KIND_SHAPES: tuple[tuple[str, tuple[tuple[ResourceVector, int], ...]], ...] = (
+    ("jobsets.jobset.x-k8s.io", ((vec(4, 16), 1), (vec(32, 256, 8), 4))),
+    ("pytorchjobs.kubeflow.org", ((vec(16, 128, 8), 1), (vec(16, 128, 8), 3))),
+    ("trainjobs.trainer.kubeflow.org", ((vec(32, 256, 8), 2),)),
+)
 
 
 @dataclass
@@ -103,6 +113,24 @@ def with_hyperjobs(snapshot: Snapshot, count: int) -> Snapshot:
     return replace(snapshot, pending=tuple(pending))
 
 
+def with_kinds(snapshot: Snapshot, fraction: float) -> Snapshot:
+    """Every (1/fraction)-th pending job made a JobSet, PyTorchJob or TrainJob gang, in turn; the
+    first cluster lacks TrainJob, as an agent whose API does not serve it says."""
+    if fraction <= 0:
+        return snapshot
+    step = max(round(1 / fraction), 1)
+    pending = list(snapshot.pending)
+    requests = {w: total(r.scale(n) for r, n in gang) for w, gang in KIND_SHAPES}
+    for turn, i in enumerate(range(0, len(pending), step)):
+        workload, gang = KIND_SHAPES[turn % len(KIND_SHAPES)]
+        pending[i] = replace(pending[i], workload=workload, gang=gang, request=requests[workload])
+    clusters = list(snapshot.clusters)
+    if clusters:
+        lacking = {**clusters[0].labels, served_label(KIND_SHAPES[2][0]): MISSING}
+        clusters[0] = replace(clusters[0], labels=lacking)
+    return replace(snapshot, pending=tuple(pending), clusters=tuple(clusters))
+
+
 def timed(snapshot: Snapshot, repeat: int) -> tuple[AdmissionResult, list[float]]:
     times = []
     result = None
@@ -130,11 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=int, default=5000, help="--max-admissions for the budgeted first cycle"
     )
+    parser.add_argument(
+        "--kinds-mix",
+        type=float,
+        default=0.0,
+        help="this fraction of the pending jobs as JobSet/PyTorchJob/TrainJob-shaped gangs",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     snap = make_snapshot(args.jobs, args.clusters, args.nodes, running=args.running, seed=args.seed)
     if args.hyperjobs:
         snap = with_hyperjobs(snap, args.hyperjobs)
+    snap = with_kinds(snap, args.kinds_mix)
     gen = time.perf_counter() - t0
     first, times = timed(snap, args.repeat)
     second_snap = next_cycle(snap, first)
@@ -149,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"`{cmd.strip()}` (snapshot built in {gen:.1f} s; {len(snap.pending)} pending, "
         f"{len(snap.queues)} queues, {len(snap.clusters)} clusters x {args.nodes} nodes, "
-        f"{len(snap.running)} running, {args.hyperjobs} of the pending HyperJobs of 3 children)\n"
+        f"{len(snap.running)} running, {args.hyperjobs} of the pending HyperJobs of 3 children, "
+        f"{args.kinds_mix:g} of them JobSet/PyTorchJob/TrainJob gangs)\n"
     )
     print(
         f"| rule | pending | cycle (best of {args.repeat}) | decisions/s | admitted | admitted but fit no "

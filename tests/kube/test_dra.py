@@ -116,3 +116,60 @@ def test_a_pod_is_bound_with_its_claim_allocated_on_its_node(
     agent.until(
         lambda: agent.backend.free()["node-2"].get("deviceclass/gpu.example.com", 0) == 0, 10, "devices held"
     )
+
+
+def test_a_controller_made_pods_claim_is_made_and_allocated_at_bind(
+    make_agent: Callable[..., Agent], cluster: Cluster, ns: str, emulator: Any
+) -> None:
+    import dataclasses
+
+    from kubernetes import client
+
+    from tests.kube.workload_kit import deployment, gang_job, template
+
+    custom = client.CustomObjectsApi(cluster.api_client)
+    custom.create_cluster_custom_object(
+        GROUP, VERSION, "deviceclasses", _class("gpu.example.com", 'device.driver == "gpu.example.com"')
+    )
+    custom.create_cluster_custom_object(
+        GROUP, VERSION, "resourceslices", _slice("node-1-gpu", "node-1", "gpu.example.com", 1)
+    )
+    agent = make_agent()
+    tpl = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": ns},
+        "spec": {
+            "spec": {
+                "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.example.com"}}]}
+            }
+        },
+    }
+    pod = template()
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    raw = deployment("serve", ns, replicas=1)
+    raw["spec"]["template"] = pod
+    job = gang_job(raw, [("main", 1, pod)])
+    # as the hub reads it: the claim's device in the pod's request, the template with the job
+    (task,) = job.tasks
+    task = dataclasses.replace(task, pod_request=task.pod_request + {"deviceclass/gpu.example.com": 1000})
+    job = dataclasses.replace(job, tasks=(task,), annotations={dra.CLAIMS_ANNOTATION: json.dumps([tpl])})
+    agent.runtime.controller.start("uid-serve", 1, job, queue="default")
+
+    def made() -> Any:
+        pods = [p for p in cluster.live_pods(ns, "vglobal.io/job-uid=uid-serve") if p.spec.node_name]
+        return pods[0] if pods else None
+
+    bound = agent.until(made, 30, "the Deployment's pod bound")
+    claim = f"{bound.metadata.name}-gpu"
+
+    def allocation() -> Any:
+        got = custom.get_namespaced_custom_object(GROUP, VERSION, ns, "resourceclaims", claim)
+        return (got.get("status") or {}).get("allocation") and got
+
+    got = agent.until(allocation, 10, "the pod's claim allocated")
+    assert [r["device"] for r in got["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
+    assert got["metadata"]["ownerReferences"][0]["uid"] == bound.metadata.uid
+    assert bound.spec.node_name == "node-1"
+    statuses = cluster.core.read_namespaced_pod(bound.metadata.name, ns).status.resource_claim_statuses
+    assert [(s.name, s.resource_claim_name) for s in statuses] == [("gpu", claim)]

@@ -64,6 +64,13 @@ def capacity_reason(index: ResourceIndex, dim: int, capacity: float, need: int) 
     name = index.names[dim]
     if not capacity and name.startswith(RESOURCE_PREFIX):
         # No agent reported a device of the class: the job waits here instead of nowhere.
+        device_class, _, capacity_name = name.removeprefix(RESOURCE_PREFIX).partition("/")
+        if capacity_name:
+            return (
+                f"job needs {name} {fmt_amount(index, dim, need)} but no schedulable cluster reports a "
+                f"shared DRA device of class {device_class} with capacity {capacity_name} (no "
+                "ResourceSlice offers one with allowMultipleAllocations)"
+            )
         return (
             f"job needs {name} {fmt_amount(index, dim, need)} but no schedulable cluster reports a "
             f"DRA device of class {name.removeprefix(RESOURCE_PREFIX)} (no ResourceSlice offers one)"

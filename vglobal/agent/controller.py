@@ -355,7 +355,7 @@ class JobController:
                     obj["metadata"]["annotations"][deadlines.DEADLINE_ANNOTATION] = deadlines.encode(waiting)
                 uid = f"{run.uid}/{run.generation}/{name}/{run.incarnations}"
                 manifest = PodManifest(
-                    uid, name, run.job.namespace, run.uid, task.name, index, task.pod_request, obj
+                    uid, name, run.job.namespace, run.uid, task.name, index, task.request_of(index), obj
                 )
                 self.backend.create_pod(manifest)
                 run.pods[name] = manifest

@@ -10,10 +10,12 @@ puts there those of the same files); the agent creates them in the member cluste
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from vglobal.model.errors import Problems, key_path
+from vglobal.model.quantity import QuantityError, to_units
 from vglobal.model.resources import ResourceVector
 
 API_GROUP = "resource.k8s.io"
@@ -32,6 +34,73 @@ Sources = Mapping[tuple[str, str], ResourceVector]  # (kind, name) -> devices on
 
 def device_resource(device_class: str) -> str:
     return f"{RESOURCE_PREFIX}{device_class}"
+
+
+def capacity_resource(device_class: str, capacity: str) -> str:
+    """A shared device's consumable capacity (KEP-5075), e.g. ``deviceclass/gpu.example.com/memory``."""
+    return f"{RESOURCE_PREFIX}{device_class}/{capacity}"
+
+
+# The CEL selectors a request may carry: an attribute equal to a value, which the agent matches
+# when it picks devices, and the multi-allocation test KEP-5075's examples write.
+ATTRIBUTE_IS = re.compile(
+    r"""^\s*device\.attributes\[\s*["']([^"']+)["']\s*\]\.([A-Za-z0-9_]+)\s*==\s*"""
+    r"""(?:["']([^"']*)["']|(true|false|-?\d+))\s*$"""
+)
+MULTIPLE_IS = re.compile(r"^\s*device\.allowMultipleAllocations\s*==\s*true\s*$")
+Selector = tuple[str, str, str]  # (domain, attribute name, value as text)
+
+
+def selector_of(expression: str) -> Selector | None:
+    """``device.attributes["<domain>"].<name> == <value>`` as (domain, name, value); None otherwise."""
+    m = ATTRIBUTE_IS.match(expression)
+    if m is None:
+        return None
+    return m.group(1), m.group(2), m.group(3) if m.group(3) is not None else m.group(4)
+
+
+def request_selectors(p: Problems, where: str, body: Mapping[str, Any]) -> tuple[Selector, ...]:
+    """A request's CEL selectors of the simple attribute form; any other is refused, naming it."""
+    selectors = body.get("selectors")
+    if selectors is None:
+        return ()
+    if not isinstance(selectors, list):
+        p.add(f"{where}.selectors", "must be a list")
+        return ()
+    out = []
+    for i, s in enumerate(selectors):
+        expr = ((s.get("cel") or {}) if isinstance(s, Mapping) else {}).get("expression")
+        at = f"{where}.selectors[{i}].cel.expression"
+        if not isinstance(expr, str):
+            p.add(at, "required: a CEL expression")
+        elif (sel := selector_of(expr)) is not None:
+            out.append(sel)
+        elif MULTIPLE_IS.match(expr) is None:
+            p.add(
+                at,
+                'not supported: only device.attributes["<domain>"].<name> == "<value>" (and '
+                "device.allowMultipleAllocations == true) are read",
+            )
+    return tuple(out)
+
+
+def capacity_requests(p: Problems, where: str, body: Mapping[str, Any]) -> dict[str, int]:
+    """A request's ``capacity.requests`` (KEP-5075), per capacity name, in its resource's units."""
+    capacity = body.get("capacity")
+    if capacity is None:
+        return {}
+    requests = capacity.get("requests") if isinstance(capacity, Mapping) else None
+    if not isinstance(requests, Mapping) or not requests:
+        p.add(f"{where}.capacity.requests", "required: a mapping of capacity name to quantity")
+        return {}
+    device_class = str(body.get("deviceClassName", ""))
+    out = {}
+    for name, value in requests.items():
+        try:
+            out[str(name)] = to_units(capacity_resource(device_class, str(name)), value)
+        except QuantityError as exc:
+            p.add(key_path(f"{where}.capacity.requests", str(name)), str(exc))
+    return out
 
 
 def _namespace(doc: Mapping[str, Any]) -> str:
@@ -103,8 +172,13 @@ def claim_devices(p: Problems, where: str, doc: Mapping[str, Any]) -> ResourceVe
         if not isinstance(device_class, str) or not device_class:
             p.add(f"{body_at}.deviceClassName", "required")
             continue
-        name = device_resource(device_class)
-        out[name] = out.get(name, 0) + _count(p, body_at, body) * UNIT
+        count = _count(p, body_at, body)
+        request_selectors(p, body_at, body)
+        shares = capacity_requests(p, body_at, body)
+        # a share of a multi-allocatable device takes its capacity, not a whole device
+        for cap, units in shares.items() or [(None, 0)]:
+            name = device_resource(device_class) if cap is None else capacity_resource(device_class, cap)
+            out[name] = out.get(name, 0) + count * (UNIT if cap is None else units)
     return ResourceVector(out)
 
 
@@ -147,8 +221,9 @@ def references(pod_spec: Mapping[str, Any]) -> Iterator[tuple[int, str, str]]:
 
 
 def pod_claims(p: Problems, field: str, pod_spec: Any, sources: Sources) -> ResourceVector:
-    """The devices one pod's claims take; a claim not travelling with the job is refused, naming the
-    field, since no node of ours would ever fit it."""
+    """The devices one pod's own claims (from templates) take; a claim not travelling with the job
+    is refused, naming the field, since no node of ours would ever fit it. A ResourceClaim named
+    directly is one allocation however many pods name it: ``shared_claims``."""
     if not isinstance(pod_spec, Mapping):
         return ResourceVector()
     claims = pod_spec.get("resourceClaims")
@@ -185,9 +260,22 @@ def pod_claims(p: Problems, field: str, pod_spec: Any, sources: Sources) -> Reso
                 f'{kind} "{ref}" is not known: apply it in the same file as the job',
             )
             continue
-        total = total + devices
+        if kind == TEMPLATE_KIND:
+            total = total + devices
     _check_container_claims(p, field, pod_spec, names)
     return total
+
+
+def shared_claims(pod_spec: Any, sources: Sources) -> dict[str, ResourceVector]:
+    """The ResourceClaims a pod spec names directly (``resourceClaimName``), by name, with their
+    devices: charged once for all the pods naming one, which must then share its node."""
+    if not isinstance(pod_spec, Mapping):
+        return {}
+    return {
+        name: sources[(kind, name)]
+        for _, kind, name in references(pod_spec)
+        if kind == CLAIM_KIND and (kind, name) in sources
+    }
 
 
 def _check_container_claims(p: Problems, field: str, pod_spec: Mapping[str, Any], names: set[str]) -> None:

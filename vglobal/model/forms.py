@@ -38,7 +38,7 @@ class Gang:
 
     @classmethod
     def of(cls, job: Job) -> Gang:
-        return cls(tuple(PodShape(req + POD_SLOT, n) for _, req, n in job.gang() if n > 0))
+        return cls(tuple(PodShape(req + POD_SLOT, n) for _, req, n in job.gang_shapes() if n > 0))
 
     def to_json(self) -> list[list[Any]]:
         return [[dict(s.request.items()), s.count] for s in self.shapes]
@@ -51,7 +51,7 @@ class Gang:
 def gang_gpu_hints(job: Job) -> tuple[Mapping[str, str], ...]:
     """Per gang shape, the GPU annotations of its task's pods; () when no task has any."""
     tasks = {t.name: t for t in job.tasks}
-    hints = tuple(gpu_hints(tasks[name].annotations) for name, _, _ in job.gang())
+    hints = tuple(gpu_hints(tasks[name].annotations) for name, _, _ in job.gang_shapes())
     return hints if any(hints) else ()
 
 

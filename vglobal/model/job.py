@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, StrictStr
 
 from vglobal.model import dra
+from vglobal.model.dra_shared import charge_once
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Int32, Metadata, Model, check_name, pod_request, validate_model
@@ -64,6 +65,16 @@ class Task:
     # Pods of this task in each of the job's groups (a LeaderWorkerSet's: each group is placed whole,
     # ``GROUP_INDEX_LABEL`` on its pods); 0 when the task is not grouped.
     group_pods: int = 0
+    # DRA: the ResourceClaims its pods name directly (one allocation each, on one node), and the
+    # devices of those no earlier task names, carried by its first pod (model/dra_shared.py).
+    shared_claims: tuple[str, ...] = ()
+    first_pod_extra: ResourceVector = EMPTY
+
+    def request_of(self, index: int) -> ResourceVector:
+        """Pod ``index``'s request: the first pod also carries the shared claims' devices."""
+        if index == 0 and self.first_pod_extra:
+            return self.pod_request + self.first_pod_extra
+        return self.pod_request
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,10 +111,10 @@ class Job:
         return sum(t.replicas for t in self.tasks)
 
     def total_request(self) -> ResourceVector:
-        """Σ over every task of replicas x per-pod request."""
+        """Σ over every task of replicas x per-pod request (a shared claim's devices once)."""
         out = EMPTY
         for t in self.tasks:
-            out = out + t.pod_request.scale(t.replicas)
+            out = out + t.pod_request.scale(t.replicas) + (t.first_pod_extra if t.replicas else EMPTY)
         return out
 
     def gang(self) -> tuple[tuple[str, ResourceVector, int], ...]:
@@ -153,9 +164,25 @@ class Job:
             sub_group_policy(t.name, t.partition_policy) for t in self.tasks if t.partition_policy is not None
         ) + ((group_policy(size),) if size else ())
 
+    def gang_shapes(self) -> tuple[tuple[str, ResourceVector, int], ...]:
+        """``gang()`` with a task's first pod apart when it carries shared claims' devices, so
+        they are fitted and charged once."""
+        extra = {t.name: t.first_pod_extra for t in self.tasks if t.first_pod_extra}
+        if not extra:
+            return self.gang()
+        out: list[tuple[str, ResourceVector, int]] = []
+        for name, request, count in self.gang():
+            if name in extra:
+                out.append((name, request + extra[name], 1))
+                if count > 1:
+                    out.append((name, request, count - 1))
+            else:
+                out.append((name, request, count))
+        return tuple(out)
+
     def gang_request(self) -> ResourceVector:
         out = EMPTY
-        for _, request, count in self.gang():
+        for _, request, count in self.gang_shapes():
             out = out + request.scale(count)
         return out
 
@@ -417,7 +444,7 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         network_topology=build_network_topology(p, "spec.networkTopology", spec.network_topology),
         policies=build_policies(p, "spec.policies", spec.policies),
         plugins=_plugins(p, spec.plugins),
-        tasks=tuple(tasks),
+        tasks=charge_once(tuple(tasks), claims, place=True),
         allowed_clusters=_allowed_clusters(p, meta.annotations),
         cluster_selector=_cluster_selector(p, meta.annotations),
         preferred_clusters=_preferred_clusters(p, meta.annotations),

@@ -38,7 +38,7 @@ AGENT_PERMISSIONS = {
     ("", "nodes"): {"get", "list", "watch"},
     ("", "pods"): {"create", "get", "list", "watch", "delete", "patch"},
     ("", "pods/binding"): {"create"},
-    ("", "pods/status"): {"get"},
+    ("", "pods/status"): {"get", "patch"},
     ("", "pods/log"): {"get"},
     ("", "services"): {"create", "get", "delete"},
     ("", "configmaps"): {"create", "get", "patch", "delete"},

@@ -75,15 +75,59 @@ def test_allocation_mode_all_needs_at_least_one_device_and_count_defaults_to_one
     assert _pod(_job([_template(request={"name": "g", "deviceClassName": "gpu.example.com"})]))[DC] == 1000
 
 
-def test_a_named_resource_claim_is_read_from_its_spec() -> None:
+def test_a_named_resource_claim_is_charged_once_and_its_pods_share_a_node() -> None:
+    from vglobal.model.dra_shared import claim_label
+    from vglobal.model.forms import Gang
+
     claim = {
         "apiVersion": "resource.k8s.io/v1beta1",
         "kind": "ResourceClaim",
         "metadata": {"name": "shared"},
         "spec": {"devices": {"requests": [{"name": "g", "deviceClassName": "nic.example.com"}]}},
     }
-    job = _job([claim], [{"name": "gpus", "resourceClaimName": "shared"}])
-    assert _pod(job)["deviceclass/nic.example.com"] == 1000
+    doc = _job([claim], [{"name": "gpus", "resourceClaimName": "shared"}])
+    doc["spec"]["tasks"][0]["replicas"] = 3
+    doc["spec"]["minAvailable"] = 3
+    job = parse_manifest(doc)
+    assert isinstance(job, Job)
+    task = job.tasks[0]
+    nic = "deviceclass/nic.example.com"
+    # one allocation: the first pod carries the device, the gang and the job's total hold it once
+    assert task.pod_request[nic] == 0 and task.first_pod_extra[nic] == 1000
+    assert task.request_of(0)[nic] == 1000 and task.request_of(1)[nic] == 0
+    assert [(r[nic], n) for _, r, n in job.gang_shapes()] == [(1000, 1), (0, 2)]
+    assert job.gang_request()[nic] == 1000 and job.total_request()[nic] == 1000
+    assert sum(s.request[nic] * s.count for s in Gang.of(job).shapes) == 1000
+    # the pods naming it are placed on one node: a label and a required pod affinity by hostname
+    tpl = task.template
+    assert tpl["metadata"]["labels"][claim_label("shared")] == "shared"
+    terms = tpl["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == [
+        {"labelSelector": {"matchLabels": {claim_label("shared"): "shared"}}, "topologyKey": "kubernetes.io/hostname"}
+    ]
+    assert len(claim_label("x" * 200)) - len("claim.vglobal.io/") <= 63
+
+
+def test_a_capacity_request_takes_a_share_of_a_device_not_a_whole_one() -> None:
+    share = {
+        "name": "g",
+        "exactly": {"deviceClassName": "gpu.example.com", "capacity": {"requests": {"memory": "20Gi"}}},
+    }
+    pod = _pod(_job([_template("resource.k8s.io/v1", share)]))
+    assert pod[DC] == 0
+    assert pod[dra.capacity_resource("gpu.example.com", "memory")] == 20 * 2**30 * 1000
+
+
+def test_an_attribute_selector_is_read_and_other_cel_is_refused_naming_it() -> None:
+    simple = 'device.attributes["gpu.example.com"].model == "h100"'
+    assert dra.selector_of(simple) == ("gpu.example.com", "model", "h100")
+    assert dra.selector_of('device.attributes["d"].mig == true') == ("d", "mig", "true")
+    ok = {"name": "g", "deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": simple}}]}
+    assert _pod(_job([_template(request=ok)]))[DC] == 1000
+    bad = {**ok, "selectors": [{"cel": {"expression": 'device.capacity["d"].memory.compareTo(quantity("1Gi")) >= 0'}}]}
+    where = f"metadata.annotations[{dra.CLAIMS_ANNOTATION}][0].spec.spec.devices.requests[0].selectors[0].cel.expression"
+    problems = dict(_problems(_job([_template(request=bad)])))
+    assert problems[where].startswith("not supported: only device.attributes")
 
 
 def _problems(job: dict[str, Any]) -> list[tuple[str, str]]:
@@ -164,3 +208,15 @@ def test_one_text_of_a_template_and_its_job_is_one_job_as_the_hub_and_the_sim_re
     job = parsed[1]
     assert isinstance(job, Job) and job.tasks[0].pod_request[DC] == 2000
     assert dra.CLAIMS_ANNOTATION in job.raw["metadata"]["annotations"]
+
+
+def test_a_capacity_no_cluster_offers_is_the_waiting_reason() -> None:
+    from vglobal.admission.explain import capacity_reason
+    from vglobal.admission.fit.index import ResourceIndex
+
+    mem = dra.capacity_resource("gpu.example.com", "memory")
+    index = ResourceIndex([mem, DC])
+    assert "shared DRA device of class gpu.example.com with capacity memory" in capacity_reason(
+        index, index.col[mem], 0, 20 * 2**30 * 1000
+    )
+    assert "DRA device of class gpu.example.com (no ResourceSlice" in capacity_reason(index, index.col[DC], 0, 1000)

@@ -85,3 +85,60 @@ def test_the_queue_capability_in_device_classes_holds(files: dict[str, Path], tm
         "Pending",
         "queue dra: capability deviceclass/gpu.example.com 4, allocated 4, job needs 2",
     )
+
+
+def test_a_node_group_reports_a_shared_devices_capacity() -> None:
+    text = _cluster("c", 1, 2).replace("count: 2}", "count: 2, capacity: {memory: 80Gi}}")
+    (cluster,) = parse_sim_manifests(text)
+    assert cluster.nodes[0].allocatable["deviceclass/gpu.example.com/memory"] == 2 * 80 * 2**30 * 1000  # type: ignore[union-attr]
+
+
+SHARED = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: one-gpu, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: shared, namespace: default}
+spec:
+  minAvailable: 3
+  tasks:
+  - name: worker
+    replicas: 3
+    template:
+      metadata:
+        annotations: {vglobal.io/sim-duration: "60s"}
+      spec:
+        resourceClaims:
+        - {name: gpu, resourceClaimName: one-gpu}
+        containers:
+        - name: c
+          image: x
+          resources:
+            requests: {cpu: "1"}
+            claims: [{name: gpu}]
+"""
+
+
+def test_pods_sharing_a_claim_take_its_device_once_and_run_on_its_node(tmp_path: Path) -> None:
+    jobs = tmp_path / "shared.yaml"
+    # "wide" shares a second claim, but its 3 pods of 3 cpus cannot sit on one 8-cpu node
+    wide = SHARED.replace("one-gpu", "other-gpu").replace("name: shared", "name: wide")
+    jobs.write_text(SHARED + "---\n" + wide.replace('requests: {cpu: "1"}', 'requests: {cpu: "3"}'))
+    cluster = tmp_path / "mixed.yaml"
+    # one node with the devices, two empty ones without that would take the pods otherwise
+    cpu_group = _cluster("cpu", 2, 0).split("  nodeGroups:\n")[1]
+    cluster.write_text(_cluster("mixed", 1, 2) + cpu_group)
+    result = run_simulation(cluster_files=[cluster], jobs_path=jobs, until=30.0)
+    by_name = {j["name"]: j for j in result["jobs"]}
+    job = by_name["shared"]
+    assert job["phase"] == "Running"  # 3 pods, one device: charged once
+    assert {p["node"] for p in job["pods"]} == {"mixed-0"}  # all beside the claim's device
+    assert by_name["wide"]["phase"] == "Pending"
+    assert "didn't match pod affinity rules" in by_name["wide"]["reason"]

@@ -13,11 +13,12 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from vglobal.model.dra import device_resource
+from vglobal.model.dra import capacity_resource, device_resource
 from vglobal.model.duration import parse_duration
 from vglobal.model.errors import ManifestError, Problems, key_path
 from vglobal.model.k8s import OBJECT_FIELDS, Metadata, Model, check_name, parse_resources, validate_model
 from vglobal.model.manifests import KINDS, SCHEMAS, Manifest, parse_documents
+from vglobal.model.quantity import QuantityError, to_units
 from vglobal.model.resources import ResourceVector
 from vglobal.model.topology_sources import discovery_plan
 
@@ -85,6 +86,8 @@ class _Taint(Model):
 class _Devices(Model):
     device_class: StrictStr = Field("", alias="deviceClass")
     count: StrictInt = 0
+    # each device shared by claims (allowMultipleAllocations) with this consumable capacity
+    capacity: dict[StrictStr, StrictStr | StrictInt] = Field(default_factory=dict)
 
 
 class _Autoscale(Model):
@@ -194,6 +197,12 @@ def _devices(p: Problems, base: str, devices: list[_Devices]) -> ResourceVector:
             p.add(f"{base}.devices[{j}].count", "must be >= 0")
         name = device_resource(d.device_class)
         out[name] = out.get(name, 0) + max(d.count, 0) * 1000
+        for cap, qty in d.capacity.items():
+            key = capacity_resource(d.device_class, cap)
+            try:
+                out[key] = out.get(key, 0) + max(d.count, 0) * to_units(key, qty)
+            except QuantityError as exc:
+                p.add(key_path(f"{base}.devices[{j}].capacity", cap), str(exc))
     return ResourceVector(out)
 
 

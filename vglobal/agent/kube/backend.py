@@ -22,7 +22,7 @@ from vglobal.agent.kube import bodies, dra, paths, vgpu
 from vglobal.agent.kube.api import ApiError, KubeApi
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
-from vglobal.agent.kube.claims import ClaimWriter
+from vglobal.agent.kube.claims import POD_CLAIM, ClaimWriter
 from vglobal.agent.kube.dependencies import check_references
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
@@ -31,7 +31,7 @@ from vglobal.agent.kube.pools import GATE, NodePools, PoolConfig, provisioning_s
 from vglobal.agent.kube.records import PodRecord, node_record, pod_record
 from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc, secret_credentials
 from vglobal.agent.kube.tracker import PodTracker, TrackedPod
-from vglobal.agent.kube.workload_tracker import WorkloadTracker
+from vglobal.agent.kube.workload_tracker import Slot, WorkloadTracker
 from vglobal.agent.kube.workloads import (
     Workload,
     WorkloadRecord,
@@ -91,6 +91,7 @@ class KubeBackend:
             self.claims.with_claims(body, tj.job.annotations, tj.ref, tj.owner_uid)
         )
         self.tracker.bind_hook = self._before_bind
+        self.workloads.claim_hook = self._controller_pod_claims
         self.kinds: dict[str, Workload] = {}  # the workload kinds the cluster serves, by kind
         self.kinds_missing: list[Workload] = []
         self._labels: dict[str, str] = dict(options.labels)
@@ -391,12 +392,24 @@ class KubeBackend:
                     self.workloads.on_outcome(out)
                 elif out.op.kind.startswith("pool-"):
                     self.tracker.problems += self.node_pools.on_outcome(out)
+                elif out.op.kind == POD_CLAIM:
+                    self.claims.on_outcome(out)
                 else:
                     self.tracker.on_outcome(out)
             except Exception:  # an answer of a shape nobody expected must not stop the agent
                 log.exception("%s %s: could not use the answer", out.op.method, out.op.path)
         self.tracker.tick(time.monotonic())
         self.workloads.tick(time.monotonic())
+
+    def _controller_pod_claims(self, job: Job, rec: PodRecord, slot: Slot) -> None:
+        """A controller-made pod's DRA claims, made and allocated as its bind goes out: its
+        spec is its task's template (the controller copies it)."""
+        task = next((t for t in job.tasks if t.name == slot.manifest.task), None)
+        spec = (task.template.get("spec") if task is not None else None) or {}
+        if spec.get("resourceClaims") and slot.bind_to is not None:
+            self.claims.controller_pod(
+                rec.namespace, rec.name, rec.uid, spec, job.annotations, slot.bind_to, slot.manifest.uid
+            )
 
     def _on_pod(self, before: PodRecord | None, after: PodRecord | None) -> None:
         self.tracker.on_pod(before, after)

@@ -59,8 +59,9 @@ class ClusterCache:
             else:
                 held[change.item.name] = change.item
         slices, classes = self.dra["resourceslices"].values(), self.dra["deviceclasses"].values()
-        taken = [d for c in self.dra["resourceclaims"].values() for d in c.allocated]
-        self.claimed = claimed(slices, classes, taken)
+        claims = self.dra["resourceclaims"].values()
+        taken = [d for c in claims for d in c.allocated]
+        self.claimed = claimed(slices, classes, taken, [u for c in claims for u in c.consumed])
         devices = node_devices(slices, classes)
         if devices != self.devices:
             self.devices = devices

@@ -64,7 +64,7 @@ def _manifest(job: Job, rec: PodRecord) -> PodManifest | None:
     if rec.deadline:  # the policy deadline the pod carries survives the restart
         obj["metadata"]["annotations"][DEADLINE_ANNOTATION] = rec.deadline
     return PodManifest(
-        rec.ours, rec.name, rec.namespace, rec.job_uid, task.name, rec.index, task.pod_request, obj
+        rec.ours, rec.name, rec.namespace, rec.job_uid, task.name, rec.index, task.request_of(rec.index), obj
     )
 
 

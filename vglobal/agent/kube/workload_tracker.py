@@ -83,6 +83,7 @@ class WorkloadTracker:
         self.submit, self.clock = submit, clock
         self.scheduler_name = scheduler_name
         self.bind_notes = bind_notes
+        self.claim_hook: Callable[[Job, PodRecord, Slot], None] = lambda job, rec, slot: None
         self.runs: dict[str, TrackedWorkload] = {}
         self.slots: dict[str, Slot] = {}
         self.by_pod: dict[Key, str] = {}  # pod -> slot uid
@@ -302,6 +303,7 @@ class WorkloadTracker:
         if rec is None or slot.bind_to is None or rec.node is not None or slot.busy:
             return
         notes = self.bind_notes(slot.manifest, slot.bind_to, slot.devices)
+        self.claim_hook(self.runs[slot.manifest.job_uid].job, rec, slot)  # DRA claims (the backend's)
         body = bodies.binding_body(rec.name, rec.uid, slot.bind_to, notes)
         slot.busy = True
         self.submit(Op("wl-bind", slot.manifest.uid, "POST", paths.binding(rec.namespace, rec.name), body))

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from vglobal.model import dra
+from vglobal.model.dra_shared import charge_once
 from vglobal.model.errors import Problems, key_path
 from vglobal.model.job import (
     DEFAULT_MAX_RETRY,
@@ -258,7 +259,7 @@ def read_workload(doc: Mapping[str, Any], read_tasks: TaskReader) -> Job:
         max_retry=DEFAULT_MAX_RETRY,
         scheduler_name=DEFAULT_SCHEDULER,
         network_topology=network,
-        tasks=tuple(tasks.tasks),
+        tasks=charge_once(tuple(tasks.tasks), tasks.claims, place=False),
         allowed_clusters=allowed,
         cluster_selector=selector,
         preferred_clusters=preferred,
