@@ -1,35 +1,97 @@
 """What each queue's jobs hold on each cluster after a cycle, its descendants' included: stored
-with the queue's figures, it is what a Dispatch tells an agent the queue holds elsewhere."""
+with the queue's figures, it is what a Dispatch tells an agent the queue holds elsewhere. And, for
+a queue with a capability, the room it has left for pods beyond gangs split among its clusters
+(``admission.share.allowance``): each cluster's allowance, with what the queue holds there."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
 from vglobal.admission import ROOT, AdmissionResult, Admit, Snapshot
+from vglobal.admission.inputs import JobFacts
+from vglobal.admission.share.allowance import Elastic, split_room
+from vglobal.admission.snapshot import PROVISIONABLE
+from vglobal.model.resources import ResourceVector
 
 Units = dict[str, int]
+Held = dict[str, dict[str, Units]]  # queue -> cluster -> units
 
 
-def held_by_cluster(snapshot: Snapshot, result: AdmissionResult) -> dict[str, dict[str, Units]]:
+def held_by_cluster(snapshot: Snapshot, result: AdmissionResult) -> Held:
     """queue -> cluster -> units: the running jobs as the cycle charged them (less those it
     reclaimed) and the jobs it admitted, at their gang's request."""
+    return _rolled_up(snapshot, _own(snapshot, result, live=False))
+
+
+def queue_rooms(
+    snapshot: Snapshot,
+    result: AdmissionResult,
+    held: Held,
+    facts: Callable[[str], JobFacts | None],
+) -> dict[str, dict[str, dict[str, Units]]]:
+    """queue -> {"allowance": cluster -> units, "here": cluster -> units} for each queue with a
+    capability: what each cluster may place for it beyond gangs, and what it holds there, its
+    pods evicted this cycle left out (an agent's own count that still has them is then short of
+    room until they go, never over)."""
+    capability = {name: q.real_capability for name, q in result.queues.items()}
+    if not any(c is not None for c in capability.values()):
+        return {}
+    parents = {q.name: q.parent or ROOT for q in snapshot.queues}
+    free = _free(snapshot, result)
+    jobs = list(_elastic(snapshot, result, facts))
+    allowance = split_room(capability, parents, held, jobs, free)
+    here = _rolled_up(snapshot, _own(snapshot, result, live=True))
+    out: dict[str, dict[str, dict[str, Units]]] = {}
+    for q, given in allowance.items():
+        mine = here.get(q, {})
+        out[q] = {"allowance": given, "here": {c: mine.get(c, {}) for c in sorted({*given, *mine})}}
+    return out
+
+
+def rooms_moved(statuses: Mapping[str, Mapping[str, Any]], stored: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether a cycle's changed figures move some cluster's room beyond gangs (its agent is then
+    told at once, QueueLimits)."""
+    for name, st in statuses.items():
+        was = stored.get(name) or {}
+        if "allowance" in st and (st["allowance"], st.get("here")) != (was.get("allowance"), was.get("here")):
+            return True
+    return False
+
+
+def _own(snapshot: Snapshot, result: AdmissionResult, *, live: bool) -> dict[tuple[str, str], Units]:
     taken = {r.victim_uid for r in result.reclaims}
+    evicted = {p for e in result.evictions for p in e.pods} if live else set()
     own: dict[tuple[str, str], Units] = {}
 
-    def add(queue: str, cluster: str, request: Units) -> None:
+    def add(queue: str, cluster: str, request: Mapping[str, int]) -> None:
         units = own.setdefault((queue, cluster), {})
         for name, value in request.items():
             units[name] = units.get(name, 0) + value
 
     for job in snapshot.running:
-        if job.uid not in taken:
-            add(job.queue, job.cluster, dict(job.request))
+        if job.uid in taken:
+            continue
+        request: Mapping[str, int] = job.request
+        if evicted and job.pods and any(pod.uid in evicted for pod in job.pods):
+            gone = ResourceVector()
+            for pod in job.pods:
+                if pod.uid in evicted:
+                    gone = gone + pod.request
+            request = (job.request - gone).pos()
+        add(job.queue, job.cluster, request)
     admitted = {uid: d.cluster for uid, d in result.decisions.items() if type(d) is Admit}
     if admitted:
         for p in snapshot.pending:
             cluster = admitted.get(p.uid)
             if cluster is not None:
-                add(p.queue, cluster, dict(p.request))
+                add(p.queue, cluster, p.request)
+    return own
+
+
+def _rolled_up(snapshot: Snapshot, own: Mapping[tuple[str, str], Units]) -> Held:
     parent = {q.name: q.parent or ROOT for q in snapshot.queues}
-    out: dict[str, dict[str, Units]] = {}
+    out: Held = {}
     for (queue, cluster), units in own.items():
         name: str | None = queue
         for _ in range(len(parent) + 1):  # a cycle in the tree cannot loop for ever
@@ -39,4 +101,56 @@ def held_by_cluster(snapshot: Snapshot, result: AdmissionResult) -> dict[str, di
             for r, v in units.items():
                 held[r] = held.get(r, 0) + v
             name = parent.get(name)
+    return out
+
+
+def _elastic(
+    snapshot: Snapshot, result: AdmissionResult, facts: Callable[[str], JobFacts | None]
+) -> Iterable[Elastic]:
+    """The running and just admitted jobs with pods beyond what they hold."""
+    taken = {r.victim_uid for r in result.reclaims}
+    for job in snapshot.running:
+        f = facts(job.uid)
+        if f is None or job.uid in taken:
+            continue
+        beyond = (f.request - job.request).pos()
+        if beyond:
+            yield Elastic(job.uid, job.queue, job.cluster, job.priority, job.created, beyond, _shapes(f))
+    admitted = {uid: d.cluster for uid, d in result.decisions.items() if type(d) is Admit}
+    for p in snapshot.pending:
+        cluster = admitted.get(p.uid)
+        f = facts(p.uid) if cluster is not None else None
+        if f is None or cluster is None:
+            continue
+        beyond = (f.request - p.request).pos()
+        if beyond:
+            yield Elastic(p.uid, p.queue, cluster, p.priority, p.created, beyond, _shapes(f))
+
+
+def _shapes(f: JobFacts) -> tuple[ResourceVector, ...]:
+    return tuple(dict.fromkeys(f.pod_requests.values()))
+
+
+def _free(snapshot: Snapshot, result: AdmissionResult) -> dict[str, Units]:
+    """Per cluster, what its nodes have free less the gangs admitted to it and not placed yet."""
+    admitted: dict[str, list[Mapping[str, int]]] = {}
+    decided = {uid: d.cluster for uid, d in result.decisions.items() if type(d) is Admit}
+    if decided:
+        for p in snapshot.pending:
+            at = decided.get(p.uid)
+            if at is not None:
+                admitted.setdefault(at, []).append(p.request)
+    out: dict[str, Units] = {}
+    for cluster in snapshot.clusters:
+        free: Units = {}
+        for n in cluster.nodes:
+            if PROVISIONABLE in n.labels:
+                continue
+            for r, v in n.free.items():
+                free[r] = free.get(r, 0) + v
+        gangs = [vec.scale(k) for gang in cluster.unplaced for vec, k in gang]
+        for req in (*gangs, *admitted.get(cluster.name, ())):
+            for r, v in req.items():
+                free[r] = free.get(r, 0) - v
+        out[cluster.name] = free
     return out
