@@ -204,9 +204,13 @@ class Dispatcher:
         taken = tuple(e for e in result.evictions if self._evict(e.job_uid, e.pods))
         self._held = dict(self._usage)
         held = held_by_cluster(snap, result)
-        rooms = queue_rooms(snap, result, held, self.jobs.get)
+        rooms = queue_rooms(snap, result, held, self._known)
         statuses = changed_statuses(result, {}, held, rooms=rooms)
         return Cycle(result, tuple(admitted), tuple(reclaimed), taken, statuses)
+
+    def _known(self, uid: str) -> tuple[JobFacts, list[dict[str, Any]] | None] | None:
+        f, b = self.jobs.get(uid), self.bindings.get(uid)
+        return None if f is None or b is None else (f, b.placements)
 
     def _admit(self, uid: str, cluster: str, now: float) -> Admission:
         job = self.pending.pop(uid)

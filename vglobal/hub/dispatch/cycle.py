@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from vglobal.admission import AdmissionResult, Admit, admit
-from vglobal.admission.inputs import JobFacts, claim_row
+from vglobal.admission.inputs import claim_row
 from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
-from vglobal.hub.dispatch.held import held_by_cluster, queue_rooms, rooms_moved
+from vglobal.hub.dispatch.held import Known, held_by_cluster, queue_rooms, rooms_moved
 from vglobal.hub.dispatch.metrics import record_cycle
 from vglobal.hub.dispatch.snapshot import SnapshotReader
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, deliver_to, notify
@@ -208,9 +208,11 @@ class Dispatcher:
         self.drain()
         self.explainer.close()
 
-    def _facts(self, uid: str) -> JobFacts | None:
+    def _facts(self, uid: str) -> Known | None:
         entry = self.reader.jobs.entries.get(uid)
-        return None if entry is None else entry.facts
+        if entry is None or entry.facts is None:
+            return None
+        return entry.facts, entry.binding.placements
 
     def _cycle(self, started: float) -> CycleStats:
         ctx, jobs = self.ctx, self.reader.jobs

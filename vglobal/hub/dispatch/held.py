@@ -5,7 +5,7 @@ a queue with a capability, the room it has left for pods beyond gangs split amon
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from vglobal.admission import ROOT, AdmissionResult, Admit, Snapshot
@@ -16,6 +16,8 @@ from vglobal.model.resources import ResourceVector
 
 Units = dict[str, int]
 Held = dict[str, dict[str, Units]]  # queue -> cluster -> units
+# A job's facts and its binding's reported pods (PodPlacement JSON; None before any report).
+Known = tuple[JobFacts, Sequence[Mapping[str, Any]] | None]
 
 
 def held_by_cluster(snapshot: Snapshot, result: AdmissionResult) -> Held:
@@ -28,7 +30,7 @@ def queue_rooms(
     snapshot: Snapshot,
     result: AdmissionResult,
     held: Held,
-    facts: Callable[[str], JobFacts | None],
+    facts: Callable[[str], Known | None],
 ) -> dict[str, dict[str, dict[str, Units]]]:
     """queue -> {"allowance": cluster -> units, "here": cluster -> units} for each queue with a
     capability: what each cluster may place for it beyond gangs, and what it holds there, its
@@ -105,24 +107,26 @@ def _rolled_up(snapshot: Snapshot, own: Mapping[tuple[str, str], Units]) -> Held
 
 
 def _elastic(
-    snapshot: Snapshot, result: AdmissionResult, facts: Callable[[str], JobFacts | None]
+    snapshot: Snapshot, result: AdmissionResult, facts: Callable[[str], Known | None]
 ) -> Iterable[Elastic]:
     """The running and just admitted jobs with pods beyond what they hold."""
     taken = {r.victim_uid for r in result.reclaims}
     for job in snapshot.running:
-        f = facts(job.uid)
-        if f is None or job.uid in taken:
+        known = facts(job.uid) if job.uid not in taken else None
+        if known is None:
             continue
-        beyond = (f.request - job.request).pos()
+        f, placements = known
+        beyond = f.beyond(placements, job.request)
         if beyond:
             yield Elastic(job.uid, job.queue, job.cluster, job.priority, job.created, beyond, _shapes(f))
     admitted = {uid: d.cluster for uid, d in result.decisions.items() if type(d) is Admit}
     for p in snapshot.pending:
         cluster = admitted.get(p.uid)
-        f = facts(p.uid) if cluster is not None else None
-        if f is None or cluster is None:
+        known = facts(p.uid) if cluster is not None else None
+        if known is None or cluster is None:
             continue
-        beyond = (f.request - p.request).pos()
+        f = known[0]
+        beyond = f.beyond(None, p.request)
         if beyond:
             yield Elastic(p.uid, p.queue, cluster, p.priority, p.created, beyond, _shapes(f))
 
