@@ -181,6 +181,8 @@ class JobFacts:
         pods) less that; before any report, the whole job less it."""
         if not placements:
             return (self.request - charged).pos()
+        if all(raw.get("node") or raw.get("phase") in FINISHED_POD_PHASES for raw in placements):
+            return ResourceVector()  # all placed: what runs is within what it is charged
         live = ResourceVector()
         for raw in placements:
             p = PodPlacement.from_json(raw)

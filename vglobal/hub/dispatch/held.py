@@ -11,7 +11,7 @@ from typing import Any
 from vglobal.admission import ROOT, AdmissionResult, Admit, Snapshot
 from vglobal.admission.inputs import JobFacts
 from vglobal.admission.share.allowance import Elastic, split_room
-from vglobal.admission.snapshot import PROVISIONABLE
+from vglobal.admission.snapshot import PROVISIONABLE, PendingJob
 from vglobal.model.resources import ResourceVector
 
 Units = dict[str, int]
@@ -40,10 +40,12 @@ def queue_rooms(
     if not any(c is not None for c in capability.values()):
         return {}
     parents = {q.name: q.parent or ROOT for q in snapshot.queues}
-    free = _free(snapshot, result)
-    jobs = list(_elastic(snapshot, result, facts))
+    admitted = _admitted(snapshot, result)
+    free = _free(snapshot, admitted)
+    limited = _limited(parents, {q for q, c in capability.items() if c is not None})
+    jobs = list(_elastic(snapshot, result, admitted, facts, limited))
     allowance = split_room(capability, parents, held, jobs, free)
-    here = _rolled_up(snapshot, _own(snapshot, result, live=True))
+    here = _rolled_up(snapshot, _own(snapshot, result, live=True)) if result.evictions else held
     out: dict[str, dict[str, dict[str, Units]]] = {}
     for q, given in allowance.items():
         mine = here.get(q, {})
@@ -59,6 +61,15 @@ def rooms_moved(statuses: Mapping[str, Mapping[str, Any]], stored: Mapping[str, 
         if "allowance" in st and (st["allowance"], st.get("here")) != (was.get("allowance"), was.get("here")):
             return True
     return False
+
+
+def _admitted(snapshot: Snapshot, result: AdmissionResult) -> list[tuple[PendingJob, str]]:
+    """The jobs the cycle admitted, with the cluster each went to."""
+    decisions = result.decisions
+    to = {uid: d.cluster for uid in result.admitted_order if type(d := decisions[uid]) is Admit}
+    if not to:
+        return []
+    return [(p, to[p.uid]) for p in snapshot.pending if p.uid in to]
 
 
 def _own(snapshot: Snapshot, result: AdmissionResult, *, live: bool) -> dict[tuple[str, str], Units]:
@@ -82,12 +93,8 @@ def _own(snapshot: Snapshot, result: AdmissionResult, *, live: bool) -> dict[tup
                     gone = gone + pod.request
             request = (job.request - gone).pos()
         add(job.queue, job.cluster, request)
-    admitted = {uid: d.cluster for uid, d in result.decisions.items() if type(d) is Admit}
-    if admitted:
-        for p in snapshot.pending:
-            cluster = admitted.get(p.uid)
-            if cluster is not None:
-                add(p.queue, cluster, p.request)
+    for p, cluster in _admitted(snapshot, result):
+        add(p.queue, cluster, p.request)
     return own
 
 
@@ -106,44 +113,56 @@ def _rolled_up(snapshot: Snapshot, own: Mapping[tuple[str, str], Units]) -> Held
     return out
 
 
+def _limited(parents: Mapping[str, str], capped: set[str]) -> set[str]:
+    """The queues with a capped queue among themselves and their ancestors."""
+    out = set()
+    for name in parents:
+        at: str | None = name
+        for _ in range(len(parents) + 1):
+            if at is None or at == ROOT:
+                break
+            if at in capped:
+                out.add(name)
+                break
+            at = parents.get(at)
+    return out
+
+
 def _elastic(
-    snapshot: Snapshot, result: AdmissionResult, facts: Callable[[str], Known | None]
+    snapshot: Snapshot,
+    result: AdmissionResult,
+    admitted: list[tuple[PendingJob, str]],
+    facts: Callable[[str], Known | None],
+    limited: set[str],
 ) -> Iterable[Elastic]:
-    """The running and just admitted jobs with pods beyond what they hold."""
+    """The running and just admitted jobs of capped queues with pods beyond what they hold."""
     taken = {r.victim_uid for r in result.reclaims}
     for job in snapshot.running:
-        known = facts(job.uid) if job.uid not in taken else None
+        known = facts(job.uid) if job.queue in limited and job.uid not in taken else None
         if known is None:
             continue
         f, placements = known
         beyond = f.beyond(placements, job.request)
         if beyond:
             yield Elastic(job.uid, job.queue, job.cluster, job.priority, job.created, beyond, _shapes(f))
-    admitted = {uid: d.cluster for uid, d in result.decisions.items() if type(d) is Admit}
-    for p in snapshot.pending:
-        cluster = admitted.get(p.uid)
-        known = facts(p.uid) if cluster is not None else None
-        if known is None or cluster is None:
+    for p, cluster in admitted:
+        known = facts(p.uid) if p.queue in limited else None
+        if known is None:
             continue
-        f = known[0]
-        beyond = f.beyond(None, p.request)
+        beyond = known[0].beyond(None, p.request)
         if beyond:
-            yield Elastic(p.uid, p.queue, cluster, p.priority, p.created, beyond, _shapes(f))
+            yield Elastic(p.uid, p.queue, cluster, p.priority, p.created, beyond, _shapes(known[0]))
 
 
 def _shapes(f: JobFacts) -> tuple[ResourceVector, ...]:
     return tuple(dict.fromkeys(f.pod_requests.values()))
 
 
-def _free(snapshot: Snapshot, result: AdmissionResult) -> dict[str, Units]:
+def _free(snapshot: Snapshot, just: list[tuple[PendingJob, str]]) -> dict[str, Units]:
     """Per cluster, what its nodes have free less the gangs admitted to it and not placed yet."""
     admitted: dict[str, list[Mapping[str, int]]] = {}
-    decided = {uid: d.cluster for uid, d in result.decisions.items() if type(d) is Admit}
-    if decided:
-        for p in snapshot.pending:
-            at = decided.get(p.uid)
-            if at is not None:
-                admitted.setdefault(at, []).append(p.request)
+    for p, at in just:
+        admitted.setdefault(at, []).append(p.request)
     out: dict[str, Units] = {}
     for cluster in snapshot.clusters:
         free: Units = {}
