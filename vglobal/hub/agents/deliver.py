@@ -136,16 +136,22 @@ class Courier:
         """The queues whose room beyond gangs on this cluster moved since this stream last said
         (after the Dispatches: a new run's gang is in what the queue holds here)."""
         moved = []
-        for row in queues_repo.with_rooms(session=session):
+        rows = queues_repo.with_rooms(session=session)
+        for row in rows:
             status = row.status
             room = (status["allowance"].get(self.cluster), (status.get("here") or {}).get(self.cluster))
             if self.sent_rooms.get(row.name) != room:
                 self.sent_rooms[row.name] = room
                 moved.append(row)
+        gone = self.sent_rooms.keys() - {r.name for r in rows}
+        if gone:  # no longer capped, or deleted: its figures as they are now, without an allowance
+            moved += [q for q in queues_repo.list_queues(session=session) if q.name in gone]
+            for name in gone:
+                del self.sent_rooms[name]
         if not moved:
             return []
-        rows = {q.name: q for q in moved}
-        queues = [convert.dispatch_queues(q.name, rows, self.cluster)[0] for q in moved]
+        by_name = {q.name: q for q in moved}
+        queues = [convert.dispatch_queues(q.name, by_name, self.cluster)[0] for q in moved]
         return [agent_pb2.HubMessage(queue_limits=agent_pb2.QueueLimits(queues=queues))]
 
     def _object_updates(self, session: Session) -> list[agent_pb2.HubMessage]:
