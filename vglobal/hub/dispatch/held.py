@@ -41,9 +41,9 @@ def queue_rooms(
         return {}
     parents = {q.name: q.parent or ROOT for q in snapshot.queues}
     admitted = _admitted(snapshot, result)
-    free = _free(snapshot, admitted)
     limited = _limited(parents, {q for q, c in capability.items() if c is not None})
     jobs = list(_elastic(snapshot, result, admitted, facts, limited))
+    free = _free(snapshot, admitted, {j.cluster for j in jobs}) if jobs else {}
     allowance = split_room(capability, parents, held, jobs, free)
     here = _rolled_up(snapshot, _own(snapshot, result, live=True)) if result.evictions else held
     out: dict[str, dict[str, dict[str, Units]]] = {}
@@ -158,13 +158,17 @@ def _shapes(f: JobFacts) -> tuple[ResourceVector, ...]:
     return tuple(dict.fromkeys(f.pod_requests.values()))
 
 
-def _free(snapshot: Snapshot, just: list[tuple[PendingJob, str]]) -> dict[str, Units]:
-    """Per cluster, what its nodes have free less the gangs admitted to it and not placed yet."""
+def _free(snapshot: Snapshot, just: list[tuple[PendingJob, str]], clusters: set[str]) -> dict[str, Units]:
+    """Per cluster of ``clusters``, what its nodes have free less the gangs admitted to it and not
+    placed yet."""
     admitted: dict[str, list[Mapping[str, int]]] = {}
     for p, at in just:
-        admitted.setdefault(at, []).append(p.request)
+        if at in clusters:
+            admitted.setdefault(at, []).append(p.request)
     out: dict[str, Units] = {}
     for cluster in snapshot.clusters:
+        if cluster.name not in clusters:
+            continue
         free: Units = {}
         for n in cluster.nodes:
             if PROVISIONABLE in n.labels:
