@@ -26,7 +26,7 @@ from vglobal.admission.snapshot import (
     RunningPod,
 )
 from vglobal.model.cards import CardFree
-from vglobal.model.forms import Member, PodPlacement
+from vglobal.model.forms import FINISHED_POD_PHASES, Member, PodPlacement
 from vglobal.model.forms import Placement as StoredPlacement
 from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs
 from vglobal.model.pod_anti_affinity import AntiTerm, task_pod_labels
@@ -175,6 +175,23 @@ class JobFacts:
                 ok = p.task not in self.unpreemptable
                 out.append(RunningPod(p.uid, p.node, req, ok, prio, p.cards, labels=own))
         return tuple(out)
+
+    def beyond(
+        self, placements: Sequence[Mapping[str, Any]] | None, charged: ResourceVector
+    ) -> ResourceVector:
+        """What its pods would take beyond what its queue is charged (``charged``): its reported
+        pods not finished (placed or waiting for a node: a job scaled in place reports its new
+        pods) less that; before any report, the whole job less it."""
+        if not placements:
+            return (self.request - charged).pos()
+        if all(raw.get("node") or raw.get("phase") in FINISHED_POD_PHASES for raw in placements):
+            return ResourceVector()  # all placed: what runs is within what it is charged
+        live = ResourceVector()
+        for raw in placements:
+            p = PodPlacement.from_json(raw)
+            if p.phase not in FINISHED_POD_PHASES:
+                live = live + self.pod_requests.get(p.task, ResourceVector())
+        return (live - charged).pos()
 
     def usage_per_node(self, placements: Sequence[Mapping[str, Any]] | None) -> Mapping[str, ResourceVector]:
         """What the job's reported pods (PodPlacement JSON) take on each node."""

@@ -118,7 +118,17 @@ class AgentCore:
             return self._evict(msg.evict)
         if kind == "object_update":
             self.runtime.backend.update_dependencies(dependencies_of(msg.object_update.objects))
+        if kind == "queue_limits":
+            self._queue_limits(msg.queue_limits)
         return []
+
+    def _queue_limits(self, body: pb.QueueLimits) -> None:
+        """The hub's latest figures for some queues: every run's chain takes them at once (the
+        room a cluster was given beyond gangs moves every cycle)."""
+        fresh = {q.name: q for q in dispatch_queue_specs(body.queues)}
+        for run in self.runs.values():
+            if any(q.name in fresh for q in run.queues):
+                run.queues = tuple(fresh.get(q.name, q) for q in run.queues)
 
     def _registered(self, body: pb.Registered) -> list[pb.AgentMessage]:
         link = self.link

@@ -115,7 +115,8 @@ class ClusterRuntime:
         for run in self.runs.values():
             if run.finished:
                 continue
-            key.append((run.uid, run.podgroup_phase, tuple(sorted(run.pipelined.items()))))
+            # its queues' limits too: the hub's allowance beyond gangs moves while nothing else does
+            key.append((run.uid, run.podgroup_phase, tuple(sorted(run.pipelined.items())), run.queues))
             key.extend((st.uid, st.phase, st.node) for st in run.status.values())
         return tuple(key)
 

@@ -211,13 +211,23 @@ def dispatch_queue_specs(queues: Iterable[pb.DispatchQueue]) -> tuple[QueueSpec,
                 weight=max(q.weight, 1),
                 affinity=None if affinity is None else affinity.to_manifest(),
                 annotations={NODE_GROUP_LIMITS: limits} if limits else {},
-                capability=_here(q.capability.values, elsewhere, 1) if q.HasField("capability") else None,
+                capability=_capability(q) if q.HasField("capability") else None,
                 deserved=_here(q.deserved.values, elsewhere, 0) if q.HasField("deserved") else None,
                 guarantee=_here(q.guarantee.values, elsewhere, 0),
                 federated=q.HasField("capability"),
             )
         )
     return tuple(out)
+
+
+def _capability(q: pb.DispatchQueue) -> ResourceVector:
+    """The queue's capability on this cluster: what it holds here and the room the hub gave this
+    cluster beyond gangs (with an older hub: the capability less what it holds elsewhere)."""
+    left = _here(q.capability.values, q.elsewhere.values, 1)
+    if not q.HasField("allowance"):
+        return left
+    here, given = q.here.values, q.allowance.values
+    return ResourceVector({r: max(min(here.get(r, 0) + given.get(r, 0), v), 1) for r, v in left.items()})
 
 
 def _here(limit: Mapping[str, int], elsewhere: Mapping[str, int], least: int) -> ResourceVector:

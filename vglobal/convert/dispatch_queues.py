@@ -61,12 +61,15 @@ def queue_limits(
 ) -> dict[str, Any]:
     """A queue's figures as a Dispatch carries them: the latest cycle's (``status``, as the
     dispatcher stores it with the queue) where there is one, else the spec's."""
-    return {
+    out = {
         "capability": status.get("capability", capability),
         "guarantee": dict(guarantee),
         "deserved": status.get("deserved", deserved),
         "clusters": status.get("clusters") or {},
     }
+    if "allowance" in status:  # the room beyond gangs, split among the clusters
+        out["allowance"], out["here"] = status["allowance"], status.get("here") or {}
+    return out
 
 
 def dispatch_queue(
@@ -79,13 +82,15 @@ def dispatch_queue(
     limits: Mapping[str, Any],
     cluster: str,
 ) -> agent_pb2.DispatchQueue:
-    """One queue of a Dispatch's chain; ``elsewhere`` is what it holds on the other clusters."""
+    """One queue of a Dispatch's chain; ``elsewhere`` is what it holds on the other clusters, and
+    with a split room, ``allowance`` and ``here`` what ``cluster`` may add and holds."""
     elsewhere: dict[str, int] = {}
     for c, units in limits["clusters"].items():
         if c != cluster:
             for r, v in units.items():
                 elsewhere[r] = elsewhere.get(r, 0) + int(v)
     cap, deserved, guarantee = limits["capability"], limits["deserved"], limits["guarantee"]
+    split = cap is not None and "allowance" in limits
     return agent_pb2.DispatchQueue(
         name=name,
         parent=parent or "",
@@ -96,4 +101,6 @@ def dispatch_queue(
         guarantee=agent_pb2.Units(values=guarantee) if guarantee else None,
         deserved=None if deserved is None else agent_pb2.Units(values=deserved),
         elsewhere=agent_pb2.Units(values=elsewhere),
+        allowance=agent_pb2.Units(values=limits["allowance"].get(cluster, {})) if split else None,
+        here=agent_pb2.Units(values=limits["here"].get(cluster, {})) if split else None,
     )

@@ -6,9 +6,10 @@ agent's default) placed them all: 50 pods of 2 cpu in a queue of 50 cpu. For eac
 job's chain that the hub limits (``QueueSpec.federated`` with a capability), a task beyond its
 job's gang is allocatable only while what the queue's tasks hold here (its descendants'
 included) plus the task stays within the capability on every resource the capability names and
-the task asks for. The capability the agent gets is the hub's less what the queue holds on the
-other clusters, so the check counts every pod of the queue. Integer units, no tolerance: a pod
-that fits exactly fits, at any size.
+the task asks for. The capability the agent gets is what the queue holds here plus the room the
+hub gave this cluster beyond gangs (its allowance: the hub splits the queue's room among its
+clusters, so two clusters never both take it), so the check counts every pod of the queue.
+Integer units, no tolerance: a pod that fits exactly fits, at any size.
 
 The gang itself is not checked again: the hub admitted it (and with proportion or capacity in the
 conf those plugins check every task as Volcano does). So a job's gang counts whole in what its queue

@@ -34,7 +34,7 @@ from vglobal.admission.inputs import JobFacts, Shared, admitted_job, claim_row, 
 from vglobal.admission.share.usage import UsageLedger
 from vglobal.admission.victims.reclaim_window import RecentReclaims
 from vglobal.hub.dispatch.explain import changed_statuses
-from vglobal.hub.dispatch.held import held_by_cluster
+from vglobal.hub.dispatch.held import held_by_cluster, queue_rooms
 from vglobal.model.binding import ADMITTED, FINISHED, UNPLACED, BindingPhase, BindingRef, allowed
 from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -203,8 +203,14 @@ class Dispatcher:
                 reclaimed.append(victim)
         taken = tuple(e for e in result.evictions if self._evict(e.job_uid, e.pods))
         self._held = dict(self._usage)
-        statuses = changed_statuses(result, {}, held_by_cluster(snap, result))
+        held = held_by_cluster(snap, result)
+        rooms = queue_rooms(snap, result, held, self._known)
+        statuses = changed_statuses(result, {}, held, rooms=rooms)
         return Cycle(result, tuple(admitted), tuple(reclaimed), taken, statuses)
+
+    def _known(self, uid: str) -> tuple[JobFacts, list[dict[str, Any]] | None] | None:
+        f, b = self.jobs.get(uid), self.bindings.get(uid)
+        return None if f is None or b is None else (f, b.placements)
 
     def _admit(self, uid: str, cluster: str, now: float) -> Admission:
         job = self.pending.pop(uid)

@@ -71,6 +71,8 @@ class Federation:
         self.dispatcher = Dispatcher(queues, rules)
         self._queues = {q.name: q for q in queues}
         self._statuses: Mapping[str, Mapping[str, Any]] = {}  # the last cycle's, as the hub stores them
+        # (cluster, queue) -> the allowance and holding last sent for it
+        self._rooms_sent: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.clock = clock
         self.records: dict[str, JobRecord] = {}
         self._shared = Shared()
@@ -153,6 +155,7 @@ class Federation:
                     )
                 )
             )
+        self._send_limits()
         for e in cycle.evictions:
             gen = d.bindings[e.job_uid].generation
             evict = pb.Evict(job_uid=e.job_uid, generation=gen, pod_uids=e.pods, reason=EVICT_REASON)
@@ -172,26 +175,37 @@ class Federation:
         out: list[pb.DispatchQueue] = []
         q = self._queues.get(queue)
         while q is not None and len(out) < len(self._queues):
-            limits = {g: v.to_quantities() for g, v in q.node_group_limits.items()}
-            spec = convert.queue_limits(
-                self._statuses.get(q.name, {}),
-                None if q.capability is None else dict(q.capability.items()),
-                dict(q.guarantee.items()),
-                None if q.deserved is None else dict(q.deserved.items()),
-            )
-            out.append(
-                convert.dispatch_queue(
-                    q.name,
-                    q.parent,
-                    q.weight,
-                    q.affinity,
-                    json.dumps(limits) if limits else "",
-                    limits=spec,
-                    cluster=cluster,
-                )
-            )
+            out.append(self._dispatch_queue(q, cluster))
             q = self._queues.get(q.parent or "")
         return out
+
+    def _dispatch_queue(self, q: QueueSnap, cluster: str) -> pb.DispatchQueue:
+        limits = {g: v.to_quantities() for g, v in q.node_group_limits.items()}
+        spec = convert.queue_limits(
+            self._statuses.get(q.name, {}),
+            None if q.capability is None else dict(q.capability.items()),
+            dict(q.guarantee.items()),
+            None if q.deserved is None else dict(q.deserved.items()),
+        )
+        groups = json.dumps(limits) if limits else ""
+        return convert.dispatch_queue(
+            q.name, q.parent, q.weight, q.affinity, groups, limits=spec, cluster=cluster
+        )
+
+    def _send_limits(self) -> None:
+        """Each cluster's room beyond gangs where this cycle moved it (QueueLimits, as the hub's
+        agent streams send it after the cycle's Dispatches)."""
+        for cluster, agent in self.agents.items():
+            moved = []
+            for name, status in sorted(self._statuses.items()):
+                if "allowance" not in status or name not in self._queues:
+                    continue
+                room = (status["allowance"].get(cluster), status.get("here", {}).get(cluster))
+                if self._rooms_sent.get((cluster, name)) != room:
+                    self._rooms_sent[(cluster, name)] = room
+                    moved.append(self._dispatch_queue(self._queues[name], cluster))
+            if moved:
+                agent.send(pb.HubMessage(queue_limits=pb.QueueLimits(queues=moved)))
 
     # ---- what the agents say
 

@@ -41,3 +41,21 @@ def test_an_unlimited_queue_stays_unlimited() -> None:
         convert.dispatch_queues("q", {"q": row("q", status={"capability": None})}, "east")
     )
     assert q.capability is None and not q.federated
+
+
+def test_with_a_split_room_the_capability_here_is_what_it_holds_here_and_its_allowance() -> None:
+    status = {
+        "capability": {"cpu": 50_000},
+        "clusters": {"east": {"cpu": 10_000}, "west": {"cpu": 10_000}},
+        "allowance": {"east": {"cpu": 20_000}, "west": {"cpu": 10_000}},
+        "here": {"east": {"cpu": 8_000}, "west": {"cpu": 10_000}},  # east: 2 cpu being evicted
+    }
+    rows = {"q": row("q", status=status)}
+    (east,) = dispatch_queue_specs(convert.dispatch_queues("q", rows, "east"))
+    (west,) = dispatch_queue_specs(convert.dispatch_queues("q", rows, "west"))
+    # not the capability less what it holds elsewhere (40 cpu on each: 80 in a 50-cpu queue)
+    assert dict(east.capability or {}) == {"cpu": 28_000}
+    assert dict(west.capability or {}) == {"cpu": 20_000}
+    # a cluster given nothing holds only what it has
+    (south,) = dispatch_queue_specs(convert.dispatch_queues("q", rows, "south"))
+    assert dict(south.capability or {}) == {"cpu": 1}

@@ -1134,6 +1134,8 @@ class DispatchQueue(_message.Message):
     GUARANTEE_FIELD_NUMBER: _builtins.int
     DESERVED_FIELD_NUMBER: _builtins.int
     ELSEWHERE_FIELD_NUMBER: _builtins.int
+    ALLOWANCE_FIELD_NUMBER: _builtins.int
+    HERE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     """empty: root"""
@@ -1163,6 +1165,18 @@ class DispatchQueue(_message.Message):
     def deserved(self) -> Global___Units: ...
     @_builtins.property
     def elsewhere(self) -> Global___Units: ...
+    @_builtins.property
+    def allowance(self) -> Global___Units:
+        """For a queue with a capability, set by a hub that splits the room the queue has left among
+        its clusters (unset: an older hub, the room is the capability less `elsewhere`): what this
+        cluster may place for it beyond gangs, on top of `here`, what the queue holds on this cluster
+        as that cycle counted it (placed pods, at least each gang, pods being evicted left out). The
+        agent's capability for the queue is then `here` + `allowance`. The allowances of all clusters
+        add up to no more than the room left, so every pod counts against the capability.
+        """
+
+    @_builtins.property
+    def here(self) -> Global___Units: ...
     def __init__(
         self,
         *,
@@ -1175,14 +1189,40 @@ class DispatchQueue(_message.Message):
         guarantee: Global___Units | None = ...,
         deserved: Global___Units | None = ...,
         elsewhere: Global___Units | None = ...,
+        allowance: Global___Units | None = ...,
+        here: Global___Units | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "capability", b"capability", "deserved", b"deserved", "elsewhere", b"elsewhere", "guarantee", b"guarantee"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allowance", b"allowance", "capability", b"capability", "deserved", b"deserved", "elsewhere", b"elsewhere", "guarantee", b"guarantee", "here", b"here"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "capability", b"capability", "deserved", b"deserved", "elsewhere", b"elsewhere", "guarantee", b"guarantee", "name", b"name", "node_group_resource_limits", b"node_group_resource_limits", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affinity", b"affinity", "allowance", b"allowance", "capability", b"capability", "deserved", b"deserved", "elsewhere", b"elsewhere", "guarantee", b"guarantee", "here", b"here", "name", b"name", "node_group_resource_limits", b"node_group_resource_limits", "parent", b"parent", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DispatchQueue: _TypeAlias = DispatchQueue  # noqa: Y015
+
+@_typing.final
+class QueueLimits(_message.Message):
+    """The queues' limits as the hub's latest cycle figured them, for queues this cluster runs jobs
+    of whose allowance here changed: each replaces the queue of that name in every run's chain.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___DispatchQueue]: ...
+    def __init__(
+        self,
+        *,
+        queues: _abc.Iterable[Global___DispatchQueue] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["queues", b"queues"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueLimits: _TypeAlias = QueueLimits  # noqa: Y015
 
 @_typing.final
 class Cancel(_message.Message):
@@ -1280,6 +1320,7 @@ class HubMessage(_message.Message):
     LOG_REQUEST_FIELD_NUMBER: _builtins.int
     LOG_CANCEL_FIELD_NUMBER: _builtins.int
     OBJECT_UPDATE_FIELD_NUMBER: _builtins.int
+    QUEUE_LIMITS_FIELD_NUMBER: _builtins.int
     BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def registered(self) -> Global___Registered: ...
@@ -1298,6 +1339,8 @@ class HubMessage(_message.Message):
     @_builtins.property
     def object_update(self) -> Global___ObjectUpdate: ...
     @_builtins.property
+    def queue_limits(self) -> Global___QueueLimits: ...
+    @_builtins.property
     def batch(self) -> Global___HubBatch:
         """Several of the messages above but registered (never a batch), in order: what one sync
         delivers, as one stream message, sent only to an agent whose Register says takes_batches.
@@ -1314,13 +1357,14 @@ class HubMessage(_message.Message):
         log_request: Global___LogRequest | None = ...,
         log_cancel: Global___LogCancel | None = ...,
         object_update: Global___ObjectUpdate | None = ...,
+        queue_limits: Global___QueueLimits | None = ...,
         batch: Global___HubBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "object_update", b"object_update", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "object_update", b"object_update", "queue_limits", b"queue_limits", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "object_update", b"object_update", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch", b"batch", "body", b"body", "cancel", b"cancel", "dispatch", b"dispatch", "evict", b"evict", "log_cancel", b"log_cancel", "log_request", b"log_request", "object_update", b"object_update", "queue_limits", b"queue_limits", "reclaim", b"reclaim", "registered", b"registered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict", "log_request", "log_cancel", "object_update", "batch"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["registered", "dispatch", "cancel", "reclaim", "evict", "log_request", "log_cancel", "object_update", "queue_limits", "batch"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -71,6 +72,7 @@ class Courier:
     sent_cancel: set[tuple[str, int]] = field(default_factory=set)
     sent_evict: set[tuple[str, int, str]] = field(default_factory=set)  # (uid, generation, pod uid)
     sent_spec: dict[str, int] = field(default_factory=dict)  # uid -> spec generation dispatched
+    sent_rooms: dict[str, Any] = field(default_factory=dict)  # queue -> its room here last sent
     fenced_at: float = float("-inf")  # monotonic seconds of the last full sync
     box: SecretBox = field(default_factory=lambda: SecretBox([]))
     # The last dependency revision this stream looked at (-1: not yet): a later one is an object
@@ -102,6 +104,7 @@ class Courier:
                 if d.queue not in chains:
                     chains[d.queue] = convert.dispatch_queues(d.queue, rows, self.cluster)
         out = [self._dispatch(d, chains[d.queue], session) for d in delivered]
+        out += self._queue_limits(session)
         out += updates
         out += self._evictions(session)
         if not full:
@@ -128,6 +131,28 @@ class Courier:
                 ended.append((uid, gen))
         events_repo.add_events(events, session=session)
         return out, ended
+
+    def _queue_limits(self, session: Session) -> list[agent_pb2.HubMessage]:
+        """The queues whose room beyond gangs on this cluster moved since this stream last said
+        (after the Dispatches: a new run's gang is in what the queue holds here)."""
+        moved = []
+        rows = queues_repo.with_rooms(session=session)
+        for row in rows:
+            status = row.status
+            room = (status["allowance"].get(self.cluster), (status.get("here") or {}).get(self.cluster))
+            if self.sent_rooms.get(row.name) != room:
+                self.sent_rooms[row.name] = room
+                moved.append(row)
+        gone = self.sent_rooms.keys() - {r.name for r in rows}
+        if gone:  # no longer capped, or deleted: its figures as they are now, without an allowance
+            moved += [q for q in queues_repo.list_queues(session=session) if q.name in gone]
+            for name in gone:
+                del self.sent_rooms[name]
+        if not moved:
+            return []
+        by_name = {q.name: q for q in moved}
+        queues = [convert.dispatch_queues(q.name, by_name, self.cluster)[0] for q in moved]
+        return [agent_pb2.HubMessage(queue_limits=agent_pb2.QueueLimits(queues=queues))]
 
     def _object_updates(self, session: Session) -> list[agent_pb2.HubMessage]:
         """An ObjectUpdate with each object changed at the hub since the last look that a run of

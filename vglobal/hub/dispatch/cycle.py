@@ -15,7 +15,7 @@ from vglobal.admission.inputs import claim_row
 from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
-from vglobal.hub.dispatch.held import held_by_cluster
+from vglobal.hub.dispatch.held import Known, held_by_cluster, queue_rooms, rooms_moved
 from vglobal.hub.dispatch.metrics import record_cycle
 from vglobal.hub.dispatch.snapshot import SnapshotReader
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, deliver_to, notify
@@ -213,6 +213,12 @@ class Dispatcher:
         self.drain()
         self.explainer.close()
 
+    def _facts(self, uid: str) -> Known | None:
+        entry = self.reader.jobs.entries.get(uid)
+        if entry is None or entry.facts is None:
+            return None
+        return entry.facts, entry.binding.placements
+
     def _cycle(self, started: float) -> CycleStats:
         ctx, jobs = self.ctx, self.reader.jobs
         cpu_started = time.thread_time()
@@ -229,21 +235,27 @@ class Dispatcher:
                 t_snap, cpu_snap = time.perf_counter(), time.thread_time()
                 result = admit(snapshot)
                 t_admit = time.perf_counter()
+                held = held_by_cluster(snapshot, result)
                 statuses = changed_statuses(
                     result,
                     self.reader.queue_status,
-                    held_by_cluster(snapshot, result),
+                    held,
                     self.reader.budgets.status,
+                    rooms=queue_rooms(snapshot, result, held, self._facts),
                 )
+                moved = rooms_moved(statuses, self.reader.queue_status)
                 done, reclaimed, admitted = write_admissions(result, session=session)
                 claims = [claim_row(c) for c in result.claims]
                 if claims != self.reader.claim_rows:  # kept for the next cycle, and the next leader
                     claims_repo.store(claims, session=session)
-                if done:
+                if done or moved:
                     # With the admissions: their Dispatches carry the queues' limits and what the
-                    # queues hold on other clusters as this cycle counted them, not the last.
+                    # queues hold on other clusters as this cycle counted them, not the last; and
+                    # a cluster's room beyond gangs reaches its agent now, not a cycle late.
                     queues_repo.set_statuses(statuses, session=session)
                     statuses = {}
+                    if moved:
+                        notify(DELIVER, session=session)
                 self.reader.fair_usage(ctx.settings).note(snapshot, result, session=session)
                 if result.reclaims:
                     notify(DISPATCH, session=session)

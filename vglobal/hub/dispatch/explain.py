@@ -85,10 +85,12 @@ def changed_statuses(
     stored: dict[str, dict[str, Any]],
     held: Mapping[str, Mapping[str, Mapping[str, int]]],
     budgets: Mapping[str, dict[str, Any]] | None = None,
+    rooms: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """The queues' figures (deserved, realCap, what they hold per cluster: ``held``) where they
-    differ from those stored with the queue when the snapshot was read: most queues' figures hold
-    from one cycle to the next."""
+    """The queues' figures (deserved, realCap, what they hold per cluster: ``held``; a capped
+    queue's room beyond gangs per cluster: ``rooms``, held.queue_rooms) where they differ from
+    those stored with the queue when the snapshot was read: most queues' figures hold from one
+    cycle to the next."""
     out = {}
     for name, q in result.queues.items():
         status: dict[str, Any] = {
@@ -99,6 +101,8 @@ def changed_statuses(
             status["clusters"] = {c: dict(u) for c, u in sorted(held[name].items())}
         if budgets and name in budgets:
             status["budget"] = budgets[name]
+        if rooms and name in rooms:
+            status.update(rooms[name])
         if stored.get(name) != status:
             out[name] = status
     return out

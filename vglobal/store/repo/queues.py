@@ -75,6 +75,14 @@ def list_queues(*, session: Session) -> list[QueueRow]:
     return [_queue_row(r) for r in rows]
 
 
+def with_rooms(*, session: Session) -> list[QueueRow]:
+    """The queues whose figures split a room beyond gangs among clusters (status ``allowance``)."""
+    rows = session.execute(
+        sa.select(queues).where(queues.c.status.has_key("allowance")).order_by(queues.c.name)
+    ).all()
+    return [_queue_row(r) for r in rows]
+
+
 def children(name: str, *, session: Session) -> list[str]:
     rows = session.execute(sa.select(queues.c.name).where(queues.c.parent == name)).scalars().all()
     return list(rows)
