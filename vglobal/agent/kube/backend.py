@@ -19,13 +19,14 @@ from typing import Any
 from vglobal.agent.backends.base import DependencyObject, JobProblem, PoolSpec, RunStart
 from vglobal.agent.fabric_fetch import FabricFetcher
 from vglobal.agent.kube import bodies, dra, paths, vgpu
-from vglobal.agent.kube.api import ApiError, KubeApi
+from vglobal.agent.kube.api import KubeApi
 from vglobal.agent.kube.bodies import JobRef
 from vglobal.agent.kube.cache import POD_SLOT, ClusterCache
 from vglobal.agent.kube.claims import POD_CLAIM, ClaimWriter
 from vglobal.agent.kube.dependencies import check_references
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
+from vglobal.agent.kube.namespaces import Namespaces
 from vglobal.agent.kube.pod_warnings import PodWarnings, event_record
 from vglobal.agent.kube.pools import GATE, NodePools, PoolConfig, provisioning_served
 from vglobal.agent.kube.records import PodRecord, node_record, pod_record
@@ -101,7 +102,7 @@ class KubeBackend:
         self.topology = Topology(options.discovery, self.fabric)
         self.probe = Probe(api)
         self._changes: queue.SimpleQueue[Change[Any]] = queue.SimpleQueue()
-        self._namespaces: set[str] = set()  # known to exist
+        self.namespaces = Namespaces(api, options.cluster, options.create_namespaces)
         self._ready: set[str] = set()  # nodes Ready when last looked
         self.informers: list[Informer[Any]] = [
             Informer(
@@ -273,44 +274,12 @@ class KubeBackend:
                 f"cluster {self.options.cluster} does not serve {wanted.kind} ({wanted.api_version}):"
                 f" it needs {wanted.needs}"
             )
-        self._ensure_namespace(ns)
+        self.namespaces.ensure(ns)
         check_references(self.api, ns, run.job, run.dependencies, self.options.cluster)
         ref = JobRef(run.uid, run.generation, ns, run.job.name)
         if kind is not None:
             self.workloads.start(ref, kind, run.job)
         self.tracker.start_job(ref, run.job, run.queue, run.priority, run.objects, run.dependencies)
-
-    def _ensure_namespace(self, ns: str) -> None:
-        if ns in self._namespaces:
-            return
-        try:
-            # short: this runs on the agent's main loop, which must keep its heartbeats going
-            self.api.request("GET", paths.namespace(ns), timeout=(2.0, 2.0))
-        except ApiError as exc:
-            if exc.status != 404:
-                log.warning(
-                    "cannot check namespace %s (%s); going ahead",
-                    ns,
-                    exc.rbac_rule() if exc.status == 403 else exc,
-                )
-                return
-            if not self.options.create_namespaces:
-                raise ValueError(f"namespace {ns} does not exist in cluster {self.options.cluster}") from None
-            self._create_namespace(ns)
-        self._namespaces.add(ns)
-
-    def _create_namespace(self, ns: str) -> None:
-        try:
-            self.api.request("POST", paths.NAMESPACES, body=bodies.namespace_body(ns), timeout=(2.0, 5.0))
-            log.info("created namespace %s", ns)
-        except ApiError as exc:
-            if exc.status == 409:
-                return
-            if exc.status == 403:
-                raise ValueError(
-                    f"cannot create namespace {ns}: the agent's RBAC lacks {exc.rbac_rule()}"
-                ) from None
-            raise ValueError(f"cannot create namespace {ns}: {exc.message}") from None
 
     def update_dependencies(self, objects: Sequence[DependencyObject]) -> None:
         self.tracker.dependencies.update(objects)
