@@ -348,6 +348,26 @@ def test_node_available_resources_should_be_included_in_reclaimed_resources() ->
     assert out.running == {"pg2", "pg3"}
 
 
+def _second_task_case(second: str | None) -> Case:
+    """The job's class says Never and its first task's pod too; ``second``: its second task's."""
+    return Case(
+        [queue("q1"), queue("q2")],
+        {"n1": r(2, "2G", pods=10)},
+        [
+            Running(
+                "pg-victim", "q1", pods([("victim-pod-no", "n1", "1", "1G"), ("victim-pod", "n1", "1", "1G")], pinned=("victim-pod-no",)),
+                priority=100, min_available=1,
+            )
+        ],
+        [
+            Pending(
+                "pg-preemptor", "q2", shapes=((r(1, "1G"), 1), (r(1, "1G"), 1)), priority=1000,
+                min_available=1, preemption_policy="Never", task_policies=("Never", second),
+            )
+        ],
+    )
+
+
 def test_reclaim_succeeds_for_second_task_when_first_task_has_preemptionpolicy_never() -> None:
     """The job's PriorityClass says Never and its first task's pod says so too; its second task's pod
     says nothing in Volcano's case (built without a class, so Volcano reads no policy on it) and
@@ -356,45 +376,13 @@ def test_reclaim_succeeds_for_second_task_when_first_task_has_preemptionpolicy_n
     (as the case's high-priority-can-preempt class would). The case's tiers do not enable gang's
     JobPipelined, so Volcano commits the eviction with one of the minMember 2 pods placed; vglobal
     takes a victim only for a gang it admits, so the gang here is that one pod (minAvailable 1)."""
-    case = Case(
-        [queue("q1"), queue("q2")],
-        {"n1": r(2, "2G", pods=10)},
-        [
-            Running(
-                "pg-victim", "q1", pods([("victim-pod-no", "n1", "1", "1G"), ("victim-pod", "n1", "1", "1G")], pinned=("victim-pod-no",)),
-                priority=100, min_available=1,
-            )
-        ],
-        [
-            Pending(
-                "pg-preemptor", "q2", shapes=((r(1, "1G"), 1), (r(1, "1G"), 1)), priority=1000,
-                min_available=1, preemption_policy="Never", task_policies=("Never", "PreemptLowerPriority"),
-            )
-        ],
-    )
-    out = case.run()
+    out = _second_task_case("PreemptLowerPriority").run()
     assert out.pods_evicted() == ["victim-pod"]
 
 
 def test_no_reclaim_when_every_task_has_preemptionpolicy_never() -> None:
     """The variant where the second task's pod gets the job's class (Never) too: no task may reclaim."""
-    case = Case(
-        [queue("q1"), queue("q2")],
-        {"n1": r(2, "2G", pods=10)},
-        [
-            Running(
-                "pg-victim", "q1", pods([("victim-pod-no", "n1", "1", "1G"), ("victim-pod", "n1", "1", "1G")], pinned=("victim-pod-no",)),
-                priority=100, min_available=1,
-            )
-        ],
-        [
-            Pending(
-                "pg-preemptor", "q2", shapes=((r(1, "1G"), 1), (r(1, "1G"), 1)), priority=1000,
-                min_available=1, preemption_policy="Never", task_policies=("Never", None),
-            )
-        ],
-    )
-    out = case.run()
+    out = _second_task_case(None).run()
     assert out.pods_evicted() == []
 
 
