@@ -148,15 +148,23 @@ def test_admission_reads_a_pod_template_preemption_policy_never(engine: sa.Engin
     with session_scope(sessions) as session:
         own = _task("w")
         own["template"]["spec"]["preemptionPolicy"] = "Never"
+        also = _task("x")
+        also["template"]["spec"]["preemptionPolicy"] = "Never"
         plain = _task("w")
         plain["template"]["spec"]["preemptionPolicy"] = "PreemptLowerPriority"
         jobs_repo.insert_jobs(
-            [_job("patient", [own, _task("x")], {}), _job("eager", [plain], {})], session=session
+            [
+                _job("patient", [own, also], {}),
+                _job("mixed", [own, _task("x")], {}),
+                _job("eager", [plain], {}),
+            ],
+            session=session,
         )
     with session_scope(sessions) as session:
-        got = {s.uid: s.preemption_policy for s in jobs_repo.statics(["patient", "eager"], session=session)}
-    # Volcano never preempts for a pod whose own spec says Never; the hub places the gang as one
-    assert got == {"patient": "Never", "eager": "PreemptLowerPriority"}
+        uids = ["patient", "mixed", "eager"]
+        got = {s.uid: s.preemption_policy for s in jobs_repo.statics(uids, session=session)}
+    # Volcano skips a pod whose own spec says Never and preempts for the job's other pods
+    assert got == {"patient": "Never", "mixed": "PreemptLowerPriority", "eager": "PreemptLowerPriority"}
 
 
 def test_admission_reads_pod_anti_affinity_terms_and_template_labels(engine: sa.Engine) -> None:

@@ -20,10 +20,12 @@ whose one checkpoint and rollback a HyperJob's decision is tried under.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from itertools import repeat
+
+import numpy as np
 
 from vglobal.admission.explain import (
     budget_wait,
@@ -35,6 +37,8 @@ from vglobal.admission.fit.devices import CardPacker, DeviceFit
 from vglobal.admission.fit.failures import FailureCache
 from vglobal.admission.fit.gang_fit import GangFit, subset
 from vglobal.admission.fit.hyperjob import admit_groups, groups_of
+from vglobal.admission.fit.node_mask import closed_rows
+from vglobal.admission.fit.placement import Held, HeldRows
 from vglobal.admission.fit.stages import with_away
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.share.checks import Checks
@@ -155,7 +159,9 @@ class _Cycle:
 
     def _claimed(self, p: PendingJob, leaf: Leaf, claim: Claim) -> Admit | Wait | None:
         """The job of a standing claim admitted into the claimed room, or its wait with the room
-        held; None if the claim no longer holds (the job is then decided as any other)."""
+        held; None if the claim no longer holds (the job is then decided as any other). It may
+        not go into the room of another standing claim not settled yet: the job that room was
+        freed for would find it taken, and take victims again."""
         clusters = self.clusters
         c = clusters.col.get(claim.cluster, -1)
         job = self.prep.job_of(p, leaf.index)
@@ -163,11 +169,27 @@ class _Cycle:
             self.claims.drop(claim)
             return None
         job = replace(job, cand=subset(job.cand, [c]))
-        placed = self._place(job, leaf, self.devices.packer(p))
-        if placed is not None:
-            return placed
         node_col = clusters.node_col[c]
+        before = clusters.free(c).copy()
+        # Off the other claims' nodes, those it shares with one too at first.
+        for shared in (True, False):
+            others = self.claims.rows_of_others(claim, node_col, shared)
+            held = leaf.held
+            if others:
+                base = held.get(c)
+                blocked = closed_rows(before, others)
+                assert blocked is not None
+                held = {**held, c: HeldRows(blocked if base is None else blocked + base.matrix)}
+            placed = self._place(job, leaf, self.devices.packer(p), held)
+            if placed is not None:
+                self.claims.settled(claim)
+                # Its agent tries first the nodes it was placed on (Volcano's nominatedNodeName).
+                went = np.flatnonzero((clusters.free(c) != before).any(axis=1)).tolist()
+                return replace(placed, nominated=clusters.node_names(c, went))
+            if not others or not shared:
+                break
         close(clusters, c, [node_col[n] for n in claim.nodes if n in node_col])  # nobody else goes there
+        self.claims.settled(claim)
         self.checks.charge(job)  # its queue holds the room (as Volcano counts a pipelined job)
         return self.claims.waiting(claim, self.snap.now)
 
@@ -282,8 +304,10 @@ class _Cycle:
             return self._behind(job, leaf, best)
         return self._no_fit(job, best)
 
-    def _place(self, job: Job, leaf: Leaf, cards: CardPacker | None) -> Admit | None:
-        c = self.fit.place(job, leaf.held, cards)
+    def _place(
+        self, job: Job, leaf: Leaf, cards: CardPacker | None, held: Mapping[int, Held] | None = None
+    ) -> Admit | None:
+        c = self.fit.place(job, leaf.held if held is None else held, cards)
         if c is None:
             return None
         self.checks.charge(job)

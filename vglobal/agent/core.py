@@ -180,9 +180,10 @@ class AgentCore:
             run = self.runtime.controller.start(
                 uid, gen, job, queue=d.queue, priority=d.priority, dependencies=dependencies_of(d.objects)
             )
-            # a pod template's own preemptionPolicy: Never holds for the job, as at the hub
+            # the pod templates' own preemptionPolicy over the class's, as at the hub
             own = template_preemption_policies(t.template for t in job.tasks)
-            run.preemption_policy = preemption_policy(d.preemption_policy or run.preemption_policy, own)
+            policy = d.preemption_policy or run.preemption_policy
+            run.preemption_policy = preemption_policy(policy, own, len(job.tasks))
             run.task_priorities = dict(d.task_priorities)
             run.nominated = tuple(d.nominated_nodes)
             run.queues = dispatch_queue_specs(d.queues)

@@ -44,11 +44,18 @@ def unpreemptable_tasks(
 NEVER = "Never"
 
 
-def preemption_policy(class_policy: str, pod_policies: Iterable[object]) -> str:
-    """The policy the hub preempts by: the job's PriorityClass's, or ``Never`` when a task's pod
-    template says so itself (``spec.preemptionPolicy``), since Volcano never preempts for such a
-    pod and the hub places the gang as one."""
-    return NEVER if class_policy == NEVER or any(p == NEVER for p in pod_policies) else class_policy
+def preemption_policy(class_policy: str, pod_policies: Iterable[object], tasks: int) -> str:
+    """The policy the hub preempts and reclaims by: ``Never`` only when every one of the job's
+    ``tasks`` says Never. A task says what its pod template's own ``spec.preemptionPolicy`` says
+    (``pod_policies``: those of the templates that set one), else what the job's PriorityClass
+    says. Volcano's preempt and reclaim skip a pod whose policy is Never and go on for the job's
+    other pods, so a job one of whose tasks may preempt still does."""
+    own = list(pod_policies)
+    if any(p != NEVER for p in own):
+        return "PreemptLowerPriority" if class_policy == NEVER else class_policy
+    if len(own) >= tasks and own:
+        return NEVER  # every task sets Never itself
+    return class_policy
 
 
 def template_preemption_policies(templates: Iterable[Mapping[str, object]]) -> list[object]:

@@ -12,7 +12,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from vglobal.admission import AdmissionPolicy, AdmissionResult, ClusterSnap, Gang, PendingJob, QueueSnap
+from vglobal.admission import (
+    AdmissionPolicy,
+    AdmissionResult,
+    Admit,
+    ClusterSnap,
+    Gang,
+    PendingJob,
+    QueueSnap,
+)
 from vglobal.admission.inputs import JobFacts
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
@@ -47,14 +55,20 @@ class FirstFitNodes:
             self._clusters[name] = c = replace(c, nodes=nodes)
             yield c
 
-    def place(self, cluster: str, gang: Gang) -> list[Pod] | None:
+    def place(self, cluster: str, gang: Gang, nominated: Sequence[str] = ()) -> list[Pod] | None:
+        """``nominated``: nodes tried before the others (an admission's nominatedNodeName: the
+        room freed or claimed for it), as the agents' scheduler does."""
         free = self.free[cluster]
         taken: list[Pod] = []
         shapes = sorted(range(len(gang)), key=lambda i: sorted(gang[i][0].items()), reverse=True)
+        order = self._order[cluster]
+        if nominated:
+            first = [n for n in nominated if n in free]
+            order = first + [n for n in order if n not in first]
         for i in shapes:
             pod, count = gang[i]
             for _ in range(count):
-                node = next((n for n in self._order[cluster] if pod.fits_in(free[n])), None)
+                node = next((n for n in order if pod.fits_in(free[n])), None)
                 if node is None:
                     self.release(cluster, gang, taken)
                     return None
@@ -151,7 +165,12 @@ class AdmissionRounds:
         cycle = d.cycle(self.now, self.placer.clusters())
         # Admissions first: they were decided on the nodes as they are, before any victim stops.
         for a in cycle.admitted:
-            placed = self.placer.place(a.cluster, d.jobs[a.uid].gang)
+            decision = cycle.result.decisions.get(a.uid)
+            nominated = decision.nominated if isinstance(decision, Admit) else ()
+            if nominated and isinstance(self.placer, FirstFitNodes):
+                placed = self.placer.place(a.cluster, d.jobs[a.uid].gang, nominated)
+            else:
+                placed = self.placer.place(a.cluster, d.jobs[a.uid].gang)
             if placed is None:
                 self.rejected += 1
                 d.withdraw(a.uid)

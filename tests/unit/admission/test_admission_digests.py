@@ -19,25 +19,25 @@ from vglobal.model.reasons import ADMISSION_KINDS, WaitKind
 
 PINNED = {
     "dispatch": {
-        "cycle 1": "90cd36ed5a1d08c307dc6b7af85a272c4a97c187a4117e40d8fecd20b16c887c",
-        "cycle 2": "abf2871386b310c2a5a35a372f86187e0b2006ff4f4186a0d4ca386655019d03",
-        "cycle 3": "b5025f3fb3dc0fc73d0a218e26d307ba6493737e3341661f11efe69bb88cb40f",
-        "cycle 1 with an admission budget": "c5377a376b1e5c87097ff90a4d81a11639c324aeaedf18b11e41c072afc3a5e2",
+        "cycle 1": "52fb13045b7ae0249b3852a33f37e224db0879b01407be1198a80262376a9e00",
+        "cycle 2": "d92187f8649443a7a6c28666b6cf7db3875f93deb28bedbcce3c5a74b6fdcf66",
+        "cycle 3": "8333fc8f1fd3be8154c6383f9d1673980ef64f191d32306f842e3a99f7f348ef",
+        "cycle 1 with an admission budget": "08fba1316b180c60a135775051bda6a5268add4cdc89e52b38d4d53edf1fd910",
     },
     "reclaim": {
-        "cycle 1": "37ceb60f72ebd1450248d053d96b139051b408c5e1e396237c5c45c83ae988c3",
-        "cycle 2": "dc35ac1b139b219f17bedbc796617cd32f845b3a74aea74de6ab23e734c78dcd",
-        "cycle 3": "e01a02bbfa3109fcd27b59c7a854a87bee5ad32ffa0dddaa86ae67460c4ddbff",
+        "cycle 1": "d5bd865e5f21f032b67814208024e68e32af57c019766e39781d850b44ac5cfd",
+        "cycle 2": "0787d5a77d5360b6e6c754babf099d630bd7b51065e8e025b161132fdb44856c",
+        "cycle 3": "6b5996b3e6ae2e56c172976334051137dca54021c38404438befcd1ec401935e",
     },
     "topology": {
-        "cycle 1": "04b593b65b3e85b8d1477919b3794379dfeafc09a2519f5fb142427b273d995a",
-        "cycle 2": "c61200781c6df8681ee16836459c4b029bcd9f3f5535c77624260a438da059a4",
-        "cycle 3": "16522b11577739a39163e926969fa6395312769d6510ef582ce70e14a22c7a95",
+        "cycle 1": "eef69a9bbe666daa12698d95ea2dbf02b294e2c695efca392bb745f42d2aa72d",
+        "cycle 2": "439fb0affb72085090ca81b5889284a47d66fd56349a2d227ad4c5793b391192",
+        "cycle 3": "29d54a89fe22b39ed79166fd14156aecce678fe3c68bcd97073340d9c6876c44",
     },
     "guarantee": {
-        "cycle 1": "b462a8bc95844bdcd8bc9dc26ad2690501dca797c0df8a91c7cab9528289200a",
-        "cycle 2": "791c8f324bedc78f377cb89d650ff3c597a88f4df73e4b8e39eddb130617dab1",
-        "cycle 3": "f5c58bf92fe0e2fbbb12a42b9138b2543e4752384df1f7ce12283b8e5db9b6e9",
+        "cycle 1": "4ebfc189e91078b6bdeff0d320e8b47c9d9affc38e8c1f328658d124934ab3de",
+        "cycle 2": "cbf2aaf68edf64d0aae2cc98a5d23200c03241a0d524c6642d6e5008f116bd9f",
+        "cycle 3": "98f377d47b2eddb5f73dafea2cb18be2aa5a9e469eed9a46a21e2a2002212836",
     },
 }
 

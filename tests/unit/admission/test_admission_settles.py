@@ -4,7 +4,8 @@ Each seed builds a few queues (some of higher priority, memory-heavy or cpu-heav
 one to three pods, job priorities), fills the clusters, submits a late wave, then runs cycles with no
 new input (admissions placed at once, victims stopped at once, as ``AdmissionRounds`` does):
 (a) evictions stop within a bounded number of cycles;
-(b) no job is taken twice for the same preemptor or reclaimer;
+(b) no job is taken twice for the same preemptor or reclaimer (unless that one was itself taken
+    in between: a chain, not a loop);
 (e) every victim taken is followed by the admission of the job it was taken for;
 (c) at the end, no queue with pending work that fits its deserved share is at zero while another
     queue is above its deserved on a resource that work asks for.
@@ -28,10 +29,6 @@ CLAIM = 5.0  # seconds (cycles here) a claim stands
 # lapses (the stand-in placer may put other jobs into the claimed room, an agent could too).
 FOLLOW = int(CLAIM) + 4
 SEEDS = range(64)
-# (c): a queue a little above its deserved memory, each of whose jobs holds more than that, keeps
-# them all (a whole victim may not take its queue below its deserved where it is above it), and the
-# queue at zero needs memory.
-AT_ZERO = {4}
 
 
 def _wave(rng: random.Random, queue: str, heavy: str, n: int, start: float, tag: str) -> list[PendingJob]:
@@ -72,9 +69,16 @@ def test_reclaim_and_preemption_settle(seed: int) -> None:
         taken[k] += [(e.job_uid, e.for_uid) for e in res_.evictions]
     # (a) evictions stop
     assert not any(taken[-QUIET:]), f"seed {seed}: still taking victims at the end: {taken[-QUIET:]}"
-    # (b) never the same job twice for the same preemptor or reclaimer
-    pairs = [p for cycle in taken for p in cycle]
-    assert len(pairs) == len(set(pairs)), f"seed {seed}: taken again: {sorted(pairs)}"
+    # (b) never the same job twice for the same preemptor or reclaimer, unless that one was itself
+    # taken in between (a higher-priority job of its queue took its place: it needs room again)
+    first: dict[tuple[str, str], int] = {}
+    for k, cycle in enumerate(taken):
+        for pair in cycle:
+            was = first.get(pair)
+            if was is not None:
+                between = {v for c in taken[was:k] for v, _ in c}
+                assert pair[1] in between, f"seed {seed}: {pair[0]} taken again for {pair[1]} at cycle {k}"
+            first[pair] = k
     # (e) the job a victim was taken for is admitted
     for k, cycle in enumerate(taken):
         for victim, for_uid in cycle:
@@ -84,10 +88,7 @@ def test_reclaim_and_preemption_settle(seed: int) -> None:
             )
 
 
-@pytest.mark.parametrize(
-    "seed",
-    [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="whole victims only")) if s in AT_ZERO else s for s in SEEDS],
-)
+@pytest.mark.parametrize("seed", SEEDS)
 def test_no_queue_with_fitting_work_stays_at_zero_while_another_is_above_deserved(seed: int) -> None:
     sim, results = _run(seed)
     status = results[-1].queues

@@ -235,13 +235,19 @@ def test_the_dispatched_preemption_policy_reaches_the_scheduler(core: Any, jobs:
     assert spec.preemption_policy == (policy or "PreemptLowerPriority")
 
 
-def test_a_pod_template_preemption_policy_never_holds_for_the_job(core: Any, jobs: Any) -> None:
+@pytest.mark.parametrize(("other", "policy"), [("Never", "Never"), (None, "PreemptLowerPriority")])
+def test_pod_template_preemption_policies_hold_for_the_job(
+    core: Any, jobs: Any, other: str | None, policy: str
+) -> None:
+    """Never when every task's template says so; a task that says nothing may preempt."""
     registered(core)
-    patient = jobs.task("w", 1)
+    patient, x = jobs.task("w", 1), jobs.task("x", 1)
     patient["template"]["spec"]["preemptionPolicy"] = "Never"
-    core.on_message(dispatch(jobs.job(patient, jobs.task("x", 1))))
+    if other is not None:
+        x["template"]["spec"]["preemptionPolicy"] = other
+    core.on_message(dispatch(jobs.job(patient, x)))
     (spec,) = job_specs(core)
-    assert spec.preemption_policy == "Never"
+    assert spec.preemption_policy == policy
 
 
 def test_a_task_with_its_own_priority_class_gets_its_value(core: Any, jobs: Any) -> None:

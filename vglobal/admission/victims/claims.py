@@ -16,7 +16,7 @@ Without it, a reclaimer that waits for its victims to stop finds their room give
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
@@ -48,6 +48,7 @@ class Claims:
                 elif c.for_uid not in unbound:
                     continue  # its pods bound (or it ended): the room is its own now
                 self._carried[c.for_uid] = c
+        self._open = dict(self.standing)  # standing claims whose job is not decided yet
         # victim uid -> the claim it waits behind (its job admitted or not, until its pods bind)
         self.victim_of = {v: c for c in self._carried.values() for v in c.victims}
         self.made: list[Claim] = []
@@ -70,6 +71,24 @@ class Claims:
     def drop(self, claim: Claim) -> None:
         """The claim no longer holds (its job cannot go to the cluster): the room is free to all."""
         self._carried.pop(claim.for_uid, None)
+        self._open.pop(claim.for_uid, None)
+
+    def settled(self, claim: Claim) -> None:
+        """The claim's job was decided: admitted into the room, or waiting with the room closed."""
+        self._open.pop(claim.for_uid, None)
+
+    def rows_of_others(self, claim: Claim, node_col: Mapping[str, int], shared: bool = True) -> list[int]:
+        """The node rows, on the claim's cluster, of the other standing claims not decided yet;
+        with ``shared`` False, not those the claim names too."""
+        return sorted(
+            {
+                node_col[n]
+                for other in self._open.values()
+                if other.for_uid != claim.for_uid and other.cluster == claim.cluster
+                for n in other.nodes
+                if n in node_col and (shared or n not in claim.nodes)
+            }
+        )
 
     def result(self) -> tuple[Claim, ...]:
         """What stands after the cycle: the carried claims, a job's newest claim replacing its old."""

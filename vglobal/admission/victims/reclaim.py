@@ -91,8 +91,7 @@ class Reclaims:
 
     def over(self, job: Job, leaf: Leaf | None) -> list[bool]:
         """Per resource: whether the job's queue is above its deserved there with the job (counting
-        the jobs waiting on a plan). A victim's queue at its deserved on such a resource is not
-        taken below it: short there, it would take the job back from the reclaimer."""
+        the jobs waiting on a plan)."""
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = (leaf.planned if leaf is not None else None) or [0] * self.index.size
@@ -106,8 +105,8 @@ class Reclaims:
         if self._pods is None:
             self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots, self.taken)
         cand = self.clusters.fits_allocatable(ask.job.cand, ask.job.gang)
-        short, over = self.short(ask.job, leaf), self.over(ask.job, leaf)
-        return self._pods.plan(ask, cand, need or [0] * self.index.size, within, (short, over))
+        short = self.short(ask.job, leaf)
+        return self._pods.plan(ask, cand, need or [0] * self.index.size, within, short)
 
     def plan_jobs(self, ask: Ask, leaf: Leaf | None) -> tuple[int, list[Victim]] | None:
         """Whole running jobs of other queues whose stop lets the job fit (reclaim_jobs.py)."""
@@ -122,8 +121,7 @@ class Reclaims:
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
         short = np.array(self.short(job, leaf), dtype=bool)
-        over = np.array(self.over(job, leaf), dtype=bool)
-        return self._planner.plan(job.leaf, cand, job.gang, (short, over), ask.cards, ask.mask)
+        return self._planner.plan(job.leaf, cand, job.gang, short, ask.cards, ask.mask)
 
     def plan(self, ask: Ask, leaf: Leaf) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""

@@ -4,13 +4,13 @@ planner.
 A queue may lose a victim by Volcano's Reclaimable rule (capacity and proportion plugins): it keeps
 its guarantee without the victim, and, counting the victims it already gives up, its allocation is
 above its deserved on some resource the victim requests that the reclaimer is short of (or its
-deserved names none of the victim's resources); a
-whole job going at once, it may not take the queue below its deserved on a resource where the queue
-is above it (resources it is under its deserved on do not hold it back).
+deserved names none of the victim's resources). A whole job's pods go one by one by that rule, as
+Volcano's gang reclaim checks a whole victim's tasks: the queue must still be above its deserved
+before the job's last (smallest) pod goes. Victim queues go lowest priority, highest share first.
 Victims are planned on ONE cluster,
 enough for the gang to fit there once they stop. Within a cluster, nodes are opened greedily by how
 few victims free room for one more pod of the gang's biggest shape; on a node, victims go lowest
-priority first, then newest, then uid. Of the few most promising clusters, the one needing the
+priority first, then newest, then the greatest uid. Of the few most promising clusters, the one needing the
 fewest victims wins (ties: the more promising, then the name).
 """
 
@@ -31,7 +31,7 @@ from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import RunningJob
 from vglobal.admission.victims.ask import CardCheck
-from vglobal.admission.victims.reclaim_pods import may_lose, set_deserved, stays_over
+from vglobal.admission.victims.reclaim_pods import may_lose_whole, set_deserved
 from vglobal.model.resources import ResourceVector
 
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
@@ -51,6 +51,7 @@ class Victim:
     rank: int  # position in victim order (lowest priority, newest, uid)
     req_list: list[int]  # req and its use of `node` as plain ints, for the per-node walks
     here: list[int]
+    last: list[int]  # its smallest pod: the last of it its queue loses (see may_lose_whole)
 
 
 @dataclass(slots=True)
@@ -64,6 +65,7 @@ class _Pending:
     spans: list[tuple[int, int]]
     rows: list[int]
     usage: list[list[int]]
+    lasts: list[list[int]]
 
 
 class _ClusterVictims:
@@ -76,6 +78,7 @@ class _ClusterVictims:
         self.rows = np.array(p.rows, dtype=np.int64)
         self.usage = np.array(p.usage, dtype=np.int64).reshape(len(p.rows), size)
         self.owner = np.repeat(np.arange(n, dtype=np.int64), [b - a for a, b in p.spans])
+        self.last = np.array(p.lasts, dtype=np.int64).reshape(n, size)
         self.taken = np.zeros(n, dtype=bool)
         self.victims = []
         for k, (uid, q, node, (a, b)) in enumerate(zip(p.uids, p.queues, p.nodes, p.spans, strict=True)):
@@ -84,19 +87,24 @@ class _ClusterVictims:
                 if row == node:
                     here = [x + y for x, y in zip(here, use, strict=True)]
             self.victims.append(
-                Victim(uid, q, self.req[k], node, self.rows[a:b], self.usage[a:b], k, p.reqs[k], here)
+                Victim(
+                    uid, q, self.req[k], node, self.rows[a:b], self.usage[a:b], k, p.reqs[k], here, p.lasts[k]
+                )
             )
         self.by_node: dict[int, list[int]] = {}
         for k, node in enumerate(p.nodes):
             self.by_node.setdefault(node, []).append(k)
 
 
-def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
-    """Lowest priority, away runs (placement stages), newest, uid (stable sorts, last key first)."""
-    out = sorted(jobs, key=attrgetter("uid"))
+def _victim_order(jobs: list[RunningJob], queue_key: dict[str, tuple[int, float]]) -> list[RunningJob]:
+    """Victim queues first (lowest priority, highest share: Volcano's victim queue order), then
+    lowest priority, away runs (placement stages), newest, the greatest uid (its job order
+    reversed); stable sorts, last key first."""
+    out = sorted(jobs, key=attrgetter("uid"), reverse=True)
     out.sort(key=attrgetter("created"), reverse=True)
     out.sort(key=attrgetter("away"), reverse=True)
     out.sort(key=attrgetter("priority"))
+    out.sort(key=lambda j: queue_key[j.queue])
     return out
 
 
@@ -191,6 +199,7 @@ class ReclaimPlanner:
                 acc[k] += n * v
         self._req_sum = {c: np.array(acc, dtype=np.int64) for c, acc in sums.items()}
         self._built: dict[int, _ClusterVictims] = {}
+        self._queue_key: dict[str, tuple[int, float]] | None = None  # made with the first victims
 
     def _row(self, vec: ResourceVector) -> list[int]:
         got = self._rows.get(vec)
@@ -205,8 +214,10 @@ class ReclaimPlanner:
             return got
         tree, row = self.tree, self._row
         node_col = self.clusters.node_col[c]
-        acc = _Pending([], [], [], [], [], [], [])
-        for job in _victim_order(self._groups.get(c, [])):
+        acc = _Pending([], [], [], [], [], [], [], [])
+        if self._queue_key is None:
+            self._queue_key = {name: (tree.priority[q], -self._share(q)) for q, name in enumerate(tree.names)}
+        for job in _victim_order(self._groups.get(c, []), self._queue_key):
             placed = [(node_col[n], row(v)) for n, v in job.placements.items() if n in node_col]
             if not placed:
                 continue
@@ -220,8 +231,16 @@ class ReclaimPlanner:
             acc.rows.extend(p[0] for p in placed)
             acc.usage.extend(p[1] for p in placed)
             acc.spans.append((start, len(acc.rows)))
+            # Its smallest pod; with its pods not known one by one, what it uses on its least-used node.
+            shapes = [row(p.request) for p in job.pods] or [u for _, u in placed]
+            acc.lasts.append(min(shapes, key=sum))
         got = self._built[c] = _ClusterVictims(acc, self._index.size)
         return got
+
+    def _share(self, q: int) -> float:
+        """Queue q's share: its allocation over its deserved, on the resource where that is most."""
+        pairs = zip(self.tree.alloc[q], self._des_rows[q], strict=True)
+        return max((a / d for a, d in pairs if d > 0), default=1.0)
 
     def left(self) -> IntArray:
         """Per queue: its allocation less what it already gives back this cycle, exact."""
@@ -234,16 +253,13 @@ class ReclaimPlanner:
         reclaimer: int,
         cand: Sequence[int],
         gang: PreparedGang,
-        sides: tuple[BoolArray, BoolArray],
+        short: BoolArray,
         cards: CardCheck | None = None,
         mask: NodeMask = everywhere,
     ) -> tuple[int, list[Victim]] | None:
         """Fewest victims on one cluster that let the gang fit there, on the nodes `mask` leaves
-        it; None if no cluster works. `sides`: per resource, whether the reclaim is for it and
-        whether the reclaimer is above its deserved there with the job (Reclaims.short and
-        .over): a victim's queue must be above its deserved on one of the first, and is not taken
-        below its deserved on the second where it is at it."""
-        short = sides[0]
+        it; None if no cluster works. `short`: per resource, whether the reclaim is for it
+        (Reclaims.short): a victim's queue must be above its deserved on one of them."""
         if not gang.shapes:
             return None
         left = self.left()
@@ -255,7 +271,7 @@ class ReclaimPlanner:
                 break
             cv = self.victims(c)
             # Victims whose queue may lose them, judged alone; the greedy re-checks as it takes them.
-            ok = self._reclaimable(cv, left, budget, sides) & (cv.queue != reclaimer) & ~cv.taken
+            ok = self._reclaimable(cv, left, budget, short) & (cv.queue != reclaimer) & ~cv.taken
             if self._taken:
                 ok &= np.array([v.uid not in self._taken for v in cv.victims], dtype=bool)
             if self._used is not None:
@@ -268,8 +284,7 @@ class ReclaimPlanner:
             if not ok.any():
                 continue
             tried += 1
-            lists = (short.tolist(), sides[1].tolist())
-            rows = _QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots, lists)
+            rows = _QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots, short.tolist())
             chosen = self._plan_cluster(c, cv, ok, rows, gang, best, cards, keep)
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
@@ -303,22 +318,19 @@ class ReclaimPlanner:
         return {int(r) for r in np.flatnonzero((after != free).any(axis=1))}
 
     def _reclaimable(
-        self, cv: _ClusterVictims, left: IntArray, budget: IntArray | None, sides: tuple[BoolArray, BoolArray]
+        self, cv: _ClusterVictims, left: IntArray, budget: IntArray | None, short: BoolArray
     ) -> npt.NDArray[np.bool_]:
         """Victims their queue may lose, each judged alone (Volcano's Reclaimable rule, see the
         module's text); the greedy re-checks as it takes them."""
-        req, q = cv.req, cv.queue
+        req, q, last = cv.req, cv.queue, cv.last
         alloc, des, guarantee = left[q], self._deserved[q], self._guarantee[q]
         keeps = ((guarantee <= alloc - req) | (guarantee <= 0)).all(axis=1)
-        relevant = (req > 0) & (des > 0)
+        relevant = (last > 0) & (des > 0)
         if self._slots >= 0:
             relevant[:, self._slots] = False
-        above = relevant & (alloc > des)
-        short, after = sides
+        above = relevant & (alloc - req + last > des)  # before its last pod goes
         over = (above & short).any(axis=1) | ~relevant.any(axis=1)
-        held = above | (relevant & (alloc == des) & after)  # see reclaim_pods.stays_over
-        stays = (~held | (alloc - req >= des)).all(axis=1)
-        ok: npt.NDArray[np.bool_] = np.asarray(keeps & over & stays, dtype=bool)
+        ok: npt.NDArray[np.bool_] = np.asarray(keeps & over, dtype=bool)
         if budget is not None:  # the rate limit: what a queue may still lose in this interval
             ok = ok & np.asarray(((req <= budget[q]) | (req == 0)).all(axis=1), dtype=bool)
         return ok
@@ -416,10 +428,10 @@ class _QueueRows:
         deserved: list[list[int]],
         guarantee: list[list[int]],
         slots: int,
-        sides: tuple[list[bool], list[bool]],
+        short: list[bool],
     ) -> None:
         self._left, self._budget = left, budget
-        self.deserved, self.guarantee, self.slots, self.sides = deserved, guarantee, slots, sides
+        self.deserved, self.guarantee, self.slots, self.short = deserved, guarantee, slots, short
         self._rows: dict[int, tuple[list[int], list[int] | None]] = {}
 
     def row(self, q: int) -> tuple[list[int], list[int] | None]:
@@ -429,8 +441,9 @@ class _QueueRows:
             got = self._rows[q] = (self._left[q].tolist(), budget)
         return got
 
-    def may_lose(self, q: int, req: list[int], gone: list[int] | None) -> bool:
-        """Whether queue q, having given up `gone` already in this walk, may lose `req` too."""
+    def may_lose(self, q: int, req: list[int], last: list[int], gone: list[int] | None) -> bool:
+        """Whether queue q, having given up `gone` already in this walk, may lose a job of `req`
+        whose smallest pod is `last`."""
         left, budget = self.row(q)
         if gone is not None:
             left = [a - g for a, g in zip(left, gone, strict=True)]
@@ -440,8 +453,7 @@ class _QueueRows:
                 return False
         des = self.deserved[q]
         guarantee, slots = self.guarantee[q], self.slots
-        short, over = self.sides
-        return may_lose(left, req, des, guarantee, slots, short) and stays_over(left, req, des, slots, over)
+        return may_lose_whole(left, req, last, des, guarantee, slots, self.short)
 
     def lose(self, v: Victim) -> None:
         left, budget = self.row(v.queue)
@@ -468,7 +480,7 @@ def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, rows: 
     taken: list[Victim] = []
     for v in victims:
         gone = lost.get(v.queue)
-        if not rows.may_lose(v.queue, v.req_list, gone):
+        if not rows.may_lose(v.queue, v.req_list, v.last, gone):
             continue
         lost[v.queue] = v.req_list if gone is None else [r + g for r, g in zip(v.req_list, gone, strict=True)]
         taken.append(v)

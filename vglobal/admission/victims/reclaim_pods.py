@@ -29,9 +29,6 @@ from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
 
 # Reclaim asks nothing of priorities: any preemptable pod may go.
-# Per resource: whether a reclaim is for it, and whether the reclaimer is above its deserved there
-# with the job (Reclaims.short and .over).
-Sides = tuple[list[bool], list[bool]]
 _ANY_PRIORITY = 1 << 62
 
 
@@ -80,14 +77,13 @@ class PodReclaims:
         self._given: dict[int, list[int]] = {}  # per leaf, charge given up by earlier plans
 
     def plan(
-        self, ask: Ask, cand: Sequence[int], need: list[int], within: int, sides: Sides
+        self, ask: Ask, cand: Sequence[int], need: list[int], within: int, short: list[bool]
     ) -> PodPlan | None:
         """Victim pods on one cluster of `cand` that let the job's gang fit there (on the nodes its
         mask leaves it) and give back `need` of the charge of queue `within` (0: root, no need), all
-        from below `within`; None if none. `sides`: the resources the reclaim is for (may_lose) and
-        those the reclaimer is above its deserved on with the job (stays_over)."""
+        from below `within`; None if none. `short`: the resources the reclaim is for (may_lose)."""
         for c in cand:
-            got = self._plan_cluster(c, ask, need, within, sides)
+            got = self._plan_cluster(c, ask, need, within, short)
             if got is not None:
                 ledger = self.clusters.ledger
                 for pods in got.plan.pods.values():
@@ -144,7 +140,7 @@ class PodReclaims:
         return (-shared, tree.priority[q], -share, -tree.created[q], -q)
 
     def _plan_cluster(
-        self, c: int, ask: Ask, need: list[int], within: int, sides: Sides
+        self, c: int, ask: Ask, need: list[int], within: int, short: list[bool]
     ) -> PodPlan | None:
         leaf, req, gang, usable, cards = ask.job.leaf, ask.job.req, ask.job.gang, ask.mask(c), ask.cards
         tree, size = self.tree, self.index.size
@@ -165,7 +161,7 @@ class PodReclaims:
                     if st.victim == cand.job:
                         left = [a + x for a, x in zip(left, st.charge, strict=True)]
                 steps = kept
-            after = self._lose(q, left, cand, sides)
+            after = self._lose(q, left, cand, short)
             if after is None:
                 alloc[q] = left
                 continue
@@ -182,20 +178,18 @@ class PodReclaims:
                 return PodPlan(enough.plan(c, steps, size), freed, kept_of)
         return None
 
-    def _lose(self, q: int, left: list[int], cand: _Candidate, sides: Sides) -> list[int] | None:
+    def _lose(self, q: int, left: list[int], cand: _Candidate, short: list[bool]) -> list[int] | None:
         """The queue's allocation without the candidate, or None if it may not lose it: each of its
-        pods in turn by Volcano's rule (may_lose); a whole job also may not take the queue below
-        its deserved on a resource its pods use where the queue is above it (stays_over)."""
+        pods in turn by Volcano's rule (may_lose), a whole job's too, as Volcano's gang reclaim
+        checks a whole victim's tasks one by one."""
         des, guarantee, slots = self._des[q], self.tree.guarantee[q], self.slots
         after = left
         for pod in cand.pods:
-            if not may_lose(after, pod.req, des, guarantee, slots, sides[0]):
+            if not may_lose(after, pod.req, des, guarantee, slots, short):
                 return None
             after = [a - x for a, x in zip(after, pod.req, strict=True)]
         if not cand.whole:
             return after
-        if not stays_over(left, cand.charge, des, slots, sides[1]):
-            return None
         return [a - x for a, x in zip(left, cand.charge, strict=True)]  # what its queue is charged
 
 
@@ -225,20 +219,24 @@ def may_lose(
     return not relevant or any(alloc[r] > deserved[r] and short[r] for r in relevant)
 
 
-def stays_over(
-    alloc: list[int], charge: list[int], deserved: Sequence[int], slots: int, over: Sequence[bool]
+def may_lose_whole(
+    alloc: list[int],
+    charge: list[int],
+    last: list[int],
+    deserved: Sequence[int],
+    guarantee: Sequence[int],
+    slots: int,
+    short: Sequence[bool],
 ) -> bool:
-    """Whether a queue allocated `alloc` keeps its deserved without a whole victim job, on every
-    resource the job uses where the queue is above its deserved: Volcano takes victims while the
-    queue stays reclaimable, and a whole job goes at once, so it may not cross deserved there.
-    Nor where the queue is at its deserved and the reclaimer is above its own with what it gains
-    (`over`): taken below, the queue would be short there and take the job back from the
-    reclaimer, for ever. Resources the queue is under its deserved on do not hold it back."""
-    return all(
-        a - x >= d
-        for r, (a, x, d) in enumerate(zip(alloc, charge, deserved, strict=True))
-        if x > 0 and r != slots and d > 0 and (d < a or (d == a and over[r]))
-    )
+    """Whether a queue allocated `alloc` may lose a whole job of `charge`, its pods one by one as
+    Volcano's gang reclaim checks a whole victim's tasks: each goes while the queue, without those
+    before it, is still above its deserved (may_lose), so the binding check is the one for its
+    last pod (`last`, its smallest), after all the others are gone. The queue keeps its
+    guarantee without the whole job."""
+    if any(a - x < g for a, x, g in zip(alloc, charge, guarantee, strict=True) if g > 0):
+        return False
+    before = [a - x + z for a, x, z in zip(alloc, charge, last, strict=True)]
+    return may_lose(before, last, deserved, [0] * len(deserved), slots, short)
 
 
 def reclaim_evictions(

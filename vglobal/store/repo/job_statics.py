@@ -139,7 +139,7 @@ def static_row(
         pods,
         where,
         int(min_available),
-        preemption_policy(policy, facts.get("pp", ())),
+        preemption_policy(policy, facts.get("pp", ()), len(pods)),
         _unpreemptable(
             (facts.get("a"), facts.get("av"), facts.get("l"), facts.get("lv")),
             job_annotation,

@@ -18,6 +18,7 @@ from vglobal.admission import AdmissionPolicy, AdmissionResult, ClusterSnap, Nod
 from vglobal.admission.inputs import JobFacts
 from vglobal.admission.snapshot import HyperNodeSnap
 from vglobal.model.forms import POD_SLOT
+from vglobal.model.preemptable import preemption_policy
 from vglobal.model.resources import ResourceVector
 from vglobal.sim.dispatch import Dispatcher, Rules
 
@@ -73,6 +74,8 @@ class Pending:
     topology: tuple[str, int | None] | None = None
     shapes: tuple[tuple[ResourceVector, int], ...] = ()
     preemptable: bool = True  # False: every pod annotated volcano.sh/preemptable: "false"
+    # Per task, its pod template's own spec.preemptionPolicy (None: it sets none, the class's holds).
+    task_policies: tuple[str | None, ...] = ()
 
     def tasks(self) -> tuple[tuple[ResourceVector, int], ...]:
         return tuple((_slot(v), n) for v, n in self.shapes or ((self.request, self.pods),))
@@ -144,7 +147,9 @@ def _pending_facts(job: Pending) -> JobFacts:
         selector={},
         topology=job.topology,
         min_available=sum(n for _, n in gang),
-        preemption_policy=job.preemption_policy,
+        preemption_policy=preemption_policy(
+            job.preemption_policy, [p for p in job.task_policies if p is not None], len(tasks)
+        ),
         unpreemptable=frozenset() if job.preemptable else frozenset(str(i) for i in range(len(tasks))),
         tasks=tuple(str(i) for i in range(len(tasks))),
     )

@@ -231,11 +231,6 @@ def test_preempting_locally_and_not_borrowing_same_resource_in_1_queue_cohort() 
     assert out.taken == {"l1-med"} and out.running == {"l1-low", "in"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a whole victim may not take its queue below deserved (victims/reclaim_pods.py stays_over); "
-    "Volcano's proportion and capacity take a victim while the queue's allocation before it exceeds deserved",
-)
 def test_do_not_reclaim_borrowed_quota_from_same_priority_for_withincohort_reclaimfromlowerpriority() -> None:
     """c2 borrows 2 cpu; c1 (2 cpu) needs 4 within its nominal 6. Kueue's ReclaimFromLowerPriority
     refuses equal priority. Volcano's reclaim ignores priority across queues: c2 is over its deserved
@@ -252,11 +247,6 @@ def test_do_not_reclaim_borrowed_quota_from_same_priority_for_withincohort_recla
     assert "in" in out.running
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a whole victim may not take its queue below deserved (victims/reclaim_pods.py stays_over); "
-    "Volcano's proportion and capacity take a victim while the queue's allocation before it exceeds deserved",
-)
 def test_reclaim_borrowed_quota_from_same_priority_for_withincohort_reclaimfromany() -> None:
     """c1 is over its deserved share (8 of 6); c2 needs 4 and stays within its own with them: the
     lower-priority c1-1 goes (c1 then holds 4, below its deserved, as Volcano's rule allows)."""

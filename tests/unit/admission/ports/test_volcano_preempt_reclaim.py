@@ -348,15 +348,9 @@ def test_node_available_resources_should_be_included_in_reclaimed_resources() ->
     assert out.running == {"pg2", "pg3"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a pod's own preemptionPolicy is not modelled: vglobal takes it from the job's PriorityClass "
-    "(Never here), so the job takes no victim for any of its pods",
-)
-def test_reclaim_succeeds_for_second_task_when_first_task_has_preemptionpolicy_never() -> None:
-    """The job's PriorityClass says Never and its first pod says so too; its second pod says nothing,
-    and Volcano reclaims the one preemptable pod of the overusing queue for it."""
-    case = Case(
+def _second_task_case(second: str | None) -> Case:
+    """The job's class says Never and its first task's pod too; ``second``: its second task's."""
+    return Case(
         [queue("q1"), queue("q2")],
         {"n1": r(2, "2G", pods=10)},
         [
@@ -365,10 +359,31 @@ def test_reclaim_succeeds_for_second_task_when_first_task_has_preemptionpolicy_n
                 priority=100, min_available=1,
             )
         ],
-        [Pending("pg-preemptor", "q2", r(1, "1G"), pods=2, priority=1000, preemption_policy="Never")],
+        [
+            Pending(
+                "pg-preemptor", "q2", shapes=((r(1, "1G"), 1), (r(1, "1G"), 1)), priority=1000,
+                min_available=1, preemption_policy="Never", task_policies=("Never", second),
+            )
+        ],
     )
-    out = case.run()
+
+
+def test_reclaim_succeeds_for_second_task_when_first_task_has_preemptionpolicy_never() -> None:
+    """The job's PriorityClass says Never and its first task's pod says so too; its second task's pod
+    says nothing in Volcano's case (built without a class, so Volcano reads no policy on it) and
+    Volcano reclaims the one preemptable pod of the overusing queue for it. A pod made from a
+    template gets its class's policy, so here the second template says PreemptLowerPriority itself
+    (as the case's high-priority-can-preempt class would). The case's tiers do not enable gang's
+    JobPipelined, so Volcano commits the eviction with one of the minMember 2 pods placed; vglobal
+    takes a victim only for a gang it admits, so the gang here is that one pod (minAvailable 1)."""
+    out = _second_task_case("PreemptLowerPriority").run()
     assert out.pods_evicted() == ["victim-pod"]
+
+
+def test_no_reclaim_when_every_task_has_preemptionpolicy_never() -> None:
+    """The variant where the second task's pod gets the job's class (Never) too: no task may reclaim."""
+    out = _second_task_case(None).run()
+    assert out.pods_evicted() == []
 
 
 def test_only_commit_evictions_on_the_node_where_reclaim_succeeds() -> None:
