@@ -104,11 +104,21 @@ def test_cost_orders_clusters_the_cheapest_gang_first() -> None:
 
 
 def test_the_default_rule_keeps_cpu_work_off_accelerator_clusters_through_the_stage() -> None:
+    """--keep-accelerators is the taint stage's vglobal.io/accelerators:PreferNoSchedule."""
     clusters = (cluster("a-gpu", 1, res(cpu=32, gpu=8)), cluster("b-cpu", 1, res(cpu=8)))
     pol = policy({"costs": {"a-gpu": {"cpu": 0.0}}})  # the staged path
     cpu = (job("c1", "q", res(cpu=8)), job("c2", "q", res(cpu=8), created=1))
     assert decide(clusters, cpu, pol) == {"c1": "b-cpu", "c2": "a-gpu"}
     assert decide(clusters, cpu, policy({}, keep_accelerators=False)) == {"c1": "a-gpu", "c2": "a-gpu"}
+    # a job (or queue) tolerating the rule's taint is placed as if it were off, on either path
+    tolerant = job("t", "q", res(cpu=8), prefs=prefs(tolerations="vglobal.io/accelerators"))
+    assert decide(clusters, (tolerant,), policy({})) == {"t": "a-gpu"}  # binpack: name order
+    assert decide(clusters, (tolerant,), pol) == {"t": "a-gpu"}
+    assert decide(clusters, (replace(tolerant, prefs=prefs()),), policy({})) == {"t": "b-cpu"}
+    assert Stages(clusters, parse_placement_config({}), True, 0.0).verdict_lines(tolerant, {}) == [
+        "a-gpu: score 1.00, tried 1st",
+        "b-cpu: score 1.00, tried 2nd",
+    ]
 
 
 # --- away runs ----------------------------------------------------------------------------------
