@@ -39,6 +39,14 @@ def test_the_placement_scenario() -> None:
     assert not _events(jobs["train-1"], "Away")
     # CPU-only work on the CPU cluster while it has room, then a GPU cluster (not the cloud)
     assert [where[f"cpu-{i}"] for i in (1, 2, 3)] == ["cpu-central", "cpu-central", "on-prem-a"]
+    # why each landed where it did: the chosen cluster's verdict at admission
+    assert _events(jobs["cpu-3"], "Placed") == [
+        (
+            0.0,
+            "placement verdict at admission: on-prem-a: score 0.50, tried 2nd "
+            "(taint vglobal.io/accelerators:PreferNoSchedule (tried last))",
+        )
+    ]
     # data locality: on-prem-b holds imagenet (binpack alone picks on-prem-a); required waits for
     # it, preferred spills to the cloud
     assert where["data-near"] == "on-prem-b"

@@ -236,11 +236,21 @@ class Stages:
             out[i] = Verdict(v.cluster, key=v.key, cost=cost, score=sum(parts) / len(parts))
         return out
 
+    def weighs(self, job: PendingJob) -> bool:
+        """Whether the stages had more to weigh for the job than the plain policy."""
+        return bool(job.prefs or job.preferred_clusters or self.config or self.prefer_no or self.no_schedule)
+
+    def placed_line(self, c: int, job: PendingJob, candidates: Mapping[int, str]) -> str:
+        """Cluster c's line of ``verdict_lines``: the verdict of the cluster the job went to."""
+        head = f"{self.names[c]}: "
+        return next((line for line in self.verdict_lines(job, candidates) if line.startswith(head)), "")
+
     def verdict_lines(self, job: PendingJob, candidates: Mapping[int, str]) -> list[str]:
         """``verdicts`` as describe shows them, in the order clusters are tried."""
         got = self.verdicts(job, candidates)
-        order = sorted((v.key, v.cluster) for v in got if not v.filtered)
-        place = {name: i + 1 for i, (_, name) in enumerate(order)}
+        # clusters of equal keys are tried together (binpack or spread chooses): the same turn
+        turns = {k: i + 1 for i, k in enumerate(sorted({v.key for v in got if not v.filtered}))}
+        place = {v.cluster: turns[v.key] for v in got if not v.filtered}
         lines = []
         for v in sorted(got, key=lambda v: (bool(v.filtered), place.get(v.cluster, 0), v.cluster)):
             if v.filtered:
