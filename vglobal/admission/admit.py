@@ -313,11 +313,19 @@ class _Cycle:
         self.checks.charge(job)
         self.admitted.append(job.snap.uid)
         grows = self.fit.grown.pop(job.snap.uid, ())
-        return Admit(self.clusters.names[c], grows=grows, away=self._away(job, c))
+        away, placed = self._away(job, c), self._placed(job, c)
+        return Admit(self.clusters.names[c], grows=grows, away=away, placed=placed)
 
     def _away(self, job: Job, c: int) -> str:
         """Why the job runs away from where it prefers to (stages.py), "" when it does not."""
         return self.clusters.stages.away(c, job.snap.preferred_clusters, job.snap.prefs)
+
+    def _placed(self, job: Job, c: int) -> str:
+        """The chosen cluster's placement verdict, where the stages had something to weigh."""
+        stages = self.clusters.stages
+        if not stages.weighs(job.snap):
+            return ""
+        return stages.placed_line(c, job.snap, self.clusters.cands.left_out(job.snap))
 
     def _may_preempt(self, job: Job, leaf: Leaf) -> bool:
         snap = job.snap
@@ -338,8 +346,10 @@ class _Cycle:
             return None
         nominated = self._take_place(ask, plan, {job.leaf: plan.freed})
         preempting = self._record_preemption(job, plan)
-        away = self._away(job, plan.cluster)
-        return Admit(clusters.names[plan.cluster], preempting=preempting, nominated=nominated, away=away)
+        away, placed = self._away(job, plan.cluster), self._placed(job, plan.cluster)
+        return Admit(
+            clusters.names[plan.cluster], preempting=preempting, nominated=nominated, away=away, placed=placed
+        )
 
     def _reclaim_pods(
         self, ask: Ask, leaf: Leaf, need: list[int] | None = None, within: int = 0
@@ -355,8 +365,8 @@ class _Cycle:
         self.evictions += evictions
         self.reclaims.victims += whole
         c = got.plan.cluster
-        away = self._away(ask.job, c)
-        return Admit(self.clusters.names[c], reclaiming=text, nominated=nominated, away=away)
+        away, placed = self._away(ask.job, c), self._placed(ask.job, c)
+        return Admit(self.clusters.names[c], reclaiming=text, nominated=nominated, away=away, placed=placed)
 
     def _capped_parent(self, job: Job, leaf: Leaf) -> int | None:
         """A queue above the job's leaf at its limit, below which the job may reclaim from its

@@ -286,6 +286,9 @@ class Admit:
     grows: tuple[tuple[str, int], ...] = ()
     # Set when the cluster is not where the job prefers to run (fit/stages.py): why, for its event.
     away: str = ""
+    # Where the placement stages had something to weigh: the chosen cluster's verdict at admission
+    # (fit/stages.py, "cloud: score 0.17, tried 2nd (...)"), so describe says why it landed there.
+    placed: str = ""
 
     @property
     def grows_text(self) -> str:

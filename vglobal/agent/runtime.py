@@ -212,10 +212,11 @@ class ClusterRuntime:
             self._grown[run.uid] = run.generation
             now = self.clock.now()
             for pool, count in sorted(add.items()):
-                self.backend.grow(pool, count, run.uid)
+                note = self.backend.grow(pool, count, run.uid)
                 delay = next(p.provision_seconds for p in pools if p.name == pool)
                 nodes = "node" if count == 1 else "nodes"
                 message = f"node pool {pool} grows by {count} {nodes} for its gang (up in about {delay:g}s)"
+                message += f"; {note}" if note else ""
                 run.event("Normal", "TriggeredScaleUp", message, now)
                 log.info("job %s/%s: %s", run.job.namespace, run.job.name, message)
             pools = self.backend.pools()

@@ -138,6 +138,8 @@ class Federation:
                 rec.event("Provisioning", dec.grows_text, now)
             if dec.away:
                 rec.event("Away", f"runs away from where it prefers: {dec.away}", now)
+            if dec.placed:
+                rec.event("Placed", f"placement verdict at admission: {dec.placed}", now)
             rec.event("Dispatched", f"admitted to cluster {a.cluster} (generation {a.generation})", now)
             s, facts = rec.submission, d.jobs[a.uid]
             self.agents[a.cluster].send(

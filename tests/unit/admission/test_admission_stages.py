@@ -56,9 +56,13 @@ def test_a_prefer_no_schedule_taint_takes_jobs_only_when_the_untainted_are_full(
     got = decide(clusters, (job("x", "q", gpus(8)), job("y", "q", gpus(8), created=1)), pol)
     assert got == {"x": "b", "y": "a"}
     result = admit(Snapshot(0, Q, clusters, (job("y", "q", gpus(8)),), policy=pol))
-    assert result.decisions["y"] == Admit("b")
+    assert result.decisions["y"] == Admit("b", placed="b: score 1.00, tried 1st")
     spilled = admit(Snapshot(0, Q, (clusters[0],), (job("y", "q", gpus(8)),), policy=pol))
-    assert spilled.decisions["y"] == Admit("a", away="cluster a is tainted burst:PreferNoSchedule")
+    assert spilled.decisions["y"] == Admit(
+        "a",
+        away="cluster a is tainted burst:PreferNoSchedule",
+        placed="a: score 0.00, tried 1st (taint burst:PreferNoSchedule (tried last))",
+    )
 
 
 def test_data_locality_required_filters_and_preferred_orders() -> None:
@@ -83,7 +87,9 @@ def test_preference_wait_holds_spillover_until_the_job_has_waited_that_long() ->
     early = admit(Snapshot(300.0, Q, clusters, (waiting,), (busy,)))
     assert "not preferred: the job waits up to 10m for a first" in reason(early, "w")
     late = admit(Snapshot(600.0, Q, clusters, (waiting,), (busy,)))
-    assert late.decisions["w"] == Admit("b", away="not its first preferred cluster (a)")
+    assert late.decisions["w"] == Admit(
+        "b", away="not its first preferred cluster (a)", placed="b: score 0.50, tried 2nd (not preferred)"
+    )
 
 
 def test_a_job_or_queue_may_spread_where_the_hub_binpacks() -> None:
@@ -101,14 +107,28 @@ def test_cost_orders_clusters_the_cheapest_gang_first() -> None:
     x = job("x", "q", res(cpu=1, gpu=4))
     assert decide(clusters, (x,), pol) == {"x": "c"}  # no cost given: nothing to pay
     assert decide(clusters[:2], (x,), pol) == {"x": "b"}  # 4.5/h against 12/h
+    # the admission keeps the chosen cluster's verdict (its Placed event: why it landed there)
+    got = admit(Snapshot(0, Q, clusters[:2], (x,), policy=pol)).decisions["x"]
+    assert got == Admit("b", placed="b: score 1.00, tried 1st (cost 4.50/h)")
+    assert admit(Snapshot(0, Q, clusters[:2], (x,))).decisions["x"] == Admit("a")  # nothing weighed
 
 
 def test_the_default_rule_keeps_cpu_work_off_accelerator_clusters_through_the_stage() -> None:
+    """--keep-accelerators is the taint stage's vglobal.io/accelerators:PreferNoSchedule."""
     clusters = (cluster("a-gpu", 1, res(cpu=32, gpu=8)), cluster("b-cpu", 1, res(cpu=8)))
     pol = policy({"costs": {"a-gpu": {"cpu": 0.0}}})  # the staged path
     cpu = (job("c1", "q", res(cpu=8)), job("c2", "q", res(cpu=8), created=1))
     assert decide(clusters, cpu, pol) == {"c1": "b-cpu", "c2": "a-gpu"}
     assert decide(clusters, cpu, policy({}, keep_accelerators=False)) == {"c1": "a-gpu", "c2": "a-gpu"}
+    # a job (or queue) tolerating the rule's taint is placed as if it were off, on either path
+    tolerant = job("t", "q", res(cpu=8), prefs=prefs(tolerations="vglobal.io/accelerators"))
+    assert decide(clusters, (tolerant,), policy({})) == {"t": "a-gpu"}  # binpack: name order
+    assert decide(clusters, (tolerant,), pol) == {"t": "a-gpu"}
+    assert decide(clusters, (replace(tolerant, prefs=prefs()),), policy({})) == {"t": "b-cpu"}
+    assert Stages(clusters, parse_placement_config({}), True, 0.0).verdict_lines(tolerant, {}) == [
+        "a-gpu: score 1.00, tried 1st",
+        "b-cpu: score 1.00, tried 1st",  # equal scores: tried together, binpack chooses
+    ]
 
 
 # --- away runs ----------------------------------------------------------------------------------

@@ -185,6 +185,13 @@ def test_without_provisioning_requests_pods_are_gated_and_the_gate_is_lifted_bef
     assert no_pools.gate({"spec": {}}) == {"spec": {}} and no_pools.ungate("team", "p") is None
 
 
+def test_a_workload_kinds_pods_are_neither_gated_nor_asked_for_and_its_event_says_so() -> None:
+    pools = NodePools(parse_pools({"pools": [{"name": "gpu", "max": 4, "allocatable": {"cpu": "32"}}]}, "f"), [].append)
+    note = pools.unasked("RayCluster")
+    assert note.startswith("the agent asks no nodes for the pods of a RayCluster (no ProvisioningRequest"), note
+    assert NodePools((), [].append).unasked("RayCluster") == ""
+
+
 def test_a_failed_request_hands_its_run_back_once_and_other_requests_are_ignored() -> None:
     from vglobal.agent.kube.informer import Change
     from vglobal.agent.kube.pools import request_record

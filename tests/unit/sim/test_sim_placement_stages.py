@@ -1,8 +1,9 @@
 """The placement stages end to end through ``run_simulation`` (hub admission + agent code, virtual
 clock) with the scenario's placement file: GPU work fills the on-premises clusters before the
 tainted cloud, CPU-only work takes the CPU cluster while it has room, data locality places a job
-where its dataset lives (required: it waits there; preferred: it spills), and a run away from where
-it prefers is preempted before its newer equal at home."""
+where its dataset lives (required: it waits there; preferred: it spills), a gang bigger than the
+cloud's nodes is admitted there and runs once its pool grows, and a run away from where it prefers
+is preempted before its newer equals at home."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def test_the_placement_scenario() -> None:
     assert not _events(jobs["train-1"], "Away")
     # CPU-only work on the CPU cluster while it has room, then a GPU cluster (not the cloud)
     assert [where[f"cpu-{i}"] for i in (1, 2, 3)] == ["cpu-central", "cpu-central", "on-prem-a"]
+    # why each landed where it did: the chosen cluster's verdict at admission
+    assert _events(jobs["cpu-3"], "Placed") == [
+        (
+            0.0,
+            "placement verdict at admission: on-prem-a: score 0.50, tried 2nd "
+            "(taint vglobal.io/accelerators:PreferNoSchedule (tried last))",
+        )
+    ]
     # data locality: on-prem-b holds imagenet (binpack alone picks on-prem-a); required waits for
     # it, preferred spills to the cloud
     assert where["data-near"] == "on-prem-b"
@@ -48,6 +57,14 @@ def test_the_placement_scenario() -> None:
     assert not _events(jobs["cloud-native"], "Preempted")
     assert not _events(jobs["train-2"], "Preempted")  # the newer away run goes first
     assert where["urgent"] == "cloud"
+    # a gang bigger than the cloud's 3 nodes: admitted there at once, the pool grows, the gang runs
+    assert first["pretrain"][0] == 90.0 and where["pretrain"] == "cloud"
+    assert _events(jobs["pretrain"], "Provisioning") == [
+        (90.0, "its gang needs 4 nodes of node pool gpu that cluster cloud can add")
+    ]
+    assert [t for t, _ in _events(jobs["pretrain"], "JobRunning")] == [210.0]  # provisionDelay 2m
+    assert sorted(p["node"] for p in jobs["pretrain"]["pods"]) == ["gpu-3", "gpu-4", "gpu-5", "gpu-6"]
+    assert not _events(jobs["pretrain"], "Preempted")  # at home on the cloud (it tolerates burst)
 
 
 def test_a_queues_placement_applies_to_its_jobs_in_sim(tmp_path: Path) -> None:

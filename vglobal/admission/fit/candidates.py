@@ -32,6 +32,7 @@ class Candidates:
     key: bytes
     note: str = ""
     spread: bool | None = None  # the job's or its queue's binpack (False) / spread (True); None: the hub's
+    keep_accel: bool = True  # False: the job tolerates the accelerator rule's taint (stages.py)
 
 
 class CandidateSets:
@@ -112,7 +113,7 @@ class CandidateSets:
             if lacking:
                 ok = [v and c.name not in lacking for v, c in zip(ok, self.snaps, strict=True)]
             note = lacks_reason(lacking, workload) if lacking else ""
-            spread = None
+            spread, keep_accel = None, True
             if job is not None:  # the stages' filters
                 stages = self.stages
                 why = {c.name: w for i, c in enumerate(self.snaps)
@@ -123,6 +124,9 @@ class CandidateSets:
                     note = f"{note}; {more}" if note else more
                 if job.prefs.placement:
                     spread = job.prefs.placement == "spread"
+                keep_accel = not stages.tolerates_accel(job.prefs)
             arr = np.flatnonzero(np.array(ok, dtype=bool)).astype(np.int64)
-            got = self._sets[key] = Candidates(arr, tuple(arr.tolist()), arr.tobytes(), note, spread)
+            got = self._sets[key] = Candidates(
+                arr, tuple(arr.tolist()), arr.tobytes(), note, spread, keep_accel
+            )
         return got

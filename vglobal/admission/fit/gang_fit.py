@@ -40,7 +40,8 @@ def subset(cand: Candidates, ids: Sequence[int]) -> Candidates:
     keep = set(ids)
     chosen = [c for c in cand.ids if c in keep]
     arr = np.array(chosen, dtype=np.int64)
-    return Candidates(arr, tuple(chosen), arr.tobytes() + b"|" + cand.key, cand.note, cand.spread)
+    key = arr.tobytes() + b"|" + cand.key
+    return Candidates(arr, tuple(chosen), key, cand.note, cand.spread, cand.keep_accel)
 
 
 class GangFit:

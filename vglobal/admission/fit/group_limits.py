@@ -65,6 +65,7 @@ class GroupLimits:
             cand.key + b"|limits|" + queue.encode(),
             f"{cand.note}; {note}" if cand.note else note,
             cand.spread,
+            cand.keep_accel,
         )
 
     def _group_of(self, c: int) -> list[str | None]:

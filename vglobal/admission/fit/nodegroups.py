@@ -92,7 +92,7 @@ class NodeGroups:
             if cand.note:
                 note = f"{cand.note}; {note}"
             got = self._cands[key] = Candidates(
-                arr, tuple(ids), arr.tobytes() + b"|" + tag, note, cand.spread
+                arr, tuple(ids), arr.tobytes() + b"|" + tag, note, cand.spread, cand.keep_accel
             )
         return got
 

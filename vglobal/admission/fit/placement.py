@@ -96,10 +96,9 @@ class Clusters:
         self.names = [c.name for c in snaps]
         self.col = {n: i for i, n in enumerate(self.names)}
         self.schedulable = np.array([c.schedulable for c in snaps], dtype=bool)
-        # Per cluster: 1 if a node offers an accelerator (kept for work asking for one), else 0
-        self.accel = [
-            int(keep_accelerators and any(_offers_accelerator(n.allocatable) for n in c.nodes)) for c in snaps
-        ]
+        # the placement stages (stages.py): filters in the candidates, scores in GangFit; the
+        # accelerator rule's taint in the ranking below too
+        self.stages = Stages(snaps, config, keep_accelerators, now)
         self._accel_dims = [is_accelerator(r) for r in index.names]
         size = index.size
         self.rows: list[list[list[int]]] = []  # per cluster, per node (node_order): free, never < 0
@@ -132,11 +131,9 @@ class Clusters:
         self._version = [0] * count
         self._matrix: list[tuple[int, IntArray] | None] = [None] * count
         self._log: list[int] = []  # clusters in commit order: what moved since a ranking was made
-        self._ranks: dict[tuple[bytes, str], _Ranking] = {}
+        self._ranks: dict[tuple[bytes, str, bool, bool], _Ranking] = {}
         self._dropped: dict[str, list[int]] = {}  # gang tag -> clusters it no longer fits
-        self._scores: dict[tuple[tuple[int, ...], bool], list[tuple[int, float, int]]] = {}
-        # the placement stages (stages.py): filters in the candidates, scores in GangFit
-        self.stages = Stages(snaps, config, keep_accelerators, now)
+        self._scores: dict[tuple[tuple[int, ...], bool, bool], list[tuple[int, float, int]]] = {}
         self.cands = CandidateSets(snaps, self.schedulable, self.stages)
         # Clusters with the same node inventory answer "does it fit when empty" alike.
         kinds: dict[tuple[tuple[int, ...], bytes], int] = {}
@@ -183,36 +180,37 @@ class Clusters:
         """Every schedulable cluster: the candidates of a job without placement annotations."""
         return self.cands.anywhere()
 
-    def _rank_keys(self, dims: tuple[int, ...], spread: bool) -> list[tuple[int, float, int]]:
-        """Per cluster, its sort key for gangs asking for `dims`; commit() keeps it current."""
-        got = self._scores.get((dims, spread))
+    def _rank_keys(self, dims: tuple[int, ...], spread: bool, keep: bool) -> list[tuple[int, float, int]]:
+        """Per cluster, its sort key for gangs asking for `dims` (`keep`: not tolerating the
+        accelerator rule's taint); commit() keeps it current."""
+        got = self._scores.get((dims, spread, keep))
         if got is None:
-            got = [self._rank_key(c, dims, spread) for c in range(len(self.names))]
-            self._scores[(dims, spread)] = got
+            got = [self._rank_key(c, dims, spread, keep) for c in range(len(self.names))]
+            self._scores[(dims, spread, keep)] = got
         return got
 
-    def _rank_key(self, c: int, dims: tuple[int, ...], spread: bool) -> tuple[int, float, int]:
+    def _rank_key(self, c: int, dims: tuple[int, ...], spread: bool, keep: bool) -> tuple[int, float, int]:
         score = 0.0
         asks_accel = False
         for r in dims:
             score += self.full[c][r]
             asks_accel = asks_accel or self._accel_dims[r]
-        # work asking for no accelerator: clusters without one first
-        tier = 0 if asks_accel else self.accel[c]
+        # the taint stage's accelerator rule: work asking for none, clusters without one first
+        tier = int(self.stages.kept_for_accelerators(c, asks_accel, keep))
         return (tier, score, c) if spread else (tier, -score, c)
 
     def order(self, cand: Candidates, gang: PreparedGang) -> list[int]:
         """Candidates that may still hold the gang, best score first (binpack: fullest on the gang's
         resources; spread: emptiest), then name; for a gang asking for no accelerator, clusters
-        without one before those with (keep_accelerators).
+        without one before those with (the taint stage's accelerator rule, unless it tolerates it).
 
         Kept per (candidates, gang) and repaired from the commit log, since a commit changes the
         score of one cluster only; a cluster the gang did not fit leaves the list for the cycle.
         """
-        key = (cand.key, gang.tag)
-        entry = self._ranks.get(key)
         spread = self.spread if cand.spread is None else cand.spread  # a queue's or job's own
-        rank = self._rank_keys(gang.dims_key, spread).__getitem__
+        key = (cand.key, gang.tag, spread, cand.keep_accel)
+        entry = self._ranks.get(key)
+        rank = self._rank_keys(gang.dims_key, spread, cand.keep_accel).__getitem__
         if entry is None:
             members = set(cand.ids)
             entry = self._ranks[key] = _Ranking(sorted(members, key=rank), len(self._log), members)
@@ -347,8 +345,8 @@ class Clusters:
         for r, v in gang.total_pairs:
             tot[r] -= v
             full[r] = (alloc[r] - tot[r]) / alloc[r]
-        for (dims, spread), keys in self._scores.items():
-            keys[c] = self._rank_key(c, dims, spread)
+        for (dims, spread, keep), keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims, spread, keep)
         self._version[c] += 1
         self._log.append(c)
         if self.schedulable[c]:
@@ -368,8 +366,8 @@ class Clusters:
                 if self.schedulable[c]:
                     self.free_sum[r] += v
         self.full[c] = self._fullness(c)
-        for (dims, spread), keys in self._scores.items():
-            keys[c] = self._rank_key(c, dims, spread)
+        for (dims, spread, keep), keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims, spread, keep)
         self._misfit[c].clear()
         self._cursor[c].clear()
         self._ranks.clear()
@@ -393,8 +391,8 @@ class Clusters:
                 self.free_sum[r] += was - now
         self.rows[c][:], self.tot[c][:], self.full[c][:] = saved.rows, saved.tot, saved.full
         self._cursor[c], self._misfit[c] = saved.cursor, saved.misfit  # copies: the undo's own
-        for (dims, spread), keys in self._scores.items():
-            keys[c] = self._rank_key(c, dims, spread)
+        for (dims, spread, keep), keys in self._scores.items():
+            keys[c] = self._rank_key(c, dims, spread, keep)
         self._version[c] += 1
         # Not a commit: order()'s shortcut for one (the cluster first in line only got fuller)
         # does not hold (-1 is no cluster), so rankings re-sort the clusters logged.
@@ -460,7 +458,4 @@ class Clusters:
     def describe(self, gang: PreparedGang) -> str:
         return fmt_gang(self.index, gang.described)
 
-
-def _offers_accelerator(allocatable: Mapping[str, int]) -> bool:
-    return any(v > 0 and is_accelerator(r) for r, v in allocatable.items())
 

@@ -122,6 +122,7 @@ class PodAntiAffinity:
             cand.key + b"|anti|" + tag,
             f"{cand.note}; {note}" if cand.note else note,
             cand.spread,
+            cand.keep_accel,
         )
 
     def held(self, job: PendingJob, cand: Candidates, base: Mapping[int, Held]) -> dict[int, Held]:

@@ -8,8 +8,9 @@ Filters (a cluster that fails one is no candidate, candidates.py asks ``admits``
 Scores, in this order (``groups``: the clusters are tried group after group, the policy's binpack
 or spread choosing within a group):
   - taints: a PreferNoSchedule taint the job does not tolerate puts the cluster last (only when the
-    untainted ones are full); by default a cluster offering accelerators bears one that only jobs
-    asking for an accelerator tolerate (--keep-accelerators);
+    untainted ones are full); by default a cluster offering accelerators bears one that jobs asking
+    for an accelerator tolerate, and others by a toleration of their own (--keep-accelerators;
+    ``Clusters`` ranks by ``kept_for_accelerators`` for jobs the other scores leave alone);
   - ordered preference (``vglobal.io/cluster-preference``): listed clusters first, in order;
   - data locality preferred: clusters holding the job's datasets first;
   - cost (the placement file's per cluster and resource): the gang's hourly cost, lowest first.
@@ -69,7 +70,8 @@ class Stages:
             (*config.taints.get(c.name, ()), *parse_taints(p, "", c.labels.get(TAINTS_KEY, "")))
             for c in snaps
         ]
-        # the default rule, apart: jobs asking for an accelerator tolerate it
+        # the default rule's taint (ACCELERATOR_TAINT), apart: jobs asking for an accelerator
+        # tolerate it, and it makes no run away (a run that took a GPU cluster's spare room)
         self.accel = [
             keep_accelerators
             and any(v > 0 and is_accelerator(r) for n in c.nodes for r, v in n.allocatable.items())
@@ -87,6 +89,16 @@ class Stages:
         self.no_schedule = any(t.effect == "NoSchedule" for ts in self.taints for t in ts)
         self.prefer_no = any(t.effect == "PreferNoSchedule" for ts in self.taints for t in ts)
         self.has_costs = bool(config.costs)
+        self.any_accel = any(self.accel)
+
+    def kept_for_accelerators(self, c: int, asks_accel: bool, keep: bool = True) -> bool:
+        """Whether the default rule's taint puts cluster c last for a job (``keep``: the job does
+        not tolerate it; ``asks_accel``: it asks for an accelerator, which tolerates it)."""
+        return keep and self.accel[c] and not asks_accel
+
+    def tolerates_accel(self, prefs: PlacementPrefs) -> bool:
+        """The job (or its queue) tolerates the default rule's taint."""
+        return self.any_accel and bool(prefs.tolerations) and prefs.tolerates(ACCELERATOR_TAINT)
 
     # --- filters -------------------------------------------------------------------------------
     def waiting_for_preferred(self, job: PendingJob) -> bool:
@@ -103,6 +115,8 @@ class Stages:
             out += (tuple(t.text for t in prefs.tolerations),)
         elif self.no_schedule:
             out += ("untolerated",)
+        if self.tolerates_accel(prefs):
+            out += ("accelerators tolerated",)
         if prefs.required:
             out += ("data", prefs.datasets)
         if self.waiting_for_preferred(job):
@@ -137,7 +151,7 @@ class Stages:
         for t in self.taints[c]:
             if t.effect == "PreferNoSchedule" and not prefs.tolerates(t):
                 return t.text
-        if self.accel[c] and not asks_accel and not preferred:
+        if not preferred and self.kept_for_accelerators(c, asks_accel, not self.tolerates_accel(prefs)):
             return ACCELERATOR_TAINT.text
         return ""
 
@@ -222,11 +236,21 @@ class Stages:
             out[i] = Verdict(v.cluster, key=v.key, cost=cost, score=sum(parts) / len(parts))
         return out
 
+    def weighs(self, job: PendingJob) -> bool:
+        """Whether the stages had more to weigh for the job than the plain policy."""
+        return bool(job.prefs or job.preferred_clusters or self.config or self.prefer_no or self.no_schedule)
+
+    def placed_line(self, c: int, job: PendingJob, candidates: Mapping[int, str]) -> str:
+        """Cluster c's line of ``verdict_lines``: the verdict of the cluster the job went to."""
+        head = f"{self.names[c]}: "
+        return next((line for line in self.verdict_lines(job, candidates) if line.startswith(head)), "")
+
     def verdict_lines(self, job: PendingJob, candidates: Mapping[int, str]) -> list[str]:
         """``verdicts`` as describe shows them, in the order clusters are tried."""
         got = self.verdicts(job, candidates)
-        order = sorted((v.key, v.cluster) for v in got if not v.filtered)
-        place = {name: i + 1 for i, (_, name) in enumerate(order)}
+        # clusters of equal keys are tried together (binpack or spread chooses): the same turn
+        turns = {k: i + 1 for i, k in enumerate(sorted({v.key for v in got if not v.filtered}))}
+        place = {v.cluster: turns[v.key] for v in got if not v.filtered}
         lines = []
         for v in sorted(got, key=lambda v: (bool(v.filtered), place.get(v.cluster, 0), v.cluster)):
             if v.filtered:

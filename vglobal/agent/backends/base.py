@@ -98,9 +98,10 @@ class Backend(Protocol):
         """The node pools the cluster can grow (empty if none)."""
         ...
 
-    def grow(self, pool: str, count: int, job_uid: str = "") -> None:
+    def grow(self, pool: str, count: int, job_uid: str = "") -> str:
         """Ask the cluster for ``count`` more nodes of ``pool`` for the run ``job_uid``; they show
-        in ``nodes`` once up."""
+        in ``nodes`` once up. Returns what the run's event should add ("": nothing), e.g. that
+        the nodes are not asked for its pods."""
         ...
 
     def free(self) -> dict[str, ResourceVector]:

@@ -133,7 +133,7 @@ class SimBackend:
             )
         return tuple(out)
 
-    def grow(self, pool: str, count: int, job_uid: str = "") -> None:
+    def grow(self, pool: str, count: int, job_uid: str = "") -> str:
         p = self._pools.get(pool)
         if p is None:
             raise ValueError(f'no node pool "{pool}" to grow')
@@ -143,6 +143,7 @@ class SimBackend:
             name = f"{pool}-{self._size[pool]}"
             self._size[pool] += 1
             heapq.heappush(self._coming, (self._now + p.provision_seconds, pool, name))
+        return ""
 
     def _nodes_up(self) -> None:
         """The pools' nodes whose provisioning delay has passed join the cluster."""

@@ -227,14 +227,18 @@ class KubeBackend:
     def pools(self) -> tuple[PoolSpec, ...]:
         return self.node_pools.specs(self.cache.nodes)
 
-    def grow(self, pool: str, count: int, job_uid: str = "") -> None:
+    def grow(self, pool: str, count: int, job_uid: str = "") -> str:
         current = next((p.current for p in self.pools() if p.name == pool), 0)
         self.node_pools.grow(pool, count, current, job_uid)
+        tw = self.workloads.runs.get(job_uid)
+        if tw is not None:  # its pods are not the agent's own: not gated, no request for them
+            return self.node_pools.unasked(tw.kind.kind)
         tj = self.tracker.jobs.get(job_uid)
         if tj is not None:
             pods = self.tracker.pods.values()
             waiting = [t.manifest for t in pods if t.manifest.job_uid == job_uid and t.bind_to is None]
             self.node_pools.request(tj.ref, tj.owner_uid, waiting)
+        return ""
 
     def inventory_version(self) -> int:
         self.hyper_nodes()  # resolves again if nodes or HyperNodes changed

@@ -223,6 +223,18 @@ class NodePools:
         self.targets.setdefault(uid, {})[pool] = max(coming, current) + count
         self.version += 1
 
+    def unasked(self, kind: str) -> str:
+        """What a pool grown for a run of a workload kind (its pods made by the kind's controller,
+        or written as they are) does not do: the agent neither gates those pods nor asks nodes for
+        them, so they come only if the cluster's own autoscaler acts on its pending pods."""
+        if not self.configs:
+            return ""
+        return (
+            f"the agent asks no nodes for the pods of a {kind} (no ProvisioningRequest, no scheduling "
+            "gate: only for Volcano Jobs' pods, which it creates): they come if the cluster's "
+            "autoscaler acts on its pending pods"
+        )
+
     def request(self, ref: JobRef, owner_uid: str, waiting: list[PodManifest]) -> None:
         """A ProvisioningRequest for the run's waiting pods (once per run), a PodTemplate per task."""
         if not self.requests or ref.uid in self.asked or not waiting:

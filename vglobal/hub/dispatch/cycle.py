@@ -141,6 +141,11 @@ def write_admissions(
         for uid, _, _ in done
         if isinstance(d := decisions[uid], Admit) and d.away
     ]
+    new_events += [  # why it landed there: the chosen cluster's placement verdict (describe job)
+        NewEvent("Placed", f"placement verdict at admission: {d.placed}", job_uid=uid, cluster=d.cluster)
+        for uid, _, _ in done
+        if isinstance(d := decisions[uid], Admit) and d.placed
+    ]
     events_repo.add_events(new_events, session=session)
     if result.reclaims or result.evictions:
         notify(DELIVER, session=session)  # runs stop too: every stream checks
