@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -15,6 +16,7 @@ from tests.kubeapi.collector import Collector
 from tests.kubeapi.crud import Api
 from tests.kubeapi.faults import Faults
 from tests.kubeapi.http_api import ApiHandler
+from tests.kubeapi.journal import Journal
 from tests.kubeapi.kinds import (
     ALL,
     BUILTIN,
@@ -57,6 +59,7 @@ class EmulatorConfig:
     nodes: list[Obj] = field(default_factory=list)
     hypernodes: list[Obj] = field(default_factory=list)
     namespaces: tuple[str, ...] = SYSTEM_NAMESPACES
+    state_file: str = ""  # the journal (tests/kubeapi/journal.py): a restart carries on from it
 
 
 class EmulatorServer:
@@ -74,6 +77,7 @@ class EmulatorServer:
         self.port = 0
         self.control_port = 0
         self._routes: dict[tuple[str, ...], dict[tuple[str, str, str], Kind]] = {}
+        self.journal = Journal(Path(config.state_file)) if config.state_file else None
 
     @property
     def url(self) -> str:
@@ -102,8 +106,7 @@ class EmulatorServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         Collector(self.api, loop.call_soon)
-        if self.config.controllers:
-            Controllers(self.api, loop.call_soon)
+        controllers = Controllers(self.api, loop.call_soon) if self.config.controllers else None
         self.kubelet = Kubelet(
             self.api,
             loop,
@@ -111,7 +114,18 @@ class EmulatorServer:
             start_delay=self.config.kubelet_start_delay,
             termination_delay=self.config.kubelet_termination_delay,
         )
-        self._seed()
+        objects, rv = self.journal.load(self.store.kinds()) if self.journal else ({}, 0)
+        if objects:
+            self.store.restore(objects, rv)
+        if self.journal is not None:
+            self.journal.open(objects, self.store.rv)
+            self.store.journal = self.journal.append
+        if objects:
+            self.kubelet.recover()
+            if controllers is not None:
+                controllers.resync()
+        else:
+            self._seed()
         # aiohttp's low-level server: one handler for every path, no router or middleware on the hot path
         self._api_runner = web.ServerRunner(
             web.Server(ApiHandler(self).handle, access_log=None), handle_signals=False
@@ -137,6 +151,8 @@ class EmulatorServer:
         for runner in (self._control_runner, self._api_runner):
             if runner is not None:
                 await runner.cleanup()
+        if self.journal is not None:
+            self.journal.close()
 
     def _seed(self) -> None:
         for ns in self.config.namespaces:
