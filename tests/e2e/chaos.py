@@ -1,0 +1,150 @@
+"""Bursts of jobs with a component failing mid-way, and the exactly-once check, shared by the e2e
+tests and bench/chaos.py: a submitter that sends again what it was not told was stored (same
+request ids), an emulated member cluster that keeps its objects across a kill (``--state``), and
+the verdict read from the agents' own logs of the runs they started."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from tests.e2e.harness import System, wait_for
+from tests.e2e.test_hub_replicas import runs_started
+from tests.kubeapi import EmulatorProcess
+from vglobal.client import Client, VGlobalError
+
+BATCH = 500
+MANIFEST = (
+    '{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{"name":"%s",'
+    '"annotations":{"vglobal.io/sim-duration":"%s"}},"spec":{"minAvailable":1,"tasks":[{"name":"t",'
+    '"replicas":1,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"x",'
+    '"resources":{"requests":{"cpu":"100m"}}}]}}}]}}'
+)
+
+
+def job_name(request_id: str) -> str:
+    prefix, i = request_id.rsplit("-", 1)
+    return prefix + i
+
+
+def burst_items(jobs: int, prefix: str = "b", duration: str = "100ms") -> list[tuple[str, str]]:
+    """(manifest, request id) of ``jobs`` one-pod jobs named ``<prefix><i>``."""
+    return [(MANIFEST % (f"{prefix}{i}", duration), f"{prefix}-{i}") for i in range(jobs)]
+
+
+def submit_all(
+    target: str, items: list[tuple[str, str]], stored: list[int], errors: list[str], give_up: float = 120
+) -> None:
+    """Every item in SubmitJobs calls of BATCH; a call that fails is sent again until it is stored
+    (``stored`` grows by the count stored so far, ``errors`` by each failure's code)."""
+    with Client(target, timeout=20, retries=1) as client:
+        for first in range(0, len(items), BATCH):
+            deadline = time.monotonic() + give_up
+            while True:
+                try:
+                    client.submit_jobs(items[first : first + BATCH])
+                    break
+                except VGlobalError as exc:
+                    errors.append(exc.code.name)
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            stored.append(min(first + BATCH, len(items)))
+
+
+@dataclass
+class Burst:
+    """A submitter thread for ``items`` against ``target``."""
+
+    target: str
+    items: list[tuple[str, str]]
+    stored: list[int] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.thread = threading.Thread(
+            target=submit_all, args=(self.target, self.items, self.stored, self.errors), daemon=True
+        )
+        self.thread.start()
+
+    def count(self) -> int:
+        return self.stored[-1] if self.stored else 0
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive() and self.count() == len(self.items), (self.stored[-3:], self.errors[-3:])
+
+
+def accepted(system: System, clusters: tuple[str, ...]) -> int:
+    """Runs the agents' logs say they started so far."""
+    return sum(len(v) for v in runs_started(system, clusters).values())
+
+
+def completed(database_url: str) -> int:
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT count(*) FROM jobs WHERE phase = 'Completed'")).scalar_one())
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class Verdict:
+    jobs: int
+    lost: list[str]  # never started by any agent, or not Completed at the hub
+    twice: list[str]  # started more than once (two generations, or twice on one)
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.lost and not self.twice
+
+
+def verdict(
+    system: System, clusters: tuple[str, ...], items: list[tuple[str, str]], started: float, timeout: float
+) -> Verdict:
+    """Wait until every job of the burst is Completed at the hub (or ``timeout``), then read the
+    agents' logs: each job started exactly once, at generation 1."""
+    names = [job_name(r) for _, r in items]
+    with contextlib.suppress(AssertionError):  # what is not done by then is counted as lost
+        wait_for(lambda: completed(system.database_url) >= len(names), timeout, "every job Completed")
+    seconds = time.monotonic() - started
+    engine = sa.create_engine(system.database_url)
+    try:
+        with engine.connect() as conn:
+            done = {
+                str(n)
+                for (n,) in conn.execute(sa.text("SELECT name FROM jobs WHERE phase = 'Completed'")).all()
+            }
+    finally:
+        engine.dispose()
+    runs = runs_started(system, clusters)
+    lost = [n for n in names if n not in done or n not in runs]
+    twice = [n for n in names if len(runs.get(n, [])) > 1 or any(g != 1 for _, g in runs.get(n, []))]
+    return Verdict(len(names), lost, twice, seconds)
+
+
+def kube_cluster(tmp: Path, name: str, nodes: int = 8) -> EmulatorProcess:
+    """An emulated member cluster that keeps its objects in a journal (kill -9 loses nothing acked)."""
+    return EmulatorProcess(
+        tmp / f"{name}.kubeconfig", "--name", name, "--nodes", str(nodes),
+        "--node-allocatable", "cpu=64,memory=256Gi,pods=500", "--no-hypernode-crd",
+        "--state", str(tmp / f"{name}.journal"),
+    )  # fmt: skip
+
+
+KUBE_AGENT_FLAGS = ("--lease-duration", "0", "--kube-qps", "0")
+
+
+def restart_api_server(emu: EmulatorProcess, down: float) -> None:
+    """kill -9 of the API server, ``down`` seconds without one, then the same port and state."""
+    emu.kill()
+    time.sleep(down)
+    emu.restart()
