@@ -6,6 +6,7 @@ the verdict read from the agents' own logs of the runs they started."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -108,10 +109,17 @@ class Verdict:
 
 
 def verdict(
-    system: System, clusters: tuple[str, ...], items: list[tuple[str, str]], started: float, timeout: float
+    system: System,
+    clusters: tuple[str, ...],
+    items: list[tuple[str, str]],
+    started: float,
+    timeout: float,
+    journal: Path | None = None,
 ) -> Verdict:
     """Wait until every job of the burst is Completed at the hub (or ``timeout``), then read the
-    agents' logs: each job started exactly once, at generation 1."""
+    agents' logs: each job started exactly once, at generation 1. An agent killed and started
+    again logs a second start of a run whose pods the first never created: with the cluster's
+    ``journal`` (every pod it ever stored), a run counts twice only when its pod was made twice."""
     names = [job_name(r) for _, r in items]
     with contextlib.suppress(AssertionError):  # what is not done by then is counted as lost
         wait_for(lambda: completed(system.database_url) >= len(names), timeout, "every job Completed")
@@ -126,9 +134,30 @@ def verdict(
     finally:
         engine.dispose()
     runs = runs_started(system, clusters)
+    made = pods_made(journal) if journal is not None else {}
     lost = [n for n in names if n not in done or n not in runs]
-    twice = [n for n in names if len(runs.get(n, [])) > 1 or any(g != 1 for _, g in runs.get(n, []))]
+    twice = [
+        n
+        for n in names
+        if any(g != 1 for _, g in runs.get(n, []))
+        or (len(made.get(n, ())) > 1 if journal is not None else len(runs.get(n, [])) > 1)
+    ]
     return Verdict(len(names), lost, twice, seconds)
+
+
+def pods_made(journal: Path) -> dict[str, set[str]]:
+    """Job name -> the uids of every pod of task ``t`` the cluster stored (its etcd's record; a
+    restart of the emulator compacts it to the live objects)."""
+    out: dict[str, set[str]] = {}
+    with journal.open("rb") as f:
+        for line in f:
+            head, _, body = line.partition(b"\t")
+            if b'"p":"pods"' not in head or b'"d":1' in head:
+                continue
+            with contextlib.suppress(ValueError):
+                meta = json.loads(body)["metadata"]
+                out.setdefault(meta["name"].rsplit("-t-", 1)[0], set()).add(meta["uid"])
+    return out
 
 
 def kube_cluster(tmp: Path, name: str, nodes: int = 8) -> EmulatorProcess:
