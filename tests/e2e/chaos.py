@@ -15,7 +15,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from tests.e2e.harness import System, wait_for
-from tests.e2e.test_hub_replicas import runs_started
+from tests.e2e.test_hub_replicas import _ACCEPT, runs_started
 from tests.kubeapi import EmulatorProcess
 from vglobal.client import Client, VGlobalError
 
@@ -80,6 +80,15 @@ class Burst:
     def join(self, timeout: float) -> None:
         self.thread.join(timeout)
         assert not self.thread.is_alive() and self.count() == len(self.items), (self.stored[-3:], self.errors[-3:])
+
+
+def runs_in_logs(logs: dict[str, str]) -> dict[str, list[tuple[str, int]]]:
+    """Job name -> [(process, generation)] for every run the given agents' logs say they started."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for proc, text in logs.items():
+        for name, gen in _ACCEPT.findall(text):
+            out.setdefault(name, []).append((proc, int(gen)))
+    return out
 
 
 def accepted(system: System, clusters: tuple[str, ...]) -> int:
