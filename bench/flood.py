@@ -2,9 +2,10 @@
 at a modest rate, agents keep their streams and a user reads the dashboard.
 
     .venv/bin/python bench/flood.py [--seconds 20] [--flood-concurrency 64] [--quiet-rate 10]
+        [--rate-limit 100 --rate-burst 500]   # lower them where the flooder cannot outrun 100/s
 
-A hub as a user runs it (TLS, an auth config with two users, `vglobal certs init`; the default rate
-limit, 100 calls/s per principal with a burst of 500), two simulated agents on mTLS, and
+A hub as a user runs it (TLS, an auth config with two users, `vglobal certs init`; by default the
+hub's default rate limit, 100 calls/s per principal with a burst of 500), two simulated agents on mTLS, and
 `vglobal dashboard` in front of it. Two rounds of --seconds each, quiet then flood:
 - the quiet caller ("bench") sends a SubmitJob every 1/--quiet-rate s (one at a time: a call that
   returns late delays the next; the latency is the call's own) and reads the dashboard's overview page (as itself) every 0.5 s;
@@ -117,6 +118,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--flood-concurrency", type=int, default=64)
     ap.add_argument("--quiet-rate", type=float, default=10.0)
+    ap.add_argument("--rate-limit", default="100", help="the hub's --rate-limit (per principal, calls/s)")
+    ap.add_argument("--rate-burst", default="500", help="the hub's --rate-burst")
     ap.add_argument("--keep", default="")
     args = ap.parse_args()
     from vglobal.cli.certs import UserSpec, init_certs
@@ -126,7 +129,8 @@ def main() -> None:
     certs = work / "certs"
     init_certs(certs, "localhost", ["c0", "c1"], [UserSpec.parse("bench:admin"), UserSpec.parse("flood:admin")], days=1)
     pg = Postgres(work / "pgdata")
-    system = System(pg.fresh_database("flood"), work, certs=certs)
+    limits = ["--rate-limit", args.rate_limit, "--rate-burst", args.rate_burst]
+    system = System(pg.fresh_database("flood"), work, hub_flags=limits, certs=certs)
     procs: list[Proc] = []
     try:
         system.start_hub()
