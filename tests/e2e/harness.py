@@ -108,9 +108,10 @@ class System:
         return path
 
     def start_kube_agent(
-        self, name: str, kubeconfig: Path, *extra: str, env: dict[str, str] | None = None
+        self, name: str, kubeconfig: Path, *extra: str, env: dict[str, str] | None = None, hub: str = ""
     ) -> None:
-        """An agent with the kube backend; global flags after the subcommand, as a user may write them."""
+        """An agent with the kube backend; global flags after the subcommand, as a user may write them
+        (``hub``: another address than the hub's own, a proxy's say)."""
         self._spawn(
             f"agent-{name}",
             [
@@ -118,7 +119,7 @@ class System:
                 "--kubeconfig",
                 str(kubeconfig),
                 "--hub",
-                self.target,
+                hub or self.target,
                 "--heartbeat-interval",
                 "500ms",
                 *extra,

@@ -5,40 +5,13 @@ once and ran once, to completion."""
 from __future__ import annotations
 
 import signal
-import threading
-import time
 
 import sqlalchemy as sa
 
+from tests.e2e.chaos import Burst, burst_items
 from tests.e2e.harness import System, sim_cluster, wait_for
-from vglobal.client import Client, VGlobalError
 
 JOBS = 10_000
-BATCH = 500
-MANIFEST = (
-    '{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{"name":"b%d",'
-    '"annotations":{"vglobal.io/sim-duration":"100ms"}},"spec":{"minAvailable":1,"tasks":[{"name":"t",'
-    '"replicas":1,"template":{"spec":{"containers":[{"name":"c","image":"x",'
-    '"resources":{"requests":{"cpu":"100m"}}}]}}}]}}'
-)
-
-
-def submit_all(target: str, stored: list[int], errors: list[str]) -> None:
-    """Every job in SubmitJobs calls of BATCH; a call that fails is sent again until it is stored."""
-    items = [(MANIFEST % i, f"burst-{i}") for i in range(JOBS)]
-    with Client(target, timeout=20, retries=1) as client:
-        for first in range(0, JOBS, BATCH):
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    client.submit_jobs(items[first : first + BATCH])
-                    break
-                except VGlobalError as exc:
-                    errors.append(exc.code.name)
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
-            stored.append(first + BATCH)
 
 
 def test_hub_killed_during_a_burst_runs_every_job_exactly_once(system: System) -> None:
@@ -46,16 +19,12 @@ def test_hub_killed_during_a_burst_runs_every_job_exactly_once(system: System) -
     for name in ("east", "west"):
         system.start_agent(name, sim_cluster(name, nodes=10, cpu="100"))
     wait_for(lambda: len(system.get_json("clusters")) == 2, 30, "agents registered", system)
-    stored: list[int] = []
-    errors: list[str] = []
-    submitter = threading.Thread(target=submit_all, args=(system.target, stored, errors), daemon=True)
-    submitter.start()
-    wait_for(lambda: stored and stored[-1] >= 3000, 120, "3,000 jobs stored", system)
+    burst = Burst(system.target, burst_items(JOBS))
+    wait_for(lambda: burst.count() >= 3000, 120, "3,000 jobs stored", system)
     system.kill("hub", signal.SIGKILL)
     system.start_hub(name="hub-2")
-    submitter.join(timeout=300)
-    assert not submitter.is_alive() and stored[-1] == JOBS, (stored[-3:], errors[-3:])
-    assert errors, "no call failed: the hub was not killed during the burst"
+    burst.join(timeout=300)
+    assert burst.errors, "no call failed: the hub was not killed during the burst"
 
     engine = sa.create_engine(system.database_url)
     try:

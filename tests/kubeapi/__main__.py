@@ -46,6 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bookmark-interval", type=float, default=60.0)
     p.add_argument("--kubelet-start-delay", type=float, default=0.0)
     p.add_argument("--kubelet-termination-delay", type=float, default=0.0)
+    p.add_argument(
+        "--state", default="", help="keep every object in FILE, read back on start (an apiserver with its etcd)"
+    )
     return p.parse_args(argv)
 
 
@@ -75,6 +78,7 @@ def config_from(args: argparse.Namespace) -> EmulatorConfig:
         hypernodes=hypernodes,
         pools=pools,
         provisioning_requests=not args.no_provisioning_requests,
+        state_file=args.state,
     )
     if args.token:
         cfg.token = args.token

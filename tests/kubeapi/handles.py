@@ -121,21 +121,17 @@ class EmulatorProcess(Knobs):
 
     def __init__(self, kubeconfig: str | Path, *args: str, startup_timeout: float = 60) -> None:
         self.kubeconfig = Path(kubeconfig)
+        self.args = args
+        self.startup_timeout = startup_timeout
+        self._spawn(["--port", "0", *args])
+
+    def _spawn(self, args: list[str]) -> None:
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         }
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.kubeapi",
-                "--port",
-                "0",
-                "--kubeconfig-out",
-                str(self.kubeconfig),
-                *args,
-            ],
+            [sys.executable, "-m", "tests.kubeapi", "--kubeconfig-out", str(self.kubeconfig), *args],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -144,13 +140,21 @@ class EmulatorProcess(Knobs):
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            self.proc.wait(timeout=startup_timeout)
+            self.proc.wait(timeout=self.startup_timeout)
             raise RuntimeError(f"the emulator exited with {self.proc.returncode} before it listened")
         info = json.loads(line)
         self.url: str = info["url"]
         self.control_url: str = info["control"]
         self.token: str = info["token"]
         self.pid = self.proc.pid
+
+    def restart(self) -> None:
+        """A new process on the same port with the same token (after ``kill``): with ``--state`` it
+        carries on from its journal, as an API server restarted on its etcd."""
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        port = self.url.rsplit(":", 1)[1]
+        self._spawn([*self.args, "--port", port, "--token", self.token])
 
     def _call(self, op: str, **args: Any) -> Any:
         req = urllib.request.Request(

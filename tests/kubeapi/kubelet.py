@@ -17,6 +17,7 @@ from typing import Any
 
 from tests.kubeapi.clock import rfc3339
 from tests.kubeapi.crud import Api
+from tests.kubeapi.journal import seconds_left
 from tests.kubeapi.kinds import NODES, PODS, Kind
 from tests.kubeapi.status import not_found
 from tests.kubeapi.store import DELETED, Obj
@@ -135,6 +136,16 @@ class Kubelet:
                 self._cancel(pod["metadata"]["uid"])
                 self._terminating.discard(pod["metadata"]["uid"])
                 self._plan(pod)
+
+    def recover(self) -> None:
+        """After a restart from the journal: a running pod ends when its startTime says, and every
+        pod is taken up where it was."""
+        for entry in self.store.items(PODS):
+            pod = entry.obj
+            duration, _ = self._runtime(pod)
+            if duration is not None and (pod.get("status") or {}).get("phase") == "Running":
+                self._ends[pod["metadata"]["uid"]] = self.loop.time() + seconds_left(pod, duration)
+        self.resync_node(None)
 
     # -- transitions -----------------------------------------------------------------------------
     def _start(self, namespace: str, name: str, uid: str) -> None:

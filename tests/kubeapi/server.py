@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -16,6 +17,7 @@ from tests.kubeapi.crud import Api
 from tests.kubeapi.ctl_autoscaler import PODTEMPLATES, PROVISIONING_REQUESTS, Autoscaler, EmulatedPool
 from tests.kubeapi.faults import Faults
 from tests.kubeapi.http_api import ApiHandler
+from tests.kubeapi.journal import Journal
 from tests.kubeapi.kinds import (
     ALL,
     BUILTIN,
@@ -63,6 +65,7 @@ class EmulatorConfig:
     namespaces: tuple[str, ...] = SYSTEM_NAMESPACES
     pools: list[EmulatedPool] = field(default_factory=list)  # an emulated autoscaler grows them
     provisioning_requests: bool = True  # with pools: the ProvisioningRequest CRD is installed
+    state_file: str = ""  # the journal (tests/kubeapi/journal.py): a restart carries on from it
 
 
 class EmulatorServer:
@@ -81,6 +84,7 @@ class EmulatorServer:
         self.port = 0
         self.control_port = 0
         self._routes: dict[tuple[str, ...], dict[tuple[str, str, str], Kind]] = {}
+        self.journal = Journal(Path(config.state_file)) if config.state_file else None
 
     @property
     def url(self) -> str:
@@ -109,8 +113,7 @@ class EmulatorServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         Collector(self.api, loop.call_soon)
-        if self.config.controllers:
-            Controllers(self.api, loop.call_soon)
+        controllers = Controllers(self.api, loop.call_soon) if self.config.controllers else None
         self.kubelet = Kubelet(
             self.api,
             loop,
@@ -118,7 +121,18 @@ class EmulatorServer:
             start_delay=self.config.kubelet_start_delay,
             termination_delay=self.config.kubelet_termination_delay,
         )
-        self._seed()
+        objects, rv = self.journal.load(self.store.kinds()) if self.journal else ({}, 0)
+        if objects:
+            self.store.restore(objects, rv)
+        if self.journal is not None:
+            self.journal.open(objects, self.store.rv)
+            self.store.journal = self.journal.append
+        if objects:
+            self.kubelet.recover()
+            if controllers is not None:
+                controllers.resync()
+        else:
+            self._seed()
         if self.config.pools:
             Autoscaler(self.api, loop, self.config.pools)
         # aiohttp's low-level server: one handler for every path, no router or middleware on the hot path
@@ -146,6 +160,8 @@ class EmulatorServer:
         for runner in (self._control_runner, self._api_runner):
             if runner is not None:
                 await runner.cleanup()
+        if self.journal is not None:
+            self.journal.close()
 
     def _seed(self) -> None:
         for ns in self.config.namespaces:

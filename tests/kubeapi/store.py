@@ -112,6 +112,10 @@ class Store:
         self.uids: dict[str, tuple[Kind, Key]] = {}
         self.dependents: dict[str, set[tuple[Kind, Key]]] = {}
         self.listeners: list[Listener] = []
+        self.journal: Callable[[Kind, Key, bytes | None, int], None] | None = None  # the emulator's etcd
+
+    def kinds(self) -> list[Kind]:
+        return [t.kind for t in self.tables.values()]
 
     def table(self, kind: Kind) -> Table:
         return self.tables[(kind.group, kind.plural)]
@@ -156,6 +160,8 @@ class Store:
             self.uids[stored["metadata"]["uid"]] = (kind, key)
             change = Change(self.rv, ADDED if old is None else MODIFIED, entry, old)
         self._index_owners(kind, key, old, None if new is None else stored)
+        if self.journal is not None:
+            self.journal(kind, key, None if new is None else change.entry.raw(), self.rv)
         table.history.append(change)
         while len(table.history) > self.history_limit:
             table.floor = table.history.popleft().rv
@@ -164,6 +170,17 @@ class Store:
         for listener in self.listeners:
             listener(kind, change.type, stored, old)
         return stored
+
+    def restore(self, objects: dict[tuple[Kind, Key], Obj], rv: int) -> None:
+        """Objects read back from the journal, each at its own resourceVersion; no history before
+        them (a watch resumed from an older version gets 410 Expired, as after an apiserver restart)."""
+        for (kind, key), obj in objects.items():
+            self.table(kind).objects[key] = Entry(obj)
+            self.uids[obj["metadata"]["uid"]] = (kind, key)
+            self._index_owners(kind, key, None, obj)
+        self.rv = max(self.rv, rv)
+        for table in self.tables.values():
+            table.floor = self.rv
 
     def _index_owners(self, kind: Kind, key: Key, old: Obj | None, new: Obj | None) -> None:
         for obj, add in ((old, False), (new, True)):

@@ -139,3 +139,27 @@ def test_the_emulator_as_a_process(tmp_path: object) -> None:
         proc.kill()
         with pytest.raises(urllib3.exceptions.MaxRetryError):
             core.list_node(_request_timeout=(1, 1))
+
+
+def test_a_killed_emulator_with_state_returns_with_its_objects(tmp_path: object) -> None:
+    """With --state, kill -9 and a restart on the same port is an API server restarted on its etcd:
+    the objects at their resourceVersions, a running pod finishing on time, later writes above."""
+    state = str(tmp_path / "etcd.journal")  # type: ignore[operator]
+    with EmulatorProcess(tmp_path / "kc", "--nodes", "1", "--state", state) as proc:  # type: ignore[operator]
+        core = client.CoreV1Api(proc.api_client())
+        cm = core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}, "data": {"a": "1"}})
+        core.create_namespaced_pod("default", pod_body("p", duration="2s", node="node-0"))
+        wait_until(lambda: core.read_namespaced_pod("p", "default").status.phase == "Running", 10)
+        core.create_namespaced_config_map("default", {"metadata": {"name": "gone"}})
+        core.delete_namespaced_config_map("gone", "default")
+        last = int(core.list_namespaced_config_map("default").metadata.resource_version)
+        url = proc.url
+        proc.kill()
+        proc.restart()
+        assert proc.url == url
+        core = client.CoreV1Api(proc.api_client())
+        again = core.read_namespaced_config_map("cm", "default")
+        assert (again.data, again.metadata.resource_version) == (cm.data, cm.metadata.resource_version)
+        assert wait_until(lambda: core.read_namespaced_pod("p", "default").status.phase == "Succeeded", 10)
+        made = core.create_namespaced_config_map("default", {"metadata": {"name": "after"}})
+        assert int(made.metadata.resource_version) > last

@@ -165,6 +165,13 @@ class Controllers:
             if owner_kind is not None:
                 self._defer(owner_kind, (ns, ref.get("name", "")))
 
+    def resync(self) -> None:
+        """Every workload object reconciled (after a restart from the journal)."""
+        for kind in self.reconcilers:
+            for entry in self.store.items(kind):
+                meta = entry.obj["metadata"]
+                self._defer(kind, (meta.get("namespace", ""), meta["name"]))
+
     @staticmethod
     def _owners(obj: Obj, old: Obj | None) -> Iterable[Obj]:
         yield from obj["metadata"].get("ownerReferences") or []

@@ -3,6 +3,8 @@ List, reflection v1 beside v1alpha, undecodable requests, credentials and rate l
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from grpc_reflection.v1alpha import reflection_pb2
 
 from tests.unit.auth.test_auth_config import ALICE, OPS, config_text
 from vglobal.api.v1 import queues_pb2
+from vglobal.client import Client
 from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
@@ -35,9 +38,15 @@ def _get(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, HealthServicer]]:
+    with serving(tmp_path, RateLimiter(rate=0.001, burst=3)) as out:
+        yield out
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, limiter: RateLimiter) -> Iterator[tuple[str, HealthServicer]]:
     path = tmp_path / "auth.yaml"
     path.write_text(config_text())
-    guard = Guard(Authenticator(path), RateLimiter(rate=0.001, burst=3))
+    guard = Guard(Authenticator(path), limiter)
     server = LoopServer(workers=4, interceptors=[guard])
     health = server.run(_make_health())
     health_pb2_grpc.add_HealthServicer_to_server(health, server.server)
@@ -55,8 +64,10 @@ def served(tmp_path: Path) -> Iterator[tuple[str, HealthServicer]]:
     )
     port = server.add_port("127.0.0.1:0")
     server.start()
-    yield f"127.0.0.1:{port}", health
-    server.stop(0.5)
+    try:
+        yield f"127.0.0.1:{port}", health
+    finally:
+        server.stop(0.5)
 
 
 async def _make_health() -> HealthServicer:
@@ -150,3 +161,19 @@ def test_over_the_rate_is_resource_exhausted_with_a_retry_delay(served: tuple[st
     with grpc.insecure_channel(target) as ch:  # health is never limited
         for _ in range(10):
             health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=5)
+
+
+def test_the_sdk_waits_the_delay_a_rate_limit_tells_then_succeeds(tmp_path: Path) -> None:
+    """A call every 2 s, a burst of one: the next call is refused with a delay of about 2 s, and the
+    SDK's one retry waits that long (its own back-off, 0.2-1.2 s, would be refused again)."""
+    with serving(tmp_path, RateLimiter(rate=0.5, burst=1)) as (target, _), Client(
+        target, token=ALICE, retries=2
+    ) as client:
+        client.list_queues()
+        with pytest.raises(grpc.RpcError) as refused:
+            _call(target, LIST, b"", ALICE)
+        told = int(dict(refused.value.trailing_metadata() or ())[RETRY_AFTER]) / 1000
+        assert 1.5 < told <= 2.0
+        start = time.monotonic()
+        assert [q.name for q in client.list_queues()] == ["alice"]
+        assert time.monotonic() - start >= told * 0.9
