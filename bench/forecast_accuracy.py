@@ -47,6 +47,7 @@ class SampledRun(Run):
     sample_every: float = 21600.0
     max_cycles: int = 200
     coalesce: float = 0.1
+    max_step: float = 300.0
     judged: dict[str, Judged] = field(default_factory=dict)
     next_sample: float = 0.0
     done_times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -82,7 +83,8 @@ class SampledRun(Run):
         durations = {p.uid: m for p in snap.pending if (m := self._median(p.queue)) is not None}
         cpu = time.process_time()
         fc = forecast(
-            snap, ends, durations, max_cycles=self.max_cycles, horizon=30 * 86400.0, coalesce=self.coalesce
+            snap, ends, durations, max_cycles=self.max_cycles, horizon=30 * 86400.0, coalesce=self.coalesce,
+            max_step=self.max_step,
         )
         self.forecast_cpu.append(time.process_time() - cpu)
         position: dict[str, int] = defaultdict(int)
@@ -120,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=0.25)
     parser.add_argument("--sample-every", type=float, default=21600.0)
     parser.add_argument("--max-cycles", type=int, default=200)
+    parser.add_argument("--max-step", type=float, default=300.0, help="and at most this many seconds apart")
     parser.add_argument("--coalesce", type=float, default=0.1, help="ends this close (a share of the lead time) are one step")
     args = parser.parse_args(argv)
     try:
@@ -132,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     run = SampledRun(
         "fair-noreclaim", jobs, weights, nodes, args.tick, reclaim=False,
         sample_every=args.sample_every, max_cycles=args.max_cycles, coalesce=args.coalesce,
+        max_step=args.max_step,
     )  # fmt: skip
     from philly import replay
 
