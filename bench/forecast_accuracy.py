@@ -46,6 +46,8 @@ class Judged:
 class SampledRun(Run):
     sample_every: float = 21600.0
     max_cycles: int = 200
+    coalesce: float = 0.1
+    max_step: float = 300.0
     judged: dict[str, Judged] = field(default_factory=dict)
     next_sample: float = 0.0
     done_times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -80,7 +82,10 @@ class SampledRun(Run):
                 ends[r.uid] = max(self.attempt_start.get(r.uid, now) + m, now + 60.0)
         durations = {p.uid: m for p in snap.pending if (m := self._median(p.queue)) is not None}
         cpu = time.process_time()
-        fc = forecast(snap, ends, durations, max_cycles=self.max_cycles, horizon=30 * 86400.0)
+        fc = forecast(
+            snap, ends, durations, max_cycles=self.max_cycles, horizon=30 * 86400.0, coalesce=self.coalesce,
+            max_step=self.max_step,
+        )
         self.forecast_cpu.append(time.process_time() - cpu)
         position: dict[str, int] = defaultdict(int)
         for p in sorted(snap.pending, key=lambda p: (p.created, p.uid)):
@@ -117,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=0.25)
     parser.add_argument("--sample-every", type=float, default=21600.0)
     parser.add_argument("--max-cycles", type=int, default=200)
+    parser.add_argument("--max-step", type=float, default=300.0, help="and at most this many seconds apart")
+    parser.add_argument("--coalesce", type=float, default=0.1, help="ends this close (a share of the lead time) are one step")
     args = parser.parse_args(argv)
     try:
         need(DATA / "helios_philly_vc.csv", "philly")
@@ -127,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     nodes = max(1, round(sum(weights.values()) * args.scale))
     run = SampledRun(
         "fair-noreclaim", jobs, weights, nodes, args.tick, reclaim=False,
-        sample_every=args.sample_every, max_cycles=args.max_cycles,
+        sample_every=args.sample_every, max_cycles=args.max_cycles, coalesce=args.coalesce,
+        max_step=args.max_step,
     )  # fmt: skip
     from philly import replay
 

@@ -7,10 +7,10 @@ share, gang fit and priorities). Victims a cycle takes stop at once and are not 
 this is a forecast for waiting jobs. Pure: the caller bounds the work (``max_cycles``) and reads
 the clock.
 
-Ends closer together than ``coalesce`` of the time looked ahead so far are released in one cycle
-(at the later end): a start t seconds away is then predicted at most ``coalesce`` * t late, and a
-replay of n cycles reaches at least (1 + coalesce)^n past its first end instead of n ends, which
-on a deep backlog with thousands of running jobs is minutes.
+Ends closer together than ``coalesce`` of the time looked ahead so far, and than ``max_step``,
+are released in one cycle (at the later end): thousands of running jobs ending seconds apart take a
+few cycles instead of one each, and each step is short beside a job's run, so the waves of jobs
+that start one after another are not held back a step each.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def forecast(
     max_cycles: int = 50,
     horizon: float = 7 * 86400.0,
     coalesce: float = 0.1,
+    max_step: float = 300.0,
 ) -> Forecast:
     """``ends``: per running job uid, when it is expected to end; ``durations``: per pending job
     uid, how long it is expected to run once started (missing = past the horizon)."""
@@ -98,7 +99,7 @@ def forecast(
         nxt = min((r.end for r in runs.values() if r.end > now), default=FOREVER)
         if nxt == FOREVER:
             break
-        now = max(nxt, now + coalesce * (now - snapshot.now))
+        now = max(nxt, now + min(coalesce * (now - snapshot.now), max_step))
         for uid in [u for u, r in runs.items() if r.end <= now]:
             _release(runs.pop(uid), free, held, allocated)
     return Forecast(_estimates(snapshot.pending, starts), cycles, now)
