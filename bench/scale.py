@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workload import make_snapshot, next_cycle
 
 from vglobal.admission import AdmissionResult, PendingJob, RunningJob, Snapshot, admit
+from vglobal.admission.memo import Memo
 from vglobal.model.resources import EMPTY, ResourceVector
 
 CLUSTERS, NODES, FANOUT, RUNNING = 100, 1_000, 22, 100_000
@@ -133,7 +134,9 @@ def cycle(
     return result
 
 
-def pure(jobs: int, budget: int, steady: int, run: Callable[[Snapshot], AdmissionResult]) -> SizeResult:
+def pure(jobs: int, budget: int, steady: int, memo: bool) -> SizeResult:
+    """The cycles of one size; with ``memo`` the next and steady cycles also run with the memo the
+    cycles before them left (as the hub's dispatcher keeps it), beside the same cycle from scratch."""
     out = SizeResult(jobs)
     with timed() as t:
         snap = make_snapshot(jobs, CLUSTERS, NODES, fanout=FANOUT, running=RUNNING)
@@ -142,14 +145,23 @@ def pure(jobs: int, budget: int, steady: int, run: Callable[[Snapshot], Admissio
         f"{jobs} pending: snapshot made in {t.wall:.1f} s ({out.queues} queues, {out.running} running)",
         flush=True,
     )
-    first = cycle(out.rows, "first cycle", snap, run)
+    kept = Memo()
+    first = cycle(out.rows, "first cycle", snap, lambda s: admit(s, kept))
     capped = replace(snap, policy=replace(snap.policy, max_admissions=budget))
-    cycle(out.rows, f"first cycle, at most {budget} admissions", capped, run)
+    cycle(out.rows, f"first cycle, at most {budget} admissions", capped, admit)
+
+    def both(label: str, s: Snapshot) -> AdmissionResult:
+        result = cycle(out.rows, label + (", from scratch" if memo else ""), s, admit)
+        if memo:
+            again = cycle(out.rows, label + ", with the memo", s, lambda s: admit(s, kept))
+            assert again.admitted_order == result.admitted_order and again.decisions == result.decisions
+        return result
+
     snap = next_cycle(snap, first)
-    result = cycle(out.rows, "next cycle", snap, run)
+    result = both("next cycle", snap)
     for k in range(steady):
         snap = churn(next_cycle(snap, result), 100, 100, f"s{k}")
-        result = cycle(out.rows, "steady cycle (100 finished, 100 new)", snap, run)
+        result = both("steady cycle (100 finished, 100 new)", snap)
     return out
 
 
@@ -176,16 +188,30 @@ def plot(results: list[SizeResult], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, marker in (("steady", "o"), ("first cycle, at most", "s"), ("next cycle", "^")):
+    for label, marker in (
+        ("steady cycle (100 finished, 100 new), from scratch", "o"),
+        ("steady cycle (100 finished, 100 new), with the memo", "D"),
+        ("steady", "o"),
+        ("first cycle, at most", "s"),
+    ):
         xs, ys = [], []
         for r in results:
-            got = [row for row in r.rows if row.label.startswith(label)]
+            got = [
+                row
+                for row in r.rows
+                if row.label.startswith(label) and (label != "steady" or "," not in row.label)
+            ]
             if got:
                 xs.append(got[0].pending)
                 ys.append(min(row.cpu for row in got))
         if xs:
             ax.plot(
-                xs, ys, marker=marker, label=label.replace("first cycle, at most", "budgeted first cycle")
+                xs,
+                ys,
+                marker=marker,
+                label=label.replace("first cycle, at most", "budgeted first cycle").replace(
+                    " (100 finished, 100 new)", ""
+                ),
             )
     ax.set_xscale("log")
     ax.set_xlabel("pending jobs")
@@ -270,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=5000)
     parser.add_argument("--steady", type=int, default=2, help="steady cycles per size")
     parser.add_argument("--plot", default="")
+    parser.add_argument(
+        "--memo", action="store_true", help="also run the next and steady cycles with the memo"
+    )
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args(argv)
     cmd = "python bench/scale.py " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -277,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [int(s) for s in (args.sizes or "10000,100000,1000000").split(",")]
         results = []
         for n in sizes:
-            results.append(pure(n, args.budget, args.steady, admit))
+            results.append(pure(n, args.budget, args.steady, args.memo))
             gc.collect()
         report_pure(results, cmd)
         if args.plot:
