@@ -12,21 +12,41 @@ the snapshot's.
 
 from __future__ import annotations
 
-import heapq
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from vglobal.admission.fit.index import FloatArray
 from vglobal.admission.share.order import queue_key, queue_order
 from vglobal.admission.share.water import water_fill
 from vglobal.admission.snapshot import PendingJob
 
+# At most this many jobs gone from a queue and come to it since the last cycle are put in place one
+# by one (a binary search each); more, and the queue is sorted afresh.
+_FEW = 512
+UIntArray = npt.NDArray[np.uint64]
+
+
+def _edited(ordered: list[PendingJob], gone: list[PendingJob], new: list[PendingJob]) -> list[PendingJob]:
+    """The queue order with ``gone`` taken out and ``new`` put in: the order a sort would give,
+    since the key is a total order (uids are unique)."""
+    out = list(ordered)
+    for job in gone:
+        at = bisect.bisect_left(out, queue_key(job), key=queue_key)
+        while out[at] is not job:  # equal keys only if a uid repeats: the job is among them
+            at += 1
+        del out[at]
+    for job in new:
+        out.insert(bisect.bisect_right(out, queue_key(job), key=queue_key), job)
+    return out
+
 
 @dataclass(slots=True)
 class _Order:
-    ids: bytes  # the queue's jobs' identities (uint64s), in the snapshot's order
+    ids: UIntArray  # the queue's jobs' identities, in the snapshot's order
     jobs: Sequence[PendingJob]  # those jobs, held so their identities cannot be reused
     ordered: list[PendingJob]  # in queue order (never handed out: callers get a copy)
 
@@ -45,21 +65,23 @@ class Memo:
 
     def order(self, queue: str, jobs: Sequence[PendingJob]) -> list[PendingJob]:
         """The queue's jobs in queue order (share/order.py), as queue_order gives them."""
-        ids = np.fromiter(map(id, jobs), dtype=np.uint64, count=len(jobs)).tobytes()
+        ids = np.fromiter(map(id, jobs), dtype=np.uint64, count=len(jobs))
         prev = self.orders.get(queue)
-        if prev is None:
-            ordered = queue_order(jobs)
-        elif prev.ids == ids:
+        ordered = None
+        if prev is not None and np.array_equal(prev.ids, ids):
             ordered = prev.ordered
             self.reused[0] += 1
             self.reused[1] += len(jobs)
-        else:
-            now, before = set(map(id, jobs)), set(map(id, prev.jobs))
-            kept = [j for j in prev.ordered if id(j) in now]
-            added = queue_order([j for j in jobs if id(j) not in before])
-            # Uids are unique, so the key is a total order: merged, it is the order a sort gives.
-            ordered = list(heapq.merge(kept, added, key=queue_key)) if added else kept
-            self.reused[1] += len(kept)
+        elif prev is not None:
+            gone = np.flatnonzero(~np.isin(prev.ids, ids))
+            new = np.flatnonzero(~np.isin(ids, prev.ids))
+            if len(gone) + len(new) <= _FEW:
+                ordered = _edited(
+                    prev.ordered, [prev.jobs[int(i)] for i in gone], [jobs[int(i)] for i in new]
+                )
+                self.reused[1] += len(jobs) - len(new)
+        if ordered is None:
+            ordered = queue_order(jobs)
         self._next_orders[queue] = _Order(ids, jobs, ordered)
         return list(ordered)
 
