@@ -9,10 +9,8 @@ a queue's jobs are turned into admission's form (Job) only as the cycle reaches 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 import numpy as np
 
@@ -33,7 +31,6 @@ from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
 
-_REQUEST, _GANG, _QUEUE, _GROUP = (attrgetter(a) for a in ("request", "gang", "queue", "group"))
 WaitAll = Callable[[Iterable[PendingJob], Wait], None]  # decides that these jobs wait, and why
 # A queue's jobs made admission's form at a time once the cycle is past its head (Prepared.make).
 _MAKE_AHEAD = 64
@@ -123,36 +120,28 @@ class Prepared:
         self.memo = memo
         rid_of: dict[ResourceVector, int] = {}
         gid_of: dict[Gang, int] = {}
-        pending = snapshot.pending
-        # Passes over all jobs are C-level maps in snapshot order (memory order: sorted, they would
-        # miss caches); Python code runs per distinct request, gang and (queue, request).
-        requests = list(map(_REQUEST, pending))
-        rid_by_id = {
-            k: rid_of.setdefault(vec, len(rid_of))
-            for k, vec in dict(zip(map(id, requests), requests, strict=True)).items()
-        }
-        gangs = list(map(_GANG, pending))
-        gid_by_id = {
-            k: gid_of.setdefault(g, len(gid_of))
-            for k, g in dict(zip(map(id, gangs), gangs, strict=True)).items()
-        }
-        queues = list(map(_QUEUE, pending))
+        rid_by_id: dict[int, int] = {}
+        gid_by_id: dict[int, int] = {}
         counts: dict[tuple[str, int], int] = {}  # jobs per (queue, request): the queues' demand
-        for (queue, vec_id), n in Counter(zip(queues, map(id, requests), strict=True)).items():
-            key = (queue, rid_by_id[vec_id])
-            counts[key] = counts.get(key, 0) + n
+        by_queue: dict[str, list[PendingJob]] = {}
         self.grouped: list[PendingJob] = []  # HyperJobs' children: decided by admission/hyperjob.py
-        by_queue: dict[str, list[PendingJob]] = defaultdict(list)
-        if any(map(_GROUP, pending)):
-            for job, queue in zip(pending, queues, strict=True):
-                if job.group is not None:
-                    self.grouped.append(job)
-                else:
-                    by_queue[queue].append(job)
-        else:
-            for job, queue in zip(pending, queues, strict=True):
-                by_queue[queue].append(job)
-        by_queue = dict(by_queue)
+        # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
+        for job in snapshot.pending:
+            vec, gang, queue = job.request, job.gang, job.queue
+            rid = rid_by_id.get(id(vec))
+            if rid is None:
+                rid = rid_by_id[id(vec)] = rid_of.setdefault(vec, len(rid_of))
+            if id(gang) not in gid_by_id:
+                gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
+            key = (queue, rid)
+            counts[key] = counts.get(key, 0) + 1
+            if job.group is not None:
+                self.grouped.append(job)
+                continue
+            got = by_queue.get(queue)
+            if got is None:
+                got = by_queue[queue] = []
+            got.append(job)
         self.by_queue = by_queue
         self.rid_by_id, self.gid_by_id = rid_by_id, gid_by_id
         self.index = index = resource_index(snapshot, rid_of, gid_of)
