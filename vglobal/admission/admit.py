@@ -62,7 +62,7 @@ from vglobal.model.reasons import WaitKind
 
 
 class _Cycle:
-    def __init__(self, snapshot: Snapshot, memo: Memo | None) -> None:
+    def __init__(self, snapshot: Snapshot, memo: Memo | None = None) -> None:
         self.snap = snapshot
         self.prep = prep = Prepared(snapshot, memo)
         self.tree, self.clusters = prep.tree, prep.clusters
