@@ -181,6 +181,30 @@ def report_pure(results: list[SizeResult], cmd: str) -> None:
     )
 
 
+def read_tables(paths: list[str]) -> list[SizeResult]:
+    """The rows of tables this bench printed (a size starts at its "first cycle" row)."""
+    out: list[SizeResult] = []
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 8 or not cells[0][:1].isdigit():
+                continue
+            pending, queues, _running, label, wall, cpu, admitted, rss = cells
+            if label == "first cycle":
+                out.append(SizeResult(int(pending.replace(",", "")), int(queues.replace(",", ""))))
+            out[-1].rows.append(
+                Row(
+                    int(pending.replace(",", "")),
+                    label,
+                    float(wall.split()[0]),
+                    float(cpu.split()[0]),
+                    int(admitted.replace(",", "")),
+                    float(rss.split()[0].replace(",", "")),
+                )
+            )
+    return out
+
+
 def plot(results: list[SizeResult], path: Path) -> None:
     import matplotlib
 
@@ -188,31 +212,24 @@ def plot(results: list[SizeResult], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, marker in (
-        ("steady cycle (100 finished, 100 new), from scratch", "o"),
-        ("steady cycle (100 finished, 100 new), with the memo", "D"),
-        ("steady", "o"),
-        ("first cycle, at most", "s"),
-    ):
+    series = (
+        ("steady cycle (100 finished, 100 new), from scratch", "steady cycle from scratch", "o"),
+        ("steady cycle (100 finished, 100 new), with the memo", "steady cycle with the memo", "D"),
+        ("steady cycle (100 finished, 100 new)", "steady cycle (a run without --memo)", "v"),
+        ("first cycle, at most", "budgeted first cycle", "s"),
+    )
+    for prefix, legend, marker in series:
         xs, ys = [], []
         for r in results:
-            got = [
-                row
-                for row in r.rows
-                if row.label.startswith(label) and (label != "steady" or "," not in row.label)
-            ]
-            if got:
+            got = [row for row in r.rows if row.label.startswith(prefix)]
+            if prefix.endswith("new)"):  # the run without the memo's plain label only
+                got = [row for row in got if row.label == prefix]
+            if got and got[0].pending not in xs:
                 xs.append(got[0].pending)
                 ys.append(min(row.cpu for row in got))
         if xs:
-            ax.plot(
-                xs,
-                ys,
-                marker=marker,
-                label=label.replace("first cycle, at most", "budgeted first cycle").replace(
-                    " (100 finished, 100 new)", ""
-                ),
-            )
+            xs, ys = (list(t) for t in zip(*sorted(zip(xs, ys, strict=True)), strict=True))
+            ax.plot(xs, ys, marker=marker, label=legend)
     ax.set_xscale("log")
     ax.set_xlabel("pending jobs")
     ax.set_ylabel("admit() CPU seconds")
@@ -291,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("phase", choices=["pure", "snapshot"])
+    parser.add_argument("phase", choices=["pure", "snapshot", "plot"])
+    parser.add_argument("--tables", default="", help="plot: files holding tables `pure` printed")
     parser.add_argument("--sizes", default="")
     parser.add_argument("--budget", type=int, default=5000)
     parser.add_argument("--steady", type=int, default=2, help="steady cycles per size")
@@ -311,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         report_pure(results, cmd)
         if args.plot:
             plot(results, Path(args.plot))
+    elif args.phase == "plot":
+        plot(read_tables(args.tables.split(",")), Path(args.plot))
     else:
         sizes = [int(s) for s in (args.sizes or "100000,300000").split(",")]
         print("| seeded pending | read pending | read running | cold read (wall) | CPU | resident added |")
