@@ -35,11 +35,6 @@ _BY_CREATED = attrgetter("created")
 _BY_PRIORITY = attrgetter("priority")
 
 
-def queue_key(job: PendingJob) -> tuple[int, float, str]:
-    """The order queue_order sorts a queue's jobs in, as one key (uids are unique)."""
-    return (-job.priority, job.created, job.uid)
-
-
 def queue_order(jobs: Iterable[PendingJob]) -> list[PendingJob]:
     out = sorted(jobs, key=_BY_UID)
     out.sort(key=_BY_CREATED)
