@@ -1,6 +1,7 @@
 """Scale benchmark: admission and a new leader's snapshot at up to 1,000,000 pending jobs.
 
-    .venv/bin/python bench/scale.py pure [--sizes 10000,100000,1000000] [--plot bench/scale-steady.png]
+    .venv/bin/python bench/scale.py pure [--sizes 10000,100000,1000000] [--steady 2] [--memo] [--plot PNG]
+    .venv/bin/python bench/scale.py plot --tables OUT1,OUT2 --plot bench/scale-steady.png
     .venv/bin/python bench/scale.py snapshot [--sizes 100000,300000] [--database-url URL]
 
 `pure`: the pure admit() over `make_snapshot(N, 100 clusters, 1,000 nodes, fanout 22, 100k running)`
@@ -8,7 +9,9 @@
 5,000 admissions, the next cycle after the first one's admissions ran, and a steady cycle after
 that one's admissions ran with 100 running jobs finished and 100 new jobs submitted. Wall and CPU
 seconds, the process's resident memory after each step, and a plot of the steady cycle against the
-pending count.
+pending count. With `--memo` the next and steady cycles run twice, from scratch and with the memo
+the cycles before left (admission/memo.py, as the hub's dispatcher keeps it), decisions checked
+equal. `plot` draws the tables of several `pure` runs (their printed output) in one figure.
 
 `snapshot`: the workload seeded into Postgres (COPY, not timed), then what a new leader pays
 before its first decision: the hub's own snapshot read (`SnapshotReader.read`) from cold.
