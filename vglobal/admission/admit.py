@@ -40,6 +40,7 @@ from vglobal.admission.fit.hyperjob import admit_groups, groups_of
 from vglobal.admission.fit.node_mask import closed_rows
 from vglobal.admission.fit.placement import Held, HeldRows
 from vglobal.admission.fit.stages import with_away
+from vglobal.admission.memo import Memo
 from vglobal.admission.prepare import Job, Leaf, Prepared
 from vglobal.admission.share.checks import Checks
 from vglobal.admission.share.order import FairOrder, decayed_offsets
@@ -66,9 +67,9 @@ from vglobal.model.reasons import WaitKind
 
 
 class _Cycle:
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, memo: Memo | None = None) -> None:
         self.snap = snapshot
-        self.prep = prep = Prepared(snapshot)
+        self.prep = prep = Prepared(snapshot, memo)
         self.tree, self.clusters = prep.tree, prep.clusters
         half_life = snapshot.policy.fair_share_half_life
         offsets = decayed_offsets(self.tree, snapshot.queues, half_life) if half_life > 0 else None
@@ -436,14 +437,22 @@ class _Cycle:
         return got
 
 
-def admit(snapshot: Snapshot) -> AdmissionResult:
-    """Decide every pending job of the snapshot: Admit(cluster) or Wait(reason), plus reclaims."""
+def admit(snapshot: Snapshot, memo: Memo | None = None) -> AdmissionResult:
+    """Decide every pending job of the snapshot: Admit(cluster) or Wait(reason), plus reclaims.
+
+    ``memo``, kept by the caller from cycle to cycle, lets this cycle take over what the last one
+    derived from the same inputs (memo.py): the decisions are the same with or without it."""
     # A cycle allocates many small objects while the snapshot holds millions: the cyclic collector
     # would rescan the snapshot again and again (0.5 s+ at 100k jobs). Nothing here forms cycles.
     paused = gc.isenabled()
     gc.disable()
+    if memo is not None:
+        memo.start()
     try:
-        return _Cycle(with_away(snapshot)).run()
+        result = _Cycle(with_away(snapshot), memo).run()
     finally:
         if paused:
             gc.enable()
+    if memo is not None:
+        memo.done()
+    return result

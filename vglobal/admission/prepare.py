@@ -23,6 +23,7 @@ from vglobal.admission.fit.nodegroups import NodeGroups
 from vglobal.admission.fit.placement import Clusters, Held
 from vglobal.admission.fit.pod_anti import PodAntiAffinity
 from vglobal.admission.ledger import Ledger
+from vglobal.admission.memo import Memo
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
@@ -116,7 +117,8 @@ class Prepared:
     """The cycle's index, clusters (unplaced gangs already taken) and queue tree, the distinct
     requests and gangs of the pending jobs in dense form, and the jobs grouped per queue."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, memo: Memo | None = None) -> None:
+        self.memo = memo
         rid_of: dict[ResourceVector, int] = {}
         gid_of: dict[Gang, int] = {}
         rid_by_id: dict[int, int] = {}
@@ -162,7 +164,10 @@ class Prepared:
             for r in self.req_dims[rid]:
                 row[r] += n * self.req_rows[rid][r]
         capacity = index.vector(clusters.capacity().tolist())
-        self.tree = QueueTree(snapshot.queues, index, capacity, demand.items())
+        if memo is None:
+            self.tree = QueueTree(snapshot.queues, index, capacity, demand.items())
+        else:
+            self.tree = QueueTree(snapshot.queues, index, capacity, demand.items(), memo.fill)
         self.queue_jobs = [0] * len(self.tree.names)  # pending jobs per queue (leaf or not)
         # Per resource, the largest node: what "big" means when sorting a gang's shapes.
         biggest = clusters.max_alloc.max(axis=0) if len(clusters.names) else np.zeros(index.size)
@@ -208,7 +213,7 @@ class Prepared:
             leaf = leaves.get(i)
             if leaf is None:
                 leaf = leaves[i] = Leaf(i)
-            ordered = queue_order(jobs)
+            ordered = queue_order(jobs) if self.memo is None else self.memo.order(queue, jobs)
             if lookback and len(ordered) > lookback:
                 leaf.beyond = ordered[lookback:]
                 wait_all(leaf.beyond, lookback_wait(queue, lookback, len(ordered)))

@@ -7,7 +7,7 @@ root; its capacity is the total allocatable of the schedulable clusters.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -16,6 +16,10 @@ from vglobal.admission.share.water import water_fill
 from vglobal.admission.snapshot import ROOT, QueueSnap
 
 INF = float("inf")
+# water_fill's signature: (total, weights, real caps, demands, guarantees) -> shares
+Fill = Callable[
+    [FloatArray, list[int], list[FloatArray], list[FloatArray], list[FloatArray]], list[FloatArray]
+]
 # "No limit" in the exact int64 rows: far above any real quantity, far below int64's limit, so a
 # sum of a few stays exact. Quantities are compared as integers: a float64 of memory bytes rounds
 # whole bytes away once fractions are added to it.
@@ -31,8 +35,11 @@ class QueueTree:
         index: ResourceIndex,
         capacity: Mapping[str, int],
         pending: Iterable[tuple[str, list[int]]],
+        fill: Fill = water_fill,
     ) -> None:
-        """`pending` holds (queue name, request row) of every pending job: the demand on top of usage."""
+        """`pending` holds (queue name, request row) of every pending job: the demand on top of usage;
+        `fill` is water_fill or what stands for it (a memo of it: memo.py)."""
+        self._fill = fill
         self.index = index
         snaps: dict[str, QueueSnap] = {}
         for q in sorted(queues, key=lambda q: q.name):
@@ -161,7 +168,7 @@ class QueueTree:
                 deserved[c] = np.maximum(want, np.array(self.guarantee[c], dtype=np.float64))
                 left = np.maximum(left - deserved[c], 0.0)
             if filled:
-                shares = water_fill(
+                shares = self._fill(
                     left,
                     [max(self.snaps[c].weight, 0) for c in filled],
                     [_floats(self.real_cap[c]) for c in filled],

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from vglobal.admission import AdmissionResult, Admit, admit
 from vglobal.admission.inputs import claim_row
+from vglobal.admission.memo import Memo
 from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
@@ -164,6 +165,9 @@ class Dispatcher:
     def __init__(self, ctx: HubContext, *, background: bool = False) -> None:
         self.ctx = ctx
         self.reader = SnapshotReader()
+        # What the last cycle derived that the next may take over (admission/memo.py): it changes
+        # what a cycle costs, never what it decides.
+        self.memo = Memo()
         self.explainer = Explainer(background=background)
 
     def cycle(self) -> CycleStats:
@@ -213,6 +217,7 @@ class Dispatcher:
         """Forget everything kept (another replica may have led meanwhile)."""
         self.drain()
         self.reader = SnapshotReader()
+        self.memo = Memo()
 
     def close(self) -> None:
         self.drain()
@@ -238,7 +243,7 @@ class Dispatcher:
                     self.take_in(before_read=True)
                 snapshot = self.reader.read(ctx.settings, session=session)
                 t_snap, cpu_snap = time.perf_counter(), time.thread_time()
-                result = admit(snapshot)
+                result = admit(snapshot, self.memo)
                 t_admit = time.perf_counter()
                 held = held_by_cluster(snapshot, result)
                 statuses = changed_statuses(

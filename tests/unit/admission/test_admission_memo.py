@@ -1,0 +1,73 @@
+"""A cycle handed the last cycles' memo decides exactly as one that starts from scratch, over a
+seeded random sequence of cycles: admissions run, jobs finish, new jobs arrive, waiting jobs are
+re-specified (a new object under the same uid) and leave."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from bench.decisions_digest import digest, workloads
+from bench.workload import next_cycle, next_cycle_dispatched
+from vglobal.admission import Snapshot, admit
+from vglobal.admission.memo import Memo
+from vglobal.model.resources import EMPTY
+
+
+def _churn(snap: Snapshot, rng: random.Random, k: int) -> Snapshot:
+    """Some running jobs finish (their nodes and queues get their room back), some pending jobs
+    are re-specified or deleted, new ones arrive as copies of pending ones."""
+    running = list(snap.running)
+    gone = set(rng.sample(range(len(running)), min(len(running), rng.randint(0, 30))))
+    usage = {q.name: q.allocated for q in snap.queues}
+    freed: dict[tuple[str, str], object] = {}
+    for i in gone:
+        r = running[i]
+        usage[r.queue] = usage[r.queue] - r.request
+        for node, v in r.placements.items():
+            freed[(r.cluster, node)] = freed.get((r.cluster, node), EMPTY) + v  # type: ignore[operator]
+    clusters = tuple(
+        replace(
+            c,
+            nodes=tuple(
+                replace(n, free=n.free + freed[(c.name, n.name)]) if (c.name, n.name) in freed else n
+                for n in c.nodes
+            ),
+        )  # type: ignore[operator]
+        for c in snap.clusters
+    )
+    pending = list(snap.pending)
+    for i in rng.sample(range(len(pending)), min(len(pending), 20)):
+        pending[i] = replace(pending[i], priority=pending[i].priority + rng.choice([-10, 10]))
+    for i in sorted(rng.sample(range(len(pending)), min(len(pending), 10)), reverse=True):
+        del pending[i]
+    new = [
+        replace(j, uid=f"{j.uid}-n{k}", name=f"{j.name}-n{k}", created=snap.now, waiting_since=snap.now)
+        for j in rng.sample(snap.pending, min(len(snap.pending), rng.randint(0, 40)))
+    ]
+    return replace(
+        snap,
+        queues=tuple(replace(q, allocated=usage[q.name]) for q in snap.queues),
+        clusters=clusters,
+        pending=tuple(pending + new),
+        running=tuple(r for i, r in enumerate(running) if i not in gone),
+    )
+
+
+@pytest.mark.parametrize("name", ["dispatch", "reclaim", "guarantee"])
+def test_a_cycle_with_the_memo_decides_as_one_from_scratch(name: str) -> None:
+    (workload,) = workloads(small=True, names=[name])
+    rng = random.Random(name)
+    memo = Memo()
+    snap = workload.first
+    took_over = [0, 0, 0]
+    for k in range(4):
+        scratch = admit(snap)
+        kept = admit(snap, memo)
+        assert digest(kept) == digest(scratch), f"cycle {k + 1}"
+        took_over = [a + b for a, b in zip(took_over, memo.reused, strict=True)]
+        step = next_cycle if k % 2 == 0 else next_cycle_dispatched
+        snap = _churn(step(snap, scratch), rng, k)
+    assert all(took_over), took_over  # orders, jobs and shares were taken over, not all derived afresh

@@ -1,0 +1,98 @@
+"""What one cycle derived that the next may take over where its inputs are the same: the loop that
+runs admission keeps a Memo between cycles and hands it to each (``admit(snapshot, memo)``).
+
+A memo changes what a cycle costs, never what it decides: every entry is keyed by exactly the
+input it was derived from (the same job objects, held here so their identities stay theirs; the
+same bytes), and an input that differs is derived afresh. A cycle with few changes therefore pays
+for what changed, not for the backlog: a queue whose jobs are the ones it had keeps their order,
+and a parent whose children's water-filling inputs are unchanged keeps its shares. Only what the
+last cycle used is kept, so the memo's size follows the snapshot's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from vglobal.admission.fit.index import FloatArray
+from vglobal.admission.share.order import queue_order
+from vglobal.admission.share.water import water_fill
+from vglobal.admission.snapshot import PendingJob
+
+UIntArray = npt.NDArray[np.uint64]
+
+
+@dataclass(slots=True)
+class _Order:
+    ids: UIntArray  # the queue's jobs' identities, in the snapshot's order
+    jobs: Sequence[PendingJob]  # those jobs, held so their identities cannot be reused
+    ordered: list[PendingJob]  # in queue order (never handed out: callers get a copy)
+
+
+@dataclass(eq=False)
+class Memo:
+    """Per queue, its jobs in queue order; per water-filling input, its shares. Each cycle keeps
+    what it used (``_next_*``) and drops the rest when it ends (``done``)."""
+
+    orders: dict[str, _Order] = field(default_factory=dict)
+    fills: dict[bytes, list[FloatArray]] = field(default_factory=dict)
+    _next_orders: dict[str, _Order] = field(default_factory=dict)
+    _next_fills: dict[bytes, list[FloatArray]] = field(default_factory=dict)
+    # How much this cycle took over (for benches and tests): queues, jobs, fills.
+    reused: list[int] = field(default_factory=lambda: [0, 0, 0])
+
+    def order(self, queue: str, jobs: Sequence[PendingJob]) -> list[PendingJob]:
+        """The queue's jobs in queue order (share/order.py), as queue_order gives them."""
+        ids = np.fromiter(map(id, jobs), dtype=np.uint64, count=len(jobs))
+        prev = self.orders.get(queue)
+        if prev is not None and np.array_equal(prev.ids, ids):
+            ordered = prev.ordered
+            self.reused[0] += 1
+            self.reused[1] += len(jobs)
+        else:
+            # A changed queue is sorted afresh: its jobs come in about the order of their arrival,
+            # which the sort runs through nearly linearly (measured faster than taking the gone
+            # out and putting the new in by binary search, at 100 of each in 100,000).
+            ordered = queue_order(jobs)
+        self._next_orders[queue] = _Order(ids, jobs, ordered)
+        return list(ordered)
+
+    def fill(
+        self,
+        total: FloatArray,
+        weights: list[int],
+        real_caps: list[FloatArray],
+        demands: list[FloatArray],
+        guarantees: list[FloatArray],
+    ) -> list[FloatArray]:
+        """water_fill's shares, taken over when every input is the same to the bit."""
+        key = b"".join(
+            (
+                np.asarray([len(weights), total.shape[0]], dtype=np.int64).tobytes(),
+                np.asarray(weights, dtype=np.int64).tobytes(),
+                total.tobytes(),
+                np.vstack(real_caps).tobytes(),
+                np.vstack(demands).tobytes(),
+                np.vstack(guarantees).tobytes(),
+            )
+        )
+        got = self.fills.get(key)
+        if got is None:
+            got = water_fill(total, weights, real_caps, demands, guarantees)
+        else:
+            self.reused[2] += 1
+        self._next_fills[key] = got
+        return [row.copy() for row in got]
+
+    def start(self) -> None:
+        """A cycle begins: nothing of it is noted yet."""
+        self._next_orders, self._next_fills = {}, {}
+        self.reused = [0, 0, 0]
+
+    def done(self) -> None:
+        """The cycle ended: keep only what it used."""
+        self.orders, self.fills = self._next_orders, self._next_fills
+        self._next_orders, self._next_fills = {}, {}
