@@ -79,6 +79,7 @@ def test_a_sync_delivers_in_one_batch_only_to_an_agent_that_takes_them(hub: Hub,
         assert [[i.dispatch.job_uid for i in b.batch.messages] for b in batches] == [
             [d.dispatch.job_uid for d in batches[0].batch.messages]
         ]
-        assert len(batches[0].batch.messages) == 3
+        dispatched = [i for i in batches[0].batch.messages if i.WhichOneof("body") == "dispatch"]
+        assert len(dispatched) == 3  # beside them, the queue's limits on this cluster
     finally:
         new.close()
