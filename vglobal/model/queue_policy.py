@@ -20,6 +20,7 @@ from vglobal.model.job import (
     _cluster_selector,
     _preferred_clusters,
 )
+from vglobal.model.queue_tuning import check_queue_tuning
 
 ANNOTATIONS = (CLUSTERS_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION, PREFERENCE_ANNOTATION)
 
@@ -36,6 +37,7 @@ def check_queue_policy(p: Problems, annotations: Mapping[str, str]) -> None:
     _allowed_clusters(p, annotations)
     _cluster_selector(p, annotations)
     _preferred_clusters(p, annotations)
+    check_queue_tuning(p, annotations)
 
 
 def inherited(chain: Iterable[Mapping[str, str]]) -> QueuePolicy:

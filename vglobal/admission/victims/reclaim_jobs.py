@@ -17,7 +17,7 @@ fewest victims wins (ties: the more promising, then the name).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -32,6 +32,7 @@ from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import RunningJob
 from vglobal.admission.victims.ask import CardCheck
 from vglobal.admission.victims.reclaim_pods import may_lose, set_deserved, stays_over
+from vglobal.admission.victims.worth import Worth
 from vglobal.model.resources import ResourceVector
 
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
@@ -91,8 +92,10 @@ class _ClusterVictims:
             self.by_node.setdefault(node, []).append(k)
 
 
-def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
-    """Lowest priority, newest, uid (stable sorts, last key first)."""
+def _victim_order(jobs: list[RunningJob], worth: Worth | None = None) -> list[RunningJob]:
+    """Lowest priority, newest, uid (stable sorts, last key first); the worth rule's order with it."""
+    if worth is not None:
+        return sorted(jobs, key=worth.order_key)
     out = sorted(jobs, key=attrgetter("uid"))
     out.sort(key=attrgetter("created"), reverse=True)
     out.sort(key=attrgetter("priority"))
@@ -115,13 +118,16 @@ class ReclaimPlanner:
         limit: float = 0.0,
         used: FloatArray | None = None,
         taken: set[str] | None = None,
+        worth: Worth | None = None,
     ) -> None:
         """`protected_after`: runs admitted after this time (epoch seconds) are not victims.
         `limit`: the reclaim rate limit (AdmissionPolicy.reclaim_limit), 0 = none. `used`: per queue, its
         decayed share (fair share over time); a queue then takes only from queues that used as
         much or more, else what it takes back the order would hand back again at once. `taken`:
-        job and pod uids other planners took this cycle (shared, and added to)."""
+        job and pod uids other planners took this cycle (shared, and added to). `worth`: the worth
+        rule (worth.py): protected queues give no victims, victims are ordered and priced by it."""
         self._taken: set[str] = set() if taken is None else taken
+        self.worth = worth
         self.tree = tree
         self._used = used
         self.clusters = clusters
@@ -147,6 +153,7 @@ class ReclaimPlanner:
             q
             for q in range(len(tree.names))
             if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())
+            and (worth is None or worth.may_lose(q))
         }
         donor_names = {tree.names[q] for q in donors}
         candidates = [
@@ -205,7 +212,7 @@ class ReclaimPlanner:
         tree, row = self.tree, self._row
         node_col = self.clusters.node_col[c]
         acc = _Pending([], [], [], [], [], [], [])
-        for job in _victim_order(self._groups.get(c, [])):
+        for job in _victim_order(self._groups.get(c, []), self.worth):
             placed = [(node_col[n], row(v)) for n, v in job.placements.items() if n in node_col]
             if not placed:
                 continue
@@ -236,9 +243,11 @@ class ReclaimPlanner:
         sides: tuple[BoolArray, BoolArray],
         cards: CardCheck | None = None,
         mask: NodeMask = everywhere,
+        pays: Callable[[list[Victim]], bool] | None = None,
     ) -> tuple[int, list[Victim]] | None:
         """Fewest victims on one cluster that let the gang fit there, on the nodes `mask` leaves
-        it; None if no cluster works. `sides`: per resource, whether the reclaim is for it and
+        it; None if no cluster works. `pays`: whether a plan's victims are worth taking (worth.py);
+        a plan that does not is no plan. `sides`: per resource, whether the reclaim is for it and
         whether the reclaimer is above its deserved there with the job (Reclaims.short and
         .over): a victim's queue must be above its deserved on one of the first, and is not taken
         below its deserved on the second where it is at it."""
@@ -259,6 +268,8 @@ class ReclaimPlanner:
                 ok &= np.array([v.uid not in self._taken for v in cv.victims], dtype=bool)
             if self._used is not None:
                 ok &= self._used[cv.queue] >= self._used[reclaimer]
+            if pays is not None:  # a victim not worth taking alone is not worth taking with others
+                ok &= np.array([pays([v]) for v in cv.victims], dtype=bool)
             keep = mask(c).open_rows(len(self.clusters.rows[c]))
             if keep is not None:  # only victims with pods where the gang may go count
                 touches = np.zeros(ok.shape[0], dtype=bool)
@@ -270,6 +281,8 @@ class ReclaimPlanner:
             lists = (short.tolist(), sides[1].tolist())
             rows = _QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots, lists)
             chosen = self._plan_cluster(c, cv, ok, rows, gang, best, cards, keep)
+            if chosen is not None and pays is not None and not pays(chosen):
+                chosen = None
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
                 if best[0] == 1:
