@@ -93,6 +93,7 @@ class JobFacts:
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
     tasks: tuple[str, ...] = ()  # its task names
     template_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # labelled tasks
+    checkpoint_interval: float = 0.0  # vglobal.io/checkpoint-interval, seconds (0 = none)
 
     @classmethod
     def of(
@@ -265,6 +266,7 @@ def admitted_job(
             namespace=f.namespace,
             anti_affinity=f.anti_affinity,
             name=f.name,
+            checkpoint_interval=f.checkpoint_interval,
         )
     return Admitted(charged, ran, running)
 

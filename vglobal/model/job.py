@@ -24,6 +24,7 @@ from vglobal.model.partition import (
 )
 from vglobal.model.pod_fields import POD_SPEC_FIELDS, PodSpecFields
 from vglobal.model.policy import Policy, PolicySpec, build_policies
+from vglobal.model.queue_tuning import checkpoint_interval
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.model.tree_copy import copy_tree
 
@@ -420,5 +421,6 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         preferred_clusters=_preferred_clusters(p, meta.annotations),
         raw=copy_tree(dict(doc)),
     )
+    checkpoint_interval(p, meta.annotations)  # read by admission from the stored manifest
     p.raise_if_any()
     return job

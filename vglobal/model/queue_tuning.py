@@ -82,3 +82,21 @@ def inherited_overcommit(chain: Iterable[Mapping[str, str]]) -> float | None:
         if got is not None:
             return got
     return None
+
+
+def queue_half_lives(notes: Mapping[str, tuple[str | None, Mapping[str, str]]]) -> dict[str, float]:
+    """Per queue with a half-life of its own or an ancestor's, from (parent, annotations) by name."""
+    out: dict[str, float] = {}
+    for name in notes:
+        chain: list[Mapping[str, str]] = []
+        seen: set[str] = set()
+        at: str | None = name
+        while at is not None and at in notes and at not in seen:
+            seen.add(at)
+            parent, marks = notes[at]
+            chain.append(marks)
+            at = parent
+        got = inherited_half_life(chain)
+        if got is not None:
+            out[name] = got
+    return out
