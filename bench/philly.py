@@ -77,7 +77,7 @@ class TraceJob:
 
 
 def load(
-    limit: int | None, since: str | None = None, until: str | None = None
+    limit: int | None, since: str | None = None, until: str | None = None, vcs: str | None = None
 ) -> tuple[list[TraceJob], dict[str, int]]:
     weights: dict[str, int] = {}
     with (DATA / "helios_philly_vc.csv").open() as f:
@@ -89,6 +89,10 @@ def load(
             ts = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S").timestamp()
             rows.append((ts, row))
     rows.sort(key=lambda r: (r[0], r[1]["cluster"]))
+    if vcs:  # a subset of the virtual clusters: their jobs, and the cluster sized to their nodes
+        keep = set(vcs.split(","))
+        rows = [r for r in rows if r[1]["cluster"] in keep]
+        weights = {vc: w for vc, w in weights.items() if vc in keep}
     if since or until:
         lo = datetime.strptime(since, "%Y-%m-%d").timestamp() if since else -math.inf
         hi = datetime.strptime(until, "%Y-%m-%d").timestamp() if until else math.inf
@@ -464,7 +468,7 @@ def plot(runs: list[Outcome], path: Path) -> None:
 
 
 def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]:
-    jobs, weights = load(args.limit, args.since, args.until)
+    jobs, weights = load(args.limit, args.since, args.until, args.vcs)
     nodes = max(1, round(sum(weights.values()) * args.scale))
     worth = name == "worth"
     run = Run(
@@ -549,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--since", default=None, help="YYYY-MM-DD: replay jobs submitted from this day")
     parser.add_argument("--until", default=None, help="YYYY-MM-DD: replay jobs submitted before this day")
+    parser.add_argument("--vcs", default=None, help="replay only these virtual clusters (comma-separated)")
     parser.add_argument("--plot", type=Path, default=None, help="PNG of per-queue share over time")
     parser.add_argument(
         "--scale",
