@@ -15,11 +15,21 @@ see the same events; only the dispatch rule differs:
 - fair-noreclaim: the same admit() given no running jobs to reclaim.
 - decayed: admit() with fair share over time (--fair-share-half-life) and reclaim rate-limited
   (--reclaim-limit per --reclaim-interval), the flags of `vglobal hub` and `vglobal sim run`.
+- worth: admit() with the "worth" reclaim rule (admission/victims/worth.py): victims only from
+  queues above their share by --reclaim-margin (and --protected-fraction), for reclaimers below it
+  by the margin, while their lost work is worth the reclaimer's gain over --reclaim-horizon;
+  --worth-half-life orders (and judges reclaim) by decayed usage.
+
+--checkpoint-interval S has every job checkpoint each S seconds of its run: a reclaimed job then
+loses only its run since its last checkpoint and resumes from there (every policy alike).
+--since/--until (YYYY-MM-DD) replay a part of the trace (a held-back month); --plot PATH draws each
+queue's share of GPU-time over its fair share through the replay, per policy.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import csv
 import heapq
 import math
@@ -63,9 +73,12 @@ class TraceJob:
     start: float | None = None
     finish: float | None = None
     attempts: int = 0
+    done: float = 0.0  # seconds of its run kept by checkpoints across reclaims
 
 
-def load(limit: int | None) -> tuple[list[TraceJob], dict[str, int]]:
+def load(
+    limit: int | None, since: str | None = None, until: str | None = None, vcs: str | None = None
+) -> tuple[list[TraceJob], dict[str, int]]:
     weights: dict[str, int] = {}
     with (DATA / "helios_philly_vc.csv").open() as f:
         for row in csv.DictReader(f):
@@ -76,6 +89,14 @@ def load(limit: int | None) -> tuple[list[TraceJob], dict[str, int]]:
             ts = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S").timestamp()
             rows.append((ts, row))
     rows.sort(key=lambda r: (r[0], r[1]["cluster"]))
+    if vcs:  # a subset of the virtual clusters: their jobs, and the cluster sized to their nodes
+        keep = set(vcs.split(","))
+        rows = [r for r in rows if r[1]["cluster"] in keep]
+        weights = {vc: w for vc, w in weights.items() if vc in keep}
+    if since or until:
+        lo = datetime.strptime(since, "%Y-%m-%d").timestamp() if since else -math.inf
+        hi = datetime.strptime(until, "%Y-%m-%d").timestamp() if until else math.inf
+        rows = rows[bisect.bisect_left(rows, lo, key=lambda r: r[0]) : bisect.bisect_left(rows, hi, key=lambda r: r[0])]
     if limit:
         rows = rows[:limit]
     t0 = rows[0][0] if rows else 0.0
@@ -147,6 +168,17 @@ class NoReclaimDispatcher(Dispatcher):
         return replace(super().snapshot(now, clusters), running=())
 
 
+class CheckpointDispatcher(Dispatcher):
+    """Every running job declares the same checkpoint interval (vglobal.io/checkpoint-interval)."""
+
+    interval: float = 0.0
+
+    def snapshot(self, now: float, clusters: Iterable[ClusterSnap]) -> Snapshot:
+        snap = super().snapshot(now, clusters)
+        running = tuple(replace(r, checkpoint_interval=self.interval) for r in snap.running)
+        return replace(snap, running=running)
+
+
 @dataclass
 class Run:
     """One replay: the trace's jobs waiting and running, and the statistics; fair share goes through
@@ -163,6 +195,12 @@ class Run:
     half_life: float = 0.0
     reclaim_limit: float = 0.0
     reclaim_interval: float = 600.0
+    rule: str = "share"
+    protected_fraction: float = 1.0
+    margin: float = 0.1
+    horizon: float = 3600.0
+    checkpoint: float = 0.0
+    sample_every: float = 6 * 3600.0
     cluster: PhillyNodes = field(init=False)
     rounds: AdmissionRounds = field(init=False)
     attempt_start: dict[str, float] = field(default_factory=dict)
@@ -175,6 +213,8 @@ class Run:
     jain_time: float = 0.0
     busy_time: float = 0.0
     cycles: int = 0
+    # (time, per queue GPUs used / fair share) every sample_every seconds while jobs wait
+    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.cluster = PhillyNodes(self.nodes)
@@ -185,9 +225,16 @@ class Run:
             max_admissions=0,
             fair_share_half_life=self.half_life,
             reclaim_limit=self.reclaim_limit,
+            reclaim_rule=self.rule,
+            protected_fraction=self.protected_fraction,
+            reclaim_margin=self.margin,
+            reclaim_horizon=self.horizon,
         )
         rules = Rules(policy, reclaim_interval=self.reclaim_interval)
-        dispatcher = (Dispatcher if self.reclaim else NoReclaimDispatcher)(queues, rules)
+        kind = CheckpointDispatcher if self.checkpoint > 0 else Dispatcher
+        dispatcher = (kind if self.reclaim else NoReclaimDispatcher)(queues, rules)
+        if isinstance(dispatcher, CheckpointDispatcher):
+            dispatcher.interval = self.checkpoint
         self.rounds = AdmissionRounds(dispatcher, self.cluster)
 
     @property
@@ -212,7 +259,7 @@ class Run:
         job.attempts += 1
         self.attempt_start[job.uid] = now
         self.running[job.uid] = (job, rows)
-        heapq.heappush(events, (now + job.duration, job.attempts, job.uid))
+        heapq.heappush(events, (now + job.duration - job.done, job.attempts, job.uid))
 
     def finish(self, uid: str, attempt: int, now: float) -> None:
         entry = self.running.get(uid)
@@ -260,7 +307,10 @@ class Run:
             self.start(self.by_uid[uid], [], now, events)
         for r in result.reclaims:
             job = self.running.pop(r.victim_uid)[0]
-            self.lost += job.gpus * (now - self.attempt_start[job.uid])
+            ran = now - self.attempt_start[job.uid]
+            lost = ran % self.checkpoint if self.checkpoint > 0 else ran
+            job.done += ran - lost
+            self.lost += job.gpus * lost
             self.reclaimed += 1
             self.pending[job.queue].append(job)
         for q in list(self.pending):
@@ -295,6 +345,8 @@ def account(run: Run, since: float, now: float) -> None:
     ratios = [usage[q] / s for q, s in shares.items() if s > 0]
     run.jain_time += jain(ratios) * dt
     run.busy_time += dt
+    if not run.samples or now - run.samples[-1][0] >= run.sample_every:
+        run.samples.append((now, {q: usage[q] / s for q, s in shares.items() if s > 0}))
 
 
 def replay(run: Run) -> float:
@@ -333,18 +385,20 @@ def report(runs: list[Outcome], seconds: list[float], cmd: str) -> None:
     weights = runs[0].weights
     wsum = sum(weights.values())
     print(
-        "| policy | jobs | avg JCT (h) | avg queueing delay (h) | p95 queueing delay (h) | "
-        "Jain (usage / fair share, while jobs wait) | reclaimed jobs | lost GPU-h | agent rejections | "
-        "cycles | wall s |"
+        "| policy | jobs | avg JCT (h) | p50 JCT (h) | p95 JCT (h) | avg queueing delay (h) | "
+        "p95 queueing delay (h) | Jain (usage / fair share, while jobs wait) | reclaimed jobs | lost GPU-h | "
+        "agent rejections | cycles | wall s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for run, secs in zip(runs, seconds, strict=True):
         done = [j for j in run.jobs if j.finish is not None and j.start is not None]
         jct = [j.finish - j.submit for j in done]  # type: ignore[operator]
         wait = [j.start - j.submit for j in done]  # type: ignore[operator]
         fairness = run.jain_time / run.busy_time if run.busy_time else 1.0
+        p50, p95 = np.percentile(jct, [50, 95]) / 3600
         print(
-            f"| {run.name} | {len(done)} | {np.mean(jct) / 3600:.2f} | {np.mean(wait) / 3600:.2f} | "
+            f"| {run.name} | {len(done)} | {np.mean(jct) / 3600:.2f} | {p50:.2f} | {p95:.2f} | "
+            f"{np.mean(wait) / 3600:.2f} | "
             f"{np.percentile(wait, 95) / 3600:.2f} | {fairness:.3f} | {run.reclaimed} | "
             f"{run.lost / 3600:.0f} | {run.rejected} | {run.cycles} | {secs:.0f} |"
         )
@@ -380,11 +434,43 @@ class Outcome:
     contended: dict[str, float]
     jain_time: float
     busy_time: float
+    samples: list[tuple[float, dict[str, float]]]
+
+
+def plot(runs: list[Outcome], path: Path) -> None:
+    """Per policy a panel: each queue's GPUs used over its fair share through the replay (the
+    biggest queues by weight drawn, the rest grey), while jobs waited."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(runs), 1, figsize=(11, 2.6 * len(runs)), sharex=True, squeeze=False)
+    weights = runs[0].weights
+    top = sorted(weights, key=lambda q: (-weights[q], q))[:6]
+    for ax, run in zip(axes[:, 0], runs, strict=True):
+        days = [t / 86400 for t, _ in run.samples]
+        for q in sorted(weights, key=lambda q: (q in top, q)):
+            ys = [min(s.get(q, np.nan), 3.0) for _, s in run.samples]
+            if q in top:
+                ax.plot(days, ys, lw=1.0, label=f"{q} (weight {weights[q]})")
+            else:
+                ax.plot(days, ys, lw=0.5, color="0.75")
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+        ax.set_ylim(0, 3.05)
+        ax.set_ylabel("used / fair share")
+        fairness = run.jain_time / run.busy_time if run.busy_time else 1.0
+        ax.set_title(f"{run.name}: Jain {fairness:.3f}, {run.reclaimed} reclaims", fontsize=9)
+    axes[0, 0].legend(fontsize=7, ncol=3, loc="upper right")
+    axes[-1, 0].set_xlabel("days since the first job (samples every 6 h while jobs wait; capped at 3)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
 
 
 def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]:
-    jobs, weights = load(args.limit)
+    jobs, weights = load(args.limit, args.since, args.until, args.vcs)
     nodes = max(1, round(sum(weights.values()) * args.scale))
+    worth = name == "worth"
     run = Run(
         name,
         jobs,
@@ -394,9 +480,14 @@ def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]
         reclaim=not args.no_reclaim and name != "fair-noreclaim",
         reclaim_after=args.reclaim_after,
         reclaim_min_runtime=args.reclaim_min_runtime,
-        half_life=args.fair_share_half_life if name == "decayed" else 0.0,
+        half_life=args.fair_share_half_life if name == "decayed" else args.worth_half_life if worth else 0.0,
         reclaim_limit=args.reclaim_limit if name == "decayed" else 0.0,
         reclaim_interval=args.reclaim_interval,
+        rule="worth" if worth else "share",
+        protected_fraction=args.protected_fraction,
+        margin=args.reclaim_margin,
+        horizon=args.reclaim_horizon,
+        checkpoint=args.checkpoint_interval,
     )
     seconds = replay(run)
     out = Outcome(
@@ -410,6 +501,7 @@ def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]
         dict(run.contended),
         run.jain_time,
         run.busy_time,
+        run.samples,
     )
     return out, seconds
 
@@ -447,9 +539,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--policies",
-        default="fifo,fair,fair-noreclaim,decayed",
-        help="any of fifo, fair, fair-noreclaim, decayed",
+        default="fifo,fair,fair-noreclaim,worth",
+        help="any of fifo, fair, fair-noreclaim, decayed, worth",
     )
+    parser.add_argument(
+        "--worth-half-life", type=float, default=0.0, help="seconds; decayed usage half-life (worth)"
+    )
+    parser.add_argument("--protected-fraction", type=float, default=1.0, help="(worth)")
+    parser.add_argument("--reclaim-margin", type=float, default=0.1, help="(worth)")
+    parser.add_argument("--reclaim-horizon", type=float, default=3600.0, help="seconds (worth)")
+    parser.add_argument(
+        "--checkpoint-interval", type=float, default=0.0, help="seconds; every job checkpoints this often"
+    )
+    parser.add_argument("--since", default=None, help="YYYY-MM-DD: replay jobs submitted from this day")
+    parser.add_argument("--until", default=None, help="YYYY-MM-DD: replay jobs submitted before this day")
+    parser.add_argument("--vcs", default=None, help="replay only these virtual clusters (comma-separated)")
+    parser.add_argument("--plot", type=Path, default=None, help="PNG of per-queue share over time")
     parser.add_argument(
         "--scale",
         type=float,
@@ -474,6 +579,8 @@ def main(argv: list[str] | None = None) -> int:
     runs, seconds = [r for r, _ in done], [t for _, t in done]
     cmd = "python bench/philly.py " + " ".join(sys.argv[1:] if argv is None else argv)
     report(runs, seconds, cmd.strip())
+    if args.plot is not None:
+        plot(runs, args.plot)
     return 0
 
 

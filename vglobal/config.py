@@ -150,6 +150,30 @@ class HubSettings(BaseSettings):
         "resource (README: Placement).",
         json_schema_extra=FILE,
     )
+    reclaim_rule: Literal["share", "worth"] = Field(
+        _POLICY.reclaim_rule,  # type: ignore[arg-type]
+        description="share: reclaim takes any victim the queues' deserved shares allow; worth: also "
+        "only while the victims' lost work (since their last checkpoint) is worth the reclaimer's "
+        "gain in share, protected and near-share queues left alone.",
+    )
+    protected_fraction: float = Field(
+        _POLICY.protected_fraction,
+        ge=0,
+        description="With --reclaim-rule worth: a queue below this fraction of its fair share is never "
+        "a victim (Armada's protectedFractionOfFairShare).",
+    )
+    reclaim_margin: float = Field(
+        _POLICY.reclaim_margin,
+        ge=0,
+        description="With --reclaim-rule worth: a queue within this fraction of its fair share neither "
+        "reclaims nor loses jobs to reclaim.",
+    )
+    reclaim_horizon: Seconds = Field(
+        _POLICY.reclaim_horizon,
+        ge=0,
+        description="With --reclaim-rule worth: a reclaim's victims may lose at most the reclaimed room "
+        "held this long (resource-seconds, dominant share).",
+    )
     claim_timeout: Seconds = Field(
         _POLICY.claim_timeout,
         gt=0,

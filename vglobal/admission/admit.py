@@ -72,7 +72,8 @@ class _Cycle:
         self.prep = prep = Prepared(snapshot, memo)
         self.tree, self.clusters = prep.tree, prep.clusters
         half_life = snapshot.policy.fair_share_half_life
-        offsets = decayed_offsets(self.tree, snapshot.queues, half_life) if half_life > 0 else None
+        decayed = half_life > 0 or any(q.half_life for q in snapshot.queues)
+        offsets = decayed_offsets(self.tree, snapshot.queues, half_life) if decayed else None
         self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)

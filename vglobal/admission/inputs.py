@@ -95,6 +95,7 @@ class JobFacts:
     anti_affinity: tuple[AntiTerm, ...] = ()  # its pods' required pod anti-affinity terms
     tasks: tuple[str, ...] = ()  # its task names
     template_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # labelled tasks
+    checkpoint_interval: float = 0.0  # vglobal.io/checkpoint-interval, seconds (0 = none)
 
     @classmethod
     def of(
@@ -288,6 +289,7 @@ def admitted_job(
             name=f.name,
             preferred=f.preferred[:1],
             prefs=f.prefs,
+            checkpoint_interval=f.checkpoint_interval,
         )
     return Admitted(charged, ran, running)
 

@@ -54,12 +54,18 @@ class QueueSnap:
     # Decayed usage of the queue's OWN jobs in resource-seconds (admission/usage.py); read only
     # when the policy's fair_share_half_life is above 0. Rolled up to the ancestors like allocated.
     usage: Mapping[str, float] = field(default_factory=lambda: _NO_USAGE)
+    # Its own fair-share half-life in seconds (vglobal.io/fair-share-half-life, inherited down the
+    # tree); None = the policy's. Its usage is decayed with it, and read as its decayed allocation.
+    half_life: float | None = None
     # What reclaim took from this queue within the dispatcher's rate-limit interval.
     reclaimed: ResourceVector = EMPTY
     # spec.affinity (node groups); None = unset, so the nearest ancestor's applies (nodegroups.py).
     affinity: QueueAffinity | None = None
     # Set when the queue spent its GPU-hour budget (the hub's spend ledger): why its jobs wait.
     over_budget: str = ""
+    # Set when it spent 90 % of its GPU-hour budget: with the "worth" reclaim rule its running jobs
+    # are the first victims.
+    near_budget: bool = False
     # Its volcano.sh/nodegroup-resource-limits: per node group, what its pods may hold there
     # (group_limits.py); not inherited.
     node_group_limits: Mapping[str, ResourceVector] = field(default_factory=lambda: _NO_LIMITS)
@@ -228,6 +234,10 @@ class RunningJob:
     preferred: tuple[str, ...] = ()
     prefs: PlacementPrefs = NO_PREFS
     away: bool = False  # set by admission (stages.away_running), not by its input
+    # vglobal.io/checkpoint-interval in seconds (0 = none) and when it last reported a checkpoint
+    # (None = never): what a stop loses is the run since the last one (victims/worth.py).
+    checkpoint_interval: float = 0.0
+    checkpointed: float | None = None
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,26 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option("--reclaim-interval", callback=_duration, default="10m", show_default=True)
 @click.option(
+    "--reclaim-rule",
+    type=click.Choice(["share", "worth"]),
+    default=_POLICY.reclaim_rule,
+    show_default=True,
+    help="worth: reclaim weighs victims' lost work against the reclaimer's gain, protected and "
+    "near-share queues left alone.",
+)
+@click.option(
+    "--protected-fraction",
+    type=click.FloatRange(min=0),
+    default=_POLICY.protected_fraction,
+    show_default=True,
+)
+@click.option(
+    "--reclaim-margin", type=click.FloatRange(min=0), default=_POLICY.reclaim_margin, show_default=True
+)
+@click.option(
+    "--reclaim-horizon", callback=_duration, default=as_duration(_POLICY.reclaim_horizon), show_default=True
+)
+@click.option(
     "--claim-timeout",
     callback=_duration,
     default=as_duration(_POLICY.claim_timeout),
@@ -117,6 +137,10 @@ def sim_run(
     fair_share_half_life: float,
     reclaim_limit: float,
     reclaim_interval: float,
+    reclaim_rule: str,
+    protected_fraction: float,
+    reclaim_margin: float,
+    reclaim_horizon: float,
     claim_timeout: float,
     keep_accelerators: bool,
     bind_timeout: float | None,
@@ -137,6 +161,10 @@ def sim_run(
         reclaim_min_runtime=reclaim_min_runtime,
         fair_share_half_life=fair_share_half_life,
         reclaim_limit=reclaim_limit,
+        reclaim_rule=reclaim_rule,
+        protected_fraction=protected_fraction,
+        reclaim_margin=reclaim_margin,
+        reclaim_horizon=reclaim_horizon,
         claim_timeout=claim_timeout,
         keep_accelerators=keep_accelerators,
         placement_config=_placement_config(placement_config),

@@ -1,4 +1,4 @@
-"""The admission policy: the nine settings global admission reads besides its input, with the one
+"""The admission policy: the settings global admission reads besides its input, with the one
 set of defaults the hub, the simulator and ``vglobal sim`` all start from (vglobal.admission
 carries it in its Snapshot; vglobal.config's hub flags take their defaults from it). It sits in the
 model so the settings can derive from it without importing admission."""
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from vglobal.model.placement_config import NO_CONFIG, PlacementConfig
 
 PLACEMENTS = ("binpack", "spread")
+RECLAIM_RULES = ("share", "worth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +47,15 @@ class AdmissionPolicy:
     claim_timeout: float = 120.0
     # The placement file (--placement-config): cluster taints, dataset locations, costs.
     placement_config: PlacementConfig = NO_CONFIG
+    # Which reclaim rule: "share" takes any victim Volcano's reclaim rule allows; "worth" also
+    # weighs each victim's lost work against what the reclaimer gains (admission/victims/worth.py).
+    reclaim_rule: str = "share"
+    # With "worth": a queue whose share (decayed when a half-life is set) is below this fraction of
+    # its deserved is never a victim (Armada's protectedFractionOfFairShare).
+    protected_fraction: float = 1.0
+    # With "worth": a queue within this fraction of its deserved share is left alone, as victim
+    # (share up to 1 + margin) and as reclaimer (share from 1 - margin).
+    reclaim_margin: float = 0.1
+    # With "worth": seconds the reclaimer's gain in share is counted over; victims go only while the
+    # work they lose is at most the reclaimed room held this long.
+    reclaim_horizon: float = 3600.0

@@ -26,6 +26,7 @@ from vglobal.model.partition import (
 from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs, read_prefs
 from vglobal.model.pod_fields import POD_SPEC_FIELDS, PodSpecFields
 from vglobal.model.policy import Policy, PolicySpec, build_policies
+from vglobal.model.queue_tuning import checkpoint_interval
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.model.tree_copy import copy_tree
 
@@ -451,5 +452,6 @@ def parse_job(doc: Mapping[str, Any]) -> Job:
         placement_prefs=read_prefs(p, meta.annotations),
         raw=copy_tree(dict(doc)),
     )
+    checkpoint_interval(p, meta.annotations)  # read by admission from the stored manifest
     p.raise_if_any()
     return job

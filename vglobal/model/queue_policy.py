@@ -23,6 +23,7 @@ from vglobal.model.job import (
 )
 from vglobal.model.placement_prefs import ANNOTATIONS as PREFS_ANNOTATIONS
 from vglobal.model.placement_prefs import NO_PREFS, PlacementPrefs, read_prefs
+from vglobal.model.queue_tuning import check_queue_tuning
 
 ANNOTATIONS = (CLUSTERS_ANNOTATION, CLUSTER_SELECTOR_ANNOTATION, PREFERENCE_ANNOTATION, *PREFS_ANNOTATIONS)
 
@@ -41,6 +42,7 @@ def check_queue_policy(p: Problems, annotations: Mapping[str, str]) -> None:
     _cluster_selector(p, annotations)
     _preferred_clusters(p, annotations)
     read_prefs(p, annotations)
+    check_queue_tuning(p, annotations)
 
 
 def inherited(chain: Iterable[Mapping[str, str]]) -> QueuePolicy:

@@ -21,6 +21,7 @@ from typing import Any
 
 from vglobal.model.pod_anti_affinity import REQUIRED
 from vglobal.model.preemptable import PREEMPTABLE_KEY
+from vglobal.model.queue_tuning import CHECKPOINT_ANNOTATION
 
 
 def _member(items: Iterable[Any], key: str) -> Iterator[Any]:
@@ -96,6 +97,7 @@ def manifest_facts(manifest: dict[str, Any]) -> dict[str, Any]:
     values = {
         "ja": _at(manifest, "metadata", "annotations", PREEMPTABLE_KEY),
         "jl": _at(manifest, "metadata", "labels", PREEMPTABLE_KEY),
+        "ck": _at(manifest, "metadata", "annotations", CHECKPOINT_ANNOTATION),
         "api": manifest.get("apiVersion"),
         "kind": manifest.get("kind"),
     }

@@ -122,7 +122,8 @@ class Dispatcher:
     claim_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.ledger = UsageLedger(self.rules.policy.fair_share_half_life)
+        own = {q.name: q.half_life for q in self.queues if q.half_life is not None}
+        self.ledger = UsageLedger(self.rules.policy.fair_share_half_life, half_lives=own)
         self.reclaim_log = RecentReclaims(self.rules.reclaim_interval)
 
     def submit(self, *jobs: JobFacts, waiting_since: float | None = None) -> None:
@@ -140,7 +141,7 @@ class Dispatcher:
     def snapshot(self, now: float, clusters: Iterable[ClusterSnap]) -> Snapshot:
         policy = self.rules.policy
         ledger = self.ledger
-        if policy.fair_share_half_life > 0:
+        if policy.fair_share_half_life > 0 or ledger.half_lives:
             ledger.advance(now, self._held)
         recent = self.reclaim_log.by_queue(now) if policy.reclaim_limit > 0 else {}
         return Snapshot(

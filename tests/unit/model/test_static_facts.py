@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
+from vglobal.admission.inputs import Shared, admitted_job
+from vglobal.hub.dispatch.facts import facts_of
+from vglobal.hub.submit import new_job
+from vglobal.model.errors import ManifestError
+from vglobal.model.job import parse_job
 from vglobal.model.static_facts import manifest_facts
+from vglobal.store.repo.jobs import static_of
 
 KEY = "volcano.sh/preemptable"
 JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}
@@ -77,3 +86,20 @@ def test_shapes_the_paths_read_leniently() -> None:
     lone = {"spec": {"tasks": {"name": "t", "template": {"metadata": {"labels": None}}}}}
     assert manifest_facts(lone) == {"ln": ["t"], "lt": [None]}
     assert manifest_facts({"spec": "x", "metadata": []}) == {}
+
+
+def test_a_jobs_checkpoint_interval_reaches_its_run() -> None:
+    """vglobal.io/checkpoint-interval is taken at submit and read back into the run admission sees."""
+    task = {"name": "t", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+    doc = {**JOB, "metadata": {"name": "j", "annotations": {"vglobal.io/checkpoint-interval": "30m"}},
+           "spec": {"queue": "default", "tasks": [task]}}  # fmt: skip
+    assert manifest_facts(doc)["ck"] == "30m"
+    static = static_of(
+        new_job(parse_job(doc), None, 0), created_at=datetime.now(UTC), class_policy=None, class_values={}
+    )
+    facts = facts_of(static, Shared())
+    run = admitted_job(facts, Shared(), cluster="c", placements=None, evictions=None, dispatched_at=0.0).running
+    assert run is not None and run.checkpoint_interval == 1800.0
+    bad = {**doc, "metadata": {"name": "j", "annotations": {"vglobal.io/checkpoint-interval": "often"}}}
+    with pytest.raises(ManifestError, match=r"vglobal\.io/checkpoint-interval"):
+        parse_job(bad)

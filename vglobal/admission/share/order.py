@@ -51,7 +51,10 @@ def decayed_offsets(tree: QueueTree, queues: Iterable[QueueSnap], half_life: flo
         i = tree.idx.get(q.name)
         if i is None or i == 0:
             continue
-        for r, a in decayed_allocation(q.usage, half_life).items():
+        own_life = half_life if q.half_life is None else q.half_life
+        # A queue of half-life 0 counts what it holds now (its own, rolled up below).
+        held = decayed_allocation(q.usage, own_life) if own_life > 0 else dict(q.allocated.items())
+        for r, a in held.items():
             c = index.col.get(r)
             if c is not None:
                 own[i][c] += a

@@ -63,6 +63,8 @@ class UsageLedger:
     half_life: float
     usage: dict[str, Usage] = field(default_factory=dict)
     at: float | None = None
+    # Queues with a half-life of their own (vglobal.io/fair-share-half-life, inherited): theirs.
+    half_lives: dict[str, float] = field(default_factory=dict)
 
     def resume(self, stored: Mapping[str, Usage], at: float | None) -> None:
         """Continue from usage stored at time ``at`` (by this leader or a previous one)."""
@@ -79,8 +81,10 @@ class UsageLedger:
             return  # the clock went back (or stood still): nothing to charge, keep the later time
         queues = set(self.usage) | {q for q, a in held.items() if a}
         empty: dict[str, int] = {}
+        life, usage = self.half_lives, self.usage
         updated = {
-            q: accrue(self.usage.get(q, {}), held.get(q, empty), elapsed, self.half_life) for q in queues
+            q: accrue(usage.get(q, {}), held.get(q, empty), elapsed, life.get(q, self.half_life))
+            for q in queues
         }
         self.usage = {q: u for q, u in updated.items() if u}
         self.at = now

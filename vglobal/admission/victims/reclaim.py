@@ -14,8 +14,10 @@ from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait, job_ref
 from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.claims import Claims, close
-from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner, Victim
+from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner
 from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
+from vglobal.admission.victims.victim_walk import Victim
+from vglobal.admission.victims.worth import WORTH, Worth
 from vglobal.model.reasons import WaitKind
 
 
@@ -39,6 +41,8 @@ class Reclaims:
         self.snap, self.tree, self.clusters, self.index = snapshot, tree, clusters, index
         self.claims = claims
         self._used = None if offsets is None else _decayed_shares(tree, offsets)
+        rule = snapshot.policy.reclaim_rule
+        self.worth = Worth(snapshot, tree, index, offsets) if rule == WORTH else None
         self.des_rows = set_deserved(tree, index)
         self._slots = self.slots = index.col.get(POD_SLOTS, -1)
         self.plans = 0
@@ -70,6 +74,8 @@ class Reclaims:
             return False  # planning is the costly step: the rest waits for the next cycle
         if self.snap.now - job.snap.waiting_since < self.snap.policy.reclaim_after:
             return False
+        if self.worth is not None and not self.worth.may_take(job.leaf):
+            return False  # near or above its share as admission judges it: hysteresis
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = leaf.planned or [0] * self.index.size
@@ -117,11 +123,13 @@ class Reclaims:
             protected = snap.now - policy.reclaim_min_runtime if policy.reclaim_min_runtime > 0 else None
             limit = policy.reclaim_limit
             self._planner = ReclaimPlanner(
-                snap.running, self.tree, self.clusters, self.index, protected, limit, self._used, self.taken
+                snap.running, self.tree, self.clusters, self.index, protected, limit, self._used, self.taken,
+                self.worth,
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
         short = np.array(self.short(job, leaf), dtype=bool)
-        return self._planner.plan(job.leaf, cand, job.gang, short, ask.cards, ask.mask)
+        pays = None if self.worth is None else self.worth.pays(job.leaf, job.req, job.snap.waiting_since)
+        return self._planner.plan(job.leaf, cand, job.gang, short, ask.cards, ask.mask, pays)
 
     def plan(self, ask: Ask, leaf: Leaf) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""

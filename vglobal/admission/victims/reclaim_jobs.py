@@ -17,41 +17,29 @@ fewest victims wins (ties: the more promising, then the name).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.admission.fit.gang import PreparedGang, Shape, pack
+from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import FloatArray, IntArray, ResourceIndex
 from vglobal.admission.fit.node_mask import BoolArray, NodeMask, everywhere
 from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import RunningJob
 from vglobal.admission.victims.ask import CardCheck
-from vglobal.admission.victims.reclaim_pods import may_lose_whole, set_deserved
+from vglobal.admission.victims.reclaim_pods import set_deserved
+from vglobal.admission.victims.victim_walk import QueueRows, Victim, walk_node
+from vglobal.admission.victims.worth import Worth
 from vglobal.model.resources import ResourceVector
 
 # Reclaim plans per cycle (each searches the victims of a few candidate clusters); a cycle runs
 # every second or so, so later plans only wait one cycle.
 MAX_RECLAIM_PLANS = 16
 POD_SLOTS = "pods"  # a node's pod slots: every pod takes one, no queue is short of them
-
-
-@dataclass(frozen=True, slots=True)
-class Victim:
-    uid: str
-    queue: int
-    req: IntArray
-    node: int  # the node that holds most of it; the greedy groups victims by it
-    rows: IntArray  # node rows of its cluster
-    usage: IntArray  # what it uses on each of those rows
-    rank: int  # position in victim order (lowest priority, newest, uid)
-    req_list: list[int]  # req and its use of `node` as plain ints, for the per-node walks
-    here: list[int]
-    last: list[int]  # its smallest pod: the last of it its queue loses (see may_lose_whole)
 
 
 @dataclass(slots=True)
@@ -96,10 +84,14 @@ class _ClusterVictims:
             self.by_node.setdefault(node, []).append(k)
 
 
-def _victim_order(jobs: list[RunningJob], queue_key: dict[str, tuple[int, float]]) -> list[RunningJob]:
+def _victim_order(
+    jobs: list[RunningJob], queue_key: dict[str, tuple[int, float]], worth: Worth | None = None
+) -> list[RunningJob]:
     """Victim queues first (lowest priority, highest share: Volcano's victim queue order), then
     lowest priority, away runs (placement stages), newest, the greatest uid (its job order
-    reversed); stable sorts, last key first."""
+    reversed); stable sorts, last key first. The worth rule orders by its own key."""
+    if worth is not None:
+        return sorted(jobs, key=worth.order_key)
     out = sorted(jobs, key=attrgetter("uid"), reverse=True)
     out.sort(key=attrgetter("created"), reverse=True)
     out.sort(key=attrgetter("away"), reverse=True)
@@ -124,13 +116,16 @@ class ReclaimPlanner:
         limit: float = 0.0,
         used: FloatArray | None = None,
         taken: set[str] | None = None,
+        worth: Worth | None = None,
     ) -> None:
         """`protected_after`: runs admitted after this time (epoch seconds) are not victims.
         `limit`: the reclaim rate limit (AdmissionPolicy.reclaim_limit), 0 = none. `used`: per queue, its
         decayed share (fair share over time); a queue then takes only from queues that used as
         much or more, else what it takes back the order would hand back again at once. `taken`:
-        job and pod uids other planners took this cycle (shared, and added to)."""
+        job and pod uids other planners took this cycle (shared, and added to). `worth`: the worth
+        rule (worth.py): protected queues give no victims, victims are ordered and priced by it."""
         self._taken: set[str] = set() if taken is None else taken
+        self.worth = worth
         self.tree = tree
         self._used = used
         self.clusters = clusters
@@ -156,6 +151,7 @@ class ReclaimPlanner:
             q
             for q in range(len(tree.names))
             if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())
+            and (worth is None or worth.may_lose(q))
         }
         donor_names = {tree.names[q] for q in donors}
         candidates = [
@@ -217,7 +213,7 @@ class ReclaimPlanner:
         acc = _Pending([], [], [], [], [], [], [], [])
         if self._queue_key is None:
             self._queue_key = {name: (tree.priority[q], -self._share(q)) for q, name in enumerate(tree.names)}
-        for job in _victim_order(self._groups.get(c, []), self._queue_key):
+        for job in _victim_order(self._groups.get(c, []), self._queue_key, self.worth):
             placed = [(node_col[n], row(v)) for n, v in job.placements.items() if n in node_col]
             if not placed:
                 continue
@@ -256,10 +252,12 @@ class ReclaimPlanner:
         short: BoolArray,
         cards: CardCheck | None = None,
         mask: NodeMask = everywhere,
+        pays: Callable[[list[Victim]], bool] | None = None,
     ) -> tuple[int, list[Victim]] | None:
         """Fewest victims on one cluster that let the gang fit there, on the nodes `mask` leaves
         it; None if no cluster works. `short`: per resource, whether the reclaim is for it
-        (Reclaims.short): a victim's queue must be above its deserved on one of them."""
+        (Reclaims.short): a victim's queue must be above its deserved on one of them. `pays`:
+        whether a plan's victims are worth taking (worth.py); a plan that does not is no plan."""
         if not gang.shapes:
             return None
         left = self.left()
@@ -276,6 +274,8 @@ class ReclaimPlanner:
                 ok &= np.array([v.uid not in self._taken for v in cv.victims], dtype=bool)
             if self._used is not None:
                 ok &= self._used[cv.queue] >= self._used[reclaimer]
+            if pays is not None:  # a victim not worth taking alone is not worth taking with others
+                ok &= np.array([pays([v]) for v in cv.victims], dtype=bool)
             keep = mask(c).open_rows(len(self.clusters.rows[c]))
             if keep is not None:  # only victims with pods where the gang may go count
                 touches = np.zeros(ok.shape[0], dtype=bool)
@@ -284,8 +284,10 @@ class ReclaimPlanner:
             if not ok.any():
                 continue
             tried += 1
-            rows = _QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots, short.tolist())
+            rows = QueueRows(left, budget, self._des_rows, self.tree.guarantee, self._slots, short.tolist())
             chosen = self._plan_cluster(c, cv, ok, rows, gang, best, cards, keep)
+            if chosen is not None and pays is not None and not pays(chosen):
+                chosen = None
             if chosen is not None and (best is None or len(chosen) < best[0]):
                 best = (len(chosen), c, chosen)
                 if best[0] == 1:
@@ -352,7 +354,7 @@ class ReclaimPlanner:
         c: int,
         cv: _ClusterVictims,
         ok: npt.NDArray[np.bool_],
-        rows: _QueueRows,
+        rows: QueueRows,
         gang: PreparedGang,
         best: tuple[int, int, list[Victim]] | None,
         cards: CardCheck | None = None,
@@ -396,7 +398,7 @@ class ReclaimPlanner:
             if limit is not None and len(chosen) + cost >= limit:
                 return None  # every node left needs at least `cost` more victims
             victims = node_victims(node)
-            walk = _walk(free, node, victims, big, rows)
+            walk = walk_node(free, node, victims, big, rows)
             if not walk:
                 continue
             if (len(walk), walk[-1].rank) != (cost, rank):
@@ -415,76 +417,3 @@ class ReclaimPlanner:
             if victims:
                 heapq.heappush(heap, (1, victims[0].rank, node))
         return None
-
-
-class _QueueRows:
-    """Per victim queue, as plain lists fetched on first use (the walks are scalar): its allocation
-    less what it gives back, and what the rate limit still lets it lose."""
-
-    def __init__(
-        self,
-        left: IntArray,
-        budget: IntArray | None,
-        deserved: list[list[int]],
-        guarantee: list[list[int]],
-        slots: int,
-        short: list[bool],
-    ) -> None:
-        self._left, self._budget = left, budget
-        self.deserved, self.guarantee, self.slots, self.short = deserved, guarantee, slots, short
-        self._rows: dict[int, tuple[list[int], list[int] | None]] = {}
-
-    def row(self, q: int) -> tuple[list[int], list[int] | None]:
-        got = self._rows.get(q)
-        if got is None:
-            budget = None if self._budget is None else self._budget[q].tolist()
-            got = self._rows[q] = (self._left[q].tolist(), budget)
-        return got
-
-    def may_lose(self, q: int, req: list[int], last: list[int], gone: list[int] | None) -> bool:
-        """Whether queue q, having given up `gone` already in this walk, may lose a job of `req`
-        whose smallest pod is `last`."""
-        left, budget = self.row(q)
-        if gone is not None:
-            left = [a - g for a, g in zip(left, gone, strict=True)]
-        if budget is not None:
-            spent = gone or [0] * len(req)
-            if any(r + g > b for r, g, b in zip(req, spent, budget, strict=True) if r):
-                return False
-        des = self.deserved[q]
-        guarantee, slots = self.guarantee[q], self.slots
-        return may_lose_whole(left, req, last, des, guarantee, slots, self.short)
-
-    def lose(self, v: Victim) -> None:
-        left, budget = self.row(v.queue)
-        left = [a - r for a, r in zip(left, v.req_list, strict=True)]
-        if budget is not None:
-            budget = [b - r for b, r in zip(budget, v.req_list, strict=True)]
-        self._rows[v.queue] = (left, budget)
-
-
-def _room(row: list[int], dims: list[int], pod: list[int]) -> int:
-    return min((row[d] // pod[d] for d in dims), default=1 << 30)
-
-
-def _walk(free: IntArray, node: int, victims: list[Victim], shape: Shape, rows: _QueueRows) -> list[Victim]:
-    """The fewest of `victims`, in order, whose removal makes room for one more pod on the node.
-
-    Each must be one its queue may lose, counting what the earlier ones took.
-    """
-    dims = shape.dims.tolist()
-    pod = shape.row.tolist()
-    row = free[node].tolist()
-    target = _room(row, dims, pod) + 1
-    lost: dict[int, list[int]] = {}
-    taken: list[Victim] = []
-    for v in victims:
-        gone = lost.get(v.queue)
-        if not rows.may_lose(v.queue, v.req_list, v.last, gone):
-            continue
-        lost[v.queue] = v.req_list if gone is None else [r + g for r, g in zip(v.req_list, gone, strict=True)]
-        taken.append(v)
-        row = [a + b for a, b in zip(row, v.here, strict=True)]
-        if _room(row, dims, pod) >= target:
-            return taken
-    return []

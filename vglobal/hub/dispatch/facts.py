@@ -27,4 +27,5 @@ def facts_of(s: JobStatic, shared: Shared) -> JobFacts:
         task_priorities=s.task_priorities,
         anti_affinity=s.anti_affinity,
         template_labels=s.template_labels,
+        checkpoint_interval=s.checkpoint_interval,
     )

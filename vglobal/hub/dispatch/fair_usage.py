@@ -36,15 +36,24 @@ class FairUsage:
     def __post_init__(self) -> None:
         self.recent = RecentReclaims(self.reclaim_interval)
 
-    def charge(self, now: float, held: Mapping[str, Mapping[str, int]], *, session: Session) -> None:
-        """Every queue's usage up to ``now``, given what each holds (read from the stored rows first)."""
-        if self.half_life <= 0:
+    def charge(
+        self,
+        now: float,
+        held: Mapping[str, Mapping[str, int]],
+        half_lives: Mapping[str, float] | None = None,
+        *,
+        session: Session,
+    ) -> None:
+        """Every queue's usage up to ``now``, given what each holds (read from the stored rows first);
+        `half_lives`: queues with a half-life of their own (vglobal.io/fair-share-half-life)."""
+        if self.half_life <= 0 and not half_lives:
             return
         if self.ledger is None:
             stored = queue_usage_repo.load(session=session)
             self.ledger = UsageLedger(self.half_life)
             at = max((s.at for s in stored.values()), default=None)
             self.ledger.resume({q: s.usage for q, s in stored.items()}, at)
+        self.ledger.half_lives = dict(half_lives or {})
         self.ledger.advance(now, held)
 
     def usage(self, queue: str) -> Usage:

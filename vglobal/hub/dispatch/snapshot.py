@@ -21,6 +21,7 @@ from vglobal.hub.dispatch.clusters import ClusterCache
 from vglobal.hub.dispatch.fair_usage import FairUsage
 from vglobal.hub.dispatch.spend import BudgetView, SpendLedger
 from vglobal.model.queue_affinity import affinity_from_manifest, limit_vectors
+from vglobal.model.queue_tuning import queue_half_lives
 from vglobal.model.resources import EMPTY, ResourceVector
 from vglobal.store.repo import claims as claims_repo
 from vglobal.store.repo import clusters as clusters_repo
@@ -60,10 +61,11 @@ class SnapshotReader:
         self.queue_status = {q.name: q.status for q in queue_rows}
         fair = self.fair_usage(settings)
         held = {q.name: jobs.allocated(q.name) for q in queue_rows}
-        fair.charge(now, held, session=session)
+        notes = {q.name: (q.parent, _annotations(q.manifest)) for q in queue_rows}
+        lives = queue_half_lives(notes)
+        fair.charge(now, held, lives, session=session)
         reclaimed = fair.reclaimed(now) if settings.reclaim_limit > 0 else {}
         self.spend.charge(now, held, session=session)
-        notes = {q.name: (q.parent, _annotations(q.manifest)) for q in queue_rows}
         budgets = self.budgets = self.spend.view(notes, now)
         queues = tuple(
             QueueSnap(
@@ -84,6 +86,8 @@ class SnapshotReader:
                 affinity=affinity_from_manifest(q.manifest),
                 node_group_limits=limit_vectors(notes[q.name][1]),
                 over_budget=budgets.over.get(q.name, ""),
+                near_budget=q.name in budgets.near,
+                half_life=lives.get(q.name),
             )
             for q in queue_rows
         )

@@ -10,9 +10,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from vglobal.model.errors import Problems
 from vglobal.model.forms import Gang, Placement
 from vglobal.model.pod_anti_affinity import AntiTerm, terms_of
 from vglobal.model.preemptable import preemption_policy, unpreemptable_tasks
+from vglobal.model.queue_tuning import CHECKPOINT_ANNOTATION, checkpoint_interval
 from vglobal.model.workloads import long_running
 from vglobal.store.engine import joined
 from vglobal.store.repo.live import cursor
@@ -45,6 +47,7 @@ class JobStatic:
     # with labels only): admission weighs a gang's anti-affinity against running pods' labels.
     anti_affinity: tuple[AntiTerm, ...] = ()
     template_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    checkpoint_interval: float = 0.0  # vglobal.io/checkpoint-interval, seconds (0 = none)
 
 
 def task_priorities(job: str) -> str:
@@ -153,4 +156,12 @@ def static_row(
             str(t): {str(k): str(v) for k, v in (lab or {}).items()}
             for t, lab in zip(facts.get("ln", ()), facts.get("lt", ()), strict=False)
         },
+        _checkpoint(facts.get("ck")),
     )
+
+
+def _checkpoint(value: Any) -> float:
+    """The stored annotation's interval (checked at submit; 0 if absent)."""
+    if not isinstance(value, str):
+        return 0.0
+    return checkpoint_interval(Problems(), {CHECKPOINT_ANNOTATION: value})
