@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/vglobal demo $(DEMO_ARGS)
 
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n 3 --dist loadgroup -q --durations=25
+	$(BIN)/python -m pytest -n 4 --dist loadgroup -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check vglobal tests bench scripts
