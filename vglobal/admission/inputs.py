@@ -257,9 +257,10 @@ def admitted_job(
     placements: Sequence[Mapping[str, Any]] | None,
     evictions: Sequence[str] | None,
     dispatched_at: float | None,
+    checkpointed: float | None = None,
 ) -> Admitted:
     """An admitted job from its binding: its reported pods (PodPlacement JSON), the pod uids its
-    agent is told to evict, and when this run was admitted."""
+    agent is told to evict, when this run was admitted and when it last saved its work."""
     per_node = f.usage_per_node(placements) if placements else _NO_NODES
     ran: ResourceVector | None = None
     if per_node:
@@ -290,6 +291,7 @@ def admitted_job(
             preferred=f.preferred[:1],
             prefs=f.prefs,
             checkpoint_interval=f.checkpoint_interval,
+            checkpointed=checkpointed,
         )
     return Admitted(charged, ran, running)
 

@@ -107,6 +107,8 @@ class JobController:
                     if d.version == run.version:
                         run.delayed = deadlines.add(run.delayed, d)
         run.started = any(st.phase != PodPhase.Pending for st in run.status.values())
+        saved = [st.checkpointed for st in run.status.values() if st.checkpointed]
+        run.checkpointed = max(saved, default=None)
         self.runs[found.uid] = run
         run.event(
             "Normal", "Recovered", f"resumed generation {found.generation} with {len(found.pods)} pods", now
@@ -223,6 +225,8 @@ class JobController:
                 continue
             run.status[name] = now_status
             run.dirty = True
+            if now_status.checkpointed is not None and now_status.checkpointed > (run.checkpointed or 0.0):
+                run.checkpointed = now_status.checkpointed  # the job's latest, whichever pod says it
             if now_status.cause != before.cause and now_status.cause and now_status.phase != PodPhase.Failed:
                 # the cluster says why the pod does not run as it should: the job's owner sees it
                 why = now_status.cause.split(":", 1)[0].split(",", 1)[0]

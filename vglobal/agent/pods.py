@@ -55,3 +55,6 @@ class PodStatus:
     restarts: int = 0
     name: str = ""  # its name in the cluster when the cluster named it (a workload's pods)
     ip: str = ""
+    # When it last saved its work, as it declares it (vglobal.io/checkpointed-at, a Checkpointed
+    # event; the sim backend: its job's checkpoint interval), epoch seconds; None: never.
+    checkpointed: float | None = None

@@ -115,5 +115,6 @@ def job_status(
         retry_count=run.retry_count,
         message=run.message,
         observed_generation=run.spec_generation,
+        checkpointed_at=run.checkpointed or 0.0,
     )
     return pb.AgentMessage(status=status)

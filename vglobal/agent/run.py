@@ -82,6 +82,7 @@ class JobRun:
     nominated: tuple[str, ...] = ()
     history: list[RunEvent] = field(default_factory=list)  # everything, for sim output and tests
     spec_generation: int = 0  # the job's metadata.generation this run carries out (0: not said)
+    checkpointed: float | None = None  # the latest checkpoint its pods declared (epoch seconds)
     dirty: bool = True  # status changed since the last report
 
     @property

@@ -92,6 +92,10 @@ class ClusterRuntime:
             self.controller.fail(run.uid, p.reason, p.message)
         elif p.action == "complete":
             self.controller.complete(run.uid, p.reason, p.message)
+        elif p.action == "checkpoint":  # the message is the time, epoch seconds
+            at = float(p.message)
+            if at > (run.checkpointed or 0.0):
+                run.checkpointed, run.dirty = at, True
         else:
             run.event("Warning", p.reason, p.message, self.clock.now())
         return None

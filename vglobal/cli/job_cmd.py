@@ -1,8 +1,9 @@
-"""`vglobal job suspend|resume NAME`: vcctl's job suspend and resume."""
+"""`vglobal job suspend|resume NAME`: vcctl's job suspend and resume; `vglobal checkpoint NAME`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 import click
 
@@ -42,3 +43,23 @@ _job_command(
     Client.resume_job,
     "resumed",
 )
+
+
+@click.command("checkpoint")
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("--at", "at", default=None, help="When it saved its work (RFC 3339; default: now).")
+@click.pass_obj
+def checkpoint(obj: Ctx, name: str, namespace: str, at: str | None) -> None:
+    """Declare that a running job saved its work: a reclaim then loses only the run since."""
+    when = None
+    if at is not None:
+        try:
+            when = datetime.fromisoformat(at.strip())
+        except ValueError:
+            fail(f"--at: {at!r} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)")
+    try:
+        j = obj.client.checkpoint_job(name, namespace, at=when)
+    except VGlobalError as exc:
+        fail(str(exc))
+    console.print(f"{printed_as(j.kind, j.namespace, j.name)} checkpointed ({j.phase})", highlight=False)

@@ -18,7 +18,7 @@ from vglobal.cli.get_cmd import get
 from vglobal.cli.global_options import GlobalOptionsGroup
 from vglobal.cli.hub_cmd import hub
 from vglobal.cli.hyperjobs import hyperjob_group
-from vglobal.cli.job_cmd import job_group
+from vglobal.cli.job_cmd import checkpoint, job_group
 from vglobal.cli.logs_cmd import logs
 from vglobal.cli.objects_cmd import KINDS as OBJECT_KINDS
 from vglobal.cli.scale_cmd import scale
@@ -88,6 +88,7 @@ cli.add_command(scale)
 cli.add_command(diff)
 cli.add_command(get)
 cli.add_command(job_group)
+cli.add_command(checkpoint)
 cli.add_command(logs)
 cli.add_command(hyperjob_group)
 

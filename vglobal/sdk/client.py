@@ -352,6 +352,16 @@ class Client(HyperJobCalls, ObjectCalls, WorkflowCalls):
         """Put a suspended (Aborted) job back in its queue."""
         return self._call(self.jobs.ResumeJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 
+    def checkpoint_job(
+        self, name: str, namespace: str = "default", *, at: datetime | None = None
+    ) -> jobs_pb2.Job:
+        """Declare that the job's current run saved its work at ``at`` (default: now): a reclaim
+        that stops it then loses only the run since (the worth reclaim rule)."""
+        request = jobs_pb2.CheckpointJobRequest(job=jobs_pb2.JobRef(name=name, namespace=namespace))
+        if at is not None:
+            request.at.FromDatetime(at if at.tzinfo else at.astimezone())
+        return self._call(self.jobs.CheckpointJob, request)
+
     def delete_job(self, name: str, namespace: str = "default") -> jobs_pb2.DeleteJobResponse:
         return self._call(self.jobs.DeleteJob, jobs_pb2.JobRef(name=name, namespace=namespace))
 

@@ -197,6 +197,9 @@ resource_bindings = sa.Table(
     # Node names its current run's pods try first: where admission made room by preemption or
     # reclaim (migration 0015).
     sa.Column("nominated", JSONB, nullable=False, server_default="[]"),
+    # When the current run last saved its work (a reclaim loses only the run since; migration
+    # 0025); NULL: never, or the job was dispatched again since.
+    sa.Column("checkpointed_at", sa.DateTime(timezone=True), nullable=True),
     sa.Index("ix_resource_bindings_phase_cluster", "phase", "cluster"),
     # Sorting the job list by cluster (migration 0009)
     sa.Index("ix_resource_bindings_cluster_sort", sa.text("coalesce(cluster, '')"), "job_uid"),

@@ -52,11 +52,12 @@ class RunStart:
 class JobProblem:
     """What the cluster said about a job's writes: ``event`` (tell the user, e.g. a missing RBAC
     rule), ``fail`` (the server refused the job's objects, e.g. 422, or its workload object
-    failed), ``complete`` (its workload object succeeded) or ``reject`` (hand it back to the
-    hub, e.g. its namespace is missing)."""
+    failed), ``complete`` (its workload object succeeded), ``reject`` (hand it back to the
+    hub, e.g. its namespace is missing) or ``checkpoint`` (it saved its work: the message is
+    when, epoch seconds)."""
 
     job_uid: str
-    action: str  # event | fail | complete | reject
+    action: str  # event | fail | complete | reject | checkpoint
     reason: str
     message: str
 

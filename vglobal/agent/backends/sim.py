@@ -2,6 +2,8 @@
 
 A pod bound to a node is Running at once, runs for ``vglobal.io/sim-duration`` (absent = forever),
 then exits with ``vglobal.io/sim-exit-code`` (default 0 = Succeeded, else Failed with that code).
+A running pod of a job with ``vglobal.io/checkpoint-interval`` saves its work every interval of its
+run: its status then names the last such time (what a workload's checkpoint annotation says on kube).
 A node group with ``autoscale`` grows when asked: its new nodes appear ``provisionDelay`` later on
 the backend's clock, as a cluster autoscaler's would.
 """
@@ -17,8 +19,10 @@ from vglobal.agent.backends.sim_cluster import SimCluster, SimNode, SimPool, poo
 from vglobal.agent.pods import FINISHED_POD_PHASES, PodManifest, PodPhase, PodStatus
 from vglobal.model.cluster_topology import cluster_hyper_nodes
 from vglobal.model.duration import parse_duration
+from vglobal.model.errors import Problems
 from vglobal.model.hypernode import ResolvedHyperNode
 from vglobal.model.job import Job
+from vglobal.model.queue_tuning import checkpoint_interval
 from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import Grant, NodeSpec, Taint
 from vglobal.scheduler.devices import GPUS_EXTENSION, gpus_from_spec, vgpu_capacity
@@ -94,6 +98,8 @@ class SimBackend:
         self._size = {p.name: p.count for p in cluster.pools}  # nodes each pool has, up or coming
         self._coming: list[tuple[float, str, str]] = []  # (up at, pool, node name), a heap
         self._version = 0
+        self._intervals: dict[str, float] = {}  # job uid -> its declared checkpoint interval
+        self._saving: dict[str, float] = {}  # running pods that checkpoint: uid -> next checkpoint
 
     def _resolve_topology(self) -> tuple[ResolvedHyperNode, ...]:
         c = self._cluster
@@ -177,6 +183,9 @@ class SimBackend:
         # the job plugins' objects live in the run; its dependencies stay, as in a cluster
         for o in run.dependencies:
             self.objects[(o.namespace, o.kind, o.name)] = o
+        interval = checkpoint_interval(Problems(), run.job.annotations)  # checked at submit
+        if interval > 0:
+            self._intervals[run.uid] = interval
 
     def update_dependencies(self, objects: Sequence[DependencyObject]) -> None:
         for o in objects:
@@ -184,7 +193,7 @@ class SimBackend:
                 self.objects[(o.namespace, o.kind, o.name)] = o
 
     def job_removed(self, uid: str) -> None:
-        pass
+        self._intervals.pop(uid, None)
 
     def job_respecified(self, uid: str, job: Job) -> None:
         pass  # the run's pods are the sim's: the job controller adds and removes them
@@ -209,6 +218,9 @@ class SimBackend:
             raise ValueError(f"no node {node}")
         self._used[node] = self._used[node] + pod.manifest.request + _POD_SLOT
         pod.status = replace(pod.status, phase=PodPhase.Running, node=node, started=self._now)
+        interval = self._intervals.get(pod.manifest.job_uid)
+        if interval is not None:
+            self._saving[uid] = self._now + interval
         if pod.duration is not None:
             heapq.heappush(self._ends, (self._now + pod.duration, pod.manifest.name, uid))
 
@@ -238,6 +250,7 @@ class SimBackend:
     def advance(self, now: float) -> None:
         self._now = max(self._now, now)
         self._nodes_up()
+        self._checkpoints()
         while self._ends and self._ends[0][0] <= self._now:
             end, _, uid = heapq.heappop(self._ends)
             pod = self._pods.get(uid)
@@ -247,8 +260,28 @@ class SimBackend:
             phase = PodPhase.Succeeded if pod.exit_code == 0 else PodPhase.Failed
             pod.status = replace(pod.status, phase=phase, exit_code=pod.exit_code, finished=end)
 
+    def _checkpoints(self) -> None:
+        """Running pods whose next checkpoint is due take it: the last one due, not each missed."""
+        for uid, due in list(self._saving.items()):
+            pod = self._pods.get(uid)
+            if pod is None or pod.status.phase != PodPhase.Running:
+                del self._saving[uid]
+                continue
+            if due > self._now:
+                continue
+            interval = self._intervals.get(pod.manifest.job_uid, 0.0)
+            if interval <= 0:
+                del self._saving[uid]
+                continue
+            last = due + (self._now - due) // interval * interval
+            pod.status = replace(pod.status, checkpointed=last)
+            self._saving[uid] = last + interval
+
     def next_event_time(self) -> float | None:
         up = self._coming[0][0] if self._coming else None
+        if self._saving:
+            due = min(self._saving.values())
+            up = due if up is None else min(up, due)
         while self._ends:
             end, _, uid = self._ends[0]
             pod = self._pods.get(uid)

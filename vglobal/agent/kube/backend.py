@@ -27,7 +27,7 @@ from vglobal.agent.kube.dependencies import check_references
 from vglobal.agent.kube.health import Probe
 from vglobal.agent.kube.informer import Change, Informer
 from vglobal.agent.kube.namespaces import Namespaces
-from vglobal.agent.kube.pod_warnings import PodWarnings, event_record
+from vglobal.agent.kube.pod_warnings import CHECKPOINTED, PodWarnings, checkpoint_of, event_record
 from vglobal.agent.kube.pools import GATE, NodePools, PoolConfig, provisioning_served
 from vglobal.agent.kube.records import PodRecord, node_record, pod_record
 from vglobal.agent.kube.topology import Topology, hypernode_crd_served, hypernode_doc, secret_credentials
@@ -347,6 +347,9 @@ class KubeBackend:
                 for ev in change.items if change.kind == "replace" else (change.item,):
                     if ev is not None:
                         self.warnings.on_event(ev, self.cache.pods, time.monotonic())
+                        if (ck := checkpoint_of(ev, self.cache.pods)) is not None:
+                            said = JobProblem(ck[0], "checkpoint", CHECKPOINTED, repr(ck[1]))
+                            self.tracker.problems.append(said)
             elif change.source == "provisioningrequests":
                 self.tracker.problems += self.node_pools.on_change(change)
             elif change.source.startswith("wl/"):

@@ -9,7 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vglobal.agent.kube.records import PodRecord
+from vglobal.agent.kube.records import PodRecord, rfc3339
+
+CHECKPOINTED = "Checkpointed"  # the reason of an Event a workload posts on its pod when it saved its work
 
 PER_JOB = 10
 WINDOW = 60.0
@@ -23,6 +25,7 @@ class EventRecord:
     warning: bool
     reason: str
     message: str
+    time: float | None = None  # when it happened (eventTime, else lastTimestamp), epoch seconds
 
 
 def event_record(obj: Mapping[str, Any]) -> EventRecord:
@@ -33,7 +36,16 @@ def event_record(obj: Mapping[str, Any]) -> EventRecord:
         warning=obj.get("type") == "Warning",
         reason=str(obj.get("reason") or ""),
         message=str(obj.get("message") or obj.get("note") or ""),
+        time=rfc3339(obj.get("eventTime") or obj.get("lastTimestamp") or obj.get("firstTimestamp")),
     )
+
+
+def checkpoint_of(ev: EventRecord, pods: Mapping[tuple[str, str], PodRecord]) -> tuple[str, float] | None:
+    """(job uid, when) of a Checkpointed event about a pod of the agent's jobs."""
+    if ev.reason != CHECKPOINTED or not ev.pod or ev.time is None:
+        return None
+    pod = pods.get((ev.namespace, ev.pod))
+    return (pod.job_uid, ev.time) if pod is not None and pod.job_uid else None
 
 
 class PodWarnings:

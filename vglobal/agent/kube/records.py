@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -19,6 +20,8 @@ from vglobal.model.resources import ResourceVector
 from vglobal.scheduler.api import NodeSpec, Taint
 from vglobal.scheduler.devices import GPUS_EXTENSION, GpuDevice, gpus_from_spec
 
+# The pod's workload sets it when it has saved its work: a reclaim then loses only the run since.
+CHECKPOINTED_ANNOTATION = "vglobal.io/checkpointed-at"
 POD_UID_ANNOTATION = "vglobal.io/pod-uid"  # the agent's id of this incarnation of the pod
 JOB_UID_LABEL = "vglobal.io/job-uid"
 GENERATION_LABEL = "vglobal.io/generation"
@@ -59,6 +62,7 @@ class PodRecord:
     cause: str = ""  # why a container waits or last died (pod_cause)
     restarts: int = 0  # its containers' restarts
     ip: str = ""  # status.podIP
+    checkpointed: float | None = None  # vglobal.io/checkpointed-at, epoch seconds
 
     @property
     def key(self) -> tuple[str, str]:
@@ -168,7 +172,20 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         cause=cause,
         restarts=restarts,
         ip=str(status.get("podIP") or ""),
+        checkpointed=rfc3339(annotations.get(CHECKPOINTED_ANNOTATION)),
     )
+
+
+def rfc3339(raw: Any) -> float | None:
+    """An RFC 3339 time (a workload's own annotation) as epoch seconds; None when absent or not
+    one (the workload wrote it: a bad value is not the agent's to refuse)."""
+    if not raw or not isinstance(raw, str):
+        return None
+    try:
+        at = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        return None
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
 
 
 def _int(raw: Any) -> int:
@@ -254,4 +271,5 @@ def status_of(uid: str, rec: PodRecord, bind_to: str | None) -> PodStatus:
         cause=rec.cause,
         restarts=rec.restarts,
         ip=rec.ip,
+        checkpointed=rec.checkpointed,
     )

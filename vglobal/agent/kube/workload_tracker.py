@@ -296,6 +296,7 @@ class WorkloadTracker:
                 restarts=rec.restarts,
                 name=rec.name,
                 ip=rec.ip,
+                checkpointed=rec.checkpointed,
             )
 
     def _send_bind(self, slot: Slot) -> None:

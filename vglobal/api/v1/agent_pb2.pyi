@@ -783,6 +783,7 @@ class JobStatus(_message.Message):
     RETRY_COUNT_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     OBSERVED_GENERATION_FIELD_NUMBER: _builtins.int
+    CHECKPOINTED_AT_FIELD_NUMBER: _builtins.int
     job_uid: _builtins.str
     generation: _builtins.int
     phase: _builtins.str
@@ -791,6 +792,10 @@ class JobStatus(_message.Message):
     message: _builtins.str
     observed_generation: _builtins.int
     """The Dispatch.spec_generation the run now carries out (status.observedGeneration)."""
+    checkpointed_at: _builtins.float
+    """When the run last saved its work (epoch seconds; 0: never), as its pods declare it
+    (vglobal.io/checkpointed-at, a Checkpointed event): a stop loses only the run since.
+    """
     @_builtins.property
     def tasks(self) -> _containers.RepeatedCompositeFieldContainer[Global___TaskStatus]: ...
     @_builtins.property
@@ -811,10 +816,11 @@ class JobStatus(_message.Message):
         retry_count: _builtins.int = ...,
         message: _builtins.str = ...,
         observed_generation: _builtins.int = ...,
+        checkpointed_at: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "generation", b"generation", "job_uid", b"job_uid", "message", b"message", "observed_generation", b"observed_generation", "phase", b"phase", "placements", b"placements", "retry_count", b"retry_count", "tasks", b"tasks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpointed_at", b"checkpointed_at", "events", b"events", "generation", b"generation", "job_uid", b"job_uid", "message", b"message", "observed_generation", b"observed_generation", "phase", b"phase", "placements", b"placements", "retry_count", b"retry_count", "tasks", b"tasks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

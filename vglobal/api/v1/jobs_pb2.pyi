@@ -22,6 +22,32 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class CheckpointJobRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    JOB_FIELD_NUMBER: _builtins.int
+    AT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def job(self) -> Global___JobRef: ...
+    @_builtins.property
+    def at(self) -> _timestamp_pb2.Timestamp:
+        """unset: now"""
+
+    def __init__(
+        self,
+        *,
+        job: Global___JobRef | None = ...,
+        at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "job", b"job"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at", b"at", "job", b"job"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckpointJobRequest: _TypeAlias = CheckpointJobRequest  # noqa: Y015
+
+@_typing.final
 class LogsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -104,6 +104,11 @@ class JobServiceStub:
                 request_serializer=vglobal_dot_v1_dot_jobs__pb2.LogsRequest.SerializeToString,
                 response_deserializer=vglobal_dot_v1_dot_jobs__pb2.LogLines.FromString,
                 _registered_method=True)
+        self.CheckpointJob = channel.unary_unary(
+                '/vglobal.v1.JobService/CheckpointJob',
+                request_serializer=vglobal_dot_v1_dot_jobs__pb2.CheckpointJobRequest.SerializeToString,
+                response_deserializer=vglobal_dot_v1_dot_jobs__pb2.Job.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -222,6 +227,17 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckpointJob(self, request, context):
+        """Declares a checkpoint the job's current run has taken (at `at`, default now): a reclaim that
+        stops it loses only the run since (the worth reclaim rule). Kept until the job runs again
+        elsewhere; a time no later than the one kept changes nothing. The same roles as SubmitJob; a
+        time in the future or before the run started is INVALID_ARGUMENT naming `at`, a job that does
+        not run FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -294,6 +310,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.StreamLogs,
                     request_deserializer=vglobal_dot_v1_dot_jobs__pb2.LogsRequest.FromString,
                     response_serializer=vglobal_dot_v1_dot_jobs__pb2.LogLines.SerializeToString,
+            ),
+            'CheckpointJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckpointJob,
+                    request_deserializer=vglobal_dot_v1_dot_jobs__pb2.CheckpointJobRequest.FromString,
+                    response_serializer=vglobal_dot_v1_dot_jobs__pb2.Job.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -674,6 +695,33 @@ class JobService:
             '/vglobal.v1.JobService/StreamLogs',
             vglobal_dot_v1_dot_jobs__pb2.LogsRequest.SerializeToString,
             vglobal_dot_v1_dot_jobs__pb2.LogLines.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckpointJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vglobal.v1.JobService/CheckpointJob',
+            vglobal_dot_v1_dot_jobs__pb2.CheckpointJobRequest.SerializeToString,
+            vglobal_dot_v1_dot_jobs__pb2.Job.FromString,
             options,
             channel_credentials,
             insecure,

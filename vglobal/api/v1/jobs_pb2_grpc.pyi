@@ -80,6 +80,13 @@ class JobServiceStub:
     otherwise: retry, a balancer spreads calls); a job on no cluster, or on one whose agent is
     gone, is FAILED_PRECONDITION/UNAVAILABLE naming the cluster.
     """
+    CheckpointJob: _grpc.UnaryUnaryMultiCallable[_jobs_pb2.CheckpointJobRequest, _jobs_pb2.Job]
+    """Declares a checkpoint the job's current run has taken (at `at`, default now): a reclaim that
+    stops it loses only the run since (the worth reclaim rule). Kept until the job runs again
+    elsewhere; a time no later than the one kept changes nothing. The same roles as SubmitJob; a
+    time in the future or before the run started is INVALID_ARGUMENT naming `at`, a job that does
+    not run FAILED_PRECONDITION.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -132,6 +139,13 @@ class JobServiceAsyncStub(JobServiceStub):
     stream of the job's cluster must be held by the hub replica that serves the call (UNAVAILABLE
     otherwise: retry, a balancer spreads calls); a job on no cluster, or on one whose agent is
     gone, is FAILED_PRECONDITION/UNAVAILABLE naming the cluster.
+    """
+    CheckpointJob: _aio.UnaryUnaryMultiCallable[_jobs_pb2.CheckpointJobRequest, _jobs_pb2.Job]  # type: ignore[assignment]
+    """Declares a checkpoint the job's current run has taken (at `at`, default now): a reclaim that
+    stops it loses only the run since (the worth reclaim rule). Kept until the job runs again
+    elsewhere; a time no later than the one kept changes nothing. The same roles as SubmitJob; a
+    time in the future or before the run started is INVALID_ARGUMENT naming `at`, a job that does
+    not run FAILED_PRECONDITION.
     """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -266,6 +280,19 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         stream of the job's cluster must be held by the hub replica that serves the call (UNAVAILABLE
         otherwise: retry, a balancer spreads calls); a job on no cluster, or on one whose agent is
         gone, is FAILED_PRECONDITION/UNAVAILABLE naming the cluster.
+        """
+
+    @_abc_1.abstractmethod
+    def CheckpointJob(
+        self,
+        request: _jobs_pb2.CheckpointJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_jobs_pb2.Job, _abc.Awaitable[_jobs_pb2.Job]]:
+        """Declares a checkpoint the job's current run has taken (at `at`, default now): a reclaim that
+        stops it loses only the run since (the worth reclaim rule). Kept until the job runs again
+        elsewhere; a time no later than the one kept changes nothing. The same roles as SubmitJob; a
+        time in the future or before the run started is INVALID_ARGUMENT naming `at`, a job that does
+        not run FAILED_PRECONDITION.
         """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -147,6 +147,8 @@ def _status(p: Problems, st: agent_pb2.JobStatus) -> None:
         _counts(p, f"status.tasks[{i}]", [("replicas", t.replicas), ("pending", t.pending),
                                           ("running", t.running), ("succeeded", t.succeeded),
                                           ("failed", t.failed)])  # fmt: skip
+    if not (math.isfinite(st.checkpointed_at) and 0 <= st.checkpointed_at <= MAX_EVENT_TIME):
+        p.add("status.checkpointed_at", "must be epoch seconds between 1970 and 2200")
     for i, e in enumerate(st.events):
         if not e.reason:
             p.add(f"status.events[{i}].reason", "required")

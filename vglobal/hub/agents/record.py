@@ -71,6 +71,8 @@ class _Batch:
     events: list[NewEvent] = field(default_factory=list)
     outcome: Outcome = field(default_factory=Outcome)
     observed: dict[str, int] = field(default_factory=dict)  # uid -> spec generation its run carries out
+    # uid -> (generation, epoch seconds): the latest checkpoint its current run reported
+    checkpoints: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def current(self, uid: str, generation: int) -> BindingRef | None:
         ref = self.refs.get(uid)
@@ -173,6 +175,8 @@ class _Batch:
         finished = target in FINISHED
         if st.observed_generation:
             self.observed[st.job_uid] = st.observed_generation
+        if st.checkpointed_at > self.checkpoints.get(st.job_uid, (0, 0.0))[1]:
+            self.checkpoints[st.job_uid] = (st.generation, st.checkpointed_at)
         self.statuses[st.job_uid] = JobReport(
             st.job_uid,
             st.phase,
@@ -185,6 +189,14 @@ class _Batch:
             self.to(st.job_uid, ref, target, (st.message or f"job {st.phase}") if finished else "")
             self.outcome.finished += finished
         self.events += self._agent_events(st)
+
+    def _write_checkpoints(self, session: Session) -> None:
+        """The runs' newer checkpoints, each one event (not one per pod or per report that only
+        repeats it): what a reclaim of the run now loses starts there."""
+        for uid, at in runs_repo.checkpointed(self.checkpoints, self.cluster, session=session):
+            when = at.astimezone(UTC).isoformat(timespec="seconds")
+            said = f"checkpoint at {when} reported by cluster {self.cluster}"
+            self.events.append(NewEvent("Checkpointed", said, job_uid=uid, cluster=self.cluster))
 
     def _restart_children(self, session: Session) -> bool:
         """HyperJobs' children that failed are re-queued as their failurePolicy says (their Failed
@@ -202,6 +214,7 @@ class _Batch:
         # the binding's own move then writes over in the same transaction.
         runs_repo.update_statuses(list(self.statuses.values()), session=session)
         job_specs.observed(self.observed, session=session)
+        self._write_checkpoints(session)
         self._write_stops(session)
         restarts = self._restart_children(session)
         self.outcome.ended = runs_repo.move(list(self.moves.values()), self.cluster, session=session)

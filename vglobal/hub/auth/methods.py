@@ -39,6 +39,7 @@ METHODS: dict[str, Rule] = {
             "CountJobs": Rule(Action.read_jobs),
             "ListJobDispatches": Rule(Action.read_jobs),
             "StreamLogs": Rule(Action.read_logs),
+            "CheckpointJob": Rule(Action.submit_jobs, mutating=True),
         },
     ),
     # A HyperJob acts as its children: the servicer checks their queue.

@@ -247,6 +247,7 @@ class JobCache:
                     placements=b.placements,
                     evictions=b.evictions,
                     dispatched_at=b.dispatched_at,
+                    checkpointed=b.checkpointed_at,
                 )
         self.entries[b.job_uid] = e
         self._index(b.job_uid, e)

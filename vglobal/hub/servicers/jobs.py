@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC
 from typing import Any
 
 import grpc
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from vglobal import convert
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc
+from vglobal.hub import job_checkpoint
 from vglobal.hub.auth.access import require, visible, who
 from vglobal.hub.auth.policy import Action
 from vglobal.hub.context import HubContext
@@ -295,6 +297,17 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                     "suspended (Aborted) job can be resumed"
                 )
             return convert.job(find_job(request, session=session))
+
+    @rpc
+    def CheckpointJob(
+        self, request: jobs_pb2.CheckpointJobRequest, context: grpc.ServicerContext
+    ) -> jobs_pb2.Job:
+        at = request.at.ToDatetime(tzinfo=UTC).timestamp() if request.HasField("at") else None
+        with session_scope(self.ctx.sessions) as session:
+            row = find_job(request.job, session=session, action=Action.submit_jobs)
+            label = f"{row.namespace}/{row.name}"
+            job_checkpoint.declare(row.uid, label, at, principal=who(), session=session)
+            return convert.job(find_job(request.job, session=session))
 
     @rpc
     def DeleteJob(

@@ -17,6 +17,7 @@ from vglobal.store.engine import joined, rowcount
 from vglobal.store.repo.jobs import task_priorities
 from vglobal.store.repo.live import (
     BINDING_COLUMNS,
+    CHECKPOINTED,
     DISPATCHED_AT,
     EVICTIONS,
     NOTHING_WRITTEN,
@@ -106,13 +107,14 @@ def admit_written(
         cur.execute(
             "UPDATE resource_bindings AS b SET phase = 'Dispatched', cluster = d.cluster, "
             "generation = b.generation + 1, reason = d.reason, reason_kind = d.kind, "
-            f"dispatched_at = now(), evictions = '[]'::jsonb, updated_at = now(), nominated = {nominate[0]} "
+            f"dispatched_at = now(), evictions = '[]'::jsonb, updated_at = now(), nominated = {nominate[0]}, "
+            "checkpointed_at = NULL "
             "FROM unnest(string_to_array(%(uids)s, ','), string_to_array(%(clusters)s, ','), "
             f"CAST(%(kinds)b AS text[]), CAST(%(reasons)b AS text[]){nominate[1]}) "
             f"AS d(uid, cluster, kind, reason{nominate[2]}) "
             "WHERE b.job_uid = d.uid AND b.phase = ANY(%(from)s) "
             # Dispatched: what the dispatcher reads of such a row is all in the binding.
-            f"RETURNING b.generation, {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, NULL, {XMIN}",
+            f"RETURNING b.generation, {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, NULL, {CHECKPOINTED}, {XMIN}",
             {
                 "uids": joined([u for u, _ in decisions]),
                 "clusters": joined([c for _, c in decisions]),
@@ -194,7 +196,7 @@ def set_reasons(reasons: Sequence[tuple[str, str, str]], *, session: Session) ->
             "AND (b.reason, b.reason_kind) IS DISTINCT FROM "
             "((CAST(%(texts)b AS text[]))[d.ref], (CAST(%(kinds)b AS text[]))[d.ref]) "
             # Suspended: what the dispatcher reads of such a row is all in the binding.
-            f"RETURNING {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, {EVICTIONS}, {XMIN}",
+            f"RETURNING {BINDING_COLUMNS}, NULL, {DISPATCHED_AT}, {EVICTIONS}, {CHECKPOINTED}, {XMIN}",
             {
                 "uids": joined([u for u, _, _ in reasons]),
                 "refs": ",".join(map(str, refs)),

@@ -27,6 +27,7 @@ class LiveBinding(NamedTuple):
     placements: list[dict[str, Any]] | None  # reported pods (PodPlacement JSON), for running jobs only
     dispatched_at: float | None  # epoch seconds of the current admission, for admitted jobs
     evictions: list[str] | None = None  # pod uids of the run its agent is to evict (preemption)
+    checkpointed_at: float | None = None  # epoch seconds its current run last saved its work
 
 
 class Written(NamedTuple):
@@ -52,10 +53,11 @@ BINDING_COLUMNS = (
 )
 DISPATCHED_AT = "CAST(extract(epoch FROM b.dispatched_at) AS float8)"
 EVICTIONS = "NULLIF(b.evictions, '[]'::jsonb)"
+CHECKPOINTED = "CAST(extract(epoch FROM b.checkpointed_at) AS float8)"
 XMIN = "CAST(CAST(b.xmin AS text) AS bigint)"  # the writing transaction, 32-bit as rows hold it
 _LIVE_COLUMNS = (
     f"{BINDING_COLUMNS}, CASE WHEN b.phase = 'Running' THEN NULLIF(j.placements, '[]'::jsonb) END, "
-    f"{DISPATCHED_AT}, {EVICTIONS}"
+    f"{DISPATCHED_AT}, {EVICTIONS}, {CHECKPOINTED}"
 )
 
 

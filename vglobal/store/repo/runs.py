@@ -4,8 +4,9 @@ a whole batch of reports (the caller decides, under the row locks taken here, wh
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -113,6 +114,33 @@ def move(moves: Sequence[Move], cluster: str, *, session: Session) -> list[tuple
             },
         )
         return [(q, phase) for q, phase in cur.fetchall() if q is not None]
+
+
+def checkpointed(
+    times: Mapping[str, tuple[int, float]], cluster: str, *, session: Session
+) -> list[tuple[str, datetime]]:
+    """Each run's (uid -> (generation, epoch seconds)) last checkpoint, kept where it is later than
+    the one kept, not before the run started, and the binding still names that run (cluster,
+    generation); a time ahead of the database's clock is taken as now. Returns what was kept."""
+    if not times:
+        return []
+    with cursor(session) as cur:
+        cur.execute(
+            "UPDATE resource_bindings AS b SET checkpointed_at = least(to_timestamp(d.t), now()) "
+            "FROM unnest(string_to_array(%(u)s, ','), CAST(%(g)b AS bigint[]), CAST(%(t)b AS float8[])) "
+            "AS d(uid, gen, t) "
+            "WHERE b.job_uid = d.uid AND b.cluster = %(c)s AND b.generation = d.gen "
+            "AND b.dispatched_at <= least(to_timestamp(d.t), now()) "
+            "AND (b.checkpointed_at IS NULL OR b.checkpointed_at < least(to_timestamp(d.t), now())) "
+            "RETURNING b.job_uid, b.checkpointed_at",
+            {
+                "u": joined(list(times)),
+                "g": [g for g, _ in times.values()],
+                "t": [t for _, t in times.values()],
+                "c": cluster,
+            },
+        )
+        return [(r[0], r[1]) for r in cur.fetchall()]
 
 
 def placements_of(uids: Sequence[str], *, session: Session) -> dict[str, tuple[PodPlacement, ...]]:
