@@ -109,7 +109,9 @@ class Reclaims:
         """Surplus pods of other queues whose eviction lets the job fit now (reclaim_pods.py)."""
         self.plans += 1
         if self._pods is None:
-            self._pods = PodReclaims(self.snap, self.tree, self.clusters, self.index, self._slots, self.taken)
+            self._pods = PodReclaims(
+                self.snap, self.tree, self.clusters, self.index, self._slots, self.taken, self.worth
+            )
         cand = self.clusters.fits_allocatable(ask.job.cand, ask.job.gang)
         short = self.short(ask.job, leaf)
         return self._pods.plan(ask, cand, need or [0] * self.index.size, within, short)

@@ -9,6 +9,11 @@ allocation is above its deserved on a resource the pod uses (or its deserved nam
 Victims go by queue (siblings of the reclaimer first; then lowest queue priority, highest share),
 then lowest job priority, newest job, newest pod; they are taken until the gang packs onto the
 cluster's free capacity plus what they hold, and those that later ones made needless are dropped.
+
+Under the worth rule (worth.py) the same rule as for whole jobs: a queue it protects gives no pods,
+a run that started while the reclaimer waited gives none, victims within a queue go in its order
+(cheapest, newest first), and a pod is taken only while the lost work of all taken (each its job's
+run since its last checkpoint, times the pod's dominant share) stays within the reclaimer's gain.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Eviction, Reclaim, RunningJob, Snapshot, job_ref
 from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.preempt import Fit, Plan, Step, VictimPod, trim, victim_of
+from vglobal.admission.victims.worth import Worth
 
 # Reclaim asks nothing of priorities: any preemptable pod may go.
 _ANY_PRIORITY = 1 << 62
@@ -57,10 +63,14 @@ class PodReclaims:
         index: ResourceIndex,
         slots: int,
         taken: set[str] | None = None,
+        worth: Worth | None = None,
     ) -> None:
         """`slots`: the column of pod slots (-1 if none), which no queue is short of. `taken`: job
-        and pod uids other planners already took this cycle (shared, and added to)."""
+        and pod uids other planners already took this cycle (shared, and added to). `worth`: the
+        worth rule (see module), None for Volcano's alone."""
         self.tree, self.clusters, self.index, self.slots = tree, clusters, index, slots
+        self.worth = worth
+        self._running: dict[str, RunningJob] = {}
         self._des = set_deserved(tree, index)
         min_runtime = snapshot.policy.reclaim_min_runtime
         protected = snapshot.now - min_runtime if min_runtime > 0 else None
@@ -71,8 +81,11 @@ class PodReclaims:
                 continue
             if protected is not None and job.running_since is not None and job.running_since > protected:
                 continue
+            if worth is not None and not worth.may_lose(leaf):
+                continue
             if job.cluster in clusters.col:
                 self._jobs.setdefault(job.cluster, []).append(job)
+                self._running[job.uid] = job
         self.taken: set[str] = set() if taken is None else taken  # job and pod uids planned this cycle
         self._given: dict[int, list[int]] = {}  # per leaf, charge given up by earlier plans
 
@@ -95,21 +108,29 @@ class PodReclaims:
                 return got
         return None
 
-    def _candidates(self, c: int, leaf: int, req: list[int], within: int, usable: Usable) -> list[_Candidate]:
+    def _candidates(
+        self, c: int, leaf: int, req: list[int], within: int, usable: Usable, waiting_since: float
+    ) -> list[_Candidate]:
         """Surplus pods one by one, in victim order; then whole jobs in the same order; only those
         on nodes the gang may use."""
-        tree, slots = self.tree, self.slots
+        tree, slots, worth = self.tree, self.slots, self.worth
         asks = [r for r, x in enumerate(req) if x > 0 and r != slots]
-        jobs = []
+        jobs: list[tuple[tuple[object, ...], int, RunningJob]] = []
         for job in self._jobs.get(self.clusters.names[c], ()):
             q = tree.idx[job.queue]
             if q == leaf or (within and within not in tree.path[q]):
                 continue
-            jobs.append((self._queue_key(q, leaf), job.priority, not job.away, -job.created, job.uid, q, job))
-        jobs.sort(key=itemgetter(0, 1, 2, 3, 4))
+            if worth is None:
+                key: tuple[object, ...] = (job.priority, not job.away, -job.created, job.uid)
+            elif worth.started_since(job, waiting_since):
+                continue  # admitted while the reclaimer waited: taking it back undoes that cycle
+            else:
+                key = worth.order_key(job)
+            jobs.append(((self._queue_key(q, leaf), *key), q, job))
+        jobs.sort(key=itemgetter(0))
         pods, wholes = [], []
         node_col, row = self.clusters.node_col[c], self.index.known_row
-        for *_, q, job in jobs:
+        for _, q, job in jobs:
             if job.uid in self.taken:
                 continue  # another plan takes it whole
             v = victim_of(job, node_col, row, _ANY_PRIORITY)
@@ -149,7 +170,11 @@ class PodReclaims:
         alloc: dict[int, list[int]] = {}
         steps: list[Step] = []
         queue_of: dict[str, int] = {}
-        for cand in self._candidates(c, leaf, req, within, usable):
+        gain = None if self.worth is None else self.worth.gain(leaf, req)
+        for cand in self._candidates(c, leaf, req, within, usable, ask.job.snap.waiting_since):
+            step = Step(cand.job, cand.pods, cand.charge, cand.whole)
+            if gain is not None and self._lost([*steps, step]) > gain:
+                continue  # not worth its lost work; a cheaper one later may be
             q = cand.leaf
             left = alloc.get(q)
             if left is None:
@@ -177,6 +202,16 @@ class PodReclaims:
                 kept_of = {u: queue_of[u] for u in {st.victim for st in steps}}
                 return PodPlan(enough.plan(c, steps, size), freed, kept_of)
         return None
+
+    def _lost(self, steps: Sequence[Step]) -> float:
+        """The worth rule's lost work of the steps (a whole job's step holds its surplus pods')."""
+        assert self.worth is not None
+        whole = {st.victim for st in steps if st.whole}
+        return sum(
+            self.worth.part_cost(self._running[st.victim], st.charge)
+            for st in steps
+            if st.whole or st.victim not in whole
+        )
 
     def _lose(self, q: int, left: list[int], cand: _Candidate, short: list[bool]) -> list[int] | None:
         """The queue's allocation without the candidate, or None if it may not lose it: each of its

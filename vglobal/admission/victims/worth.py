@@ -106,6 +106,15 @@ class Worth:
             self._since[job.uid] = job.running_since if job.running_since is not None else job.created
         return got
 
+    def part_cost(self, job: RunningJob, part: Sequence[int]) -> float:
+        """The lost work of stopping `part` (a row: some of its pods) of the job alone."""
+        return lost_seconds(job, self.now) * self.dominant(part)
+
+    def started_since(self, job: RunningJob, waiting_since: float) -> bool:
+        """Whether the run started while the reclaimer waited: then it is not its victim."""
+        since = job.running_since if job.running_since is not None else job.created
+        return since >= waiting_since
+
     def gain(self, q: int, req: Sequence[int]) -> float:
         """The reclaimer's gain: the part of `req` that fills queue q's shortfall from its deserved
         (judged as the order judges it), as a share of the capacity, held for the horizon."""
