@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -17,6 +18,7 @@ from vglobal.hub import metrics
 from vglobal.hub.context import HubContext
 from vglobal.hub.dispatch.explain import Explainer, ExplanationFailed, changed_statuses, changed_waits
 from vglobal.hub.dispatch.held import Known, held_by_cluster, queue_rooms, rooms_moved
+from vglobal.hub.dispatch.lost_work import lost_work
 from vglobal.hub.dispatch.metrics import record_cycle
 from vglobal.hub.dispatch.snapshot import SnapshotReader
 from vglobal.hub.notify import DELIVER, DISPATCH, FENCE, deliver_to, notify
@@ -71,10 +73,12 @@ class CycleStats:
 
 
 def write_admissions(
-    result: AdmissionResult, *, session: Session
+    result: AdmissionResult, *, session: Session, lost: Mapping[str, str] | None = None
 ) -> tuple[list[tuple[str, str, int]], int, Written]:
     """Admissions and reclaims in a few batched statements; returns (uid, cluster, generation) of
-    each admission made, how many jobs were reclaimed, and the admitted bindings as written."""
+    each admission made, how many jobs were reclaimed, and the admitted bindings as written.
+    ``lost``: per victim uid, what its event adds of the work it loses (lost_work.py)."""
+    lost = lost or {}
     decisions = result.decisions
     admits = [(uid, d.cluster) for uid in result.admitted_order if isinstance(d := decisions[uid], Admit)]
     # A job admitted in place of pods being evicted says so (victims, cluster) until it runs.
@@ -103,7 +107,13 @@ def write_admissions(
         )
         moved = {u for u, _, _ in victims}
         new_events += [
-            NewEvent(event, r.reason, job_uid=r.victim_uid, cluster=r.cluster, kind="Warning")
+            NewEvent(
+                event,
+                r.reason + lost.get(r.victim_uid, ""),
+                job_uid=r.victim_uid,
+                cluster=r.cluster,
+                kind="Warning",
+            )
             for r in group
             if r.victim_uid in moved
         ]
@@ -115,7 +125,8 @@ def write_admissions(
         new_events += [
             NewEvent(
                 "Reclaimed" if e.reclaimed else "Preempted",
-                f"{len(e.pods)} pod{'s' if len(e.pods) != 1 else ''} to evict: {e.reason}",
+                f"{len(e.pods)} pod{'s' if len(e.pods) != 1 else ''} to evict: {e.reason}"
+                + lost.get(e.job_uid, ""),
                 job_uid=e.job_uid,
                 cluster=e.cluster,
                 kind="Warning",
@@ -254,7 +265,8 @@ class Dispatcher:
                     rooms=queue_rooms(snapshot, result, held, self._facts),
                 )
                 moved = rooms_moved(statuses, self.reader.queue_status)
-                done, reclaimed, admitted = write_admissions(result, session=session)
+                lost = lost_work(snapshot, result)
+                done, reclaimed, admitted = write_admissions(result, session=session, lost=lost)
                 claims = [claim_row(c) for c in result.claims]
                 if claims != self.reader.claim_rows:  # kept for the next cycle, and the next leader
                     claims_repo.store(claims, session=session)

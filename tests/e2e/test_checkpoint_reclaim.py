@@ -1,0 +1,75 @@
+"""A job's checkpoints through hub and agent processes: the sim agent reports one every
+vglobal.io/checkpoint-interval of the run, `describe job` shows them, its owner declares one too
+(bad input refused naming the field, nothing kept), and a reclaim under --reclaim-rule worth says
+the victim loses only the work since its last checkpoint."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.e2e.harness import System, sim_cluster, wait_for
+from vglobal.api.v1 import jobs_pb2
+from vglobal.sdk import VGlobalError
+
+pytestmark = pytest.mark.e2e
+
+QUEUES = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: a}
+spec: {weight: 1}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: b}
+spec: {weight: 1}
+"""
+
+
+def job(name: str, queue: str, gpus: int, annotations: str = "") -> str:
+    return f"""
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: {name}, annotations: {{vglobal.io/sim-duration: 10m{annotations}}}}}
+spec:
+  queue: {queue}
+  minAvailable: 1
+  tasks:
+  - name: w
+    replicas: 1
+    template:
+      spec: {{containers: [{{name: w, image: x, resources: {{limits: {{nvidia.com/gpu: "{gpus}"}}}}}}]}}
+"""
+
+
+def _events(c: object, name: str, reason: str) -> list[jobs_pb2.JobEvent]:
+    return [e for e in c.explain_job(name).events if e.reason == reason]  # type: ignore[attr-defined]
+
+
+def test_a_checkpointed_job_is_reclaimed_losing_only_the_work_since(system: System) -> None:
+    system.start_hub("--reclaim-rule", "worth")
+    system.start_agent("c", sim_cluster("c", 1))
+    wait_for(lambda: len(system.get_json("clusters")) == 1, 30, "c registered", system)
+    system.apply_text("queues", QUEUES)
+    system.apply_text("a0", job("a0", "a", 8, ", vglobal.io/checkpoint-interval: 1s"))
+    with system.client() as c:
+        wait_for(lambda: len(_events(c, "a0", "Checkpointed")) >= 2, 60, "a0's checkpoints", system)
+        out = system.cli("describe", "job", "a0").stdout
+        assert "Checkpointed" in out and "reported by cluster c" in out, out
+
+        # its owner's declaration: a time in the future is refused, naming the field
+        with pytest.raises(VGlobalError, match="at: .* is in the future") as bad:
+            c.checkpoint_job("a0", at=datetime.now(UTC) + timedelta(hours=1))
+        assert bad.value.code.name == "INVALID_ARGUMENT"
+        assert not any("declared by" in e.message for e in _events(c, "a0", "Checkpointed"))
+
+        # queue b, below its share, reclaims a0 (a holds twice its share); a0 loses at most a
+        # second or so of work, far less than b's gain
+        system.apply_text("b0", job("b0", "b", 4))
+        wait_for(lambda: _events(c, "a0", "Reclaimed"), 60, "a0 reclaimed", system)
+        said = _events(c, "a0", "Reclaimed")[0].message
+        assert "since its checkpoint at" in said, said
+        lost = int(said.split("it loses ")[1].split(" s of work")[0])
+        assert lost <= 3, said  # the run since its last checkpoint, not its whole run
