@@ -60,7 +60,7 @@ def test_a_checkpointed_job_is_reclaimed_losing_only_the_work_since(system: Syst
         assert "Checkpointed" in out and "reported by cluster c" in out, out
 
         # its owner's declaration: a time in the future is refused, naming the field
-        with pytest.raises(VGlobalError, match="at: .* is in the future") as bad:
+        with pytest.raises(VGlobalError, match=r"at: .* is in the future") as bad:
             c.checkpoint_job("a0", at=datetime.now(UTC) + timedelta(hours=1))
         assert bad.value.code.name == "INVALID_ARGUMENT"
         assert not any("declared by" in e.message for e in _events(c, "a0", "Checkpointed"))
