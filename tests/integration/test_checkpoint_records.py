@@ -1,0 +1,71 @@
+"""A run's checkpoint as the hub keeps it (resource_bindings.checkpointed_at): the latest its agent
+reports for the current run, one Checkpointed event per report that moves it, read into the
+dispatcher's rows; an owner's declaration checked (nothing kept when refused); a new dispatch
+starts without one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from tests.integration.test_report_batches import events, record, seed, status
+from vglobal.hub import job_checkpoint
+from vglobal.hub.errors import FailedPrecondition, InvalidArgument
+from vglobal.model.reasons import WaitKind
+from vglobal.store.engine import make_sessionmaker, session_scope
+from vglobal.store.repo import bindings as bindings_repo
+from vglobal.store.repo import live as live_repo
+
+
+def _checkpointed(uid: str, gen: int, at: float) -> object:
+    msg = status(uid, gen, "Running")
+    msg.status.checkpointed_at = at  # type: ignore[attr-defined]
+    return msg
+
+
+def _kept(engine: sa.Engine, uid: str) -> float | None:
+    with session_scope(make_sessionmaker(engine)) as session:
+        (row,) = [b for b in live_repo.of_jobs([uid], session=session)]
+    return row.checkpointed_at
+
+
+def test_the_latest_checkpoint_of_the_current_run_is_kept_and_reset_by_a_new_dispatch(
+    engine: sa.Engine,
+) -> None:
+    seed(engine, {"ck": "Running", "other": "Suspended"})
+    started = time.time() - 600
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE resource_bindings SET dispatched_at = to_timestamp(:t)"), {"t": started})
+    t1, t2 = started + 100, started + 200
+    record(engine, [_checkpointed("ck", 1, t1), _checkpointed("ck", 1, t2)])  # type: ignore[list-item]
+    assert _kept(engine, "ck") == pytest.approx(t2)
+    assert events(engine, "ck").count("Checkpointed") == 1  # one per batch that moves it, not per report
+    # the same or an older time, a stale run's, or one before the run started: nothing changes
+    record(engine, [_checkpointed("ck", 1, t2), _checkpointed("ck", 1, t1)])  # type: ignore[list-item]
+    record(engine, [_checkpointed("ck", 0, t2 + 50)])  # type: ignore[list-item]
+    record(engine, [_checkpointed("other", 1, t2)])  # type: ignore[list-item]
+    assert _kept(engine, "ck") == pytest.approx(t2) and _kept(engine, "other") is None
+    assert events(engine, "ck").count("Checkpointed") == 1
+
+    # an owner's declaration: checked, then kept as a report is
+    factory = make_sessionmaker(engine)
+    with pytest.raises(InvalidArgument, match=r"^at: .* before the job's current run started"):
+        with session_scope(factory) as session:
+            job_checkpoint.declare("ck", "default/ck", started - 1, principal="u", session=session)
+    with pytest.raises(FailedPrecondition, match="does not run"):
+        with session_scope(factory) as session:
+            job_checkpoint.declare("other", "default/other", None, principal="u", session=session)
+    assert _kept(engine, "ck") == pytest.approx(t2)
+    with session_scope(factory) as session:
+        assert job_checkpoint.declare("ck", "default/ck", None, principal="u", session=session)
+    assert _kept(engine, "ck") == pytest.approx(time.time(), abs=30)
+    assert events(engine, "ck").count("Checkpointed") == 2
+
+    # re-queued and dispatched again: the new run has saved nothing yet
+    with session_scope(factory) as session:
+        bindings_repo.requeue(["ck"], session=session, kind=WaitKind.Reclaimed, reason="reclaimed")
+        _, written = bindings_repo.admit_written([("ck", "east")], session=session)
+    assert [b.checkpointed_at for b in written.rows] == [None]
+    assert _kept(engine, "ck") is None
