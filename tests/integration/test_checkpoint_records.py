@@ -51,12 +51,11 @@ def test_the_latest_checkpoint_of_the_current_run_is_kept_and_reset_by_a_new_dis
 
     # an owner's declaration: checked, then kept as a report is
     factory = make_sessionmaker(engine)
-    with pytest.raises(InvalidArgument, match=r"^at: .* before the job's current run started"):
-        with session_scope(factory) as session:
-            job_checkpoint.declare("ck", "default/ck", started - 1, principal="u", session=session)
-    with pytest.raises(FailedPrecondition, match="does not run"):
-        with session_scope(factory) as session:
-            job_checkpoint.declare("other", "default/other", None, principal="u", session=session)
+    early = r"^at: .* before the job's current run started"
+    with pytest.raises(InvalidArgument, match=early), session_scope(factory) as session:
+        job_checkpoint.declare("ck", "default/ck", started - 1, principal="u", session=session)
+    with pytest.raises(FailedPrecondition, match="does not run"), session_scope(factory) as session:
+        job_checkpoint.declare("other", "default/other", None, principal="u", session=session)
     assert _kept(engine, "ck") == pytest.approx(t2)
     with session_scope(factory) as session:
         assert job_checkpoint.declare("ck", "default/ck", None, principal="u", session=session)
