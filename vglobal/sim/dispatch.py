@@ -69,6 +69,7 @@ class Binding:
     placements: list[dict[str, Any]] | None = None  # the reported pods (PodPlacement JSON)
     evictions: list[str] = field(default_factory=list)  # pod uids its agent is to evict
     dispatched_at: float | None = None
+    checkpointed: float | None = None  # the latest checkpoint its run reported
 
     @property
     def ref(self) -> BindingRef:
@@ -219,7 +220,7 @@ class Dispatcher:
         b = self.bindings[uid]
         b.move(_P.Dispatched)
         b.cluster, b.generation, b.dispatched_at = cluster, b.generation + 1, now
-        b.placements, b.evictions = None, []
+        b.placements, b.evictions, b.checkpointed = None, [], None
         self._take(uid)
         self.unplaced.setdefault(cluster, {})[uid] = job.gang
         return Admission(uid, cluster, b.generation)
@@ -244,6 +245,7 @@ class Dispatcher:
             placements=b.placements,
             evictions=b.evictions,
             dispatched_at=b.dispatched_at,
+            checkpointed=b.checkpointed,
         )
         self._charge(uid, f.queue, got.charged)
         if got.running is not None:
@@ -265,13 +267,18 @@ class Dispatcher:
         if b.phase is _P.Dispatched:
             b.move(_P.Bound)
 
-    def report(self, uid: str, placements: Sequence[Mapping[str, Any]], *, started: bool) -> None:
+    def report(
+        self, uid: str, placements: Sequence[Mapping[str, Any]], *, started: bool, checkpointed: float = 0.0
+    ) -> None:
         """What the agent running ``uid`` says: its pods (PodPlacement JSON, as the hub stores
-        them), and whether the job started (its binding then moves to Running)."""
+        them), whether the job started (its binding then moves to Running) and when it last saved
+        its work (0: never; the hub keeps the latest)."""
         b = self.bindings.get(uid)
         if b is None or b.phase not in ADMITTED:
             return
         b.placements = [dict(p) for p in placements]
+        if checkpointed > (b.checkpointed or 0.0):
+            b.checkpointed = checkpointed
         if started and b.phase in UNPLACED:
             b.move(_P.Running)
             if b.cluster is not None:

@@ -258,5 +258,5 @@ class Federation:
             d.finish(st.job_uid, moved)
         else:
             pods = [convert.pod_placement(p).to_json() for p in st.placements]
-            d.report(st.job_uid, pods, started=moved is BindingPhase.Running)
+            d.report(st.job_uid, pods, started=moved is BindingPhase.Running, checkpointed=st.checkpointed_at)
         self.dirty = True
