@@ -1,5 +1,6 @@
 """A workload's checkpoints reach the hub: the pod's vglobal.io/checkpointed-at annotation (set by
-the workload on its own pod) and a Checkpointed Event about the pod, the latest time per job."""
+the workload on its own pod) and a Checkpointed Event about the pod or the job, the latest time per
+job."""
 
 from __future__ import annotations
 
@@ -40,9 +41,16 @@ def test_a_pods_checkpoint_annotation_and_event_are_reported(
     }
     cluster.core.create_namespaced_event(ns, event)
     agent.until(lambda: _reported(agent, "uid-ck") == later.timestamp(), 15, "the event reported")
+    # and one about the job itself, as a training operator posts it
+    last = later + timedelta(seconds=5)
+    event["metadata"] = {"name": "ck.job", "namespace": ns}
+    event["involvedObject"] = {"kind": "Job", "apiVersion": "batch.volcano.sh/v1alpha1", "name": "ck", "namespace": ns}
+    event["lastTimestamp"] = last.isoformat().replace("+00:00", "Z")
+    cluster.core.create_namespaced_event(ns, event)
+    agent.until(lambda: _reported(agent, "uid-ck") == last.timestamp(), 15, "the job's event reported")
     # an older annotation changes nothing
     patch["metadata"]["annotations"]["vglobal.io/checkpointed-at"] = "2020-01-01T00:00:00Z"
     cluster.core.patch_namespaced_pod(pod, ns, patch)
     for _ in range(5):
         agent.step()
-    assert _reported(agent, "uid-ck") == later.timestamp()
+    assert _reported(agent, "uid-ck") == last.timestamp()

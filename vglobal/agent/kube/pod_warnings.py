@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vglobal.agent.kube.bodies import OWNER_SUFFIX
 from vglobal.agent.kube.records import PodRecord, rfc3339
 
 CHECKPOINTED = "Checkpointed"  # the reason of an Event a workload posts on its pod when it saved its work
@@ -26,6 +27,7 @@ class EventRecord:
     reason: str
     message: str
     time: float | None = None  # when it happened (eventTime, else lastTimestamp), epoch seconds
+    about: tuple[str, str] = ("", "")  # the involved object's kind and name (a Job's, say)
 
 
 def event_record(obj: Mapping[str, Any]) -> EventRecord:
@@ -37,14 +39,20 @@ def event_record(obj: Mapping[str, Any]) -> EventRecord:
         reason=str(obj.get("reason") or ""),
         message=str(obj.get("message") or obj.get("note") or ""),
         time=rfc3339(obj.get("eventTime") or obj.get("lastTimestamp") or obj.get("firstTimestamp")),
+        about=(str(involved.get("kind") or ""), str(involved.get("name") or "")),
     )
 
 
 def checkpoint_of(ev: EventRecord, pods: Mapping[tuple[str, str], PodRecord]) -> tuple[str, float] | None:
-    """(job uid, when) of a Checkpointed event about a pod of the agent's jobs."""
-    if ev.reason != CHECKPOINTED or not ev.pod or ev.time is None:
+    """(job uid, when) of a Checkpointed event about a pod of the agent's jobs, or about the job
+    itself (an object named as the job: its pods' owner is named after it)."""
+    if ev.reason != CHECKPOINTED or ev.time is None:
         return None
-    pod = pods.get((ev.namespace, ev.pod))
+    if ev.pod:
+        pod = pods.get((ev.namespace, ev.pod))
+    else:
+        owner = f"{ev.about[1]}{OWNER_SUFFIX}"
+        pod = next((p for p in pods.values() if p.owner == owner and p.namespace == ev.namespace), None)
     return (pod.job_uid, ev.time) if pod is not None and pod.job_uid else None
 
 
