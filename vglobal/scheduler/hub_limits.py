@@ -11,6 +11,10 @@ hub gave this cluster beyond gangs (its allowance: the hub splits the queue's ro
 clusters, so two clusters never both take it), so the check counts every pod of the queue.
 Integer units, no tolerance: a pod that fits exactly fits, at any size.
 
+A pod beyond the gang adds to what its job counts only what takes the job past its gang's
+minResources: once the gang's pods have ended, the pods beyond it go into the gang's room, as the
+hub charges the job at least its gang (and gives no allowance for what fits in it).
+
 The gang itself is not checked again: the hub admitted it (and with proportion or capacity in the
 conf those plugins check every task as Volcano does). So a job's gang counts whole in what its queue
 holds here from the start, placed or not: the hub admitted it into that room, and pods beyond
@@ -69,10 +73,14 @@ class QueueRoom:
         job = task.job
         if job.ready_task_num() < job.min_available:
             return True
+        # What the task adds to what the job counts: nothing while it stays within the gang's
+        # room (its pods ended, the gang's minResources still count whole, as the hub charges).
+        alloc, gang = self._jobs.get(job.uid, (job.allocated, job.min_resources))
+        add = np.maximum(alloc + task.req, gang) - np.maximum(alloc, gang)
         asks = task.req > 0
         for name in self.chains.get(job.queue, ()):
             dims = self.named[name] & asks
-            if np.any((self.held[name] + task.req)[dims] > self.cap[name][dims]):
+            if np.any((self.held[name] + add)[dims] > self.cap[name][dims]):
                 job.limit_note = f"queue {name}: no room under its capability for {task.name} beyond the gang"
                 return False
         return True

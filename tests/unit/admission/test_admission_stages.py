@@ -113,6 +113,28 @@ def test_cost_orders_clusters_the_cheapest_gang_first() -> None:
     assert admit(Snapshot(0, Q, clusters[:2], (x,))).decisions["x"] == Admit("a")  # nothing weighed
 
 
+def test_each_admitted_job_keeps_its_own_verdict_though_alike_jobs_share_one() -> None:
+    """A cycle weighs each kind of job once (by what the stages read of it): one of another size,
+    preference or toleration still gets the order and verdict of its own."""
+    clusters = (cluster("a", 2, res(cpu=32, gpu=8)), cluster("b", 2, res(cpu=32, gpu=8)))
+    pol = policy({"costs": {"a": {"nvidia.com/gpu": 1.0}, "b": {"cpu": 0.5}},
+                  "taints": {"b": ["spot=true:PreferNoSchedule"]}})  # fmt: skip
+    jobs = (
+        job("small", "q", res(cpu=1, gpu=1), created=0),
+        job("alike", "q", res(cpu=1, gpu=1), created=1),
+        job("big", "q", res(cpu=30, gpu=1), created=2),
+        job("cpu", "q", res(cpu=2), created=3),
+        job("tolerant", "q", res(cpu=1, gpu=1), created=4, prefs=prefs(tolerations="spot=true:PreferNoSchedule")),
+    )
+    got = admit(Snapshot(0, Q, clusters, jobs, policy=pol)).decisions
+    alone = {j.uid: admit(Snapshot(0, Q, clusters, (j,), policy=pol)).decisions[j.uid] for j in jobs}
+    assert got == alone
+    # b is cheaper for one cpu, dearer for thirty; its taint puts it last for those that mind
+    assert got["small"] == got["alike"] == Admit("a", placed="a: score 0.75, tried 1st (cost 1.00/h)")
+    assert got["big"] == Admit("a", placed="a: score 1.00, tried 1st (cost 1.00/h)")
+    assert got["tolerant"] == Admit("b", placed="b: score 1.00, tried 1st (cost 0.50/h)")
+
+
 def test_the_default_rule_keeps_cpu_work_off_accelerator_clusters_through_the_stage() -> None:
     """--keep-accelerators is the taint stage's vglobal.io/accelerators:PreferNoSchedule."""
     clusters = (cluster("a-gpu", 1, res(cpu=32, gpu=8)), cluster("b-cpu", 1, res(cpu=8)))

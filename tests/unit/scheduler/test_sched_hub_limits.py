@@ -72,6 +72,19 @@ def test_pods_beyond_a_gang_leave_the_room_of_another_admitted_gang(plugins: str
     assert sorted(result.binds) == ["c1/high-0", "c1/low-0", "c1/low-1"]
 
 
+@pytest.mark.parametrize("plugins", ["default"])
+def test_pods_beyond_a_finished_gang_take_its_room_again(plugins: str) -> None:
+    """The gang's pods finished, two beyond it wait: the hub still charges the job its gang (2 cpu)
+    and gives no allowance (they fit in it), so the capability here is that. They go into the
+    gang's room (once counted 2 + 1 > 2 each: the job ran on for ever)."""
+    group = Group("c1/j", "q", min_member=2, phase="Running")
+    pods = [pod(f"c1/j-{i}", "c1/j", cpu="1", status="Succeeded", node="n") for i in range(2)]
+    pods += [pod(f"c1/j-{i}", "c1/j", cpu="1") for i in range(2, 5)]
+    q = queue("q", capability=cpu(2), federated=True)
+    result = Case("finished", [node("n", "8", "64Gi")], [group], pods, [q], PLUGINS[plugins]).check()
+    assert sorted(result.binds) == ["c1/j-2", "c1/j-3"]
+
+
 def test_the_chain_counts_every_queue_and_what_runs_in_its_children() -> None:
     nodes = [node("n", "64", "512Gi")]
     groups = [

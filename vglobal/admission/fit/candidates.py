@@ -44,6 +44,7 @@ class CandidateSets:
         self.schedulable = schedulable
         self.stages = stages
         self._sets: dict[tuple[object, ...], Candidates] = {}
+        self._left_out: dict[tuple[object, ...], dict[int, str]] = {}
 
     def of(self, job: PendingJob) -> Candidates:
         staged = self.stages.filter_key(job)  # taints, data locality, preference wait, placement
@@ -72,7 +73,16 @@ class CandidateSets:
         )
 
     def left_out(self, job: PendingJob) -> dict[int, str]:
-        """Per cluster the job's own filters (before the stages') leave out, why (describe)."""
+        """Per cluster the job's own filters (before the stages') leave out, why (describe).
+        Callers only read it: jobs with the same filters share one."""
+        allowed, selector = job.allowed_clusters, job.cluster_selector
+        key = (allowed, tuple(sorted(selector.items())), job.excluded_clusters, job.workload)
+        got = self._left_out.get(key)
+        if got is None:
+            got = self._left_out[key] = self._leaves_out(job)
+        return got
+
+    def _leaves_out(self, job: PendingJob) -> dict[int, str]:
         out = {}
         allowed, selector = job.allowed_clusters, job.cluster_selector
         for i, c in enumerate(self.snaps):

@@ -90,6 +90,21 @@ class Stages:
         self.prefer_no = any(t.effect == "PreferNoSchedule" for ts in self.taints for t in ts)
         self.has_costs = bool(config.costs)
         self.any_accel = any(self.accel)
+        # Per cycle, the answers of ``groups`` and ``placed_line`` by what they read of a job
+        # (``_reads``): most jobs read alike, and both weigh every candidate cluster.
+        self._groups: dict[tuple[object, ...], list[list[int]]] = {}
+        self._placed: dict[tuple[object, ...], str] = {}
+
+    def _reads(self, job: PendingJob) -> tuple[object, ...]:
+        """All that the filters, scores and verdicts read of a job: jobs alike here get the same
+        answers."""
+        return (
+            job.prefs,
+            job.preferred_clusters,
+            self.waiting_for_preferred(job),
+            any(is_accelerator(r) for r in job.request),
+            job.request if self.has_costs else None,
+        )
 
     def kept_for_accelerators(self, c: int, asks_accel: bool, keep: bool = True) -> bool:
         """Whether the default rule's taint puts cluster c last for a job (``keep``: the job does
@@ -167,7 +182,14 @@ class Stages:
 
     def groups(self, job: PendingJob, ids: Sequence[int]) -> list[list[int]]:
         """The candidates in groups tried in turn: equal keys share a group, where the placement
-        policy (binpack or spread) chooses."""
+        policy (binpack or spread) chooses. Callers only read the lists."""
+        memo = (self._reads(job), tuple(ids))
+        got = self._groups.get(memo)
+        if got is None:
+            got = self._groups[memo] = self._grouped(job, ids)
+        return got
+
+    def _grouped(self, job: PendingJob, ids: Sequence[int]) -> list[list[int]]:
         keyed = sorted((self.key(c, job), c) for c in ids)
         out: list[list[int]] = []
         last: tuple[int, int, int, float] | None = None
@@ -242,8 +264,13 @@ class Stages:
 
     def placed_line(self, c: int, job: PendingJob, candidates: Mapping[int, str]) -> str:
         """Cluster c's line of ``verdict_lines``: the verdict of the cluster the job went to."""
-        head = f"{self.names[c]}: "
-        return next((line for line in self.verdict_lines(job, candidates) if line.startswith(head)), "")
+        memo = (c, self._reads(job), tuple(candidates.items()))
+        got = self._placed.get(memo)
+        if got is None:
+            head = f"{self.names[c]}: "
+            lines = self.verdict_lines(job, candidates)
+            got = self._placed[memo] = next((line for line in lines if line.startswith(head)), "")
+        return got
 
     def verdict_lines(self, job: PendingJob, candidates: Mapping[int, str]) -> list[str]:
         """``verdicts`` as describe shows them, in the order clusters are tried."""
