@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from vglobal.admission import Gang, PendingJob, RunningJob
 from vglobal.admission.inputs import admitted_job, pending_job
 from vglobal.hub.dispatch.facts import JobFacts, Shared, Templates, read_facts
+from vglobal.hub.dispatch.heap import paused_gc
 from vglobal.model.binding import UNFINISHED, UNPLACED, BindingPhase
 from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.reasons import WaitKind
@@ -113,10 +114,11 @@ class JobCache:
                 self._guarded(lambda: self._apply_known(rows, now, fresh))
                 self._read_at(horizon)
                 return
-        rows = live_repo.live(session=session)
-        self.respecified = respecified(self.entries, rows)
-        fresh = self._facts([b.job_uid for b in rows], session=session)
-        self._guarded(lambda: self._replace(rows, now, fresh))
+        with paused_gc():
+            rows = live_repo.live(session=session)
+            self.respecified = respecified(self.entries, rows)
+            fresh = self._facts([b.job_uid for b in rows], session=session)
+            self._guarded(lambda: self._replace(rows, now, fresh))
         self._read_at(horizon)
         self.full_read_at = mono
 
