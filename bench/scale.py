@@ -15,8 +15,9 @@ equal. `plot` draws the tables of several `pure` runs (their printed output) in 
 
 `snapshot`: the workload seeded into Postgres (COPY, not timed), then what a new leader pays
 before its first decision: the hub's own snapshot read (`SnapshotReader.read`) from cold; the
-Postgres backend's CPU beside the reader's, and how late a thread asking to wake every 5 ms woke
-meanwhile (what the hub's API threads wait for the interpreter). `--keep` keeps the seeded
+Postgres backend's CPU beside the reader's, how late a thread asking to wake every 5 ms woke
+meanwhile (what the hub's API threads wait for the interpreter), and the round trips of a health
+check called every 10 ms from another process on a gRPC server in the reading process. `--keep` keeps the seeded
 databases (`vglobal_scale_<N>`) and reads a kept one again without seeding.
 """
 
@@ -281,6 +282,66 @@ class StallProbe:
         return f"{p99 * 1000:.0f} / {got[-1] * 1000:.0f} ms"
 
 
+# The client of ApiProbe, in its own process: a health check every 10 ms until its input closes,
+# then every round trip's seconds on one line.
+_API_CLIENT = """
+import sys, threading, time
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}"))
+stub.Check(health_pb2.HealthCheckRequest(), timeout=60)
+print("ready", flush=True)
+done = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+got = []
+while not done.is_set():
+    t = time.perf_counter()
+    stub.Check(health_pb2.HealthCheckRequest(), timeout=600)
+    got.append(time.perf_counter() - t)
+    time.sleep(0.01)
+print(" ".join(f"{x:.5f}" for x in got), flush=True)
+"""
+
+
+class ApiProbe:
+    """A gRPC server in this process (the standard health service on a thread pool, as an API
+    beside the read) called every 10 ms from another process while the read runs: each call's
+    round trip, as a caller of the hub's API would see it."""
+
+    def __enter__(self) -> ApiProbe:
+        import subprocess
+        from concurrent import futures
+
+        import grpc
+        from grpc_health.v1 import health, health_pb2_grpc
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(4))
+        health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _API_CLIENT, str(port)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
+        self.calls: list[float] = []
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        out, _ = self.proc.communicate("")
+        self.calls = [float(x) for x in out.split()]
+        self.server.stop(0)
+
+    def summary(self) -> str:
+        if not self.calls:
+            return "-"
+        got = sorted(self.calls)
+        q = [got[min(len(got) - 1, int(f * len(got)))] * 1000 for f in (0.5, 0.99)]
+        return f"{q[0]:.0f} / {q[1]:.0f} / {got[-1] * 1000:.0f} ms ({len(got)})"
+
+
 def _backend_cpu(session: object) -> tuple[int, float]:
     """The Postgres backend serving this session, and its CPU seconds so far (0 if not readable:
     a server on another machine)."""
@@ -361,14 +422,14 @@ def snapshot_build(sizes: list[int], url: str | None, keep: bool = False) -> Non
             load = " / ".join(f"{x:.1f}" for x in psutil.getloadavg())
             with session_scope(sessions) as session:
                 _, pg_before = _backend_cpu(session)
-                with StallProbe() as probe, timed() as t:
+                with ApiProbe() as api, StallProbe() as probe, timed() as t:
                     got = reader.read(settings, session=session)
                 _, pg_after = _backend_cpu(session)
                 session.rollback()
             print(
                 f"| {jobs:,} | {len(got.pending):,} | {len(got.running):,} | {t.wall:.1f} s | {t.cpu:.1f} s | "
                 f"{pg_after - pg_before:.1f} s | {rss_mb() - before:,.0f} MB | {peak_mb():,.0f} MB | "
-                f"{probe.summary()} | {load} |",
+                f"{probe.summary()} | {api.summary()} | {load} |",
                 flush=True,
             )
             del got, reader
@@ -417,9 +478,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [int(s) for s in (args.sizes or "100000,300000").split(",")]
         print(
             "| seeded pending | read pending | read running | cold read (wall) | CPU | Postgres CPU "
-            "| resident added | peak resident | 5 ms wake late p99 / max | load average |"
+            "| resident added | peak resident | 5 ms wake late p99 / max | health call p50 / p99 / max (calls) "
+            "| load average |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         snapshot_build(sizes, args.database_url, args.keep)
     return 0
 
