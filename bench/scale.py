@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/scale.py pure [--sizes 10000,100000,1000000] [--steady 2] [--memo] [--plot PNG]
     .venv/bin/python bench/scale.py plot --tables OUT1,OUT2 --plot bench/scale-steady.png
-    .venv/bin/python bench/scale.py snapshot [--sizes 100000,300000] [--database-url URL]
+    .venv/bin/python bench/scale.py snapshot [--sizes 100000,300000] [--database-url URL] [--keep]
 
 `pure`: the pure admit() over `make_snapshot(N, 100 clusters, 1,000 nodes, fanout 22, 100k running)`
 (11,154 queues): the first cycle with no budget, the first cycle with the hub's default budget of
@@ -14,7 +14,11 @@ the cycles before left (admission/memo.py, as the hub's dispatcher keeps it), de
 equal. `plot` draws the tables of several `pure` runs (their printed output) in one figure.
 
 `snapshot`: the workload seeded into Postgres (COPY, not timed), then what a new leader pays
-before its first decision: the hub's own snapshot read (`SnapshotReader.read`) from cold.
+before its first decision: the hub's own snapshot read (`SnapshotReader.read`) from cold; the
+Postgres backend's CPU beside the reader's, how late a thread asking to wake every 5 ms woke
+meanwhile (what the hub's API threads wait for the interpreter), and the round trips of a health
+check called every 10 ms from another process on a gRPC server in the reading process. `--keep` keeps the seeded
+databases (`vglobal_scale_<N>`) and reads a kept one again without seeding.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from read_probes import ApiProbe, StallProbe, backend_cpu
 from workload import make_snapshot, next_cycle
 
 from vglobal.admission import AdmissionResult, PendingJob, RunningJob, Snapshot, admit
@@ -245,8 +250,23 @@ def plot(results: list[SizeResult], path: Path) -> None:
     print(f"plot: {path}")
 
 
-def snapshot_build(sizes: list[int], url: str | None) -> None:
-    """Seed each size into a fresh database and read it as a new leader does (cold)."""
+def _seeded(engine: object, jobs: int) -> bool:
+    """A database kept by an earlier run (--keep) holds this size's workload."""
+    import sqlalchemy as sa
+
+    try:
+        with engine.connect() as conn:  # type: ignore[attr-defined]
+            n = conn.execute(
+                sa.text("SELECT count(*) FROM resource_bindings WHERE phase = 'Suspended'")
+            ).scalar_one()
+    except sa.exc.SQLAlchemyError:
+        return False
+    return int(n) == jobs
+
+
+def snapshot_build(sizes: list[int], url: str | None, keep: bool = False) -> None:
+    """Seed each size into a fresh database and read it as a new leader does (cold). With `keep`
+    the database stays for the next run, which reads it again without seeding."""
     import tempfile
     import warnings
 
@@ -269,40 +289,52 @@ def snapshot_build(sizes: list[int], url: str | None) -> None:
         for jobs in sizes:
             import sqlalchemy as sa
 
-            admin = make_engine(url)
             name = f"vglobal_scale_{jobs}"
-            with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
-                conn.execute(sa.text(f"CREATE DATABASE {name}"))
-            admin.dispose()
             db_url = sa.make_url(url).set(database=name)
             engine = make_engine(db_url.render_as_string(hide_password=False))
-            migrate.upgrade(engine)
-            snap = make_snapshot(jobs, CLUSTERS, NODES, fanout=FANOUT, running=RUNNING)
-            with timed() as t:
-                seed(engine, snap)
-            print(f"{jobs} pending: seeded in {t.wall:.1f} s", flush=True)
-            del snap
+            if keep and _seeded(engine, jobs):
+                migrate.upgrade(engine)
+                print(f"{jobs} pending: kept database {name}", flush=True)
+            else:
+                engine.dispose()
+                admin = make_engine(url)
+                with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                    conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+                    conn.execute(sa.text(f"CREATE DATABASE {name}"))
+                admin.dispose()
+                engine = make_engine(db_url.render_as_string(hide_password=False))
+                migrate.upgrade(engine)
+                snap = make_snapshot(jobs, CLUSTERS, NODES, fanout=FANOUT, running=RUNNING)
+                with timed() as t:
+                    seed(engine, snap)
+                print(f"{jobs} pending: seeded in {t.wall:.1f} s", flush=True)
+                del snap
             gc.collect()
             settings = HubSettings(database_url="x")
             sessions = make_sessionmaker(engine)
             reader = SnapshotReader()
             before = rss_mb()
-            with timed() as t, session_scope(sessions) as session:
-                got = reader.read(settings, session=session)
+            load = " / ".join(f"{x:.1f}" for x in psutil.getloadavg())
+            with session_scope(sessions) as session:
+                _, pg_before = backend_cpu(session)
+                with ApiProbe() as api, StallProbe() as probe, timed() as t:
+                    got = reader.read(settings, session=session)
+                _, pg_after = backend_cpu(session)
                 session.rollback()
             print(
                 f"| {jobs:,} | {len(got.pending):,} | {len(got.running):,} | {t.wall:.1f} s | {t.cpu:.1f} s | "
-                f"{rss_mb() - before:,.0f} MB |",
+                f"{pg_after - pg_before:.1f} s | {rss_mb() - before:,.0f} MB | {peak_mb():,.0f} MB | "
+                f"{probe.summary()} | {api.summary()} | {load} |",
                 flush=True,
             )
             del got, reader
             engine.dispose()
             gc.collect()
-            admin = make_engine(url)
-            with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
-            admin.dispose()
+            if not keep:
+                admin = make_engine(url)
+                with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                    conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+                admin.dispose()
         if pg is not None:
             pg.cleanup()
 
@@ -321,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         "--memo", action="store_true", help="also run the next and steady cycles with the memo"
     )
     parser.add_argument("--database-url", default=None)
+    parser.add_argument(
+        "--keep", action="store_true", help="snapshot: keep the seeded databases and reuse kept ones"
+    )
     args = parser.parse_args(argv)
     cmd = "python bench/scale.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.phase == "pure":
@@ -336,9 +371,13 @@ def main(argv: list[str] | None = None) -> int:
         plot(read_tables(args.tables.split(",")), Path(args.plot))
     else:
         sizes = [int(s) for s in (args.sizes or "100000,300000").split(",")]
-        print("| seeded pending | read pending | read running | cold read (wall) | CPU | resident added |")
-        print("|---|---|---|---|---|---|")
-        snapshot_build(sizes, args.database_url)
+        print(
+            "| seeded pending | read pending | read running | cold read (wall) | CPU | Postgres CPU "
+            "| resident added | peak resident | 5 ms wake late p99 / max | health call p50 / p99 / max (calls) "
+            "| load average |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        snapshot_build(sizes, args.database_url, args.keep)
     return 0
 
 

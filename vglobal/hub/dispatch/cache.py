@@ -18,12 +18,12 @@ from sqlalchemy.orm import Session
 
 from vglobal.admission import Gang, PendingJob, RunningJob
 from vglobal.admission.inputs import admitted_job, pending_job
-from vglobal.hub.dispatch.facts import JobFacts, Shared, facts_of
+from vglobal.hub.dispatch.facts import JobFacts, Shared, Templates, read_facts
+from vglobal.hub.dispatch.heap import paused_gc
 from vglobal.model.binding import UNFINISHED, UNPLACED, BindingPhase
 from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.reasons import WaitKind
 from vglobal.model.resources import ResourceVector
-from vglobal.store.repo import jobs as jobs_repo
 from vglobal.store.repo import live as live_repo
 from vglobal.store.repo.live import Horizon, LiveBinding, Written
 
@@ -84,6 +84,7 @@ class JobCache:
     suspect: set[str] = field(default_factory=set)  # read again next time, whatever their version
     respecified: set[str] = field(default_factory=set)  # waiting jobs whose facts to read again
     shared: Shared = field(default_factory=Shared)
+    templates: Templates = field(default_factory=dict)  # facts by stored form (read_facts)
     # Derived from the entries by _index / _unindex only:
     pending: dict[str, PendingJob] = field(default_factory=dict)  # in the order first read
     running: dict[str, RunningJob] = field(default_factory=dict)
@@ -113,10 +114,11 @@ class JobCache:
                 self._guarded(lambda: self._apply_known(rows, now, fresh))
                 self._read_at(horizon)
                 return
-        rows = live_repo.live(session=session)
-        self.respecified = respecified(self.entries, rows)
-        fresh = self._facts([b.job_uid for b in rows], session=session)
-        self._guarded(lambda: self._replace(rows, now, fresh))
+        with paused_gc():
+            rows = live_repo.live(session=session)
+            self.respecified = respecified(self.entries, rows)
+            fresh = self._facts([b.job_uid for b in rows], session=session)
+            self._guarded(lambda: self._replace(rows, now, fresh))
         self._read_at(horizon)
         self.full_read_at = mono
 
@@ -146,7 +148,7 @@ class JobCache:
         again = self.respecified
         missing = [u for u in uids if (e := entries.get(u)) is None or e.facts is None or u in again]
         self.respecified = set()
-        return {st.uid: facts_of(st, self.shared) for st in jobs_repo.statics(missing, session=session)}
+        return {f.uid: f for f in read_facts(missing, self.shared, self.templates, session=session)}
 
     def _replace(self, rows: Sequence[LiveBinding], now: float, fresh: dict[str, JobFacts]) -> None:
         """After a full read: every entry rebuilt; the facts and reasons of known jobs are kept."""
@@ -230,8 +232,9 @@ class JobCache:
                 facts = fresh.get(uid) or (was.facts if was is not None else None)
                 self._put(b, facts, now, kept_reason(was, b))
         self._expire(now)
-        if len(self.shared) > 2 * len(entries) + 1000:
-            self.shared = Shared()  # mostly shapes of jobs that are gone; sharing only saves work
+        if len(self.shared) + len(self.templates) > 2 * len(entries) + 1000:
+            # Mostly shapes of jobs that are gone; sharing only saves work.
+            self.shared, self.templates = Shared(), {}
 
     def _put(self, b: LiveBinding, facts: JobFacts | None, now: float, reason: WrittenReason | None) -> None:
         e = Entry(b, facts)

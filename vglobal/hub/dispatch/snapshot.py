@@ -8,6 +8,7 @@ only the rows written since (``JobCache.refresh``, ``ClusterCache.read``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,6 +20,7 @@ from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
 from vglobal.hub.dispatch.clusters import ClusterCache
 from vglobal.hub.dispatch.fair_usage import FairUsage
+from vglobal.hub.dispatch.heap import kept_heap
 from vglobal.hub.dispatch.spend import BudgetView, SpendLedger
 from vglobal.model.queue_affinity import affinity_from_manifest, limit_vectors
 from vglobal.model.queue_tuning import queue_half_lives
@@ -53,6 +55,12 @@ class SnapshotReader:
         return self.fair
 
     def read(self, settings: HubSettings, *, session: Session) -> Snapshot:
+        # A new leader's first read builds what it keeps of every job, node and queue at once
+        # (heap.py); later full reads of the jobs pause the collector only (JobCache.refresh).
+        with kept_heap() if self.jobs.horizon is None else nullcontext():
+            return self._read(settings, session=session)
+
+    def _read(self, settings: HubSettings, *, session: Session) -> Snapshot:
         jobs = self.jobs
         now = clusters_repo.db_now(session=session)
         jobs.refresh(now, session=session)

@@ -1,8 +1,10 @@
 """What admission needs of a stored job that never changes after submit, read for many jobs at once
-(``statics``), each row turned into a JobStatic by ``static_row``."""
+(``statics``), each row turned into a JobStatic by ``static_row``; or streamed with the JSON columns
+as their stored text (``static_texts``), for a caller that decodes each distinct text once."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,7 +19,7 @@ from vglobal.model.preemptable import preemption_policy, unpreemptable_tasks
 from vglobal.model.queue_tuning import CHECKPOINT_ANNOTATION, checkpoint_interval
 from vglobal.model.workloads import long_running
 from vglobal.store.engine import joined
-from vglobal.store.repo.live import cursor
+from vglobal.store.repo.live import STREAM_CHUNK, cursor
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,47 @@ _STATICS = (
     "FROM jobs j LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
     "WHERE j.uid = ANY(string_to_array(%(u)s, ','))"
 )
+
+
+# The same, the JSON columns as the text Postgres stores them in, so that jobs made from one template
+# (most of a big backlog) are decoded once: the text is what the driver would decode.
+_STATIC_TEXTS = (
+    "SELECT j.uid, j.namespace, j.name, j.queue, j.priority, j.created_at, CAST(j.request AS text), "
+    "CAST(j.gang AS text), CAST(j.pod_requests AS text), CAST(j.placement AS text), j.min_available, "
+    "COALESCE(pc.preemption_policy, 'PreemptLowerPriority'), CAST(j.facts AS text), j.facts->>'ja', "
+    f"j.facts->>'jl', j.facts->>'api', j.facts->>'kind', CAST({task_priorities('j')} AS text) "
+    "FROM jobs j LEFT JOIN priority_classes pc ON pc.name = j.priority_class_name "
+    "WHERE j.uid = ANY(string_to_array(%(u)s, ','))"
+)
+# A job's identity (uid, namespace, name, queue, priority, created_at), and the rest of its static
+# columns as stored (equal for jobs of one template: the key their decoded form is shared under).
+Identity = tuple[str, str, str, str, int, datetime]
+StaticTexts = tuple[Any, ...]
+
+
+def static_texts(uids: list[str], *, session: Session) -> Iterator[tuple[Identity, StaticTexts]]:
+    """These jobs' static columns, streamed in chunks (the caller consumes them before it uses the
+    session again)."""
+    if not uids:
+        return
+    with cursor(session) as cur:
+        for row in cur.stream(_STATIC_TEXTS, {"u": joined(uids)}, size=STREAM_CHUNK):
+            yield row[:6], row[6:]
+
+
+def _load(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def static_of_texts(ident: Identity, texts: StaticTexts) -> JobStatic:
+    """The JobStatic ``statics`` reads of the same row."""
+    request, gang, pods, where, min_available, policy, facts, ja, jl, api, kind, task_prios = texts
+    uid, ns, name, queue, prio, created = ident
+    return static_row(
+        uid, ns, name, queue, prio, created,
+        _load(request), Gang.from_json(_load(gang)), _load(pods), Placement.from_json(_load(where)),
+        min_available, policy, _load(facts), ja, jl, api, kind, _load(task_prios),
+    )  # fmt: skip
 
 
 _NONE: frozenset[str] = frozenset()

@@ -61,6 +61,11 @@ _LIVE_COLUMNS = (
 )
 
 
+# Rows per round trip of a streamed read: a chunk is decoded holding the interpreter, so it bounds
+# how long the hub's other threads (its API) wait on a big read.
+STREAM_CHUNK = 2000
+
+
 def cursor(session: Session) -> psycopg.Cursor[Any]:
     raw = session.connection().connection.dbapi_connection
     assert isinstance(raw, psycopg.Connection)
@@ -69,13 +74,14 @@ def cursor(session: Session) -> psycopg.Cursor[Any]:
 
 def live(*, session: Session) -> list[LiveBinding]:
     """Every unfinished binding."""
+    sql = (
+        f"SELECT {_LIVE_COLUMNS} FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
+        f"WHERE b.{UNFINISHED_SQL}"
+    )
     with cursor(session) as cur:
-        cur.execute(
-            f"SELECT {_LIVE_COLUMNS} FROM resource_bindings b JOIN jobs j ON j.uid = b.job_uid "
-            f"WHERE b.{UNFINISHED_SQL}"
-        )
-        rows = cur.fetchall()
-    return list(map(LiveBinding._make, rows))
+        # Streamed in chunks: a driver's fetch of every row holds the interpreter (and the hub's
+        # API threads) for the whole decoding.
+        return list(map(LiveBinding._make, cur.stream(sql, size=STREAM_CHUNK)))
 
 
 def of_jobs(uids: Sequence[str], *, session: Session) -> list[LiveBinding]:
