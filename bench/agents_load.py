@@ -21,6 +21,7 @@ and a PASS/FAIL line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -30,15 +31,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
+import e2e_procs  # noqa: E402
 from agents_fleet import Fleet  # noqa: E402
 from e2e_load import MANIFEST  # noqa: E402
-from e2e_procs import System, with_database  # noqa: E402
+from e2e_procs import System, commits, with_database  # noqa: E402
 
 from vglobal.client import Client, VGlobalError  # noqa: E402
 from vglobal.dial import Dial  # noqa: E402
@@ -49,6 +52,18 @@ def fresh_database(url: str, name: str) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     return with_database(url, name)
+
+
+def pg_cpu(database: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving ``database`` (the hub's pool keeps them)."""
+    total = 0.0
+    for p in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            cmd = " ".join(p.info["cmdline"] or ())
+            if cmd.startswith("postgres: ") and f" {database} " in cmd:
+                t = p.cpu_times()
+                total += t.user + t.system
+    return total
 
 
 def q(values: list[float], p: float) -> float:
@@ -125,7 +140,8 @@ def run_size(args: argparse.Namespace, n: int, work: Path) -> dict[str, Any]:
     names = [f"c{i}" for i in range(n)]
     certs = work / "certs"
     init_certs(certs, "localhost", names, [UserSpec.parse("bench:admin")], days=1)
-    url = fresh_database(args.database_url, f"agents_load_{n}")
+    dbname = f"agents_load_{n}"
+    url = fresh_database(args.database_url, dbname)
     system = System(url, work, hub_flags=["--rate-limit", "0", "--placement", "spread", *args.hub_flag], certs=certs)
     fleet: Fleet | None = None
     sampler = Sampler(system, url, args.sample)
@@ -147,10 +163,12 @@ def run_size(args: argparse.Namespace, n: int, work: Path) -> dict[str, Any]:
         registered = time.time() - t
         sampler.start()
         time.sleep(args.idle)  # the hub with every agent connected and nothing to run
-        idle_cpu0 = system.hub.cpu_seconds()
+        idle0 = (system.hub.cpu_seconds(), pg_cpu(dbname), commits(url), time.time())
         time.sleep(args.idle)
-        idle_cpu = system.hub.cpu_seconds() - idle_cpu0
+        idle1 = (system.hub.cpu_seconds(), pg_cpu(dbname), commits(url), time.time())
+        idle_s = idle1[3] - idle0[3]
         load0, cpu0, t0 = os.getloadavg()[0], system.hub.cpu_seconds(), time.time()
+        pg0, commits0 = pg_cpu(dbname), commits(url)
         stored: list[str] = []
         errors: list[str] = []
         submit(system, args, f"n{n}", stored, errors)
@@ -159,6 +177,7 @@ def run_size(args: argparse.Namespace, n: int, work: Path) -> dict[str, Any]:
         while len(fleet.completed) < len(stored) and time.time() < deadline:
             time.sleep(0.5)
         t1, cpu1, load1 = time.time(), system.hub.cpu_seconds(), os.getloadavg()[0]
+        pg1, commits1 = pg_cpu(dbname), commits(url)
         time.sleep(2 * args.sample + 1)  # the last reports recorded and sampled
         sampler.stop.set()
         sampler.join()
@@ -177,10 +196,13 @@ def run_size(args: argparse.Namespace, n: int, work: Path) -> dict[str, Any]:
         every_agent = all(any(c == a.name for runs in fleet.runs.values() for _, c, _ in runs) for a in fleet.agents)
         return {
             "agents": n, "nodes": args.nodes, "registered_s": round(registered, 1),
-            "idle_hub_cpu_per_agent_pct": round(100 * idle_cpu / args.idle / n, 3),
+            "idle_hub_cpu_per_agent_pct": round(100 * (idle1[0] - idle0[0]) / idle_s / n, 3),
+            "idle_pg_cpu_per_agent_pct": round(100 * (idle1[1] - idle0[1]) / idle_s / n, 3),
+            "idle_commits_per_s": round((idle1[2] - idle0[2]) / idle_s),
             "submitted": len(stored), "submit_errors": len(errors), "completed": len(fleet.completed),
             "jobs_per_s": round(done_in_window / (t1 - t0), 1), "wall_s": round(t1 - t0, 1),
             "hub_cpu_s": round(cpu1 - cpu0, 1), "hub_cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 1),
+            "pg_cpu_s": round(pg1 - pg0, 1), "commits_per_s": round((commits1 - commits0) / (t1 - t0)),
             "hub_peak_rss_mb": round(max(sampler.peak_rss, system.hub.peak_rss) / 2**20),
             "heartbeat_p50_ms": round(1000 * q(trips, 50)), "heartbeat_p99_ms": round(1000 * q(trips, 99)),
             "heartbeats_seen": len(trips),
@@ -212,9 +234,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--hub-flag", action="append", default=[], help="more hub flags (--hub-flag=--x=y)")
     ap.add_argument("--keep", default="", help="keep logs in this directory")
     ap.add_argument("--json", default="", help="write the figures here too")
+    ap.add_argument("--code", default="", help="run the hub from this source tree (a baseline checkout)")
     args = ap.parse_args(argv)
     if not args.database_url:
         ap.error("--database-url (or VGLOBAL_TEST_DATABASE_URL) is required")
+    if args.code:
+        e2e_procs.CODE[0] = Path(args.code).resolve()
     work = Path(args.keep or tempfile.mkdtemp(prefix="vglobal-agents-"))
     results = []
     for n in [int(s) for s in args.agents.split(",")]:

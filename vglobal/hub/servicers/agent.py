@@ -28,8 +28,9 @@ import grpc
 from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.hub.agents import record, register
 from vglobal.hub.agents.check import check_message, check_register
-from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier, batched
+from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier, Shared, batched
 from vglobal.hub.agents.log_relay import LogRelay
+from vglobal.hub.agents.sync_group import SyncGroups
 from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
@@ -84,6 +85,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self.open = 0
         self.streams: set[StreamState] = set()
         self.local: dict[str, StreamState] = {}  # cluster -> its latest stream on this hub
+        # The streams' syncs, many in one transaction (agents/sync_group.py).
+        self.syncs: SyncGroups[tuple[StreamState, bool], list[agent_pb2.HubMessage]] = SyncGroups(
+            self._sync_many, lambda req: self._sync(*req), self._db
+        )
         ctx.wakeups.subscribe(DELIVER, self._wake_threadsafe)
 
     def _wake_threadsafe(self, payload: str) -> None:
@@ -203,7 +208,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 state.wake.clear()  # before the sync: a wake-up during it is not lost
                 fence, state.fence = state.fence or wakeups.seq(FENCE) != fences, False
                 fences = wakeups.seq(FENCE)
-                out = await self._db(self._sync, state, fence)
+                out = await self.syncs((state, fence))
                 for msg in batched(out) if state.takes_batches else out:
                     yield msg
                 if reader.done() and reader.exception() is not None:
@@ -329,15 +334,38 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def _sync(self, state: StreamState, fence: bool) -> list[agent_pb2.HubMessage]:
         """A Dispatch for each binding this cluster should run that this stream has not sent, and
         a Cancel for each run it must stop (see agents/deliver.py)."""
-        if state.courier is None:
-            state.courier = Courier(state.cluster, box=self.ctx.secrets)
-        with state.lock:
-            runs = dict(state.runs)
-        with session_scope(self.ctx.sessions) as session:
-            out, ended = state.courier.sync(runs, fence=fence, session=session)
-        if ended:
+        return self._sync_many([(state, fence)])[0]
+
+    def _sync_many(self, group: list[tuple[StreamState, bool]]) -> list[list[agent_pb2.HubMessage]]:
+        """The syncs of several streams in one transaction: every plan first, then each finished
+        (so what they read alike is read after every stream's runs; see Courier.plan)."""
+        couriers: list[Courier] = []
+        runs: list[dict[str, int]] = []
+        for state, _ in group:
+            if state.courier is None:
+                state.courier = Courier(state.cluster, box=self.ctx.secrets)
+            couriers.append(state.courier)
             with state.lock:
-                for uid, gen in ended:
-                    if state.runs.get(uid) == gen:
-                        del state.runs[uid]
+                runs.append(dict(state.runs))
+        try:
+            with session_scope(self.ctx.sessions) as session:
+                fences = [fence for _, fence in group]
+                plans = [c.plan(fence=f, session=session) for c, f in zip(couriers, fences, strict=True)]
+                shared = Shared(session)
+                done = [
+                    c.finish(plan, r, session=session, shared=shared)
+                    for c, plan, r in zip(couriers, plans, runs, strict=True)
+                ]
+        except BaseException:
+            for state, _ in group:  # what their couriers noted as sent was not: each starts afresh
+                state.courier = None
+            raise
+        out = []
+        for (state, _), (msgs, ended) in zip(group, done, strict=True):
+            if ended:
+                with state.lock:
+                    for uid, gen in ended:
+                        if state.runs.get(uid) == gen:
+                            del state.runs[uid]
+            out.append(msgs)
         return out
