@@ -29,9 +29,8 @@ from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, r
 from vglobal.model.forms import TERMINATED, after_stop
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
-from vglobal.store.repo import clusters as clusters_repo
+from vglobal.store.repo import cluster_beats, job_specs
 from vglobal.store.repo import events as events_repo
-from vglobal.store.repo import job_specs
 from vglobal.store.repo import runs as runs_repo
 from vglobal.store.repo.events import NewEvent
 from vglobal.store.repo.runs import JobReport, Move
@@ -237,19 +236,10 @@ def job_uid(msg: agent_pb2.AgentMessage) -> str | None:
     return None
 
 
-def record(
-    cluster: str,
-    messages: Sequence[agent_pb2.AgentMessage],
-    *,
-    stream: str,
-    exclude_for: float,
-    session: Session,
-) -> Outcome:
-    """Record heartbeats, acknowledgements and job status of ``cluster``'s agent, sent on
-    ``stream`` (its Register was recorded before); the caller owns the transaction. Superseded
-    (nothing recorded) when another stream now speaks for the cluster."""
-    if not clusters_repo.speaks_for(cluster, stream, session=session):
-        raise Superseded(f'another agent stream now speaks for cluster "{cluster}"')
+def _heartbeat(
+    cluster: str, messages: Sequence[agent_pb2.AgentMessage]
+) -> tuple[dict[str, dict[str, int]], dict[str, list[list[Any]]]] | None:
+    """The batch's heartbeats merged (changed nodes' free capacity, card tables); None if none."""
     heartbeat: dict[str, dict[str, int]] | None = None
     cards: dict[str, list[list[Any]]] = {}
     for msg in messages:
@@ -263,10 +253,58 @@ def record(
             heartbeat = heartbeat or {}
             heartbeat.update({n.name: convert.units_of(n.free) for n in hb.nodes})
             cards.update({n.name: [card_record(c) for c in n.cards] for n in hb.cards})
-    if heartbeat is not None:
-        clusters_repo.heartbeat(cluster, heartbeat, session=session, cards_patch=cards)
-        if heartbeat:
-            notify(DISPATCH, session=session)
+    return None if heartbeat is None else (heartbeat, cards)
+
+
+def record(
+    cluster: str,
+    messages: Sequence[agent_pb2.AgentMessage],
+    *,
+    stream: str,
+    exclude_for: float,
+    session: Session,
+) -> Outcome:
+    """Record heartbeats, acknowledgements and job status of ``cluster``'s agent, sent on
+    ``stream`` (its Register was recorded before); the caller owns the transaction. Superseded
+    (nothing recorded) when another stream now speaks for the cluster."""
+    got = record_many([(cluster, stream, messages)], exclude_for=exclude_for, session=session)[0]
+    if isinstance(got, Superseded):
+        raise got
+    return got
+
+
+def record_many(
+    reports: Sequence[tuple[str, str, Sequence[agent_pb2.AgentMessage]]],
+    *,
+    exclude_for: float,
+    session: Session,
+) -> list[Outcome | Superseded]:
+    """``record`` for the reports of several streams (cluster, stream, messages) in one
+    transaction: whose streams still speak for their clusters read, and their heartbeats written,
+    in one statement each for all. Each report gets its Outcome, or Superseded (nothing of it
+    recorded)."""
+    speaking = cluster_beats.speakers([(c, s) for c, s, _ in reports], session=session)
+    beats = [
+        (c, *hb)
+        for c, s, msgs in reports
+        if (c, s) in speaking and (hb := _heartbeat(c, msgs)) is not None
+    ]
+    cluster_beats.heartbeats(beats, session=session)
+    if any(b[1] for b in beats):
+        notify(DISPATCH, session=session)
+    out: list[Outcome | Superseded] = []
+    for cluster, stream, messages in reports:
+        if (cluster, stream) not in speaking:
+            out.append(Superseded(f'another agent stream now speaks for cluster "{cluster}"'))
+        else:
+            out.append(_record_jobs(cluster, messages, exclude_for=exclude_for, session=session))
+    return out
+
+
+def _record_jobs(
+    cluster: str, messages: Sequence[agent_pb2.AgentMessage], *, exclude_for: float, session: Session
+) -> Outcome:
+    """The acknowledgements and job status of one stream's batch."""
     uids = [u for m in messages if (u := job_uid(m)) is not None]
     failed = [
         m.status.job_uid

@@ -35,7 +35,7 @@ from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, HubError, TooLarge
 from vglobal.hub.metrics import count_finished
 from vglobal.hub.notify import DELIVER, FENCE, deliver_to, delivered_to
 from vglobal.model.binding import FINISHED, reported
@@ -69,6 +69,9 @@ class StreamState:
     mailed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+Report = tuple[list[agent_pb2.AgentMessage], StreamState]  # what a stream received meanwhile
+
+
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(
         self,
@@ -88,6 +91,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         # The streams' syncs, many in one transaction (agents/sync_group.py).
         self.syncs: SyncGroups[tuple[StreamState, bool], list[agent_pb2.HubMessage]] = SyncGroups(
             self._sync_many, lambda req: self._sync(*req), self._db
+        )
+        # Their reports too: one transaction records what several streams received meanwhile.
+        self.records: SyncGroups[Report, HubError | None] = SyncGroups(
+            self._record_many, lambda req: self._record_many([req])[0], self._db
         )
         ctx.wakeups.subscribe(DELIVER, self._wake_threadsafe)
 
@@ -267,7 +274,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         agent hung up and all it sent is recorded."""
         try:
             while (batch := await self._next_batch(state)) is not None:
-                await self._db(self._record, batch, state)
+                refused = await self.records((batch, state))
+                if refused is not None:
+                    raise refused
         finally:
             state.ending = True
             state.wake.set()
@@ -304,32 +313,40 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             register.release(state.cluster, state.stream, session=session)
 
-    def _record(self, batch: list[agent_pb2.AgentMessage], state: StreamState) -> None:
+    def _record_many(self, group: list[Report]) -> list[HubError | None]:
+        """The reports of several streams recorded in one transaction (agents/record.py); per
+        stream, Superseded if another stream now speaks for its cluster, else None."""
         # What the agent runs is noted before its reports are recorded: a sync in between must
         # not find a binding finished by a report while the run still shows here as running.
-        with state.lock:
-            for msg in batch:
-                body = msg.WhichOneof("body")
-                if body == "rejected":
-                    state.runs.pop(msg.rejected.job_uid, None)
-                elif body == "status":
-                    st = msg.status
-                    if reported(st.phase) in FINISHED:
-                        state.runs.pop(st.job_uid, None)
-                    else:
-                        state.runs[st.job_uid] = st.generation
+        for batch, state in group:
+            with state.lock:
+                for msg in batch:
+                    body = msg.WhichOneof("body")
+                    if body == "rejected":
+                        state.runs.pop(msg.rejected.job_uid, None)
+                    elif body == "status":
+                        st = msg.status
+                        if reported(st.phase) in FINISHED:
+                            state.runs.pop(st.job_uid, None)
+                        else:
+                            state.runs[st.job_uid] = st.generation
         with session_scope(self.ctx.sessions) as session:
-            outcome = record.record(
-                state.cluster,
-                batch,
-                stream=state.stream,
+            outcomes = record.record_many(
+                [(state.cluster, state.stream, batch) for batch, state in group],
                 exclude_for=self.ctx.settings.exclude_for,
                 session=session,
             )
-        count_finished(outcome.ended)  # committed now
-        if outcome.stale:
-            state.fence = True  # a run that is not current reported: it may have to be stopped
-            self.ctx.wakeups.fire(DELIVER, deliver_to([state.cluster]))
+        refused: list[HubError | None] = []
+        for (_, state), outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, record.Superseded):
+                refused.append(outcome)
+                continue
+            refused.append(None)
+            count_finished(outcome.ended)  # committed now
+            if outcome.stale:
+                state.fence = True  # a run that is not current reported: it may have to be stopped
+                self.ctx.wakeups.fire(DELIVER, deliver_to([state.cluster]))
+        return refused
 
     def _sync(self, state: StreamState, fence: bool) -> list[agent_pb2.HubMessage]:
         """A Dispatch for each binding this cluster should run that this stream has not sent, and
