@@ -4,8 +4,10 @@ A stream asks for a sync when it is woken (an admission to its cluster, a fence,
 The syncs asked for while a group runs go together in the next group: one transaction, so one
 connection checkout, begin and commit for all, and what every sync reads alike (the queues, their
 rooms, the changed objects) read once. At 100 connected clusters that part was most of what a
-sync cost, and every stream paid it every second. A group that fails is run again request by
-request (``alone``), so one stream's failure ends that stream only.
+sync cost, and every stream paid it every second. Up to ``PARALLEL`` groups run at once, the
+waiting requests shared among them: a group's statements wait on the database more than they
+compute, and one group at a time made 100 streams' deliveries wait in line. A group that fails
+is run again request by request (``alone``), so one stream's failure ends that stream only.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 MAX_GROUP = 200  # syncs in one transaction at most
+PARALLEL = 3  # groups at once (of the agent streams' pool of 8 threads, for syncs and for reports each)
 
 
 class SyncGroups(Generic[R, T]):
     """``together(requests)`` runs a group, ``alone(request)`` one request, each through ``run``
-    (the pool the database work runs in); one group at a time."""
+    (the pool the database work runs in); up to ``PARALLEL`` groups at a time."""
 
     def __init__(
         self,
@@ -37,23 +40,26 @@ class SyncGroups(Generic[R, T]):
         self.alone = alone
         self.run = run
         self.waiting: list[tuple[R, asyncio.Future[T]]] = []
-        self.busy = False
-        self.drainer: asyncio.Future[None] | None = None
+        self.running = 0  # groups' drains
+        self.drainers: set[asyncio.Future[None]] = set()
         self.groups = 0  # run so far (for tests and the curious)
 
     async def __call__(self, request: R) -> T:
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self.waiting.append((request, fut))
-        if not self.busy:
-            self.busy = True
-            self.drainer = asyncio.ensure_future(self._drain())
+        if self.running < PARALLEL:
+            self.running += 1
+            drainer = asyncio.ensure_future(self._drain())
+            self.drainers.add(drainer)
+            drainer.add_done_callback(self.drainers.discard)
         return await fut
 
     async def _drain(self) -> None:
         group: list[tuple[R, asyncio.Future[T]]] = []
         try:
             while self.waiting:
-                group, self.waiting = self.waiting[:MAX_GROUP], self.waiting[MAX_GROUP:]
+                size = min(MAX_GROUP, -(-len(self.waiting) // self.running))  # shared with the others
+                group, self.waiting = self.waiting[:size], self.waiting[size:]
                 group = [(r, f) for r, f in group if not f.done()]  # a stream that ended meanwhile
                 if not group:
                     continue
@@ -75,7 +81,7 @@ class SyncGroups(Generic[R, T]):
             self.waiting = []
             raise
         finally:
-            self.busy = False
+            self.running -= 1
 
     async def _alone(self, group: list[tuple[R, asyncio.Future[T]]]) -> None:
         for request, fut in group:
