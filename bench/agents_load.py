@@ -178,7 +178,14 @@ def run_size(args: argparse.Namespace, n: int, work: Path) -> dict[str, Any]:
             time.sleep(0.5)
         t1, cpu1, load1 = time.time(), system.hub.cpu_seconds(), os.getloadavg()[0]
         pg1, commits1 = pg_cpu(dbname), commits(url)
-        time.sleep(2 * args.sample + 1)  # the last reports recorded and sampled
+        with psycopg.connect(url, autocommit=True) as conn:
+            # Lost: not recorded Succeeded once the agents completed all and the hub had until
+            # the drain's end to record it (the recording latency says how long it took).
+            while time.time() < deadline and conn.execute(
+                "SELECT count(*) FROM resource_bindings WHERE phase = 'Succeeded'"
+            ).fetchone() != (len(stored),):
+                time.sleep(0.5)
+        time.sleep(2 * args.sample)  # the last heartbeats sampled
         sampler.stop.set()
         sampler.join()
         with psycopg.connect(url, autocommit=True) as conn:
