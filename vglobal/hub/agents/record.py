@@ -196,14 +196,13 @@ class _Batch:
         self.events += child_failures.events(restarts, self.cluster)
         return bool(restarts)
 
-    def write(self, session: Session) -> None:
-        # Job rows first: a change of placements touches the binding (migration 0002), which
-        # the binding's own move then writes over in the same transaction.
-        runs_repo.update_statuses(list(self.statuses.values()), session=session)
-        job_specs.observed(self.observed, session=session)
+    def write_own(self, session: Session) -> bool:
+        """What this batch writes on its own (cancelled runs' stops, HyperJob children re-queued):
+        rare, before the moves; whether children were re-queued."""
         self._write_stops(session)
-        restarts = self._restart_children(session)
-        self.outcome.ended = runs_repo.move(list(self.moves.values()), self.cluster, session=session)
+        return self._restart_children(session)
+
+    def write_rejects(self, session: Session) -> None:
         for msg in self.rejects:
             bindings_repo.requeue(
                 [msg.job_uid],
@@ -216,12 +215,27 @@ class _Batch:
                 NewEvent("Rejected", msg.reason, job_uid=msg.job_uid, cluster=self.cluster, kind="Warning")
             )
         self.outcome.rejected = len(self.rejects)
-        events_repo.add_events(self.events, session=session)
-        if self.outcome.finished or self.rejects or restarts:
-            notify(DISPATCH, session=session)
-        if self.rejects or restarts:
-            notify(DELIVER, session=session)
-            notify(FENCE, session=session)
+
+
+def write(batches: Sequence[_Batch], session: Session) -> None:
+    """The batches of several streams, each kind of write one statement for all."""
+    # Job rows first: a change of placements touches the binding (migration 0002), which
+    # the binding's own move then writes over in the same transaction.
+    runs_repo.update_statuses([r for b in batches for r in b.statuses.values()], session=session)
+    job_specs.observed({u: g for b in batches for u, g in b.observed.items()}, session=session)
+    restarts = [b.write_own(session) for b in batches]
+    moves = [(b.cluster, m) for b in batches for m in b.moves.values()]
+    ended = runs_repo.move_runs([m for _, m in moves], [c for c, _ in moves], session=session)
+    for b in batches:  # each batch its own cluster's (another stream of it would be superseded)
+        b.outcome.ended = [(q, phase) for c, q, phase in ended if c == b.cluster]
+        b.write_rejects(session)
+    events_repo.add_events([e for b in batches for e in b.events], session=session)
+    rejects = any(b.rejects for b in batches)
+    if any(b.outcome.finished for b in batches) or rejects or any(restarts):
+        notify(DISPATCH, session=session)
+    if rejects or any(restarts):
+        notify(DELIVER, session=session)
+        notify(FENCE, session=session)
 
 
 def card_record(c: agent_pb2.GpuCardFree) -> list[Any]:
@@ -292,35 +306,46 @@ def record_many(
     cluster_beats.heartbeats(beats, session=session)
     if any(b[1] for b in beats):
         notify(DISPATCH, session=session)
-    out: list[Outcome | Superseded] = []
-    for cluster, stream, messages in reports:
-        if (cluster, stream) not in speaking:
-            out.append(Superseded(f'another agent stream now speaks for cluster "{cluster}"'))
-        else:
-            out.append(_record_jobs(cluster, messages, exclude_for=exclude_for, session=session))
-    return out
-
-
-def _record_jobs(
-    cluster: str, messages: Sequence[agent_pb2.AgentMessage], *, exclude_for: float, session: Session
-) -> Outcome:
-    """The acknowledgements and job status of one stream's batch."""
-    uids = [u for m in messages if (u := job_uid(m)) is not None]
-    failed = [
-        m.status.job_uid
-        for m in messages
-        if m.WhichOneof("body") == "status" and reported(m.status.phase) is BindingPhase.Failed
+    live = [(c, msgs) for c, s, msgs in reports if (c, s) in speaking]
+    batches = _batches(live, exclude_for=exclude_for, session=session)
+    write(batches, session)
+    done = iter(batches)
+    return [
+        next(done).outcome
+        if (c, s) in speaking
+        else Superseded(f'another agent stream now speaks for cluster "{c}"')
+        for c, s, _ in reports
     ]
-    if failed:
-        uids += child_failures.to_lock(failed, session=session)
-    batch = _Batch(cluster, runs_repo.lock_refs(uids, session=session), exclude_for)
-    for msg in messages:
-        body = msg.WhichOneof("body")
-        if body == "accepted":
-            batch.accepted(msg.accepted)
-        elif body == "rejected":
-            batch.rejected(msg.rejected)
-        elif body == "status":
-            batch.status(msg.status)
-    batch.write(session)
-    return batch.outcome
+
+
+def _batches(
+    reports: Sequence[tuple[str, Sequence[agent_pb2.AgentMessage]]], *, exclude_for: float, session: Session
+) -> list[_Batch]:
+    """Each stream's acknowledgements and job status applied to the bindings they name, every
+    binding of them all locked at once (in uid order, so two groups never wait on each other in
+    a cycle)."""
+    named: list[list[str]] = []
+    for _, messages in reports:
+        uids = [u for m in messages if (u := job_uid(m)) is not None]
+        failed = [
+            m.status.job_uid
+            for m in messages
+            if m.WhichOneof("body") == "status" and reported(m.status.phase) is BindingPhase.Failed
+        ]
+        if failed:
+            uids += child_failures.to_lock(failed, session=session)
+        named.append(uids)
+    refs = runs_repo.lock_refs([u for uids in named for u in uids], session=session)
+    out = []
+    for (cluster, messages), uids in zip(reports, named, strict=True):
+        batch = _Batch(cluster, {u: refs[u] for u in uids if u in refs}, exclude_for)
+        for msg in messages:
+            body = msg.WhichOneof("body")
+            if body == "accepted":
+                batch.accepted(msg.accepted)
+            elif body == "rejected":
+                batch.rejected(msg.rejected)
+            elif body == "status":
+                batch.status(msg.status)
+        out.append(batch)
+    return out
