@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -22,6 +22,7 @@ from vglobal.api.v1 import agent_pb2
 from vglobal.hub.dependencies import dispatch_objects, object_data, users
 from vglobal.hub.secret_box import SecretBox
 from vglobal.model.binding import FINISHED, BindingRef, stop_reason
+from vglobal.model.records import QueueRow
 from vglobal.store.repo import bindings as bindings_repo
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import objects as objects_repo
@@ -63,6 +64,44 @@ def batched(messages: list[agent_pb2.HubMessage]) -> list[agent_pb2.HubMessage]:
     return out
 
 
+class Plan(NamedTuple):
+    full: bool  # a full sync: every run checked against its binding
+    wanted: dict[str, int]  # uid -> generation: the runs read (all admitted, or those not acknowledged)
+    delivered: list[bindings_repo.Delivery]  # to send
+
+
+class Shared:
+    """What every stream's sync reads alike, read once per transaction however many syncs it
+    holds: the queues, the queues' rooms, the objects changed since a revision."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._queues: dict[str, QueueRow] | None = None
+        self._rooms: list[QueueRow] | None = None
+        self._last: int | None = None
+        self._changed: dict[int, list[objects_repo.ObjectRow]] = {}
+
+    def queues(self) -> dict[str, QueueRow]:
+        if self._queues is None:
+            self._queues = {q.name: q for q in queues_repo.list_queues(session=self.session)}
+        return self._queues
+
+    def rooms(self) -> list[QueueRow]:
+        if self._rooms is None:
+            self._rooms = queues_repo.with_rooms(session=self.session)
+        return self._rooms
+
+    def last_revision(self) -> int:
+        if self._last is None:
+            self._last = objects_repo.last_revision(session=self.session)
+        return self._last
+
+    def changed_since(self, revision: int) -> list[objects_repo.ObjectRow]:
+        if revision not in self._changed:
+            self._changed[revision] = objects_repo.changed_since(revision, session=self.session)
+        return self._changed[revision]
+
+
 @dataclass
 class Courier:
     """One stream's record of what it sent. Used by one sync at a time."""
@@ -88,23 +127,36 @@ class Courier:
         """The messages to send once the caller commits (the Cancels among them recorded as
         events), and the runs found ended by themselves (to drop from ``runs``). ``runs`` is what
         the agent says it runs (uid -> generation); ``fence`` asks for a full sync."""
+        plan = self.plan(fence=fence, session=session)
+        return self.finish(plan, runs, session=session, shared=Shared(session))
+
+    def plan(self, *, fence: bool, session: Session) -> Plan:
+        """A sync's first half: what this cluster should run and which of it this stream has not
+        sent. Syncs of several streams in one transaction plan all before any finishes, so what
+        they read of every cluster (queues' rooms, changed objects) is read after their runs."""
         full = fence or self.due()
-        updates = self._object_updates(session) if full or self.object_revision < 0 else []
         wanted = bindings_repo.runs_of(self.cluster, session=session, unacknowledged=not full)
         new = [uid for uid, gen in wanted.items() if self.sent.get(uid) != gen]
         if full:  # runs applied anew (vglobal apply, scale): their Dispatch again, changed in place
             for uid, (gen, spec) in bindings_repo.respecified(self.cluster, session=session).items():
                 if self.sent.get(uid) == gen and self.sent_spec.get(uid, 0) < spec:
                     new.append(uid)
-        delivered = bindings_repo.deliveries(self.cluster, new, session=session)
+        return Plan(full, wanted, bindings_repo.deliveries(self.cluster, new, session=session))
+
+    def finish(
+        self, plan: Plan, runs: dict[str, int], *, session: Session, shared: Shared
+    ) -> tuple[list[agent_pb2.HubMessage], list[tuple[str, int]]]:
+        """A sync's second half (see ``sync``), after ``plan`` in the same transaction."""
+        full, wanted, delivered = plan
+        updates = self._object_updates(shared) if full or self.object_revision < 0 else []
         chains: dict[str, list[agent_pb2.DispatchQueue]] = {}
         if delivered:
-            rows = {q.name: q for q in queues_repo.list_queues(session=session)}
+            rows = shared.queues()
             for d in delivered:
                 if d.queue not in chains:
                     chains[d.queue] = convert.dispatch_queues(d.queue, rows, self.cluster)
         out = [self._dispatch(d, chains[d.queue], session) for d in delivered]
-        out += self._queue_limits(session)
+        out += self._queue_limits(shared)
         out += updates
         out += self._evictions(session)
         if not full:
@@ -132,11 +184,11 @@ class Courier:
         events_repo.add_events(events, session=session)
         return out, ended
 
-    def _queue_limits(self, session: Session) -> list[agent_pb2.HubMessage]:
+    def _queue_limits(self, shared: Shared) -> list[agent_pb2.HubMessage]:
         """The queues whose room beyond gangs on this cluster moved since this stream last said
         (after the Dispatches: a new run's gang is in what the queue holds here)."""
         moved = []
-        rows = queues_repo.with_rooms(session=session)
+        rows = shared.rooms()
         for row in rows:
             status = row.status
             room = (status["allowance"].get(self.cluster), (status.get("here") or {}).get(self.cluster))
@@ -145,7 +197,7 @@ class Courier:
                 moved.append(row)
         gone = self.sent_rooms.keys() - {r.name for r in rows}
         if gone:  # no longer capped, or deleted: its figures as they are now, without an allowance
-            moved += [q for q in queues_repo.list_queues(session=session) if q.name in gone]
+            moved += [q for q in shared.queues().values() if q.name in gone]
             for name in gone:
                 del self.sent_rooms[name]
         if not moved:
@@ -154,13 +206,14 @@ class Courier:
         queues = [convert.dispatch_queues(q.name, by_name, self.cluster)[0] for q in moved]
         return [agent_pb2.HubMessage(queue_limits=agent_pb2.QueueLimits(queues=queues))]
 
-    def _object_updates(self, session: Session) -> list[agent_pb2.HubMessage]:
+    def _object_updates(self, shared: Shared) -> list[agent_pb2.HubMessage]:
         """An ObjectUpdate with each object changed at the hub since the last look that a run of
         this cluster uses (a new stream only notes where it starts: its Dispatches carry them)."""
+        session = shared.session
         if self.object_revision < 0:
-            self.object_revision = objects_repo.last_revision(session=session)
+            self.object_revision = shared.last_revision()
             return []
-        changed = objects_repo.changed_since(self.object_revision, session=session)
+        changed = shared.changed_since(self.object_revision)
         if not changed:
             return []
         self.object_revision = max(r.revision for r in changed)

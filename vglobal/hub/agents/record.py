@@ -29,9 +29,8 @@ from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, r
 from vglobal.model.forms import TERMINATED, after_stop
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
-from vglobal.store.repo import clusters as clusters_repo
+from vglobal.store.repo import cluster_beats, job_specs
 from vglobal.store.repo import events as events_repo
-from vglobal.store.repo import job_specs
 from vglobal.store.repo import runs as runs_repo
 from vglobal.store.repo.events import NewEvent
 from vglobal.store.repo.runs import JobReport, Move
@@ -209,15 +208,15 @@ class _Batch:
         self.events += child_failures.events(restarts, self.cluster)
         return bool(restarts)
 
-    def write(self, session: Session) -> None:
-        # Job rows first: a change of placements touches the binding (migration 0002), which
-        # the binding's own move then writes over in the same transaction.
-        runs_repo.update_statuses(list(self.statuses.values()), session=session)
-        job_specs.observed(self.observed, session=session)
+    def write_own(self, session: Session) -> bool:
+        """What this batch writes on its own (newer checkpoints, cancelled runs' stops, HyperJob
+        children re-queued):
+        rare, before the moves; whether children were re-queued."""
         self._write_checkpoints(session)
         self._write_stops(session)
-        restarts = self._restart_children(session)
-        self.outcome.ended = runs_repo.move(list(self.moves.values()), self.cluster, session=session)
+        return self._restart_children(session)
+
+    def write_rejects(self, session: Session) -> None:
         for msg in self.rejects:
             bindings_repo.requeue(
                 [msg.job_uid],
@@ -230,12 +229,27 @@ class _Batch:
                 NewEvent("Rejected", msg.reason, job_uid=msg.job_uid, cluster=self.cluster, kind="Warning")
             )
         self.outcome.rejected = len(self.rejects)
-        events_repo.add_events(self.events, session=session)
-        if self.outcome.finished or self.rejects or restarts:
-            notify(DISPATCH, session=session)
-        if self.rejects or restarts:
-            notify(DELIVER, session=session)
-            notify(FENCE, session=session)
+
+
+def write(batches: Sequence[_Batch], session: Session) -> None:
+    """The batches of several streams, each kind of write one statement for all."""
+    # Job rows first: a change of placements touches the binding (migration 0002), which
+    # the binding's own move then writes over in the same transaction.
+    runs_repo.update_statuses([r for b in batches for r in b.statuses.values()], session=session)
+    job_specs.observed({u: g for b in batches for u, g in b.observed.items()}, session=session)
+    restarts = [b.write_own(session) for b in batches]
+    moves = [(b.cluster, m) for b in batches for m in b.moves.values()]
+    ended = runs_repo.move_runs([m for _, m in moves], [c for c, _ in moves], session=session)
+    for b in batches:  # each batch its own cluster's (another stream of it would be superseded)
+        b.outcome.ended = [(q, phase) for c, q, phase in ended if c == b.cluster]
+        b.write_rejects(session)
+    events_repo.add_events([e for b in batches for e in b.events], session=session)
+    rejects = any(b.rejects for b in batches)
+    if any(b.outcome.finished for b in batches) or rejects or any(restarts):
+        notify(DISPATCH, session=session)
+    if rejects or any(restarts):
+        notify(DELIVER, session=session)
+        notify(FENCE, session=session)
 
 
 def card_record(c: agent_pb2.GpuCardFree) -> list[Any]:
@@ -250,19 +264,10 @@ def job_uid(msg: agent_pb2.AgentMessage) -> str | None:
     return None
 
 
-def record(
-    cluster: str,
-    messages: Sequence[agent_pb2.AgentMessage],
-    *,
-    stream: str,
-    exclude_for: float,
-    session: Session,
-) -> Outcome:
-    """Record heartbeats, acknowledgements and job status of ``cluster``'s agent, sent on
-    ``stream`` (its Register was recorded before); the caller owns the transaction. Superseded
-    (nothing recorded) when another stream now speaks for the cluster."""
-    if not clusters_repo.speaks_for(cluster, stream, session=session):
-        raise Superseded(f'another agent stream now speaks for cluster "{cluster}"')
+def _heartbeat(
+    cluster: str, messages: Sequence[agent_pb2.AgentMessage]
+) -> tuple[dict[str, dict[str, int]], dict[str, list[list[Any]]]] | None:
+    """The batch's heartbeats merged (changed nodes' free capacity, card tables); None if none."""
     heartbeat: dict[str, dict[str, int]] | None = None
     cards: dict[str, list[list[Any]]] = {}
     for msg in messages:
@@ -276,26 +281,85 @@ def record(
             heartbeat = heartbeat or {}
             heartbeat.update({n.name: convert.units_of(n.free) for n in hb.nodes})
             cards.update({n.name: [card_record(c) for c in n.cards] for n in hb.cards})
-    if heartbeat is not None:
-        clusters_repo.heartbeat(cluster, heartbeat, session=session, cards_patch=cards)
-        if heartbeat:
-            notify(DISPATCH, session=session)
-    uids = [u for m in messages if (u := job_uid(m)) is not None]
-    failed = [
-        m.status.job_uid
-        for m in messages
-        if m.WhichOneof("body") == "status" and reported(m.status.phase) is BindingPhase.Failed
+    return None if heartbeat is None else (heartbeat, cards)
+
+
+def record(
+    cluster: str,
+    messages: Sequence[agent_pb2.AgentMessage],
+    *,
+    stream: str,
+    exclude_for: float,
+    session: Session,
+) -> Outcome:
+    """Record heartbeats, acknowledgements and job status of ``cluster``'s agent, sent on
+    ``stream`` (its Register was recorded before); the caller owns the transaction. Superseded
+    (nothing recorded) when another stream now speaks for the cluster."""
+    got = record_many([(cluster, stream, messages)], exclude_for=exclude_for, session=session)[0]
+    if isinstance(got, Superseded):
+        raise got
+    return got
+
+
+def record_many(
+    reports: Sequence[tuple[str, str, Sequence[agent_pb2.AgentMessage]]],
+    *,
+    exclude_for: float,
+    session: Session,
+) -> list[Outcome | Superseded]:
+    """``record`` for the reports of several streams (cluster, stream, messages) in one
+    transaction: whose streams still speak for their clusters read, and their heartbeats written,
+    in one statement each for all. Each report gets its Outcome, or Superseded (nothing of it
+    recorded)."""
+    speaking = cluster_beats.speakers([(c, s) for c, s, _ in reports], session=session)
+    beats = [
+        (c, *hb)
+        for c, s, msgs in reports
+        if (c, s) in speaking and (hb := _heartbeat(c, msgs)) is not None
     ]
-    if failed:
-        uids += child_failures.to_lock(failed, session=session)
-    batch = _Batch(cluster, runs_repo.lock_refs(uids, session=session), exclude_for)
-    for msg in messages:
-        body = msg.WhichOneof("body")
-        if body == "accepted":
-            batch.accepted(msg.accepted)
-        elif body == "rejected":
-            batch.rejected(msg.rejected)
-        elif body == "status":
-            batch.status(msg.status)
-    batch.write(session)
-    return batch.outcome
+    cluster_beats.heartbeats(beats, session=session)
+    if any(b[1] for b in beats):
+        notify(DISPATCH, session=session)
+    live = [(c, msgs) for c, s, msgs in reports if (c, s) in speaking]
+    batches = _batches(live, exclude_for=exclude_for, session=session)
+    write(batches, session)
+    done = iter(batches)
+    return [
+        next(done).outcome
+        if (c, s) in speaking
+        else Superseded(f'another agent stream now speaks for cluster "{c}"')
+        for c, s, _ in reports
+    ]
+
+
+def _batches(
+    reports: Sequence[tuple[str, Sequence[agent_pb2.AgentMessage]]], *, exclude_for: float, session: Session
+) -> list[_Batch]:
+    """Each stream's acknowledgements and job status applied to the bindings they name, every
+    binding of them all locked at once (in uid order, so two groups never wait on each other in
+    a cycle)."""
+    named: list[list[str]] = []
+    for _, messages in reports:
+        uids = [u for m in messages if (u := job_uid(m)) is not None]
+        failed = [
+            m.status.job_uid
+            for m in messages
+            if m.WhichOneof("body") == "status" and reported(m.status.phase) is BindingPhase.Failed
+        ]
+        if failed:
+            uids += child_failures.to_lock(failed, session=session)
+        named.append(uids)
+    refs = runs_repo.lock_refs([u for uids in named for u in uids], session=session)
+    out = []
+    for (cluster, messages), uids in zip(reports, named, strict=True):
+        batch = _Batch(cluster, {u: refs[u] for u in uids if u in refs}, exclude_for)
+        for msg in messages:
+            body = msg.WhichOneof("body")
+            if body == "accepted":
+                batch.accepted(msg.accepted)
+            elif body == "rejected":
+                batch.rejected(msg.rejected)
+            elif body == "status":
+                batch.status(msg.status)
+        out.append(batch)
+    return out

@@ -28,13 +28,14 @@ import grpc
 from vglobal.api.v1 import agent_pb2, agent_pb2_grpc
 from vglobal.hub.agents import record, register
 from vglobal.hub.agents.check import check_message, check_register
-from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier, batched
+from vglobal.hub.agents.deliver import FENCE_INTERVAL, Courier, Shared, batched
 from vglobal.hub.agents.log_relay import LogRelay
+from vglobal.hub.agents.sync_group import SyncGroups
 from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import PermissionDenied
 from vglobal.hub.auth.policy import Action, decide
 from vglobal.hub.context import HubContext
-from vglobal.hub.errors import AlreadyExists, FailedPrecondition, TooLarge
+from vglobal.hub.errors import AlreadyExists, FailedPrecondition, HubError, TooLarge
 from vglobal.hub.metrics import count_finished
 from vglobal.hub.notify import DELIVER, FENCE, deliver_to, delivered_to
 from vglobal.model.binding import FINISHED, reported
@@ -68,6 +69,9 @@ class StreamState:
     mailed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+Report = tuple[list[agent_pb2.AgentMessage], StreamState]  # what a stream received meanwhile
+
+
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(
         self,
@@ -84,6 +88,14 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self.open = 0
         self.streams: set[StreamState] = set()
         self.local: dict[str, StreamState] = {}  # cluster -> its latest stream on this hub
+        # The streams' syncs, many in one transaction (agents/sync_group.py).
+        self.syncs: SyncGroups[tuple[StreamState, bool], list[agent_pb2.HubMessage]] = SyncGroups(
+            self._sync_many, lambda req: self._sync(*req), self._db
+        )
+        # Their reports too: one transaction records what several streams received meanwhile.
+        self.records: SyncGroups[Report, HubError | None] = SyncGroups(
+            self._record_many, lambda req: self._record_many([req])[0], self._db
+        )
         ctx.wakeups.subscribe(DELIVER, self._wake_threadsafe)
 
     def _wake_threadsafe(self, payload: str) -> None:
@@ -203,7 +215,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 state.wake.clear()  # before the sync: a wake-up during it is not lost
                 fence, state.fence = state.fence or wakeups.seq(FENCE) != fences, False
                 fences = wakeups.seq(FENCE)
-                out = await self._db(self._sync, state, fence)
+                out = await self.syncs((state, fence))
                 for msg in batched(out) if state.takes_batches else out:
                     yield msg
                 if reader.done() and reader.exception() is not None:
@@ -262,7 +274,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         agent hung up and all it sent is recorded."""
         try:
             while (batch := await self._next_batch(state)) is not None:
-                await self._db(self._record, batch, state)
+                refused = await self.records((batch, state))
+                if refused is not None:
+                    raise refused
         finally:
             state.ending = True
             state.wake.set()
@@ -299,45 +313,76 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         with session_scope(self.ctx.sessions) as session:
             register.release(state.cluster, state.stream, session=session)
 
-    def _record(self, batch: list[agent_pb2.AgentMessage], state: StreamState) -> None:
+    def _record_many(self, group: list[Report]) -> list[HubError | None]:
+        """The reports of several streams recorded in one transaction (agents/record.py); per
+        stream, Superseded if another stream now speaks for its cluster, else None."""
         # What the agent runs is noted before its reports are recorded: a sync in between must
         # not find a binding finished by a report while the run still shows here as running.
-        with state.lock:
-            for msg in batch:
-                body = msg.WhichOneof("body")
-                if body == "rejected":
-                    state.runs.pop(msg.rejected.job_uid, None)
-                elif body == "status":
-                    st = msg.status
-                    if reported(st.phase) in FINISHED:
-                        state.runs.pop(st.job_uid, None)
-                    else:
-                        state.runs[st.job_uid] = st.generation
+        for batch, state in group:
+            with state.lock:
+                for msg in batch:
+                    body = msg.WhichOneof("body")
+                    if body == "rejected":
+                        state.runs.pop(msg.rejected.job_uid, None)
+                    elif body == "status":
+                        st = msg.status
+                        if reported(st.phase) in FINISHED:
+                            state.runs.pop(st.job_uid, None)
+                        else:
+                            state.runs[st.job_uid] = st.generation
         with session_scope(self.ctx.sessions) as session:
-            outcome = record.record(
-                state.cluster,
-                batch,
-                stream=state.stream,
+            outcomes = record.record_many(
+                [(state.cluster, state.stream, batch) for batch, state in group],
                 exclude_for=self.ctx.settings.exclude_for,
                 session=session,
             )
-        count_finished(outcome.ended)  # committed now
-        if outcome.stale:
-            state.fence = True  # a run that is not current reported: it may have to be stopped
-            self.ctx.wakeups.fire(DELIVER, deliver_to([state.cluster]))
+        refused: list[HubError | None] = []
+        for (_, state), outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, record.Superseded):
+                refused.append(outcome)
+                continue
+            refused.append(None)
+            count_finished(outcome.ended)  # committed now
+            if outcome.stale:
+                state.fence = True  # a run that is not current reported: it may have to be stopped
+                self.ctx.wakeups.fire(DELIVER, deliver_to([state.cluster]))
+        return refused
 
     def _sync(self, state: StreamState, fence: bool) -> list[agent_pb2.HubMessage]:
         """A Dispatch for each binding this cluster should run that this stream has not sent, and
         a Cancel for each run it must stop (see agents/deliver.py)."""
-        if state.courier is None:
-            state.courier = Courier(state.cluster, box=self.ctx.secrets)
-        with state.lock:
-            runs = dict(state.runs)
-        with session_scope(self.ctx.sessions) as session:
-            out, ended = state.courier.sync(runs, fence=fence, session=session)
-        if ended:
+        return self._sync_many([(state, fence)])[0]
+
+    def _sync_many(self, group: list[tuple[StreamState, bool]]) -> list[list[agent_pb2.HubMessage]]:
+        """The syncs of several streams in one transaction: every plan first, then each finished
+        (so what they read alike is read after every stream's runs; see Courier.plan)."""
+        couriers: list[Courier] = []
+        runs: list[dict[str, int]] = []
+        for state, _ in group:
+            if state.courier is None:
+                state.courier = Courier(state.cluster, box=self.ctx.secrets)
+            couriers.append(state.courier)
             with state.lock:
-                for uid, gen in ended:
-                    if state.runs.get(uid) == gen:
-                        del state.runs[uid]
+                runs.append(dict(state.runs))
+        try:
+            with session_scope(self.ctx.sessions) as session:
+                fences = [fence for _, fence in group]
+                plans = [c.plan(fence=f, session=session) for c, f in zip(couriers, fences, strict=True)]
+                shared = Shared(session)
+                done = [
+                    c.finish(plan, r, session=session, shared=shared)
+                    for c, plan, r in zip(couriers, plans, runs, strict=True)
+                ]
+        except BaseException:
+            for state, _ in group:  # what their couriers noted as sent was not: each starts afresh
+                state.courier = None
+            raise
+        out = []
+        for (state, _), (msgs, ended) in zip(group, done, strict=True):
+            if ended:
+                with state.lock:
+                    for uid, gen in ended:
+                        if state.runs.get(uid) == gen:
+                            del state.runs[uid]
+            out.append(msgs)
         return out

@@ -87,6 +87,14 @@ class Move:
 def move(moves: Sequence[Move], cluster: str, *, session: Session) -> list[tuple[str, str]]:
     """Every move in one statement, each only if the binding is still as the caller read it;
     returns (queue, phase) of each that moved to a finished phase (for the metrics)."""
+    return [(q, phase) for _, q, phase in move_runs(moves, [cluster] * len(moves), session=session)]
+
+
+def move_runs(
+    moves: Sequence[Move], clusters: Sequence[str], *, session: Session
+) -> list[tuple[str, str, str]]:
+    """``move`` for runs of several clusters (each move's run on its cluster in ``clusters``) in
+    one statement; returns (cluster, queue, phase) of each that moved to a finished phase."""
     if not moves:
         return []
     with cursor(session) as cur:
@@ -97,12 +105,13 @@ def move(moves: Sequence[Move], cluster: str, *, session: Session) -> list[tuple
             "finished_at = CASE WHEN d.fin THEN now() ELSE b.finished_at END "
             "FROM unnest(string_to_array(%(u)s, ','), CAST(%(g)b AS bigint[]), "
             "string_to_array(%(s)s, ','), string_to_array(%(t)s, ','), CAST(%(r)b AS text[]), "
-            "CAST(%(f)b AS bool[])) AS d(uid, gen, source, target, reason, fin) "
-            "WHERE b.job_uid = d.uid AND b.cluster = %(c)s AND b.generation = d.gen "
+            "CAST(%(f)b AS bool[]), string_to_array(%(c)s, ',')) "
+            "AS d(uid, gen, source, target, reason, fin, cluster) "
+            "WHERE b.job_uid = d.uid AND b.cluster = d.cluster AND b.generation = d.gen "
             "AND b.phase = d.source "
             # Only a finished move looks its job's queue up.
             "RETURNING CASE WHEN d.fin THEN (SELECT j.queue FROM jobs j WHERE j.uid = b.job_uid) END, "
-            "b.phase",
+            "b.phase, b.cluster",
             {
                 "u": joined([m.uid for m in moves]),
                 "g": [m.generation for m in moves],
@@ -110,10 +119,10 @@ def move(moves: Sequence[Move], cluster: str, *, session: Session) -> list[tuple
                 "t": ",".join(m.target.value for m in moves),
                 "r": [m.reason for m in moves],
                 "f": [m.finished for m in moves],
-                "c": cluster,
+                "c": joined(list(clusters)),
             },
         )
-        return [(q, phase) for q, phase in cur.fetchall() if q is not None]
+        return [(c, q, phase) for q, phase, c in cur.fetchall() if q is not None]
 
 
 def checkpointed(
