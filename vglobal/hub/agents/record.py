@@ -210,8 +210,7 @@ class _Batch:
 
     def write_own(self, session: Session) -> bool:
         """What this batch writes on its own (newer checkpoints, cancelled runs' stops, HyperJob
-        children re-queued):
-        rare, before the moves; whether children were re-queued."""
+        children re-queued), before the moves; whether children were re-queued."""
         self._write_checkpoints(session)
         self._write_stops(session)
         return self._restart_children(session)
