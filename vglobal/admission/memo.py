@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vglobal.admission.fit.index import FloatArray
+from vglobal.admission.queue_jobs import QueueJobs, summarise, update
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.water import water_fill
 from vglobal.admission.snapshot import PendingJob
@@ -39,6 +40,9 @@ class Memo:
 
     orders: dict[str, _Order] = field(default_factory=dict)
     fills: dict[bytes, list[FloatArray]] = field(default_factory=dict)
+    # Per queue handed in grouped (snapshot.PendingByQueue), its jobs summarised (queue_jobs.py).
+    queues: dict[str, QueueJobs] = field(default_factory=dict)
+    _next_queues: dict[str, QueueJobs] = field(default_factory=dict)
     _next_orders: dict[str, _Order] = field(default_factory=dict)
     _next_fills: dict[bytes, list[FloatArray]] = field(default_factory=dict)
     # How much this cycle took over (for benches and tests): queues, jobs, fills.
@@ -59,6 +63,21 @@ class Memo:
             ordered = queue_order(jobs)
         self._next_orders[queue] = _Order(ids, jobs, ordered)
         return list(ordered)
+
+    def queue(self, queue: str, jobs: Sequence[PendingJob]) -> QueueJobs:
+        """The queue's jobs summarised: taken over when they are the same tuple as last cycle's,
+        else derived from last cycle's summary and what changed (or afresh)."""
+        prev = self.queues.get(queue)
+        if prev is None:
+            got = summarise(jobs)
+        elif prev.jobs is jobs:
+            got = prev
+            self.reused[0] += 1
+            self.reused[1] += len(jobs)
+        else:
+            got = update(prev, jobs)
+        self._next_queues[queue] = got
+        return got
 
     def fill(
         self,
@@ -89,10 +108,10 @@ class Memo:
 
     def start(self) -> None:
         """A cycle begins: nothing of it is noted yet."""
-        self._next_orders, self._next_fills = {}, {}
+        self._next_orders, self._next_fills, self._next_queues = {}, {}, {}
         self.reused = [0, 0, 0]
 
     def done(self) -> None:
         """The cycle ended: keep only what it used."""
-        self.orders, self.fills = self._next_orders, self._next_fills
-        self._next_orders, self._next_fills = {}, {}
+        self.orders, self.fills, self.queues = self._next_orders, self._next_fills, self._next_queues
+        self._next_orders, self._next_fills, self._next_queues = {}, {}, {}

@@ -1,0 +1,101 @@
+"""One queue's pending jobs as a cycle reads them: how many ask each request, which gangs they
+name, which are HyperJobs' children, and the others in queue order.
+
+Derived afresh from the queue's jobs (``summarise``), or from the last cycle's summary and what
+changed since (``update``): the jobs gone and the jobs new, found by identity. Either way the result
+is the same, but for the order in which distinct requests and gangs are listed, which admission
+only uses to number them within a cycle.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from vglobal.admission.share.order import queue_order
+from vglobal.admission.snapshot import Gang, PendingJob
+from vglobal.model.resources import ResourceVector
+
+# Past this many new jobs in a queue (or a sixteenth of it), sorting afresh beats inserting each.
+_INSERT_AT_MOST = 256
+_T = TypeVar("_T")
+
+
+def order_key(job: PendingJob) -> tuple[int, float, str]:
+    """share/order.py's queue order as one key: priority (highest first), creation, uid."""
+    return (-job.priority, job.created, job.uid)
+
+
+@dataclass(slots=True)
+class QueueJobs:
+    jobs: Sequence[PendingJob]  # what this was derived from (held: its jobs' identities stay theirs)
+    by_id: dict[int, PendingJob]  # the same jobs by identity
+    requests: dict[int, tuple[ResourceVector, int]]  # by the request's identity: it, jobs asking it
+    gangs: dict[int, tuple[Gang, int]]  # by the gang's identity: it, jobs naming it
+    grouped: list[PendingJob]  # HyperJobs' children, in the jobs' order
+    lone: Sequence[PendingJob]  # the others, in the jobs' order
+    ordered: list[PendingJob]  # the others in queue order
+
+
+def summarise(jobs: Sequence[PendingJob]) -> QueueJobs:
+    """The queue's summary derived from its jobs alone."""
+    requests: dict[int, tuple[ResourceVector, int]] = {}
+    gangs: dict[int, tuple[Gang, int]] = {}
+    grouped: list[PendingJob] = []
+    for job in jobs:
+        vec, gang = job.request, job.gang
+        got = requests.get(id(vec))
+        requests[id(vec)] = (vec, 1) if got is None else (vec, got[1] + 1)
+        had = gangs.get(id(gang))
+        gangs[id(gang)] = (gang, 1) if had is None else (gang, had[1] + 1)
+        if job.group is not None:
+            grouped.append(job)
+    lone = _lone(jobs, grouped)
+    by_id = dict(zip(map(id, jobs), jobs, strict=True))
+    return QueueJobs(jobs, by_id, requests, gangs, grouped, lone, queue_order(lone))
+
+
+def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
+    """The queue's summary from the last one and the jobs it holds now."""
+    by_id = dict(zip(map(id, jobs), jobs, strict=True))
+    gone_ids = prev.by_id.keys() - by_id.keys()
+    new_ids = by_id.keys() - prev.by_id.keys()
+    if len(new_ids) > max(_INSERT_AT_MOST, len(jobs) // 16) or len(by_id) != len(jobs):
+        return summarise(jobs)
+    gone = [prev.by_id[i] for i in gone_ids]
+    new = [by_id[i] for i in new_ids]
+    requests, gangs = dict(prev.requests), dict(prev.gangs)
+    for job in gone:
+        _count(requests, job.request, -1)
+        _count(gangs, job.gang, -1)
+    for job in new:
+        _count(requests, job.request, 1)
+        _count(gangs, job.gang, 1)
+    grouped = prev.grouped
+    if grouped or any(job.group is not None for job in new):
+        grouped = [job for job in jobs if job.group is not None]  # rare: kept in the jobs' order
+    lone = _lone(jobs, grouped)
+    ordered = prev.ordered
+    if gone:
+        ordered = [job for job in ordered if id(job) not in gone_ids]
+    elif new:
+        ordered = ordered.copy()
+    for job in new:
+        if job.group is None:
+            insort(ordered, job, key=order_key)
+    return QueueJobs(jobs, by_id, requests, gangs, grouped, lone, ordered)
+
+
+def _lone(jobs: Sequence[PendingJob], grouped: list[PendingJob]) -> Sequence[PendingJob]:
+    return [job for job in jobs if job.group is None] if grouped else jobs
+
+
+def _count(counts: dict[int, tuple[_T, int]], item: _T, step: int) -> None:
+    had = counts.get(id(item))
+    n = step if had is None else had[1] + step
+    if n:
+        counts[id(item)] = (item, n)
+    else:
+        del counts[id(item)]
