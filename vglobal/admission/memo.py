@@ -5,7 +5,10 @@ A memo changes what a cycle costs, never what it decides: every entry is keyed b
 input it was derived from (the same job objects, held here so their identities stay theirs; the
 same bytes), and an input that differs is derived afresh. A cycle with few changes therefore pays
 for what changed, not for the backlog: a queue whose jobs are the ones it had keeps their order,
-and a parent whose children's water-filling inputs are unchanged keeps its shares. Only what the
+and a parent whose children's water-filling inputs are unchanged keeps its shares. Jobs handed in
+per queue (snapshot.PendingByQueue) go further: a queue handed the same tuple keeps its whole
+summary, and a changed queue's is updated by its jobs gone and new (queue_jobs.py), so neither
+the grouping nor the order of a large backlog is derived again. Only what the
 last cycle used is kept, so the memo's size follows the snapshot's.
 """
 
