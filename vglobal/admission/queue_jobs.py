@@ -10,7 +10,7 @@ only uses to number them within a cycle.
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -31,7 +31,7 @@ def order_key(job: PendingJob) -> tuple[int, float, str]:
 @dataclass(slots=True)
 class QueueJobs:
     jobs: Sequence[PendingJob]  # what this was derived from (held: its jobs' identities stay theirs)
-    by_id: dict[int, PendingJob]  # the same jobs by identity
+    ids: set[int]  # their identities
     requests: dict[int, tuple[ResourceVector, int]]  # by the request's identity: it, jobs asking it
     gangs: dict[int, tuple[Gang, int]]  # by the gang's identity: it, jobs naming it
     grouped: list[PendingJob]  # HyperJobs' children, in the jobs' order
@@ -53,19 +53,32 @@ def summarise(jobs: Sequence[PendingJob]) -> QueueJobs:
         if job.group is not None:
             grouped.append(job)
     lone = _lone(jobs, grouped)
-    by_id = dict(zip(map(id, jobs), jobs, strict=True))
-    return QueueJobs(jobs, by_id, requests, gangs, grouped, lone, queue_order(lone))
+    return QueueJobs(jobs, set(map(id, jobs)), requests, gangs, grouped, lone, queue_order(lone))
 
 
 def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
-    """The queue's summary from the last one and the jobs it holds now."""
-    by_id = dict(zip(map(id, jobs), jobs, strict=True))
-    gone_ids = prev.by_id.keys() - by_id.keys()
-    new_ids = by_id.keys() - prev.by_id.keys()
-    if len(new_ids) > max(_INSERT_AT_MOST, len(jobs) // 16) or len(by_id) != len(jobs):
+    """The queue's summary from the last one and the jobs it holds now. Found by identity, the
+    gone are looked for from the head of the last order (where admitted jobs were) and the new
+    from the tail of the jobs (where the dispatch cache appends them): a steady cycle's few changes
+    cost about their own number, plus one C-level pass making the jobs' identity set."""
+    ids = set(map(id, jobs))
+    gone_ids = prev.ids - ids
+    new_ids = ids - prev.ids
+    if len(new_ids) > max(_INSERT_AT_MOST, len(jobs) // 16) or len(ids) != len(jobs):
         return summarise(jobs)
-    gone = [prev.by_id[i] for i in gone_ids]
-    new = [by_id[i] for i in new_ids]
+    new = _found(reversed(jobs), new_ids)
+    new.reverse()  # in the jobs' order
+    grouped = prev.grouped
+    gone = [job for job in grouped if id(job) in gone_ids]
+    ordered = prev.ordered
+    if len(gone) < len(gone_ids):  # some of the order's jobs went: take them out by position
+        ordered = ordered.copy()
+        at = _positions(ordered, gone_ids, len(gone_ids) - len(gone))
+        gone += [ordered[i] for i in at]
+        for i in reversed(at):
+            del ordered[i]
+    elif new:
+        ordered = ordered.copy()
     requests, gangs = dict(prev.requests), dict(prev.gangs)
     for job in gone:
         _count(requests, job.request, -1)
@@ -73,19 +86,35 @@ def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
     for job in new:
         _count(requests, job.request, 1)
         _count(gangs, job.gang, 1)
-    grouped = prev.grouped
     if grouped or any(job.group is not None for job in new):
         grouped = [job for job in jobs if job.group is not None]  # rare: kept in the jobs' order
-    lone = _lone(jobs, grouped)
-    ordered = prev.ordered
-    if gone:
-        ordered = [job for job in ordered if id(job) not in gone_ids]
-    elif new:
-        ordered = ordered.copy()
     for job in new:
         if job.group is None:
             insort(ordered, job, key=order_key)
-    return QueueJobs(jobs, by_id, requests, gangs, grouped, lone, ordered)
+    return QueueJobs(jobs, ids, requests, gangs, grouped, _lone(jobs, grouped), ordered)
+
+
+def _found(jobs: Iterable[PendingJob], wanted: set[int]) -> list[PendingJob]:
+    """The jobs whose identities are wanted, stopping once all are found."""
+    out: list[PendingJob] = []
+    if wanted:
+        for job in jobs:
+            if id(job) in wanted:
+                out.append(job)
+                if len(out) == len(wanted):
+                    break
+    return out
+
+
+def _positions(ordered: list[PendingJob], wanted: set[int], count: int) -> list[int]:
+    """Where the first ``count`` jobs of these identities stand in the order (ascending)."""
+    out: list[int] = []
+    for i, job in enumerate(ordered):
+        if id(job) in wanted:
+            out.append(i)
+            if len(out) == count:
+                break
+    return out
 
 
 def _lone(jobs: Sequence[PendingJob], grouped: list[PendingJob]) -> Sequence[PendingJob]:
