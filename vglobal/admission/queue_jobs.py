@@ -18,8 +18,8 @@ from vglobal.admission.share.order import queue_order
 from vglobal.admission.snapshot import Gang, PendingJob
 from vglobal.model.resources import ResourceVector
 
-# Past this many new jobs in a queue (or a sixteenth of it), sorting afresh beats inserting each.
-_INSERT_AT_MOST = 256
+# Past this many new or gone jobs in a queue (or a sixteenth of it), deriving afresh is cheaper.
+_CHANGED_AT_MOST = 256
 _T = TypeVar("_T")
 
 
@@ -39,8 +39,8 @@ class QueueJobs:
     ordered: list[PendingJob]  # the others in queue order
 
 
-def summarise(jobs: Sequence[PendingJob]) -> QueueJobs:
-    """The queue's summary derived from its jobs alone."""
+def summarise(jobs: Sequence[PendingJob], ids: set[int] | None = None) -> QueueJobs:
+    """The queue's summary derived from its jobs alone (``ids``: their identities, if known)."""
     requests: dict[int, tuple[ResourceVector, int]] = {}
     gangs: dict[int, tuple[Gang, int]] = {}
     grouped: list[PendingJob] = []
@@ -53,7 +53,8 @@ def summarise(jobs: Sequence[PendingJob]) -> QueueJobs:
         if job.group is not None:
             grouped.append(job)
     lone = _lone(jobs, grouped)
-    return QueueJobs(jobs, set(map(id, jobs)), requests, gangs, grouped, lone, queue_order(lone))
+    ids = set(map(id, jobs)) if ids is None else ids
+    return QueueJobs(jobs, ids, requests, gangs, grouped, lone, queue_order(lone))
 
 
 def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
@@ -63,20 +64,19 @@ def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
     cost about their own number, plus one C-level pass making the jobs' identity set."""
     ids = set(map(id, jobs))
     gone_ids = prev.ids - ids
-    new_ids = ids - prev.ids
-    if len(new_ids) > max(_INSERT_AT_MOST, len(jobs) // 16) or len(ids) != len(jobs):
-        return summarise(jobs)
-    new = _found(reversed(jobs), new_ids)
+    new_count = len(ids) - (len(prev.ids) - len(gone_ids))
+    most = max(_CHANGED_AT_MOST, len(jobs) // 16)
+    if new_count > most or len(gone_ids) > most or len(ids) != len(jobs):
+        return summarise(jobs, ids)
+    new = _found(reversed(jobs), prev.ids, new_count)
     new.reverse()  # in the jobs' order
     grouped = prev.grouped
     gone = [job for job in grouped if id(job) in gone_ids]
     ordered = prev.ordered
     if len(gone) < len(gone_ids):  # some of the order's jobs went: take them out by position
-        ordered = ordered.copy()
         at = _positions(ordered, gone_ids, len(gone_ids) - len(gone))
         gone += [ordered[i] for i in at]
-        for i in reversed(at):
-            del ordered[i]
+        ordered = _without(ordered, at)
     elif new:
         ordered = ordered.copy()
     requests, gangs = dict(prev.requests), dict(prev.gangs)
@@ -94,15 +94,27 @@ def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
     return QueueJobs(jobs, ids, requests, gangs, grouped, _lone(jobs, grouped), ordered)
 
 
-def _found(jobs: Iterable[PendingJob], wanted: set[int]) -> list[PendingJob]:
-    """The jobs whose identities are wanted, stopping once all are found."""
+def _found(jobs: Iterable[PendingJob], known: set[int], count: int) -> list[PendingJob]:
+    """The first ``count`` jobs whose identities are not known."""
     out: list[PendingJob] = []
-    if wanted:
+    if count:
         for job in jobs:
-            if id(job) in wanted:
+            if id(job) not in known:
                 out.append(job)
-                if len(out) == len(wanted):
+                if len(out) == count:
                     break
+    return out
+
+
+def _without(ordered: list[PendingJob], at: list[int]) -> list[PendingJob]:
+    """A copy of the order without the jobs at these ascending positions, in slices (deleting one
+    by one would move the rest of a long queue once per job)."""
+    out: list[PendingJob] = []
+    start = 0
+    for i in at:
+        out += ordered[start:i]
+        start = i + 1
+    out += ordered[start:]
     return out
 
 
