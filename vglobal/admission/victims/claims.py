@@ -67,6 +67,8 @@ class Claims:
             names.update((j.uid, job_ref(j)) for j in self._pending.values())
             names.update((j.uid, job_ref(j)) for j in self._snap.running if j.uid in self._named)
         got = names.get(uid)
+        if got is None and uid in self._named:
+            return uid  # a job the claims name that is neither pending nor running any more
         if got is None:  # not named by the claims handed in (none is, today): look it up
             running = next((j for j in self._snap.running if j.uid == uid), None)
             job = running or next((j for j in self._snap.pending if j.uid == uid), None)
