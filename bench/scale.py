@@ -11,7 +11,9 @@ that one's admissions ran with 100 running jobs finished and 100 new jobs submit
 seconds, the process's resident memory after each step, and a plot of the steady cycle against the
 pending count. With `--memo` the next and steady cycles run twice, from scratch and with the memo
 the cycles before left (admission/memo.py, as the hub's dispatcher keeps it), decisions checked
-equal. `plot` draws the tables of several `pure` runs (their printed output) in one figure.
+equal; the memo's cycles get the pending jobs grouped per queue as the dispatch cache hands them
+(snapshot.PendingByQueue: a queue whose jobs did not change keeps its tuple), those from scratch
+one flat tuple. `plot` draws the tables of several `pure` runs (their printed output) in one figure.
 
 `snapshot`: the workload seeded into Postgres (COPY, not timed), then what a new leader pays
 before its first decision: the hub's own snapshot read (`SnapshotReader.read`) from cold; the
@@ -38,10 +40,11 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from read_probes import ApiProbe, StallProbe, backend_cpu
-from workload import make_snapshot, next_cycle
+from workload import grouped, make_snapshot, next_cycle
 
 from vglobal.admission import AdmissionResult, PendingJob, RunningJob, Snapshot, admit
 from vglobal.admission.memo import Memo
+from vglobal.admission.snapshot import PendingByQueue
 from vglobal.model.resources import EMPTY, ResourceVector
 
 CLUSTERS, NODES, FANOUT, RUNNING = 100, 1_000, 22, 100_000
@@ -154,14 +157,22 @@ def pure(jobs: int, budget: int, steady: int, memo: bool) -> SizeResult:
         flush=True,
     )
     kept = Memo()
-    first = cycle(out.rows, "first cycle", snap, lambda s: admit(s, kept))
+    groups: list[PendingByQueue] = []
+
+    def with_memo(s: Snapshot) -> AdmissionResult:
+        """The cycle as the dispatcher runs it: its memo, the pending jobs grouped per queue."""
+        return admit(replace(s, pending=groups[-1]), kept)
+
+    groups.append(grouped(snap, None))
+    first = cycle(out.rows, "first cycle", snap, with_memo)
     capped = replace(snap, policy=replace(snap.policy, max_admissions=budget))
     cycle(out.rows, f"first cycle, at most {budget} admissions", capped, admit)
 
     def both(label: str, s: Snapshot) -> AdmissionResult:
         result = cycle(out.rows, label + (", from scratch" if memo else ""), s, admit)
         if memo:
-            again = cycle(out.rows, label + ", with the memo", s, lambda s: admit(s, kept))
+            groups.append(grouped(s, groups.pop()))
+            again = cycle(out.rows, label + ", with the memo", s, with_memo)
             assert again.admitted_order == result.admitted_order and again.decisions == result.decisions
         return result
 

@@ -9,6 +9,7 @@ over a set of clusters, which they use to place gangs as an agent would.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from vglobal.admission import (
     ClusterSnap,
     Gang,
     NodeSnap,
+    PendingByQueue,
     PendingJob,
     QueueSnap,
     RunningJob,
@@ -319,3 +321,21 @@ def next_cycle_dispatched(snapshot: Snapshot, result: AdmissionResult) -> Snapsh
         running=tuple(running.values()),
         claims=result.claims,
     )
+
+
+def grouped(snap: Snapshot, before: PendingByQueue | None) -> PendingByQueue:
+    """The snapshot's pending jobs per queue as the dispatch cache keeps them: a queue whose jobs
+    are the ones it had keeps its tuple (the same object)."""
+    lists: dict[str, list[PendingJob]] = {}
+    for job in snap.pending:
+        got = lists.get(job.queue)
+        if got is None:
+            got = lists[job.queue] = []
+        got.append(job)
+    old = before.by_queue if before is not None else {}
+    by_queue: dict[str, tuple[PendingJob, ...]] = {}
+    for queue, jobs in lists.items():
+        now, had = tuple(jobs), old.get(queue)
+        same = had is not None and len(had) == len(now) and all(map(operator.is_, had, now))
+        by_queue[queue] = had if same and had is not None else now
+    return PendingByQueue(by_queue)

@@ -70,6 +70,11 @@ def summary(snap: Snapshot) -> dict[str, Any]:
             for r in snap.running
         ),
         "allocated": {q.name: dict(q.allocated) for q in snap.queues},
+        # handed in per queue (admission's memo keys on each queue's tuple): each holds its own jobs
+        "by_queue": sorted(
+            (queue, sorted(j.uid for j in jobs), all(j.queue == queue for j in jobs))
+            for queue, jobs in snap.pending.by_queue.items()  # type: ignore[attr-defined]
+        ),
         "unplaced": {c.name: sorted(str(g) for g in c.unplaced) for c in snap.clusters},
         "free": {
             c.name: [(n.name, dict(n.free), dict(n.allocatable)) for n in c.nodes] for c in snap.clusters
@@ -194,10 +199,15 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
     rounds = 150
     seen_pending = seen_running = 0
     late: live_repo.Written | None = None  # own reasons the cache takes in after its next read
+    kept_tuples = 0  # queues handed the same tuple as the read before (their jobs unchanged)
+    before: dict[str, tuple[object, ...]] = {}
     for k in range(rounds):
         with session_scope(sessions) as session:
             actions += [step(session, rng, f"{k}-{i}") for i in range(rng.randint(0, 3))]
         incremental = snapshot_of(sessions, kept)
+        now = dict(kept.jobs.pending_by_queue().by_queue)
+        kept_tuples += sum(1 for q, t in now.items() if before.get(q) is t)
+        before = now
         assert incremental == snapshot_of(sessions, SnapshotReader()), f"after round {k}"
         if late is not None:
             kept.jobs.knows(late)
@@ -239,6 +249,7 @@ def test_reads_of_changes_build_the_same_snapshot_as_full_reads(engine: sa.Engin
     assert len(full_reads) - rounds <= 1 + actions.count("delete")
     assert len(full_reads) - rounds < rounds // 3
     assert seen_pending and seen_running  # the snapshots compared were not empty
+    assert kept_tuples  # an unchanged queue's tuple was handed in again
 
 
 def read_once(engine: sa.Engine, *uids: str) -> tuple[Any, SnapshotReader]:

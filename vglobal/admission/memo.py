@@ -5,7 +5,10 @@ A memo changes what a cycle costs, never what it decides: every entry is keyed b
 input it was derived from (the same job objects, held here so their identities stay theirs; the
 same bytes), and an input that differs is derived afresh. A cycle with few changes therefore pays
 for what changed, not for the backlog: a queue whose jobs are the ones it had keeps their order,
-and a parent whose children's water-filling inputs are unchanged keeps its shares. Only what the
+and a parent whose children's water-filling inputs are unchanged keeps its shares. Jobs handed in
+per queue (snapshot.PendingByQueue) go further: a queue handed the same tuple keeps its whole
+summary, and a changed queue's is updated by its jobs gone and new (queue_jobs.py), so neither
+the grouping nor the order of a large backlog is derived again. Only what the
 last cycle used is kept, so the memo's size follows the snapshot's.
 """
 
@@ -18,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vglobal.admission.fit.index import FloatArray
+from vglobal.admission.queue_jobs import QueueJobs, summarise, update
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.water import water_fill
 from vglobal.admission.snapshot import PendingJob
@@ -39,6 +43,9 @@ class Memo:
 
     orders: dict[str, _Order] = field(default_factory=dict)
     fills: dict[bytes, list[FloatArray]] = field(default_factory=dict)
+    # Per queue handed in grouped (snapshot.PendingByQueue), its jobs summarised (queue_jobs.py).
+    queues: dict[str, QueueJobs] = field(default_factory=dict)
+    _next_queues: dict[str, QueueJobs] = field(default_factory=dict)
     _next_orders: dict[str, _Order] = field(default_factory=dict)
     _next_fills: dict[bytes, list[FloatArray]] = field(default_factory=dict)
     # How much this cycle took over (for benches and tests): queues, jobs, fills.
@@ -59,6 +66,21 @@ class Memo:
             ordered = queue_order(jobs)
         self._next_orders[queue] = _Order(ids, jobs, ordered)
         return list(ordered)
+
+    def queue(self, queue: str, jobs: Sequence[PendingJob]) -> QueueJobs:
+        """The queue's jobs summarised: taken over when they are the same tuple as last cycle's,
+        else derived from last cycle's summary and what changed (or afresh)."""
+        prev = self.queues.get(queue)
+        if prev is None:
+            got = summarise(jobs)
+        elif prev.jobs is jobs:
+            got = prev
+            self.reused[0] += 1
+            self.reused[1] += len(jobs)
+        else:
+            got = update(prev, jobs)
+        self._next_queues[queue] = got
+        return got
 
     def fill(
         self,
@@ -89,10 +111,10 @@ class Memo:
 
     def start(self) -> None:
         """A cycle begins: nothing of it is noted yet."""
-        self._next_orders, self._next_fills = {}, {}
+        self._next_orders, self._next_fills, self._next_queues = {}, {}, {}
         self.reused = [0, 0, 0]
 
     def done(self) -> None:
         """The cycle ended: keep only what it used."""
-        self.orders, self.fills = self._next_orders, self._next_fills
-        self._next_orders, self._next_fills = {}, {}
+        self.orders, self.fills, self.queues = self._next_orders, self._next_fills, self._next_queues
+        self._next_orders, self._next_fills, self._next_queues = {}, {}, {}

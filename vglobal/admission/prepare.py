@@ -9,7 +9,7 @@ a queue's jobs are turned into admission's form (Job) only as the cycle reaches 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,9 +24,10 @@ from vglobal.admission.fit.placement import Clusters, Held
 from vglobal.admission.fit.pod_anti import PodAntiAffinity
 from vglobal.admission.ledger import Ledger
 from vglobal.admission.memo import Memo
+from vglobal.admission.queue_jobs import QueueJobs, summarise
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.tree import QueueTree
-from vglobal.admission.snapshot import Gang, PendingJob, Snapshot, Wait
+from vglobal.admission.snapshot import Gang, PendingByQueue, PendingJob, Snapshot, Wait
 from vglobal.model.placement_prefs import NO_PREFS
 from vglobal.model.queue_affinity import QueueAffinity
 from vglobal.model.reasons import WaitKind
@@ -124,10 +125,33 @@ class Prepared:
         rid_by_id: dict[int, int] = {}
         gid_by_id: dict[int, int] = {}
         counts: dict[tuple[str, int], int] = {}  # jobs per (queue, request): the queues' demand
-        by_queue: dict[str, list[PendingJob]] = {}
+        by_queue: dict[str, Sequence[PendingJob]] = {}
+        lists: dict[str, list[PendingJob]] = {}  # the same, grouped here
         self.grouped: list[PendingJob] = []  # HyperJobs' children: decided by admission/hyperjob.py
+        # Per queue handed in grouped: its jobs summarised (queue_jobs.py), by the memo when kept.
+        self.summaries: dict[str, QueueJobs] = {}
+        pending = snapshot.pending
+        if isinstance(pending, PendingByQueue):
+            for queue, queued in pending.by_queue.items():
+                if not queued:
+                    continue
+                summary = summarise(queued) if memo is None else memo.queue(queue, queued)
+                self.summaries[queue] = summary
+                for vec, n in summary.requests.values():
+                    rid = rid_by_id.get(id(vec))
+                    if rid is None:
+                        rid = rid_by_id[id(vec)] = rid_of.setdefault(vec, len(rid_of))
+                    key = (queue, rid)
+                    counts[key] = counts.get(key, 0) + n
+                for gang, _ in summary.gangs.values():
+                    if id(gang) not in gid_by_id:
+                        gid_by_id[id(gang)] = gid_of.setdefault(gang, len(gid_of))
+                self.grouped += summary.grouped
+                if summary.lone:
+                    by_queue[queue] = summary.lone
+            pending = ()
         # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
-        for job in snapshot.pending:
+        for job in pending:
             vec, gang, queue = job.request, job.gang, job.queue
             rid = rid_by_id.get(id(vec))
             if rid is None:
@@ -139,11 +163,11 @@ class Prepared:
             if job.group is not None:
                 self.grouped.append(job)
                 continue
-            got = by_queue.get(queue)
+            got = lists.get(queue)
             if got is None:
-                got = by_queue[queue] = []
+                got = lists[queue] = []
             got.append(job)
-        self.by_queue = by_queue
+        self.by_queue = by_queue if self.summaries else lists
         self.rid_by_id, self.gid_by_id = rid_by_id, gid_by_id
         self.index = index = resource_index(snapshot, rid_of, gid_of)
         self.req_rows = [index.row(vec) for vec in rid_of]
@@ -213,6 +237,15 @@ class Prepared:
             leaf = leaves.get(i)
             if leaf is None:
                 leaf = leaves[i] = Leaf(i)
+            summary = self.summaries.get(queue)
+            if summary is not None:  # its order kept: copy only the look-back and those past it
+                full = summary.ordered
+                ordered = full[:lookback] if lookback else full.copy()
+                if lookback and len(full) > lookback:
+                    leaf.beyond = full[lookback:]
+                    wait_all(leaf.beyond, lookback_wait(queue, lookback, len(full)))
+                leaf.ordered = ordered
+                continue
             ordered = queue_order(jobs) if self.memo is None else self.memo.order(queue, jobs)
             if lookback and len(ordered) > lookback:
                 leaf.beyond = ordered[lookback:]

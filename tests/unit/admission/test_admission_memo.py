@@ -10,9 +10,11 @@ from dataclasses import replace
 import pytest
 
 from bench.decisions_digest import digest, workloads
+from bench.workload import grouped as workload_grouped
 from bench.workload import next_cycle, next_cycle_dispatched
-from vglobal.admission import Snapshot, admit
+from vglobal.admission import GroupRef, PendingByQueue, Snapshot, admit
 from vglobal.admission.memo import Memo
+from vglobal.admission.queue_jobs import summarise, update
 from vglobal.model.resources import EMPTY
 
 
@@ -71,3 +73,51 @@ def test_a_cycle_with_the_memo_decides_as_one_from_scratch(name: str) -> None:
         step = next_cycle if k % 2 == 0 else next_cycle_dispatched
         snap = _churn(step(snap, scratch), rng, k)
     assert all(took_over), took_over  # orders, jobs and shares were taken over, not all derived afresh
+
+
+@pytest.mark.parametrize("name", ["dispatch", "reclaim", "guarantee"])
+def test_jobs_handed_in_per_queue_decide_as_one_flat_tuple(name: str) -> None:
+    """Pending jobs grouped per queue, with and without a memo, over cycles where clusters free
+    room, queues' jobs are re-specified, leave and arrive: the decisions of a flat tuple."""
+    (workload,) = workloads(small=True, names=[name])
+    rng = random.Random(name + "grouped")
+    memo = Memo()
+    snap = workload.first
+    before: PendingByQueue | None = None
+    took_over = [0, 0]
+    for k in range(4):
+        scratch = admit(snap)
+        grouped = replace(snap, pending=workload_grouped(snap, before))
+        assert isinstance(grouped.pending, PendingByQueue)
+        before = grouped.pending
+        assert digest(admit(grouped)) == digest(scratch), f"cycle {k + 1}, no memo"
+        assert digest(admit(grouped, memo)) == digest(scratch), f"cycle {k + 1}, memo"
+        took_over = [a + b for a, b in zip(took_over, memo.reused[:2], strict=True)]
+        step = next_cycle if k % 2 == 0 else next_cycle_dispatched
+        snap = _churn(step(snap, scratch), rng, k)
+    assert all(took_over), took_over  # unchanged queues' summaries were taken over
+
+
+def test_a_queue_summary_updated_is_the_one_derived_afresh() -> None:
+    """queue_jobs.update from the last summary and the jobs now equals summarise of the jobs now:
+    over random gone, new, re-specified jobs and HyperJob children."""
+    (workload,) = workloads(small=True, names=["dispatch"])
+    pool = list(workload.first.pending)
+    rng = random.Random(7)
+    jobs = rng.sample(pool, 40)
+    summary = summarise(tuple(jobs))
+    for k in range(30):
+        jobs = [j for j in jobs if rng.random() > 0.1]
+        for i in rng.sample(range(len(jobs)), min(len(jobs), 3)):
+            jobs[i] = replace(jobs[i], priority=jobs[i].priority + rng.choice([-5, 5]))
+        for j in rng.sample(pool, rng.randint(0, 8)):
+            group = GroupRef(f"ns/h{k}", 1, 2, 0) if rng.random() < 0.2 else None
+            jobs.insert(rng.randint(0, len(jobs)), replace(j, uid=f"{j.uid}-{k}", group=group))
+        summary = update(summary, tuple(jobs))
+        fresh = summarise(tuple(jobs))
+        assert summary.ordered == fresh.ordered and summary.grouped == fresh.grouped
+        assert list(summary.lone) == list(fresh.lone)
+        assert sorted(summary.requests.items()) == sorted(fresh.requests.items())
+        assert sorted(summary.gangs) == sorted(fresh.gangs) and all(
+            summary.gangs[g][1] == fresh.gangs[g][1] for g in fresh.gangs
+        )

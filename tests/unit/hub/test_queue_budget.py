@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.admission.builders import cluster, gpus, job
-from vglobal.admission import QueueSnap, Snapshot, Wait, admit
+from vglobal.admission import PendingByQueue, QueueSnap, Snapshot, Wait, admit
 from vglobal.hub.dispatch.snapshot import _near_budget
 from vglobal.hub.dispatch.spend import DAY, SpendLedger
 from vglobal.model.errors import Problems
@@ -47,9 +47,11 @@ def test_spend_over_the_period_counts_the_subtree_and_whole_days() -> None:
 
 
 def test_jobs_of_a_queue_near_its_budget_take_no_victims() -> None:
-    pending = (job("x", "a1", gpus(1)), job("y", "b", gpus(1)))
-    out = {p.uid: p.preemption_policy for p in _near_budget(pending, {"a1"})}
+    pending = PendingByQueue({"a1": (job("x", "a1", gpus(1)),), "b": (job("y", "b", gpus(1)),)})
+    near = _near_budget(pending, {"a1"})
+    out = {p.uid: p.preemption_policy for p in near}
     assert out == {"x": "Never", "y": "PreemptLowerPriority"}
+    assert near.by_queue["b"] is pending.by_queue["b"]  # a queue not near its budget keeps its tuple
 
 
 def test_a_queue_over_its_budget_waits_naming_it() -> None:

@@ -143,6 +143,12 @@ class Clusters:
         self._keys = [("cluster", c) for c in range(count)]  # each cluster's name in the ledger
 
     @property
+    def moves(self) -> int:
+        """How many times a cluster's free room changed this cycle: what was derived from it at
+        the same count still holds."""
+        return len(self._log)
+
+    @property
     def alloc_totals(self) -> list[list[int]]:
         """Per cluster, its total allocatable with every resource at least 1 (safe to divide by)."""
         return self._alloc_tot

@@ -37,8 +37,13 @@ class Claims:
         # Claims whose job waits: decided first this cycle (see the module's doc).
         self.standing: dict[str, Claim] = {}
         self._carried: dict[str, Claim] = {}  # all that still stand, by their job
+        # The pending jobs the claims name (as claimants or victims), found in one pass: at a
+        # backlog of millions a set or a name of every pending job would cost more than the cycle.
+        named = {c.for_uid for c in snapshot.claims} | {v for c in snapshot.claims for v in c.victims}
+        self._pending = {p.uid: p for p in snapshot.pending if p.uid in named} if named else {}
+        self._named = named
         if snapshot.claims:
-            pending = {p.uid for p in snapshot.pending}
+            pending = self._pending
             unbound = {r.uid for r in snapshot.running if not r.placements}
             for c in snapshot.claims:
                 if c.expires <= now:
@@ -57,10 +62,18 @@ class Claims:
 
     def _name(self, uid: str) -> str:
         """A job of this cycle as reasons name it (namespace/name; its uid if it is not here)."""
-        if not self._names:
-            self._names.update((j.uid, job_ref(j)) for j in self._snap.pending)
-            self._names.update((j.uid, job_ref(j)) for j in self._snap.running)
-        return self._names.get(uid, uid)
+        names = self._names
+        if not names:
+            names.update((j.uid, job_ref(j)) for j in self._pending.values())
+            names.update((j.uid, job_ref(j)) for j in self._snap.running if j.uid in self._named)
+        got = names.get(uid)
+        if got is None and uid in self._named:
+            return uid  # a job the claims name that is neither pending nor running any more
+        if got is None:  # not named by the claims handed in (none is, today): look it up
+            running = next((j for j in self._snap.running if j.uid == uid), None)
+            job = running or next((j for j in self._snap.pending if j.uid == uid), None)
+            got = names[uid] = uid if job is None else job_ref(job)
+        return got
 
     def make(self, for_uid: str, cluster: str, nodes: Iterable[str], victims: Iterable[str]) -> None:
         """Victims were taken for ``for_uid`` on ``cluster``: their room is claimed for it."""

@@ -65,16 +65,24 @@ class Hold:
         return self._matrix
 
 
-def reservation(clusters: Clusters, fits: Sequence[int], gang: PreparedGang) -> Hold | None:
+def by_free_share(clusters: Clusters, fits: Sequence[int], dims: Sequence[int]) -> list[tuple[float, int]]:
+    """These clusters, the largest free share of these resources first, then by name."""
+    alloc = clusters.alloc_totals
+    tot = clusters.tot
+    return sorted((-sum([tot[c][r] / alloc[c][r] for r in dims]), c) for c in fits)
+
+
+def reservation(
+    clusters: Clusters, fits: Sequence[int], gang: PreparedGang, shares: list[tuple[float, int]] | None = None
+) -> Hold | None:
     """Where to hold capacity for a gang that fits these clusters when they are empty.
 
     The cluster with the largest free share of what the gang needs wins (it completes soonest), then
-    the name; on it, the gang is packed onto the nodes that are emptiest now.
+    the name; on it, the gang is packed onto the nodes that are emptiest now. ``shares``: the
+    clusters as by_free_share orders them, if known.
     """
-    dims = gang.dims.tolist()
-    alloc = clusters.alloc_totals
-    tot = clusters.tot
-    shares = sorted((-sum([tot[c][r] / alloc[c][r] for r in dims]), c) for c in fits)
+    if shares is None:
+        shares = by_free_share(clusters, fits, gang.dims.tolist())
     for _, c in shares:
         hold = Hold(clusters, c, gang)
         # One shape packs onto any node order once it fits the empty cluster; mixed shapes are
@@ -96,6 +104,9 @@ class Starvation:
         self.clusters, self.tree, self.index = clusters, tree, index
         self._names: dict[str, str] = {}  # uid -> job_ref of the starving jobs that reserve
         self._behind: dict[tuple[str, str, str | None], Wait] = {}
+        # by_free_share per (resources, clusters), with the clusters' moves it was made at: a busy
+        # cycle has thousands of starving queues' heads asking the same while nothing moved.
+        self._shares: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, list[tuple[float, int]]]] = {}
 
     def starving(self, job: Job) -> bool:
         return self.now - job.snap.waiting_since > self.after
@@ -108,7 +119,12 @@ class Starvation:
         fits = clusters.fits_allocatable(job.cand, job.gang)
         if cards is not None:
             fits = [c for c in fits if cards.could_ever(c, job.gang)]
-        found = reservation(clusters, fits, job.gang)
+        dims = tuple(job.gang.dims.tolist())
+        key = (dims, tuple(fits))
+        got = self._shares.get(key)
+        if got is None or got[0] != clusters.moves:
+            got = self._shares[key] = (clusters.moves, by_free_share(clusters, fits, dims))
+        found = reservation(clusters, fits, job.gang, got[1])
         if found is None:
             return Wait(WaitKind.NeverFits, never_fits_reason(head))
         c = found.cluster

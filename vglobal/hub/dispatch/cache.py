@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission import Gang, PendingJob, RunningJob
+from vglobal.admission import Gang, PendingByQueue, PendingJob, RunningJob
 from vglobal.admission.inputs import admitted_job, pending_job
 from vglobal.hub.dispatch.facts import JobFacts, Shared, Templates, read_facts
 from vglobal.hub.dispatch.heap import paused_gc
@@ -87,6 +87,10 @@ class JobCache:
     templates: Templates = field(default_factory=dict)  # facts by stored form (read_facts)
     # Derived from the entries by _index / _unindex only:
     pending: dict[str, PendingJob] = field(default_factory=dict)  # in the order first read
+    # The same per queue, and each queue's tuple as last handed out (dropped when the queue's jobs
+    # change): admission's memo takes over what it derived from a tuple it saw before.
+    queued: dict[str, dict[str, PendingJob]] = field(default_factory=dict)
+    _queued_tuples: dict[str, tuple[PendingJob, ...]] = field(default_factory=dict)
     running: dict[str, RunningJob] = field(default_factory=dict)
     unplaced: dict[str, dict[str, Gang]] = field(default_factory=dict)  # cluster -> uid -> gang
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per queue, of admitted jobs
@@ -154,6 +158,7 @@ class JobCache:
         """After a full read: every entry rebuilt; the facts and reasons of known jobs are kept."""
         old = self.entries
         self.entries, self.pending, self.running, self.unplaced = {}, {}, {}, {}
+        self.queued, self._queued_tuples = {}, {}
         self.usage, self.expiring, self._usage_vec = {}, set(), {}
         self.running_usage = {}
         for b in rows:
@@ -261,6 +266,7 @@ class JobCache:
             return
         if e.pending is not None:
             self.pending[uid] = e.pending
+            self._queue(uid, e.pending)
             if e.pending.excluded_clusters:
                 self.expiring.add(uid)
             return
@@ -276,6 +282,12 @@ class JobCache:
             return
         if e.pending is not None:
             del self.pending[uid]
+            queue = e.pending.queue
+            jobs = self.queued[queue]
+            del jobs[uid]
+            if not jobs:
+                del self.queued[queue]
+            self._queued_tuples.pop(queue, None)
             self.expiring.discard(uid)
             return
         self._use(f.queue, e.charged or f.min_request, -1, e.ran)
@@ -289,8 +301,25 @@ class JobCache:
             e = self.entries[uid]
             assert e.facts is not None
             e.pending = self.pending[uid] = pending(e.facts, e.binding, now)
+            self._queue(uid, e.pending)
             if not e.pending.excluded_clusters:
                 self.expiring.discard(uid)
+
+    def _queue(self, uid: str, job: PendingJob) -> None:
+        self.queued.setdefault(job.queue, {})[uid] = job
+        self._queued_tuples.pop(job.queue, None)
+
+    def pending_by_queue(self) -> PendingByQueue:
+        """The pending jobs per queue; a queue whose jobs did not change since the last call is
+        handed the same tuple again."""
+        tuples = self._queued_tuples
+        out: dict[str, tuple[PendingJob, ...]] = {}
+        for queue, jobs in self.queued.items():
+            got = tuples.get(queue)
+            if got is None:
+                got = tuples[queue] = tuple(jobs.values())
+            out[queue] = got
+        return PendingByQueue(out)
 
     def _use(self, queue: str, request: ResourceVector, sign: int, ran: ResourceVector | None) -> None:
         acc = self.usage.get(queue)

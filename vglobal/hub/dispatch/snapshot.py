@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from vglobal.admission import PendingJob, QueueSnap, Snapshot
+from vglobal.admission import PendingByQueue, QueueSnap, Snapshot
 from vglobal.admission.inputs import claims_of
 from vglobal.config import HubSettings
 from vglobal.hub.dispatch.cache import JobCache
@@ -107,18 +107,23 @@ class SnapshotReader:
             now=now,
             queues=queues,
             clusters=clusters,
-            pending=_near_budget(tuple(jobs.pending.values()), budgets.near),
+            pending=_near_budget(jobs.pending_by_queue(), budgets.near),
             running=tuple(jobs.running.values()),
             policy=settings.admission_policy(),
             claims=claims_of(self.claim_rows),
         )
 
 
-def _near_budget(pending: tuple[PendingJob, ...], near: set[str]) -> tuple[PendingJob, ...]:
+def _near_budget(pending: PendingByQueue, near: set[str]) -> PendingByQueue:
     """Jobs of a queue near its GPU-hour budget take only free room: no victims."""
     if not near:
         return pending
-    return tuple(replace(p, preemption_policy="Never") if p.queue in near else p for p in pending)
+    return PendingByQueue(
+        {
+            queue: tuple(replace(p, preemption_policy="Never") for p in jobs) if queue in near else jobs
+            for queue, jobs in pending.by_queue.items()
+        }
+    )
 
 
 def _annotations(manifest: Mapping[str, Any]) -> Mapping[str, str]:
