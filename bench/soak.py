@@ -59,14 +59,15 @@ FINISHED = (
 class Minute:
     rss: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     db_bytes: list[int] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds so far, at the minute's last sample
 
 
 class Watcher(threading.Thread):
     """Every few seconds: RSS of each process, the database size, and the jobs finished since."""
 
-    def __init__(self, url: str, procs: list[Proc], start: float) -> None:
+    def __init__(self, url: str, procs: list[Proc], start: float, pg: Postgres) -> None:
         super().__init__(daemon=True)
-        self.url, self.procs, self.start_at = url, procs, start
+        self.url, self.procs, self.start_at, self.pg = url, procs, start, pg
         self.minutes: dict[int, Minute] = defaultdict(Minute)
         self.finished: dict[str, tuple[float, str, float | None]] = {}
         self.stop = threading.Event()
@@ -78,6 +79,8 @@ class Watcher(threading.Thread):
                 minute = self.minutes[int((time.time() - self.start_at) // 60)]
                 for p in self.procs:
                     minute.rss[p.name].append(p.sample_rss())
+                    minute.cpu[p.name] = p.cpu_seconds()
+                minute.cpu["postgres"] = self.pg.cpu_seconds()
                 minute.db_bytes.append(int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]))  # type: ignore[index]
                 look = time.time()
                 for name, finished, phase, running in conn.execute(FINISHED, (since,)).fetchall():
@@ -154,7 +157,7 @@ def main() -> None:
             system.start_agent(PROBE, 2, 110, [])
         seconds = args.minutes * 60
         start = time.time() + 5
-        watcher = Watcher(system.database_url, system.procs(), start)
+        watcher = Watcher(system.database_url, system.procs(), start, pg)
         watcher.start()
         prober = Prober(system.target, args.probe_every, start)
         if args.probe_every > 0:
@@ -260,6 +263,10 @@ def report(
     span = max(1.0, max((f[0] for f in finished.values()), default=start) - start)
     per_day = done / span * 86400
     print(f"completed {done} of {len(stored)} stored in {span:.0f} s: {done / span:.0f} jobs/s, {per_day:,.0f} jobs a day")
+    try:
+        cpu_line(w, minutes, len(stored) / max(1, len(minutes)) / 60)
+    except Exception as exc:  # a figure missing, not the verdict
+        print(f"CPU figures not computed: {exc!r}")
     every_probe = [v for m in sorted(probe_run) for v in probe_run[m]]
     if probes:
         print(f"probes to the idle cluster: {len(every_probe)} of {len(probes)} seen Running, "
@@ -267,6 +274,17 @@ def report(
     if lost[:5] or twice[:5]:
         print(f"lost {lost[:5]}  twice {twice[:5]}")
     print(f"{'PASS' if ok else 'FAIL'}: " + ", ".join(verdicts))
+
+
+def cpu_line(w: Watcher, minutes: list[int], rate: float) -> None:
+    """Each process's CPU over the run's whole minutes (1.0 = a core), and per job stored."""
+    done = [m for m in minutes if m in w.minutes and m - 1 in w.minutes]
+    if len(done) < 2 or rate <= 0:
+        return
+    a, b = w.minutes[done[0] - 1].cpu, w.minutes[done[-1]].cpu
+    span = 60.0 * (done[-1] - done[0] + 1)
+    parts = [f"{n} {(b[n] - a.get(n, 0.0)) / span:.2f} ({(b[n] - a.get(n, 0.0)) / span / rate * 1000:.1f} ms/job)" for n in b]
+    print("CPU, cores (per job stored): " + ", ".join(parts))
 
 
 if __name__ == "__main__":
