@@ -41,7 +41,7 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
 from e2e_load import MANIFEST  # noqa: E402
-from e2e_procs import Postgres, Proc, System, spawn  # noqa: E402
+from e2e_procs import CODE, Postgres, Proc, System, spawn  # noqa: E402
 
 from tests.e2e.chaos import runs_in_logs  # noqa: E402
 from vglobal.api.v1 import jobs_pb2, jobs_pb2_grpc  # noqa: E402
@@ -143,7 +143,10 @@ def main() -> None:
     ap.add_argument("--clusters", type=int, default=2)
     ap.add_argument("--keep", default="", help="keep logs and records in this directory")
     ap.add_argument("--probe-every", type=float, default=5.0, help="seconds between probe jobs to the idle cluster (0: none)")
+    ap.add_argument("--code", default="", help="run hub and agents from this source tree (a baseline)")
     args = ap.parse_args()
+    if args.code:
+        CODE[0] = Path(args.code).resolve()
     work = Path(args.keep or tempfile.mkdtemp(prefix="vglobal-soak-"))
     work.mkdir(parents=True, exist_ok=True)
     pg = Postgres(work / "pgdata")
