@@ -66,13 +66,19 @@ class Round:
         self.pages: list[float] = []
         self.page_errors = 0
         self.heartbeat_age = 0.0
+        self.hub_cpu = 0.0  # the hub's CPU seconds over the round
+        self.wall = 0.0
 
     def run(self) -> None:
+        assert self.system.hub is not None
+        cpu, wall = self.system.hub.cpu_seconds(), time.monotonic()
         threads = [threading.Thread(target=f, daemon=True) for f in (self.submits, self.reads, self.beats)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        self.hub_cpu = self.system.hub.cpu_seconds() - cpu
+        self.wall = time.monotonic() - wall
 
     def submits(self) -> None:
         with Client(dial=self.system.dial(), timeout=30, retries=1) as c:
@@ -116,12 +122,15 @@ class Round:
         self.pages += other.pages
         self.page_errors += other.page_errors
         self.heartbeat_age = max(self.heartbeat_age, other.heartbeat_age)
+        self.hub_cpu += other.hub_cpu
+        self.wall += other.wall
 
     def line(self) -> str:
         return (
             f"{self.tag:6} quiet submit p50 {p(self.submit, 50) * 1000:6.1f} ms p99 {p(self.submit, 99) * 1000:6.1f} ms "
             f"refused {sum(self.refused.values())} | dashboard p50 {p(self.pages, 50) * 1000:6.1f} ms "
             f"p99 {p(self.pages, 99) * 1000:6.1f} ms errors {self.page_errors} | oldest heartbeat {self.heartbeat_age:.1f} s"
+            f" | hub CPU {self.hub_cpu / max(self.wall, 1e-9):.2f} cores"
         )
 
 
@@ -196,6 +205,9 @@ def main() -> None:
         codes = Counter(r[4] for r in records)
         print(f"flooder: {len(records) / span:,.0f} calls/s sent, {codes['OK'] / span:,.0f}/s stored, "
               f"{codes['RESOURCE_EXHAUSTED'] / span:,.0f}/s RESOURCE_EXHAUSTED, others {dict(codes - Counter({'OK': codes['OK'], 'RESOURCE_EXHAUSTED': codes['RESOURCE_EXHAUSTED']}))}")  # fmt: skip
+        extra = flooded.hub_cpu / max(flooded.wall, 1e-9) - quiet.hub_cpu / max(quiet.wall, 1e-9)
+        print(f"the flood's cost to the hub: {extra:.2f} cores, {extra / max(len(records) / span, 1e-9) * 1e6:,.0f} "
+              "CPU us per flooder call")  # fmt: skip
         checks = {
             "quiet submit p99 within 2x": p(flooded.submit, 99) <= max(2 * p(quiet.submit, 99), 0.05),
             "dashboard p99 within 2x": p(flooded.pages, 99) <= max(2 * p(quiet.pages, 99), 0.2),
