@@ -82,6 +82,11 @@ class TooManyCalls(HubError):
 
 
 BUSY_RETRY_MS = 100  # a call in progress ends within milliseconds, mostly
+# A coroutine call refused for its rate or its calls in progress is answered this late (holding no
+# thread; its retry delay shortened by as much): a caller that ignores the delay and resends at
+# once is slowed to its concurrency per HOLD, instead of spinning on refusals that cost the
+# shared cores its own and the hub's CPU. The SDK, which waits the delay, retries no later.
+HOLD = 1.0
 
 
 class InFlight:
@@ -359,6 +364,9 @@ def _async_unary(
             if streamed and _gone(context):
                 log.debug("%s ended by its caller: %s", method, exc)
                 return None
+            if not streamed and isinstance(exc, RateLimited | TooManyCalls):
+                await asyncio.sleep(HOLD)
+                exc.wait = max(0.001, exc.wait - HOLD)
             await context.abort(*_status(exc, method))
 
     return behavior

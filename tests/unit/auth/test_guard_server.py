@@ -19,6 +19,7 @@ from grpc_reflection.v1alpha import reflection_pb2
 from tests.unit.auth.test_auth_config import ALICE, OPS, config_text
 from vglobal.api.v1 import queues_pb2
 from vglobal.client import Client
+from vglobal.hub import guard as guard_module
 from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
@@ -50,7 +51,7 @@ def serving(
     limiter: RateLimiter,
     *,
     in_flight: InFlight | None = None,
-    get: Callable[[queues_pb2.QueueRef, Any], queues_pb2.Queue] = _get,
+    get: Callable[..., Any] = _get,
 ) -> Iterator[tuple[str, HealthServicer]]:
     path = tmp_path / "auth.yaml"
     path.write_text(config_text())
@@ -216,3 +217,24 @@ def test_a_caller_with_too_many_calls_in_progress_is_refused_before_its_request_
         assert queues_pb2.Queue.FromString(raw).name == "alice"
         raw, _ = _call(target, GET, b"", ALICE)
         assert queues_pb2.Queue.FromString(raw).name == "alice"
+
+
+def test_a_coroutine_call_over_its_rate_is_answered_late_with_its_delay_shortened_as_much(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that resends at once cannot spin on refusals: the refusal comes HOLD late, and the
+    delay it tells is what is left of the wait."""
+    monkeypatch.setattr(guard_module, "HOLD", 0.3)
+
+    async def get(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
+        return queues_pb2.Queue(name=current_principal().name)
+
+    with serving(tmp_path, RateLimiter(rate=0.5, burst=1), get=get) as (target, _):
+        _call(target, GET, b"", ALICE)
+        start = time.monotonic()
+        with pytest.raises(grpc.RpcError) as err:
+            _call(target, GET, b"", ALICE)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert time.monotonic() - start >= 0.3
+        told = int(dict(err.value.trailing_metadata() or ())[RETRY_AFTER]) / 1000
+        assert 1.2 < told <= 1.71
