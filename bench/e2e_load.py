@@ -5,6 +5,7 @@
     python bench/e2e_load.py ... --batch 500 --concurrency 2 # SubmitJobs of 500 jobs
     python bench/e2e_load.py ... --seconds 10               # closed loop: stop sending after 10 s
     python bench/e2e_load.py ... --connections 8            # calls spread over 8 connections
+    python bench/e2e_load.py ... --clusters c0,c1           # jobs pinned to those clusters
 
 Closed loop: ``--concurrency`` calls in flight, each sent when one returns. Open loop (``--rate``,
 calls/s of this process): call i is due at start + i/rate whatever the hub's speed, and its latency
@@ -33,7 +34,7 @@ from vglobal.dial import Dial
 
 MANIFEST = (
     '{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{"name":"%s",'
-    '"annotations":{"vglobal.io/sim-duration":"%s"}},"spec":{"minAvailable":1,"tasks":[{"name":"t",'
+    '"annotations":{"vglobal.io/sim-duration":"%s"%s}},"spec":{"minAvailable":1,"tasks":[{"name":"t",'
     '"replicas":1,"template":{"spec":{"containers":[{"name":"c","image":"busybox",'
     '"resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}]}}'
 )
@@ -46,10 +47,11 @@ class Load:
         self.calls = 0
         self.records: list[list[Any]] = []
         self.next = 0
+        self.pin = f',"vglobal.io/clusters":"{args.clusters}"' if args.clusters else ""
 
     def request(self, i: int) -> jobs_pb2.SubmitJobRequest:
         name = f"{self.args.prefix}-{i}"
-        return jobs_pb2.SubmitJobRequest(manifest=MANIFEST % (name, self.args.duration), request_id=name)
+        return jobs_pb2.SubmitJobRequest(manifest=MANIFEST % (name, self.args.duration, self.pin), request_id=name)
 
     async def call(self, first: int, due: float) -> None:
         n = min(self.args.batch, self.args.count - first)
@@ -133,6 +135,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=0.0, help="closed loop: send no call after this long")
     p.add_argument("--start-at", type=float, default=0.0, help="epoch seconds to start at")
     p.add_argument("--connections", type=int, default=1, help="connections the calls are spread over")
+    p.add_argument("--clusters", default="", help="the clusters the jobs may run in (vglobal.io/clusters)")
     p.add_argument("--out", required=True)
     return p.parse_args()
 

@@ -228,16 +228,18 @@ class System:
 
     def start_agents(self, clusters: int, nodes: int, pods_per_node: int, flags: list[str]) -> None:
         for i in range(clusters):
-            name = f"c{i}"
-            path = self.logdir / f"{name}.yaml"
-            path.write_text(sim_cluster(name, nodes, pods_per_node))
-            dial = ["--hub", self.target]
-            if self.certs is not None:
-                c = self.certs
-                dial = ["--hub", self.agent_target, "--ca-file", str(c / "ca.crt"),
-                        "--cert", str(c / f"agent-{name}.crt"), "--key", str(c / f"agent-{name}.key")]  # fmt: skip
-            args = [*dial, "agent", "--sim", str(path), *flags]
-            self.agents.append(spawn(f"agent-{name}", args, self.logdir))
+            self.start_agent(f"c{i}", nodes, pods_per_node, flags)
+
+    def start_agent(self, name: str, nodes: int, pods_per_node: int, flags: list[str]) -> None:
+        path = self.logdir / f"{name}.yaml"
+        path.write_text(sim_cluster(name, nodes, pods_per_node))
+        dial = ["--hub", self.target]
+        if self.certs is not None:
+            c = self.certs
+            dial = ["--hub", self.agent_target, "--ca-file", str(c / "ca.crt"),
+                    "--cert", str(c / f"agent-{name}.crt"), "--key", str(c / f"agent-{name}.key")]  # fmt: skip
+        args = [*dial, "agent", "--sim", str(path), *flags]
+        self.agents.append(spawn(f"agent-{name}", args, self.logdir))
 
     def procs(self) -> list[Proc]:
         return [p for p in [self.hub, *self.agents] if p is not None]

@@ -3,6 +3,8 @@ at a modest rate, agents keep their streams and a user reads the dashboard.
 
     .venv/bin/python bench/flood.py [--seconds 20] [--flood-concurrency 64] [--quiet-rate 10]
         [--rate-limit 100 --rate-burst 500]   # lower them where the flooder cannot outrun 100/s
+        [--rounds 3]                          # quiet and flood rounds alternated, samples pooled
+        [--code DIR] [--hub-flag=--calls-in-flight=0]  # a baseline tree, more hub flags
 
 A hub as a user runs it (TLS, an auth config with two users, `vglobal certs init`; by default the
 hub's default rate limit, 100 calls/s per principal with a burst of 500), two simulated agents on mTLS, and
@@ -13,6 +15,8 @@ hub's default rate limit, 100 calls/s per principal with a burst of 500), two si
   flight (bench/e2e_load.py, a process of its own): most are refused RESOURCE_EXHAUSTED with a
   retry delay;
 - the agents' heartbeats as the hub records them (the oldest, sampled every 0.5 s).
+With --rounds N the quiet and flood rounds alternate N times and each kind's samples are pooled, so
+the machine's load drifting (other work on the same cores) weighs on both alike.
 Pass: the quiet caller's submit p99 and the dashboard's p99 during the flood within 2x of the quiet
 round's (or under 50 ms and 200 ms), no quiet call refused, and no heartbeat older than 3 intervals.
 """
@@ -34,7 +38,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
-from e2e_procs import Postgres, Proc, System, free_port, spawn  # noqa: E402
+from e2e_procs import CODE, Postgres, Proc, System, free_port, spawn  # noqa: E402
 
 from vglobal.client import Client, VGlobalError  # noqa: E402
 
@@ -62,13 +66,19 @@ class Round:
         self.pages: list[float] = []
         self.page_errors = 0
         self.heartbeat_age = 0.0
+        self.hub_cpu = 0.0  # the hub's CPU seconds over the round
+        self.wall = 0.0
 
     def run(self) -> None:
+        assert self.system.hub is not None
+        cpu, wall = self.system.hub.cpu_seconds(), time.monotonic()
         threads = [threading.Thread(target=f, daemon=True) for f in (self.submits, self.reads, self.beats)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        self.hub_cpu = self.system.hub.cpu_seconds() - cpu
+        self.wall = time.monotonic() - wall
 
     def submits(self) -> None:
         with Client(dial=self.system.dial(), timeout=30, retries=1) as c:
@@ -105,11 +115,22 @@ class Round:
                     self.heartbeat_age = max(self.heartbeat_age, now - cl.last_heartbeat.ToSeconds())
                 time.sleep(0.5)
 
+    def add(self, other: Round) -> None:
+        """``other``'s samples pooled into this round's."""
+        self.submit += other.submit
+        self.refused += other.refused
+        self.pages += other.pages
+        self.page_errors += other.page_errors
+        self.heartbeat_age = max(self.heartbeat_age, other.heartbeat_age)
+        self.hub_cpu += other.hub_cpu
+        self.wall += other.wall
+
     def line(self) -> str:
         return (
             f"{self.tag:6} quiet submit p50 {p(self.submit, 50) * 1000:6.1f} ms p99 {p(self.submit, 99) * 1000:6.1f} ms "
             f"refused {sum(self.refused.values())} | dashboard p50 {p(self.pages, 50) * 1000:6.1f} ms "
             f"p99 {p(self.pages, 99) * 1000:6.1f} ms errors {self.page_errors} | oldest heartbeat {self.heartbeat_age:.1f} s"
+            f" | hub CPU {self.hub_cpu / max(self.wall, 1e-9):.2f} cores"
         )
 
 
@@ -121,7 +142,12 @@ def main() -> None:
     ap.add_argument("--rate-limit", default="100", help="the hub's --rate-limit (per principal, calls/s)")
     ap.add_argument("--rate-burst", default="500", help="the hub's --rate-burst")
     ap.add_argument("--keep", default="")
+    ap.add_argument("--rounds", type=int, default=1, help="quiet and flood rounds, alternated")
+    ap.add_argument("--code", default="", help="run hub, agents and dashboard from this source tree (a baseline)")
+    ap.add_argument("--hub-flag", action="append", default=[], help="more hub flags (--hub-flag=--calls-in-flight=0)")
     args = ap.parse_args()
+    if args.code:
+        CODE[0] = Path(args.code).resolve()
     from vglobal.cli.certs import UserSpec, init_certs
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="vglobal-flood-"))
@@ -130,7 +156,7 @@ def main() -> None:
     init_certs(certs, "localhost", ["c0", "c1"], [UserSpec.parse("bench:admin"), UserSpec.parse("flood:admin")], days=1)
     pg = Postgres(work / "pgdata")
     limits = ["--rate-limit", args.rate_limit, "--rate-burst", args.rate_burst]
-    system = System(pg.fresh_database("flood"), work, hub_flags=limits, certs=certs)
+    system = System(pg.fresh_database("flood"), work, hub_flags=[*limits, *args.hub_flag], certs=certs)
     procs: list[Proc] = []
     try:
         system.start_hub()
@@ -151,24 +177,37 @@ def main() -> None:
         with Client(dial=system.dial(), timeout=30) as c:
             while len(c.list_clusters()) < 2:
                 time.sleep(0.5)
-        quiet = Round(system, dashboard, token, args.seconds, args.quiet_rate, "quiet")
-        quiet.run()
-        print(quiet.line(), flush=True)
-        out = work / "flood.json"
+        quiet = Round(system, dashboard, token, 0, args.quiet_rate, "quiet")
+        flooded = Round(system, dashboard, token, 0, args.quiet_rate, "flood")
+        records: list[list[object]] = []
+        span = 0.0
         flood_dial = ["--hub", system.target, "--ca-file", str(certs / "ca.crt"), "--token-file", str(certs / "token-flood")]
-        procs.append(spawn("load-flood", [str(BENCH / "e2e_load.py"), *flood_dial, "--prefix", "flood",
-                                          "--count", "10000000", "--concurrency", str(args.flood_concurrency),
-                                          "--seconds", str(args.seconds + 5), "--out", str(out)], work, module=False))  # fmt: skip
-        time.sleep(3)  # the flood's process up and its burst spent
-        flooded = Round(system, dashboard, token, args.seconds, args.quiet_rate, "flood")
-        flooded.run()
-        print(flooded.line(), flush=True)
-        procs[-1].popen.wait(timeout=120)
-        records = json.loads(out.read_text())
-        span = max(r[3] for r in records) - min(r[1] for r in records)
+        for k in range(args.rounds):
+            one = Round(system, dashboard, token, args.seconds, args.quiet_rate, f"quiet{k}")
+            one.run()
+            print(one.line(), flush=True)
+            quiet.add(one)
+            out = work / f"flood-{k}.json"
+            procs.append(spawn(f"load-flood-{k}", [str(BENCH / "e2e_load.py"), *flood_dial, "--prefix", f"flood{k}",
+                                                   "--count", "10000000", "--concurrency", str(args.flood_concurrency),
+                                                   "--seconds", str(args.seconds + 5), "--out", str(out)], work, module=False))  # fmt: skip
+            time.sleep(3)  # the flood's process up and its burst spent
+            one = Round(system, dashboard, token, args.seconds, args.quiet_rate, f"flood{k}")
+            one.run()
+            print(one.line(), flush=True)
+            flooded.add(one)
+            procs[-1].popen.wait(timeout=120)
+            these = json.loads(out.read_text())
+            records += these
+            span += max(r[3] for r in these) - min(r[1] for r in these)
+        print(quiet.line())
+        print(flooded.line())
         codes = Counter(r[4] for r in records)
         print(f"flooder: {len(records) / span:,.0f} calls/s sent, {codes['OK'] / span:,.0f}/s stored, "
               f"{codes['RESOURCE_EXHAUSTED'] / span:,.0f}/s RESOURCE_EXHAUSTED, others {dict(codes - Counter({'OK': codes['OK'], 'RESOURCE_EXHAUSTED': codes['RESOURCE_EXHAUSTED']}))}")  # fmt: skip
+        extra = flooded.hub_cpu / max(flooded.wall, 1e-9) - quiet.hub_cpu / max(quiet.wall, 1e-9)
+        print(f"the flood's cost to the hub: {extra:.2f} cores, {extra / max(len(records) / span, 1e-9) * 1e6:,.0f} "
+              "CPU us per flooder call")  # fmt: skip
         checks = {
             "quiet submit p99 within 2x": p(flooded.submit, 99) <= max(2 * p(quiet.submit, 99), 0.05),
             "dashboard p99 within 2x": p(flooded.pages, 99) <= max(2 * p(quiet.pages, 99), 0.2),

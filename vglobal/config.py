@@ -267,6 +267,12 @@ class HubSettings(BaseSettings):
         100.0, ge=0, description="Calls per principal (N/s, N/m, N/h or a number a second; 0 = off)."
     )
     rate_burst: int = Field(500, ge=1, description="Calls a principal may make in a burst above the rate.")
+    calls_in_flight: int = Field(
+        16,
+        ge=0,
+        description="Unary calls one principal may have in progress at once, more are refused "
+        "RESOURCE_EXHAUSTED with a retry delay (0 = no limit; off with --rate-limit 0).",
+    )
     max_agent_streams: int = Field(1000, ge=1, description="Open agent streams.")
     register_timeout: Seconds = Field(5.0, gt=0, description="An agent stream must Register within this.")
     grpc_workers: int = Field(32, ge=1, description="Threads serving the unary API.")

@@ -127,7 +127,7 @@ class AgentCore:
         room a cluster was given beyond gangs moves every cycle)."""
         fresh = {q.name: q for q in dispatch_queue_specs(body.queues)}
         for run in self.runs.values():
-            if any(q.name in fresh for q in run.queues):
+            if not run.finished and any(q.name in fresh for q in run.queues):
                 run.queues = tuple(fresh.get(q.name, q) for q in run.queues)
 
     def _registered(self, body: pb.Registered) -> list[pb.AgentMessage]:

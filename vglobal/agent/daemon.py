@@ -11,6 +11,7 @@ import logging
 import queue
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from vglobal.dial import Dial
 from vglobal.scheduler import DEFAULT_AGENT_CONF, SchedulerConf, parse_conf
 
 log = logging.getLogger(__name__)
+# Seconds from a dispatch to the cycle that starts it, at least (a burst's dispatches share one).
+DISPATCH_GAP = 0.02
 
 
 def load_sim_cluster(path: Path) -> SimCluster:
@@ -115,6 +118,7 @@ def serve(
         log.info("metrics on http://%s/metrics", metrics_listen)
     link.start()
     session = 0
+    took = 0.0  # the last cycle's duration
     try:
         while not stop.is_set() and not (lost is not None and lost.is_set()):
             deadline = clock.now() + cycle_interval
@@ -131,10 +135,16 @@ def serve(
                     core.on_disconnected()
                 elif kind == "message" and sid == session:
                     out = core.on_message(msg)
+                    if msg.WhichOneof("body") == "dispatch":
+                        # New work starts on a cycle soon, not up to a whole interval later; the
+                        # gap grows with what a cycle costs, so a busy agent still batches.
+                        deadline = min(deadline, clock.now() + max(DISPATCH_GAP, 4 * took))
                 link.send_all(session, out)
                 if stop.is_set() or clock.now() >= deadline:
                     break  # a flood of hub messages must not starve the cluster cycle
+            started = time.perf_counter()
             link.send_all(session, core.tick())
+            took = time.perf_counter() - started
             if observer is not None:
                 observer.observe(backend, core.runtime.live_grants())
     finally:

@@ -70,8 +70,11 @@ class ClusterRuntime:
         self.backend.advance(self.clock.now())
         rejected = [r for p in self.backend.take_problems() if (r := self._problem(p)) is not None]
         self.controller.sync()
-        if self._again or any(not r.finished and _waits(r) for r in self.runs.values()):
-            self._schedule()
+        # Finished runs stay in ``runs`` for the agent's retention (a soak keeps tens of thousands):
+        # the passes below look at the live ones only, taken once.
+        live = [r for r in self.runs.values() if not r.finished]
+        if self._again or any(_waits(r) for r in live):
+            self._schedule(live)
             self.controller.sync()
             self._grow()
         self._mirror_events()
@@ -106,33 +109,33 @@ class ClusterRuntime:
             del self._mirrored[uid]
         for run in self.runs.values():
             done = self._mirrored.get(run.uid, 0)
+            if done == len(run.history):
+                continue  # nothing new: most runs, every cycle
             for ev in run.history[done:]:
                 if ev.kind == "Warning":
                     self.backend.job_event(run.uid, ev.kind, ev.reason, ev.message)
             self._mirrored[run.uid] = len(run.history)
 
-    def _input_key(self) -> tuple[object, ...]:
+    def _input_key(self, live: list[JobRun]) -> tuple[object, ...]:
         """What the scheduler's decision depends on; the scheduler is deterministic, so an
         unchanged key means the same (empty) decision and the cycle can be skipped."""
         reserved = self.backend.reserved()
         key: list[object] = [self.backend.inventory_version(), frozenset(reserved.items())]
-        for run in self.runs.values():
-            if run.finished:
-                continue
+        for run in live:
             # its queues' limits too: the hub's allowance beyond gangs moves while nothing else does
             key.append((run.uid, run.podgroup_phase, tuple(sorted(run.pipelined.items())), run.queues))
             key.extend((st.uid, st.phase, st.node) for st in run.status.values())
         return tuple(key)
 
-    def _schedule(self) -> None:
-        key = self._input_key()
+    def _schedule(self, live: list[JobRun]) -> None:
+        key = self._input_key(live)
         if key == self._last_key:
             self._again = False
             return
         self._last_key = key
         state = cluster_snapshot(
             self.backend.nodes(),
-            self.runs.values(),
+            live,
             self.backend.hyper_nodes(),
             self.backend.reserved(),
             self.live_grants(),
@@ -141,14 +144,15 @@ class ClusterRuntime:
         result = run_cycle(state, self.conf)
         self._again = bool(result.binds or result.evictions) or any(
             result.podgroup_phases.get(r.uid, r.podgroup_phase) != r.podgroup_phase
-            for r in self.runs.values()
+            for r in live
         )
-        self._apply(result)
+        self._apply(result, live)
         metrics.record_cycle(time.perf_counter() - started, len(result.binds))
 
-    def _apply(self, result: CycleResult) -> None:
+    def _apply(self, result: CycleResult, live: list[JobRun]) -> None:
+        """The session's decisions on the runs it saw (``live``: a finished run is in none)."""
         now = self.clock.now()
-        owner = {pod.uid: (run, pod.name) for run in self.runs.values() for pod in run.pods.values()}
+        owner = {pod.uid: (run, pod.name) for run in live for pod in run.pods.values()}
         bound: dict[str, list[str]] = {}
         for uid in result.evictions:
             if uid in owner:
@@ -170,7 +174,7 @@ class ClusterRuntime:
         for uid, n in result.pipelined.items():
             if uid in owner:
                 pipelined.setdefault(id(owner[uid][0]), {})[uid] = n
-        for run in self.runs.values():
+        for run in live:
             run.pipelined = pipelined.get(id(run), {})
             phase = result.podgroup_phases.get(run.uid)
             if phase is not None:

@@ -3,7 +3,10 @@
 One grpc.aio server interceptor wraps each method's handler. A request that does not decode is
 answered INVALID_ARGUMENT; a caller without valid credentials UNAUTHENTICATED; a role that may not
 do the call at all PERMISSION_DENIED (the servicers check the queue or cluster itself); a caller
-over its rate RESOURCE_EXHAUSTED with ``retry-after-ms`` in the trailing metadata. Anything
+over its rate RESOURCE_EXHAUSTED with ``retry-after-ms`` in the trailing metadata, and so is a caller
+with too many unary calls in progress at once (``InFlight``), so one flooding caller cannot hold
+every server thread. A unary call is checked before its request is parsed: a refusal costs no
+parsing. Anything
 unexpected is logged once and answered INTERNAL without its traceback. Every status message is
 kept under 4 KiB. Health and reflection need no credentials and are not rate-limited.
 """
@@ -15,6 +18,7 @@ import contextlib
 import inspect
 import logging
 import math
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -65,6 +69,48 @@ class RateLimited(HubError):
     def __init__(self, who: str, wait: float) -> None:
         super().__init__(f"{who} is over its rate limit; retry in {max(1, math.ceil(wait * 1000))} ms")
         self.wait = wait
+
+
+class TooManyCalls(HubError):
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, who: str, limit: int) -> None:
+        super().__init__(
+            f"{who} has {limit} calls in progress, the most one caller may; retry in {BUSY_RETRY_MS} ms"
+        )
+        self.wait = BUSY_RETRY_MS / 1000
+
+
+BUSY_RETRY_MS = 100  # a call in progress ends within milliseconds, mostly
+# A coroutine call refused for its rate or its calls in progress is answered this late (holding no
+# thread; its retry delay shortened by as much): a caller that ignores the delay and resends at
+# once is slowed to its concurrency per HOLD, instead of spinning on refusals that cost the
+# shared cores its own and the hub's CPU. The SDK, which waits the delay, retries no later.
+HOLD = 1.0
+
+
+class InFlight:
+    """Unary calls each caller has in progress; one more than ``limit`` is refused. Thread-safe
+    (sync handlers run on the pool, coroutines on the loop)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def enter(self, key: str) -> bool:
+        with self._lock:
+            n = self._calls.get(key, 0)
+            if n >= self.limit:
+                return False
+            self._calls[key] = n + 1
+            return True
+
+    def leave(self, key: str) -> None:
+        with self._lock:
+            n = self._calls.pop(key, 1) - 1
+            if n > 0:
+                self._calls[key] = n
 
 
 def safe_deserializer(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
@@ -132,9 +178,11 @@ class Guard(grpc.aio.ServerInterceptor):
         authenticator: Authenticator,
         limiter: RateLimiter | None,
         clock: Callable[[], float] = time.monotonic,
+        in_flight: InFlight | None = None,
     ) -> None:
         self.authenticator = authenticator
         self.limiter = limiter
+        self.in_flight = in_flight
         self.clock = clock
         self.refusals = RefusalLog()  # agents refused, logged per peer and reason now and then
 
@@ -149,9 +197,9 @@ class Guard(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         return _wrap(handler, method, self if not is_public(method) else None)
 
-    def admit(self, method: str, context: Any) -> tuple[Principal, Callable[[], Principal]]:
+    def admit(self, method: str, context: Any) -> tuple[Principal, Callable[[], Principal], str]:
         """Authenticate the caller, check its role may make this call at all, and take its rate;
-        with the caller, a way to identify it again later."""
+        with the caller, a way to identify it again later and the key its calls are counted by."""
         metadata = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
         token = bearer_token(metadata.get("authorization"))
         uris = [u.decode("utf-8", "replace") for u in (context.auth_context() or {}).get("peer_uri", [])]
@@ -169,12 +217,12 @@ class Guard(grpc.aio.ServerInterceptor):
             return principal
 
         principal = identify()
+        key = principal.audit_name if principal.kind != "open" else "peer:" + peer_host(context.peer())
         if self.limiter is not None:
-            key = principal.audit_name if principal.kind != "open" else "peer:" + peer_host(context.peer())
             wait = self.limiter.acquire(key, self.clock())
             if wait > 0:
                 raise RateLimited(principal.describe(), wait)
-        return principal, identify
+        return principal, identify, key
 
 
 def _status(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str, tuple[tuple[str, str], ...]]:
@@ -196,8 +244,13 @@ def _wrap(handler: Handler, method: str, guard: Guard | None) -> Handler:
     out = handler.response_serializer
     if handler.unary_unary is not None:
         fn = handler.unary_unary
-        wrapped = _async_unary(fn, method, guard) if _is_async(fn) else _sync_unary(fn, method, guard)
-        return grpc.unary_unary_rpc_method_handler(wrapped, safe, out)
+        # Guarded: the request reaches the behavior as bytes, parsed once the caller is admitted.
+        late = safe if guard is not None else None
+        if _is_async(fn):
+            wrapped = _async_unary(fn, method, guard, parse=late)
+        else:
+            wrapped = _sync_unary(fn, method, guard, parse=late)
+        return grpc.unary_unary_rpc_method_handler(wrapped, safe if late is None else None, out)
     streams: list[tuple[Any, bool, Callable[..., Handler]]] = [
         (handler.stream_stream, True, grpc.stream_stream_rpc_method_handler),
         (handler.unary_stream, False, grpc.unary_stream_rpc_method_handler),
@@ -223,15 +276,32 @@ def _unserved(method: str) -> Callable[[Any, Any], Any]:
 
 
 @contextlib.contextmanager
-def _admitted(guard: Guard | None, method: str, context: Any) -> Iterator[None]:
-    """The caller admitted by ``guard`` (None: a public method) and known to the handler meanwhile."""
-    principal, recheck = guard.admit(method, context) if guard is not None else (None, None)
+def _admitted(guard: Guard | None, method: str, context: Any, *, counted: bool = False) -> Iterator[None]:
+    """The caller admitted by ``guard`` (None: a public method) and known to the handler meanwhile;
+    ``counted``: a unary call, one of the caller's calls in progress until it ends."""
+    if guard is None:
+        principal, recheck, key = None, None, ""
+    else:
+        principal, recheck, key = guard.admit(method, context)
+    limit = guard.in_flight if guard is not None and counted else None
+    if limit is not None and not limit.enter(key):
+        raise TooManyCalls(principal.describe() if principal is not None else key, limit.limit)
     token, again = PRINCIPAL.set(principal), RECHECK.set(recheck)
     try:
         yield
     finally:
         PRINCIPAL.reset(token)
         RECHECK.reset(again)
+        if limit is not None:
+            limit.leave(key)
+
+
+def _parsed(request: Any, parse: Callable[[bytes], Any] | None) -> Any:
+    """A unary request: parsed now when its guard left it as bytes, and refused if it is bad."""
+    if parse is not None:
+        request = parse(request)
+    _refuse_undecodable(request)
+    return request
 
 
 def _prepared(request: Any, streamed: bool) -> Any:
@@ -253,14 +323,17 @@ async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
         yield request
 
 
-def _sync_unary(fn: Callable[..., Any], method: str, guard: Guard | None) -> Callable[..., Any]:
+def _sync_unary(
+    fn: Callable[..., Any], method: str, guard: Guard | None, *, parse: Callable[[bytes], Any] | None = None
+) -> Callable[..., Any]:
     """Runs in the server's thread pool, like the handler it wraps."""
 
     def behavior(request: Any, context: Any) -> Any:
         try:
-            _refuse_undecodable(request)
-            with _admitted(guard, method, context):
-                return fn(request, context)
+            if parse is None:
+                _refuse_undecodable(request)
+            with _admitted(guard, method, context, counted=True):
+                return fn(_parsed(request, parse), context)
         except Aborted:
             raise
         except Exception as exc:
@@ -270,21 +343,30 @@ def _sync_unary(fn: Callable[..., Any], method: str, guard: Guard | None) -> Cal
 
 
 def _async_unary(
-    fn: Callable[..., Any], method: str, guard: Guard | None, *, streamed: bool = False
+    fn: Callable[..., Any],
+    method: str,
+    guard: Guard | None,
+    *,
+    streamed: bool = False,
+    parse: Callable[[bytes], Any] | None = None,
 ) -> Callable[..., Any]:
     """A coroutine handler: a unary one, or a streaming one that writes through its context."""
 
     async def behavior(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
-            request = _prepared(request, streamed)
-            with _admitted(guard, method, context):
-                return await fn(request, context)
+            if parse is None:
+                request = _prepared(request, streamed)
+            with _admitted(guard, method, context, counted=not streamed):
+                return await fn(request if parse is None else _parsed(request, parse), context)
         except Aborted:
             raise
         except Exception as exc:
             if streamed and _gone(context):
                 log.debug("%s ended by its caller: %s", method, exc)
                 return None
+            if not streamed and isinstance(exc, RateLimited | TooManyCalls):
+                await asyncio.sleep(HOLD)
+                exc.wait = max(0.001, exc.wait - HOLD)
             await context.abort(*_status(exc, method))
 
     return behavior

@@ -47,7 +47,7 @@ from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.context import HubContext
 from vglobal.hub.grpc_server import LoopServer, server_credentials
-from vglobal.hub.guard import Guard
+from vglobal.hub.guard import Guard, InFlight
 from vglobal.hub.leader import Leader
 from vglobal.hub.loops import LOOPS, LoopEnv, RunningLoop, start_loops
 from vglobal.hub.metrics import serve_metrics
@@ -138,9 +138,12 @@ class Hub:
             settings.hub_id = f"{socket.gethostname()}:{settings.listen}"
         self.leader = Leader(engine)
         limiter = RateLimiter(settings.rate_limit, settings.rate_burst) if settings.rate_limit > 0 else None
+        # One caller's calls in progress are bounded where its rate is (a bench turns both off).
+        bounded = limiter is not None and settings.calls_in_flight > 0
+        in_flight = InFlight(settings.calls_in_flight) if bounded else None
         self.grpc = LoopServer(
             workers=settings.grpc_workers,
-            interceptors=[Guard(self.auth, limiter)],
+            interceptors=[Guard(self.auth, limiter, in_flight=in_flight)],
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE),
                 ("grpc.max_send_message_length", MAX_MESSAGE),

@@ -4,8 +4,10 @@ List, reflection v1 beside v1alpha, undecodable requests, credentials and rate l
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,12 @@ from grpc_reflection.v1alpha import reflection_pb2
 from tests.unit.auth.test_auth_config import ALICE, OPS, config_text
 from vglobal.api.v1 import queues_pb2
 from vglobal.client import Client
+from vglobal.hub import guard as guard_module
 from vglobal.hub.auth.access import current_principal
 from vglobal.hub.auth.authenticator import Authenticator
 from vglobal.hub.auth.ratelimit import RateLimiter
 from vglobal.hub.grpc_server import LoopServer
-from vglobal.hub.guard import RETRY_AFTER, Guard
+from vglobal.hub.guard import RETRY_AFTER, Guard, InFlight
 from vglobal.hub.probes import HealthServicer, add_reflection
 
 LIST = "/vglobal.v1.QueueService/ListQueues"
@@ -43,10 +46,16 @@ def served(tmp_path: Path) -> Iterator[tuple[str, HealthServicer]]:
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, limiter: RateLimiter) -> Iterator[tuple[str, HealthServicer]]:
+def serving(
+    tmp_path: Path,
+    limiter: RateLimiter,
+    *,
+    in_flight: InFlight | None = None,
+    get: Callable[..., Any] = _get,
+) -> Iterator[tuple[str, HealthServicer]]:
     path = tmp_path / "auth.yaml"
     path.write_text(config_text())
-    guard = Guard(Authenticator(path), limiter)
+    guard = Guard(Authenticator(path), limiter, in_flight=in_flight)
     server = LoopServer(workers=4, interceptors=[guard])
     health = server.run(_make_health())
     health_pb2_grpc.add_HealthServicer_to_server(health, server.server)
@@ -56,7 +65,7 @@ def serving(tmp_path: Path, limiter: RateLimiter) -> Iterator[tuple[str, HealthS
             _list, queues_pb2.ListQueuesRequest.FromString, queues_pb2.ListQueuesResponse.SerializeToString
         ),
         "GetQueue": grpc.unary_unary_rpc_method_handler(
-            _get, queues_pb2.QueueRef.FromString, queues_pb2.Queue.SerializeToString
+            get, queues_pb2.QueueRef.FromString, queues_pb2.Queue.SerializeToString
         ),
     }
     server.server.add_generic_rpc_handlers(
@@ -177,3 +186,55 @@ def test_the_sdk_waits_the_delay_a_rate_limit_tells_then_succeeds(tmp_path: Path
         start = time.monotonic()
         assert [q.name for q in client.list_queues()] == ["alice"]
         assert time.monotonic() - start >= told * 0.9
+
+
+def test_a_caller_with_too_many_calls_in_progress_is_refused_before_its_request_is_parsed(
+    tmp_path: Path,
+) -> None:
+    """One call at a time per caller: a second while the first is held is RESOURCE_EXHAUSTED with
+    a retry delay, without being parsed (a request that does not even decode is refused so);
+    another caller is served meanwhile, and the first caller's next call once its first ended."""
+    entered, release = threading.Event(), threading.Event()
+
+    def held(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
+        entered.set()
+        release.wait(10)
+        return queues_pb2.Queue(name=current_principal().name)
+
+    limiter = RateLimiter(rate=1000, burst=1000)
+    with serving(tmp_path, limiter, in_flight=InFlight(1), get=held) as (target, _):
+        with futures.ThreadPoolExecutor(1) as pool:
+            first = pool.submit(_call, target, GET, b"", ALICE)
+            assert entered.wait(10)
+            with pytest.raises(grpc.RpcError) as err:
+                _call(target, GET, b"\x0a\xff", ALICE)  # undecodable: the limit answers first
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "calls in progress" in (err.value.details() or "")
+            assert int(dict(err.value.trailing_metadata() or ())[RETRY_AFTER]) > 0
+            _call(target, LIST, b"", OPS)  # another caller
+            release.set()
+            raw, _ = first.result(10)
+        assert queues_pb2.Queue.FromString(raw).name == "alice"
+        raw, _ = _call(target, GET, b"", ALICE)
+        assert queues_pb2.Queue.FromString(raw).name == "alice"
+
+
+def test_a_coroutine_call_over_its_rate_is_answered_late_with_its_delay_shortened_as_much(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that resends at once cannot spin on refusals: the refusal comes HOLD late, and the
+    delay it tells is what is left of the wait."""
+    monkeypatch.setattr(guard_module, "HOLD", 0.3)
+
+    async def get(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
+        return queues_pb2.Queue(name=current_principal().name)
+
+    with serving(tmp_path, RateLimiter(rate=0.5, burst=1), get=get) as (target, _):
+        _call(target, GET, b"", ALICE)
+        start = time.monotonic()
+        with pytest.raises(grpc.RpcError) as err:
+            _call(target, GET, b"", ALICE)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert time.monotonic() - start >= 0.3
+        told = int(dict(err.value.trailing_metadata() or ())[RETRY_AFTER]) / 1000
+        assert 1.2 < told <= 1.71

@@ -90,6 +90,10 @@ class SimBackend:
         self._alloc = {n.name: n.allocatable for n in self._nodes}
         self._used: dict[str, ResourceVector] = {n.name: ResourceVector() for n in self._nodes}
         self._pods: dict[str, _SimPod] = {}
+        # every pod's status, kept as they change: pods() copies it (a plain dict copy), where a
+        # pass over the pods cost a soak's agent, asking several times a cycle with tens of
+        # thousands of ended pods kept, more than its scheduling
+        self._statuses: dict[str, PodStatus] = {}
         self._ends: list[tuple[float, str, str]] = []  # (end time, pod name, uid), lazily pruned
         self._now = 0.0
         # The ConfigMaps and Secrets the hub sent with jobs, by (namespace, kind, name)
@@ -209,6 +213,7 @@ class SimBackend:
             raise ValueError(f"pod {pod.uid} exists")
         duration, code = pod_runtime(pod.annotations)
         self._pods[pod.uid] = _SimPod(pod, PodStatus(uid=pod.uid, phase=PodPhase.Pending), duration, code)
+        self._statuses[pod.uid] = self._pods[pod.uid].status
 
     def bind_pod(self, uid: str, node: str, devices: Sequence[Grant] = ()) -> None:
         pod = self._pods[uid]
@@ -217,7 +222,8 @@ class SimBackend:
         if node not in self._alloc:
             raise ValueError(f"no node {node}")
         self._used[node] = self._used[node] + pod.manifest.request + _POD_SLOT
-        pod.status = replace(pod.status, phase=PodPhase.Running, node=node, started=self._now)
+        running = replace(pod.status, phase=PodPhase.Running, node=node, started=self._now)
+        pod.status = self._statuses[uid] = running
         interval = self._intervals.get(pod.manifest.job_uid)
         if interval is not None:
             self._saving[uid] = self._now + interval
@@ -228,6 +234,7 @@ class SimBackend:
         pod = self._pods.pop(uid, None)
         if pod is not None:
             self._release(pod)
+            del self._statuses[uid]
 
     def _release(self, pod: _SimPod) -> None:
         node = pod.status.node
@@ -235,7 +242,7 @@ class SimBackend:
             self._used[node] = self._used[node] - pod.manifest.request - _POD_SLOT
 
     def pods(self) -> Mapping[str, PodStatus]:
-        return {uid: p.status for uid, p in self._pods.items()}
+        return dict(self._statuses)
 
     def pod_named(self, namespace: str, name: str) -> tuple[PodManifest, PodStatus] | None:
         """The latest incarnation of a pod by name. Safe from a log stream's thread: the table is
@@ -258,7 +265,9 @@ class SimBackend:
                 continue
             self._release(pod)
             phase = PodPhase.Succeeded if pod.exit_code == 0 else PodPhase.Failed
-            pod.status = replace(pod.status, phase=phase, exit_code=pod.exit_code, finished=end)
+            pod.status = self._statuses[uid] = replace(
+                pod.status, phase=phase, exit_code=pod.exit_code, finished=end
+            )
 
     def _checkpoints(self) -> None:
         """Running pods whose next checkpoint is due take it: the last one due, not each missed."""
@@ -274,7 +283,7 @@ class SimBackend:
                 del self._saving[uid]
                 continue
             last = due + (self._now - due) // interval * interval
-            pod.status = replace(pod.status, checkpointed=last)
+            pod.status = self._statuses[uid] = replace(pod.status, checkpointed=last)
             self._saving[uid] = last + interval
 
     def next_event_time(self) -> float | None:
