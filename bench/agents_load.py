@@ -121,7 +121,7 @@ def submit(system: System, args: argparse.Namespace, tag: str, stored: list[str]
                     time.sleep(delay)
                 names = [f"{tag}-{k}-{i}" for i in range(first, min(count, first + args.batch))]
                 try:
-                    c.submit_jobs([(MANIFEST % (n, "1s"), n) for n in names])
+                    c.submit_jobs([(MANIFEST % (n, "1s", ""), n) for n in names])
                     stored.extend(names)
                 except VGlobalError as exc:
                     errors.append(str(exc))

@@ -25,7 +25,7 @@ def test_five_agents_in_one_process_each_run_work_and_nothing_is_lost_or_run_twi
         wait_for(lambda: fleet.registered() == 5, 60, "five agents registered", system)
         names = [f"j{i}" for i in range(50)]
         with Client(system.target) as c:
-            c.submit_jobs([(MANIFEST % (n, "1s"), n) for n in names])
+            c.submit_jobs([(MANIFEST % (n, "1s", ""), n) for n in names])
             wait_for(lambda: len(fleet.completed) == 50, 60, "50 runs completed by the agents", system)
             done = wait_for(
                 lambda: len(got := [j for j in c.list_jobs() if j.phase == "Completed"]) == 50 and got,
