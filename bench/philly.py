@@ -24,8 +24,8 @@ see the same events; only the dispatch rule differs:
   fair order (GPUs held over fair share); the head job of the most under-share queue that does not
   fit holds the room it will have when enough running jobs end (EASY backfill), and queues at or
   over their share get only room that jobs of queues under theirs cannot use: a job of theirs starts
-  only if it ends before that reservation or fits beside it, shortest first. It measures how fair
-  a policy can be at best without losing work.
+  only if it ends before that reservation or fits beside it, shortest first. It shows how fair
+  admission alone gets with knowledge the hub never has (a yardstick, not a proven bound).
 
 --checkpoint-interval S has every job checkpoint each S seconds of its run: a reclaimed job then
 loses only its run since its last checkpoint and resumes from there (every policy alike). A policy
@@ -226,7 +226,6 @@ class Run:
     cycles: int = 0
     # (time, per queue GPUs used / fair share) every sample_every seconds while jobs wait
     samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
-
     ends: dict[str, float] = field(default_factory=dict)  # running job -> its end (oracle)
 
     def __post_init__(self) -> None:
@@ -377,6 +376,7 @@ class Run:
             self.start(self.by_uid[uid], [], now, events)
         for r in result.reclaims:
             job = self.running.pop(r.victim_uid)[0]
+            self.ends.pop(job.uid, None)
             ran = now - self.attempt_start[job.uid]
             lost = ran % self.checkpoint if self.checkpoint > 0 else ran
             job.done += ran - lost
