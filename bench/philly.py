@@ -20,8 +20,17 @@ see the same events; only the dispatch rule differs:
   by the margin, while their lost work is worth the reclaimer's gain over --reclaim-horizon;
   --worth-half-life orders (and judges reclaim) by decayed usage.
 
+- oracle (bench only, not a hub policy): no reclaim, and it knows every job's run time. Queues in
+  fair order (GPUs held over fair share); the head job of the most under-share queue that does not
+  fit holds the room it will have when enough running jobs end (EASY backfill), and queues at or
+  over their share get only room that jobs of queues under theirs cannot use: a job of theirs starts
+  only if it ends before that reservation or fits beside it, shortest first. It shows how fair
+  admission alone gets with knowledge the hub never has (a yardstick, not a proven bound).
+
 --checkpoint-interval S has every job checkpoint each S seconds of its run: a reclaimed job then
-loses only its run since its last checkpoint and resumes from there (every policy alike).
+loses only its run since its last checkpoint and resumes from there (every policy alike). A policy
+name may carry its own settings: `worth/ck1800/h86400` is worth with a checkpoint every 1,800 s and
+a horizon of 86,400 s (`/m0.1` a margin, `/hl900` a half-life), so variants replay side by side.
 --since/--until (YYYY-MM-DD) replay a part of the trace (a held-back month); --plot PATH draws each
 queue's share of GPU-time over its fair share through the replay, per policy.
 """
@@ -59,6 +68,7 @@ DATA = next(
 )
 GPU = "nvidia.com/gpu"
 PER_NODE = 8
+LOCAL = ("fifo", "oracle")  # dispatched here, not through admit()
 
 
 @dataclass
@@ -200,6 +210,7 @@ class Run:
     margin: float = 0.1
     horizon: float = 3600.0
     checkpoint: float = 0.0
+    kind: str = ""  # the dispatch rule (the name without its /settings)
     sample_every: float = 6 * 3600.0
     cluster: PhillyNodes = field(init=False)
     rounds: AdmissionRounds = field(init=False)
@@ -215,8 +226,10 @@ class Run:
     cycles: int = 0
     # (time, per queue GPUs used / fair share) every sample_every seconds while jobs wait
     samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    ends: dict[str, float] = field(default_factory=dict)  # running job -> its end (oracle)
 
     def __post_init__(self) -> None:
+        self.kind = self.kind or self.name
         self.cluster = PhillyNodes(self.nodes)
         queues = [QueueSnap(q, weight=w) for q, w in sorted(self.weights.items())]
         policy = AdmissionPolicy(
@@ -244,7 +257,7 @@ class Run:
     def arrive(self, job: TraceJob) -> None:
         self.pending[job.queue].append(job)
         self.by_uid[job.uid] = job
-        if self.name != "fifo":
+        if self.kind not in LOCAL:
             pod = ResourceVector({GPU: job.per_pod * 1000})
             gpus = ResourceVector({GPU: job.gpus * 1000})
             self.rounds.submit(
@@ -259,6 +272,7 @@ class Run:
         job.attempts += 1
         self.attempt_start[job.uid] = now
         self.running[job.uid] = (job, rows)
+        self.ends[job.uid] = now + job.duration - job.done
         heapq.heappush(events, (now + job.duration - job.done, job.attempts, job.uid))
 
     def finish(self, uid: str, attempt: int, now: float) -> None:
@@ -266,7 +280,8 @@ class Run:
         if entry is None or entry[0].attempts != attempt:
             return  # a completion of an attempt that was reclaimed
         job, rows = self.running.pop(uid)
-        if self.name == "fifo":
+        self.ends.pop(uid, None)
+        if self.kind in LOCAL:
             self.cluster.give_back(rows, job.per_pod)
         else:
             self.rounds.finish(uid)
@@ -294,6 +309,60 @@ class Run:
         for q in queues:
             self.pending[q] = [j for j in self.pending[q] if j.uid not in started]
 
+    def oracle(self, now: float, events: list[tuple[float, int, str]]) -> None:
+        """Fair order without reclaim, knowing run times (see the module's doc): EASY backfill on a
+        reservation for the most under-share queue's head job; queues at or over their share take
+        only room nobody under theirs can use, their shortest job first."""
+        shares = fair_shares(self)
+        usage: dict[str, float] = defaultdict(float)
+        for job, _ in self.running.values():
+            usage[job.queue] += job.gpus
+        live = {q for q, js in self.pending.items() if js and shares.get(q, 0.0) > 0}
+        started: set[str] = set()
+        shadow, spare = math.inf, 0  # the reservation: when it fits, and GPUs beside it then
+        while live and self.cluster.free.any():
+            q = min(live, key=lambda q: (usage[q] / shares[q], q))
+            under = usage[q] < shares[q]
+            js = [j for j in self.pending[q] if j.uid not in started]
+            if under and shadow == math.inf:
+                js = js[:1]  # its head, in submit order; it starts or is the reservation
+            else:
+                js = sorted(js, key=lambda j: (j.duration - j.done, j.submit))
+            went = False
+            for j in js:
+                backfill = shadow < math.inf
+                end = now + j.duration - j.done
+                if backfill and end > shadow and j.gpus > spare:
+                    continue
+                rows = self.cluster.rows(j.per_pod, j.pods)
+                if rows is None:
+                    if not backfill and under:
+                        shadow, spare = self._reservation(j, now)
+                        break
+                    continue
+                if backfill and end > shadow:
+                    spare -= j.gpus
+                self.start(j, rows, now, events)
+                started.add(j.uid)
+                usage[q] += j.gpus
+                went = True
+                break
+            if not went:
+                live.discard(q)
+        for q in list(self.pending):
+            self.pending[q] = [j for j in self.pending[q] if j.uid not in started]
+
+    def _reservation(self, job: TraceJob, now: float) -> tuple[float, int]:
+        """When enough running jobs will have ended for `job` (GPUs counted, not nodes), and the
+        GPUs spare beside it then."""
+        free = int(self.cluster.free.sum())
+        for end, uid in sorted((e, u) for u, e in self.ends.items()):
+            if free >= job.gpus:
+                break
+            free += self.running[uid][0].gpus
+            now = end
+        return now, free - job.gpus
+
     def fair(self, now: float, events: list[tuple[float, int, str]]) -> None:
         """One cycle of the hub's dispatcher: admitted gangs placed first-fit (one the nodes cannot
         hold after all, as admission steers around starvation reservations the agent knows nothing
@@ -307,6 +376,7 @@ class Run:
             self.start(self.by_uid[uid], [], now, events)
         for r in result.reclaims:
             job = self.running.pop(r.victim_uid)[0]
+            self.ends.pop(job.uid, None)
             ran = now - self.attempt_start[job.uid]
             lost = ran % self.checkpoint if self.checkpoint > 0 else ran
             job.done += ran - lost
@@ -369,8 +439,10 @@ def replay(run: Run) -> float:
             k += 1
         if any(run.pending.values()):
             run.cycles += 1
-            if run.name == "fifo":
+            if run.kind == "fifo":
                 run.fifo(now, events)
+            elif run.kind == "oracle":
+                run.oracle(now, events)
             else:
                 run.fair(now, events)
     return time.perf_counter() - t
@@ -467,17 +539,33 @@ def plot(runs: list[Outcome], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
-def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]:
+SETTINGS = {"ck": "checkpoint_interval", "h": "reclaim_horizon", "m": "reclaim_margin", "hl": "worth_half_life"}
+
+
+def variant(args: argparse.Namespace, spec: str) -> tuple[str, argparse.Namespace]:
+    """`worth/ck1800/h86400` -> ("worth", args with those settings)."""
+    kind, *parts = spec.split("/")
+    own = argparse.Namespace(**vars(args))
+    for part in parts:
+        key = part.rstrip("0123456789.")
+        if key not in SETTINGS or key == part:
+            raise SystemExit(f"bench/philly.py: --policies: unknown setting {part!r} in {spec!r}")
+        setattr(own, SETTINGS[key], float(part[len(key) :]))
+    return kind, own
+
+
+def _replay_policy(args: argparse.Namespace, spec: str) -> tuple[Outcome, float]:
+    name, args = variant(args, spec)
     jobs, weights = load(args.limit, args.since, args.until, args.vcs)
     nodes = max(1, round(sum(weights.values()) * args.scale))
     worth = name == "worth"
     run = Run(
-        name,
+        spec,
         jobs,
         weights,
         nodes,
         args.tick,
-        reclaim=not args.no_reclaim and name != "fair-noreclaim",
+        reclaim=not args.no_reclaim and name not in ("fair-noreclaim", *LOCAL),
         reclaim_after=args.reclaim_after,
         reclaim_min_runtime=args.reclaim_min_runtime,
         half_life=args.fair_share_half_life if name == "decayed" else args.worth_half_life if worth else 0.0,
@@ -488,6 +576,7 @@ def _replay_policy(args: argparse.Namespace, name: str) -> tuple[Outcome, float]
         margin=args.reclaim_margin,
         horizon=args.reclaim_horizon,
         checkpoint=args.checkpoint_interval,
+        kind=name,
     )
     seconds = replay(run)
     out = Outcome(
@@ -540,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--policies",
         default="fifo,fair,fair-noreclaim,worth",
-        help="any of fifo, fair, fair-noreclaim, decayed, worth",
+        help="any of fifo, fair, fair-noreclaim, decayed, worth, oracle (each may carry /settings)",
     )
     parser.add_argument(
         "--worth-half-life", type=float, default=0.0, help="seconds; decayed usage half-life (worth)"

@@ -12,7 +12,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from vglobal.dial import is_loopback
-from vglobal.model.admission_policy import AdmissionPolicy
+from vglobal.model.admission_policy import HUB_POLICY, AdmissionPolicy
 from vglobal.model.duration import parse_duration
 from vglobal.model.placement_config import load_placement_config
 
@@ -63,7 +63,7 @@ AS_SECONDS = BeforeValidator(_seconds)
 Seconds = Annotated[float, AS_SECONDS]
 PerSecond = Annotated[float, BeforeValidator(_per_second)]
 FILE: dict[str, Any] = {"file": True}
-_POLICY = AdmissionPolicy()
+_POLICY = HUB_POLICY
 
 
 class HubSettings(BaseSettings):

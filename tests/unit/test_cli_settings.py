@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import typing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from pydantic_settings import BaseSettings
 from vglobal.cli.main import cli, register_extras
 from vglobal.cli.settings_flags import env_name, flag_name
 from vglobal.config import AS_SECONDS, AgentSettings, HubSettings
-from vglobal.model.admission_policy import AdmissionPolicy
+from vglobal.model.admission_policy import HUB_POLICY, AdmissionPolicy
 
 register_extras()
 COMMANDS: list[tuple[str, type[BaseSettings]]] = [("hub", HubSettings), ("agent", AgentSettings)]
@@ -174,6 +175,8 @@ def test_the_hub_admission_settings_are_the_admission_policy_with_its_defaults(
     for k in list(os.environ):
         if k.startswith("VGLOBAL_"):
             monkeypatch.delenv(k)
-    assert HubSettings().admission_policy() == AdmissionPolicy()
+    assert HubSettings().admission_policy() == HUB_POLICY
+    # the hub's defaults are the core's but for the reclaim rule measured on the Philly trace
+    assert replace(HUB_POLICY, reclaim_rule="share", reclaim_margin=0.1, reclaim_horizon=3600.0) == AdmissionPolicy()
     policy = HubSettings(placement="spread", max_admissions=0, queue_lookback=3).admission_policy()
-    assert policy == AdmissionPolicy(placement="spread", max_admissions=0, queue_lookback=3)
+    assert policy == replace(HUB_POLICY, placement="spread", max_admissions=0, queue_lookback=3)

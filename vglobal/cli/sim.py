@@ -9,10 +9,10 @@ import click
 
 from vglobal.cli.settings_flags import as_duration
 from vglobal.cli.sim_openb import openb
-from vglobal.model.admission_policy import PLACEMENTS, AdmissionPolicy
+from vglobal.model.admission_policy import HUB_POLICY, PLACEMENTS, AdmissionPolicy
 from vglobal.model.placement_config import PlacementConfig, load_placement_config
 
-_POLICY = AdmissionPolicy()  # the hub's defaults
+_POLICY = HUB_POLICY  # the hub's defaults
 
 
 @click.group()

@@ -35,6 +35,7 @@ from vglobal.admission.share.usage import UsageLedger
 from vglobal.admission.victims.reclaim_window import RecentReclaims
 from vglobal.hub.dispatch.explain import changed_statuses
 from vglobal.hub.dispatch.held import held_by_cluster, queue_rooms
+from vglobal.model.admission_policy import HUB_POLICY
 from vglobal.model.binding import ADMITTED, FINISHED, UNPLACED, BindingPhase, BindingRef, allowed
 from vglobal.model.gpu_fit import asks_cards
 from vglobal.model.resources import EMPTY, ResourceVector
@@ -52,7 +53,7 @@ class Rules:
     """The hub's dispatch flags (``vglobal hub --placement …``), with the hub's defaults: its
     admission policy and what the dispatcher applies around admission."""
 
-    policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
+    policy: AdmissionPolicy = HUB_POLICY
     exclude_for: float = 300.0  # a cluster that rejected a job is skipped for it this long
     reclaim_interval: float = 600.0
 
