@@ -3,6 +3,7 @@ below a fraction of the fair share, hysteresis, cheapest victims first; and per-
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -31,16 +32,18 @@ def test_a_stop_loses_the_run_since_the_last_checkpoint() -> None:
     assert lost_seconds(_run("x", NOW - 5000, 0, checkpointed=NOW - 9000), NOW) == 5000
 
 
-def _snapshot(running: tuple[RunningJob, ...], **policy: object) -> Snapshot:
-    """A holds the cluster's four 8-GPU nodes (32 GPUs); B waits with one 8-GPU job. B deserves
-    8, A 24: A is a third above its share, B at zero."""
+def _snapshot(
+    running: tuple[RunningJob, ...], b: QueueSnap | None = None, ask: int = 8, **policy: object
+) -> Snapshot:
+    """A holds the cluster's four 8-GPU nodes (32 GPUs); B waits with one job of `ask` GPUs (8: B
+    deserves 8, A 24: A is a third above its share, B at zero)."""
     c = cluster("c", 4, gpus(8))
     full = tuple(n.__class__(n.name, gpus(0), n.allocatable) for n in c.nodes)
     return Snapshot(
         now=NOW,
-        queues=(QueueSnap("a", allocated=gpus(32)), QueueSnap("b")),
+        queues=(QueueSnap("a", allocated=gpus(32)), b or QueueSnap("b")),
         clusters=(c.__class__(c.name, c.labels, full),),
-        pending=(job("b0", "b", gpus(8), created=NOW - 60),),
+        pending=(job("b0", "b", gpus(ask), created=NOW - 60),),
         running=running,
         policy=AdmissionPolicy(**policy),  # type: ignore[arg-type]
     )
@@ -85,6 +88,44 @@ def test_protection_is_judged_on_the_decayed_share_that_orders_admission() -> No
     h = 4 * 3600.0
     assert _victims(_snapshot(CHEAP, fair_share_half_life=h)) == ["a1"]
     assert _victims(_snapshot(CHEAP, fair_share_half_life=h, reclaim_rule="worth")) == []
+
+
+# The hub's defaults: the worth rule judged on usage decayed with a 15-minute half-life.
+DEFAULTS = {
+    "reclaim_rule": "worth",
+    "reclaim_margin": 0.05,
+    "reclaim_horizon": 14_400.0,
+    "fair_share_half_life": 900.0,
+}
+
+
+def test_a_queue_below_its_guarantee_reclaims_at_once_whatever_worth_and_decay_say() -> None:
+    """A only just started, so its decayed share is far below its deserved: the worth rule
+    protects it, and B's job alone waits. With a guarantee of 8 GPUs, B's 8-GPU job reclaims at
+    once (Volcano's rule, victims in the worth rule's order: the cheapest)."""
+    assert _victims(_snapshot(CHEAP, **DEFAULTS)) == []
+    assert _victims(_snapshot(CHEAP, QueueSnap("b", guarantee=gpus(8)), **DEFAULTS)) == ["a0"]
+    # the lost work does not count within the guarantee either (a horizon that pays for nothing)
+    no_gain = {**DEFAULTS, "reclaim_horizon": 0.0, "fair_share_half_life": 0.0}
+    assert _victims(_snapshot(CHEAP, **no_gain)) == []
+    assert _victims(_snapshot(CHEAP, QueueSnap("b", guarantee=gpus(8)), **no_gain)) == ["a0"]
+
+
+def test_reclaim_beyond_the_guarantee_is_judged_by_worth_and_decay() -> None:
+    """B's guarantee of 4 GPUs does not cover its 8-GPU job: the default rule judges it, and A is
+    protected by its decayed share. A 4-GPU job is within it."""
+    assert _victims(_snapshot(CHEAP, QueueSnap("b", guarantee=gpus(4)), **DEFAULTS)) == []
+    assert _victims(_snapshot(CHEAP, QueueSnap("b", guarantee=gpus(4)), ask=4, **DEFAULTS)) == ["a0"]
+
+
+def test_a_victim_queue_keeps_its_own_guarantee_when_another_reclaims_within_its() -> None:
+    """B reclaims 4 GPUs within its guarantee; A holds 32 and loses an 8-GPU job only if it keeps
+    its own guarantee without it."""
+    b = QueueSnap("b", guarantee=gpus(4))
+    for guaranteed, victims in ((24, ["a0"]), (28, [])):
+        snap = _snapshot(CHEAP, b, ask=4, **DEFAULTS)
+        a = QueueSnap("a", allocated=gpus(32), guarantee=gpus(guaranteed))
+        assert _victims(dataclasses.replace(snap, queues=(a, b))) == victims
 
 
 def test_a_queue_half_life_of_its_own_decays_its_usage_and_orders_it() -> None:

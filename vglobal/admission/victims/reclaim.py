@@ -74,13 +74,24 @@ class Reclaims:
             return False  # planning is the costly step: the rest waits for the next cycle
         if self.snap.now - job.snap.waiting_since < self.snap.policy.reclaim_after:
             return False
-        if self.worth is not None and not self.worth.may_take(job.leaf):
+        worth = self.worth
+        if worth is not None and not worth.may_take(job.leaf) and not self.within_guarantee(job, leaf):
             return False  # near or above its share as admission judges it: hysteresis
         alloc = self.tree.alloc[job.leaf]
         des = self.des_rows[job.leaf]
         planned = leaf.planned or [0] * self.index.size
         within = (alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
         return any(within) if self.tree.snaps[job.leaf].deserved is not None else all(within)
+
+    def within_guarantee(self, job: Job, leaf: Leaf | None) -> bool:
+        """Whether the job keeps its queue at or below its guarantee (counting the jobs waiting on a
+        plan) on every resource the guarantee names that the job asks for, one at least, pod slots
+        aside. Such a reclaim is the guarantee's promise: it goes at once by Volcano's rule, whatever
+        the worth rule, its margin and the fair-share half-life would say."""
+        guarantee, alloc = self.tree.guarantee[job.leaf], self.tree.alloc[job.leaf]
+        planned = (leaf.planned if leaf is not None else None) or [0] * self.index.size
+        named = [r for r in job.dims if r != self._slots and guarantee[r] > 0]
+        return bool(named) and all(alloc[r] + planned[r] + job.req[r] <= guarantee[r] for r in named)
 
     def short(self, job: Job, leaf: Leaf | None) -> list[bool]:
         """Per resource: whether the job asks for it and its queue stays within its deserved there
@@ -130,8 +141,10 @@ class Reclaims:
             )
         cand = self.clusters.fits_allocatable(job.cand, job.gang)
         short = np.array(self.short(job, leaf), dtype=bool)
-        pays = None if self.worth is None else self.worth.pays(job.leaf, job.req, job.snap.waiting_since)
-        return self._planner.plan(job.leaf, cand, job.gang, short, ask.cards, ask.mask, pays)
+        judged = not self.within_guarantee(job, leaf)  # beyond its guarantee: worth and decay judge
+        worth = self.worth if judged else None
+        pays = None if worth is None else worth.pays(job.leaf, job.req, job.snap.waiting_since)
+        return self._planner.plan(job.leaf, cand, job.gang, short, ask.cards, ask.mask, pays, judged)
 
     def plan(self, ask: Ask, leaf: Leaf) -> Wait | None:
         """Plan victims for the job (Reclaims in `victims`) and say so, or None if none would do."""

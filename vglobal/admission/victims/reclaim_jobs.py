@@ -147,12 +147,11 @@ class ReclaimPlanner:
         over = self.left() > deserved
         if self._slots >= 0:
             over[:, self._slots] = False
-        donors = {
-            q
-            for q in range(len(tree.names))
-            if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())
-            and (worth is None or worth.may_lose(q))
-        }
+        queues = range(len(tree.names))
+        donors = {q for q in queues if tree.is_leaf[q] and tree.reclaimable[q] and bool(over[q].any())}
+        # The worth rule's donors (worth.may_lose): a plan it judges takes only from them; a plan
+        # within the reclaimer's guarantee takes from any donor.
+        self._judged_donor = np.array([worth is None or worth.may_lose(q) for q in queues], dtype=bool)
         donor_names = {tree.names[q] for q in donors}
         candidates = [
             j
@@ -172,8 +171,9 @@ class ReclaimPlanner:
         # What each cluster's victims hold in all: counted per (cluster, request) first, since
         # jobs repeat a few requests (the hub shares one object per distinct value).
         col, groups = clusters.col, self._groups
-        counts: dict[tuple[int, int], int] = {}
+        counts: dict[tuple[int, int, bool], int] = {}
         requests: dict[int, ResourceVector] = {}
+        judged_donor, idx = self._judged_donor, tree.idx
         for job in candidates:
             if not job.placements:
                 continue  # frees no node we know of, so it cannot help a gang fit
@@ -182,18 +182,21 @@ class ReclaimPlanner:
             if got is None:
                 got = groups[c] = []
             got.append(job)
-            key = (c, id(job.request))
+            key = (c, id(job.request), bool(judged_donor[idx[job.queue]]))
             if key in counts:
                 counts[key] += 1
             else:
                 counts[key] = 1
                 requests[key[1]] = job.request
-        sums: dict[int, list[int]] = {}
-        for (c, rid), n in counts.items():
-            acc = sums.setdefault(c, [0] * index.size)
-            for k, v in enumerate(self._row(requests[rid])):
-                acc[k] += n * v
-        self._req_sum = {c: np.array(acc, dtype=np.int64) for c, acc in sums.items()}
+        # Per cluster, what all its victims hold (index True) and what those of the worth rule's
+        # donors hold (index False: a plan it judges weighs clusters by these alone).
+        sums: dict[tuple[int, bool], list[int]] = {}
+        for (c, rid, judged), n in counts.items():
+            for part in (True, False) if judged else (True,):
+                acc = sums.setdefault((c, part), [0] * index.size)
+                for k, v in enumerate(self._row(requests[rid])):
+                    acc[k] += n * v
+        self._req_sum = {key: np.array(acc, dtype=np.int64) for key, acc in sums.items()}
         self._built: dict[int, _ClusterVictims] = {}
         self._queue_key: dict[str, tuple[int, float]] | None = None  # made with the first victims
 
@@ -253,18 +256,21 @@ class ReclaimPlanner:
         cards: CardCheck | None = None,
         mask: NodeMask = everywhere,
         pays: Callable[[list[Victim]], bool] | None = None,
+        judged: bool = True,
     ) -> tuple[int, list[Victim]] | None:
         """Fewest victims on one cluster that let the gang fit there, on the nodes `mask` leaves
         it; None if no cluster works. `short`: per resource, whether the reclaim is for it
         (Reclaims.short): a victim's queue must be above its deserved on one of them. `pays`:
-        whether a plan's victims are worth taking (worth.py); a plan that does not is no plan."""
+        whether a plan's victims are worth taking (worth.py); a plan that does not is no plan.
+        `judged`: False for a reclaim within the reclaimer's guarantee, which Volcano's rule alone
+        decides (no worth donors, no decayed shares)."""
         if not gang.shapes:
             return None
         left = self.left()
         budget = None if self._budget is None else self._budget - self._given
         best: tuple[int, int, list[Victim]] | None = None
         tried = 0
-        for c in self._by_promise(cand, gang):
+        for c in self._by_promise(cand, gang, not judged or self.worth is None):
             if tried == CLUSTERS_PER_PLAN:
                 break
             cv = self.victims(c)
@@ -272,7 +278,9 @@ class ReclaimPlanner:
             ok = self._reclaimable(cv, left, budget, short) & (cv.queue != reclaimer) & ~cv.taken
             if self._taken:
                 ok &= np.array([v.uid not in self._taken for v in cv.victims], dtype=bool)
-            if self._used is not None:
+            if judged and self.worth is not None:
+                ok &= self._judged_donor[cv.queue]
+            if judged and self._used is not None:
                 ok &= self._used[cv.queue] >= self._used[reclaimer]
             if pays is not None:  # a victim not worth taking alone is not worth taking with others
                 ok &= np.array([pays([v]) for v in cv.victims], dtype=bool)
@@ -337,13 +345,15 @@ class ReclaimPlanner:
             ok = ok & np.asarray(((req <= budget[q]) | (req == 0)).all(axis=1), dtype=bool)
         return ok
 
-    def _by_promise(self, cand: Sequence[int], gang: PreparedGang) -> list[int]:
-        """Candidates with victims, most free-plus-reclaimable room for the gang first, then name."""
-        have = [c for c in cand if c in self._groups]
+    def _by_promise(self, cand: Sequence[int], gang: PreparedGang, every: bool = True) -> list[int]:
+        """Candidates with victims, most free-plus-reclaimable room for the gang first, then name.
+        `every`: counting every victim, else only the worth rule's donors'."""
+        sums = self._req_sum
+        have = [c for c in cand if (c, every) in sums]
         if not have:
             return []
         dims = gang.dims
-        room = np.array([(self.clusters.total_free(c)[dims] + self._req_sum[c][dims]) for c in have]).reshape(
+        room = np.array([(self.clusters.total_free(c)[dims] + sums[c, every][dims]) for c in have]).reshape(
             len(have), dims.size
         ) / np.maximum(gang.total[dims], 1)
         order = np.lexsort((np.array(have), -room.min(axis=1)))
