@@ -41,7 +41,7 @@ from vglobal.sdk.batches import BATCH_SIZE, batches
 from vglobal.sdk.errors import hub_error
 from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
 from vglobal.sdk.logs import LogLine, logs_request, stream_lines
-from vglobal.sdk.retries import retryable, wait_retry
+from vglobal.sdk.retries import refused, retryable, wait_retry
 
 __all__ = ["OWN_TOKEN", "AsyncClient"]
 T = TypeVar("T")
@@ -145,11 +145,12 @@ class AsyncClient:
             stream.cancel()
 
     async def _call(self, fn: Callable[..., Awaitable[T]], request: Any, *, idempotent: bool = True) -> T:
-        attempts = self.retries if idempotent else 1
+        # A call that is not idempotent is sent again only when the hub refused it unread.
+        again = retryable if idempotent else refused
         try:
             async for attempt in AsyncRetrying(
-                retry=retry_if_exception(retryable),
-                stop=stop_after_attempt(max(1, attempts)),
+                retry=retry_if_exception(again),
+                stop=stop_after_attempt(max(1, self.retries)),
                 wait=wait_retry,
                 reraise=True,
             ):

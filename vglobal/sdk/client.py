@@ -37,7 +37,7 @@ from vglobal.sdk.hyperjobs import HyperJobCalls
 from vglobal.sdk.job_filters import Filter, count_request, history_request, list_request
 from vglobal.sdk.logs import LogStream, logs_request
 from vglobal.sdk.objects import ObjectCalls
-from vglobal.sdk.retries import VGlobalError, retryable, wait_retry
+from vglobal.sdk.retries import VGlobalError, refused, retryable, wait_retry
 from vglobal.sdk.watch import JobWatch
 from vglobal.sdk.workflows import WorkflowCalls
 
@@ -91,11 +91,12 @@ class Client(HyperJobCalls, ObjectCalls, WorkflowCalls):
         self.channel.close()
 
     def _call(self, fn: Callable[..., T], request: Any, *, idempotent: bool = True) -> T:
-        attempts = self.retries if idempotent else 1
+        # A call that is not idempotent is sent again only when the hub refused it unread.
+        again = retryable if idempotent else refused
 
         @retry(
-            retry=retry_if_exception(retryable),
-            stop=stop_after_attempt(max(1, attempts)),
+            retry=retry_if_exception(again),
+            stop=stop_after_attempt(max(1, self.retries)),
             wait=wait_retry,
             reraise=True,
         )

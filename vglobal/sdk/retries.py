@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 from tenacity import RetryCallState, wait_exponential_jitter
 
-__all__ = ["BACKOFF", "VGlobalError", "hopeless", "retry_after", "retryable", "wait_retry"]
+__all__ = ["BACKOFF", "VGlobalError", "hopeless", "refused", "retry_after", "retryable", "wait_retry"]
 
 
 class VGlobalError(Exception):
@@ -44,6 +44,12 @@ def hopeless(exc: BaseException) -> bool:
         return False
     details = str(getattr(exc, "details", lambda: "")() or "").lower()
     return any(words in details for words in _TOO_LARGE)
+
+
+def refused(exc: BaseException) -> bool:
+    """The hub turned the call away before doing anything (over its rate, or too many calls in
+    progress): safe to send again even when the call is not idempotent."""
+    return retry_after(exc) is not None
 
 
 def retryable(exc: BaseException) -> bool:

@@ -14,8 +14,9 @@ from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import Reclaim, Snapshot, Wait, job_ref
 from vglobal.admission.victims.ask import Ask
 from vglobal.admission.victims.claims import Claims, close
+from vglobal.admission.victims.losable import set_deserved
 from vglobal.admission.victims.reclaim_jobs import MAX_RECLAIM_PLANS, POD_SLOTS, ReclaimPlanner
-from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims, set_deserved
+from vglobal.admission.victims.reclaim_pods import PodPlan, PodReclaims
 from vglobal.admission.victims.victim_walk import Victim
 from vglobal.admission.victims.worth import WORTH, Worth
 from vglobal.model.reasons import WaitKind

@@ -31,7 +31,7 @@ from vglobal.admission.fit.placement import Clusters
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.snapshot import RunningJob
 from vglobal.admission.victims.ask import CardCheck
-from vglobal.admission.victims.reclaim_pods import set_deserved
+from vglobal.admission.victims.losable import set_deserved
 from vglobal.admission.victims.victim_walk import QueueRows, Victim, walk_node
 from vglobal.admission.victims.worth import Worth
 from vglobal.model.resources import ResourceVector

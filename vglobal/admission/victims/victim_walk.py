@@ -1,5 +1,5 @@
 """A node's victims walked in order: which of them their queues may lose (Volcano's Reclaimable
-rule, pod by pod for a whole job: reclaim_pods.may_lose_whole), counting what the earlier ones
+rule, pod by pod for a whole job: losable.may_lose_whole), counting what the earlier ones
 took, until the gang's next pod fits (reclaim_jobs.py plans with it)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from vglobal.admission.fit.gang import Shape
 from vglobal.admission.fit.index import IntArray
-from vglobal.admission.victims.reclaim_pods import may_lose_whole
+from vglobal.admission.victims.losable import may_lose_whole
 
 
 @dataclass(frozen=True, slots=True)

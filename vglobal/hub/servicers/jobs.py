@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC
 from typing import Any
 
 import grpc
@@ -31,6 +30,7 @@ from vglobal.hub.job_apply import ApplyRequest, apply_job
 from vglobal.hub.servicers import job_lists
 from vglobal.hub.servicers.gone import explained
 from vglobal.hub.servicers.job_verdicts import placement_verdicts
+from vglobal.hub.servicers.times import time_field
 from vglobal.hub.submit import Accepted, ItemFailed, Submission, accept, store
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model import hyperjob
@@ -302,7 +302,8 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def CheckpointJob(
         self, request: jobs_pb2.CheckpointJobRequest, context: grpc.ServicerContext
     ) -> jobs_pb2.Job:
-        at = request.at.ToDatetime(tzinfo=UTC).timestamp() if request.HasField("at") else None
+        when = time_field(request, "at")
+        at = when.timestamp() if when is not None else None
         with session_scope(self.ctx.sessions) as session:
             row = find_job(request.job, session=session, action=Action.submit_jobs)
             label = f"{row.namespace}/{row.name}"
