@@ -1,6 +1,6 @@
 """What each queue's jobs hold on each cluster after a cycle, its descendants' included: stored
 with the queue's figures, it is what a Dispatch tells an agent the queue holds elsewhere. And, for
-a queue whose capability binds, the room it has left for pods beyond gangs split among its clusters
+a queue with a capability, the room it has left for pods beyond gangs split among its clusters
 (``admission.share.allowance``): each cluster's allowance, with what the queue holds there."""
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ def queue_rooms(
     held: Held,
     facts: Callable[[str], Known | None],
 ) -> dict[str, dict[str, dict[str, Units]]]:
-    """queue -> {"allowance": cluster -> units, "here": cluster -> units} for each queue whose
-    capability binds (``binding``): what each cluster may place for it beyond gangs, and what it
-    holds there, its pods evicted this cycle left out (an agent's own count that still has them is
-    then short of room until they go, never over)."""
-    capability = binding(result)
+    """queue -> {"allowance": cluster -> units, "here": cluster -> units} for each queue with a
+    capability: what each cluster may place for it beyond gangs, and what it holds there, its
+    pods evicted this cycle left out (an agent's own count that still has them is then short of
+    room until they go, never over)."""
+    capability = {name: q.real_capability for name, q in result.queues.items()}
     if not any(c is not None for c in capability.values()):
         return {}
     parents = {q.name: q.parent or ROOT for q in snapshot.queues}
@@ -50,23 +50,6 @@ def queue_rooms(
     for q, given in allowance.items():
         mine = here.get(q, {})
         out[q] = {"allowance": given, "here": {c: mine.get(c, {}) for c in sorted({*given, *mine})}}
-    return out
-
-
-def binding(result: AdmissionResult) -> dict[str, ResourceVector | None]:
-    """Each queue's real capability where it binds: below the federation's total (the root's) on
-    some resource. A queue whose capability (its own or an ancestor's, less its siblings'
-    guarantees) is at least the total is left unlimited (None): no cluster could place past it,
-    so an allowance would only hold the agent to the hub's possibly stale view of its free room,
-    and a QueueLimits message would go out each time what the queue holds moved."""
-    root = result.queues.get(ROOT)
-    total = root.real_capability if root is not None else None
-    out: dict[str, ResourceVector | None] = {}
-    for name, q in result.queues.items():
-        cap = q.real_capability
-        if cap is not None and total is not None and all(v >= total.get(r, 0) for r, v in cap.items()):
-            cap = None  # the root's own is the total
-        out[name] = cap
     return out
 
 
