@@ -17,7 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 
 from tests.unit.auth.test_auth_config import ALICE, OPS, config_text
-from vglobal.api.v1 import queues_pb2
+from vglobal.api.v1 import jobs_pb2, queues_pb2
 from vglobal.client import Client
 from vglobal.hub import guard as guard_module
 from vglobal.hub.auth.access import current_principal
@@ -33,6 +33,14 @@ GET = "/vglobal.v1.QueueService/GetQueue"
 
 def _list(request: queues_pb2.ListQueuesRequest, context: Any) -> queues_pb2.ListQueuesResponse:
     return queues_pb2.ListQueuesResponse(queues=[queues_pb2.Queue(name=current_principal().name)])
+
+
+SUBMITTED: list[str] = []  # what _submit stored, in order
+
+
+def _submit(request: jobs_pb2.SubmitJobRequest, context: Any) -> jobs_pb2.SubmitJobResponse:
+    SUBMITTED.append(request.manifest)
+    return jobs_pb2.SubmitJobResponse(created=True)
 
 
 def _get(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
@@ -68,8 +76,14 @@ def serving(
             get, queues_pb2.QueueRef.FromString, queues_pb2.Queue.SerializeToString
         ),
     }
+    submit = grpc.unary_unary_rpc_method_handler(
+        _submit, jobs_pb2.SubmitJobRequest.FromString, jobs_pb2.SubmitJobResponse.SerializeToString
+    )
     server.server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler("vglobal.v1.QueueService", handlers),)
+        (
+            grpc.method_handlers_generic_handler("vglobal.v1.QueueService", handlers),
+            grpc.method_handlers_generic_handler("vglobal.v1.JobService", {"SubmitJob": submit}),
+        )
     )
     port = server.add_port("127.0.0.1:0")
     server.start()
@@ -186,6 +200,19 @@ def test_the_sdk_waits_the_delay_a_rate_limit_tells_then_succeeds(tmp_path: Path
         start = time.monotonic()
         assert [q.name for q in client.list_queues()] == ["alice"]
         assert time.monotonic() - start >= told * 0.9
+
+
+def test_a_submit_refused_unread_is_sent_again_though_it_is_not_idempotent(tmp_path: Path) -> None:
+    """A SubmitJob without a request_id is never sent twice after an error it may have been stored
+    by; a refusal over the rate was not read at all, so the SDK sends it again after the delay told,
+    and it is stored once."""
+    SUBMITTED.clear()
+    with serving(tmp_path, RateLimiter(rate=0.5, burst=1)) as (target, _), Client(
+        target, token=ALICE, retries=2
+    ) as client:
+        client.submit_job("first")
+        assert client.submit_job("second").created  # refused, waited about 2 s, sent again
+    assert SUBMITTED == ["first", "second"]
 
 
 def test_a_caller_with_too_many_calls_in_progress_is_refused_before_its_request_is_parsed(
