@@ -14,12 +14,14 @@ new input (admissions placed at once, victims stopped at once, as ``AdmissionRou
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from functools import cache
 
 import pytest
 
 from tests.unit.admission.builders import cluster, job, res
 from vglobal.admission import AdmissionResult, PendingJob, QueueSnap
+from vglobal.model.admission_policy import HUB_POLICY
 from vglobal.sim.rounds import AdmissionRounds
 
 CYCLES = 40
@@ -43,14 +45,28 @@ def _wave(rng: random.Random, queue: str, heavy: str, n: int, start: float, tag:
     return out
 
 
+# The hub's default rule (worth), beside the core's own (Volcano's share rule).
+HUB_RULE = {
+    "reclaim_rule": HUB_POLICY.reclaim_rule,
+    "reclaim_margin": HUB_POLICY.reclaim_margin,
+    "reclaim_horizon": HUB_POLICY.reclaim_horizon,
+    "protected_fraction": HUB_POLICY.protected_fraction,
+}
+RULES = {"share": {}, "hub": HUB_RULE}
+
+
 @cache
-def _run(seed: int) -> tuple[AdmissionRounds, list[AdmissionResult]]:
+def _run(seed: int, rule: str = "share") -> tuple[AdmissionRounds, list[AdmissionResult]]:
     rng = random.Random(seed)
     names = ["a", "b", "c"][: rng.randint(2, 3)]
     queues = [QueueSnap(q, priority=rng.choice([0, 0, 1]), weight=rng.randint(1, 3)) for q in names]
+    if rule == "hub":  # some queues guaranteed a little: such a reclaim skips the worth rule
+        queues = [
+            replace(q, guarantee=res(cpu=rng.choice([4, 8]))) if rng.random() < 0.4 else q for q in queues
+        ]
     heavy = {q: rng.choice(["cpu", "mem"]) for q in names}
     clusters = [cluster(f"c{i}", rng.randint(2, 4), res(cpu=16, mem_gi=128)) for i in range(rng.randint(1, 2))]
-    sim = AdmissionRounds.of(queues, clusters, now=0, claim_timeout=CLAIM)
+    sim = AdmissionRounds.of(queues, clusters, now=0, claim_timeout=CLAIM, **RULES[rule])
     first = names[rng.randrange(len(names))]
     sim.submit(*_wave(rng, first, heavy[first], rng.randint(8, 16), 0, "x"))
     sim.step()
@@ -61,9 +77,10 @@ def _run(seed: int) -> tuple[AdmissionRounds, list[AdmissionResult]]:
     return sim, [sim.step() for _ in range(CYCLES)]
 
 
+@pytest.mark.parametrize("rule", sorted(RULES))
 @pytest.mark.parametrize("seed", SEEDS)
-def test_reclaim_and_preemption_settle(seed: int) -> None:
-    _, results = _run(seed)
+def test_reclaim_and_preemption_settle(seed: int, rule: str) -> None:
+    _, results = _run(seed, rule)
     taken = [[(r.victim_uid, r.for_uid) for r in res_.reclaims] for res_ in results]
     for k, res_ in enumerate(results):
         taken[k] += [(e.job_uid, e.for_uid) for e in res_.evictions]
@@ -88,9 +105,20 @@ def test_reclaim_and_preemption_settle(seed: int) -> None:
             )
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_no_queue_with_fitting_work_stays_at_zero_while_another_is_above_deserved(seed: int) -> None:
-    sim, results = _run(seed)
+# Under the worth rule a run that started while the reclaimer waited is never its victim: in seed
+# 41 queue a's head waits at zero while c's runs, all admitted after it began waiting, keep c above
+# its deserved, and the failed plan for a's head keeps a's smaller job within its guarantee from
+# trying. With no job ending, a never gets room. The exemption still wants a bound.
+STARVES = pytest.mark.xfail(strict=True, reason="worth's agreement exemption has no bound yet")
+STARVING = [pytest.param(41, "hub", marks=STARVES)]
+
+
+@pytest.mark.parametrize(
+    ("seed", "rule"),
+    [(s, r) for s in SEEDS for r in sorted(RULES) if (s, r) != (41, "hub")] + STARVING,
+)
+def test_no_queue_with_fitting_work_stays_at_zero_while_another_is_above_deserved(seed: int, rule: str) -> None:
+    sim, results = _run(seed, rule)
     status = results[-1].queues
     d = sim.dispatcher
     for q, st in status.items():
