@@ -63,6 +63,7 @@ from vglobal.hub.servicers.jobs import JobServicer
 from vglobal.hub.servicers.logs import LogsCall
 from vglobal.hub.servicers.objects import ObjectServicer, reseal_secrets
 from vglobal.hub.servicers.queues import QueueServicer
+from vglobal.hub.signal_wait import wait_until
 from vglobal.hub.watch.feed import WatchFeed
 from vglobal.hub.watch.serve import WatchServer
 from vglobal.model.errors import ManifestError
@@ -245,7 +246,10 @@ class Hub:
 
 
 async def _new_health() -> HealthServicer:
-    return HealthServicer()  # its conditions belong to the server's loop
+    health = HealthServicer()  # its conditions belong to the server's loop
+    # grpc's servicer starts SERVING; the hub is ready only once its loops and metrics are up.
+    await health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    return health
 
 
 def run_hub(settings: HubSettings, *, log_setup: Callable[[], None] | None = None) -> None:
@@ -262,7 +266,7 @@ def run_hub(settings: HubSettings, *, log_setup: Callable[[], None] | None = Non
     signal.signal(
         signal.SIGHUP, lambda _s, _f: threading.Thread(target=hub.reload_auth, name="reload").start()
     )
-    done.wait()
+    wait_until(done)
     hub.shutdown()
 
 
@@ -280,5 +284,5 @@ def serve_api(settings: HubSettings, parent: int, log_setup: Callable[[], None] 
     signal.signal(
         signal.SIGHUP, lambda _s, _f: threading.Thread(target=hub.reload_auth, name="reload").start()
     )
-    done.wait()
+    wait_until(done)
     hub.shutdown()
