@@ -295,10 +295,13 @@ class _Cycle:
             if taken is not None:
                 return taken
             # A job short of its share on every resource it asks for failed: the queue's later
-            # jobs would too this cycle. One bigger than its share on some resource reclaims only
-            # on the others, so a smaller job behind it may still (else it keeps the queue at zero).
+            # jobs no smaller would too this cycle, a smaller one may still (its gang may fit where
+            # the head's did not, its loss may be worth it, or it is within the queue's guarantee).
+            # One bigger than its share on some resource reclaims only on the others, so a smaller
+            # job behind it may still (else it keeps the queue at zero).
             short = self.reclaims.short(job, leaf)
-            leaf.reclaim_failed = all(short[r] for r in job.dims if r != self.reclaims.slots)
+            if all(short[r] for r in job.dims if r != self.reclaims.slots):
+                self.reclaims.failed(job, leaf)
         if self.starvation.starving(job):
             if leaf.starving is None:
                 got = self.starvation.reserve(job, leaf, best, cards)

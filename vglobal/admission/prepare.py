@@ -72,6 +72,9 @@ class Leaf:
     held_for: dict[int, str] = field(default_factory=dict)
     planned: list[int] | None = None  # requests of jobs waiting on a planned reclaim
     reclaim_failed: bool = False
+    # Requests of this cycle's jobs of the queue whose reclaim failed though they were short of
+    # their share everywhere: a later job no smaller on every resource would fail as well.
+    reclaim_failures: list[list[int]] = field(default_factory=list)
     # One reclaim plan and one starvation reservation per queue and cycle: the queue's later jobs
     # wait behind them (this also bounds the work of a cycle with a long starving backlog).
     reclaiming: str | None = None

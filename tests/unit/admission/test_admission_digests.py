@@ -25,9 +25,9 @@ PINNED = {
         "cycle 1 with an admission budget": "08fba1316b180c60a135775051bda6a5268add4cdc89e52b38d4d53edf1fd910",
     },
     "reclaim": {
-        "cycle 1": "d5bd865e5f21f032b67814208024e68e32af57c019766e39781d850b44ac5cfd",
-        "cycle 2": "0787d5a77d5360b6e6c754babf099d630bd7b51065e8e025b161132fdb44856c",
-        "cycle 3": "6b5996b3e6ae2e56c172976334051137dca54021c38404438befcd1ec401935e",
+        "cycle 1": "4cf202a53c259095c5fb11e37431aa6d1595f2f97ba4638f5a0aef491f80365b",
+        "cycle 2": "5f9e7dd1b06e3efc6883417b2aa3a8f0eb394025c08cacac68fb2c08e0c1c1fe",
+        "cycle 3": "e2a13679b665673548b64bea027565b032f0a860266a387a67de53f7bf71a63b",
     },
     "topology": {
         "cycle 1": "eef69a9bbe666daa12698d95ea2dbf02b294e2c695efca392bb745f42d2aa72d",

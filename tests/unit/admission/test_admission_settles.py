@@ -36,11 +36,20 @@ SEEDS = range(64)
 def _wave(rng: random.Random, queue: str, heavy: str, n: int, start: float, tag: str) -> list[PendingJob]:
     out = []
     for k in range(n):
-        pod = res(cpu=rng.choice([2, 3, 4]), mem_gi=rng.choice([1, 2])) if heavy == "cpu" else res(
-            cpu=rng.choice([1, 2]), mem_gi=rng.choice([24, 40, 56])
+        pod = (
+            res(cpu=rng.choice([2, 3, 4]), mem_gi=rng.choice([1, 2]))
+            if heavy == "cpu"
+            else res(cpu=rng.choice([1, 2]), mem_gi=rng.choice([24, 40, 56]))
         )
         out.append(
-            job(f"{queue}-{tag}{k:02d}", queue, pod, rng.randint(1, 3), priority=rng.choice([0, 0, 5]), created=start + k)
+            job(
+                f"{queue}-{tag}{k:02d}",
+                queue,
+                pod,
+                rng.randint(1, 3),
+                priority=rng.choice([0, 0, 5]),
+                created=start + k,
+            )
         )
     return out
 
@@ -65,7 +74,9 @@ def _run(seed: int, rule: str = "share") -> tuple[AdmissionRounds, list[Admissio
             replace(q, guarantee=res(cpu=rng.choice([4, 8]))) if rng.random() < 0.4 else q for q in queues
         ]
     heavy = {q: rng.choice(["cpu", "mem"]) for q in names}
-    clusters = [cluster(f"c{i}", rng.randint(2, 4), res(cpu=16, mem_gi=128)) for i in range(rng.randint(1, 2))]
+    clusters = [
+        cluster(f"c{i}", rng.randint(2, 4), res(cpu=16, mem_gi=128)) for i in range(rng.randint(1, 2))
+    ]
     sim = AdmissionRounds.of(queues, clusters, now=0, claim_timeout=CLAIM, **RULES[rule])
     first = names[rng.randrange(len(names))]
     sim.submit(*_wave(rng, first, heavy[first], rng.randint(8, 16), 0, "x"))
@@ -105,26 +116,22 @@ def test_reclaim_and_preemption_settle(seed: int, rule: str) -> None:
             )
 
 
-# Under the worth rule a run that started while the reclaimer waited is never its victim: in seed
-# 41 queue a's head waits at zero while c's runs, all admitted after it began waiting, keep c above
-# its deserved, and the failed plan for a's head keeps a's smaller job within its guarantee from
-# trying. With no job ending, a never gets room. The exemption still wants a bound.
-STARVES = pytest.mark.xfail(strict=True, reason="worth's agreement exemption has no bound yet")
-STARVING = [pytest.param(41, "hub", marks=STARVES)]
-
-
-@pytest.mark.parametrize(
-    ("seed", "rule"),
-    [(s, r) for s in SEEDS for r in sorted(RULES) if (s, r) != (41, "hub")] + STARVING,
-)
-def test_no_queue_with_fitting_work_stays_at_zero_while_another_is_above_deserved(seed: int, rule: str) -> None:
+@pytest.mark.parametrize("rule", sorted(RULES))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_queue_with_fitting_work_stays_at_zero_while_another_is_above_deserved(
+    seed: int, rule: str
+) -> None:
     sim, results = _run(seed, rule)
     status = results[-1].queues
     d = sim.dispatcher
     for q, st in status.items():
         if q == "root" or any(st.allocated.values()):
             continue
-        fitting = [f for uid, f in d.jobs.items() if f.queue == q and uid not in sim.placements and f.request.fits_in(st.deserved)]
+        fitting = [
+            f
+            for uid, f in d.jobs.items()
+            if f.queue == q and uid not in sim.placements and f.request.fits_in(st.deserved)
+        ]
         asks = {r for f in fitting for r, v in f.request.items() if v}
         above = [
             (o, r)
@@ -133,4 +140,6 @@ def test_no_queue_with_fitting_work_stays_at_zero_while_another_is_above_deserve
             for r in sorted(asks)
             if other.allocated.get(r, 0) > other.deserved.get(r, 0)
         ]
-        assert not above, f"seed {seed}: queue {q} at zero with {len(fitting)} fitting jobs; above deserved: {above}"
+        assert not above, (
+            f"seed {seed}: queue {q} at zero with {len(fitting)} fitting jobs; above deserved: {above}"
+        )

@@ -118,6 +118,18 @@ def test_reclaim_beyond_the_guarantee_is_judged_by_worth_and_decay() -> None:
     assert _victims(_snapshot(CHEAP, QueueSnap("b", guarantee=gpus(4)), ask=4, **DEFAULTS)) == ["a0"]
 
 
+def test_a_head_beyond_the_guarantee_does_not_keep_a_smaller_job_within_it_waiting() -> None:
+    """B's 8-GPU head is judged by worth and decay and finds no victim; its 4-GPU job behind it,
+    within the guarantee, still reclaims in the same cycle. A later job no smaller than the head
+    on every resource does not try: it would fail as the head did."""
+    snap = _snapshot(CHEAP, QueueSnap("b", guarantee=gpus(4)), **DEFAULTS)
+    small = job("b1", "b", gpus(4), created=NOW - 30)
+    result = admit(dataclasses.replace(snap, pending=(*snap.pending, small)))
+    assert [(r.victim_uid, r.for_uid) for r in result.reclaims] == [("a0", "b1")]
+    as_big = job("b1", "b", gpus(8), created=NOW - 30)
+    assert _victims(dataclasses.replace(snap, pending=(*snap.pending, as_big))) == []
+
+
 def test_a_victim_queue_keeps_its_own_guarantee_when_another_reclaims_within_its() -> None:
     """B reclaims 4 GPUs within its guarantee; A holds 32 and loses an 8-GPU job only if it keeps
     its own guarantee without it."""
@@ -157,7 +169,9 @@ def _random_run(seed: int, **policy: object) -> list[tuple[set[str], set[str], s
     names = ["a", "b", "c"][: rng.randint(2, 3)]
     queues = [QueueSnap(q, weight=rng.randint(1, 3)) for q in names]
     heavy = {q: rng.choice(["cpu", "mem"]) for q in names}
-    clusters = [cluster(f"c{i}", rng.randint(2, 4), res(cpu=16, mem_gi=128)) for i in range(rng.randint(1, 2))]
+    clusters = [
+        cluster(f"c{i}", rng.randint(2, 4), res(cpu=16, mem_gi=128)) for i in range(rng.randint(1, 2))
+    ]
     sim = AdmissionRounds.of(queues, clusters, now=0, **policy)
     out: list[tuple[set[str], set[str], set[str]]] = []
     known: set[str] = set()

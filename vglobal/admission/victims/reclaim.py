@@ -21,6 +21,10 @@ from vglobal.admission.victims.victim_walk import Victim
 from vglobal.admission.victims.worth import WORTH, Worth
 from vglobal.model.reasons import WaitKind
 
+# Failed plans a queue may make in a cycle, each for a job smaller than those before it on some
+# resource: a head too big to reclaim for does not keep smaller jobs behind it at zero.
+RECLAIM_TRIES_PER_QUEUE = 3
+
 
 class Reclaims:
     """A cycle's reclaims: whether a job may plan one now, and the victims of the plans made."""
@@ -75,6 +79,8 @@ class Reclaims:
             return False  # planning is the costly step: the rest waits for the next cycle
         if self.snap.now - job.snap.waiting_since < self.snap.policy.reclaim_after:
             return False
+        if any(all(a >= b for a, b in zip(job.req, f, strict=True)) for f in leaf.reclaim_failures):
+            return False  # no smaller than a job of its queue whose plan failed this cycle
         worth = self.worth
         if worth is not None and not worth.may_take(job.leaf) and not self.within_guarantee(job, leaf):
             return False  # near or above its share as admission judges it: hysteresis
@@ -83,6 +89,11 @@ class Reclaims:
         planned = leaf.planned or [0] * self.index.size
         within = (alloc[r] + planned[r] + job.req[r] <= des[r] for r in job.dims if r != self._slots)
         return any(within) if self.tree.snaps[job.leaf].deserved is not None else all(within)
+
+    def failed(self, job: Job, leaf: Leaf) -> None:
+        """Note a failed plan of the queue's: after a few, the queue waits for the next cycle."""
+        leaf.reclaim_failures.append(job.req)
+        leaf.reclaim_failed = len(leaf.reclaim_failures) >= RECLAIM_TRIES_PER_QUEUE
 
     def within_guarantee(self, job: Job, leaf: Leaf | None) -> bool:
         """Whether the job keeps its queue at or below its guarantee (counting the jobs waiting on a
