@@ -64,6 +64,6 @@ class AdmissionPolicy:
 # The hub's defaults (vglobal.config; the simulator's Rules and `vglobal sim run`, which stand for
 # the hub, take them too) where they differ from the admission core's: reclaim by the "worth" rule
 # with a 5 % margin and a 4 h horizon. Over the whole Philly trace it beat FIFO on both mean JCT and
-# Jain with a sixteenth of Volcano's rule's reclaims (bench/RESULTS.md). The core keeps Volcano's
+# Jain with a twentieth of Volcano's rule's reclaims (bench/RESULTS.md). The core keeps Volcano's
 # rule, which its ported tests state.
 HUB_POLICY = replace(AdmissionPolicy(), reclaim_rule="worth", reclaim_margin=0.05, reclaim_horizon=4 * 3600.0)
