@@ -109,9 +109,9 @@ class Memo:
                 np.asarray([len(weights), total.shape[0]], dtype=np.int64).tobytes(),
                 np.asarray(weights, dtype=np.int64).tobytes(),
                 total.tobytes(),
-                np.vstack(real_caps).tobytes(),
-                np.vstack(demands).tobytes(),
-                np.vstack(guarantees).tobytes(),
+                np.concatenate(real_caps).tobytes(),  # the rows' bytes, as one matrix's
+                np.concatenate(demands).tobytes(),
+                np.concatenate(guarantees).tobytes(),
             )
         )
         got = self.fills.get(key)
