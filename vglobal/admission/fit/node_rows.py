@@ -31,7 +31,7 @@ class _Names:
 
 @dataclass(slots=True)
 class _Rows:
-    nodes: list[NodeSnap]  # the cluster's nodes in row order (held)
+    nodes: tuple[NodeSnap, ...]  # the cluster's nodes in row order (held: a copy of its own)
     index: tuple[str, ...]  # the index names the rows are in
     free: list[list[int]]  # never below 0; never changed in place (placement.py replaces rows)
     alloc: IntArray  # read-only
@@ -111,13 +111,13 @@ class NodeRows:
                 matrix[i] = index.row(n.allocatable)
             self.reused += sum(same)
             matrix.flags.writeable = False
-            got = _Rows(nodes, self._index, free, matrix, _col(nodes, prev))
+            got = _Rows(tuple(nodes), self._index, free, matrix, _col(nodes, prev))
         else:
             free = [[v if v > 0 else 0 for v in index.row(n.free)] for n in nodes]
             rows = [index.row(n.allocatable) for n in nodes]
             matrix = np.array(rows, dtype=np.int64).reshape(len(nodes), index.size)
             matrix.flags.writeable = False
-            got = _Rows(nodes, self._index, free, matrix, _col(nodes, None))
+            got = _Rows(tuple(nodes), self._index, free, matrix, _col(nodes, None))
         self._next_rows[cluster] = got
         return list(got.free), got.alloc, got.col
 
