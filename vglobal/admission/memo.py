@@ -8,8 +8,10 @@ for what changed, not for the backlog: a queue whose jobs are the ones it had ke
 and a parent whose children's water-filling inputs are unchanged keeps its shares. Jobs handed in
 per queue (snapshot.PendingByQueue) go further: a queue handed the same tuple keeps its whole
 summary, and a changed queue's is updated by its jobs gone and new (queue_jobs.py), so neither
-the grouping nor the order of a large backlog is derived again. Only what the
-last cycle used is kept, so the memo's size follows the snapshot's.
+the grouping nor the order of a large backlog is derived again. Per unchanged node object a
+cluster's node rows are taken over (fit/node_rows.py), and so are a leaf's running jobs in victim
+order and the queue figures' vectors. Only what the last cycle used is kept, so the memo's size
+follows the snapshot's.
 """
 
 from __future__ import annotations
