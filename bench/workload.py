@@ -245,6 +245,7 @@ def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
             col = clusters.node_col[c]
             clusters.release(c, {col[n]: index.row(v) for n, v in victim.placements.items() if n in col})
 
+    before = [list(rows) for rows in clusters.rows]  # rows are replaced where a placement goes
     admitted = list(_admitted(snapshot, result))
     for job, cluster in admitted:
         c = clusters.col[cluster]
@@ -265,7 +266,13 @@ def next_cycle(snapshot: Snapshot, result: AdmissionResult) -> Snapshot:
     cluster_snaps = []
     for c, snap in enumerate(clusters.snaps):
         nodes = sorted(snap.nodes, key=lambda n: n.name)
-        free = tuple(replace(n, free=index.vector(clusters.rows[c][i])) for i, n in enumerate(nodes))
+        if all(map(operator.is_, clusters.rows[c], before[c])):
+            cluster_snaps.append(snap)  # as the hub's cluster cache: an unchanged node is the same object
+            continue
+        free = tuple(
+            n if clusters.rows[c][i] is before[c][i] else replace(n, free=index.vector(clusters.rows[c][i]))
+            for i, n in enumerate(nodes)
+        )
         cluster_snaps.append(replace(snap, nodes=free))
     uids = set(result.admitted_order)
     return replace(

@@ -58,7 +58,7 @@ from vglobal.admission.snapshot import (
 from vglobal.admission.victims.ask import Ask, mask_key
 from vglobal.admission.victims.claims import Claims, close
 from vglobal.admission.victims.hyperjob_victims import ChildRoom, Planners
-from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions
+from vglobal.admission.victims.preempt import Plan, Preemptions, preemption_evictions, victim_order
 from vglobal.admission.victims.preempt_topology import confine
 from vglobal.admission.victims.reclaim import Reclaims
 from vglobal.admission.victims.reclaim_pods import reclaim_evictions
@@ -78,7 +78,8 @@ class _Cycle:
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)
         self.claims = Claims(snapshot, prep.ledger)
-        self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index)
+        order = victim_order if memo is None else memo.victim_order(victim_order)
+        self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index, order)
         # One set of victims taken this cycle for every planner: a job is never taken twice.
         self.reclaims = Reclaims(
             snapshot, self.tree, self.clusters, prep.index, offsets, self.preempt.taken, self.claims
@@ -126,8 +127,14 @@ class _Cycle:
                 leaf.ordered.append(leaf.beyond[leaf.taken])  # the look-back moves on by one
                 leaf.taken += 1
             self._advance(i, leaf)
+        memo, index = self.prep.memo, self.prep.index
         statuses = queue_statuses(
-            self.tree, self.snap, self.prep.queue_jobs, self.checks.admitted, self.prep.index
+            self.tree,
+            self.snap,
+            self.prep.queue_jobs,
+            self.checks.admitted,
+            index,
+            None if memo is None else memo.vector(index),
         )
         return AdmissionResult(
             decisions=self.decisions,

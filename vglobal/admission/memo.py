@@ -8,25 +8,31 @@ for what changed, not for the backlog: a queue whose jobs are the ones it had ke
 and a parent whose children's water-filling inputs are unchanged keeps its shares. Jobs handed in
 per queue (snapshot.PendingByQueue) go further: a queue handed the same tuple keeps its whole
 summary, and a changed queue's is updated by its jobs gone and new (queue_jobs.py), so neither
-the grouping nor the order of a large backlog is derived again. Only what the
-last cycle used is kept, so the memo's size follows the snapshot's.
+the grouping nor the order of a large backlog is derived again. Per unchanged node object a
+cluster's node rows are taken over (fit/node_rows.py), and so are a leaf's running jobs in victim
+order and the queue figures' vectors. Only what the last cycle used is kept, so the memo's size
+follows the snapshot's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from vglobal.admission.fit.index import FloatArray
+from vglobal.admission.fit.index import FloatArray, ResourceIndex
+from vglobal.admission.fit.node_rows import NodeRows
 from vglobal.admission.queue_jobs import QueueJobs, summarise, update
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.water import water_fill
-from vglobal.admission.snapshot import PendingJob
+from vglobal.admission.snapshot import PendingJob, RunningJob
+from vglobal.model.resources import ResourceVector
 
 UIntArray = npt.NDArray[np.uint64]
+VictimOrder = Callable[[list[RunningJob]], list[RunningJob]]
 
 
 @dataclass(slots=True)
@@ -48,6 +54,15 @@ class Memo:
     _next_queues: dict[str, QueueJobs] = field(default_factory=dict)
     _next_orders: dict[str, _Order] = field(default_factory=dict)
     _next_fills: dict[bytes, list[FloatArray]] = field(default_factory=dict)
+    # Per node object, its resource names and rows (fit/node_rows.py).
+    nodes: NodeRows = field(default_factory=NodeRows)
+    # Dense rows back to vectors (the queues' figures), per index names and row values.
+    vectors: dict[tuple[float, ...], ResourceVector] = field(default_factory=dict)
+    _next_vectors: dict[tuple[float, ...], ResourceVector] = field(default_factory=dict)
+    _vector_names: tuple[str, ...] = ()
+    # Per leaf queue, its running jobs (as grouped) and them in victim order (victims/preempt.py).
+    victims: dict[str, tuple[list[RunningJob], list[RunningJob]]] = field(default_factory=dict)
+    _next_victims: dict[str, tuple[list[RunningJob], list[RunningJob]]] = field(default_factory=dict)
     # How much this cycle took over (for benches and tests): queues, jobs, fills.
     reused: list[int] = field(default_factory=lambda: [0, 0, 0])
 
@@ -96,9 +111,9 @@ class Memo:
                 np.asarray([len(weights), total.shape[0]], dtype=np.int64).tobytes(),
                 np.asarray(weights, dtype=np.int64).tobytes(),
                 total.tobytes(),
-                np.vstack(real_caps).tobytes(),
-                np.vstack(demands).tobytes(),
-                np.vstack(guarantees).tobytes(),
+                np.concatenate(real_caps).tobytes(),  # the rows' bytes, as one matrix's
+                np.concatenate(demands).tobytes(),
+                np.concatenate(guarantees).tobytes(),
             )
         )
         got = self.fills.get(key)
@@ -109,12 +124,53 @@ class Memo:
         self._next_fills[key] = got
         return [row.copy() for row in got]
 
+    def vector(self, index: ResourceIndex) -> Callable[[Sequence[float]], ResourceVector]:
+        """index.vector, taking over the vector made last cycle from the same values."""
+        if index.names != self._vector_names:
+            self._vector_names, self.vectors = index.names, {}
+        kept, now = self.vectors, self._next_vectors
+
+        def vector(values: Sequence[float]) -> ResourceVector:
+            key = tuple(values)
+            got = now.get(key)
+            if got is None:
+                got = kept.get(key)
+                if got is None:
+                    got = index.vector(key)
+                now[key] = got
+            return got
+
+        return vector
+
+    def victim_order(self, order: VictimOrder) -> VictimOrder:
+        """``order`` (a leaf's running jobs in victim order: victims/preempt.py), taken over when
+        the jobs are the same objects in the same order as last cycle's (an order is never changed
+        in place by its users)."""
+        kept, now = self.victims, self._next_victims
+
+        def ordered(jobs: list[RunningJob]) -> list[RunningJob]:
+            queue = jobs[0].queue
+            prev = kept.get(queue)
+            if prev is not None and len(prev[0]) == len(jobs) and all(map(operator.is_, prev[0], jobs)):
+                got = prev[1]
+            else:
+                got = order(jobs)
+            now[queue] = (jobs, got)
+            return got
+
+        return ordered
+
     def start(self) -> None:
         """A cycle begins: nothing of it is noted yet."""
         self._next_orders, self._next_fills, self._next_queues = {}, {}, {}
         self.reused = [0, 0, 0]
+        self._next_vectors, self._next_victims = {}, {}
+        self.nodes.start()
 
     def done(self) -> None:
         """The cycle ended: keep only what it used."""
         self.orders, self.fills, self.queues = self._next_orders, self._next_fills, self._next_queues
         self._next_orders, self._next_fills, self._next_queues = {}, {}, {}
+        self.vectors, self._next_vectors = self._next_vectors, {}
+        self.victims, self._next_victims = self._next_victims, {}
+        self.nodes.done()

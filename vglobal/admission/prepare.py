@@ -19,6 +19,7 @@ from vglobal.admission.fit.candidates import Candidates
 from vglobal.admission.fit.gang import PreparedGang, prepare_gang
 from vglobal.admission.fit.group_limits import GroupLimits
 from vglobal.admission.fit.index import IntArray, ResourceIndex
+from vglobal.admission.fit.node_rows import NodeRows
 from vglobal.admission.fit.nodegroups import NodeGroups
 from vglobal.admission.fit.placement import Clusters, Held
 from vglobal.admission.fit.pod_anti import PodAntiAffinity
@@ -93,18 +94,25 @@ def _names(vec: Mapping[str, int]) -> Iterable[str]:
 
 
 def resource_index(
-    snapshot: Snapshot, requests: Iterable[ResourceVector], gangs: Iterable[Gang]
+    snapshot: Snapshot,
+    requests: Iterable[ResourceVector],
+    gangs: Iterable[Gang],
+    nodes: NodeRows | None = None,
 ) -> ResourceIndex:
-    """Every resource the queues, nodes, unplaced gangs and pending jobs name."""
+    """Every resource the queues, nodes, unplaced gangs and pending jobs name (``nodes``: the
+    nodes' names kept from the last cycles)."""
     names: set[str] = set()
     for q in snapshot.queues:
         for vec in (q.capability, q.deserved, q.guarantee, q.allocated):
             if vec is not None:
                 names.update(_names(vec))
+    if nodes is not None:
+        names |= nodes.names(snapshot.clusters)
     for c in snapshot.clusters:
-        for n in c.nodes:
-            names.update(_names(n.free))
-            names.update(_names(n.allocatable))
+        if nodes is None:
+            for n in c.nodes:
+                names.update(_names(n.free))
+                names.update(_names(n.allocatable))
         for gang in c.unplaced:
             for vec, _ in gang:
                 names.update(_names(vec))
@@ -172,7 +180,10 @@ class Prepared:
             got.append(job)
         self.by_queue = by_queue if self.summaries else lists
         self.rid_by_id, self.gid_by_id = rid_by_id, gid_by_id
-        self.index = index = resource_index(snapshot, rid_of, gid_of)
+        nodes = None if memo is None else memo.nodes
+        self.index = index = resource_index(snapshot, rid_of, gid_of, nodes)
+        if nodes is not None:
+            nodes.index(index)
         self.req_rows = [index.row(vec) for vec in rid_of]
         self.req_dims = [tuple(r for r, v in enumerate(row) if v) for row in self.req_rows]
         self.ledger = Ledger()  # what the cycle decides and changes (ledger.py)
@@ -184,6 +195,7 @@ class Prepared:
             snapshot.policy.keep_accelerators,
             snapshot.policy.placement_config,
             snapshot.now,
+            None if nodes is None else nodes.rows,
         )
         demand: dict[str, list[int]] = {}
         for (queue, rid), n in counts.items():

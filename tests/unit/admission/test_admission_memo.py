@@ -13,9 +13,12 @@ from bench.decisions_digest import digest, workloads
 from bench.workload import grouped as workload_grouped
 from bench.workload import next_cycle, next_cycle_dispatched
 from vglobal.admission import GroupRef, PendingByQueue, Snapshot, admit
+from vglobal.admission.fit.index import ResourceIndex
+from vglobal.admission.fit.node_rows import NodeRows
 from vglobal.admission.memo import Memo
 from vglobal.admission.queue_jobs import summarise, update
-from vglobal.model.resources import EMPTY
+from vglobal.admission.snapshot import NodeSnap
+from vglobal.model.resources import EMPTY, ResourceVector
 
 
 def _churn(snap: Snapshot, rng: random.Random, k: int) -> Snapshot:
@@ -64,15 +67,17 @@ def test_a_cycle_with_the_memo_decides_as_one_from_scratch(name: str) -> None:
     rng = random.Random(name)
     memo = Memo()
     snap = workload.first
-    took_over = [0, 0, 0]
+    took_over = [0, 0, 0, 0]
     for k in range(6):  # enough cycles that each kind of memo is taken over at least once
         scratch = admit(snap)
         kept = admit(snap, memo)
         assert digest(kept) == digest(scratch), f"cycle {k + 1}"
-        took_over = [a + b for a, b in zip(took_over, memo.reused, strict=True)]
+        assert kept.queues == scratch.queues, f"cycle {k + 1}"  # every figure, not only the digest's
+        took_over = [a + b for a, b in zip(took_over, [*memo.reused, memo.nodes.reused], strict=True)]
         step = next_cycle if k % 2 == 0 else next_cycle_dispatched
         snap = _churn(step(snap, scratch), rng, k)
-    assert all(took_over), took_over  # orders, jobs and shares were taken over, not all derived afresh
+    # orders, jobs, shares and node rows were taken over, not all derived afresh
+    assert all(took_over), took_over
 
 
 @pytest.mark.parametrize("name", ["dispatch", "reclaim", "guarantee"])
@@ -121,3 +126,33 @@ def test_a_queue_summary_updated_is_the_one_derived_afresh() -> None:
         assert sorted(summary.gangs) == sorted(fresh.gangs) and all(
             summary.gangs[g][1] == fresh.gangs[g][1] for g in fresh.gangs
         )
+
+
+def test_node_rows_are_made_again_only_for_changed_nodes_and_a_changed_index() -> None:
+    """A cluster's rows taken over per unchanged node object equal rows made afresh: with one node
+    replaced, one added, and a resource new to the index."""
+    (workload,) = workloads(small=True, names=["dispatch"])
+    cluster = workload.first.clusters[0]
+    rows = NodeRows()
+
+    def check(nodes: list[NodeSnap], index: ResourceIndex) -> int:
+        rows.start()
+        rows.index(index)
+        free, alloc, col = rows.rows(cluster.name, nodes, index)
+        rows.done()
+        assert free == [[max(v, 0) for v in index.row(n.free)] for n in nodes]
+        assert alloc.tolist() == [index.row(n.allocatable) for n in nodes]
+        assert col == {n.name: i for i, n in enumerate(nodes)}
+        return rows.reused
+
+    nodes = list(cluster.nodes)
+    index = ResourceIndex({r for n in nodes for r in (*n.free, *n.allocatable)})
+    assert check(nodes, index) == 0
+    assert check(nodes, index) == len(nodes)
+    nodes[1] = replace(nodes[1], free=nodes[1].free + ResourceVector({"cpu": 1}))
+    assert check(nodes, index) == len(nodes) - 1
+    nodes.append(replace(nodes[0], name="zz-new"))
+    assert check(nodes, index) == 0  # the node count changed: every row made again
+    wider = ResourceIndex((*index.names, "example.com/fpga"))
+    assert check(nodes, wider) == 0
+    assert check(nodes, wider) == len(nodes)

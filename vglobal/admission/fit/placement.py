@@ -28,9 +28,13 @@ from vglobal.admission.fit.gang import PreparedGang, pack
 from vglobal.admission.fit.index import IntArray, ResourceIndex
 from vglobal.admission.fit.stages import Stages
 from vglobal.admission.ledger import Ledger, Undo
-from vglobal.admission.snapshot import ClusterSnap, Gang, PendingJob, node_order
+from vglobal.admission.snapshot import ClusterSnap, Gang, NodeSnap, PendingJob, node_order
 from vglobal.model.placement_config import NO_CONFIG, PlacementConfig
 from vglobal.model.resources import is_accelerator
+
+# A cluster's nodes' free rows (never below 0) and allocatable rows, kept from earlier cycles
+# (node_rows.py): (cluster, its nodes in row order, index) -> (rows, matrix, row by node name).
+RowsOf = Callable[[str, list[NodeSnap], ResourceIndex], tuple[list[list[int]], IntArray, dict[str, int]]]
 
 
 class Held(Protocol):
@@ -86,6 +90,7 @@ class Clusters:
         keep_accelerators: bool = False,
         config: PlacementConfig = NO_CONFIG,
         now: float = 0.0,
+        rows_of: RowsOf | None = None,
     ) -> None:
         self.index = index
         # the cycle's ledger: what a commit or release changes is undone with its checkpoint
@@ -106,9 +111,14 @@ class Clusters:
         self.node_col: list[dict[str, int]] = []
         for c in snaps:
             nodes = sorted(c.nodes, key=node_order)
-            self.node_col.append({n.name: i for i, n in enumerate(nodes)})
-            self.rows.append([[v if v > 0 else 0 for v in index.row(n.free)] for n in nodes])
-            alloc = np.array([index.row(n.allocatable) for n in nodes], dtype=np.int64)
+            if rows_of is None:
+                self.node_col.append({n.name: i for i, n in enumerate(nodes)})
+                self.rows.append([[v if v > 0 else 0 for v in index.row(n.free)] for n in nodes])
+                alloc = np.array([index.row(n.allocatable) for n in nodes], dtype=np.int64)
+            else:  # kept per node object from the last cycles (node_rows.py)
+                free, alloc, node_col = rows_of(c.name, nodes, index)
+                self.node_col.append(node_col)
+                self.rows.append(free)
             self.alloc.append(alloc.reshape(len(nodes), size))
         count = len(snaps)
         self.total_alloc = np.zeros((count, size), dtype=np.int64)

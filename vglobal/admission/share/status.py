@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from vglobal.admission.fit.index import ResourceIndex
 from vglobal.admission.share.tree import UNLIMITED, QueueTree
 from vglobal.admission.share.usage import Usage, dominant_share
 from vglobal.admission.snapshot import QueueStatus, Snapshot
+from vglobal.model.resources import ResourceVector
 
 _QUEUE = attrgetter("queue")
 
@@ -20,12 +21,14 @@ def queue_statuses(
     jobs: Sequence[int],
     admitted_now: Sequence[int],
     index: ResourceIndex,
+    vector: Callable[[Sequence[float]], ResourceVector] | None = None,
 ) -> dict[str, QueueStatus]:
     """Every queue and root: usage after this cycle's admissions; pending = still waiting after it.
 
     `jobs` and `admitted_now` count, per queue's own jobs, the snapshot's pending jobs and those
-    admitted this cycle.
+    admitted this cycle. `vector` is index.vector or what stands for it (a memo of it: memo.py).
     """
+    vector = index.vector if vector is None else vector
     n = len(tree.names)
     admitted = list(admitted_now)
     pending = [j - a for j, a in zip(jobs, admitted, strict=True)]
@@ -45,19 +48,19 @@ def queue_statuses(
     out: dict[str, QueueStatus] = {}
     for i, name in enumerate(tree.names):
         cap = tree.real_cap[i].tolist()
-        deserved = index.vector(tree.deserved[i].tolist())
+        deserved = vector(tree.deserved[i].tolist())
         out[name] = QueueStatus(
             name=name,
-            allocated=index.vector(tree.alloc[i]),
+            allocated=vector(tree.alloc[i]),
             deserved=deserved,
             real_capability=None
             if all(c >= UNLIMITED for c in cap)
-            else index.vector([c if c < UNLIMITED else 0 for c in cap]),
-            guarantee=index.vector(tree.guarantee[i]),
+            else vector([c if c < UNLIMITED else 0 for c in cap]),
+            guarantee=vector(tree.guarantee[i]),
             pending=pending[i],
             running=running[i] + admitted[i],
             admitted=admitted[i],
-            request=index.vector(tree.demand[i].tolist()),
+            request=vector(tree.demand[i].tolist()),
             usage=usage[i],
             usage_share=dominant_share(usage[i], deserved, half_life),
         )

@@ -78,6 +78,7 @@ class QueueTree:
             ]
         self.initial_alloc = [row[:] for row in self.alloc]
         cap = np.array(index.row(capacity), dtype=np.int64)
+        self._levels = self._by_depth()
         self.real_cap = self._real_caps(cap)
         self.demand = self._demands(pending)
         self.deserved = self._deserved(cap)
@@ -106,48 +107,65 @@ class QueueTree:
             order.extend(self.children[i])
         return order
 
+    def _by_depth(self) -> list[IntArray]:
+        """The queues below root by depth, top-down (a level's parents are all in the one above)."""
+        depth = [0] * len(self.names)
+        levels: list[list[int]] = []
+        for i in self.order[1:]:
+            d = depth[i] = depth[self.parent[i]] + 1
+            if d > len(levels):
+                levels.append([])
+            levels[d - 1].append(i)
+        return [np.array(level, dtype=np.intp) for level in levels]
+
     def _real_caps(self, capacity: IntArray) -> list[IntArray]:
-        """Exact int64 rows, UNLIMITED where no limit applies."""
-        size = self.index.size
+        """Exact int64 rows, UNLIMITED where no limit applies (a level of the tree at a time)."""
+        size, n = self.index.size, len(self.names)
+        self._guarantees = guarantees = np.array(self.guarantee, dtype=np.int64).reshape(n, size)
         # capability with the parent's dims filled in
-        inherited = [np.full(size, UNLIMITED, dtype=np.int64) for _ in self.names]
-        real = [np.full(size, UNLIMITED, dtype=np.int64) for _ in self.names]
-        real[0] = capacity.copy()
-        for p in self.order:
-            kids = self.children[p]
-            if not kids:
-                continue
-            gsum = np.sum([np.array(self.guarantee[c], dtype=np.int64) for c in kids], axis=0)
-            room = np.maximum(real[p] - gsum, 0)
-            for c in kids:
-                cap = inherited[p].copy()
+        inherited = np.full((n, size), UNLIMITED, dtype=np.int64)
+        real = np.full((n, size), UNLIMITED, dtype=np.int64)
+        real[0] = capacity
+        gsum = np.zeros((n, size), dtype=np.int64)
+        parent = np.array(self.parent, dtype=np.intp)
+        np.add.at(gsum, parent[1:], guarantees[1:])
+        col = self.index.col
+        for kids in self._levels:
+            up = parent[kids]
+            room = np.maximum(real[up] - gsum[up], 0)
+            cap = inherited[up]
+            for k, c in enumerate(kids.tolist()):
                 own = self.snaps[c].capability
                 if own is not None:
                     for name, value in own.items():
-                        cap[self.index.col[name]] = min(int(value), UNLIMITED)
-                inherited[c] = cap
-                own_room = np.minimum(room + np.array(self.guarantee[c], dtype=np.int64), UNLIMITED)
-                real[c] = np.minimum(cap, own_room)
-        self.capability = inherited
-        return real
+                        cap[k, col[name]] = min(int(value), UNLIMITED)
+            inherited[kids] = cap
+            real[kids] = np.minimum(cap, np.minimum(room + guarantees[kids], UNLIMITED))
+        self.capability = list(inherited)
+        return list(real)
 
     def _demands(self, pending: Iterable[tuple[str, list[int]]]) -> list[IntArray]:
-        demand = [np.array(a, dtype=np.int64) for a in self.alloc]
-        sums = [[0] * self.index.size for _ in self.names]
+        n, size = len(self.names), self.index.size
+        demand = np.array(self.alloc, dtype=np.int64).reshape(n, size)
+        sums = [[0] * size for _ in self.names]
         for queue, row in pending:
             i = self.idx.get(queue)
             if i is not None and self.is_leaf[i]:
                 sums[i] = [a + b for a, b in zip(sums[i], row, strict=True)]
-        extra = [np.array(s, dtype=np.int64) for s in sums]
-        for i in reversed(self.order):
-            if self.parent[i] >= 0:
-                extra[self.parent[i]] += extra[i]
-        return [d + e for d, e in zip(demand, extra, strict=True)]
+        extra = np.array(sums, dtype=np.int64).reshape(n, size)
+        parent = np.array(self.parent, dtype=np.intp)
+        for kids in reversed(self._levels):  # bottom-up
+            np.add.at(extra, parent[kids], extra[kids])
+        self._demand = rows = demand + extra
+        return list(rows)
 
     def _deserved(self, capacity: IntArray) -> list[IntArray]:
         """Exact int64 rows: water-filling's fractions are cut to whole units once, at the end."""
-        deserved = [np.zeros(self.index.size) for _ in self.names]
+        deserved = np.zeros((len(self.names), self.index.size))
         deserved[0] = capacity.astype(np.float64)
+        caps = _floats(np.array(self.real_cap, dtype=np.int64).reshape(deserved.shape))
+        wants = self._demand.astype(np.float64)
+        floors = self._guarantees.astype(np.float64)
         for p in self.order:
             kids = self.children[p]
             if not kids:
@@ -160,24 +178,23 @@ class QueueTree:
                     filled.append(c)
                     continue
                 if not spec:  # named, all zero (a zero quantity is dropped): it deserves nothing
-                    deserved[c] = np.array(self.guarantee[c], dtype=np.float64)
+                    deserved[c] = floors[c]
                     continue
-                want = _floats(self.real_cap[c])  # dims spec.deserved leaves out are bounded by realCap
+                want = caps[c].copy()  # dims spec.deserved leaves out are bounded by realCap
                 for name, value in spec.items():
                     want[self.index.col[name]] = min(value, want[self.index.col[name]])
-                deserved[c] = np.maximum(want, np.array(self.guarantee[c], dtype=np.float64))
+                deserved[c] = np.maximum(want, floors[c])
                 left = np.maximum(left - deserved[c], 0.0)
             if filled:
                 shares = self._fill(
                     left,
                     [max(self.snaps[c].weight, 0) for c in filled],
-                    [_floats(self.real_cap[c]) for c in filled],
-                    [self.demand[c].astype(np.float64) for c in filled],
-                    [np.array(self.guarantee[c], dtype=np.float64) for c in filled],
+                    list(caps[filled]),
+                    list(wants[filled]),
+                    list(floors[filled]),
                 )
-                for c, share in zip(filled, shares, strict=True):
-                    deserved[c] = share
-        return [_exact(d) for d in deserved]
+                deserved[filled] = np.vstack(shares)
+        return list(_exact(deserved))
 
     def leaves(self) -> list[int]:
         return [i for i in range(len(self.names)) if self.is_leaf[i]]

@@ -67,7 +67,7 @@ class Plan:
     closed: list[int] = field(default_factory=list)  # node rows the gang may not use (node_mask.py)
 
 
-def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
+def victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
     """Lowest priority, away runs (placement stages), newest, uid (stable sorts, last key first)."""
     out = sorted(jobs, key=attrgetter("uid"))
     out.sort(key=attrgetter("created"), reverse=True)
@@ -76,10 +76,21 @@ def _victim_order(jobs: list[RunningJob]) -> list[RunningJob]:
     return out
 
 
+# A leaf's running jobs in victim order: victim_order, or a memo of it (memo.py).
+VictimOrder = Callable[[list[RunningJob]], list[RunningJob]]
+
+
 class Preemptions:
     """A cycle's preemption plans: who may preempt, and the victims planned so far."""
 
-    def __init__(self, snapshot: Snapshot, tree: QueueTree, clusters: Clusters, index: ResourceIndex) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        tree: QueueTree,
+        clusters: Clusters,
+        index: ResourceIndex,
+        order: VictimOrder = victim_order,
+    ) -> None:
         self.tree, self.clusters, self.index = tree, clusters, index
         min_runtime = snapshot.policy.reclaim_min_runtime
         protected = snapshot.now - min_runtime if min_runtime > 0 else None
@@ -91,7 +102,7 @@ class Preemptions:
             if protected is not None and job.running_since is not None and job.running_since > protected:
                 continue  # ran for less than --reclaim-min-runtime
             by_leaf.setdefault(i, []).append(job)
-        self._jobs = {i: _victim_order(jobs) for i, jobs in by_leaf.items()}
+        self._jobs = {i: order(jobs) for i, jobs in by_leaf.items()}
         # Per leaf, the lowest priority of a possible victim: a job of no higher priority never
         # preempts, which the hot loop checks with one lookup.
         self.lowest = {i: jobs[0].priority for i, jobs in self._jobs.items()}
