@@ -7,7 +7,8 @@ over the gRPC stream. Rules it keeps:
 - A Heartbeat with the changed nodes' free capacity goes out before any JobStatus of the same
   tick, so the hub never sees placements without the capacity they use.
 - While the hub is away jobs keep running; after ``Registered`` every known job's latest status
-  (finished ones too, kept for ``retention`` seconds) is sent again.
+  (finished ones too, kept for ``retention`` seconds, the newest ``keep_finished`` at most) is sent
+  again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vglobal import __version__
 from vglobal.agent import report
 from vglobal.agent.cards import card_policy, mig_config, node_cards
 from vglobal.agent.dependencies import dependencies_of
+from vglobal.agent.kept import MOST_FINISHED, RETENTION, Kept
 from vglobal.agent.run import JobRun
 from vglobal.agent.runtime import ClusterRuntime
 from vglobal.agent.snapshot import dispatch_queue_specs
@@ -53,15 +55,17 @@ class AgentCore:
         runtime: ClusterRuntime,
         *,
         heartbeat_interval: float = 5.0,
-        retention: float = 600.0,
+        retention: float = RETENTION,
         purge_stopped: bool = False,
+        keep_finished: int = MOST_FINISHED,
     ) -> None:
         self.runtime = runtime
         self.heartbeat_interval = heartbeat_interval
-        self.retention = retention
+        self.kept = Kept(retention, keep_finished)
         # a run the hub cancels or reclaims leaves nothing behind (a real cluster: its objects go)
         self.purge_stopped = purge_stopped
         self.link = _Link(heartbeat_interval=heartbeat_interval)
+        # Both bounded by ``kept``: live runs plus the newest runs gone.
         self.rejected: dict[tuple[str, int], str] = {}  # (uid, generation) -> reason, to answer re-sends
         self.latest_generation: dict[str, int] = {}
         self._unsent: list[pb.AgentMessage] = []  # acks produced while no stream was registered
@@ -142,7 +146,7 @@ class AgentCore:
         out = [report.heartbeat(free, cards=link.reported_cards), *self._unsent]
         self._unsent = []
         for run in sorted(self.runs.values(), key=lambda r: r.seq):
-            run.dirty = False
+            self._reported(run)
             out.append(report.job_status(run, run.take_events(), self.runtime.grants))
         return out
 
@@ -190,7 +194,7 @@ class AgentCore:
             run.spec_generation = d.spec_generation
         except (ManifestError, ValueError) as exc:  # JSONDecodeError is a ValueError
             reason = f"invalid manifest: {exc}"
-            self.rejected[(uid, gen)] = reason
+            self._rejected(uid, gen, reason)
             log.info("reject job %s gen %d: %s", uid, gen, reason)
             return [report.rejected(uid, gen, reason)]
         log.info("accept job %s/%s (%s) gen %d", job.namespace, job.name, uid, gen)
@@ -243,7 +247,7 @@ class AgentCore:
     def tick(self) -> list[pb.AgentMessage]:
         out: list[pb.AgentMessage] = []
         for r in self.runtime.step():
-            self.rejected[(r.uid, r.generation)] = r.reason
+            self._rejected(r.uid, r.generation, r.reason)
             out.append(report.rejected(r.uid, r.generation, r.reason))
         now = self.runtime.clock.now()
         self._expire(now)
@@ -257,9 +261,15 @@ class AgentCore:
             log.info("the cluster's nodes or topology changed: registering again")
             out.insert(0, self._register())
         for run in sorted((r for r in self.runs.values() if r.dirty), key=lambda r: r.seq):
-            run.dirty = False
+            self._reported(run)
             out.append(report.job_status(run, run.take_events(), self.runtime.grants))
         return out
+
+    def _reported(self, run: JobRun) -> None:
+        run.dirty = False
+        if run.finished:
+            at = run.finished_at if run.finished_at is not None else self.runtime.clock.now()
+            self.kept.reported(run.uid, run.generation, at)
 
     def _heartbeat(self, now: float) -> pb.AgentMessage | None:
         link = self.link
@@ -291,11 +301,24 @@ class AgentCore:
         return node_cards(specs, self.runtime.live_grants(), *self._mig, groups)
 
     def _expire(self, now: float) -> None:
-        for run in list(self.runs.values()):
-            if (
-                run.finished
-                and not run.dirty
-                and run.finished_at is not None
-                and now - run.finished_at > self.retention
-            ):
-                self.runtime.controller.remove(run.uid)
+        """Finished runs past the retention or beyond the newest kept go; a run reported again
+        since (dirty) stays until it is reported, and is kept from then."""
+        for uid, gen in self.kept.due(now):
+            run = self.runs.get(uid)
+            if run is None or run.generation != gen or not run.finished:
+                continue  # replaced or removed meanwhile
+            if run.dirty:
+                continue  # queued again once reported
+            self.runtime.controller.remove(uid)
+            self._gone(uid, gen)
+
+    def _rejected(self, uid: str, gen: int, reason: str) -> None:
+        self.rejected[(uid, gen)] = reason
+        self._gone(uid, gen)
+
+    def _gone(self, uid: str, gen: int) -> None:
+        """Remember the run gone, among the newest; forget the oldest remembered."""
+        for old, old_gen in self.kept.forget(uid, gen):
+            self.rejected.pop((old, old_gen), None)
+            if old not in self.runs and self.latest_generation.get(old) == old_gen:
+                del self.latest_generation[old]

@@ -17,6 +17,18 @@ import grpc
 
 T = TypeVar("T")
 
+# gRPC core answers CANCELLED, and logs nothing, to a call that arrives while more than 1,000
+# others wait for the server to take them (at random up to 3,000, then every one), or that waited
+# 30 s. The loop takes calls one at a time, so a hub a few seconds behind a few hundred calls a
+# second met that: a third of the submits came back CANCELLED that no one had cancelled. Calls now
+# wait for the loop as long as their deadline allows (DEADLINE_EXCEEDED), and a caller beyond its
+# share hears RESOURCE_EXHAUSTED from the guard once taken.
+WAITING_CALLS = (
+    ("grpc.server.max_pending_requests", 50_000),
+    ("grpc.server.max_pending_requests_hard_limit", 100_000),
+    ("grpc.server_max_unrequested_time_in_server", 24 * 3600),
+)
+
 
 def server_credentials(cert: Path, key: Path, *, client_ca: Path | None = None) -> grpc.ServerCredentials:
     """TLS with the hub's certificate; with ``client_ca``, every client must present a certificate
@@ -48,6 +60,7 @@ class LoopServer:
     async def _create(
         self, interceptors: list[grpc.aio.ServerInterceptor], options: list[tuple[str, Any]]
     ) -> grpc.aio.Server:
+        options = [*WAITING_CALLS, *options]
         return grpc.aio.server(migration_thread_pool=self.pool, interceptors=interceptors, options=options)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
