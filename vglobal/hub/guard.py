@@ -18,6 +18,7 @@ import contextlib
 import inspect
 import logging
 import math
+import random
 import threading
 import time
 import uuid
@@ -87,6 +88,15 @@ BUSY_RETRY_MS = 100  # a call in progress ends within milliseconds, mostly
 # once is slowed to its concurrency per HOLD, instead of spinning on refusals that cost the
 # shared cores its own and the hub's CPU. The SDK, which waits the delay, retries no later.
 HOLD = 1.0
+# Each hold is drawn from HOLD x (1 +- HOLD_SPREAD): calls refused together are answered apart, so
+# a caller resending each at once does not come back as one burst a HOLD later (the calls of others
+# would wait behind every burst).
+HOLD_SPREAD = 0.5
+
+
+def hold_time(draw: Callable[[float, float], float] = random.uniform) -> float:
+    """How long one refusal is held."""
+    return HOLD * draw(1.0 - HOLD_SPREAD, 1.0 + HOLD_SPREAD)
 
 
 class InFlight:
@@ -365,8 +375,9 @@ def _async_unary(
                 log.debug("%s ended by its caller: %s", method, exc)
                 return None
             if not streamed and isinstance(exc, RateLimited | TooManyCalls):
-                await asyncio.sleep(HOLD)
-                exc.wait = max(0.001, exc.wait - HOLD)
+                held = hold_time()
+                await asyncio.sleep(held)
+                exc.wait = max(0.001, exc.wait - held)
             await context.abort(*_status(exc, method))
 
     return behavior

@@ -252,6 +252,7 @@ def test_a_coroutine_call_over_its_rate_is_answered_late_with_its_delay_shortene
     """A caller that resends at once cannot spin on refusals: the refusal comes HOLD late, and the
     delay it tells is what is left of the wait."""
     monkeypatch.setattr(guard_module, "HOLD", 0.3)
+    monkeypatch.setattr(guard_module, "HOLD_SPREAD", 0.0)
 
     async def get(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
         return queues_pb2.Queue(name=current_principal().name)
@@ -265,3 +266,13 @@ def test_a_coroutine_call_over_its_rate_is_answered_late_with_its_delay_shortene
         assert time.monotonic() - start >= 0.3
         told = int(dict(err.value.trailing_metadata() or ())[RETRY_AFTER]) / 1000
         assert 1.2 < told <= 1.71
+
+
+def test_refusals_are_held_for_spread_times_around_the_hold() -> None:
+    """Calls refused together come back apart: a caller resending each at once is no burst."""
+    held = [guard_module.hold_time() for _ in range(400)]
+    low, high = guard_module.HOLD * (1 - guard_module.HOLD_SPREAD), guard_module.HOLD * (1 + guard_module.HOLD_SPREAD)
+    assert all(low <= h <= high for h in held)
+    # Drawn across the whole span, not a few values: a tenth of it holds at most a fifth of them.
+    tenths = [sum(low + k * (high - low) / 10 <= h < low + (k + 1) * (high - low) / 10 for h in held) for k in range(10)]
+    assert max(tenths) < len(held) / 5
