@@ -3,6 +3,7 @@ List, reflection v1 beside v1alpha, undecodable requests, credentials and rate l
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -276,3 +277,24 @@ def test_refusals_are_held_for_spread_times_around_the_hold() -> None:
     # Drawn across the whole span, not a few values: a tenth of it holds at most a fifth of them.
     tenths = [sum(low + k * (high - low) / 10 <= h < low + (k + 1) * (high - low) / 10 for h in held) for k in range(10)]
     assert max(tenths) < len(held) / 5
+
+
+def test_a_caller_with_more_calls_held_has_each_held_longer_so_its_refusals_keep_a_rate() -> None:
+    """However many refused calls a caller keeps held, they are answered at about HELD_RATE a second;
+    a caller with few (the SDK's) is held HOLD as before."""
+    middle = lambda low, high: (low + high) / 2  # noqa: E731
+    assert guard_module.hold_time(1, middle) == guard_module.HOLD
+    assert guard_module.hold_time(64, middle) == pytest.approx(64 / guard_module.HELD_RATE)
+
+
+def test_the_guard_counts_each_callers_held_calls_while_they_are_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guard_module, "HOLD", 0.01)
+    monkeypatch.setattr(guard_module, "HELD_RATE", 100.0)
+    monkeypatch.setattr(guard_module, "HOLD_SPREAD", 0.0)
+    guard = Guard(Authenticator(None), None)
+
+    async def hold_four() -> list[float]:
+        return list(await asyncio.gather(*(guard.hold(k) for k in ("a", "a", "a", "b"))))
+
+    assert asyncio.run(hold_four()) == pytest.approx([0.01, 0.02, 0.03, 0.01])  # "b" counted apart
+    assert guard.held == {}
