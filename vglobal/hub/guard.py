@@ -99,11 +99,18 @@ HOLD_SPREAD = 0.5
 # refusals, each of which costs its TLS, HTTP/2 and call set-up (~1 ms of CPU). A caller with
 # fewer calls refused at once (the SDK's) is held HOLD as before.
 HELD_RATE = 16.0
+# The longer hold is bounded, and by half the call's time left: a caller is told to retry, not left
+# to its deadline.
+MAX_HOLD = 4.0
 
 
-def hold_time(held: int = 1, draw: Callable[[float, float], float] = random.uniform) -> float:
-    """How long one refusal is held when its caller has ``held`` refused calls held (this one too)."""
-    return max(HOLD, held / HELD_RATE) * draw(1.0 - HOLD_SPREAD, 1.0 + HOLD_SPREAD)
+def hold_time(
+    held: int = 1, draw: Callable[[float, float], float] = random.uniform, *, left: float | None = None
+) -> float:
+    """How long one refusal is held when its caller has ``held`` refused calls held (this one too)
+    and the call has ``left`` seconds before its deadline (None: no deadline)."""
+    longer = min(held / HELD_RATE, MAX_HOLD, math.inf if left is None else left / 2)
+    return max(HOLD, longer) * draw(1.0 - HOLD_SPREAD, 1.0 + HOLD_SPREAD)
 
 
 class InFlight:
@@ -204,11 +211,11 @@ class Guard(grpc.aio.ServerInterceptor):
         self.refusals = RefusalLog()  # agents refused, logged per peer and reason now and then
         self.held: dict[str, int] = {}  # each caller's refused calls being held (on the loop only)
 
-    async def hold(self, key: str) -> float:
+    async def hold(self, key: str, left: float | None = None) -> float:
         """Hold one of ``key``'s refused calls (``hold_time``); how long it was held."""
         n = self.held[key] = self.held.get(key, 0) + 1
         try:
-            held = hold_time(n)
+            held = hold_time(n, left=left)
             await asyncio.sleep(held)
             return held
         finally:
@@ -394,7 +401,7 @@ def _async_unary(
                 log.debug("%s ended by its caller: %s", method, exc)
                 return None
             if not streamed and guard is not None and isinstance(exc, RateLimited | TooManyCalls):
-                held = await guard.hold(exc.key)
+                held = await guard.hold(exc.key, context.time_remaining())
                 exc.wait = max(0.001, exc.wait - held)
             await context.abort(*_status(exc, method))
 

@@ -285,6 +285,9 @@ def test_a_caller_with_more_calls_held_has_each_held_longer_so_its_refusals_keep
     middle = lambda low, high: (low + high) / 2  # noqa: E731
     assert guard_module.hold_time(1, middle) == guard_module.HOLD
     assert guard_module.hold_time(64, middle) == pytest.approx(64 / guard_module.HELD_RATE)
+    # Bounded, and by half the call's time left: the caller is told to retry before its deadline.
+    assert guard_module.hold_time(10_000, middle) == guard_module.MAX_HOLD
+    assert guard_module.hold_time(64, middle, left=3.0) == pytest.approx(1.5)
 
 
 def test_the_guard_counts_each_callers_held_calls_while_they_are_held(monkeypatch: pytest.MonkeyPatch) -> None:
