@@ -99,8 +99,8 @@ HOLD_SPREAD = 0.5
 # refusals, each of which costs its TLS, HTTP/2 and call set-up (~1 ms of CPU). A caller with
 # fewer calls refused at once (the SDK's) is held HOLD as before.
 HELD_RATE = 16.0
-# The longer hold is bounded, and by half the call's time left: a caller is told to retry, not left
-# to its deadline.
+# The longer hold is bounded, and any hold by half the call's time left: a caller is told to retry,
+# not left to its deadline.
 MAX_HOLD = 4.0
 
 
@@ -109,8 +109,8 @@ def hold_time(
 ) -> float:
     """How long one refusal is held when its caller has ``held`` refused calls held (this one too)
     and the call has ``left`` seconds before its deadline (None: no deadline)."""
-    longer = min(held / HELD_RATE, MAX_HOLD, math.inf if left is None else left / 2)
-    return max(HOLD, longer) * draw(1.0 - HOLD_SPREAD, 1.0 + HOLD_SPREAD)
+    hold = max(HOLD, min(held / HELD_RATE, MAX_HOLD)) * draw(1.0 - HOLD_SPREAD, 1.0 + HOLD_SPREAD)
+    return hold if left is None else min(hold, left / 2)
 
 
 class InFlight:
@@ -219,8 +219,8 @@ class Guard(grpc.aio.ServerInterceptor):
             await asyncio.sleep(held)
             return held
         finally:
-            if (left := self.held.pop(key) - 1) > 0:
-                self.held[key] = left
+            if (rest := self.held.pop(key) - 1) > 0:
+                self.held[key] = rest
 
     async def intercept_service(
         self,

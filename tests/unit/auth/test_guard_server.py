@@ -288,6 +288,7 @@ def test_a_caller_with_more_calls_held_has_each_held_longer_so_its_refusals_keep
     # Bounded, and by half the call's time left: the caller is told to retry before its deadline.
     assert guard_module.hold_time(10_000, middle) == guard_module.MAX_HOLD
     assert guard_module.hold_time(64, middle, left=3.0) == pytest.approx(1.5)
+    assert guard_module.hold_time(1, middle, left=1.0) == pytest.approx(0.5)
 
 
 def test_the_guard_counts_each_callers_held_calls_while_they_are_held(monkeypatch: pytest.MonkeyPatch) -> None:
