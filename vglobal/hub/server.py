@@ -144,7 +144,7 @@ class Hub:
         # A call crosses threads several times (the server's loop, a committer, the loop again), each
         # time waiting for the GIL while a busy thread (a dispatch cycle, another caller's work) holds
         # it up to the switch interval: 1 ms instead of 5 keeps one caller's calls from waiting
-        # behind another's work (bench/flood.py at 20/s: quiet p99 x1.1-1.9 under a flood, x3.4 at 5 ms).
+        # behind another's work (bench/flood.py at 20/s: quiet p99 x1.1-2.2 under a flood, x3.4 at 5 ms).
         sys.setswitchinterval(SWITCH_INTERVAL)
         limiter = RateLimiter(settings.rate_limit, settings.rate_burst) if settings.rate_limit > 0 else None
         # One caller's calls in progress are bounded where its rate is (a bench turns both off).
