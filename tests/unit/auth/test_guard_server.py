@@ -3,6 +3,7 @@ List, reflection v1 beside v1alpha, undecodable requests, credentials and rate l
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -252,6 +253,7 @@ def test_a_coroutine_call_over_its_rate_is_answered_late_with_its_delay_shortene
     """A caller that resends at once cannot spin on refusals: the refusal comes HOLD late, and the
     delay it tells is what is left of the wait."""
     monkeypatch.setattr(guard_module, "HOLD", 0.3)
+    monkeypatch.setattr(guard_module, "HOLD_SPREAD", 0.0)
 
     async def get(request: queues_pb2.QueueRef, context: Any) -> queues_pb2.Queue:
         return queues_pb2.Queue(name=current_principal().name)
@@ -265,3 +267,38 @@ def test_a_coroutine_call_over_its_rate_is_answered_late_with_its_delay_shortene
         assert time.monotonic() - start >= 0.3
         told = int(dict(err.value.trailing_metadata() or ())[RETRY_AFTER]) / 1000
         assert 1.2 < told <= 1.71
+
+
+def test_refusals_are_held_for_spread_times_around_the_hold() -> None:
+    """Calls refused together come back apart: a caller resending each at once is no burst."""
+    held = [guard_module.hold_time() for _ in range(400)]
+    low, high = guard_module.HOLD * (1 - guard_module.HOLD_SPREAD), guard_module.HOLD * (1 + guard_module.HOLD_SPREAD)
+    assert all(low <= h <= high for h in held)
+    # Drawn across the whole span, not a few values: a tenth of it holds at most a fifth of them.
+    tenths = [sum(low + k * (high - low) / 10 <= h < low + (k + 1) * (high - low) / 10 for h in held) for k in range(10)]
+    assert max(tenths) < len(held) / 5
+
+
+def test_a_caller_with_more_calls_held_has_each_held_longer_so_its_refusals_keep_a_rate() -> None:
+    """However many refused calls a caller keeps held, they are answered at about HELD_RATE a second;
+    a caller with few (the SDK's) is held HOLD as before."""
+    middle = lambda low, high: (low + high) / 2  # noqa: E731
+    assert guard_module.hold_time(1, middle) == guard_module.HOLD
+    assert guard_module.hold_time(64, middle) == pytest.approx(64 / guard_module.HELD_RATE)
+    # Bounded, and by half the call's time left: the caller is told to retry before its deadline.
+    assert guard_module.hold_time(10_000, middle) == guard_module.MAX_HOLD
+    assert guard_module.hold_time(64, middle, left=3.0) == pytest.approx(1.5)
+    assert guard_module.hold_time(1, middle, left=1.0) == pytest.approx(0.5)
+
+
+def test_the_guard_counts_each_callers_held_calls_while_they_are_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guard_module, "HOLD", 0.01)
+    monkeypatch.setattr(guard_module, "HELD_RATE", 100.0)
+    monkeypatch.setattr(guard_module, "HOLD_SPREAD", 0.0)
+    guard = Guard(Authenticator(None), None)
+
+    async def hold_four() -> list[float]:
+        return list(await asyncio.gather(*(guard.hold(k) for k in ("a", "a", "a", "b"))))
+
+    assert asyncio.run(hold_four()) == pytest.approx([0.01, 0.02, 0.03, 0.01])  # "b" counted apart
+    assert guard.held == {}
