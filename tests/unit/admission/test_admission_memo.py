@@ -156,3 +156,15 @@ def test_node_rows_are_made_again_only_for_changed_nodes_and_a_changed_index() -
     wider = ResourceIndex((*index.names, "example.com/fpga"))
     assert check(nodes, wider) == 0
     assert check(nodes, wider) == len(nodes)
+
+
+def test_a_cluster_with_no_nodes_has_no_names_from_the_first_cycle_on() -> None:
+    """A cluster registered with no nodes yet (a new agent) names no resource, in its first cycle
+    and in the next."""
+    (workload,) = workloads(small=True, names=["dispatch"])
+    empty = replace(workload.first.clusters[0], name="bare", nodes=())
+    rows = NodeRows()
+    for _ in range(2):
+        rows.start()
+        assert rows.names([empty]) == set()
+        rows.done()

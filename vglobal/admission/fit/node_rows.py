@@ -72,8 +72,8 @@ class NodeRows:
                     prev.each[i] if same is not None and same[i] else self._set(n)  # type: ignore[union-attr]
                     for i, n in enumerate(nodes)
                 ]
-                if same is not None and all(same):
-                    got = _Names(nodes, each, prev.names)  # type: ignore[union-attr]
+                if prev is not None and same is not None and all(same):  # a cluster of no nodes: none
+                    got = _Names(nodes, each, prev.names)
                 else:
                     distinct = {id(s): s for s in each}
                     got = _Names(nodes, each, set().union(*distinct.values()))
