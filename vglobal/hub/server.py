@@ -13,7 +13,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from concurrent import futures
@@ -76,7 +75,6 @@ from vglobal.store.engine import make_engine, make_sessionmaker
 
 log = logging.getLogger(__name__)
 
-SWITCH_INTERVAL = 0.001  # seconds a thread holds the GIL while another waits (Python: 0.005)
 
 MAX_MESSAGE = 16 * 1024 * 1024
 MAX_METADATA = 64 * 1024
@@ -141,11 +139,6 @@ class Hub:
         if not settings.hub_id:
             settings.hub_id = f"{socket.gethostname()}:{settings.listen}"
         self.leader = Leader(engine)
-        # A call crosses threads several times (the server's loop, a committer, the loop again), each
-        # time waiting for the GIL while a busy thread (a dispatch cycle, another caller's work) holds
-        # it up to the switch interval: 1 ms instead of 5 keeps one caller's calls from waiting
-        # behind another's work (bench/flood.py at 20/s: quiet p99 x1.1-2.2 under a flood, x3.4 at 5 ms).
-        sys.setswitchinterval(SWITCH_INTERVAL)
         limiter = RateLimiter(settings.rate_limit, settings.rate_burst) if settings.rate_limit > 0 else None
         # One caller's calls in progress are bounded where its rate is (a bench turns both off).
         bounded = limiter is not None and settings.calls_in_flight > 0
