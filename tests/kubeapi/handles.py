@@ -154,7 +154,7 @@ class EmulatorProcess(Knobs):
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         port = self.url.rsplit(":", 1)[1]
-        self._spawn([*self.args, "--port", port, "--token", self.token])
+        self._spawn([*self.args, "--port", port, f"--token={self.token}"])  # a token may begin with "-"
 
     def _call(self, op: str, **args: Any) -> Any:
         req = urllib.request.Request(

@@ -39,5 +39,7 @@ def _reads() -> None:
     with heap.kept_heap():
         assert not gc.isenabled()
         more = [_Node() for _ in range(100)]
-    assert gc.isenabled() and gc.get_freeze_count() == frozen  # not frozen again
+    # Not frozen again: that would add the hundred new objects. The count may fall, since a frozen
+    # object freed by its reference count leaves the permanent generation.
+    assert gc.isenabled() and gc.get_freeze_count() <= frozen
     assert more
