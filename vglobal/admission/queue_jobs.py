@@ -58,16 +58,24 @@ def summarise(jobs: Sequence[PendingJob], ids: set[int] | None = None) -> QueueJ
 
 
 def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
-    """The queue's summary from the last one and the jobs it holds now. Found by identity, the
-    gone are looked for from the head of the last order (where admitted jobs were) and the new
-    from the tail of the jobs (where the dispatch cache appends them): a steady cycle's few changes
-    cost about their own number, plus one C-level pass making the jobs' identity set."""
+    """The queue's summary from the last one and the jobs it holds now."""
+    return changed(prev, jobs)[0]
+
+
+def changed(
+    prev: QueueJobs, jobs: Sequence[PendingJob]
+) -> tuple[QueueJobs, Sequence[PendingJob], Sequence[PendingJob]]:
+    """update, and the jobs gone from the queue and new in it since ``prev`` (all of both when it
+    was derived afresh). Found by identity, the gone are looked for from the head of the last
+    order (where admitted jobs were) and the new from the tail of the jobs (where the dispatch
+    cache appends them): a steady cycle's few changes cost about their own number, plus one
+    C-level pass making the jobs' identity set."""
     ids = set(map(id, jobs))
     gone_ids = prev.ids - ids
     new_count = len(ids) - (len(prev.ids) - len(gone_ids))
     most = max(_CHANGED_AT_MOST, len(jobs) // 16)
     if new_count > most or len(gone_ids) > most or len(ids) != len(jobs):
-        return summarise(jobs, ids)
+        return summarise(jobs, ids), prev.jobs, jobs
     new = _found(reversed(jobs), prev.ids, new_count)
     new.reverse()  # in the jobs' order
     grouped = prev.grouped
@@ -91,7 +99,7 @@ def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
     for job in new:
         if job.group is None:
             insort(ordered, job, key=order_key)
-    return QueueJobs(jobs, ids, requests, gangs, grouped, _lone(jobs, grouped), ordered)
+    return QueueJobs(jobs, ids, requests, gangs, grouped, _lone(jobs, grouped), ordered), gone, new
 
 
 def _found(jobs: Iterable[PendingJob], known: set[int], count: int) -> list[PendingJob]:
