@@ -68,6 +68,7 @@ class Memo:
     # (a standing claim's jobs are found here, not by a pass over the backlog).
     by_uid: dict[str, PendingJob] = field(default_factory=dict)
     _purged: bool = False
+    _indexed: bool = False  # by_uid is kept (since a cycle first asked for it)
     _open: bool = False  # a cycle started and not done
     # How much this cycle took over (for benches and tests): queues, jobs, fills.
     reused: list[int] = field(default_factory=lambda: [0, 0, 0])
@@ -106,6 +107,8 @@ class Memo:
         return got
 
     def _index(self, gone: Sequence[PendingJob], new: Sequence[PendingJob]) -> None:
+        if not self._indexed:
+            return
         by_uid = self.by_uid
         for job in gone:
             if by_uid.get(job.uid) is job:  # not if it moved to a queue already updated
@@ -113,9 +116,13 @@ class Memo:
         by_uid.update(zip(map(_uid, new), new, strict=True))
 
     def pending(self) -> dict[str, PendingJob]:
-        """The jobs of every queue handed in this cycle by uid (call once every queue was): the
-        jobs of queues no longer handed in are taken out first."""
-        if not self._purged:
+        """The jobs of every queue handed in this cycle by uid (call once every queue was). Made
+        on the first call (a pass over the backlog), then kept up to date by what changed."""
+        if not self._indexed:
+            self._indexed, self._purged = True, True
+            for summary in self._next_queues.values():
+                self._index((), summary.jobs)
+        elif not self._purged:  # the jobs of queues no longer handed in are taken out
             self._purged = True
             for queue, prev in self.queues.items():
                 if queue not in self._next_queues:
@@ -191,13 +198,14 @@ class Memo:
         self.reused = [0, 0, 0]
         self._next_vectors, self._next_victims = {}, {}
         if self._open:  # the last cycle failed midway: what it changed of the index is not known
-            self.queues, self.by_uid = {}, {}
+            self.queues, self.by_uid, self._indexed = {}, {}, False
         self._purged, self._open = False, True
         self.nodes.start()
 
     def done(self) -> None:
         """The cycle ended: keep only what it used."""
-        self.pending()
+        if self._indexed:
+            self.pending()
         self._open = False
         self.orders, self.fills, self.queues = self._next_orders, self._next_fills, self._next_queues
         self._next_orders, self._next_fills, self._next_queues = {}, {}, {}

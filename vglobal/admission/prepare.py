@@ -162,7 +162,7 @@ class Prepared:
                 if summary.lone:
                     by_queue[queue] = summary.lone
             pending = ()
-            if memo is not None:
+            if memo is not None and snapshot.claims:  # the claims' jobs are found by uid
                 self.by_uid = memo.pending()
         # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
         for job in pending:
