@@ -325,3 +325,19 @@ def test_a_flood_of_held_refusals_switches_threads_more_often_until_it_ends(monk
     asyncio.run(watch(guard_module.FLOOD_HELD))
     assert seen == [before, guard_module.FLOOD_SWITCH]
     assert sys.getswitchinterval() == before and guard.held_total == 0
+
+    # Two guards of one process flooded at once, the first flood ending first: the interval is
+    # the process's, so it stays short until the last flood ends, then is what it was.
+    other = Guard(Authenticator(None), None)
+
+    async def both() -> None:
+        first = [asyncio.ensure_future(guard.hold(f"a-{k}")) for k in range(guard_module.FLOOD_HELD)]
+        await asyncio.sleep(0)
+        monkeypatch.setattr(guard_module, "HOLD", 0.2)
+        second = [asyncio.ensure_future(other.hold(f"b-{k}")) for k in range(guard_module.FLOOD_HELD)]
+        await asyncio.gather(*first)
+        seen.append(sys.getswitchinterval())
+        await asyncio.gather(*second)
+
+    asyncio.run(both())
+    assert seen[-1] == guard_module.FLOOD_SWITCH and sys.getswitchinterval() == before
