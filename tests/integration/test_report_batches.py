@@ -143,3 +143,25 @@ def test_a_reported_phase_moves_the_binding_exactly_when_the_table_allows(
             target.value if moved and source.value in ("Dispatched", "Bound", "Running") else source.value
         )
         assert got[f"j{i}"][0] == expected, (source, phase)
+
+
+def test_the_observed_generation_is_written_with_the_status_and_never_goes_back(engine: sa.Engine) -> None:
+    seed(engine, {"a": "Running", "b": "Running"})
+
+    def seen(uid: str, observed: int) -> pb.AgentMessage:
+        msg = status(uid, 1, "Running")
+        msg.status.observed_generation = observed
+        return msg
+
+    def observed() -> dict[str, int]:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT uid, observed_generation FROM jobs")).all()
+        return {r[0]: r[1] for r in rows}
+
+    # A later status of the batch that says no generation (an older agent) keeps the earlier one's.
+    record(engine, [seen("a", 3), seen("a", 0), seen("b", 2)])
+    assert observed() == {"a": 3, "b": 2}
+    record(engine, [seen("a", 2), seen("b", 0)])  # a report from before an apply arrives late
+    assert observed() == {"a": 3, "b": 2}
+    record(engine, [seen("b", 4)])
+    assert observed() == {"a": 3, "b": 4}
