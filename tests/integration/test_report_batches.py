@@ -165,3 +165,27 @@ def test_the_observed_generation_is_written_with_the_status_and_never_goes_back(
     assert observed() == {"a": 3, "b": 2}
     record(engine, [seen("b", 4)])
     assert observed() == {"a": 3, "b": 4}
+
+
+def test_a_binding_that_moves_and_gets_placements_is_written_once(engine: sa.Engine) -> None:
+    """The placements' touch (a statement trigger on jobs) skips a binding the batch's move already
+    stamped: one row version, so its triggers run once; one that does not move is still touched."""
+    seed(engine, {"a": "Bound", "b": "Running"})
+    with engine.connect() as conn:
+        before = dict(conn.execute(sa.text("SELECT job_uid, updated_at FROM resource_bindings")).all())
+    counted = sa.text("SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'resource_bindings'")
+    with session_scope(make_sessionmaker(engine)) as session:
+        # Counts this backend has not reported yet, an earlier transaction's included: the difference.
+        start = session.execute(counted).scalar_one()
+        recorder.record(
+            "east", [status("a", 1, "Running"), status("b", 1, "Running")], stream="s", exclude_for=60.0,
+            session=session,
+        )  # fmt: skip
+        updates = session.execute(counted).scalar_one() - start
+    assert updates == 2  # a's move, b's touch (three when a's move followed a touch of it)
+    with engine.connect() as conn:
+        after = dict(conn.execute(sa.text("SELECT job_uid, updated_at FROM resource_bindings")).all())
+        pods = dict(conn.execute(sa.text("SELECT uid, placements FROM jobs")).all())
+    assert after["a"] > before["a"] and after["b"] > before["b"]
+    assert [p["pod"] for p in pods["a"]] == ["a-main-0"] and [p["pod"] for p in pods["b"]] == ["b-main-0"]
+    assert bindings(engine)["a"][0] == "Running"

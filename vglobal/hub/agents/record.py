@@ -233,13 +233,20 @@ class _Batch:
 
 def write(batches: Sequence[_Batch], session: Session) -> None:
     """The batches of several streams, each kind of write one statement for all."""
-    # Job rows first: a change of placements touches the binding (migration 0002), which
-    # the binding's own move then writes over in the same transaction.
-    # Each status carries the generation its run observed (see status()): no UPDATE of its own.
-    runs_repo.update_statuses([r for b in batches for r in b.statuses.values()], session=session)
+    # Each status carries the generation its run observed (see status()).
+    statuses = [r for b in batches for r in b.statuses.values()]
+    # A run that failed may re-queue HyperJob children and their siblings (write_own), which
+    # resets their job rows: their statuses must be written before, as they always were.
+    failing = any(m.target is BindingPhase.Failed for b in batches for m in b.moves.values())
+    if failing:
+        runs_repo.update_statuses(statuses, session=session)
     restarts = [b.write_own(session) for b in batches]
     moves = [(b.cluster, m) for b in batches for m in b.moves.values()]
     ended = runs_repo.move_runs([m for _, m in moves], [c for c, _ in moves], session=session)
+    if not failing:
+        # After the moves: a change of placements touches its binding (migrations 0016, 0026)
+        # only where no move of this transaction did, so a moved binding gets one row version.
+        runs_repo.update_statuses(statuses, session=session)
     for b in batches:  # each batch its own cluster's (another stream of it would be superseded)
         b.outcome.ended = [(q, phase) for c, q, phase in ended if c == b.cluster]
         b.write_rejects(session)
