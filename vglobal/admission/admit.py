@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -65,6 +66,8 @@ from vglobal.admission.victims.reclaim_pods import reclaim_evictions
 from vglobal.admission.victims.starvation import Starvation
 from vglobal.model.reasons import WaitKind
 
+_uid = attrgetter("uid")
+
 
 class _Cycle:
     def __init__(self, snapshot: Snapshot, memo: Memo | None = None) -> None:
@@ -77,7 +80,7 @@ class _Cycle:
         self.order = FairOrder(self.tree, offsets)
         self.failures = FailureCache()
         self.checks = Checks(self.tree, prep.index, self.clusters)
-        self.claims = Claims(snapshot, prep.ledger)
+        self.claims = Claims(snapshot, prep.ledger, prep.by_uid)
         order = victim_order if memo is None else memo.victim_order(victim_order)
         self.preempt = Preemptions(snapshot, self.tree, self.clusters, prep.index, order)
         # One set of victims taken this cycle for every planner: a job is never taken twice.
@@ -149,7 +152,11 @@ class _Cycle:
         """Before any other job: each job with a standing claim goes into its room, or waits with
         the room closed to the others; the victims of a claim wait behind it (claims.py)."""
         claims, decisions = self.claims, self.decisions
-        for leaf in self.leaves.values():
+        idx = self.tree.idx
+        named = {idx.get(q, -1) for q in claims.pending_queues()}
+        for i, leaf in self.leaves.items():
+            if i not in named:  # no job of this queue is a claim's: its look-back is left as it is
+                continue
             keep: list[PendingJob] = []
             for p in leaf.ordered:
                 mine = claims.standing.get(p.uid)
@@ -203,7 +210,8 @@ class _Cycle:
         return self.claims.waiting(claim, self.snap.now)
 
     def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:
-        self.decisions.update(zip([j.uid for j in jobs], repeat(wait)))
+        # In C: the jobs past the look-backs are most of a large backlog.
+        self.decisions.update(zip(map(_uid, jobs), repeat(wait)))
 
     def _out_of_budget(self, budget: int) -> None:
         """Every job not decided yet waits for the next cycle: this one admitted its most."""

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from vglobal.admission.fit.index import FloatArray, ResourceIndex
 from vglobal.admission.fit.node_rows import NodeRows
-from vglobal.admission.queue_jobs import QueueJobs, summarise, update
+from vglobal.admission.queue_jobs import QueueJobs, changed, summarise
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.water import water_fill
 from vglobal.admission.snapshot import PendingJob, RunningJob
@@ -33,6 +33,7 @@ from vglobal.model.resources import ResourceVector
 
 UIntArray = npt.NDArray[np.uint64]
 VictimOrder = Callable[[list[RunningJob]], list[RunningJob]]
+_uid = operator.attrgetter("uid")
 
 
 @dataclass(slots=True)
@@ -63,6 +64,12 @@ class Memo:
     # Per leaf queue, its running jobs (as grouped) and them in victim order (victims/preempt.py).
     victims: dict[str, tuple[list[RunningJob], list[RunningJob]]] = field(default_factory=dict)
     _next_victims: dict[str, tuple[list[RunningJob], list[RunningJob]]] = field(default_factory=dict)
+    # Every job of the kept queues' summaries by uid, kept up to date by what changed in each
+    # (a standing claim's jobs are found here, not by a pass over the backlog).
+    by_uid: dict[str, PendingJob] = field(default_factory=dict)
+    _purged: bool = False
+    _indexed: bool = False  # by_uid is kept (since a cycle first asked for it)
+    _open: bool = False  # a cycle started and not done
     # How much this cycle took over (for benches and tests): queues, jobs, fills.
     reused: list[int] = field(default_factory=lambda: [0, 0, 0])
 
@@ -88,14 +95,39 @@ class Memo:
         prev = self.queues.get(queue)
         if prev is None:
             got = summarise(jobs)
+            self._index((), jobs)
         elif prev.jobs is jobs:
             got = prev
             self.reused[0] += 1
             self.reused[1] += len(jobs)
         else:
-            got = update(prev, jobs)
+            got, gone, new = changed(prev, jobs)
+            self._index(gone, new)
         self._next_queues[queue] = got
         return got
+
+    def _index(self, gone: Sequence[PendingJob], new: Sequence[PendingJob]) -> None:
+        if not self._indexed:
+            return
+        by_uid = self.by_uid
+        for job in gone:
+            if by_uid.get(job.uid) is job:  # not if it moved to a queue already updated
+                del by_uid[job.uid]
+        by_uid.update(zip(map(_uid, new), new, strict=True))
+
+    def pending(self) -> dict[str, PendingJob]:
+        """The jobs of every queue handed in this cycle by uid (call once every queue was). Made
+        on the first call (a pass over the backlog), then kept up to date by what changed."""
+        if not self._indexed:
+            self._indexed, self._purged = True, True
+            for summary in self._next_queues.values():
+                self._index((), summary.jobs)
+        elif not self._purged:  # the jobs of queues no longer handed in are taken out
+            self._purged = True
+            for queue, prev in self.queues.items():
+                if queue not in self._next_queues:
+                    self._index(prev.jobs, ())
+        return self.by_uid
 
     def fill(
         self,
@@ -165,10 +197,16 @@ class Memo:
         self._next_orders, self._next_fills, self._next_queues = {}, {}, {}
         self.reused = [0, 0, 0]
         self._next_vectors, self._next_victims = {}, {}
+        if self._open:  # the last cycle failed midway: what it changed of the index is not known
+            self.queues, self.by_uid, self._indexed = {}, {}, False
+        self._purged, self._open = False, True
         self.nodes.start()
 
     def done(self) -> None:
         """The cycle ended: keep only what it used."""
+        if self._indexed:
+            self.pending()
+        self._open = False
         self.orders, self.fills, self.queues = self._next_orders, self._next_fills, self._next_queues
         self._next_orders, self._next_fills, self._next_queues = {}, {}, {}
         self.vectors, self._next_vectors = self._next_vectors, {}

@@ -141,6 +141,7 @@ class Prepared:
         self.grouped: list[PendingJob] = []  # HyperJobs' children: decided by admission/hyperjob.py
         # Per queue handed in grouped: its jobs summarised (queue_jobs.py), by the memo when kept.
         self.summaries: dict[str, QueueJobs] = {}
+        self.by_uid: Mapping[str, PendingJob] | None = None  # every pending job, where the memo keeps them
         pending = snapshot.pending
         if isinstance(pending, PendingByQueue):
             for queue, queued in pending.by_queue.items():
@@ -161,6 +162,8 @@ class Prepared:
                 if summary.lone:
                     by_queue[queue] = summary.lone
             pending = ()
+            if memo is not None and snapshot.claims:  # the claims' jobs are found by uid
+                self.by_uid = memo.pending()
         # Passes over all jobs go in snapshot order (memory order): sorted, they would miss caches.
         for job in pending:
             vec, gang, queue = job.request, job.gang, job.queue

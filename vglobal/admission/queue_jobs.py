@@ -10,8 +10,11 @@ only uses to number them within a cycle.
 from __future__ import annotations
 
 from bisect import insort
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, is_not
 from typing import TypeVar
 
 from vglobal.admission.share.order import queue_order
@@ -21,6 +24,7 @@ from vglobal.model.resources import ResourceVector
 # Past this many new or gone jobs in a queue (or a sixteenth of it), deriving afresh is cheaper.
 _CHANGED_AT_MOST = 256
 _T = TypeVar("_T")
+_request, _gang, _group = attrgetter("request"), attrgetter("gang"), attrgetter("group")
 
 
 def order_key(job: PendingJob) -> tuple[int, float, str]:
@@ -41,33 +45,35 @@ class QueueJobs:
 
 def summarise(jobs: Sequence[PendingJob], ids: set[int] | None = None) -> QueueJobs:
     """The queue's summary derived from its jobs alone (``ids``: their identities, if known)."""
-    requests: dict[int, tuple[ResourceVector, int]] = {}
-    gangs: dict[int, tuple[Gang, int]] = {}
-    grouped: list[PendingJob] = []
-    for job in jobs:
-        vec, gang = job.request, job.gang
-        got = requests.get(id(vec))
-        requests[id(vec)] = (vec, 1) if got is None else (vec, got[1] + 1)
-        had = gangs.get(id(gang))
-        gangs[id(gang)] = (gang, 1) if had is None else (gang, had[1] + 1)
-        if job.group is not None:
-            grouped.append(job)
+    # C-level passes (a new leader's first cycle summarises every pending job): the jobs share a
+    # few request and gang objects, counted by identity in the order they first come.
+    requests = _counted(list(map(_request, jobs)))
+    gangs = _counted(list(map(_gang, jobs)))
+    grouped = list(compress(jobs, map(is_not, map(_group, jobs), repeat(None))))
     lone = _lone(jobs, grouped)
     ids = set(map(id, jobs)) if ids is None else ids
     return QueueJobs(jobs, ids, requests, gangs, grouped, lone, queue_order(lone))
 
 
 def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
-    """The queue's summary from the last one and the jobs it holds now. Found by identity, the
-    gone are looked for from the head of the last order (where admitted jobs were) and the new
-    from the tail of the jobs (where the dispatch cache appends them): a steady cycle's few changes
-    cost about their own number, plus one C-level pass making the jobs' identity set."""
+    """The queue's summary from the last one and the jobs it holds now."""
+    return changed(prev, jobs)[0]
+
+
+def changed(
+    prev: QueueJobs, jobs: Sequence[PendingJob]
+) -> tuple[QueueJobs, Sequence[PendingJob], Sequence[PendingJob]]:
+    """update, and the jobs gone from the queue and new in it since ``prev`` (all of both when it
+    was derived afresh). Found by identity, the gone are looked for from the head of the last
+    order (where admitted jobs were) and the new from the tail of the jobs (where the dispatch
+    cache appends them): a steady cycle's few changes cost about their own number, plus one
+    C-level pass making the jobs' identity set."""
     ids = set(map(id, jobs))
     gone_ids = prev.ids - ids
     new_count = len(ids) - (len(prev.ids) - len(gone_ids))
     most = max(_CHANGED_AT_MOST, len(jobs) // 16)
     if new_count > most or len(gone_ids) > most or len(ids) != len(jobs):
-        return summarise(jobs, ids)
+        return summarise(jobs, ids), prev.jobs, jobs
     new = _found(reversed(jobs), prev.ids, new_count)
     new.reverse()  # in the jobs' order
     grouped = prev.grouped
@@ -91,7 +97,13 @@ def update(prev: QueueJobs, jobs: Sequence[PendingJob]) -> QueueJobs:
     for job in new:
         if job.group is None:
             insort(ordered, job, key=order_key)
-    return QueueJobs(jobs, ids, requests, gangs, grouped, _lone(jobs, grouped), ordered)
+    return QueueJobs(jobs, ids, requests, gangs, grouped, _lone(jobs, grouped), ordered), gone, new
+
+
+def _counted(items: list[_T]) -> dict[int, tuple[_T, int]]:
+    """Per distinct object (by identity, in the order first seen): it, and how often it comes."""
+    first = dict(zip(map(id, items), items, strict=True))
+    return {key: (first[key], n) for key, n in Counter(map(id, items)).items()}
 
 
 def _found(jobs: Iterable[PendingJob], known: set[int], count: int) -> list[PendingJob]:

@@ -90,6 +90,7 @@ def test_jobs_handed_in_per_queue_decide_as_one_flat_tuple(name: str) -> None:
     snap = workload.first
     before: PendingByQueue | None = None
     took_over = [0, 0]
+    indexed = 0
     for k in range(4):
         scratch = admit(snap)
         grouped = replace(snap, pending=workload_grouped(snap, before))
@@ -97,10 +98,15 @@ def test_jobs_handed_in_per_queue_decide_as_one_flat_tuple(name: str) -> None:
         before = grouped.pending
         assert digest(admit(grouped)) == digest(scratch), f"cycle {k + 1}, no memo"
         assert digest(admit(grouped, memo)) == digest(scratch), f"cycle {k + 1}, memo"
+        if grouped.claims:  # the memo's jobs by uid, where claims find theirs: the ones handed in
+            indexed += 1
+            assert memo.by_uid.keys() == {p.uid for p in grouped.pending}
+            assert all(memo.by_uid[p.uid] is p for p in grouped.pending)
         took_over = [a + b for a, b in zip(took_over, memo.reused[:2], strict=True)]
         step = next_cycle if k % 2 == 0 else next_cycle_dispatched
         snap = _churn(step(snap, scratch), rng, k)
     assert all(took_over), took_over  # unchanged queues' summaries were taken over
+    assert indexed or name != "reclaim"  # its cycles after the first carry claims
 
 
 def test_a_queue_summary_updated_is_the_one_derived_afresh() -> None:

@@ -4,6 +4,8 @@ and reclaims only pods on nodes of those groups, however the victim order ranks 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.unit.admission.builders import admitted, gpus, job, reason
 from vglobal.admission import (
     ClusterSnap,
@@ -77,7 +79,7 @@ def test_preemption_without_victims_on_the_groups_waits_naming_them() -> None:
     running = (_run("new", "q", {"new-0": "a-g1", "new-1": "a-g1"}, created=2),)
     # b-g2 is taken by a job of the same priority: not a victim
     same = _run("peer", "q", {"peer-0": "b-g2", "peer-1": "b-g2"})
-    running += (RunningJob(**{**same.__dict__, "priority": HIGH}),)
+    running += (replace(same, priority=HIGH),)
     preemptor = job("hi", "q", gpus(4), priority=HIGH, created=10)
     result = admit(
         Snapshot(100.0, (QueueSnap("q", affinity=G2),), (_cluster(NODES, FULL),), (preemptor,), running)

@@ -66,8 +66,8 @@ def test_pods_of_a_gang_spread_over_nodes_and_several_shapes_pack_together() -> 
     clusters = (cluster("c", 2, node),)
     gang = ((gpus(4) + {"cpu": 2_000}, 3), (ResourceVector({"cpu": 4_000}), 2))
     j = job("j", "q", gpus(0))
-    j = type(j)(**{**j.__dict__, "gang": gang, "request": gpus(12) + {"cpu": 14_000}})
-    other = type(j)(**{**j.__dict__, "uid": "k", "queue": "r", "gang": ((gpus(4), 3),), "request": gpus(12)})
+    j = replace(j, gang=gang, request=gpus(12) + {"cpu": 14_000})
+    other = replace(j, uid="k", queue="r", gang=((gpus(4), 3),), request=gpus(12))
     result = admit(Snapshot(0, (QueueSnap("q"), QueueSnap("r")), clusters, (j, other)))
     assert admitted(result) == {"j": "c"}
     # j's three 4-GPU pods took node 0 and half of node 1: one more 4-GPU pod fits, not three

@@ -34,9 +34,7 @@ def test_a_cluster_holding_the_gangs_cpu_pod_does_not_outrank_one_with_its_gpus(
     # GPUs is still the closer one.
     launcher = ResourceVector({"cpu": 2_000})
     pending = job("j", "q", res(4, 8), pods=4)
-    pending = type(pending)(
-        **{**pending.__dict__, "gang": ((launcher, 1), (res(4, 8), 4)), "request": res(18, 32)}
-    )
+    pending = replace(pending, gang=((launcher, 1), (res(4, 8), 4)), request=res(18, 32))
     clusters = (cluster("cpu-central", 4, res(cpu=64)), busy_gpus("gpu-west", 4, 0))
     got = reason(admit(Snapshot(0, Q, clusters, (pending,))), "j")
     assert "best: gpu-west can hold 0 of the 5 pods" in got

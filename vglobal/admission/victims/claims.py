@@ -16,21 +16,33 @@ Without it, a reclaimer that waits for its victims to stop finds their room give
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 from typing import cast
 
 from vglobal.admission.fit.gang import Pairs, PreparedGang
 from vglobal.admission.fit.placement import Clusters, Placement
 from vglobal.admission.ledger import Ledger
-from vglobal.admission.snapshot import Claim, Snapshot, Wait, job_ref
+from vglobal.admission.snapshot import Claim, PendingJob, RunningJob, Snapshot, Wait, job_ref
 from vglobal.model.reasons import WaitKind
+
+
+def _named_jobs(pending: Sequence[PendingJob], named: set[str]) -> dict[str, PendingJob]:
+    """The pending jobs of these uids, found in one C-level pass: at a million pending jobs a
+    Python loop over them costs half a second a cycle."""
+    found = compress(pending, map(named.__contains__, map(attrgetter("uid"), pending)))
+    return {p.uid: p for p in found}
 
 
 class Claims:
     """The claims of one cycle: those it was given that still stand, and those it makes."""
 
-    def __init__(self, snapshot: Snapshot, ledger: Ledger) -> None:
+    def __init__(
+        self, snapshot: Snapshot, ledger: Ledger, pending: Mapping[str, PendingJob] | None = None
+    ) -> None:
+        """``pending``: the snapshot's pending jobs by uid, where the caller keeps them."""
         now = snapshot.now
         self._expires = now + snapshot.policy.claim_timeout
         self._ledger = ledger
@@ -40,7 +52,12 @@ class Claims:
         # The pending jobs the claims name (as claimants or victims), found in one pass: at a
         # backlog of millions a set or a name of every pending job would cost more than the cycle.
         named = {c.for_uid for c in snapshot.claims} | {v for c in snapshot.claims for v in c.victims}
-        self._pending = {p.uid: p for p in snapshot.pending if p.uid in named} if named else {}
+        if not named:
+            self._pending: dict[str, PendingJob] = {}
+        elif pending is None:
+            self._pending = _named_jobs(snapshot.pending, named)
+        else:
+            self._pending = {uid: p for uid in named if (p := pending.get(uid)) is not None}
         self._named = named
         if snapshot.claims:
             pending = self._pending
@@ -60,18 +77,21 @@ class Claims:
         self._snap = snapshot
         self._names: dict[str, str] = {}  # uid -> namespace/name, made when a reason names a job
 
+    def pending_queues(self) -> set[str]:
+        """The queues of the pending jobs the claims name: only their look-backs hold claimants
+        and victims to settle."""
+        return {p.queue for p in self._pending.values()}
+
     def _name(self, uid: str) -> str:
         """A job of this cycle as reasons name it (namespace/name; its uid if it is not here)."""
         names = self._names
-        if not names:
-            names.update((j.uid, job_ref(j)) for j in self._pending.values())
-            names.update((j.uid, job_ref(j)) for j in self._snap.running if j.uid in self._named)
         got = names.get(uid)
-        if got is None and uid in self._named:
-            return uid  # a job the claims name that is neither pending nor running any more
-        if got is None:  # not named by the claims handed in (none is, today): look it up
-            running = next((j for j in self._snap.running if j.uid == uid), None)
-            job = running or next((j for j in self._snap.pending if j.uid == uid), None)
+        if got is None:
+            job: PendingJob | RunningJob | None = self._snap.running_job(uid) or self._pending.get(uid)
+            if job is None and uid not in self._named:  # not named by the claims handed in (none
+                # is, today): look for it
+                job = next((j for j in self._snap.pending if j.uid == uid), None)
+            # a job the claims name that is neither pending nor running any more: its uid
             got = names[uid] = uid if job is None else job_ref(job)
         return got
 
