@@ -127,6 +127,8 @@ class Run:
         self._sampler.start()
         if self.args.profile:
             self._profile()
+        if self.args.statements:
+            self.pg.reset_statements(self.url)
 
     def end(self) -> float:
         elapsed = time.time() - self._t0
@@ -141,6 +143,8 @@ class Run:
             "agents": max((a.peak_rss for a in self.system.agents), default=0) / 2**20,
         }
         p.notes.append(f"load average {os.getloadavg()[0]:.1f} at the end")
+        if self.args.statements:
+            p.notes.append("Postgres's statements with the most time:\n" + self.pg.top_statements(self.url, 40))
         return elapsed
 
     def _sample(self) -> None:
@@ -256,6 +260,12 @@ def phase_pipeline(run: Run) -> None:
     latencies(run.phase, recs, run.url, runs=True)
     run.phase.achieved = completions_per_second(run)
     run.phase.notes.append(f"all {a.pipeline_jobs} jobs finished {elapsed:.1f} s after the first submit")
+    # Throughput on a shared machine follows its load; CPU per job follows the code.
+    per = {k: run.phase.cpu[k] / 100 * elapsed * 1000 / a.pipeline_jobs for k in ("hub", "agents", "postgres")}
+    run.phase.notes.append(
+        "CPU s per 1,000 jobs: hub {hub:.2f}, agents {agents:.2f}, Postgres {postgres:.2f}".format(**per)
+        + f" (sum {sum(per.values()):.2f})"
+    )
 
 
 def steady(run: Run, label: str) -> tuple[float, float]:
@@ -351,6 +361,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--hub-flag", action="append", default=[], help="extra hub flag (repeatable)")
     p.add_argument("--agent-flag", action="append", default=[], help="extra agent flag (repeatable)")
     p.add_argument("--profile", default="", help="py-spy the hub and one agent into this directory")
+    p.add_argument("--statements", action="store_true", help="Postgres's top statements (pg_stat_statements)")
     p.add_argument("--no-plot", dest="plot", action="store_false")
     p.add_argument("--workdir", default="", help="logs and data (default: a temporary directory)")
     p.add_argument("--code", default="", help="run hub, agents and CLI from this source tree (a baseline)")
@@ -373,6 +384,8 @@ def main() -> None:
         init_certs(certs, "localhost", clusters, [UserSpec.parse("bench:admin")], days=1)
     print(f"hub: {'plaintext, open (--insecure)' if certs is None else 'TLS, token, agents on mTLS'}")
     pg = Postgres(workdir / "pgdata")
+    if args.statements:
+        pg.track_statements()
     results = []
     try:
         for name in args.phase or list(PHASES):

@@ -143,3 +143,49 @@ def test_a_reported_phase_moves_the_binding_exactly_when_the_table_allows(
             target.value if moved and source.value in ("Dispatched", "Bound", "Running") else source.value
         )
         assert got[f"j{i}"][0] == expected, (source, phase)
+
+
+def test_the_observed_generation_is_written_with_the_status_and_never_goes_back(engine: sa.Engine) -> None:
+    seed(engine, {"a": "Running", "b": "Running"})
+
+    def seen(uid: str, observed: int) -> pb.AgentMessage:
+        msg = status(uid, 1, "Running")
+        msg.status.observed_generation = observed
+        return msg
+
+    def observed() -> dict[str, int]:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT uid, observed_generation FROM jobs")).all()
+        return {r[0]: r[1] for r in rows}
+
+    # A later status of the batch that says no generation (an older agent) keeps the earlier one's.
+    record(engine, [seen("a", 3), seen("a", 0), seen("b", 2)])
+    assert observed() == {"a": 3, "b": 2}
+    record(engine, [seen("a", 2), seen("b", 0)])  # a report from before an apply arrives late
+    assert observed() == {"a": 3, "b": 2}
+    record(engine, [seen("b", 4)])
+    assert observed() == {"a": 3, "b": 4}
+
+
+def test_a_binding_that_moves_and_gets_placements_is_written_once(engine: sa.Engine) -> None:
+    """The placements' touch (a statement trigger on jobs) skips a binding the batch's move already
+    stamped: one row version, so its triggers run once; one that does not move is still touched."""
+    seed(engine, {"a": "Bound", "b": "Running"})
+    with engine.connect() as conn:
+        before = dict(conn.execute(sa.text("SELECT job_uid, updated_at FROM resource_bindings")).all())
+    counted = sa.text("SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'resource_bindings'")
+    with session_scope(make_sessionmaker(engine)) as session:
+        # Counts this backend has not reported yet, an earlier transaction's included: the difference.
+        start = session.execute(counted).scalar_one()
+        recorder.record(
+            "east", [status("a", 1, "Running"), status("b", 1, "Running")], stream="s", exclude_for=60.0,
+            session=session,
+        )  # fmt: skip
+        updates = session.execute(counted).scalar_one() - start
+    assert updates == 2  # a's move, b's touch (three when a's move followed a touch of it)
+    with engine.connect() as conn:
+        after = dict(conn.execute(sa.text("SELECT job_uid, updated_at FROM resource_bindings")).all())
+        pods = dict(conn.execute(sa.text("SELECT uid, placements FROM jobs")).all())
+    assert after["a"] > before["a"] and after["b"] > before["b"]
+    assert [p["pod"] for p in pods["a"]] == ["a-main-0"] and [p["pod"] for p in pods["b"]] == ["b-main-0"]
+    assert bindings(engine)["a"][0] == "Running"

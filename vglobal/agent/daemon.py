@@ -7,6 +7,7 @@ every ``cycle_interval`` and sends what the core produced. Only the link runs in
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import signal
@@ -143,7 +144,15 @@ def serve(
                 if stop.is_set() or clock.now() >= deadline:
                     break  # a flood of hub messages must not starve the cluster cycle
             started = time.perf_counter()
-            link.send_all(session, core.tick())
+            # A cycle's scheduling session makes many objects, some in reference cycles, that die
+            # with it: collected while it runs they would be promoted and rescanned in full passes
+            # over the agent's whole heap (its kept runs), so the collector waits until it ends.
+            gc.disable()
+            try:
+                messages = core.tick()
+            finally:
+                gc.enable()
+            link.send_all(session, messages)
             took = time.perf_counter() - started
             if observer is not None:
                 observer.observe(backend, core.runtime.live_grants())

@@ -192,28 +192,55 @@ def safe_deserializer(deserialize: Callable[[bytes], Any] | None) -> Callable[[b
     return parse
 
 
-def nul_field(msg: Message, prefix: str = "") -> str | None:
+_STRING, _STRINGS, _MESSAGE, _MESSAGES, _MAP = range(5)
+# Per message type, its fields that may hold a string, in field-number order: (name, kind).
+_PLANS: dict[Any, tuple[tuple[str, int], ...]] = {}
+
+
+def _plan(descriptor: Any) -> tuple[tuple[str, int], ...]:
+    plan = []
+    for f in sorted(descriptor.fields, key=lambda f: f.number):
+        if f.message_type is None:
+            if f.type == f.TYPE_STRING:
+                plan.append((f.name, _STRINGS if f.is_repeated else _STRING))
+        elif f.message_type.GetOptions().map_entry:
+            plan.append((f.name, _MAP))
+        else:
+            plan.append((f.name, _MESSAGES if f.is_repeated else _MESSAGE))
+    _PLANS[descriptor] = out = tuple(plan)
+    return out
+
+
+def nul_field(msg: Message) -> str | None:
     """The path of the first string field (or map key) holding a NUL character, which PostgreSQL
-    cannot store; None when there is none."""
-    for field, value in msg.ListFields():
-        path = f"{prefix}{field.name}"
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+    cannot store; None when there is none. Every agent report holds zero bytes (its numbers), so
+    this walk runs on each: it reads only the fields that may hold strings, by a plan made once
+    per message type, and builds a path only for the field found."""
+    plan = _PLANS.get(msg.DESCRIPTOR)
+    if plan is None:
+        plan = _plan(msg.DESCRIPTOR)
+    for name, kind in plan:
+        if kind == _STRING:
+            if "\x00" in getattr(msg, name):
+                return name
+        elif kind == _MESSAGES:
+            for i, item in enumerate(getattr(msg, name)):
+                if found := nul_field(item):
+                    return f"{name}[{i}].{found}"
+        elif kind == _MESSAGE:
+            if msg.HasField(name) and (found := nul_field(getattr(msg, name))):
+                return f"{name}.{found}"
+        elif kind == _STRINGS:
+            if any("\x00" in item for item in getattr(msg, name)):
+                return name
+        else:
+            value = getattr(msg, name)
             for key in value:
                 item = value[key]
                 if (isinstance(key, str) and "\x00" in key) or (isinstance(item, str) and "\x00" in item):
-                    return f"{path}[{key!r}]"
-                if isinstance(item, Message) and (found := nul_field(item, f"{path}[{key!r}].")):
-                    return found
-        elif field.message_type is not None:
-            items = value if field.is_repeated else [value]
-            for i, item in enumerate(items):
-                where = f"{path}[{i}]." if field.is_repeated else f"{path}."
-                if found := nul_field(item, where):
-                    return found
-        elif field.type == field.TYPE_STRING:
-            items = value if field.is_repeated else [value]
-            if any("\x00" in item for item in items):
-                return path
+                    return f"{name}[{key!r}]"
+                if isinstance(item, Message) and (found := nul_field(item)):
+                    return f"{name}[{key!r}].{found}"
     return None
 
 

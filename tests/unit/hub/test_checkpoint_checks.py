@@ -30,3 +30,17 @@ def test_a_pods_checkpoint_annotation_is_read_as_rfc3339() -> None:
     pod = {"metadata": {"name": "p", "annotations": {"vglobal.io/checkpointed-at": "2026-01-02T15:04:05Z"}}}
     assert pod_record(pod).checkpointed == 1767366245.0
     assert pod_record({"metadata": {"name": "p"}}).checkpointed is None
+
+
+def test_a_reported_task_count_out_of_range_is_refused_naming_it() -> None:
+    def status(**counts: int) -> pb.AgentMessage:
+        tasks = [pb.TaskStatus(name="main", replicas=1), pb.TaskStatus(name="side", **counts)]
+        return pb.AgentMessage(status=pb.JobStatus(job_uid="u", generation=1, phase="Running", tasks=tasks))
+
+    assert check_message(status(replicas=2, running=2**31 - 1)) == "status"
+    with pytest.raises(InvalidArgument) as err:
+        check_message(status(replicas=2, pending=-1, failed=-3))
+    assert str(err.value) == (
+        "status.tasks[1].pending: must be between 0 and 2147483647; "
+        "status.tasks[1].failed: must be between 0 and 2147483647"
+    )

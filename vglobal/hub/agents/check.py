@@ -22,6 +22,7 @@ INT32_MAX = 2**31 - 1
 # Agent event times: from the epoch to the year 2200, in seconds.
 MAX_EVENT_TIME = 7_258_118_400.0
 JOB_PHASES = frozenset(p.value for p in JobPhase)
+_TASK_COUNTS = ("replicas", "pending", "running", "succeeded", "failed")
 
 
 def _units(p: Problems, field: str, values: Mapping[str, int]) -> None:
@@ -144,9 +145,9 @@ def _status(p: Problems, st: agent_pb2.JobStatus) -> None:
     if st.retry_count < 0:
         p.add("status.retry_count", "must be >= 0")
     for i, t in enumerate(st.tasks):
-        _counts(p, f"status.tasks[{i}]", [("replicas", t.replicas), ("pending", t.pending),
-                                          ("running", t.running), ("succeeded", t.succeeded),
-                                          ("failed", t.failed)])  # fmt: skip
+        counts = (t.replicas, t.pending, t.running, t.succeeded, t.failed)
+        if min(counts) < 0 or max(counts) > INT32_MAX:  # named only when wrong: this runs per report
+            _counts(p, f"status.tasks[{i}]", zip(_TASK_COUNTS, counts, strict=True))
     if not (math.isfinite(st.checkpointed_at) and 0 <= st.checkpointed_at <= MAX_EVENT_TIME):
         p.add("status.checkpointed_at", "must be epoch seconds between 1970 and 2200")
     for i, e in enumerate(st.events):

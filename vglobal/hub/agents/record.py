@@ -29,7 +29,7 @@ from vglobal.model.binding import FINISHED, BindingPhase, BindingRef, allowed, r
 from vglobal.model.forms import TERMINATED, after_stop
 from vglobal.model.reasons import WaitKind
 from vglobal.store.repo import bindings as bindings_repo
-from vglobal.store.repo import cluster_beats, job_specs
+from vglobal.store.repo import cluster_beats
 from vglobal.store.repo import events as events_repo
 from vglobal.store.repo import runs as runs_repo
 from vglobal.store.repo.events import NewEvent
@@ -69,7 +69,6 @@ class _Batch:
     rejects: list[agent_pb2.BindingRejected] = field(default_factory=list)
     events: list[NewEvent] = field(default_factory=list)
     outcome: Outcome = field(default_factory=Outcome)
-    observed: dict[str, int] = field(default_factory=dict)  # uid -> spec generation its run carries out
     # uid -> (generation, epoch seconds): the latest checkpoint its current run reported
     checkpoints: dict[str, tuple[int, float]] = field(default_factory=dict)
 
@@ -172,8 +171,9 @@ class _Batch:
             return
         target = reported(st.phase)
         finished = target in FINISHED
-        if st.observed_generation:
-            self.observed[st.job_uid] = st.observed_generation
+        # The newest generation said by any of the run's statuses in the batch (an old agent says none).
+        earlier = self.statuses.get(st.job_uid)
+        observed = st.observed_generation or (earlier.observed if earlier is not None else 0)
         if st.checkpointed_at > self.checkpoints.get(st.job_uid, (0, 0.0))[1]:
             self.checkpoints[st.job_uid] = (st.generation, st.checkpointed_at)
         self.statuses[st.job_uid] = JobReport(
@@ -183,6 +183,7 @@ class _Batch:
             [convert.pod_placement(p) for p in st.placements],
             st.retry_count,
             finished,
+            observed,
         )
         if target is not None and target is not ref.phase and allowed(ref.phase, target):
             self.to(st.job_uid, ref, target, (st.message or f"job {st.phase}") if finished else "")
@@ -232,13 +233,20 @@ class _Batch:
 
 def write(batches: Sequence[_Batch], session: Session) -> None:
     """The batches of several streams, each kind of write one statement for all."""
-    # Job rows first: a change of placements touches the binding (migration 0002), which
-    # the binding's own move then writes over in the same transaction.
-    runs_repo.update_statuses([r for b in batches for r in b.statuses.values()], session=session)
-    job_specs.observed({u: g for b in batches for u, g in b.observed.items()}, session=session)
+    # Each status carries the generation its run observed (see status()).
+    statuses = [r for b in batches for r in b.statuses.values()]
+    # A run that failed may re-queue HyperJob children and their siblings (write_own), which
+    # resets their job rows: their statuses must be written before, as they always were.
+    failing = any(m.target is BindingPhase.Failed for b in batches for m in b.moves.values())
+    if failing:
+        runs_repo.update_statuses(statuses, session=session)
     restarts = [b.write_own(session) for b in batches]
     moves = [(b.cluster, m) for b in batches for m in b.moves.values()]
     ended = runs_repo.move_runs([m for _, m in moves], [c for c, _ in moves], session=session)
+    if not failing:
+        # After the moves: a change of placements touches its binding (migrations 0016, 0026)
+        # only where no move of this transaction did, so a moved binding gets one row version.
+        runs_repo.update_statuses(statuses, session=session)
     for b in batches:  # each batch its own cluster's (another stream of it would be superseded)
         b.outcome.ended = [(q, phase) for c, q, phase in ended if c == b.cluster]
         b.write_rejects(session)

@@ -1,5 +1,5 @@
-"""A stored job's manifest replaced by kubectl's apply (``vglobal apply``, ``vglobal scale``), and
-the generation its cluster reports it carries out."""
+"""A stored job's manifest replaced by kubectl's apply (``vglobal apply``, ``vglobal scale``); the
+generation its cluster reports it carries out is written with the run's status (runs.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from sqlalchemy.orm import Session
 from vglobal.model.forms import tasks_to_json
 from vglobal.model.records import JobRow
 from vglobal.model.static_facts import manifest_facts
-from vglobal.store.engine import joined
 from vglobal.store.repo.jobs import NewJob, _row, _select
-from vglobal.store.repo.live import cursor
 from vglobal.store.tables import jobs, resource_bindings
 
 
@@ -80,16 +78,3 @@ def respecify(
 
 def set_managed(uid: str, managed: Mapping[str, str], *, session: Session) -> None:
     session.execute(sa.update(jobs).where(jobs.c.uid == uid).values(managed_fields=dict(managed)))
-
-
-def observed(generations: Mapping[str, int], *, session: Session) -> None:
-    """Their clusters carry out these generations of the jobs' manifests (uid -> generation), in
-    one statement; a generation never goes back."""
-    if not generations:
-        return
-    with cursor(session) as cur:
-        cur.execute(
-            "UPDATE jobs SET observed_generation = d.g FROM unnest(string_to_array(%(u)s, ','), "
-            "CAST(%(g)b AS bigint[])) AS d(uid, g) WHERE jobs.uid = d.uid AND jobs.observed_generation < d.g",
-            {"u": joined(list(generations)), "g": list(generations.values())},
-        )

@@ -46,21 +46,25 @@ class JobReport:
     placements: Sequence[PodPlacement]
     retry_count: int
     finished: bool
+    # The manifest generation the run carries out (status.observedGeneration; 0: not said).
+    observed: int = 0
 
 
 def update_statuses(reports: Sequence[JobReport], *, session: Session) -> None:
     """Each job's phase, task counts, pod placements and retries as reported, in one statement; a
-    finished report stamps the job's finish time."""
+    finished report stamps the job's finish time, and the generation it observed is kept (it
+    never goes back) in the same row version rather than a second UPDATE of the row."""
     if not reports:
         return
     with cursor(session) as cur:
         cur.execute(
             "UPDATE jobs AS j SET phase = d.phase, tasks = CAST(d.tasks AS jsonb), "
             "placements = CAST(d.placements AS jsonb), retry_count = d.retry, updated_at = now(), "
-            "finished_at = CASE WHEN d.fin THEN now() ELSE j.finished_at END "
+            "finished_at = CASE WHEN d.fin THEN now() ELSE j.finished_at END, "
+            "observed_generation = greatest(j.observed_generation, d.seen) "
             "FROM unnest(CAST(%(u)b AS text[]), CAST(%(p)b AS text[]), CAST(%(t)b AS text[]), "
-            "CAST(%(pl)b AS text[]), CAST(%(r)b AS int[]), CAST(%(f)b AS bool[])) "
-            "AS d(uid, phase, tasks, placements, retry, fin) WHERE j.uid = d.uid",
+            "CAST(%(pl)b AS text[]), CAST(%(r)b AS int[]), CAST(%(f)b AS bool[]), CAST(%(o)b AS bigint[])) "
+            "AS d(uid, phase, tasks, placements, retry, fin, seen) WHERE j.uid = d.uid",
             {
                 "u": [r.uid for r in reports],
                 "p": [r.phase for r in reports],
@@ -68,6 +72,7 @@ def update_statuses(reports: Sequence[JobReport], *, session: Session) -> None:
                 "pl": [json.dumps(placements_to_json(r.placements)) for r in reports],
                 "r": [r.retry_count for r in reports],
                 "f": [r.finished for r in reports],
+                "o": [r.observed for r in reports],
             },
         )
 
