@@ -407,7 +407,7 @@ def main() -> None:
                     (f.parent / f"{f.stem}.summary").write_text(summary)
                     print(summary, flush=True)
     finally:
-        pg.stop()
+        pg.stop(keep_data=bool(args.workdir))  # logs stay; the database goes unless asked to keep
     print("\n" + HEADER)
     for p in results:
         print(row(p))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -104,7 +105,9 @@ class Postgres:
             for ms, calls, nrows, top, q in rows
         )
 
-    def stop(self) -> None:
+    def stop(self, keep_data: bool = True) -> None:
+        """Stop the server; without ``keep_data`` its data directory goes too (a run's is about a
+        gigabyte, mostly WAL: runs that kept theirs in a temporary directory filled the disk)."""
         with contextlib.suppress(Exception):
             self.server.cleanup()
         if (self.pgdata / "postmaster.pid").exists():  # restarted (track_statements): a new pid
@@ -112,6 +115,8 @@ class Postgres:
 
             with contextlib.suppress(Exception):
                 pg_ctl(["-w", "stop"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
+        if not keep_data:
+            shutil.rmtree(self.pgdata, ignore_errors=True)
 
 
 @dataclass

@@ -227,7 +227,7 @@ def main() -> None:
         for proc in procs:
             proc.stop()
         system.stop()
-        pg.stop()
+        pg.stop(keep_data=bool(args.keep))  # logs stay; the database goes unless asked to keep
     print(f"logs in {work}")
 
 

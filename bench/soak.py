@@ -195,7 +195,7 @@ def main() -> None:
         for load in loads:
             load.stop()
         system.stop()
-        pg.stop()
+        pg.stop(keep_data=bool(args.keep))  # logs stay; the database goes unless asked to keep
     print(f"logs in {work}")
 
 
