@@ -88,7 +88,8 @@ def test_a_checkpointed_job_is_reclaimed_losing_only_the_work_since(system: Syst
         said = reclaimed.message
         lost = int(said.split("it loses ")[1].split(" s of work")[0])
         since = datetime.fromisoformat(said.split("since its checkpoint at ")[1])
-        # the run since its latest checkpoint (no run of the sim agent's has one after the reclaim)
-        latest = max(_checkpoint_times(c, "a0"))
-        assert since == latest, (said, latest)
-        assert lost <= (reclaimed.time.ToDatetime(tzinfo=UTC) - latest).total_seconds() + 1, said
+        # the run since a checkpoint it reported, the latest the cycle's snapshot held: one the
+        # agent reports while the cycle decides (a second later here) is not the decision's
+        times = _checkpoint_times(c, "a0")
+        assert since in times and since > min(times), (said, times)
+        assert lost <= (reclaimed.time.ToDatetime(tzinfo=UTC) - since).total_seconds() + 1, said
