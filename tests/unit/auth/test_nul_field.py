@@ -4,7 +4,7 @@ the first string holding NUL, through nested, repeated and oneof messages and ma
 from __future__ import annotations
 
 from vglobal.api.v1 import agent_pb2 as pb
-from vglobal.hub.guard import nul_field
+from vglobal.hub.request_decode import nul_field
 
 
 def status(uid: str, message: str = "started", node: str = "n-1") -> pb.AgentMessage:
