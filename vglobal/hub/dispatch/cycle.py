@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from sqlalchemy.orm import Session
 
@@ -265,7 +266,9 @@ class Dispatcher:
                     rooms=queue_rooms(snapshot, result, held, self._facts),
                 )
                 moved = rooms_moved(statuses, self.reader.queue_status)
-                lost = lost_work(snapshot, result)
+                # The victims' checkpoints as they stand now, their rows locked until this commits.
+                read = partial(bindings_repo.checkpoints_locked, session=session)
+                lost = lost_work(snapshot, result, read, time.time())
                 done, reclaimed, admitted = write_admissions(result, session=session, lost=lost)
                 claims = [claim_row(c) for c in result.claims]
                 if claims != self.reader.claim_rows:  # kept for the next cycle, and the next leader

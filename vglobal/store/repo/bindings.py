@@ -256,6 +256,20 @@ def requeue(
 _REF = (_b.phase, _b.cluster, _b.generation)
 
 
+def checkpoints_locked(uids: Sequence[str], *, session: Session) -> dict[str, float | None]:
+    """Each binding's last checkpoint (epoch seconds, None if none), its row locked until the
+    transaction ends: no later checkpoint of that run can be kept before a move written with it."""
+    if not uids:
+        return {}
+    with cursor(session) as cur:
+        cur.execute(
+            f"SELECT b.job_uid, {CHECKPOINTED} FROM resource_bindings AS b "
+            "WHERE b.job_uid = ANY(%(uids)s) ORDER BY b.job_uid FOR UPDATE",
+            {"uids": list(uids)},
+        )
+        return {uid: at for uid, at in cur.fetchall()}
+
+
 def current(uid: str, *, session: Session, for_update: bool = False) -> BindingRef | None:
     """Where a job's binding stands (None: no such job)."""
     stmt = sa.select(*_REF).where(_b.job_uid == uid)
