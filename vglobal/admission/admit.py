@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from itertools import repeat
-from operator import attrgetter
 
 import numpy as np
 
@@ -55,6 +54,7 @@ from vglobal.admission.snapshot import (
     Reclaim,
     Snapshot,
     Wait,
+    uid_of,
 )
 from vglobal.admission.victims.ask import Ask, mask_key
 from vglobal.admission.victims.claims import Claims, close
@@ -65,8 +65,6 @@ from vglobal.admission.victims.reclaim import Reclaims
 from vglobal.admission.victims.reclaim_pods import reclaim_evictions
 from vglobal.admission.victims.starvation import Starvation
 from vglobal.model.reasons import WaitKind
-
-_uid = attrgetter("uid")
 
 
 class _Cycle:
@@ -211,7 +209,7 @@ class _Cycle:
 
     def _wait_all(self, jobs: Iterable[PendingJob], wait: Wait) -> None:
         # In C: the jobs past the look-backs are most of a large backlog.
-        self.decisions.update(zip(map(_uid, jobs), repeat(wait)))
+        self.decisions.update(zip(map(uid_of, jobs), repeat(wait)))
 
     def _out_of_budget(self, budget: int) -> None:
         """Every job not decided yet waits for the next cycle: this one admitted its most."""

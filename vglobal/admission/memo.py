@@ -28,12 +28,11 @@ from vglobal.admission.fit.node_rows import NodeRows
 from vglobal.admission.queue_jobs import QueueJobs, changed, summarise
 from vglobal.admission.share.order import queue_order
 from vglobal.admission.share.water import water_fill
-from vglobal.admission.snapshot import PendingJob, RunningJob
+from vglobal.admission.snapshot import PendingJob, RunningJob, uid_of
 from vglobal.model.resources import ResourceVector
 
 UIntArray = npt.NDArray[np.uint64]
 VictimOrder = Callable[[list[RunningJob]], list[RunningJob]]
-_uid = operator.attrgetter("uid")
 
 
 @dataclass(slots=True)
@@ -113,7 +112,7 @@ class Memo:
         for job in gone:
             if by_uid.get(job.uid) is job:  # not if it moved to a queue already updated
                 del by_uid[job.uid]
-        by_uid.update(zip(map(_uid, new), new, strict=True))
+        by_uid.update(zip(map(uid_of, new), new, strict=True))
 
     def pending(self) -> dict[str, PendingJob]:
         """The jobs of every queue handed in this cycle by uid (call once every queue was). Made

@@ -31,6 +31,9 @@ _NO_CARDS: Mapping[str, tuple[CardFree, ...]] = MappingProxyType({})
 _NO_LIMITS: Mapping[str, ResourceVector] = MappingProxyType({})
 _NO_TASK_LABELS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 
+# A job's uid, in C: passes over a large backlog take it per job.
+uid_of = attrgetter("uid")
+
 
 @dataclass(frozen=True)
 class QueueSnap:
@@ -292,7 +295,7 @@ class Snapshot:
     def running_job(self, uid: str) -> RunningJob | None:
         by_uid = self._running
         if not by_uid and self.running:
-            by_uid.update(zip(map(attrgetter("uid"), self.running), self.running, strict=True))
+            by_uid.update(zip(map(uid_of, self.running), self.running, strict=True))
         return by_uid.get(uid)
 
 

@@ -21,7 +21,7 @@ from operator import attrgetter
 
 from vglobal.admission.share.tree import QueueTree
 from vglobal.admission.share.usage import decayed_allocation
-from vglobal.admission.snapshot import PendingJob, QueueSnap
+from vglobal.admission.snapshot import PendingJob, QueueSnap, uid_of
 
 # A dimension the queue deserves none of: any use of it ranks the queue after every finite share.
 _NO_SHARE = 1e12
@@ -30,13 +30,12 @@ Key = tuple[int, float, int, str, int, int]
 
 # A queue's jobs in order: priority (highest first), then creation, then uid. Three stable sorts
 # on C-level keys (reverse keeps equal items in order) beat one sort on a Python tuple.
-_BY_UID = attrgetter("uid")
 _BY_CREATED = attrgetter("created")
 _BY_PRIORITY = attrgetter("priority")
 
 
 def queue_order(jobs: Iterable[PendingJob]) -> list[PendingJob]:
-    out = sorted(jobs, key=_BY_UID)
+    out = sorted(jobs, key=uid_of)
     out.sort(key=_BY_CREATED)
     out.sort(key=_BY_PRIORITY, reverse=True)
     return out
