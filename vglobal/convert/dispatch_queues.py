@@ -37,14 +37,13 @@ def dispatch_queues(queue: str, rows: Mapping[str, QueueRow], cluster: str) -> l
     while name and name != "root" and name in rows and len(out) < len(rows):
         row = rows[name]
         affinity = affinity_from_manifest(row.manifest)
-        annotations = (row.manifest.get("metadata") or {}).get("annotations") or {}
         out.append(
             dispatch_queue(
                 name,
                 row.parent,
                 row.weight,
                 affinity,
-                str(annotations.get(NODE_GROUP_LIMITS, "")),
+                str(row.annotations.get(NODE_GROUP_LIMITS, "")),
                 limits=queue_limits(row.status, row.capability, row.guarantee, row.deserved),
                 cluster=cluster,
             )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -35,12 +34,6 @@ def queue_source(job: Job, queue: str) -> str:
     if names_no_queue(job) and queue != DEFAULT_QUEUE:
         return f"namespace {job.namespace} annotation {QUEUE_ANNOTATION}"
     return ""
-
-
-def _annotations(manifest: Mapping[str, Any]) -> Mapping[str, str]:
-    meta = manifest.get("metadata")
-    found = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return found if isinstance(found, Mapping) else {}
 
 
 class QueueChoice:
@@ -73,7 +66,7 @@ class QueueChoice:
                 row = queues_repo.get_queue(cur, session=self.session)
                 if row is None:
                     break
-                chain.append(_annotations(row.manifest))
+                chain.append(row.annotations)
                 cur = row.parent
             self.policies[queue] = inherited(chain)
         return self.policies[queue]

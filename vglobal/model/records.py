@@ -27,6 +27,13 @@ class QueueRow:
     created_at: datetime
     status: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        """Its manifest's metadata.annotations (where the queue's vglobal.io/ settings live)."""
+        meta = self.manifest.get("metadata")
+        found = meta.get("annotations") if isinstance(meta, Mapping) else None
+        return found if isinstance(found, Mapping) else {}
+
 
 @dataclass(frozen=True)
 class QueueUsage:

@@ -7,7 +7,6 @@ only the rows written since (``JobCache.refresh``, ``ClusterCache.read``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -69,7 +68,7 @@ class SnapshotReader:
         self.queue_status = {q.name: q.status for q in queue_rows}
         fair = self.fair_usage(settings)
         held = {q.name: jobs.allocated(q.name) for q in queue_rows}
-        notes = {q.name: (q.parent, _annotations(q.manifest)) for q in queue_rows}
+        notes = {q.name: (q.parent, q.annotations) for q in queue_rows}
         lives = queue_half_lives(notes)
         fair.charge(now, held, lives, session=session)
         reclaimed = fair.reclaimed(now) if settings.reclaim_limit > 0 else {}
@@ -124,8 +123,3 @@ def _near_budget(pending: PendingByQueue, near: set[str]) -> PendingByQueue:
             for queue, jobs in pending.by_queue.items()
         }
     )
-
-
-def _annotations(manifest: Mapping[str, Any]) -> Mapping[str, str]:
-    return (manifest.get("metadata") or {}).get("annotations") or {}
-
