@@ -19,7 +19,6 @@ import inspect
 import logging
 import math
 import random
-import sys
 import threading
 import time
 import uuid
@@ -86,40 +85,6 @@ HELD_RATE = 16.0
 MAX_HOLD = 4.0
 
 
-# While this many refused calls are held at once (a flood), the process's threads take turns at
-# the GIL every FLOOD_SWITCH seconds instead of Python's 5 ms: another caller's submit crosses
-# threads several times and would wait up to the interval at each behind the flood's work. Not
-# always: a shorter interval slows every CPU-bound thread (the dispatch cycle) by its switches.
-FLOOD_HELD = 16
-FLOOD_SWITCH = 0.001
-
-
-class _FloodSwitch:
-    """The process's switch interval while any of its guards holds a flood (the interval is the
-    process's, so the floods of several guards are counted together)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._floods = 0
-        self._before = 0.0
-
-    def begin(self) -> None:
-        with self._lock:
-            self._floods += 1
-            if self._floods == 1:
-                self._before = sys.getswitchinterval()
-                sys.setswitchinterval(min(FLOOD_SWITCH, self._before))
-
-    def end(self) -> None:
-        with self._lock:
-            self._floods -= 1
-            if not self._floods:
-                sys.setswitchinterval(self._before)
-
-
-_FLOODS = _FloodSwitch()
-
-
 def hold_time(
     held: int = 1, draw: Callable[[float, float], float] = random.uniform, *, left: float | None = None
 ) -> float:
@@ -172,16 +137,10 @@ class Guard(grpc.aio.ServerInterceptor):
         self.clock = clock
         self.refusals = RefusalLog()  # agents refused, logged per peer and reason now and then
         self.held: dict[str, int] = {}  # each caller's refused calls being held (on the loop only)
-        self.held_total = 0
-        self._flooding = False
 
     async def hold(self, key: str, left: float | None = None) -> float:
         """Hold one of ``key``'s refused calls (``hold_time``); how long it was held."""
         n = self.held[key] = self.held.get(key, 0) + 1
-        self.held_total += 1
-        if self.held_total >= FLOOD_HELD and not self._flooding:
-            self._flooding = True
-            _FLOODS.begin()
         try:
             held = hold_time(n, left=left)
             await asyncio.sleep(held)
@@ -189,10 +148,6 @@ class Guard(grpc.aio.ServerInterceptor):
         finally:
             if (rest := self.held.pop(key) - 1) > 0:
                 self.held[key] = rest
-            self.held_total -= 1
-            if not self.held_total and self._flooding:  # the flood is over
-                self._flooding = False
-                _FLOODS.end()
 
     async def intercept_service(
         self,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -303,41 +302,3 @@ def test_the_guard_counts_each_callers_held_calls_while_they_are_held(monkeypatc
 
     assert asyncio.run(hold_four()) == pytest.approx([0.01, 0.02, 0.03, 0.01])  # "b" counted apart
     assert guard.held == {}
-
-
-def test_a_flood_of_held_refusals_switches_threads_more_often_until_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
-    """While FLOOD_HELD refused calls are held at once, the GIL is handed on every FLOOD_SWITCH
-    seconds (another caller's call waits less behind the flood's work); a few held calls (an SDK's
-    retries) change nothing, and the interval is what it was once none are held."""
-    monkeypatch.setattr(guard_module, "HOLD", 0.05)
-    monkeypatch.setattr(guard_module, "HOLD_SPREAD", 0.0)
-    guard = Guard(Authenticator(None), None)
-    before = sys.getswitchinterval()
-    seen: list[float] = []
-
-    async def watch(n: int) -> None:
-        holds = [asyncio.ensure_future(guard.hold(f"caller-{k % 3}")) for k in range(n)]
-        await asyncio.sleep(0)  # each hold has begun (none ends before its 0.05 s)
-        seen.append(sys.getswitchinterval())
-        await asyncio.gather(*holds)
-
-    asyncio.run(watch(guard_module.FLOOD_HELD - 1))
-    asyncio.run(watch(guard_module.FLOOD_HELD))
-    assert seen == [before, guard_module.FLOOD_SWITCH]
-    assert sys.getswitchinterval() == before and guard.held_total == 0
-
-    # Two guards of one process flooded at once, the first flood ending first: the interval is
-    # the process's, so it stays short until the last flood ends, then is what it was.
-    other = Guard(Authenticator(None), None)
-
-    async def both() -> None:
-        first = [asyncio.ensure_future(guard.hold(f"a-{k}")) for k in range(guard_module.FLOOD_HELD)]
-        await asyncio.sleep(0)
-        monkeypatch.setattr(guard_module, "HOLD", 0.2)
-        second = [asyncio.ensure_future(other.hold(f"b-{k}")) for k in range(guard_module.FLOOD_HELD)]
-        await asyncio.gather(*first)
-        seen.append(sys.getswitchinterval())
-        await asyncio.gather(*second)
-
-    asyncio.run(both())
-    assert seen[-1] == guard_module.FLOOD_SWITCH and sys.getswitchinterval() == before
